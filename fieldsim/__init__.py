@@ -1,0 +1,36 @@
+"""fieldsim: a field-based differentiable simulation language, compiled with LLVM.
+
+`import fieldsim as ti` runs a DiffTaichi-style program: fields, `@kernel`s whose outermost loops
+run in parallel, `@func`s, and reverse/forward-mode autodiff with statically checked access rules.
+"""
+from fieldsim import errors
+from fieldsim.errors import (AccessRuleError, FieldsimError, FieldsimNameError,
+                             FieldsimRuntimeError, FieldsimSyntaxError, FieldsimTypeError)
+from fieldsim.lang import types
+from fieldsim.lang.field import (Field, MatrixField, ScalarField, SNode, axes, field, i, ij, ijk,
+                                 ijkl, ik, j, jk, k, l, root)
+from fieldsim.lang.kernel import Func, KernelObj, func, kernel, pyfunc, template
+from fieldsim.lang.matrix import Matrix, Vector
+from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
+                               atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
+                               ceil, cos, exp, floor, grouped, log, loop_config, max, min,
+                               ndrange, pow, random, round, rsqrt, select, sin, sqrt, static,
+                               static_print, tan, tanh)
+from fieldsim.lang.runtime import arm64, cpu, cuda, gpu, init, reset, sync, x64
+from fieldsim.lang.types import (f16, f32, f64, float16, float32, float64, i8, i16, i32, i64,
+                                 int8, int16, int32, int64, u1, u8, u16, u32, u64, uint8, uint16,
+                                 uint32, uint64)
+from fieldsim.gui import GUI
+from fieldsim import ad
+from fieldsim.ad import Tape
+
+types.ndarray = __import__("fieldsim.lang.kernel", fromlist=["NdarrayType"]).NdarrayType
+types.template = template
+types.f32, types.f64, types.i32, types.i64 = f32, f64, i32, i64
+
+from fieldsim.lang import linalg as _linalg  # noqa: E402  (uses the names above)
+
+polar_decompose = _linalg.polar_decompose
+svd = _linalg.svd
+
+__version__ = "0.1.0"

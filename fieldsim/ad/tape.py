@@ -1,0 +1,275 @@
+"""The Tape (Taichi 1.7 semantics plus Warp's `backward`), `grad_replaced`/`grad_for`, `no_grad`.
+
+On entry a Tape zeroes every gradient (when asked) and sets `loss[None] = 0`; while active it
+records each kernel launch with its arguments and RNG key, each `grad_replaced` call, and each
+Python-scope write (`x[i] = v`, `fill`, `from_numpy`), checking the global data access rules
+before anything runs. On exit it seeds `loss.grad[None] = 1` and replays the adjoints in reverse.
+A Tape whose body raised runs no backward.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import warnings
+
+import numpy as np
+
+from fieldsim.errors import FieldsimError, Loc
+from fieldsim.lang import runtime
+from fieldsim.lang.ir import Op, walk
+
+
+class _Launch:
+    def __init__(self, kernel, args, kwargs, ck):
+        self.kernel, self.args, self.kwargs, self.ck = kernel, args, kwargs, ck
+        self.rng_key = None
+
+    def backward(self):
+        self.kernel.launch_adjoint(self.args, self.kwargs, self.rng_key)
+
+
+class _Custom:
+    def __init__(self, fn, args, kwargs):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+
+    def backward(self):
+        grad = getattr(self.fn, "grad", None)
+        if grad is None:
+            raise FieldsimError(f"grad_replaced function {self.fn.__name__!r} has no backward: "
+                                "register one with @fs.ad.grad_for")
+        grad(*self.args, **self.kwargs)
+
+
+class _PythonWrite:
+    """A Python-scope write: its adjoint consumes the written elements' gradient."""
+
+    def __init__(self, field, idx):
+        self.field, self.idx = field, idx
+
+    def backward(self):
+        g = self.field.grad
+        if g is None:
+            return
+        if self.idx is None:
+            g.storage.zero()
+        else:
+            g.storage.write_element(self.idx, np.zeros(g.element_shape, dtype=g.dtype.np))
+
+
+class Tape:
+    def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
+        self.loss, self.clear_gradients = loss, clear_gradients
+        self.validation, self.grad_check = validation, grad_check
+        self.entries: list = []
+        self.state = None
+        self.unit_depth = 0
+        self.done = False
+
+    # ---- recording --------------------------------------------------------------------------------
+    def __enter__(self):
+        rt = runtime.get()
+        if rt.tape is not None:
+            raise FieldsimError("Tapes cannot be nested")
+        if self.clear_gradients:
+            clear_all_gradients()
+        if self.loss is not None:
+            self.loss.storage.zero()
+        self.state = _new_checker_state(self.validation)
+        rt.tape = self
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        rt = runtime.get()
+        rt.tape = None
+        if exc_type is not None:
+            return False
+        if self.loss is not None:
+            self.backward(self.loss)
+            if self.grad_check:
+                from fieldsim.ad.check import tape_grad_check
+                tape_grad_check(self, self.grad_check)
+        return False
+
+    def on_launch(self, kernel, ck, args, kwargs, values):
+        if self.unit_depth:
+            return
+        if self.state is not None:
+            self.state.launch(kernel, ck, values, _user_loc())
+        entry = _Launch(kernel, args, kwargs, ck)
+        self.entries.append(entry)
+
+    def set_last_rng_key(self, key):
+        if self.entries and isinstance(self.entries[-1], _Launch) and self.entries[-1].rng_key is None:
+            self.entries[-1].rng_key = key
+
+    def record_python_write(self, field, idx, what):
+        if self.unit_depth:
+            return
+        if self.state is not None:
+            self.state.python_write(field, idx, _user_loc(), what)
+        self.entries.append(_PythonWrite(field, idx))
+
+    def record_custom(self, fn, args, kwargs):
+        self.entries.append(_Custom(fn, args, kwargs))
+
+    # ---- backward ---------------------------------------------------------------------------------
+    def backward(self, loss=None, grads=None):
+        """Seed `loss.grad[None] = 1` (or the given `grads`) and run the adjoints in reverse."""
+        if loss is not None:
+            if loss.grad is None:
+                raise FieldsimError(f"loss field {loss.ir_name!r} has no gradient: declare it with "
+                                    "needs_grad=True")
+            loss.grad.storage.fill(1)
+        for f, seed in (grads or {}).items():
+            target = f.grad if f.grad is not None else None
+            if target is None:
+                raise FieldsimError(f"field {f.ir_name!r} has no gradient to seed")
+            target.storage.from_numpy(np.broadcast_to(np.asarray(seed, dtype=f.dtype.np),
+                                                      f.storage_shape).copy())
+        _warn_cut_chains(self.entries)
+        rt = runtime.get()
+        saved, rt.tape = rt.tape, None
+        try:
+            for entry in reversed(self.entries):
+                entry.backward()
+        finally:
+            rt.tape = saved
+        self.done = True
+
+    def zero(self):
+        clear_all_gradients()
+
+    def reset(self):
+        self.entries.clear()
+        self.state = _new_checker_state(self.validation)
+
+    def grad(self):
+        return self.backward(self.loss)
+
+    def visualize(self, path="tape.dot"):
+        from fieldsim.ad.visualize import write_tape_dot
+        return write_tape_dot(self, path)
+
+
+def _new_checker_state(validation):
+    try:
+        from fieldsim.checks.tape_rules import TapeState
+    except ImportError:
+        return None
+    return _CheckerAdapter(TapeState(), validation)
+
+
+class _CheckerAdapter:
+    """Connects the Tape's launches to the access-rule checker (fieldsim.checks)."""
+
+    def __init__(self, state, validation):
+        self.state, self.validation = state, validation
+
+    def launch(self, kernel, ck, values, loc):
+        from fieldsim.checks import access_rules
+        if ck.summary is None:
+            undecided = access_rules.check_kernel(ck.ir, allow_undecided=self.validation)
+            ck.summary = access_rules.summarize(ck.ir)
+            ck.undecided = undecided
+            ck.checked = True
+        self.state.launch(ck.ir, kernel.__name__, ck.summary, list(values))
+
+    def python_write(self, field, idx, loc, what):
+        self.state.python_write(field, idx, loc, what)
+
+
+def _user_loc() -> Loc | None:
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for frame in inspect.stack()[2:]:
+        if not os.path.abspath(frame.filename).startswith(pkg):
+            line = frame.code_context[0].rstrip("\n") if frame.code_context else ""
+            return Loc(frame.filename, frame.lineno, 0, None, frame.function, line)
+    return None
+
+
+def _warn_cut_chains(entries):
+    """Warn when a float field without gradients carries values from gradient fields to later
+    kernels: the gradient would silently stop there."""
+    written_from_grad: dict[int, object] = {}
+    for e in entries:
+        if not isinstance(e, _Launch):
+            continue
+        reads, writes = _field_sets(e.ck.ir)
+        for f in reads.values():
+            if id(f) in written_from_grad and f.grad is None:
+                warnings.warn(f"field {f.ir_name!r} has no gradient (needs_grad=False) but sits in the "
+                              f"middle of a differentiated chain: kernel {e.kernel.__name__!r} reads "
+                              "it after an earlier kernel wrote it from values with gradients, so the "
+                              "gradient stops there. Declare it with needs_grad=True.", UserWarning,
+                              stacklevel=4)
+                written_from_grad.pop(id(f))
+        if any(f.grad is not None for f in reads.values()):
+            for f in writes.values():
+                if f.grad is None and f.dtype.is_float and f.role == "primal":
+                    written_from_grad[id(f)] = f
+
+
+def _field_sets(ir):
+    reads, writes = {}, {}
+    for s in walk(ir.body):
+        if s.op == Op.LOAD:
+            reads[id(s.field)] = s.field
+        elif s.op in (Op.STORE, Op.ATOMIC):
+            writes[id(s.field)] = s.field
+    return reads, writes
+
+
+def clear_all_gradients(gradient_type="adjoint"):
+    for f in runtime.get().fields:
+        if f.role in ("grad", "dual") and f.storage is not None:
+            f.storage.zero()
+
+
+def grad_replaced(fn):
+    """Mark a Python function of kernel launches as one unit on the Tape, with a user backward."""
+
+    def wrapper(*args, **kwargs):
+        rt = runtime.get()
+        tape = rt.tape
+        if tape is None or rt.no_grad_depth:
+            return fn(*args, **kwargs)
+        tape.record_custom(wrapper, args, kwargs)
+        tape.unit_depth += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            tape.unit_depth -= 1
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__wrapped__ = fn
+    wrapper.grad = None
+    wrapper.jvp = None
+    return wrapper
+
+
+def grad_for(primal):
+    """Register the decorated function as the backward of a `grad_replaced` function."""
+
+    def decorator(fn):
+        if not hasattr(primal, "grad"):
+            raise FieldsimError(f"{getattr(primal, '__name__', primal)!r} is not a grad_replaced "
+                                "function; decorate it with @fs.ad.grad_replaced first")
+        primal.grad = fn
+        return fn
+    return decorator
+
+
+def no_grad(fn):
+    """Run without recording on the Tape: no adjoint is made or run for it."""
+
+    def wrapper(*args, **kwargs):
+        rt = runtime.get()
+        rt.no_grad_depth += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            rt.no_grad_depth -= 1
+
+    wrapper.__name__ = fn.__name__
+    wrapper.grad = None
+    return wrapper

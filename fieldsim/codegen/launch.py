@@ -1,0 +1,132 @@
+"""Launch: fills the ctx words of a compiled kernel (field pointers, arguments, RNG key, error
+words, return slot, AD-stack scratch) and runs its tasks in order through a backend.
+
+After each task the error words are read; a set error raises the matching user-facing error
+(naming the kernel and the source line) instead of letting a wrong value through.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from fieldsim.codegen.llvm import (CTX_ARGS, CTX_ERR, CTX_FIELDS, CTX_RET, CTX_RNG, CTX_STACK,
+                                   CTX_STACK_CAPS, CTX_STACK_OFFS, CTX_STACK_STRIDE, CTX_WORDS,
+                                   ERR_ASSERT, ERR_OUT_OF_BOUNDS, ERR_STACK_OVERFLOW)
+from fieldsim.errors import ADStackOverflowError, FieldsimIndexError, FieldsimRuntimeError
+from fieldsim.lang.ir import Op, Stmt
+
+
+class Launcher:
+    def __init__(self, backend):
+        self.backend = backend
+        self.scratch = np.zeros(0, dtype=np.uint8)
+
+    def launch(self, program, args, rng_key):
+        info = program.info
+        rt = self.backend.rt
+        ptrs = np.array([_field_ptr(f, info.name) for f in info.fields] or [0], dtype=np.uint64)
+        argbuf = np.zeros(max(len(args), 1), dtype=np.int64)
+        for n, (p, v) in enumerate(zip(info.params, args)):
+            if p.dtype.is_float:
+                argbuf[n:n + 1].view(np.float64)[0] = float(v)
+            else:
+                argbuf[n] = int(v)
+        err = np.zeros(4, dtype=np.int64)
+        ret = np.zeros(1, dtype=np.int64)
+        caps, offs, stride = self.stack_layout(info, args, rt.ad_stack_size)
+        ctx = np.zeros(CTX_WORDS, dtype=np.uint64)
+        ctx[CTX_FIELDS] = ptrs.ctypes.data
+        ctx[CTX_ARGS] = argbuf.ctypes.data
+        ctx[CTX_RNG] = np.uint64(rng_key & 0xFFFFFFFFFFFFFFFF)
+        ctx[CTX_ERR] = err.ctypes.data
+        ctx[CTX_RET] = ret.ctypes.data
+        ctx[CTX_STACK] = self.scratch.ctypes.data
+        ctx[CTX_STACK_STRIDE] = stride
+        ctx[CTX_STACK_OFFS] = offs.ctypes.data
+        ctx[CTX_STACK_CAPS] = caps.ctypes.data
+        for n, task in enumerate(info.tasks):
+            self.backend.run_task(program, n, ctx.ctypes.data, size_hint(task["stmt"], args))
+            if err[0]:
+                raise_kernel_error(info, err, caps)
+        rt.stats["launches"] += 1
+        if info.ret is None:
+            return None
+        return float(ret.view(np.float64)[0]) if info.ret.is_float else int(ret[0])
+
+    def stack_layout(self, info, args, default):
+        if not info.stacks:
+            return np.zeros(1, np.int64), np.zeros(1, np.int64), 0
+        caps = np.array([max(1, int(f.evaluate(list(args), default))) for f in info.stacks], dtype=np.int64)
+        sizes = caps * 8
+        offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        stride = int(sizes.sum())
+        need = stride * self.backend.max_workers()
+        if self.scratch.size < need:
+            self.scratch = np.zeros(need, dtype=np.uint8)
+        return caps, offs, stride
+
+
+def _field_ptr(field, kernel_name):
+    if field.storage is None:
+        raise FieldsimRuntimeError(f"kernel {kernel_name!r} uses field {field.ir_name!r}, which "
+                                   "has no storage (not placed, or from an earlier fs.init())")
+    return field.storage.ptr
+
+
+def size_hint(task: Stmt, args):
+    """The iteration count of a task when its bounds are constants or arguments, else None."""
+    if task.op != Op.FOR:
+        return 1
+    try:
+        return _eval(task.args[1], args) - _eval(task.args[0], args)
+    except _Unknown:
+        return None
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _eval(s: Stmt, args):
+    if s.op == Op.CONST:
+        return s.attr
+    if s.op == Op.ARG:
+        return args[s.attr] if s.attr < len(args) else _raise()
+    ops = {Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MUL: lambda a, b: a * b,
+           Op.FLOORDIV: lambda a, b: a // b if b else 0, Op.CAST: lambda a: int(a)}
+    if s.op in ops:
+        return ops[s.op](*[_eval(a, args) for a in s.args])
+    raise _Unknown
+
+
+def _raise():
+    raise _Unknown
+
+
+def raise_kernel_error(info, err, caps):
+    code, which, extra = int(err[0]), int(err[1]), int(err[2])
+    if code == ERR_STACK_OVERFLOW:
+        stack = info.stack_infos[0] if info.stack_infos else None
+        for s in info.stack_infos:
+            if s.capacity_key == which:
+                stack = s
+        formula = info.stacks[which] if which < len(info.stacks) else None
+        loc = getattr(formula, "loc", None) or (stack.loc if stack else None)
+        raise ADStackOverflowError(
+            f"kernel {info.name!r}: the AD stack for {stack.name if stack else 'a loop-carried value'} "
+            f"overflowed its {int(caps[which])} entries in the adjoint (a loop ran more iterations than "
+            "the stack was sized for). Raise fs.init(ad_stack_size=...) (its size for loops whose trip "
+            "count is not known at launch), or give the loop bounds from constants or kernel arguments "
+            "so the stack is sized from them.", loc)
+    if code == ERR_OUT_OF_BOUNDS:
+        name, loc = info.accesses[which]
+        raise FieldsimIndexError(f"kernel {info.name!r}: index {extra} is out of range for field "
+                                 f"{name!r}", loc)
+    if code == ERR_ASSERT:
+        msg, loc = info.asserts[which]
+        raise FieldsimRuntimeError(f"kernel {info.name!r}: assertion failed: {msg}", loc)
+    raise FieldsimRuntimeError(f"kernel {info.name!r} reported error code {code}")
+
+
+_ = ctypes

@@ -1,0 +1,446 @@
+"""Lowering pass: fieldsim IR (offloaded tasks) to LLVM IR with llvmlite, for any target.
+
+Takes an offloaded `Kernel` (top level: pure prologue statements and tasks). Produces one LLVM
+function per task, `void @<name>_t<k>(ptr ctx, i64 worker, i64 num_workers)`, where a parallel
+task runs the worker's contiguous chunk of its iteration range and a serial task runs whole.
+Targets differ only through the `Target` hooks: math calls, and (for CUDA) how the worker index
+and the launch are made. The ctx is an array of 8-byte words, see `CTX_*`.
+
+Guarantees: no out-of-bounds AD-stack write (overflow sets the error word instead), integer
+division by zero yields 0 instead of trapping, and with `debug=True` field indices are bounds
+checked and `assert` statements are evaluated. Errors are reported through the error words and
+raised by the launcher after the launch.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as L
+
+from fieldsim.lang import types as T
+from fieldsim.lang.ir import Kernel, Op, Stmt, fields_of
+from fieldsim.lang.passes.offload import is_task
+
+CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
+    CTX_STACK_CAPS = range(9)
+CTX_WORDS = 9
+ERR_ASSERT, ERR_STACK_OVERFLOW, ERR_OUT_OF_BOUNDS, ERR_STACK_EMPTY = 1, 2, 3, 4
+
+I1, I8, I32, I64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64)
+PTR = L.PointerType()
+_LL = {}
+
+
+def ll_type(dt: T.DataType):
+    if dt not in _LL:
+        _LL[dt] = {"f16": L.HalfType(), "f32": L.FloatType(), "f64": L.DoubleType()}.get(
+            dt.name) or L.IntType(max(dt.bits, 8) if dt.bits > 1 else 8)
+    return _LL[dt]
+
+
+class Target:
+    """Hooks a backend supplies. The CPU calls libm; CUDA overrides these with libdevice."""
+
+    triple = ""
+    cpu_libm = True
+
+    def math(self, b: L.IRBuilder, module: L.Module, name: str, dt: T.DataType, args):
+        fty = ll_type(dt)
+        intrinsic = {"sqrt", "sin", "cos", "exp", "log", "pow", "floor", "ceil", "round", "fabs",
+                     "minnum", "maxnum"}
+        if name in intrinsic:
+            fn = module.declare_intrinsic(f"llvm.{name}", [fty])
+        else:
+            cname = name + ("f" if dt is T.f32 else "")
+            fn = _declare(module, cname, fty, len(args))
+        return b.call(fn, args)
+
+
+def _declare(module, name, fty, nargs):
+    if name in module.globals:
+        return module.globals[name]
+    return L.Function(module, L.FunctionType(fty, [fty] * nargs), name)
+
+
+class KernelInfo:
+    """What the launcher needs to know about a compiled kernel besides its code."""
+
+    def __init__(self, kernel: Kernel, symbol: str):
+        self.name = kernel.name
+        self.symbol = symbol
+        self.fields = fields_of(kernel)
+        self.tasks: list[dict] = []
+        self.asserts: list = []  # (message, loc)
+        self.accesses: list = []  # (field name, loc) for bounds errors
+        self.stacks = kernel.meta.get("stack_capacities", [])
+        self.stack_infos: list = []
+        self.ret = kernel.ret
+        self.params = [p for p in kernel.params if not p.template]
+
+
+class Codegen:
+    def __init__(self, kernel: Kernel, symbol: str, target: Target, debug=False):
+        self.k, self.target, self.debug = kernel, target, debug
+        self.module = L.Module(name=symbol)
+        if target.triple:
+            self.module.triple = target.triple
+        self.info = KernelInfo(kernel, symbol)
+        self.slot = {id(f): n for n, f in enumerate(self.info.fields)}
+        self.prologue = [s for s in kernel.body if not is_task(s)]
+
+    def run(self) -> tuple[L.Module, KernelInfo]:
+        for n, task in enumerate(s for s in self.k.body if is_task(s)):
+            name = f"{self.info.symbol}_t{n}"
+            TaskLowering(self, task, name).lower()
+            parallel = task.op == Op.FOR and task.attr.parallel
+            self.info.tasks.append({"symbol": name, "parallel": parallel, "stmt": task})
+        return self.module, self.info
+
+
+class TaskLowering:
+    """Lowers one task into one LLVM function."""
+
+    def __init__(self, cg: Codegen, task: Stmt, name: str):
+        self.cg, self.task, self.name = cg, task, name
+        self.fn = L.Function(cg.module, L.FunctionType(L.VoidType(), [PTR, I64, I64]), name)
+        self.fn.args[0].add_attribute("noalias")
+        self.entry = self.fn.append_basic_block("entry")
+        self.b = L.IRBuilder(self.fn.append_basic_block("start"))
+        self.alloca_b = L.IRBuilder(self.entry)
+        self.vals: dict[int, L.Value] = {}
+        self.loops: list[tuple] = []
+        self.field_ptrs: dict[int, L.Value] = {}
+        self.tid = L.Constant(I64, 0)
+        self.stacks: dict[int, tuple] = {}
+
+    # ---- context words ------------------------------------------------------------------------
+    def ctx_word(self, k, ty=I64):
+        p = self.alloca_b.gep(self.fn.args[0], [L.Constant(I64, k)], source_etype=I64)
+        return self.alloca_b.load(p, typ=ty)
+
+    def lower(self):
+        ab = self.alloca_b
+        self.field_table = self.ctx_word(CTX_FIELDS, PTR)
+        self.args_ptr = self.ctx_word(CTX_ARGS, PTR)
+        self.rng_key = self.ctx_word(CTX_RNG)
+        self.err_ptr = self.ctx_word(CTX_ERR, PTR)
+        self.ret_ptr = self.ctx_word(CTX_RET, PTR)
+        self.rng_counter = ab.alloca(I64, name="rng_counter")
+        ab.store(L.Constant(I64, 0), self.rng_counter)
+        for s in self.cg.prologue:
+            self.stmt(s)
+        if self.task.op == Op.SERIAL:
+            self.block(self.task.body)
+        else:
+            self.outer_for(self.task)
+        if not self.b.block.is_terminated:
+            self.b.ret_void()
+        ab.branch(self.fn.blocks[1])
+
+    # ---- blocks and control flow ------------------------------------------------------------------
+    def block(self, stmts):
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s: Stmt):
+        if self.b.block.is_terminated:
+            self.b.position_at_end(self.fn.append_basic_block("dead"))
+        handler = getattr(self, "op_" + s.op.name.lower(), None)
+        if handler is not None:
+            v = handler(s)
+        else:
+            v = self.arith(s)
+        if v is not None:
+            self.vals[id(s)] = v
+
+    def v(self, s: Stmt):
+        return self.vals[id(s)]
+
+    def outer_for(self, s: Stmt):
+        b = self.b
+        begin, end = b.sext(self.v(s.args[0]), I64), b.sext(self.v(s.args[1]), I64)
+        worker, nw = self.fn.args[1], self.fn.args[2]
+        total = b.sub(end, begin)
+        total = b.select(b.icmp_signed("<", total, L.Constant(I64, 0)), L.Constant(I64, 0), total)
+        chunk = b.sdiv(b.add(total, b.sub(nw, L.Constant(I64, 1))), nw)
+        lo = b.add(begin, b.mul(worker, chunk))
+        hi = b.add(lo, chunk)
+        hi = b.select(b.icmp_signed("<", hi, end), hi, end)
+        self.counted_loop(s, lo, hi, outermost=True)
+
+    def counted_loop(self, s: Stmt, lo, hi, outermost=False):
+        b = self.b
+        idx = self.alloca_b.alloca(I64, name="i")
+        b.store(lo, idx)
+        cond_bb = self.fn.append_basic_block("for.cond")
+        body_bb = self.fn.append_basic_block("for.body")
+        step_bb = self.fn.append_basic_block("for.step")
+        exit_bb = self.fn.append_basic_block("for.exit")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(idx, typ=I64)
+        b.cbranch(b.icmp_signed("<", i, hi), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        self.vals[id(s)] = b.trunc(i, I32)
+        if outermost:
+            self.tid = i
+            b.store(L.Constant(I64, 0), self.rng_counter)
+        self.loops.append((step_bb, exit_bb))
+        self.block(s.body)
+        self.loops.pop()
+        if not self.b.block.is_terminated:
+            self.b.branch(step_bb)
+        b.position_at_end(step_bb)
+        b.store(b.add(b.load(idx, typ=I64), L.Constant(I64, 1)), idx)
+        b.branch(cond_bb)
+        b.position_at_end(exit_bb)
+
+    def op_for(self, s: Stmt):
+        lo, hi = self.b.sext(self.v(s.args[0]), I64), self.b.sext(self.v(s.args[1]), I64)
+        self.counted_loop(s, lo, hi)
+        return None
+
+    def op_loop(self, s: Stmt):
+        body_bb = self.fn.append_basic_block("loop.body")
+        exit_bb = self.fn.append_basic_block("loop.exit")
+        self.b.branch(body_bb)
+        self.b.position_at_end(body_bb)
+        self.loops.append((body_bb, exit_bb))
+        self.block(s.body)
+        self.loops.pop()
+        if not self.b.block.is_terminated:
+            self.b.branch(body_bb)
+        self.b.position_at_end(exit_bb)
+
+    def op_if(self, s: Stmt):
+        b = self.b
+        cond = b.icmp_signed("!=", self.v(s.args[0]), L.Constant(self.v(s.args[0]).type, 0))
+        then_bb = self.fn.append_basic_block("if.then")
+        else_bb = self.fn.append_basic_block("if.else")
+        merge_bb = self.fn.append_basic_block("if.end")
+        b.cbranch(cond, then_bb, else_bb)
+        for bb, blk in ((then_bb, s.blocks[0]), (else_bb, s.blocks[1])):
+            self.b.position_at_end(bb)
+            self.block(blk)
+            if not self.b.block.is_terminated:
+                self.b.branch(merge_bb)
+        self.b.position_at_end(merge_bb)
+
+    def op_break(self, s):
+        self.b.branch(self.loops[-1][1])
+
+    def op_continue(self, s):
+        self.b.branch(self.loops[-1][0])
+
+    def op_return(self, s):
+        v = self.v(s.args[0])
+        dt = s.args[0].dtype
+        slot_ty = L.DoubleType() if dt.is_float else I64
+        v = self.convert(v, dt, T.f64 if dt.is_float else T.i64)
+        self.b.store(v, self.ret_ptr) if slot_ty else None
+        self.b.ret_void()
+
+    def op_serial(self, s):
+        self.block(s.body)
+
+    # ---- leaves -------------------------------------------------------------------------------
+    def op_const(self, s: Stmt):
+        return L.Constant(ll_type(s.dtype), s.attr)
+
+    def op_arg(self, s: Stmt):
+        p = self.alloca_b.gep(self.args_ptr, [L.Constant(I64, s.attr)], source_etype=I64)
+        if s.dtype.is_float:
+            raw = self.alloca_b.load(p, typ=L.DoubleType())
+            return self.alloca_b.fptrunc(raw, ll_type(s.dtype)) if s.dtype is not T.f64 else raw
+        raw = self.alloca_b.load(p, typ=I64)
+        return self.alloca_b.trunc(raw, ll_type(s.dtype)) if s.dtype.bits < 64 else raw
+
+    def op_rand(self, s: Stmt):
+        b = self.b
+        cnt = b.add(b.load(self.rng_counter, typ=I64), L.Constant(I64, 1))
+        b.store(cnt, self.rng_counter)
+        z = b.xor(self.rng_key, b.mul(self.tid, L.Constant(I64, 0x9E3779B97F4A7C15 - (1 << 64))))
+        z = b.add(z, b.mul(cnt, L.Constant(I64, 0xD1B54A32D192ED03 - (1 << 64))))
+        z = _mix64(b, _mix64(b, z))
+        if s.dtype.is_float:
+            if s.dtype is T.f64:
+                return b.fmul(b.uitofp(b.lshr(z, L.Constant(I64, 11)), L.DoubleType()),
+                              L.Constant(L.DoubleType(), 2.0 ** -53))
+            f = b.uitofp(b.lshr(z, L.Constant(I64, 40)), L.FloatType())
+            return b.fmul(f, L.Constant(L.FloatType(), 2.0 ** -24))
+        return b.trunc(b.lshr(z, L.Constant(I64, 33)), ll_type(s.dtype)) if s.dtype.bits < 64 else z
+
+    # ---- locals -------------------------------------------------------------------------------
+    def op_alloca(self, s: Stmt):
+        ty = ll_type(s.dtype)
+        slot = self.alloca_b.alloca(ty)
+        self.b.store(L.Constant(ty, 0), slot)
+        return slot
+
+    def op_local_load(self, s: Stmt):
+        return self.b.load(self.v(s.args[0]), typ=ll_type(s.dtype))
+
+    def op_local_store(self, s: Stmt):
+        self.b.store(self.v(s.args[1]), self.v(s.args[0]))
+
+    # ---- global memory -------------------------------------------------------------------------
+    def field_ptr(self, field):
+        key = id(field)
+        if key not in self.field_ptrs:
+            ab = self.alloca_b
+            p = ab.gep(self.field_table, [L.Constant(I64, self.cg.slot[key])], source_etype=PTR)
+            self.field_ptrs[key] = ab.load(p, typ=PTR)
+        return self.field_ptrs[key]
+
+    def element_ptr(self, s: Stmt):
+        b = self.b
+        field = s.field
+        shape = field.storage_shape
+        lin = None
+        for d, ix in enumerate(s.indices):
+            i = b.sext(self.v(ix), I64)
+            if self.cg.debug:
+                self.bounds_check(i, shape[d], s)
+            lin = i if lin is None else b.add(b.mul(lin, L.Constant(I64, shape[d])), i)
+        if lin is None:
+            lin = L.Constant(I64, 0)
+        return b.gep(self.field_ptr(field), [lin], source_etype=ll_type(field.dtype))
+
+    def bounds_check(self, i, n, s):
+        b = self.b
+        bad = b.icmp_unsigned(">=", i, L.Constant(I64, n))
+        code = len(self.cg.info.accesses)
+        self.cg.info.accesses.append((s.field.ir_name, s.loc))
+        with b.if_then(bad, likely=False):
+            self.set_error(ERR_OUT_OF_BOUNDS, code, i)
+
+    def set_error(self, code, info, extra=None):
+        b = self.b
+        for k, v in ((0, L.Constant(I64, code)), (1, L.Constant(I64, info)),
+                     (2, extra if extra is not None else L.Constant(I64, 0))):
+            b.store(v, b.gep(self.err_ptr, [L.Constant(I64, k)], source_etype=I64))
+
+    def op_load(self, s: Stmt):
+        return self.b.load(self.element_ptr(s), typ=ll_type(s.dtype))
+
+    def op_store(self, s: Stmt):
+        self.b.store(self.v(s.value), self.element_ptr(s))
+
+    def op_atomic(self, s: Stmt):
+        field, kind = s.attr
+        ptr = self.element_ptr(s)
+        val = self.v(s.value)
+        dt = field.dtype
+        if dt.is_float:
+            op = {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax"}.get(kind)
+        else:
+            signed = dt.is_signed
+            op = {"add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor",
+                  "min": "min" if signed else "umin", "max": "max" if signed else "umax"}.get(kind)
+        if op is None:
+            return self.cas_loop(ptr, val, dt, kind)
+        return self.b.atomic_rmw(op, ptr, val, "monotonic")
+
+    def cas_loop(self, ptr, val, dt, kind):
+        b = self.b
+        ity = L.IntType(dt.bits)
+        loop_bb, done_bb = self.fn.append_basic_block("cas"), self.fn.append_basic_block("cas.done")
+        b.branch(loop_bb)
+        b.position_at_end(loop_bb)
+        old_i = b.load(ptr, typ=ity)
+        old = b.bitcast(old_i, ll_type(dt)) if dt.is_float else old_i
+        new = b.fmul(old, val) if dt.is_float else b.mul(old, val)
+        new_i = b.bitcast(new, ity) if dt.is_float else new
+        pair = b.cmpxchg(ptr, old_i, new_i, "monotonic", "monotonic")
+        b.cbranch(b.extract_value(pair, 1), done_bb, loop_bb)
+        b.position_at_end(done_bb)
+        return old
+
+    # ---- AD stacks --------------------------------------------------------------------------------
+    def op_stack_alloca(self, s: Stmt):
+        b, ab = self.b, self.alloca_b
+        key = s.attr.capacity_key
+        base = self.ctx_word(CTX_STACK, PTR)
+        stride = self.ctx_word(CTX_STACK_STRIDE)
+        offs = self.ctx_word(CTX_STACK_OFFS, PTR)
+        caps = self.ctx_word(CTX_STACK_CAPS, PTR)
+        off = ab.load(ab.gep(offs, [L.Constant(I64, key)], source_etype=I64), typ=I64)
+        cap = ab.load(ab.gep(caps, [L.Constant(I64, key)], source_etype=I64), typ=I64)
+        start = ab.gep(base, [ab.add(ab.mul(self.fn.args[1], stride), off)], source_etype=I8)
+        count = ab.alloca(I64, name="stack_count")
+        b.store(L.Constant(I64, 0), count)
+        self.cg.info.stack_infos.append(s.attr)
+        self.stacks[id(s)] = (start, count, cap, ll_type(s.dtype), key)
+        return start
+
+    def op_stack_push(self, s: Stmt):
+        b = self.b
+        start, count, cap, ty, key = self.stacks[id(s.args[0])]
+        n = b.load(count, typ=I64)
+        full = b.icmp_signed(">=", n, cap)
+        with b.if_else(full, likely=False) as (overflow, ok):
+            with overflow:
+                self.set_error(ERR_STACK_OVERFLOW, key, n)
+            with ok:
+                b.store(self.v(s.args[1]), b.gep(start, [b.mul(n, L.Constant(I64, 8))], source_etype=I8))
+                b.store(b.add(n, L.Constant(I64, 1)), count)
+
+    def op_stack_top(self, s: Stmt):
+        b = self.b
+        start, count, cap, ty, key = self.stacks[id(s.args[0])]
+        n = b.load(count, typ=I64)
+        top = b.sub(n, L.Constant(I64, 1))
+        top = b.select(b.icmp_signed("<", top, L.Constant(I64, 0)), L.Constant(I64, 0), top)
+        return b.load(b.gep(start, [b.mul(top, L.Constant(I64, 8))], source_etype=I8), typ=ty)
+
+    def op_stack_pop(self, s: Stmt):
+        b = self.b
+        start, count, cap, ty, key = self.stacks[id(s.args[0])]
+        n = b.load(count, typ=I64)
+        m = b.sub(n, L.Constant(I64, 1))
+        b.store(b.select(b.icmp_signed("<", m, L.Constant(I64, 0)), L.Constant(I64, 0), m), count)
+
+    def op_assert(self, s: Stmt):
+        b = self.b
+        code = len(self.cg.info.asserts)
+        self.cg.info.asserts.append((s.attr, s.loc))
+        c = self.v(s.args[0])
+        with b.if_then(b.icmp_signed("==", c, L.Constant(c.type, 0)), likely=False):
+            self.set_error(ERR_ASSERT, code)
+
+    # ---- arithmetic ---------------------------------------------------------------------------
+    def op_select(self, s: Stmt):
+        c = self.v(s.args[0])
+        return self.b.select(self.b.icmp_signed("!=", c, L.Constant(c.type, 0)),
+                             self.v(s.args[1]), self.v(s.args[2]))
+
+    def op_cast(self, s: Stmt):
+        return self.convert(self.v(s.args[0]), s.args[0].dtype, s.dtype)
+
+    def convert(self, v, src: T.DataType, dst: T.DataType):
+        b, ty = self.b, ll_type(dst)
+        if src is dst or ll_type(src) == ty and src.is_float == dst.is_float and src.kind == dst.kind:
+            return v
+        if src.is_float and dst.is_float:
+            return b.fpext(v, ty) if dst.bits > src.bits else b.fptrunc(v, ty)
+        if src.is_float:
+            return b.fptosi(v, ty) if dst.is_signed else b.fptoui(v, ty)
+        if dst.is_float:
+            return b.sitofp(v, ty) if src.is_signed else b.uitofp(v, ty)
+        if dst.bits > src.bits:
+            return b.sext(v, ty) if src.is_signed else b.zext(v, ty)
+        if dst.bits < src.bits:
+            return b.trunc(v, ty)
+        return v
+
+    def arith(self, s: Stmt):
+        from fieldsim.codegen.llvm_arith import lower_arith
+        return lower_arith(self, s)
+
+
+def _mix64(b, z):
+    z = b.mul(b.xor(z, b.lshr(z, L.Constant(I64, 30))), L.Constant(I64, 0xBF58476D1CE4E5B9 - (1 << 64)))
+    z = b.mul(b.xor(z, b.lshr(z, L.Constant(I64, 27))), L.Constant(I64, 0x94D049BB133111EB - (1 << 64)))
+    return b.xor(z, b.lshr(z, L.Constant(I64, 31)))
+
+
+def lower_kernel(kernel: Kernel, symbol: str, target: Target, debug=False):
+    return Codegen(kernel, symbol, target, debug).run()

@@ -1,0 +1,128 @@
+"""Arithmetic lowering table: `LOWER_FLOAT[Op]` / `LOWER_INT[Op]` map a scalar op to llvmlite.
+
+Each entry takes `(lowering, builder, dtype, *operands)`. Comparisons return i32 0/1. Integer
+division and modulo by zero give 0 (x86 would trap). Python semantics for `//` and `%`.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as L
+
+from fieldsim.lang import types as T
+from fieldsim.lang.ir import COMPARE, Op, Stmt
+
+I32 = L.IntType(32)
+_CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
+
+
+def _math(name):
+    return lambda lw, b, dt, *a: lw.cg.target.math(b, lw.cg.module, name, dt, list(a))
+
+
+def _zero(v):
+    return L.Constant(v.type, 0)
+
+
+def _safe_divisor(b, d):
+    return b.select(b.icmp_signed("==", d, _zero(d)), L.Constant(d.type, 1), d)
+
+
+def _int_div(lw, b, dt, x, y):
+    y1 = _safe_divisor(b, y)
+    q = b.sdiv(x, y1) if dt.is_signed else b.udiv(x, y1)
+    return b.select(b.icmp_signed("==", y, _zero(y)), _zero(x), q)
+
+
+def _int_floordiv(lw, b, dt, x, y):
+    if not dt.is_signed:
+        return _int_div(lw, b, dt, x, y)
+    y1 = _safe_divisor(b, y)
+    q, r = b.sdiv(x, y1), b.srem(x, y1)
+    adjust = b.and_(b.icmp_signed("!=", r, _zero(r)),
+                    b.icmp_signed("!=", b.icmp_signed("<", r, _zero(r)), b.icmp_signed("<", y1, _zero(y1))))
+    q = b.select(adjust, b.sub(q, L.Constant(q.type, 1)), q)
+    return b.select(b.icmp_signed("==", y, _zero(y)), _zero(x), q)
+
+
+def _int_mod(lw, b, dt, x, y):
+    y1 = _safe_divisor(b, y)
+    if not dt.is_signed:
+        r = b.urem(x, y1)
+    else:
+        r = b.srem(x, y1)
+        adjust = b.and_(b.icmp_signed("!=", r, _zero(r)),
+                        b.icmp_signed("!=", b.icmp_signed("<", r, _zero(r)), b.icmp_signed("<", y1, _zero(y1))))
+        r = b.select(adjust, b.add(r, y1), r)
+    return b.select(b.icmp_signed("==", y, _zero(y)), _zero(x), r)
+
+
+def _int_abs(lw, b, dt, x):
+    if not dt.is_signed:
+        return x
+    return b.select(b.icmp_signed("<", x, _zero(x)), b.neg(x), x)
+
+
+def _int_minmax(pred):
+    def lower(lw, b, dt, x, y):
+        cmp = b.icmp_signed(pred, x, y) if dt.is_signed else b.icmp_unsigned(pred, x, y)
+        return b.select(cmp, x, y)
+    return lower
+
+
+def _shr(lw, b, dt, x, y):
+    return b.ashr(x, y) if dt.is_signed else b.lshr(x, y)
+
+
+LOWER_FLOAT = {
+    Op.NEG: lambda lw, b, dt, x: b.fneg(x),
+    Op.ABS: _math("fabs"), Op.SQRT: _math("sqrt"), Op.SIN: _math("sin"), Op.COS: _math("cos"),
+    Op.TAN: _math("tan"), Op.ASIN: _math("asin"), Op.ACOS: _math("acos"), Op.ATAN: _math("atan"),
+    Op.TANH: _math("tanh"), Op.EXP: _math("exp"), Op.LOG: _math("log"), Op.FLOOR: _math("floor"),
+    Op.CEIL: _math("ceil"), Op.ROUND: _math("round"), Op.POW: _math("pow"), Op.ATAN2: _math("atan2"),
+    Op.ADD: lambda lw, b, dt, x, y: b.fadd(x, y), Op.SUB: lambda lw, b, dt, x, y: b.fsub(x, y),
+    Op.MUL: lambda lw, b, dt, x, y: b.fmul(x, y), Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y),
+    Op.MOD: lambda lw, b, dt, x, y: b.frem(x, y),
+    Op.MIN: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered("<", x, y), x, y),
+    Op.MAX: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered(">", x, y), x, y),
+}
+LOWER_INT = {
+    Op.NEG: lambda lw, b, dt, x: b.neg(x), Op.ABS: _int_abs,
+    Op.BIT_NOT: lambda lw, b, dt, x: b.not_(x),
+    Op.ADD: lambda lw, b, dt, x, y: b.add(x, y), Op.SUB: lambda lw, b, dt, x, y: b.sub(x, y),
+    Op.MUL: lambda lw, b, dt, x, y: b.mul(x, y), Op.DIV: _int_div, Op.FLOORDIV: _int_floordiv,
+    Op.MOD: _int_mod, Op.MIN: _int_minmax("<"), Op.MAX: _int_minmax(">"),
+    Op.BIT_AND: lambda lw, b, dt, x, y: b.and_(x, y), Op.BIT_OR: lambda lw, b, dt, x, y: b.or_(x, y),
+    Op.BIT_XOR: lambda lw, b, dt, x, y: b.xor(x, y), Op.SHL: lambda lw, b, dt, x, y: b.shl(x, y),
+    Op.SHR: _shr,
+}
+
+
+def lower_arith(lw, s: Stmt):
+    b = lw.b
+    args = [lw.v(a) for a in s.args]
+    if s.op in COMPARE:
+        dt = s.args[0].dtype
+        if dt.is_float:
+            c = b.fcmp_unordered(_CMP[s.op], *args) if s.op == Op.NE else b.fcmp_ordered(_CMP[s.op], *args)
+        elif dt.is_signed:
+            c = b.icmp_signed(_CMP[s.op], *args)
+        else:
+            c = b.icmp_unsigned(_CMP[s.op], *args)
+        return b.zext(c, I32)
+    if s.op == Op.NOT:
+        x = args[0]
+        c = b.fcmp_ordered("==", x, L.Constant(x.type, 0)) if s.args[0].dtype.is_float \
+            else b.icmp_signed("==", x, _zero(x))
+        return b.zext(c, I32)
+    dt = s.args[0].dtype
+    table = LOWER_FLOAT if dt.is_float else LOWER_INT
+    fn = table.get(s.op)
+    if fn is None:
+        raise NotImplementedError(f"no lowering for {s.op.name} on {dt}")
+    return fn(lw, b, dt, *args)
+
+
+def lowered_ops() -> set:
+    return set(LOWER_FLOAT) | set(LOWER_INT) | set(COMPARE) | {Op.NOT, Op.CAST, Op.SELECT}
+
+
+_ = T

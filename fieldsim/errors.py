@@ -1,0 +1,96 @@
+"""User-facing errors, each rendered with the kernel's source location and a caret underline.
+
+Every class is also the matching Python built-in (`FieldsimTypeError` is a `TypeError`), so
+`except TypeError` in user code and `pytest.raises(TypeError)` both work.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A position in user source: file, 1-based line, 0-based column span, function, text."""
+
+    file: str
+    line: int
+    col: int = 0
+    end_col: int | None = None
+    func: str = ""
+    source: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    def render(self) -> str:
+        head = f'File "{self.file}", line {self.line}'
+        if self.func:
+            head += f", in {self.func}"
+        if not self.source:
+            return head
+        text = self.source.rstrip()
+        stripped = text.lstrip()
+        indent = len(text) - len(stripped)
+        start = max(self.col - indent, 0)
+        end = self.end_col - indent if self.end_col is not None else len(stripped)
+        width = max(1, min(end, len(stripped)) - start)
+        return f"{head}:\n    {stripped}\n    {' ' * start}{'^' * width}"
+
+
+class FieldsimError(Exception):
+    """Base class: a message plus the location(s) it is about."""
+
+    def __init__(self, message: str, loc: Loc | None = None, related: tuple = ()):
+        self.message, self.loc, self.related = message, loc, tuple(related)
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        parts = []
+        if self.loc is not None:
+            parts.append(self.loc.render())
+        parts.append(self.message)
+        for label, loc in self.related:
+            parts.append(f"{label}:\n{loc.render()}")
+        return "\n".join(parts)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class FieldsimCompilationError(FieldsimError):
+    pass
+
+
+class FieldsimSyntaxError(FieldsimCompilationError, SyntaxError):
+    def __init__(self, message: str, loc: Loc | None = None, related: tuple = ()):
+        FieldsimError.__init__(self, message, loc, related)
+        self.msg = self.render()
+        if loc is not None:
+            self.filename, self.lineno, self.text, self.offset = loc.file, loc.line, loc.source, loc.col + 1
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class FieldsimTypeError(FieldsimCompilationError, TypeError):
+    pass
+
+
+class FieldsimNameError(FieldsimCompilationError, NameError):
+    pass
+
+
+class FieldsimRuntimeError(FieldsimError, RuntimeError):
+    pass
+
+
+class FieldsimIndexError(FieldsimError, IndexError):
+    pass
+
+
+class AccessRuleError(FieldsimError):
+    """A global data access rule is broken: names the rule, kernel(s), field, and both places."""
+
+
+class ADStackOverflowError(FieldsimRuntimeError):
+    pass

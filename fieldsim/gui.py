@@ -1,0 +1,407 @@
+"""Offscreen drawing with Taichi's ``ti.GUI`` interface, and GIF assembly.
+
+Provides:
+
+- ``GUI``: the subset of Taichi's ``ti.GUI`` that simulation examples use
+  (``circles``, ``lines``, ``triangles``, ``rect``, ``arrows``, ``set_image``,
+  ``text``, ``clear``, ``show``, ``running``, ``frame``, the event methods).
+  It never opens a window: every frame is drawn into a numpy RGB buffer and
+  ``show(file)`` writes it as a PNG. Coordinates are Taichi's: positions in
+  ``[0, 1]^2`` with the origin at the bottom-left, radii in pixels, colours as
+  ``0xRRGGBB`` ints. Inputs may be numpy arrays, sequences, or fields (anything
+  with ``.to_numpy()``).
+- ``frames_to_gif(pngs, out_path, fps=20)``: writes PNG frames as an animated GIF.
+
+Shapes are rasterised with vectorised numpy (no antialiasing), so tens of
+thousands of particles per frame draw in milliseconds. Text is rendered with
+matplotlib's Agg renderer. Only numpy and matplotlib (which brings Pillow) are used.
+"""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+
+import numpy as np
+
+__all__ = ["GUI", "frames_to_gif"]
+
+# Upper bound on candidate pixels handled at once, to bound temporary memory.
+_CHUNK = 1 << 22
+
+
+def _as_array(x, dtype=np.float64) -> np.ndarray:
+    """A numpy array from an array, a sequence, a scalar or a field (``.to_numpy()``)."""
+    if hasattr(x, "to_numpy"):
+        x = x.to_numpy()
+    return np.asarray(x, dtype=dtype)
+
+
+def _points(x) -> np.ndarray:
+    """Positions as an ``(N, 2)`` float array."""
+    a = _as_array(x)
+    if a.ndim == 1 and a.shape[0] == 2:
+        a = a[None]
+    if a.ndim != 2 or a.shape[1] < 2:
+        raise ValueError(f"expected positions of shape (N, 2), got {a.shape}")
+    return a[:, :2]
+
+
+def _packed(c) -> np.ndarray:
+    """Colours as packed ``0xRRGGBB`` uint32 values, one per item. Accepts Taichi's hex ints
+    (one or an array), ``(N, 3)`` RGB arrays, and one float RGB triple; floats are in [0, 1]."""
+    a = _as_array(c, dtype=None)
+    floating = np.issubdtype(a.dtype, np.floating)
+    if (a.ndim == 2 and a.shape[1] == 3) or (floating and a.shape == (3,)):
+        a = np.atleast_2d(a)
+        if floating:
+            a = np.clip(a, 0.0, 1.0) * 255.0 + 0.5
+        a = np.clip(a, 0, 255).astype(np.uint32)
+        return (a[:, 0] << 16) | (a[:, 1] << 8) | a[:, 2]
+    return (np.atleast_1d(a).astype(np.int64).ravel() & 0xFFFFFF).astype(np.uint32)
+
+
+def _unpack(buf: np.ndarray) -> np.ndarray:
+    """Packed ``0xRRGGBB`` values to uint8 RGB on a new last axis."""
+    return np.stack([(buf >> 16) & 0xFF, (buf >> 8) & 0xFF, buf & 0xFF], axis=-1).astype(np.uint8)
+
+
+def _pack(rgb: np.ndarray) -> np.ndarray:
+    rgb = rgb.astype(np.uint32)
+    return (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
+
+
+def _per_item(values: np.ndarray, n: int, what: str) -> np.ndarray:
+    """Broadcast one value or one per item to exactly ``n`` rows."""
+    if len(values) == 1:
+        return np.broadcast_to(values, (n,) + values.shape[1:])
+    if len(values) != n:
+        raise ValueError(f"got {len(values)} {what} values for {n} items")
+    return values
+
+
+def _boxes(x0, y0, w, h):
+    """Yield ``(ids, xs, ys)`` covering the integer boxes ``[x0, x0+w) x [y0, y0+h)``,
+    in chunks of at most about ``_CHUNK`` pixels."""
+    counts = (w * h).astype(np.int64)
+    keep = np.nonzero(counts > 0)[0]
+    if keep.size == 0:
+        return
+    cum = np.cumsum(counts[keep])
+    start = 0
+    while start < keep.size:
+        base = cum[start - 1] if start else 0
+        stop = max(int(np.searchsorted(cum, base + _CHUNK, side="right")), start + 1)
+        ids = keep[start:stop]
+        c = counts[ids]
+        rep = np.repeat(np.arange(ids.size), c)
+        local = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
+        wi = w[ids][rep]
+        yield ids[rep], x0[ids][rep] + local % wi, y0[ids][rep] + local // wi
+        start = stop
+
+
+class GUI:
+    """Taichi's ``ti.GUI``, drawn offscreen into a numpy buffer (never a window).
+
+    ``show_gui`` and ``fast_gui`` are accepted for compatibility and ignored.
+    """
+
+    # Key and event names, as in Taichi, so that event-polling loops still run.
+    ESCAPE, SHIFT, ALT, CTRL, SPACE, BACKSPACE, RETURN = (
+        "Escape",
+        "Shift",
+        "Alt",
+        "Control",
+        " ",
+        "BackSpace",
+        "Return",
+    )
+    LEFT, RIGHT, UP, DOWN = "Left", "Right", "Up", "Down"
+    LMB, MMB, RMB, WHEEL, MOVE, EXIT = "LMB", "MMB", "RMB", "Wheel", "Motion", "WMClose"
+    PRESS, RELEASE, MOTION = "Press", "Release", "Motion"
+
+    def __init__(self, name="Fieldsim", res=512, background_color=0x000000, show_gui=False, fast_gui=False):
+        self.name = name
+        w, h = (res, res) if np.isscalar(res) else tuple(res)
+        self.res = (int(w), int(h))
+        self.background_color = background_color
+        self.show_gui = show_gui
+        self.fast_gui = fast_gui
+        self.frame = 0
+        self._running = True
+        # Packed 0xRRGGBB per pixel, row 0 at the top: drawing is a flat scatter of uint32.
+        self._buf = np.empty((self.res[1], self.res[0]), dtype=np.uint32)
+        self.clear()
+
+    # ----------------------------------------------------------- state
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    @running.setter
+    def running(self, value: bool):
+        self._running = bool(value)
+
+    def close(self):
+        self._running = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def clear(self, color=None):
+        """Fill the canvas with ``color`` (default: the background colour)."""
+        self._buf[...] = _packed(self.background_color if color is None else color)[0]
+
+    # ----------------------------------------------------------- helpers
+    def _to_px(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Taichi [0,1]^2 (y up) to pixel coordinates (x right, y down; centres at +0.5)."""
+        return p[:, 0] * self.res[0], (1.0 - p[:, 1]) * self.res[1]
+
+    def _colors(self, color, n, palette=None, palette_indices=None) -> np.ndarray:
+        if palette is not None and palette_indices is not None:
+            color = _packed(palette)[_as_array(palette_indices, np.int64).ravel()]
+            return _per_item(color, n, "palette_indices")
+        return _per_item(_packed(color), n, "color")
+
+    def _plot(self, ids, xs, ys, inside, colors):
+        w, h = self.res
+        ok = inside & (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
+        self._buf.reshape(-1)[ys[ok] * w + xs[ok]] = colors[ids[ok]]
+
+    def _box(self, xlo, xhi, ylo, yhi):
+        """Integer pixel boxes covering the float ranges, clipped to the canvas."""
+        w, h = self.res
+        x0 = np.clip(np.floor(xlo), 0, w).astype(np.int64)
+        x1 = np.clip(np.floor(xhi) + 1, 0, w).astype(np.int64)
+        y0 = np.clip(np.floor(ylo), 0, h).astype(np.int64)
+        y1 = np.clip(np.floor(yhi) + 1, 0, h).astype(np.int64)
+        return x0, y0, np.maximum(x1 - x0, 0), np.maximum(y1 - y0, 0)
+
+    # ----------------------------------------------------------- shapes
+    def circles(self, pos, radius=1, color=0xFFFFFF, palette=None, palette_indices=None):
+        """Filled discs at ``pos`` (N, 2); ``radius`` in pixels, one or per circle."""
+        p = _points(pos)
+        n = len(p)
+        if n == 0:
+            return
+        cx, cy = self._to_px(p)
+        r = _per_item(np.atleast_1d(_as_array(radius)).ravel(), n, "radius")
+        colors = self._colors(color, n, palette, palette_indices)
+        for ids, xs, ys in _boxes(*self._box(cx - r, cx + r, cy - r, cy + r)):
+            dx, dy = xs + 0.5 - cx[ids], ys + 0.5 - cy[ids]
+            # A pixel is covered when its centre is inside; the centre's own pixel always is.
+            inside = (dx * dx + dy * dy <= r[ids] ** 2) | (
+                (xs == np.floor(cx[ids])) & (ys == np.floor(cy[ids]))
+            )
+            self._plot(ids, xs, ys, inside, colors)
+
+    def circle(self, pos, color=0xFFFFFF, radius=1):
+        self.circles(_points(pos)[:1], radius=radius, color=color)
+
+    def lines(self, begin, end, radius=1, color=0xFFFFFF):
+        """Segments from ``begin`` to ``end`` (N, 2 each) with round caps; every pixel whose
+        centre is within ``radius`` pixels of a segment is drawn."""
+        a, b = _points(begin), _points(end)
+        n = len(a)
+        if n == 0:
+            return
+        if len(b) != n:
+            raise ValueError(f"lines: {n} begin points but {len(b)} end points")
+        ax, ay = self._to_px(a)
+        bx, by = self._to_px(b)
+        r = np.maximum(_per_item(np.atleast_1d(_as_array(radius)).ravel(), n, "radius"), 0.5)
+        colors = self._colors(color, n)
+        # Walk each segment along its major axis u; per pixel column, the band within r of the
+        # line is an interval of half-width hw on the minor axis v. The exact test trims the caps.
+        steep = np.abs(by - ay) > np.abs(bx - ax)
+        au, av, bu, bv = (
+            np.where(steep, ay, ax),
+            np.where(steep, ax, ay),
+            np.where(steep, by, bx),
+            np.where(steep, bx, by),
+        )
+        flip = au > bu
+        au, bu, av, bv = (
+            np.where(flip, bu, au),
+            np.where(flip, au, bu),
+            np.where(flip, bv, av),
+            np.where(flip, av, bv),
+        )
+        slope = (bv - av) / np.maximum(bu - au, 1e-12)
+        hw = r * np.sqrt(1.0 + slope * slope)
+        size_u = np.where(steep, self.res[1], self.res[0])
+        u0 = np.clip(np.floor(au - r), 0, size_u).astype(np.int64)
+        u1 = np.clip(np.floor(bu + r) + 1, 0, size_u).astype(np.int64)
+        k = np.maximum(u1 - u0, 0)
+        seg = np.repeat(np.arange(n), k)
+        u = u0[seg] + np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
+        vc = av[seg] + (np.clip(u + 0.5, au[seg], bu[seg]) - au[seg]) * slope[seg]
+        v0 = np.floor(vc - hw[seg] - 0.5).astype(np.int64)
+        v1 = np.floor(vc + hw[seg] + 0.5).astype(np.int64) + 1
+        st = steep[seg]
+        box = (np.where(st, v0, u), np.where(st, u, v0), np.where(st, v1 - v0, 1), np.where(st, 1, v1 - v0))
+        ex, ey = bx - ax, by - ay
+        for ids, xs, ys in _boxes(*box):
+            s = seg[ids]
+            px, py = xs + 0.5 - ax[s], ys + 0.5 - ay[s]
+            t = np.clip((px * ex[s] + py * ey[s]) / np.maximum(ex[s] ** 2 + ey[s] ** 2, 1e-12), 0.0, 1.0)
+            inside = (px - t * ex[s]) ** 2 + (py - t * ey[s]) ** 2 <= r[s] ** 2
+            self._plot(s, xs, ys, inside, colors)
+
+    def line(self, begin, end, radius=1, color=0xFFFFFF):
+        self.lines(_points(begin)[:1], _points(end)[:1], radius=radius, color=color)
+
+    def triangles(self, a, b, c, color=0xFFFFFF):
+        """Filled triangles with corners ``a``, ``b``, ``c`` (N, 2 each)."""
+        pa, pb, pc = _points(a), _points(b), _points(c)
+        n = len(pa)
+        if n == 0:
+            return
+        (ax, ay), (bx, by), (cx, cy) = self._to_px(pa), self._to_px(pb), self._to_px(pc)
+        colors = self._colors(color, n)
+        xs_all, ys_all = np.stack([ax, bx, cx]), np.stack([ay, by, cy])
+        box = self._box(xs_all.min(0), xs_all.max(0), ys_all.min(0), ys_all.max(0))
+        for ids, xs, ys in _boxes(*box):
+            px, py = xs + 0.5, ys + 0.5
+            e0 = (bx[ids] - ax[ids]) * (py - ay[ids]) - (by[ids] - ay[ids]) * (px - ax[ids])
+            e1 = (cx[ids] - bx[ids]) * (py - by[ids]) - (cy[ids] - by[ids]) * (px - bx[ids])
+            e2 = (ax[ids] - cx[ids]) * (py - cy[ids]) - (ay[ids] - cy[ids]) * (px - cx[ids])
+            inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
+            self._plot(ids, xs, ys, inside, colors)
+
+    def triangle(self, a, b, c, color=0xFFFFFF):
+        self.triangles(_points(a)[:1], _points(b)[:1], _points(c)[:1], color=color)
+
+    def rect(self, topleft, bottomright, radius=1, color=0xFFFFFF):
+        """The outline of an axis-aligned rectangle."""
+        (x0, y0), (x1, y1) = _points(topleft)[0], _points(bottomright)[0]
+        corners = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
+        self.lines(corners, np.roll(corners, -1, axis=0), radius=radius, color=color)
+
+    def arrows(self, orig, direction, radius=1, color=0xFFFFFF):
+        """Arrows from ``orig`` along ``direction`` (N, 2 each), with a two-stroke head."""
+        o, d = _points(orig), _points(direction)
+        tip = o + d
+        c, s = np.cos(np.pi / 6), np.sin(np.pi / 6)
+        back = -0.25 * d
+        left = np.stack([c * back[:, 0] - s * back[:, 1], s * back[:, 0] + c * back[:, 1]], 1)
+        right = np.stack([c * back[:, 0] + s * back[:, 1], -s * back[:, 0] + c * back[:, 1]], 1)
+        n = len(o)
+        colors = _per_item(np.atleast_1d(_as_array(color, dtype=None)), n, "color")
+        radii = _per_item(np.atleast_1d(_as_array(radius)), n, "radius")
+        self.lines(
+            np.concatenate([o, tip, tip]),
+            np.concatenate([tip, tip + left, tip + right]),
+            radius=np.tile(radii, 3),
+            color=np.concatenate([colors] * 3),
+        )
+
+    def arrow(self, orig, direction, radius=1, color=0xFFFFFF):
+        self.arrows(_points(orig)[:1], _points(direction)[:1], radius=radius, color=color)
+
+    # ----------------------------------------------------------- images and text
+    def set_image(self, img):
+        """Replace the canvas with ``img``, indexed ``img[x, y]`` (x right, y up) as in Taichi.
+
+        Shapes ``(W, H)``, ``(W, H, 3)`` or ``(W, H, 4)`` (alpha ignored); floats are
+        taken in [0, 1], integers in [0, 255]. Other sizes are scaled (nearest pixel).
+        """
+        a = _as_array(img, dtype=None)
+        if a.ndim == 2:
+            a = a[..., None]
+        if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
+            raise ValueError(f"set_image: expected shape (W, H), (W, H, 3) or (W, H, 4), got {a.shape}")
+        if np.issubdtype(a.dtype, np.floating) or a.dtype == np.bool_:
+            a = (np.clip(np.nan_to_num(a.astype(np.float32)), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        else:
+            a = np.clip(a, 0, 255).astype(np.uint8)
+        a = a[..., :3] if a.shape[2] != 1 else np.repeat(a, 3, axis=2)
+        w, h = self.res
+        if a.shape[:2] != (w, h):
+            a = a[(np.arange(w) * a.shape[0]) // w][:, (np.arange(h) * a.shape[1]) // h]
+        self._buf[...] = _pack(a.transpose(1, 0, 2)[::-1])
+
+    def get_image(self) -> np.ndarray:
+        """The canvas as Taichi returns it: float32 ``(W, H, 4)`` in [0, 1], indexed ``[x, y]``."""
+        rgb = _unpack(self._buf[::-1].T).astype(np.float32) / 255.0
+        return np.concatenate([rgb, np.ones(rgb.shape[:2] + (1,), np.float32)], axis=2)
+
+    def text(self, content, pos, font_size=15, color=0xFFFFFF):
+        """Draw ``content`` with its top-left corner at ``pos``; ``font_size`` in pixels."""
+        from matplotlib.backends.backend_agg import RendererAgg
+        from matplotlib.font_manager import FontProperties
+
+        w, h = self.res
+        renderer = RendererAgg(w, h, 72)  # 72 dpi: one point is one pixel
+        prop = FontProperties(size=font_size)
+        _, th, descent = renderer.get_text_width_height_descent(str(content), prop, ismath=False)
+        x, y = self._to_px(_points(pos)[:1])
+        gc = renderer.new_gc()
+        renderer.draw_text(gc, float(x[0]), float(y[0]) + th - descent, str(content), prop, 0)
+        alpha = np.asarray(renderer.buffer_rgba())[..., 3:4].astype(np.float32) / 255.0
+        rgb = _unpack(_packed(color))[0].astype(np.float32)
+        out = _unpack(self._buf).astype(np.float32) * (1.0 - alpha) + rgb * alpha
+        self._buf[...] = _pack(out + 0.5)
+
+    # ----------------------------------------------------------- frames
+    def show(self, file=None):
+        """Finish the frame: write it to ``file`` (PNG) if given, then clear the canvas."""
+        if file:
+            from PIL import Image
+
+            parent = os.path.dirname(os.fspath(file))
+            if parent:
+                os.makedirs(parent, exist_ok=True)
+            Image.fromarray(_unpack(self._buf)).save(file)
+        self.frame += 1
+        self.clear()
+
+    # ----------------------------------------------------------- events and widgets (inert)
+    def get_events(self, *filters):
+        return []
+
+    def get_event(self, *filters):
+        return False
+
+    def is_pressed(self, *keys):
+        return False
+
+    def get_cursor_pos(self):
+        return (0.5, 0.5)
+
+    def slider(self, text, minimum, maximum, step=1):
+        return SimpleNamespace(value=minimum)
+
+    def label(self, text):
+        return SimpleNamespace(value=0)
+
+    def button(self, text, event_name=None):
+        return event_name or f"WidgetButton_{text}"
+
+
+def frames_to_gif(pngs, out_path, fps=20):
+    """Write the image files ``pngs`` as an animated GIF at ``fps`` frames per second.
+
+    Identical consecutive frames are merged by Pillow (their durations add up).
+    Returns ``out_path``.
+    """
+    from PIL import Image
+
+    pngs = [os.fspath(p) for p in pngs]
+    if not pngs:
+        raise ValueError("frames_to_gif: no frames given")
+    frames = []
+    for p in pngs:
+        with Image.open(p) as im:
+            frames.append(im.convert("RGB").convert("P", palette=Image.Palette.ADAPTIVE))
+    parent = os.path.dirname(os.fspath(out_path))
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    frames[0].save(
+        out_path, save_all=True, append_images=frames[1:], duration=max(round(1000 / fps), 10), loop=0
+    )
+    return out_path

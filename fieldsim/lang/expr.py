@@ -1,0 +1,233 @@
+"""Typed scalar expressions for the frontend: Taichi's promotion, casts, and constant folding.
+
+An expression value in the frontend is one of: a Python number (a compile-time constant, folded
+eagerly), an IR `Stmt` (a runtime scalar), a `MatVal` (a small vector/matrix of scalars), or any
+other Python object (fields, funcs, modules: compile-time only). `Emitter` turns operations on
+these into IR through an `IRBuilder`; it raises `FieldsimTypeError` on bad operand kinds.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+from fieldsim.errors import FieldsimTypeError
+from fieldsim.lang import types as T
+from fieldsim.lang.builder import IRBuilder
+from fieldsim.lang.ir import Op, Stmt
+
+BINOPS = {"+": Op.ADD, "-": Op.SUB, "*": Op.MUL, "/": Op.DIV, "//": Op.FLOORDIV, "%": Op.MOD,
+          "**": Op.POW, "&": Op.BIT_AND, "|": Op.BIT_OR, "^": Op.BIT_XOR, "<<": Op.SHL,
+          ">>": Op.SHR, "min": Op.MIN, "max": Op.MAX, "atan2": Op.ATAN2}
+CMPOPS = {"<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE, "==": Op.EQ, "!=": Op.NE}
+_PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+       "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
+       "**": lambda a, b: a ** b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
+       "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
+       "min": min, "max": max, "atan2": math.atan2, "<": lambda a, b: a < b,
+       "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+       "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+class MatVal:
+    """A vector (ndim 1, shape (n,)) or matrix (ndim 2, shape (n, m)) of scalar values."""
+
+    __slots__ = ("entries", "n", "m", "ndim")
+
+    def __init__(self, entries, n, m=1, ndim=1):
+        self.entries, self.n, self.m, self.ndim = list(entries), n, m, ndim
+        assert len(self.entries) == n * m
+
+    @staticmethod
+    def vector(entries):
+        return MatVal(entries, len(entries), 1, 1)
+
+    @staticmethod
+    def rows(rows):
+        return MatVal([e for r in rows for e in r], len(rows), len(rows[0]), 2)
+
+    def at(self, i, j=0):
+        return self.entries[i * self.m + j]
+
+    def map(self, fn):
+        return MatVal([fn(e) for e in self.entries], self.n, self.m, self.ndim)
+
+    @property
+    def shape(self):
+        return (self.n,) if self.ndim == 1 else (self.n, self.m)
+
+
+def is_scalar(v) -> bool:
+    return isinstance(v, (Stmt, numbers.Number)) and not isinstance(v, bool) or isinstance(v, bool)
+
+
+class Emitter:
+    """Typed operations over frontend values, emitting IR through `b`."""
+
+    def __init__(self, builder: IRBuilder, default_fp, default_ip):
+        self.b, self.fp, self.ip = builder, default_fp, default_ip
+
+    # -- conversions
+    def dtype_of(self, v):
+        if isinstance(v, Stmt):
+            return v.dtype
+        if isinstance(v, bool) or isinstance(v, numbers.Integral):
+            return self.ip
+        if isinstance(v, numbers.Real):
+            return self.fp
+        raise FieldsimTypeError(f"expected a scalar, got {describe(v)}")
+
+    def value(self, v, dtype=None) -> Stmt:
+        """A runtime scalar of `dtype` (or v's own type) from a constant or a Stmt."""
+        if isinstance(v, Stmt):
+            return self.b.cast(v, dtype) if dtype is not None else v
+        if isinstance(v, numbers.Number):
+            dt = dtype or self.dtype_of(v)
+            if not dt.is_float and isinstance(v, float):
+                v = math.trunc(v)
+            return self.b.const(v, dt)
+        raise FieldsimTypeError(f"expected a scalar, got {describe(v)}")
+
+    def cast(self, v, dtype):
+        if isinstance(v, MatVal):
+            return v.map(lambda e: self.cast(e, dtype))
+        if isinstance(v, numbers.Number) and not isinstance(v, Stmt):
+            return self.b.const(v if dtype.is_float else math.trunc(v), dtype)
+        return self.b.cast(self.value(v), dtype)
+
+    # -- scalar arithmetic
+    def binop(self, op: str, a, b):
+        if isinstance(a, MatVal) or isinstance(b, MatVal):
+            return self.elementwise(op, a, b)
+        _check_scalar(a, op)
+        _check_scalar(b, op)
+        if not isinstance(a, Stmt) and not isinstance(b, Stmt):
+            return _PY[op](a, b)
+        if op in CMPOPS:
+            return self.compare(op, a, b)
+        ta, tb = self.dtype_of(a), self.dtype_of(b)
+        dt = T.promote(ta, tb)
+        if op == "/" and not dt.is_float:
+            dt = self.fp
+        if op in ("**", "atan2") and not dt.is_float:
+            return self._int_pow(a, b, dt) if op == "**" else self.binop(op, self.cast(a, self.fp), b)
+        if op in ("&", "|", "^", "<<", ">>") and dt.is_float:
+            raise FieldsimTypeError(f"bitwise operator {op} needs integer operands, got {ta} and {tb}")
+        if op == "//" and dt.is_float:
+            return self.b.unary(Op.FLOOR, self.binop("/", a, b))
+        if op == "%" and dt.is_float:
+            av, bv = self.value(a, dt), self.value(b, dt)
+            q = self.b.unary(Op.FLOOR, self.b.div(av, bv))
+            return self.b.sub(av, self.b.mul(bv, q))
+        return self.b.binary(BINOPS[op], self.value(a, dt), self.value(b, dt))
+
+    def _int_pow(self, a, b, dt):
+        # integer power through f64 is exact for the values an int can hold in practice
+        r = self.b.emit(Op.POW, T.f64, (self.value(a, T.f64), self.value(b, T.f64)))
+        return self.b.cast(self.b.unary(Op.ROUND, r), dt)
+
+    def compare(self, op: str, a, b):
+        if not isinstance(a, Stmt) and not isinstance(b, Stmt):
+            return int(_PY[op](a, b))
+        dt = T.promote(self.dtype_of(a), self.dtype_of(b))
+        return self.b.binary(CMPOPS[op], self.value(a, dt), self.value(b, dt))
+
+    def unop(self, op: Op, a, float_only=False):
+        if isinstance(a, MatVal):
+            return a.map(lambda e: self.unop(op, e, float_only))
+        _check_scalar(a, op.name.lower())
+        v = self.value(a)
+        if float_only and not v.dtype.is_float:
+            v = self.b.cast(v, self.fp)
+        if op in (Op.FLOOR, Op.CEIL, Op.ROUND) and not v.dtype.is_float:
+            return v
+        if op == Op.NOT:
+            return self.b.emit(Op.NOT, T.i32, (v,))
+        return self.b.unary(op, v)
+
+    def truthy(self, v) -> Stmt | int:
+        """An i32 0/1 condition from any scalar."""
+        if isinstance(v, MatVal):
+            raise FieldsimTypeError("a vector/matrix cannot be used as a condition; "
+                                    "use .all()/.any() style reductions explicitly")
+        if not isinstance(v, Stmt):
+            return int(bool(v))
+        if v.op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.NOT):
+            return v
+        return self.compare("!=", v, 0)
+
+    def select(self, c, a, b):
+        if isinstance(a, MatVal) or isinstance(b, MatVal):
+            a, b = self.broadcast(a, b)
+            return MatVal([self.select(c, x, y) for x, y in zip(a.entries, b.entries)],
+                          a.n, a.m, a.ndim)
+        c = self.truthy(c)
+        if not isinstance(c, Stmt):
+            return a if c else b
+        dt = T.promote(self.dtype_of(a), self.dtype_of(b))
+        return self.b.select(c, self.value(a, dt), self.value(b, dt))
+
+    # -- vectors and matrices
+    def broadcast(self, a, b):
+        if not isinstance(a, MatVal):
+            a = b.map(lambda _: a)
+        if not isinstance(b, MatVal):
+            b = a.map(lambda _: b)
+        if a.shape != b.shape:
+            raise FieldsimTypeError(f"shape mismatch: {a.shape} and {b.shape}")
+        return a, b
+
+    def elementwise(self, op: str, a, b):
+        a, b = self.broadcast(a, b)
+        return MatVal([self.binop(op, x, y) for x, y in zip(a.entries, b.entries)],
+                      a.n, a.m, a.ndim)
+
+    def matmul(self, a: MatVal, b: MatVal):
+        if not isinstance(a, MatVal) or not isinstance(b, MatVal):
+            raise FieldsimTypeError("@ needs a matrix/vector on both sides")
+        if a.m != b.n and not (a.ndim == 1 and b.ndim == 1):
+            raise FieldsimTypeError(f"matmul shape mismatch: {a.shape} @ {b.shape}")
+        if a.ndim == 1 and b.ndim == 1:
+            return self.dot(a, b)
+        out = []
+        for r in range(a.n):
+            for c in range(b.m):
+                acc = None
+                for k in range(a.m):
+                    t = self.binop("*", a.at(r, k), b.at(k, c))
+                    acc = t if acc is None else self.binop("+", acc, t)
+                out.append(acc)
+        if b.ndim == 1:
+            return MatVal.vector(out)
+        return MatVal(out, a.n, b.m, 2)
+
+    def dot(self, a: MatVal, b: MatVal):
+        if len(a.entries) != len(b.entries):
+            raise FieldsimTypeError(f"dot of shapes {a.shape} and {b.shape}")
+        acc = None
+        for x, y in zip(a.entries, b.entries):
+            t = self.binop("*", x, y)
+            acc = t if acc is None else self.binop("+", acc, t)
+        return acc
+
+    def reduce(self, op: str, a: MatVal):
+        acc = a.entries[0]
+        for e in a.entries[1:]:
+            acc = self.binop(op, acc, e)
+        return acc
+
+
+def _check_scalar(v, op):
+    if isinstance(v, Stmt) or isinstance(v, numbers.Number):
+        return
+    raise FieldsimTypeError(f"unsupported operand for {op}: {describe(v)}")
+
+
+def describe(v) -> str:
+    if isinstance(v, MatVal):
+        return f"a {'vector' if v.ndim == 1 else 'matrix'} of shape {v.shape}"
+    if isinstance(v, Stmt):
+        return f"a {v.dtype} value"
+    from fieldsim.lang.field import Field
+    if isinstance(v, Field):
+        return f"field {v.ir_name!r} (index it, e.g. x[i])"
+    return f"{type(v).__name__} {v!r}"[:80]

@@ -1,0 +1,271 @@
+"""`@fs.kernel` and `@fs.func`: argument binding, specialisation, the compile pipeline, launch.
+
+Pipeline (data flows one way): frontend (AST -> IR) -> offload (tasks) -> verify ->
+[checks.access_rules -> ad.reverse | ad.forward] -> backend codegen -> launch. A kernel is
+compiled once per (runtime generation, template arguments); its adjoint and tangent kernels are
+made lazily from the same IR. Errors from compilation reach the user without internal frames.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import time
+import typing
+
+from fieldsim.errors import FieldsimError, FieldsimTypeError, Loc
+from fieldsim.lang import runtime, types as T
+from fieldsim.lang.field import Field
+from fieldsim.lang.ir import Kernel
+from fieldsim.lang.printer import print_kernel
+
+
+class Template:
+    """`fs.template()`: the argument is bound at compile time (fields, Python values)."""
+
+    def __repr__(self):
+        return "template()"
+
+
+def template():
+    return Template()
+
+
+class NdarrayType:
+    def __init__(self, dtype=None, ndim=None, **kw):
+        self.dtype, self.ndim = dtype, ndim
+
+
+class Func:
+    """`@fs.func`: inlined into the kernels that call it."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.custom_grad = None  # set by fs.ad.func_grad
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)  # Python scope: plain call
+
+
+def func(fn=None, *, is_real_function=False):
+    if fn is None:
+        return lambda f: Func(f)
+    return Func(fn)
+
+
+pyfunc = func
+
+
+def _resolve_annotation(ann, fn):
+    if isinstance(ann, str):
+        try:
+            ann = eval(ann, fn.__globals__)  # noqa: S307 - the user's own annotation text
+        except Exception:
+            raise FieldsimTypeError(f"cannot resolve the annotation {ann!r}") from None
+    return ann
+
+
+class CompiledKernel:
+    """One specialisation: its IR, its fields, and the backend's compiled program."""
+
+    def __init__(self, owner, ir: Kernel, hidden_fields, arg_dtypes, ret):
+        self.owner, self.ir, self.hidden_fields = owner, ir, hidden_fields
+        self.arg_dtypes, self.ret = arg_dtypes, ret
+        self.program = None
+        self.adjoint = None  # (ir, program), made on first use
+        self.tangent = None
+        self.checked = False
+        self.summary = None
+
+
+class KernelObj:
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self._cache: dict = {}
+        self._sig = inspect.signature(fn)
+        self.params = list(self._sig.parameters.values())
+        self._ann = None
+        self.grad = _AdjointLauncher(self)
+        self.last_rng_key = 0
+
+    # ---- binding -----------------------------------------------------------------------------
+    def annotations(self):
+        if self._ann is None:
+            ann = []
+            for p in self.params:
+                a = _resolve_annotation(p.annotation, self.fn)
+                if a is inspect.Parameter.empty:
+                    raise FieldsimTypeError(
+                        f"kernel {self.__name__!r}: argument {p.name!r} needs a type annotation "
+                        "(e.g. fs.f32, fs.i32, fs.template())", self.def_loc())
+                ann.append(a)
+            ret = _resolve_annotation(self._sig.return_annotation, self.fn)
+            self._ann = (ann, None if ret in (inspect.Signature.empty, None) else ret)
+        return self._ann
+
+    def def_loc(self) -> Loc:
+        try:
+            lines, start = inspect.getsourcelines(self.fn)
+            idx = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
+            return Loc(inspect.getsourcefile(self.fn) or "?", start + idx, 0, None,
+                       self.__name__, lines[idx].rstrip("\n"))
+        except (OSError, TypeError, StopIteration):
+            return None
+
+    def bind(self, args, kwargs):
+        rt = runtime.get()
+        ann, ret = self.annotations()
+        try:
+            bound = self._sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise FieldsimTypeError(f"kernel {self.__name__!r} takes {len(self.params)} argument(s) "
+                                    f"({', '.join(p.name for p in self.params)}): {e}",
+                                    self.def_loc()) from None
+        bound.apply_defaults()
+        templates, key, values, dtypes = {}, [], [], {}
+        for p, a in zip(self.params, ann):
+            v = bound.arguments[p.name]
+            if isinstance(a, Template) or a is Template or isinstance(a, NdarrayType):
+                templates[p.name] = v
+                key.append(("f", v.uid, v.generation) if isinstance(v, Field) else ("v", _hashkey(v)))
+                continue
+            dt = _scalar_dtype(a, rt, self.__name__, p.name)
+            dtypes[p.name] = dt
+            values.append(_convert_arg(v, dt, self.__name__, p.name))
+        ret_dt = None if ret is None else _scalar_dtype(ret, rt, self.__name__, "return value")
+        return templates, tuple(key), values, dtypes, ret_dt
+
+    # ---- compile and launch ----------------------------------------------------------------------
+    def compiled(self, templates, key, dtypes, ret) -> CompiledKernel:
+        rt = runtime.get()
+        ck = self._cache.get((rt.generation, key))
+        if ck is None:
+            ck = self._compile(rt, templates, dtypes, ret)
+            self._cache[(rt.generation, key)] = ck
+        return ck
+
+    def _compile(self, rt, templates, dtypes, ret) -> CompiledKernel:
+        from fieldsim.lang.frontend import Frontend
+        from fieldsim.lang.passes.offload import offload
+        from fieldsim.lang.verify import verify
+        t0 = time.perf_counter()
+        fe = Frontend(self.fn, rt, self.__name__, templates, dtypes, ret)
+        ir = offload(fe.build())
+        if rt.debug or os.environ.get("FIELDSIM_VERIFY"):
+            verify(ir)
+        if os.environ.get("FIELDSIM_PRINT_IR"):
+            print(print_kernel(ir))
+        ck = CompiledKernel(self, ir, fe.hidden_fields, [dtypes[p.name] for p in ir.params
+                                                        if not p.template], ret)
+        ck.program = rt.backend().compile(ir, rt)
+        rt.stats["compile_s"] += time.perf_counter() - t0
+        return ck
+
+    def __call__(self, *args, **kwargs):
+        rt = runtime.get()
+        try:
+            templates, key, values, dtypes, ret = self.bind(args, kwargs)
+            ck = self.compiled(templates, key, dtypes, ret)
+            if rt.tape is not None and rt.no_grad_depth == 0:
+                rt.tape.on_launch(self, ck, args, kwargs, values)
+        except FieldsimError as err:
+            raise err.with_traceback(None) from None
+        rt.launch_counter += 1
+        rng_key = _rng_key(rt.random_seed, rt.launch_counter)
+        self.last_rng_key = rng_key
+        if rt.tape is not None and rt.no_grad_depth == 0:
+            rt.tape.set_last_rng_key(rng_key)
+        result = rt.backend().launch(ck.program, values, rng_key)
+        if rt.fwd_mode is not None:
+            rt.fwd_mode.on_launch(self, ck, values, rng_key)
+        return result
+
+    def launch_adjoint(self, args, kwargs=None, rng_key=None):
+        rt = runtime.get()
+        try:
+            templates, key, values, dtypes, ret = self.bind(args, kwargs or {})
+            ck = self.compiled(templates, key, dtypes, ret)
+            program = adjoint_program(ck, rt)
+        except FieldsimError as err:
+            raise err.with_traceback(None) from None
+        rt.backend().launch(program, values, self.last_rng_key if rng_key is None else rng_key,
+                            adjoint=True)
+
+
+def adjoint_program(ck: CompiledKernel, rt):
+    """The adjoint of a compiled kernel: access rules checked, reverse AD, compiled."""
+    if ck.adjoint is None:
+        from fieldsim.ad.reverse import make_adjoint
+        from fieldsim.checks import access_rules
+        if not ck.checked:
+            access_rules.check_kernel(ck.ir)
+            ck.checked = True
+        t0 = time.perf_counter()
+        adj_ir = make_adjoint(ck.ir)
+        if rt.debug or os.environ.get("FIELDSIM_VERIFY"):
+            from fieldsim.lang.verify import verify
+            verify(adj_ir)
+        if os.environ.get("FIELDSIM_PRINT_IR"):
+            print(print_kernel(adj_ir))
+        ck.adjoint = (adj_ir, rt.backend().compile(adj_ir, rt))
+        rt.stats["compile_s"] += time.perf_counter() - t0
+    return ck.adjoint[1]
+
+
+class _AdjointLauncher:
+    """`kernel.grad(*args)`: launch the adjoint with output gradients seeded by the user."""
+
+    def __init__(self, owner: KernelObj):
+        self.owner = owner
+
+    def __call__(self, *args, **kwargs):
+        self.owner.launch_adjoint(args, kwargs)
+
+
+def kernel(fn):
+    if isinstance(fn, KernelObj):
+        return fn
+    return KernelObj(fn)
+
+
+def _scalar_dtype(a, rt, kname, pname):
+    if a is float:
+        return rt.default_fp
+    if a is int:
+        return rt.default_ip
+    if isinstance(a, T.DataType):
+        return a
+    raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} has an unsupported annotation "
+                            f"{a!r}; use a scalar type (fs.f32, fs.i32, float, int) or fs.template()")
+
+
+def _convert_arg(v, dt, kname, pname):
+    import numbers
+    if hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, numbers.Number):
+        if isinstance(v, bool):
+            return int(v)
+        raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects a {dt} scalar, "
+                                f"got {type(v).__name__}")
+    return float(v) if dt.is_float else int(v)
+
+
+def _hashkey(v):
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return id(v)
+
+
+def _rng_key(seed: int, counter: int) -> int:
+    x = (seed * 0x9E3779B97F4A7C15 + counter * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    x ^= x >> 31
+    return x & 0x7FFFFFFFFFFFFFFF
+
+
+__all__ = ["kernel", "func", "template", "KernelObj", "Func", "typing"]

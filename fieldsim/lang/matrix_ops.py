@@ -1,0 +1,122 @@
+"""Vector/matrix methods in kernel scope, as scalar IR (the frontend's `MatVal`).
+
+Each entry of `METHODS` takes `(emitter, value, *args, **kwargs)` and returns a scalar or a
+`MatVal`; they only combine scalar operations of `Emitter`, so reverse and forward AD need no
+matrix-specific rules.
+"""
+from __future__ import annotations
+
+from fieldsim.errors import FieldsimTypeError
+from fieldsim.lang.expr import Emitter, MatVal
+from fieldsim.lang.ir import Op
+
+
+def norm_sqr(e: Emitter, a: MatVal):
+    return e.dot(a, a)
+
+
+def norm(e: Emitter, a: MatVal, eps=0):
+    s = norm_sqr(e, a)
+    if not (isinstance(eps, (int, float)) and eps == 0):
+        s = e.binop("+", s, eps)
+    return e.unop(Op.SQRT, s, float_only=True)
+
+
+def normalized(e: Emitter, a: MatVal, eps=0):
+    inv = e.binop("/", 1.0, norm(e, a, eps))
+    return e.elementwise("*", a, inv)
+
+
+def transpose(e: Emitter, a: MatVal):
+    if a.ndim == 1:
+        return MatVal(a.entries, 1, a.n, 2)
+    return MatVal([a.at(c, r) for r in range(a.m) for c in range(a.n)], a.m, a.n, 2)
+
+
+def trace(e: Emitter, a: MatVal):
+    return e.reduce("+", MatVal.vector([a.at(i, i) for i in range(min(a.n, a.m))]))
+
+
+def _det2(e, a, b, c, d):
+    return e.binop("-", e.binop("*", a, d), e.binop("*", b, c))
+
+
+def determinant(e: Emitter, a: MatVal):
+    _square(a, "determinant")
+    if a.n == 1:
+        return a.at(0, 0)
+    if a.n == 2:
+        return _det2(e, a.at(0, 0), a.at(0, 1), a.at(1, 0), a.at(1, 1))
+    if a.n == 3:
+        acc = None
+        for c in range(3):
+            minor = _det2(e, a.at(1, (c + 1) % 3), a.at(1, (c + 2) % 3),
+                          a.at(2, (c + 1) % 3), a.at(2, (c + 2) % 3))
+            t = e.binop("*", a.at(0, c), minor)
+            acc = t if acc is None else e.binop("+", acc, t)
+        return acc
+    return _det_laplace(e, a)
+
+
+def _det_laplace(e, a: MatVal):
+    acc = None
+    for c in range(a.n):
+        rows = [[a.at(r, k) for k in range(a.n) if k != c] for r in range(1, a.n)]
+        t = e.binop("*", a.at(0, c), determinant(e, MatVal.rows(rows)))
+        if c % 2:
+            t = e.unop(Op.NEG, t) if not isinstance(t, (int, float)) else -t
+        acc = t if acc is None else e.binop("+", acc, t)
+    return acc
+
+
+def inverse(e: Emitter, a: MatVal):
+    _square(a, "inverse")
+    if a.n == 1:
+        return MatVal([e.binop("/", 1.0, a.at(0, 0))], 1, 1, 2)
+    inv_det = e.binop("/", 1.0, determinant(e, a))
+    if a.n == 2:
+        adj = [a.at(1, 1), e.unop(Op.NEG, a.at(0, 1)), e.unop(Op.NEG, a.at(1, 0)), a.at(0, 0)]
+        return MatVal([e.binop("*", x, inv_det) for x in adj], 2, 2, 2)
+    if a.n == 3:
+        out = []
+        for r in range(3):
+            for c in range(3):  # cofactor of (c, r), cyclic indices carry the sign
+                r1, r2, c1, c2 = (c + 1) % 3, (c + 2) % 3, (r + 1) % 3, (r + 2) % 3
+                cof = _det2(e, a.at(r1, c1), a.at(r1, c2), a.at(r2, c1), a.at(r2, c2))
+                out.append(e.binop("*", cof, inv_det))
+        return MatVal(out, 3, 3, 2)
+    raise FieldsimTypeError(f"inverse supports matrices up to 3x3, got {a.shape}")
+
+
+def cross(e: Emitter, a: MatVal, b: MatVal):
+    if a.n == 2 and b.n == 2:
+        return _det2(e, a.at(0), a.at(1), b.at(0), b.at(1))
+    if a.n != 3 or b.n != 3:
+        raise FieldsimTypeError(f"cross needs two 2-D or two 3-D vectors, got {a.shape}, {b.shape}")
+    out = [_det2(e, a.at(i1), a.at(i2), b.at(i1), b.at(i2)) for i1, i2 in ((1, 2), (2, 0), (0, 1))]
+    return MatVal.vector(out)
+
+
+def outer_product(e: Emitter, a: MatVal, b: MatVal):
+    return MatVal([e.binop("*", x, y) for x in a.entries for y in b.entries], a.n, b.n, 2)
+
+
+def _square(a: MatVal, what):
+    if a.ndim != 2 or a.n != a.m:
+        raise FieldsimTypeError(f"{what} needs a square matrix, got shape {a.shape}")
+
+
+def _cast(e: Emitter, a: MatVal, dtype):
+    return e.cast(a, dtype)
+
+
+METHODS = {
+    "norm": norm, "norm_sqr": norm_sqr, "normalized": normalized, "transpose": transpose,
+    "trace": trace, "determinant": determinant, "inverse": inverse, "cross": cross,
+    "outer_product": outer_product, "dot": lambda e, a, b: e.dot(a, b),
+    "sum": lambda e, a: e.reduce("+", a), "max": lambda e, a: e.reduce("max", a),
+    "min": lambda e, a: e.reduce("min", a), "cast": _cast,
+    "any": lambda e, a: e.truthy(e.reduce("|", a.map(e.truthy))),
+    "all": lambda e, a: e.truthy(e.reduce("&", a.map(e.truthy))),
+}
+SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}

@@ -1,0 +1,99 @@
+"""Stable text form of the IR, for golden tests, debugging (`FIELDSIM_PRINT_IR=1`) and cache keys.
+
+Values are numbered `%0, %1, ...` in order of appearance, so the text of a kernel depends only
+on its structure. Fields print as `name` (grad fields as `name.grad`), with their storage
+shape and dtype listed once in a header when `header=True`.
+"""
+from __future__ import annotations
+
+from fieldsim.lang.ir import Kernel, Op, Stmt
+
+_NO_VALUE = frozenset({Op.STORE, Op.LOCAL_STORE, Op.IF, Op.LOOP, Op.BREAK, Op.CONTINUE,
+                       Op.RETURN, Op.SERIAL, Op.ASSERT, Op.STACK_PUSH, Op.STACK_POP})
+
+
+class _Namer:
+    def __init__(self):
+        self.names: dict[int, str] = {}
+
+    def define(self, s: Stmt) -> str:
+        name = f"%{len(self.names)}"
+        self.names[id(s)] = name
+        return name
+
+    def ref(self, s) -> str:
+        if not isinstance(s, Stmt):
+            return repr(s)
+        return self.names.get(id(s), f"%?{s.op.name.lower()}")
+
+
+def field_name(f) -> str:
+    return getattr(f, "ir_name", None) or getattr(f, "name", None) or f"field{id(f)}"
+
+
+def _attr_text(s: Stmt) -> str:
+    if s.op == Op.CONST:
+        return f" {s.attr!r}"
+    if s.op == Op.ARG:
+        return f" arg{s.attr}"
+    if s.op == Op.FOR:
+        flags = []
+        if s.attr is not None and s.attr.parallel:
+            flags.append("parallel")
+        if s.attr is not None and s.attr.serialize:
+            flags.append("serialize")
+        return (" " + " ".join(flags)) if flags else ""
+    if s.op == Op.ASSERT:
+        return f" {s.attr!r}"
+    if s.op == Op.STACK_ALLOCA:
+        return f" {s.attr.name}#{s.attr.capacity_key}"
+    return ""
+
+
+def _line(s: Stmt, n: _Namer) -> str:
+    opname = s.op.name.lower()
+    if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+        idx = ", ".join(n.ref(a) for a in s.indices)
+        fname = field_name(s.field)
+        if s.op == Op.ATOMIC:
+            opname = f"atomic_{s.attr[1]}"
+        text = f"{opname}.{s.dtype} " if s.dtype is not None else f"{opname} "
+        text += f"{fname}[{idx}]"
+        if s.op != Op.LOAD:
+            text += f", {n.ref(s.value)}"
+    else:
+        args = ", ".join(n.ref(a) for a in s.args)
+        text = opname + (f".{s.dtype}" if s.dtype is not None else "")
+        text += _attr_text(s) + (f" {args}" if args else "")
+    if s.op not in _NO_VALUE:
+        text = f"{n.define(s)} = {text}"
+    return text
+
+
+def print_block(block: list[Stmt], n: _Namer | None = None, indent: int = 1, locs=False) -> str:
+    n = n or _Namer()
+    out = []
+    pad = "  " * indent
+    for s in block:
+        line = pad + _line(s, n)
+        if locs and s.loc is not None:
+            line += f"  # line {s.loc.line}"
+        if s.blocks:
+            line += " {"
+            out.append(line)
+            for bi, b in enumerate(s.blocks):
+                if bi > 0:
+                    out.append(pad + "} else {")
+                body = print_block(b, n, indent + 1, locs)
+                if body:
+                    out.append(body)
+            out.append(pad + "}")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def print_kernel(k: Kernel, locs: bool = False) -> str:
+    params = ", ".join(f"{p.name}: {'template' if p.template else p.dtype}" for p in k.params)
+    ret = f" -> {k.ret}" if k.ret is not None else ""
+    return f"kernel {k.name}({params}){ret}:\n" + print_block(k.body, locs=locs)

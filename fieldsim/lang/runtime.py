@@ -1,0 +1,124 @@
+"""Process-wide runtime state: what `fs.init` configured, the fields and kernels it owns.
+
+`init` starts afresh: fields and compiled kernels of an earlier `init` are dropped (using one
+afterwards raises). Everything else reads the current `Runtime` through `get()`.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+from fieldsim.lang import types as T
+
+cpu, cuda, gpu = "cpu", "cuda", "gpu"
+x64 = arm64 = cpu
+
+
+class Runtime:
+    def __init__(self, arch=cpu, default_fp=T.f32, default_ip=T.i32, random_seed=0,
+                 cpu_max_num_threads=None, debug=False, offline_cache=True, ad_stack_size=0,
+                 offline_cache_file_path=None, **ignored):
+        self.arch = _resolve_arch(arch)
+        self.default_fp = _dtype(default_fp, T.f32)
+        self.default_ip = _dtype(default_ip, T.i32)
+        self.random_seed = int(random_seed)
+        self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
+        self.debug = bool(debug)
+        self.offline_cache = bool(offline_cache) and os.environ.get("FIELDSIM_OFFLINE_CACHE", "1") != "0"
+        self.cache_dir = offline_cache_file_path or os.environ.get(
+            "FIELDSIM_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "fieldsim"))
+        self.ad_stack_size = int(ad_stack_size) if ad_stack_size else 256
+        self.fields: list = []
+        self.generation = _next_generation()
+        self.launch_counter = 0
+        self.tape = None  # the active Tape, if any
+        self.fwd_mode = None
+        self.no_grad_depth = 0
+        self.device = None  # a backend object (cpu or cuda) made lazily
+        self.stats = {"compile_s": 0.0, "launches": 0}
+
+    def backend(self):
+        if self.device is None:
+            if self.arch == cuda:
+                from fieldsim.codegen.cuda import CudaBackend
+                self.device = CudaBackend(self)
+            else:
+                from fieldsim.codegen.cpu import CpuBackend
+                self.device = CpuBackend(self)
+        return self.device
+
+
+_generation = [0]
+
+
+def _next_generation() -> int:
+    _generation[0] += 1
+    return _generation[0]
+
+
+def _dtype(dt, default):
+    if dt is None:
+        return default
+    if dt is float:
+        return T.f32
+    if dt is int:
+        return T.i32
+    return dt
+
+
+def _resolve_arch(arch):
+    if arch in (None, cpu, "x64", "arm64"):
+        return cpu
+    if arch in (cuda, gpu, "vulkan", "metal", "opengl"):
+        try:
+            from fieldsim.codegen.cuda import is_available
+            ok = is_available()
+        except ImportError:
+            ok = False
+        if ok:
+            return cuda
+        if arch == cuda:
+            raise RuntimeError("fs.init(arch=fs.cuda): no usable CUDA device (pycuda missing or "
+                               "no GPU). Install the `cuda` extra on a machine with a GPU, or use "
+                               "fs.gpu to fall back to the CPU.")
+        warnings.warn("fs.gpu: no CUDA device available; running on the CPU", stacklevel=3)
+        return cpu
+    raise ValueError(f"unknown arch {arch!r}; use fs.cpu, fs.cuda or fs.gpu")
+
+
+_current: Runtime | None = None
+
+
+def get() -> Runtime:
+    global _current
+    if _current is None:
+        _current = Runtime()
+    return _current
+
+
+def init(arch=cpu, default_fp=None, default_ip=None, random_seed=0, **kwargs) -> Runtime:
+    global _current
+    if _current is not None:
+        _shutdown(_current)
+    _current = Runtime(arch, default_fp, default_ip, random_seed, **kwargs)
+    return _current
+
+
+def reset():
+    global _current
+    if _current is not None:
+        _shutdown(_current)
+    _current = None
+
+
+def _shutdown(rt: Runtime):
+    for f in rt.fields:
+        f._invalidate()
+    if rt.device is not None:
+        rt.device.close()
+
+
+def sync():
+    rt = get()
+    if rt.device is not None:
+        rt.device.sync()

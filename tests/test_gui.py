@@ -1,0 +1,207 @@
+"""fieldsim.gui: offscreen ti.GUI drawing read back from the PNGs it writes."""
+
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from fieldsim.gui import GUI, frames_to_gif
+
+RED, GREEN, BLUE, WHITE, BG = 0xFF0000, 0x00FF00, 0x0000FF, 0xFFFFFF, 0x112F41
+
+
+def rgb(c):
+    return ((c >> 16) & 0xFF, (c >> 8) & 0xFF, c & 0xFF)
+
+
+def shot(gui, tmp_path, name="frame.png"):
+    """Show the frame into a PNG and read it back as an (H, W, 3) array, row 0 at the top."""
+    path = tmp_path / name
+    gui.show(str(path))
+    with Image.open(path) as im:
+        assert im.size == gui.res
+        return np.asarray(im.convert("RGB"))
+
+
+def at(img, x, y):
+    """The pixel at Taichi coordinates (x, y) in [0, 1]^2, y up."""
+    h, w, _ = img.shape
+    return tuple(int(v) for v in img[min(int((1 - y) * h), h - 1), min(int(x * w), w - 1)])
+
+
+class FakeField:
+    def __init__(self, a):
+        self.a = np.asarray(a)
+
+    def to_numpy(self):
+        return self.a.copy()
+
+
+@pytest.mark.parametrize("res", [64, (96, 48)])
+def test_png_has_resolution_and_background(tmp_path, res):
+    gui = GUI("bg", res=res, background_color=BG)
+    img = shot(gui, tmp_path)
+    w, h = (res, res) if isinstance(res, int) else res
+    assert img.shape == (h, w, 3)
+    assert (img == rgb(BG)).all()
+
+
+def test_big_circle_fills_centre_only(tmp_path):
+    gui = GUI(res=(128, 96), background_color=BG)
+    gui.circle((0.5, 0.5), color=RED, radius=20)
+    img = shot(gui, tmp_path)
+    assert at(img, 0.5, 0.5) == rgb(RED)
+    assert at(img, 0.02, 0.02) == rgb(BG) and at(img, 0.98, 0.98) == rgb(BG)
+    # radius is in pixels: 15 px from the centre is inside, 25 px is outside
+    assert tuple(img[48, 64 + 15]) == rgb(RED) and tuple(img[48 + 15, 64]) == rgb(RED)
+    assert tuple(img[48, 64 + 25]) == rgb(BG) and tuple(img[48 + 25, 64]) == rgb(BG)
+
+
+def test_y_is_up_and_x_is_right(tmp_path):
+    gui = GUI(res=100)
+    gui.circles(np.array([[0.5, 0.9], [0.9, 0.5]]), radius=4, color=np.array([GREEN, BLUE]))
+    img = shot(gui, tmp_path)
+    assert tuple(img[10, 50]) == rgb(GREEN)  # near the top row of the PNG
+    assert tuple(img[90, 50]) == (0, 0, 0)
+    assert tuple(img[50, 90]) == rgb(BLUE)  # near the right edge
+    assert tuple(img[50, 10]) == (0, 0, 0)
+
+
+def test_circles_palette_radii_and_fields(tmp_path):
+    gui = GUI(res=100)
+    pos = FakeField([[0.2, 0.5], [0.5, 0.5], [0.8, 0.5]])
+    gui.circles(pos, radius=np.array([3, 3, 6]), palette=[RED, GREEN, BLUE], palette_indices=[2, 0, 1])
+    img = shot(gui, tmp_path)
+    assert [at(img, x, 0.5) for x in (0.2, 0.5, 0.8)] == [rgb(BLUE), rgb(RED), rgb(GREEN)]
+    assert tuple(img[50, 85]) == rgb(GREEN) and tuple(img[50, 25]) == (0, 0, 0)
+
+
+def test_tiny_circle_still_draws_a_pixel(tmp_path):
+    gui = GUI(res=50)
+    gui.circle((0.5, 0.5), color=WHITE, radius=0.1)
+    img = shot(gui, tmp_path)
+    assert (img == 255).all(axis=2).sum() == 1
+
+
+def test_lines_and_rect(tmp_path):
+    gui = GUI(res=100, background_color=BG)
+    gui.line((0.1, 0.25), (0.9, 0.25), radius=2, color=RED)
+    gui.lines(np.array([[0.25, 0.4]]), np.array([[0.25, 0.9]]), radius=1, color=GREEN)
+    gui.rect((0.5, 0.9), (0.9, 0.5), radius=1, color=BLUE)
+    img = shot(gui, tmp_path)
+    assert at(img, 0.5, 0.25) == rgb(RED) and at(img, 0.12, 0.25) == rgb(RED)
+    assert at(img, 0.5, 0.3) == rgb(BG) and at(img, 0.95, 0.25) == rgb(BG)
+    assert at(img, 0.25, 0.6) == rgb(GREEN) and at(img, 0.3, 0.6) == rgb(BG)
+    assert at(img, 0.7, 0.9) == rgb(BLUE) and at(img, 0.5, 0.7) == rgb(BLUE)
+    assert at(img, 0.7, 0.7) == rgb(BG)  # the rect is an outline
+
+
+def test_diagonal_line_is_connected(tmp_path):
+    gui = GUI(res=64)
+    gui.line((0.0, 0.0), (1.0, 0.37), radius=0.5, color=WHITE)
+    img = shot(gui, tmp_path)
+    cols = (img == 255).all(axis=2).any(axis=0)
+    assert cols.all()
+
+
+def test_triangles_and_arrows(tmp_path):
+    gui = GUI(res=100)
+    gui.triangles(np.array([[0.1, 0.1]]), np.array([[0.5, 0.1]]), np.array([[0.3, 0.5]]), color=GREEN)
+    gui.arrow((0.6, 0.5), (0.3, 0.0), radius=1, color=RED)
+    img = shot(gui, tmp_path)
+    assert at(img, 0.3, 0.2) == rgb(GREEN) and at(img, 0.45, 0.45) == (0, 0, 0)
+    assert at(img, 0.75, 0.5) == rgb(RED)
+
+
+def test_set_image_uses_taichi_xy_convention(tmp_path):
+    w, h = 80, 60
+    img = np.zeros((w, h, 3), np.float32)  # img[x, y]
+    img[: w // 2, :, 0] = 1.0  # left half red
+    img[:, 3 * h // 4 :, 2] = 1.0  # top quarter blue
+    gui = GUI(res=(w, h))
+    gui.set_image(img)
+    out = shot(gui, tmp_path)
+    assert at(out, 0.1, 0.1) == (255, 0, 0)
+    assert at(out, 0.9, 0.1) == (0, 0, 0)
+    assert at(out, 0.9, 0.95) == (0, 0, 255)
+    assert at(out, 0.1, 0.95) == (255, 0, 255)
+
+
+def test_set_image_gray_uint8_rgba_and_get_image():
+    gui = GUI(res=(4, 3))
+    gray = np.arange(12, dtype=np.uint8).reshape(4, 3) * 20
+    gui.set_image(gray)
+    back = gui.get_image()
+    assert back.shape == (4, 3, 4)
+    np.testing.assert_allclose(back[..., 0], gray / 255.0, atol=1e-6)
+    rgba = np.ones((4, 3, 4), np.float32) * 0.5
+    gui.set_image(FakeField(rgba))
+    assert np.allclose(gui.get_image()[..., :3], 128 / 255.0)
+
+
+def test_text_is_drawn_near_its_top_left_position(tmp_path):
+    gui = GUI(res=(200, 100))
+    gui.text("Hello", (0.05, 0.9), font_size=20, color=WHITE)
+    img = shot(gui, tmp_path)
+    ys, xs = np.nonzero(img.sum(axis=2) > 0)
+    assert len(xs) > 20
+    assert (ys >= 8).all() and ys.max() < 40
+    assert xs.min() >= 9 and xs.max() < 100
+    assert (img == 255).all(axis=2).any()  # fully covered glyph pixels get exactly the colour
+
+
+def test_show_clears_and_counts_frames(tmp_path):
+    gui = GUI(res=32, background_color=BG)
+    gui.circle((0.5, 0.5), color=RED, radius=10)
+    first = shot(gui, tmp_path, "a.png")
+    second = shot(gui, tmp_path, "b.png")
+    assert at(first, 0.5, 0.5) == rgb(RED)
+    assert (second == rgb(BG)).all()
+    assert gui.frame == 2
+    gui.show()  # no file: just ends the frame
+    assert gui.frame == 3
+    gui.circle((0.5, 0.5), color=RED, radius=10)
+    gui.clear(GREEN)
+    assert (shot(gui, tmp_path, "c.png") == rgb(GREEN)).all()
+
+
+def test_running_events_and_no_window():
+    gui = GUI("x", res=16, show_gui=True)
+    assert gui.running and gui.res == (16, 16)
+    assert gui.get_events() == [] and list(gui.get_events(GUI.PRESS)) == []
+    assert not gui.get_event(GUI.ESCAPE)
+    gui.running = False
+    assert not gui.running
+    other = GUI(res=16)
+    other.close()
+    assert not other.running
+
+
+def test_frames_to_gif(tmp_path):
+    gui = GUI(res=(40, 30))
+    pngs = []
+    for i in range(5):
+        gui.circle((0.1 + 0.2 * i, 0.5), color=RED, radius=5)
+        pngs.append(str(tmp_path / f"f{i:02d}.png"))
+        gui.show(pngs[-1])
+    out = frames_to_gif(pngs, tmp_path / "sub" / "anim.gif", fps=10)
+    with Image.open(out) as im:
+        assert im.format == "GIF" and im.size == (40, 30)
+        assert im.n_frames == 5
+        assert im.info.get("duration") == 100
+    with pytest.raises(ValueError):
+        frames_to_gif([], tmp_path / "none.gif")
+
+
+def test_thousands_of_circles_are_fast():
+    gui = GUI(res=512)
+    pos = np.random.default_rng(0).random((10000, 2))
+    gui.circles(pos, radius=1.5, color=WHITE)  # warm-up
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        gui.circles(pos, radius=1.5, color=0xED553B)
+        gui.show()
+        best = min(best, time.perf_counter() - t)
+    assert best < 0.2, f"10k circles took {best:.3f} s"
