@@ -52,7 +52,7 @@ FRICTION = 0.5
 ACT_STRENGTH = 5.0
 N_SIN = 4              # sinusoids in the controller bank
 OMEGA = 20.0           # rad / s
-LEARNING_RATE = 25.0
+LEARNING_RATE = 300.0
 
 # robot: rectangles (x0, y0, width, height, actuator id; -1 = passive)
 ROBOT = [
@@ -354,7 +354,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     iters = args.iters if args.iters is not None else (6 if args.quick else ITERS)
-    n_steps = args.steps if args.steps is not None else (128 if args.quick else STEPS)
+    n_steps = args.steps if args.steps is not None else (256 if args.quick else STEPS)
 
     ti.init(arch=_arch(args.arch), random_seed=args.seed)
     setup(N_GRID, n_steps)

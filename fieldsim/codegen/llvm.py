@@ -37,10 +37,23 @@ def ll_type(dt: T.DataType):
 
 
 class Target:
-    """Hooks a backend supplies. The CPU calls libm; CUDA overrides these with libdevice."""
+    """Hooks a backend supplies. The CPU calls libm and gives each worker one contiguous chunk
+    of a parallel range; CUDA overrides these (libdevice math, grid-stride loops)."""
 
     triple = ""
     cpu_libm = True
+
+    def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
+        """(lo, hi, step) of the iterations one worker runs, all i64."""
+        total = b.sub(end, begin)
+        total = b.select(b.icmp_signed("<", total, L.Constant(I64, 0)), L.Constant(I64, 0), total)
+        chunk = b.sdiv(b.add(total, b.sub(num_workers, L.Constant(I64, 1))), num_workers)
+        lo = b.add(begin, b.mul(worker, chunk))
+        hi = b.add(lo, chunk)
+        return lo, b.select(b.icmp_signed("<", hi, end), hi, end), L.Constant(I64, 1)
+
+    def finish_task(self, module: L.Module, fn: L.Function):
+        """Called once per task function (CUDA adds its kernel entry point here)."""
 
     def math(self, b: L.IRBuilder, module: L.Module, name: str, dt: T.DataType, args):
         fty = ll_type(dt)
@@ -134,6 +147,7 @@ class TaskLowering:
         if not self.b.block.is_terminated:
             self.b.ret_void()
         ab.branch(self.fn.blocks[1])
+        self.cg.target.finish_task(self.cg.module, self.fn)
 
     # ---- blocks and control flow ------------------------------------------------------------------
     def block(self, stmts):
@@ -157,16 +171,13 @@ class TaskLowering:
     def outer_for(self, s: Stmt):
         b = self.b
         begin, end = b.sext(self.v(s.args[0]), I64), b.sext(self.v(s.args[1]), I64)
-        worker, nw = self.fn.args[1], self.fn.args[2]
-        total = b.sub(end, begin)
-        total = b.select(b.icmp_signed("<", total, L.Constant(I64, 0)), L.Constant(I64, 0), total)
-        chunk = b.sdiv(b.add(total, b.sub(nw, L.Constant(I64, 1))), nw)
-        lo = b.add(begin, b.mul(worker, chunk))
-        hi = b.add(lo, chunk)
-        hi = b.select(b.icmp_signed("<", hi, end), hi, end)
-        self.counted_loop(s, lo, hi, outermost=True)
+        if s.attr.parallel:
+            lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
+        else:
+            lo, hi, step = begin, end, L.Constant(I64, 1)
+        self.counted_loop(s, lo, hi, outermost=True, step=step)
 
-    def counted_loop(self, s: Stmt, lo, hi, outermost=False):
+    def counted_loop(self, s: Stmt, lo, hi, outermost=False, step=None):
         b = self.b
         idx = self.alloca_b.alloca(I64, name="i")
         b.store(lo, idx)
@@ -189,7 +200,7 @@ class TaskLowering:
         if not self.b.block.is_terminated:
             self.b.branch(step_bb)
         b.position_at_end(step_bb)
-        b.store(b.add(b.load(idx, typ=I64), L.Constant(I64, 1)), idx)
+        b.store(b.add(b.load(idx, typ=I64), step if step is not None else L.Constant(I64, 1)), idx)
         b.branch(cond_bb)
         b.position_at_end(exit_bb)
 

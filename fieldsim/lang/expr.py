@@ -82,8 +82,10 @@ class Emitter:
             return self.b.cast(v, dtype) if dtype is not None else v
         if isinstance(v, numbers.Number):
             dt = dtype or self.dtype_of(v)
-            if not dt.is_float and isinstance(v, float):
-                v = math.trunc(v)
+            if isinstance(v, float) and not isinstance(v, bool):
+                v = float(self.fp.np.type(v))  # a literal is default_fp first, as in Taichi
+                if not dt.is_float:
+                    v = math.trunc(v)
             return self.b.const(v, dt)
         raise FieldsimTypeError(f"expected a scalar, got {describe(v)}")
 

@@ -22,7 +22,7 @@ class Field:
         rt = runtime.get()
         self.dtype = _resolve_dtype(dtype, rt)
         self.name = name or ""
-        self.n, self.m, self.ndim_el = n, m, ndim_el
+        self.n, self.m, self.ndim_el = n, (1 if ndim_el == 1 else m), ndim_el
         self.uid = len(rt.fields)
         self.generation = rt.generation
         self.role = _role
@@ -137,7 +137,7 @@ class Field:
         _record_python_write(self, idx, "a Python-scope write")
         self.storage.write_element(idx, arr)
 
-    def _coerce(self, value, shape, what) -> np.ndarray:
+    def _coerce(self, value, shape, what, broadcast=False) -> np.ndarray:
         if hasattr(value, "to_numpy") and not isinstance(value, Field):
             value = value.to_numpy()
         try:
@@ -147,9 +147,14 @@ class Field:
                             f"into {what}") from None
         if arr.dtype == object or arr.dtype.kind not in "biuf":
             raise TypeError(f"field {self.ir_name!r}: cannot store {value!r} into {what}")
+        if self.dtype.is_int and arr.dtype.kind == "f":
+            raise TypeError(f"field {self.ir_name!r} holds {self.dtype} values: cannot store the float "
+                            f"{value!r} into {what} (cast it with int() first)")
         if arr.shape != tuple(shape):
             if arr.size == 1 and len(shape) == 0:
                 arr = arr.reshape(())
+            elif arr.shape == () and broadcast:
+                arr = np.broadcast_to(arr, shape)
             else:
                 raise ValueError(f"field {self.ir_name!r}: {what} has shape {tuple(shape)}, "
                                  f"got a value of shape {arr.shape}")
@@ -175,7 +180,7 @@ class Field:
 
     def fill(self, value):
         self._check_live()
-        arr = self._coerce(value, self.element_shape, "fill value")
+        arr = self._coerce(value, self.element_shape, "fill value", broadcast=True)
         _record_python_write(self, None, "fill")
         self.storage.fill(arr)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import numbers
 import textwrap
 from functools import lru_cache
 
@@ -129,7 +130,8 @@ class Frontend(ExprMixin):
         node = self.source.node
         params = []
         with self.b.at(self.source.loc(node)):
-            for pos, a in enumerate(node.args.args):
+            pos = 0  # ARG positions count runtime arguments only
+            for a in node.args.args:
                 if a.arg in self.templates:
                     self.frame.bind(a.arg, ("static", self.templates[a.arg]))
                     params.append(Param(a.arg, None, template=True))
@@ -138,6 +140,7 @@ class Frontend(ExprMixin):
                 arg = self.b.emit(Op.ARG, dt, attr=pos, loc=self.source.loc(a))
                 self.bind_value(a.arg, arg, self.source.loc(a))
                 params.append(Param(a.arg, dt))
+                pos += 1
             self.block(node.body)
         return Kernel(self.kernel_name, params, self.b.block, self.ret, self.source.loc(node))
 
@@ -257,7 +260,7 @@ class Frontend(ExprMixin):
             FieldRef(var, [], None).store(self, value)
             return
         if kind == "var":
-            if isinstance(value, MatVal) or not isinstance(value, (Stmt, int, float)):
+            if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
                 raise FieldsimTypeError(f"cannot assign {describe(value)} to the scalar variable {name!r}")
             self.b.local_store(var, self.e.value(value, var.dtype))
             return
@@ -341,31 +344,48 @@ class Frontend(ExprMixin):
         return old
 
     def lvalue(self, node):
+        ref = self._lvalue(node)
+        if isinstance(ref, StaticRef):
+            raise FieldsimSyntaxError(f"cannot assign to {describe(ref.obj)}")
+        return ref
+
+    def _lvalue(self, node):
+        """What an assignment target refers to, without loading anything."""
         if isinstance(node, ast.Name):
             found, binding = self.frame.lookup(node.id)
             if not found:
                 raise FieldsimSyntaxError(f"name {node.id!r} is not defined")
-            if binding[0] == "var":
-                return LocalRef([binding[1]], None)
-            if binding[0] == "mat":
-                return LocalRef(binding[1].entries, binding[1])
-            if binding[0] == "gvar":
-                return FieldRef(binding[1], [], None)
+            kind, v = binding
+            if kind == "var":
+                return LocalRef([v], None)
+            if kind == "mat":
+                return LocalRef(v.entries, v)
+            if kind == "gvar":
+                return FieldRef(v, [], None)
+            if kind == "static":
+                return StaticRef(v)
             raise FieldsimSyntaxError(f"cannot assign to {node.id!r}: it is a loop index or constant")
         if isinstance(node, ast.Subscript):
-            base_node = node.value
+            inner = self._lvalue(node.value)
             idx = self.subscript_indices(node.slice)
-            if isinstance(base_node, ast.Subscript):  # x[i][k]: a component of a vector field element
-                inner = self.lvalue(base_node)
-                return inner.component(self, idx)
-            base = self.expr(base_node)
-            if isinstance(base, Field):
-                return FieldRef(base, self.field_indices(base, idx), None)
-            inner = self.lvalue(base_node)
+            if isinstance(inner, StaticRef):
+                if isinstance(inner.obj, Field):
+                    return FieldRef(inner.obj, self.field_indices(inner.obj, idx), None)
+                if any(isinstance(i, (Stmt, MatVal)) for i in idx):
+                    raise FieldsimSyntaxError("a Python container can only be indexed with constants")
+                return StaticRef(inner.obj[idx[0]] if len(idx) == 1 else inner.obj[tuple(idx)])
             return inner.component(self, idx)
         if isinstance(node, ast.Attribute):
             from fieldsim.lang.matrix_ops import SWIZZLE
-            inner = self.lvalue(node.value)
+            inner = self._lvalue(node.value)
+            if isinstance(inner, StaticRef):
+                obj = inner.obj
+                if isinstance(obj, Field) and node.attr in ("grad", "dual"):
+                    twin = getattr(obj, node.attr)
+                    if twin is None:
+                        raise FieldsimTypeError(f"field {obj.ir_name!r} has no {node.attr}")
+                    return StaticRef(twin)
+                return StaticRef(getattr(obj, node.attr))
             if node.attr in SWIZZLE:
                 return inner.component(self, [SWIZZLE[node.attr]])
         raise FieldsimSyntaxError(f"cannot assign to this expression ({type(node).__name__})")
@@ -615,6 +635,11 @@ class Frontend(ExprMixin):
         return _rebuild_value([self.b.local_load(v) for v in ret_slot.vars], ret_slot.shape)
 
 
+class StaticRef:
+    def __init__(self, obj):
+        self.obj = obj
+
+
 class RangeSpec:
     def __init__(self, begin, end):
         self.begin, self.end = begin, end
@@ -633,7 +658,7 @@ class LocalRef:
 
     def store(self, fe, value):
         if self.mat is None:
-            if isinstance(value, MatVal) or not isinstance(value, (Stmt, int, float)):
+            if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
                 raise FieldsimTypeError(f"cannot assign {describe(value)} to a scalar variable")
             fe.b.local_store(self.allocas[0], fe.e.value(value, self.allocas[0].dtype))
             return
@@ -690,8 +715,9 @@ class FieldRef:
         f = self.field
         if f.ndim_el == 0:
             return [self.indices]
+        from fieldsim.lang.frontend_expr import component_indices
         comps = [self.comp] if self.comp is not None else range(f.n * (f.m or 1))
-        return [self.indices + [fe.e.value(c, T.i32)] for c in comps]
+        return [self.indices + component_indices(fe, f, c) for c in comps]
 
     def load(self, fe):
         if self.comp is not None or self.field.ndim_el == 0:
@@ -701,14 +727,14 @@ class FieldRef:
     def _values(self, fe, value):
         targets = self._targets(fe)
         if len(targets) == 1 and (self.comp is not None or self.field.ndim_el == 0):
-            if isinstance(value, MatVal) or not isinstance(value, (Stmt, int, float)):
+            if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
                 raise FieldsimTypeError(f"cannot store {describe(value)} into scalar field "
                                         f"{self.field.ir_name!r}" if self.field.ndim_el == 0 else
                                         f"cannot store {describe(value)} into a component of {self.field.ir_name!r}")
             return targets, [value]
         shape = self.field.element_shape
         if not isinstance(value, MatVal):
-            if isinstance(value, (Stmt, int, float)):
+            if isinstance(value, (Stmt, numbers.Number)):
                 value = MatVal([value] * len(targets), self.field.n, self.field.m or 1, self.field.ndim_el)
             else:
                 raise FieldsimTypeError(f"cannot store {describe(value)} into field {self.field.ir_name!r}")
@@ -785,7 +811,7 @@ def _flatten_value(value):
             flat.extend(f)
             shapes.append((len(f), s))
         return flat, ("tuple", tuple(shapes))
-    if isinstance(value, (Stmt, int, float)):
+    if isinstance(value, (Stmt, numbers.Number)):
         return [value], ("scalar",)
     raise FieldsimTypeError(f"a func cannot return {describe(value)} from inside a branch")
 

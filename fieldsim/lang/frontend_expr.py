@@ -160,7 +160,7 @@ class ExprMixin:
     def load_field(self, field: Field, indices: list):
         if field.ndim_el == 0:
             return self.b.load(field, indices)
-        comps = [self.b.load(field, indices + [self.b.const(c, T.i32)])
+        comps = [self.b.load(field, indices + component_indices(self, field, c))
                  for c in range(len(_components(field)))]
         return MatVal(comps, field.n, field.m or 1, field.ndim_el)
 
@@ -235,6 +235,8 @@ class ExprMixin:
             return ops._matval_ctor(self, node, args, kwargs, 1 if fn is Vector else 2)
         if isinstance(fn, T.MatrixType):
             return self.matrix_type_ctor(fn, args)
+        if isinstance(fn, T.DataType):
+            return self.e.cast(args[0], fn)
         if isinstance(fn, KernelObj):
             raise FieldsimSyntaxError("a kernel cannot call another kernel; make it an @fs.func")
         handler = _PY_BUILTINS.get(fn) if _hashable(fn) else None
@@ -288,6 +290,16 @@ class ExprMixin:
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
                                       "decorate it with @fs.func to call it from a kernel")
         return fn(*args, **kwargs)
+
+
+def component_indices(fe, field, flat) -> list:
+    """IR indices of component `flat` (row-major) of a vector (one index) or matrix (two)."""
+    if field.ndim_el == 1:
+        return [fe.e.value(flat, T.i32)]
+    m = field.m
+    if isinstance(flat, Stmt):
+        return [fe.e.value(fe.e.binop("//", flat, m), T.i32), fe.e.value(fe.e.binop("%", flat, m), T.i32)]
+    return [fe.b.const(flat // m, T.i32), fe.b.const(flat % m, T.i32)]
 
 
 def _components(field):

@@ -51,7 +51,7 @@ import fieldsim as fs
 # Number of cyclic Jacobi sweeps (3 rotations each) for the 3x3 SVD.  Cyclic Jacobi converges
 # quadratically; 6 sweeps take random, nearly singular and clustered matrices to the rounding
 # level in f64 (and the unrolled derivative converges with the values).
-_JACOBI_SWEEPS = 6
+_JACOBI_SWEEPS = 5
 
 # Correction step of the 3x3 polar decomposition: skipped for a pair of singular values whose
 # (signed) sum is below this fraction of the largest one (there the polar factor is itself
@@ -83,28 +83,34 @@ def _jacobi_pair(app, aqq, apq):
 
     Returns (c, s, h): with J = [[c, -s], [s, c]] on the (p, q) plane, J.T A J has a zero (p, q)
     entry, |rotation angle| <= 45 degrees, and the new diagonal is (app + h, aqq - h).
+    Computed from the ratio d : 2 apq (normalised by the larger, so that nothing under- or
+    overflows); identity where apq = 0 and app = aqq.
     """
     d = app - aqq
-    ok = d * d + 4.0 * apq * apq > 0.0
-    ds = fs.select(ok, d, 1.0)
-    os = fs.select(ok, apq, 0.0)
-    ad = fs.abs(ds)
-    r = fs.sqrt(ds * ds + 4.0 * os * os)
-    sg = _sgn(ds)
-    c = fs.sqrt((r + ad) / (2.0 * r))
-    s = sg * os / (r * c)
-    h = sg * 2.0 * os * os / (r + ad)
+    m = fs.max(fs.abs(d), 2.0 * fs.abs(apq))
+    ok = m > 0.0
+    ms = fs.select(ok, m, 1.0)
+    dn = fs.select(ok, d / ms, 1.0)
+    on = fs.select(ok, apq / ms, 0.0)
+    ad = fs.abs(dn)
+    r = fs.sqrt(dn * dn + 4.0 * on * on)  # in [1, sqrt 2]
+    sg = _sgn(dn)
+    c = fs.sqrt((r + ad) / (2.0 * r))  # cos of the rotation angle, >= 1/sqrt 2
+    s = sg * on / (r * c)
+    h = sg * 2.0 * fs.select(ok, apq, 0.0) * on / (r + ad)  # = sg 2 apq^2 / (|2 apq, d| + |d|)
     return c, s, h
 
 
 @fs.func
 def _givens(a, b):
     """(c, s) with c*a + s*b = |(a, b)| and -s*a + c*b = 0; (1, 0) when a = b = 0."""
-    ok = a * a + b * b > 0.0
-    as_ = fs.select(ok, a, 1.0)
-    bs = fs.select(ok, b, 0.0)
-    inv = 1.0 / fs.sqrt(as_ * as_ + bs * bs)
-    return as_ * inv, bs * inv
+    m = fs.max(fs.abs(a), fs.abs(b))
+    ok = m > 0.0
+    ms = fs.select(ok, m, 1.0)
+    an = fs.select(ok, a / ms, 1.0)
+    bn = fs.select(ok, b / ms, 0.0)
+    rinv = 1.0 / fs.sqrt(an * an + bn * bn)
+    return an * rinv, bn * rinv
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,200 +181,86 @@ def svd2d(A, dt):
 # 3x3
 # ---------------------------------------------------------------------------------------------
 @fs.func
+def _rot(c, s, x, y):
+    """The plane rotation (x, y) -> (c x + s y, c y - s x), for scalars or vectors."""
+    return c * x + s * y, c * y - s * x
+
+
+@fs.func
+def _vsel(cond, x, y):
+    """Per-entry fs.select of two 3-vectors."""
+    return fs.Vector([fs.select(cond, x[0], y[0]), fs.select(cond, x[1], y[1]),
+                      fs.select(cond, x[2], y[2])])
+
+
+@fs.func
+def _sort_pair(lp, lq, bp, bq, vp, vq):
+    """Order one pair of columns by decreasing squared norm; a swap (p, q) -> (q, -p) keeps
+    the determinants of B and V."""
+    sw = lp < lq
+    return (fs.select(sw, lq, lp), fs.select(sw, lp, lq),
+            _vsel(sw, bq, bp), _vsel(sw, -bp, bq), _vsel(sw, vq, vp), _vsel(sw, -vp, vq))
+
+
+@fs.func
 def svd3d(A, dt):
     """(U, sig, V) with A = U @ sig @ V.T, U, V rotations, sig = diag(s0 >= s1 >= |s2|)."""
-    a00 = _cast(A[0, 0], dt)
-    a01 = _cast(A[0, 1], dt)
-    a02 = _cast(A[0, 2], dt)
-    a10 = _cast(A[1, 0], dt)
-    a11 = _cast(A[1, 1], dt)
-    a12 = _cast(A[1, 2], dt)
-    a20 = _cast(A[2, 0], dt)
-    a21 = _cast(A[2, 1], dt)
-    a22 = _cast(A[2, 2], dt)
-
-    # symmetric S = A.T A (6 entries)
-    s00 = a00 * a00 + a10 * a10 + a20 * a20
-    s11 = a01 * a01 + a11 * a11 + a21 * a21
-    s22 = a02 * a02 + a12 * a12 + a22 * a22
-    s01 = a00 * a01 + a10 * a11 + a20 * a21
-    s02 = a00 * a02 + a10 * a12 + a20 * a22
-    s12 = a01 * a02 + a11 * a12 + a21 * a22
-
-    # V = I, accumulated column by column (v<row><col>)
+    # columns of B = A V (one-sided Jacobi works on them directly) and of V
+    b0 = fs.Vector([_cast(A[0, 0], dt), _cast(A[1, 0], dt), _cast(A[2, 0], dt)])
+    b1 = fs.Vector([_cast(A[0, 1], dt), _cast(A[1, 1], dt), _cast(A[2, 1], dt)])
+    b2 = fs.Vector([_cast(A[0, 2], dt), _cast(A[1, 2], dt), _cast(A[2, 2], dt)])
     one = _cast(1.0, dt)
     zero = _cast(0.0, dt)
-    v00 = one
-    v01 = zero
-    v02 = zero
-    v10 = zero
-    v11 = one
-    v12 = zero
-    v20 = zero
-    v21 = zero
-    v22 = one
+    v0 = fs.Vector([one, zero, zero])
+    v1 = fs.Vector([zero, one, zero])
+    v2 = fs.Vector([zero, zero, one])
 
+    # ---- one-sided (Hestenes) Jacobi: rotate pairs of columns until they are orthogonal.  Each
+    # rotation is the Jacobi rotation of the 2x2 block of B.T B = V.T A.T A V, but B.T B is never
+    # formed, so small singular values keep their accuracy.
     for _sweep in fs.static(range(_JACOBI_SWEEPS)):
-        # ---- plane (0, 1), third index 2
-        c, s, h = _jacobi_pair(s00, s11, s01)
-        s00 = s00 + h
-        s11 = s11 - h
-        s01 = zero
-        t02 = c * s02 + s * s12
-        s12 = c * s12 - s * s02
-        s02 = t02
-        t0 = c * v00 + s * v01
-        v01 = c * v01 - s * v00
-        v00 = t0
-        t1 = c * v10 + s * v11
-        v11 = c * v11 - s * v10
-        v10 = t1
-        t2 = c * v20 + s * v21
-        v21 = c * v21 - s * v20
-        v20 = t2
-        # ---- plane (0, 2), third index 1
-        c, s, h = _jacobi_pair(s00, s22, s02)
-        s00 = s00 + h
-        s22 = s22 - h
-        s02 = zero
-        t01 = c * s01 + s * s12
-        s12 = c * s12 - s * s01
-        s01 = t01
-        t0 = c * v00 + s * v02
-        v02 = c * v02 - s * v00
-        v00 = t0
-        t1 = c * v10 + s * v12
-        v12 = c * v12 - s * v10
-        v10 = t1
-        t2 = c * v20 + s * v22
-        v22 = c * v22 - s * v20
-        v20 = t2
-        # ---- plane (1, 2), third index 0
-        c, s, h = _jacobi_pair(s11, s22, s12)
-        s11 = s11 + h
-        s22 = s22 - h
-        s12 = zero
-        t01 = c * s01 + s * s02
-        s02 = c * s02 - s * s01
-        s01 = t01
-        t0 = c * v01 + s * v02
-        v02 = c * v02 - s * v01
-        v01 = t0
-        t1 = c * v11 + s * v12
-        v12 = c * v12 - s * v11
-        v11 = t1
-        t2 = c * v21 + s * v22
-        v22 = c * v22 - s * v21
-        v21 = t2
+        c, s, _h = _jacobi_pair(b0.dot(b0), b1.dot(b1), b0.dot(b1))
+        b0, b1 = _rot(c, s, b0, b1)
+        v0, v1 = _rot(c, s, v0, v1)
+        c, s, _h = _jacobi_pair(b0.dot(b0), b2.dot(b2), b0.dot(b2))
+        b0, b2 = _rot(c, s, b0, b2)
+        v0, v2 = _rot(c, s, v0, v2)
+        c, s, _h = _jacobi_pair(b1.dot(b1), b2.dot(b2), b1.dot(b2))
+        b1, b2 = _rot(c, s, b1, b2)
+        v1, v2 = _rot(c, s, v1, v2)
 
-    # ---- sort the eigenpairs, largest first; a swap of columns (p, q) becomes (q, -p) so that
-    # V stays a rotation
-    # (0, 1)
-    sw = s00 < s11
-    t = fs.select(sw, s11, s00)
-    s11 = fs.select(sw, s00, s11)
-    s00 = t
-    t0 = fs.select(sw, v01, v00)
-    v01 = fs.select(sw, -v00, v01)
-    v00 = t0
-    t1 = fs.select(sw, v11, v10)
-    v11 = fs.select(sw, -v10, v11)
-    v10 = t1
-    t2 = fs.select(sw, v21, v20)
-    v21 = fs.select(sw, -v20, v21)
-    v20 = t2
-    # (1, 2)
-    sw = s11 < s22
-    t = fs.select(sw, s22, s11)
-    s22 = fs.select(sw, s11, s22)
-    s11 = t
-    t0 = fs.select(sw, v02, v01)
-    v02 = fs.select(sw, -v01, v02)
-    v01 = t0
-    t1 = fs.select(sw, v12, v11)
-    v12 = fs.select(sw, -v11, v12)
-    v11 = t1
-    t2 = fs.select(sw, v22, v21)
-    v22 = fs.select(sw, -v21, v22)
-    v21 = t2
-    # (0, 1) again
-    sw = s00 < s11
-    t = fs.select(sw, s11, s00)
-    s11 = fs.select(sw, s00, s11)
-    s00 = t
-    t0 = fs.select(sw, v01, v00)
-    v01 = fs.select(sw, -v00, v01)
-    v00 = t0
-    t1 = fs.select(sw, v11, v10)
-    v11 = fs.select(sw, -v10, v11)
-    v10 = t1
-    t2 = fs.select(sw, v21, v20)
-    v21 = fs.select(sw, -v20, v21)
-    v20 = t2
+    # ---- sort the columns by decreasing norm (three compare-and-swaps)
+    l0 = b0.dot(b0)
+    l1 = b1.dot(b1)
+    l2 = b2.dot(b2)
+    l0, l1, b0, b1, v0, v1 = _sort_pair(l0, l1, b0, b1, v0, v1)
+    l1, l2, b1, b2, v1, v2 = _sort_pair(l1, l2, b1, b2, v1, v2)
+    l0, l1, b0, b1, v0, v1 = _sort_pair(l0, l1, b0, b1, v0, v1)
 
-    # ---- B = A V
-    b00 = a00 * v00 + a01 * v10 + a02 * v20
-    b01 = a00 * v01 + a01 * v11 + a02 * v21
-    b02 = a00 * v02 + a01 * v12 + a02 * v22
-    b10 = a10 * v00 + a11 * v10 + a12 * v20
-    b11 = a10 * v01 + a11 * v11 + a12 * v21
-    b12 = a10 * v02 + a11 * v12 + a12 * v22
-    b20 = a20 * v00 + a21 * v10 + a22 * v20
-    b21 = a20 * v01 + a21 * v11 + a22 * v21
-    b22 = a20 * v02 + a21 * v12 + a22 * v22
+    # ---- Givens QR of B = [b0 b1 b2]: G3 G2 G1 B = upper triangular T, U = G1.T G2.T G3.T.
+    # The diagonal of T is the singular values: T00, T11 >= 0 and T22 carries sign(det A).
+    # G1 on rows (0, 1) zeroes B[1, 0]
+    c1, s1 = _givens(b0[0], b0[1])
+    t00, _z = _rot(c1, s1, b0[0], b0[1])
+    t01, m11 = _rot(c1, s1, b1[0], b1[1])
+    t02, m12 = _rot(c1, s1, b2[0], b2[1])
+    # G2 on rows (0, 2) zeroes B[2, 0]
+    c2, s2 = _givens(t00, b0[2])
+    t00, _z = _rot(c2, s2, t00, b0[2])
+    t01, m21 = _rot(c2, s2, t01, b1[2])
+    t02, m22 = _rot(c2, s2, t02, b2[2])
+    # G3 on rows (1, 2) zeroes B[2, 1]
+    c3, s3 = _givens(m11, m21)
+    t11, _z = _rot(c3, s3, m11, m21)
+    t12, t22 = _rot(c3, s3, m12, m22)
 
-    # ---- Givens QR of B: G3 G2 G1 B = upper triangular, U = G1.T G2.T G3.T
-    # G1 on rows (0, 1) zeroes b10
-    c1, s1 = _givens(b00, b10)
-    t00 = c1 * b00 + s1 * b10
-    t01 = c1 * b01 + s1 * b11
-    t02 = c1 * b02 + s1 * b12
-    b11 = c1 * b11 - s1 * b01
-    b12 = c1 * b12 - s1 * b02
-    b00 = t00
-    b01 = t01
-    b02 = t02
-    # G2 on rows (0, 2) zeroes b20
-    c2, s2 = _givens(b00, b20)
-    t00 = c2 * b00 + s2 * b20
-    t01 = c2 * b01 + s2 * b21
-    t02 = c2 * b02 + s2 * b22
-    b21 = c2 * b21 - s2 * b01
-    b22 = c2 * b22 - s2 * b02
-    b00 = t00
-    b01 = t01
-    b02 = t02
-    # G3 on rows (1, 2) zeroes b21
-    c3, s3 = _givens(b11, b21)
-    t11 = c3 * b11 + s3 * b21
-    b22 = c3 * b22 - s3 * b12
-    b11 = t11
-
-    # U = G1.T @ G2.T @ G3.T, with G.T = [[c, -s], [s, c]] on its plane
-    # G1.T G2.T: rows (0, 1) then (0, 2)
-    u00 = c1 * c2
-    u01 = -s1
-    u02 = -c1 * s2
-    u10 = s1 * c2
-    u11 = c1
-    u12 = -s1 * s2
-    u20 = s2
-    u21 = zero
-    u22 = c2
-    # ... @ G3.T on columns (1, 2)
-    w01 = c3 * u01 + s3 * u02
-    u02 = c3 * u02 - s3 * u01
-    u01 = w01
-    w11 = c3 * u11 + s3 * u12
-    u12 = c3 * u12 - s3 * u11
-    u11 = w11
-    w21 = c3 * u21 + s3 * u22
-    u22 = c3 * u22 - s3 * u21
-    u21 = w21
-
-    U = fs.Matrix([[u00, u01, u02], [u10, u11, u12], [u20, u21, u22]])
-    V = fs.Matrix([[v00, v01, v02], [v10, v11, v12], [v20, v21, v22]])
-    sig = fs.Matrix([[b00, zero, zero], [zero, b11, zero], [zero, zero, b22]])
+    # U = G1.T @ G2.T @ G3.T, where G.T = [[c, -s], [s, c]] on its plane
+    u01, u02 = _rot(c3, s3, -s1, -c1 * s2)
+    u11, u12 = _rot(c3, s3, c1, -s1 * s2)
+    u21, u22 = _rot(c3, s3, zero, c2)
+    U = fs.Matrix([[c1 * c2, u01, u02], [s1 * c2, u11, u12], [s2, u21, u22]])
+    V = fs.Matrix([[v0[0], v1[0], v2[0]], [v0[1], v1[1], v2[1]], [v0[2], v1[2], v2[2]]])
+    sig = fs.Matrix([[t00, zero, zero], [zero, t11, zero], [zero, zero, t22]])
     return U, sig, V
 
 
@@ -424,10 +316,10 @@ def polar_decompose(A, dt=None):
 
     `dt` is the computation/result type (the default float type when omitted).
     """
-    if fs.static(A.n == 2 and A.m == 2):
+    if fs.static(A.n == 2):
         return polar_decompose2d(A, dt)
     else:
-        fs.static_assert(A.n == 3 and A.m == 3, "polar_decompose supports 2x2 and 3x3 matrices only")
+        assert fs.static(A.n == 3), "polar_decompose supports 2x2 and 3x3 matrices only"
         return polar_decompose3d(A, dt)
 
 
@@ -436,8 +328,8 @@ def svd(A, dt=None):
     """Singular value decomposition A = U @ sig @ V.T of a 2x2 or 3x3 matrix (see the module
     docstring).  `dt` is the computation/result type (the default float type when omitted).
     """
-    if fs.static(A.n == 2 and A.m == 2):
+    if fs.static(A.n == 2):
         return svd2d(A, dt)
     else:
-        fs.static_assert(A.n == 3 and A.m == 3, "svd supports 2x2 and 3x3 matrices only")
+        assert fs.static(A.n == 3), "svd supports 2x2 and 3x3 matrices only"
         return svd3d(A, dt)

@@ -4,8 +4,8 @@ Takes the frontend's kernel, whose top level mixes outermost FOR loops with othe
 (kernel-level variables already live in hidden 0-D fields, so no local crosses a task).
 Returns a new `Kernel` whose top level holds only:
 
-* pure prologue statements (CONST, ARG, arithmetic, comparisons, SELECT, CAST, LOAD) whose
-  operands are themselves prologue statements: loop bounds and the like. A task that uses one
+* pure prologue statements (CONST, ARG, arithmetic, comparisons, SELECT, CAST, and the LOADs
+  that outermost loop bounds depend on) whose operands are themselves prologue statements. A task that uses one
   evaluates it at its own start (codegen clones them), so they can be shared by many tasks;
 * tasks: an outermost `FOR` (parallel, or serialize=True), or a `SERIAL` block holding a
   maximal run of the other statements, which runs once on one thread.
@@ -19,7 +19,20 @@ from fieldsim.lang.ir import Kernel, Op, PURE, Stmt
 _PROLOGUE_OPS = PURE
 
 
+def _bound_chains(kernel: Kernel) -> set[int]:
+    """Top-level pure statements that outermost loop bounds depend on (LOADs included)."""
+    out: set[int] = set()
+    stack = [a for s in kernel.body if s.op == Op.FOR for a in s.args]
+    while stack:
+        v = stack.pop()
+        if id(v) not in out and v.op in _PROLOGUE_OPS:
+            out.add(id(v))
+            stack.extend(v.args)
+    return out
+
+
 def offload(kernel: Kernel) -> Kernel:
+    bounds = _bound_chains(kernel)
     prologue_ids: set[int] = set()
     body: list[Stmt] = []
     serial: list[Stmt] = []
@@ -33,7 +46,8 @@ def offload(kernel: Kernel) -> Kernel:
         if s.op == Op.FOR and (s.attr.parallel or s.attr.serialize):
             flush()
             body.append(s)
-        elif s.op in _PROLOGUE_OPS and all(id(a) in prologue_ids for a in s.args):
+        elif s.op in _PROLOGUE_OPS and all(id(a) in prologue_ids for a in s.args) \
+                and (s.op != Op.LOAD or id(s) in bounds):
             prologue_ids.add(id(s))
             body.append(s)
         else:
