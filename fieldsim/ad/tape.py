@@ -231,6 +231,8 @@ def grad_replaced(fn):
     def wrapper(*args, **kwargs):
         rt = runtime.get()
         tape = rt.tape
+        if rt.fwd_mode is not None and not rt.no_grad_depth:
+            return _forward_through_custom(wrapper, fn, args, kwargs)
         if tape is None or rt.no_grad_depth:
             return fn(*args, **kwargs)
         tape.record_custom(wrapper, args, kwargs)
@@ -245,6 +247,22 @@ def grad_replaced(fn):
     wrapper.grad = None
     wrapper.jvp = None
     return wrapper
+
+
+def _forward_through_custom(wrapper, fn, args, kwargs):
+    """In FwdMode a grad_replaced section runs its user JVP, or is refused."""
+    if wrapper.jvp is None:
+        raise FieldsimError(f"grad_replaced function {fn.__name__!r} has a custom backward but no "
+                            "forward-mode rule: register one with @fs.ad.jvp_for, or call it outside "
+                            "fs.ad.FwdMode")
+    rt = runtime.get()
+    rt.no_grad_depth += 1  # the primal runs plainly; the user's JVP computes the duals
+    try:
+        out = fn(*args, **kwargs)
+    finally:
+        rt.no_grad_depth -= 1
+    wrapper.jvp(*args, **kwargs)
+    return out
 
 
 def grad_for(primal):

@@ -108,6 +108,9 @@ class Emitter:
             return self.compare(op, a, b)
         ta, tb = self.dtype_of(a), self.dtype_of(b)
         dt = T.promote(ta, tb)
+        folded = _fold_identity(op, a, b, dt)
+        if folded is not None:
+            return folded
         if op == "/" and not dt.is_float:
             dt = self.fp
         if op in ("**", "atan2") and not dt.is_float:
@@ -216,6 +219,18 @@ class Emitter:
         for e in a.entries[1:]:
             acc = self.binop(op, acc, e)
         return acc
+
+
+def _fold_identity(op, a, b, dt):
+    """x + 0, x - 0, x * 1, 0 + x, 1 * x with a Python constant: the other operand, if typed alike."""
+    if isinstance(b, numbers.Number) and isinstance(a, Stmt) and a.dtype is dt:
+        if (op in ("+", "-") and b == 0) or (op in ("*", "//") and b == 1 and not dt.is_float or
+                                             op == "*" and b == 1):
+            return a
+    if isinstance(a, numbers.Number) and isinstance(b, Stmt) and b.dtype is dt:
+        if (op == "+" and a == 0) or (op == "*" and a == 1):
+            return b
+    return None
 
 
 def _check_scalar(v, op):

@@ -178,10 +178,14 @@ class KernelObj:
         self.last_rng_key = rng_key
         if rt.tape is not None and rt.no_grad_depth == 0:
             rt.tape.set_last_rng_key(rng_key)
-        result = rt.backend().launch(ck.program, values, rng_key)
-        if rt.fwd_mode is not None:
-            rt.fwd_mode.on_launch(self, ck, values, rng_key)
-        return result
+        program = ck.program
+        if rt.fwd_mode is not None and rt.no_grad_depth == 0:
+            from fieldsim.ad.fwd_mode import tangent_program
+            try:
+                program = tangent_program(ck, rt)
+            except FieldsimError as err:
+                raise err.with_traceback(None) from None
+        return rt.backend().launch(program, values, rng_key)
 
     def launch_adjoint(self, args, kwargs=None, rng_key=None):
         rt = runtime.get()

@@ -62,13 +62,16 @@ _POLAR_PAIR_TOL = 1e-3
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
+def _fp(dt):
+    """Plain Python, evaluated at compile time: the computation type, `float` (the default
+    float type of `fs.init`) when dt is None."""
+    return float if dt is None else dt
+
+
 @fs.func
 def _cast(x, dt):
     """`x` as type `dt` (the default float type when dt is None)."""
-    if fs.static(dt is None):
-        return fs.cast(x, float)
-    else:
-        return fs.cast(x, dt)
+    return fs.cast(x, _fp(dt))
 
 
 @fs.func

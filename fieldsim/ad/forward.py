@@ -1,0 +1,133 @@
+"""Forward-mode AD pass: a kernel to its fused primal + tangent (JVP) kernel.
+
+Takes an offloaded `Kernel`; returns a new one that does everything the primal does and, beside
+each float value, computes its tangent with the `jvp` half of `ad.rules.RULES` (one table, two
+directions). Fields carry tangents in their `.dual` twins: a LOAD's tangent is a LOAD of the dual;
+a STORE also stores the tangent into the dual (overwriting it, where Taichi accumulates); an atomic
+add/sub also adds the tangent; an atomic max/min's tangent follows the winning value. Locals get
+tangent locals. Integer values and non-differentiable ops have zero tangent. Control flow, RNG
+draws and task structure are copied unchanged, so the primal results are bit-identical.
+"""
+from __future__ import annotations
+
+from fieldsim.ad.rules import RULES
+from fieldsim.lang.builder import IRBuilder
+from fieldsim.lang.ir import Kernel, Op, Stmt
+
+
+def make_tangent(kernel: Kernel) -> Kernel:
+    t = _Tangent()
+    body = t.block(kernel.body)
+    return Kernel(kernel.name + ".jvp", kernel.params, body, kernel.ret, kernel.loc, dict(kernel.meta))
+
+
+class _Tangent:
+    def __init__(self):
+        self.new: dict[int, Stmt] = {}  # primal stmt -> its copy
+        self.tan: dict[int, Stmt | None] = {}  # primal stmt -> tangent of its copy
+
+    def block(self, stmts) -> list[Stmt]:
+        out: list[Stmt] = []
+        b = IRBuilder(out)
+        for s in stmts:
+            with b.at(s.loc):
+                self.stmt(b, s)
+        return out
+
+    def arg(self, a: Stmt) -> Stmt:
+        return self.new[id(a)]
+
+    def tangent(self, a: Stmt):
+        return self.tan.get(id(a))
+
+    def copy(self, b: IRBuilder, s: Stmt) -> Stmt:
+        c = b.emit(s.op, s.dtype, tuple(self.arg(a) for a in s.args), s.attr,
+                   [[] for _ in s.blocks] if s.blocks else None)
+        self.new[id(s)] = c
+        return c
+
+    def stmt(self, b: IRBuilder, s: Stmt):
+        handler = getattr(self, "op_" + s.op.name.lower(), None)
+        if handler is not None:
+            handler(b, s)
+            return
+        c = self.copy(b, s)
+        if s.dtype is None or not s.dtype.is_float or s.op not in RULES:
+            return
+        tangents = [self.tangent(a) for a in s.args]
+        if all(tv is None for tv in tangents):
+            return
+        self.tan[id(s)] = self._jvp(b, s, c, tangents)
+
+    def _jvp(self, b, s, c, tangents):
+        # the rule reads primal values from its statement: give it the copy, whose operands are copies
+        return RULES[s.op].jvp(b, c, tangents)
+
+    # ---- structure ----------------------------------------------------------------------------
+    def _nested(self, b, s):
+        c = self.copy(b, s)
+        for blk, new_blk in zip(s.blocks, c.blocks):
+            new_blk.extend(self.block(blk))
+        return c
+
+    op_for = op_loop = op_if = op_serial = _nested
+
+    # ---- locals -------------------------------------------------------------------------------
+    def op_alloca(self, b, s):
+        self.copy(b, s)
+        if s.dtype.is_float:
+            self.tan[id(s)] = b.alloca(s.dtype)
+
+    def op_local_load(self, b, s):
+        self.copy(b, s)
+        tvar = self.tangent(s.args[0])
+        if tvar is not None:
+            self.tan[id(s)] = b.local_load(tvar)
+
+    def op_local_store(self, b, s):
+        self.copy(b, s)
+        tvar = self.tangent(s.args[0])
+        if tvar is not None:
+            b.local_store(tvar, self._tan_or_zero(b, s.value))
+
+    def _tan_or_zero(self, b, v: Stmt) -> Stmt:
+        tv = self.tangent(v)
+        return tv if tv is not None else b.const(0, v.dtype)
+
+    # ---- global memory --------------------------------------------------------------------------
+    def op_load(self, b, s):
+        c = self.copy(b, s)
+        dual = _dual(s.field)
+        if dual is not None:
+            self.tan[id(s)] = b.load(dual, c.args)
+
+    def op_store(self, b, s):
+        c = self.copy(b, s)
+        dual = _dual(s.field)
+        if dual is not None:
+            b.store(dual, c.args[:-1], self._tan_or_zero(b, s.value))
+
+    def op_atomic(self, b, s):
+        c = self.copy(b, s)
+        field, kind = s.attr
+        dual = _dual(field)
+        if dual is None:
+            return
+        idx = c.args[:-1]
+        tv = self._tan_or_zero(b, s.value)
+        if kind in ("add", "sub"):
+            b.atomic(kind, dual, idx, tv)
+        elif kind in ("max", "min"):
+            # the element now holds the winner; where this value won, its tangent is the dual
+            won = b.binary(Op.EQ, b.load(field, idx), c.args[-1])
+            iff = b.if_(won)
+            with b.into(iff.blocks[0]):
+                b.store(dual, idx, tv)
+
+
+def _dual(field):
+    if not field.dtype.is_float:
+        return None
+    if field.dual is None and field.role in ("primal", "hidden"):
+        field.dual = field._twin("dual")
+    return field.dual

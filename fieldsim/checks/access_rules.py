@@ -1,0 +1,318 @@
+"""The global data access rules, checked statically on one kernel's IR (API.md, "the static checker").
+
+Contract: analysis only, read-only. `summarize(kernel)` is the one function that walks the IR: it
+makes an effect table, one `Access` per field touch (a LOAD, a STORE, an ATOMIC, and the read of
+an ATOMIC whose old value is used), in program order. The rules are pure functions over that list:
+
+* Rule 1 (read, then never write): no write (plain or atomic) may follow a read of the same
+  element: in the same thread, from another thread of a parallel loop, or in a later task.
+* Rule 2 (accumulate only): on a field with a gradient, a write may follow a write of the same
+  element only if it is an atomic add/sub (`+=`, `-=`), or if both are the same atomic min/max.
+
+Each rule returns `Finding`s: 'violation' when index reasoning (`index_expr`) shows the two
+accesses can touch one element, 'undecided' when data-dependent indices leave it open.
+`check_kernel` raises `AccessRuleError` for the worst finding, naming both source lines.
+"""
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Forms, Meet, Site, overlap
+from fieldsim.errors import AccessRuleError, Loc
+from fieldsim.lang.ir import Kernel, Op, Stmt, walk
+from fieldsim.lang.printer import field_name
+
+WRITES = frozenset({"store", "atomic_add", "atomic_other", "rmw"})
+
+
+@dataclass(frozen=True, eq=False)
+class Access:
+    """One field touch. `kind`: 'load', 'store', 'atomic_add' (add/sub), 'atomic_other'
+    (min/max/mul/and/or/xor; `op` names it), or 'rmw' (a store of a value computed from a load
+    of the same element, e.g. `x[i] *= 2`; the load is its own 'load' Access). A 'load' with
+    `op` set is the old value returned by that atomic. `loops`: the enclosing FOR/LOOP statements,
+    outermost first; for a parallel task the first is the task's own loop (the thread index)."""
+
+    field: Any
+    indices: tuple[Affine, ...]
+    kind: str
+    task_index: int
+    position: int
+    thread_mode: str  # 'parallel' or 'serial'
+    loops: tuple
+    loc: Loc | None
+    op: str | None = None
+    path: tuple = ()
+    stmt: Stmt | None = None
+
+    @property
+    def is_write(self) -> bool:
+        return self.kind in WRITES
+
+
+@dataclass(frozen=True, eq=False)
+class Finding:
+    rule: int  # 1 or 2
+    verdict: str  # 'violation' or 'undecided'
+    field: Any
+    first: Access
+    second: Access
+    message: str
+
+
+# --------------------------------------------------------------------------------- summary
+def summarize(kernel: Kernel) -> list[Access]:
+    """The kernel's effect table: every field access with its symbolic index forms."""
+    sites, stores = _sites(kernel)
+    forms = Forms(sites, stores)
+    used = {id(a) for s in walk(kernel.body) for a in s.args}
+    accesses = []
+    for s in walk(kernel.body):
+        if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+            accesses.extend(_accesses_of(s, sites[id(s)], forms, kernel, id(s) in used))
+    return [_label_rmw(a, accesses, stores) for a in accesses]
+
+
+def _sites(kernel: Kernel) -> tuple[dict, dict]:
+    sites: dict[int, Site] = {}
+    stores: dict[int, list] = {}
+
+    def visit(block, task, path, loops):
+        for s in block:
+            sites[id(s)] = Site(len(sites), task, path, loops)
+            if s.op == Op.LOCAL_STORE:
+                stores.setdefault(id(s.args[0]), []).append(s)
+            inner = loops + (s,) if s.op in (Op.FOR, Op.LOOP) else loops
+            for bi, b in enumerate(s.blocks):
+                visit(b, task, path + ((s, bi),), inner)
+
+    for task, s in enumerate(kernel.body):
+        visit([s], task, (), ())
+    return sites, stores
+
+
+def is_parallel_task(s: Stmt) -> bool:
+    return s.op == Op.FOR and s.attr is not None and s.attr.parallel and not s.attr.serialize
+
+
+def _accesses_of(s: Stmt, site: Site, forms: Forms, kernel: Kernel, used: bool) -> list[Access]:
+    mode = "parallel" if is_parallel_task(kernel.body[site.task]) else "serial"
+    common = dict(field=s.field, indices=tuple(forms.form(i) for i in s.indices),
+                  task_index=site.task, position=site.position, thread_mode=mode,
+                  loops=site.loops, loc=s.loc, path=site.path, stmt=s)
+    if s.op == Op.LOAD:
+        return [Access(kind="load", **common)]
+    if s.op == Op.STORE:
+        return [Access(kind="store", **common)]
+    op = s.attr[1]
+    write = Access(kind="atomic_add" if op in ("add", "sub") else "atomic_other", op=op, **common)
+    return [Access(kind="load", op=op, **common), write] if used else [write]
+
+
+def _label_rmw(a: Access, accesses: list[Access], stores: dict) -> Access:
+    """A store whose value comes from a load of the same element, same thread, same iteration."""
+    if a.kind != "store":
+        return a
+    for r in accesses:
+        if (r.kind == "load" and r.op is None and r.field is a.field and r.position < a.position
+                and r.task_index == a.task_index and r.indices == a.indices
+                and overlap(r, a, True).answer == Answer.SAME
+                and _depends(a.stmt.value, r.stmt, stores)):
+            return replace(a, kind="rmw")
+    return a
+
+
+def _depends(value: Stmt, target: Stmt, stores: dict, limit: int = 512) -> bool:
+    todo, seen = [value], set()
+    while todo and len(seen) < limit:
+        s = todo.pop()
+        if s is target:
+            return True
+        if id(s) in seen:
+            continue
+        seen.add(id(s))
+        todo.extend(s.args)
+        if s.op == Op.LOCAL_LOAD:
+            todo.extend(st.value for st in stores.get(id(s.args[0]), []))
+    return False
+
+
+def arg_env(arg_values) -> dict[int, int]:
+    """Integer kernel arguments by ARG position (a mapping, or a sequence indexed by position)."""
+    if arg_values is None:
+        return {}
+    items = arg_values.items() if isinstance(arg_values, Mapping) else enumerate(arg_values)
+    return {int(p): int(v) for p, v in items if isinstance(v, numbers.Integral)}
+
+
+# ----------------------------------------------------------------------------------- rules
+def later_meet(first: Access, second: Access, env: dict | None = None) -> Meet:
+    """How an instance of `second` can touch `first`'s element after it (or concurrently)."""
+    if first.task_index > second.task_index:
+        return NO_MEET
+    if first.task_index < second.task_index:
+        return overlap(first, second, False, env)
+    return max(overlap(first, second, True, env), overlap(first, second, False, env),
+               key=lambda m: m.answer)
+
+
+def rule1(accesses: list[Access], env: dict | None = None, kernel: str = "?") -> list[Finding]:
+    """Rule 1: no write of an element after a read of it."""
+    out = []
+    for group in _by_field(accesses):
+        writes = [w for w in group if w.is_write]
+        for r in (a for a in group if a.kind == "load"):
+            for w in writes:
+                meet = later_meet(r, w, env)
+                if meet.answer:
+                    out.append(_finding(1, kernel, r, w, meet))
+    return out
+
+
+def rule2(accesses: list[Access], env: dict | None = None, kernel: str = "?") -> list[Finding]:
+    """Rule 2: after a write, only atomic adds (or the same atomic min/max) on fields with grads."""
+    out = []
+    for group in _by_field(accesses):
+        if getattr(group[0].field, "grad", None) is None:
+            continue
+        writes = [w for w in group if w.is_write]
+        for w1 in writes:
+            for w2 in writes:
+                if _accumulates(w1, w2):
+                    continue
+                meet = later_meet(w1, w2, env)
+                if meet.answer:
+                    out.append(_finding(2, kernel, w1, w2, meet))
+    return out
+
+
+def _accumulates(w1: Access, w2: Access) -> bool:
+    if w2.kind == "atomic_add":
+        return True
+    return w1.kind == w2.kind == "atomic_other" and w1.op == w2.op and w1.op in ("min", "max")
+
+
+def _by_field(accesses: list[Access]) -> list[list[Access]]:
+    groups: dict[int, list[Access]] = {}
+    for a in accesses:
+        groups.setdefault(id(a.field), []).append(a)
+    return list(groups.values())
+
+
+def findings(accesses: list[Access], env: dict | None = None, kernel: str = "?") -> list[Finding]:
+    """All findings, worst first: violations before undecided, then by the offending access."""
+    found = rule1(accesses, env, kernel) + rule2(accesses, env, kernel)
+    return sorted(found, key=lambda f: (f.verdict != "violation", f.second.position, -f.rule,
+                                        f.first.position))
+
+
+def check_kernel(kernel: Kernel, arg_values=None, allow_undecided: bool = False,
+                 summary: list[Access] | None = None) -> list[Finding]:
+    """Raise `AccessRuleError` for the first violation (or undecided finding, unless
+    `allow_undecided`); return the undecided findings (empty when everything is proven)."""
+    accesses = summarize(kernel) if summary is None else summary
+    found = findings(accesses, arg_env(arg_values), kernel.name)
+    for f in found:
+        if f.verdict == "violation" or not allow_undecided:
+            raise to_error(f)
+    return found
+
+
+def to_error(f: Finding) -> AccessRuleError:
+    related = (("earlier access", f.first.loc),) if f.first.loc is not None else ()
+    return AccessRuleError(f.message, loc=f.second.loc, related=related)
+
+
+# -------------------------------------------------------------------------------- messages
+RULE_TEXT = {
+    1: "Rule 1 (read, then never write): once a field element is read, it is not written again "
+       "(plain store or atomic) in that kernel, by any thread, nor by a later kernel or "
+       "Python-scope write recorded on the same Tape.",
+    2: "Rule 2 (accumulate only): once a field element has been written in a kernel, every "
+       "further write to it is an atomic add (`+=`, `-=`, fs.atomic_add/sub).",
+}
+
+UNDECIDED_TEXT = (
+    "The checker cannot prove that the two accesses touch different elements: their indices "
+    "depend on data (a value loaded from a field, a random number, or a local assigned more "
+    "than once). If they never overlap, record the Tape with `fs.ad.Tape(..., validation=True)`, "
+    "which checks these accesses element by element at run time; otherwise ")
+
+
+def where(loc: Loc | None) -> str:
+    return f"{loc.file}:{loc.line}" if loc is not None else "<unknown location>"
+
+
+def source(loc: Loc | None) -> str:
+    return loc.source.strip() if loc is not None and loc.source else "<source unavailable>"
+
+
+def describe(a: Access) -> str:
+    """What an access does to its field, as a verb phrase: 'reads x', 'stores to x', ..."""
+    name = field_name(a.field)
+    if a.kind == "load":
+        return f"reads the old value of {name} returned by atomic_{a.op}" if a.op else f"reads {name}"
+    return {"store": f"stores to {name}",
+            "rmw": f"updates {name} in place (read-modify-write)",
+            "atomic_add": f"atomically {'subtracts from' if a.op == 'sub' else 'adds to'} {name}",
+            }.get(a.kind, f"applies atomic_{a.op} to {name}")
+
+
+def access_lines(first: Access, second: Access, first_who: str = "", second_who: str = "") -> str:
+    rows = [("first access:", first, first_who), ("offending access:", second, second_who)]
+    return "\n".join(f"  {label:<18}{where(a.loc)}  {who}{describe(a)}:  {source(a.loc)}"
+                     for label, a, who in rows)
+
+
+def _how(meet: Meet) -> str:
+    line = f" at line {meet.loop.loc.line}" if meet.loop is not None and meet.loop.loc else ""
+    if meet.how == "thread":
+        return f"from another thread of the parallel loop{line} (threads run in no fixed order)"
+    if meet.how == "iteration":
+        kind = "loop" if meet.loop.op == Op.FOR else "`while` loop"
+        return f"in a later iteration of the {kind}{line}"
+    if meet.how == "task":
+        return "in a later top-level loop or block of the kernel"
+    return "later in the same thread"
+
+
+def _relation(rule: int, meet: Meet) -> str:
+    done = "read" if rule == 1 else "written"
+    hit = {Answer.SAME: "hits the very element", Answer.MAYBE: "can hit an element",
+           Answer.UNDECIDED: "may hit an element"}[meet.answer]
+    return f"The offending access {hit} {done} by the first access, {_how(meet)}."
+
+
+def fix_hint(rule: int, second: Access, how: str = "") -> str:
+    """What to change, for a finding of `rule` whose offending access is `second`."""
+    if rule == 2 and second.kind == "store":
+        return ("write each element once per kernel: accumulate with `+=` (an atomic add), or "
+                "combine the values in a local and store it once; or split the kernel, since a "
+                "later kernel on the Tape may overwrite an element that nobody has read yet.")
+    if rule == 2:
+        return ("`*=`, `/=` and atomic_mul/min/max are not linear in the earlier writes: compute "
+                "the whole value in a local and write it once, or write the result to another "
+                "field in a separate kernel (`loss2[None] = loss[None] * x[i]`).")
+    if second.kind == "rmw":
+        return ("do not update in place: write the result to another field (`y[i] = x[i] * 2`), "
+                "or keep one slice per time step (`x[t+1, i] = f(x[t, i])`).")
+    if how == "thread":
+        return ("double-buffer: read from one field and write another (`x_new[i] = f(x[i-1], "
+                "x[i+1])`), or index the field by time step (`x[t+1, i] = f(x[t, i-1], x[t, i+1])`).")
+    return ("use a separate field per time step (`x[t+1, i] = f(x[t, i])`) or another field for "
+            "the new values; if the overwrite is intended (a step reusing its state buffer), "
+            "checkpoint it with `@fs.ad.grad_replaced` and give its gradient.")
+
+
+def _finding(rule: int, kernel: str, first: Access, second: Access, meet: Meet) -> Finding:
+    verdict = "violation" if meet.answer >= Answer.MAYBE else "undecided"
+    hint = fix_hint(rule, second, meet.how)
+    fix = UNDECIDED_TEXT + hint if verdict == "undecided" else "To fix: " + hint
+    message = "\n".join([
+        RULE_TEXT[rule],
+        f"Kernel '{kernel}' breaks it on field '{field_name(first.field)}':",
+        access_lines(first, second), _relation(rule, meet), fix])
+    return Finding(rule, verdict, first.field, first, second, message)
