@@ -166,13 +166,15 @@ def spring_forces(t: int):
 @ti.kernel
 def advance(t: int):
     for i in range(N_NODES):
-        vel = v[t - 1, i] * ti.exp(-DT * DAMPING) + v_inc[t - 1, i]
-        vel[1] -= DT * GRAVITY
+        vel = v[t - 1, i] * ti.exp(-DT * DAMPING) + v_inc[t - 1, i] + ti.Vector([0.0, -DT * GRAVITY])
         # sticky ground: a node that would go below it stops
-        if x[t - 1, i][1] + DT * vel[1] < GROUND and vel[1] < 0:
-            vel = ti.Vector([0.0, 0.0])
-        v[t, i] = vel
-        x[t, i] = x[t - 1, i] + DT * vel
+        falling = vel[1] < 0
+        below = x[t - 1, i][1] + DT * vel[1] < GROUND
+        new_v = vel
+        if falling and below:
+            new_v = ti.Vector([0.0, 0.0])
+        v[t, i] = new_v
+        x[t, i] = x[t - 1, i] + DT * new_v
 
 
 @ti.kernel

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Forms, Meet, Site, overlap
+from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Forms, Meet, Site, exclusive, overlap
 from fieldsim.errors import AccessRuleError, Loc
 from fieldsim.lang.ir import Kernel, Op, Stmt, walk
 from fieldsim.lang.printer import field_name
@@ -119,7 +119,7 @@ def _label_rmw(a: Access, accesses: list[Access], stores: dict) -> Access:
     for r in accesses:
         if (r.kind == "load" and r.op is None and r.field is a.field and r.position < a.position
                 and r.task_index == a.task_index and r.indices == a.indices
-                and overlap(r, a, True).answer == Answer.SAME
+                and not exclusive(r.path, a.path)
                 and _depends(a.stmt.value, r.stmt, stores)):
             return replace(a, kind="rmw")
     return a

@@ -322,7 +322,7 @@ def overlap(a, b, same_thread: bool, env: dict | None = None) -> Meet:
         top = a.loops[0]
         return Meet(_decide(_diffs(a, b, top, env), top, "ne", env), "thread", top)
     meets = []
-    if b.position > a.position and not _exclusive(a.path, b.path):
+    if b.position > a.position and not exclusive(a.path, b.path):
         meets.append(Meet(_decide(_diffs(a, b, None, env), None, None, env), "same", None))
     for loop in _shared_loops(a, b):
         rel = "gt" if loop.op == Op.FOR else None
@@ -339,7 +339,7 @@ def _shared_loops(a, b) -> list:
     return shared[1:] if a.thread_mode == "parallel" else shared
 
 
-def _exclusive(pa: tuple, pb: tuple) -> bool:
+def exclusive(pa: tuple, pb: tuple) -> bool:
     """True when the two paths part in different branches of one `if`."""
     for (sa, ia), (sb, ib) in zip(pa, pb):
         if sa is not sb:

@@ -118,8 +118,10 @@ class CpuBackend:
                                         self.features, ir_text]).encode()).hexdigest()
         path = os.path.join(rt.cache_dir, "cpu", key[:2], key + ".o")
         if rt.offline_cache and os.path.exists(path):
+            rt.stats["cache_hits"] = rt.stats.get("cache_hits", 0) + 1
             with open(path, "rb") as f:
                 return f.read()
+        rt.stats["llvm_compiles"] = rt.stats.get("llvm_compiles", 0) + 1
         obj = self._optimise_and_emit(ir_text)
         if rt.offline_cache:
             try:

@@ -6,13 +6,17 @@ import fieldsim as fs
 N = 100_000
 
 
-def _draw(n=N, dt=fs.f32):
-    x = fs.field(dt, shape=n)
+def _draw(n=N, dt=None):
+    x = fs.field(fs.f64 if dt is not None else fs.f32, shape=n)
+    default = dt is None  # computed in Python: `is` is not allowed in kernel scope
 
     @fs.kernel
     def k():
         for i in x:
-            x[i] = fs.random()
+            if fs.static(default):
+                x[i] = fs.random()
+            else:
+                x[i] = fs.random(dt)
 
     k()
     return x.to_numpy()
@@ -31,6 +35,7 @@ def test_random_range_and_mean():
 
 
 def test_random_threads_get_different_numbers():
+    # f64 draws: an f32 draw has only ~2**23 values, so 10k of them may collide by chance
     a = _draw(10_000, fs.f64)
     assert len(np.unique(a)) == len(a)
 
@@ -106,13 +111,13 @@ def test_random_int():
 
 
 def test_random_in_serial_inner_loop_varies():
-    out = fs.field(fs.f32, shape=(4, 50))
+    out = fs.field(fs.f64, shape=(4, 50))
 
     @fs.kernel
     def k():
         for i in range(4):
             for j in range(50):
-                out[i, j] = fs.random()
+                out[i, j] = fs.random(fs.f64)
 
     k()
     a = out.to_numpy()

@@ -1,0 +1,462 @@
+"""Reverse-mode AD: `make_adjoint(kernel) -> Kernel`, IR to IR.
+
+Input: an offloaded kernel (top level = pure prologue statements + tasks: parallel FOR,
+serialize=True FOR, SERIAL; no local crosses a task). It is first put through `lower_break`,
+so loops have no BREAK/CONTINUE but a LOOP's final `IF(flag) {BREAK}`. The input is untouched.
+
+Output: a new kernel `<name>.grad` with the same params and no return value, verified-clean:
+
+* its prologue is a copy of the primal's; its tasks are the primal's in reverse order: a
+  parallel FOR stays a parallel FOR over the same range, a serialize=True FOR runs its range
+  from end-1 down to begin (serially), a SERIAL stays SERIAL;
+* each task body is: declarations (adjoint ALLOCAs, backups, STACK_ALLOCAs, zeros), then the
+  *forward replay* of the primal body with every STORE/ATOMIC/RETURN/ASSERT dropped (RAND calls
+  are kept, in order, so the runtime replays the same numbers given the same RNG key and thread
+  index), then the *reverse sweep*;
+* adjoints live in ALLOCAs, accumulated with LOCAL_LOAD/ADD/LOCAL_STORE. An SSA value's adjoint
+  is read (and, inside a loop, reset to 0) when the sweep reaches its definition; a float
+  local's adjoint is moved to the stored value, and reset, at each LOCAL_STORE;
+* primal values the sweep needs: defined at the task's top level -> used directly; pure (incl.
+  LOAD) -> recomputed; otherwise (LOCAL_LOAD, RAND, a LOOP's trip count) spilled: under IFs only
+  to a backup ALLOCA, inside an inner loop to a per-value stack (STACK_PUSH right after the
+  definition in the replay, STACK_TOP in the sweep, STACK_POP when the sweep reaches the
+  definition). `meta["stack_capacities"][key]` is the `CapacityFormula` of stack `key`;
+* global memory: LOAD x[i] -> atomic add of its adjoint into x.grad[i]; STORE x[i] = v ->
+  v gets x.grad[i], which is then zeroed; atomic add/sub -> v gets +-x.grad[i]; atomic max/min
+  -> v gets x.grad[i] only where v equals the final x[i]; other atomics and int data: nothing;
+* only active values (float, depending on a field with a grad) get adjoints; dead code (unused
+  pure values, spills never read, empty blocks and tasks) is removed at the end;
+* every statement carries the loc of the primal statement it comes from.
+
+Raises `FieldsimCompilationError` (with the statement's loc) for an atomic whose returned old
+value is used, for `fs.random` inside a serialize=True loop while the IR cannot yet express a
+descending top-level loop, and (via lower_break) for `break` out of a top-level loop.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from fieldsim.ad.rules import RULES
+from fieldsim.ad.stack import CapacityFormula
+from fieldsim.errors import FieldsimCompilationError
+from fieldsim.lang import types as T
+from fieldsim.lang.builder import IRBuilder
+from fieldsim.lang.ir import ForInfo, Kernel, Op, PURE, StackInfo, Stmt, walk
+from fieldsim.lang.passes.lower_break import lower_break
+from fieldsim.lang.passes.offload import is_task
+
+_DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT})
+_CAN_DESCEND = "reverse" in getattr(ForInfo, "__dataclass_fields__", {})
+_SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() value",
+                Op.LOOP: "a while loop's trip count"}
+
+
+def make_adjoint(kernel: Kernel) -> Kernel:
+    k = lower_break(kernel)
+    _refuse_unsupported(k)
+    ad = _KernelAD(k)
+    body = ad.build()
+    prune(body)
+    meta = {**k.meta, "stack_capacities": ad.capacities, "adjoint_of": k.name}
+    return Kernel(f"{k.name}.grad", list(k.params), body, None, k.loc, meta)
+
+
+def _refuse_unsupported(k: Kernel):
+    used = {id(a) for s in walk(k.body) for a in s.args}
+    for s in walk(k.body):
+        if s.op == Op.ATOMIC and id(s) in used:
+            raise FieldsimCompilationError(
+                f"the old value returned by atomic_{s.attr[1]} is used; it cannot be replayed "
+                "in the adjoint, so this kernel cannot be differentiated (use the atomic as a "
+                "statement, or compute the value in a kernel outside the Tape)", s.loc)
+    for task in k.body:
+        serial_for = task.op == Op.FOR and task.attr.serialize and not task.attr.parallel
+        rand = next((s for s in walk(task.body) if s.op == Op.RAND), None)
+        if serial_for and rand is not None and not _CAN_DESCEND:
+            raise FieldsimCompilationError(
+                "fs.random() inside a serialized top-level loop cannot yet be replayed by the "
+                "adjoint (it runs the loop backwards)", rand.loc)
+
+
+def activity(body) -> set[int]:
+    """ids of the active statements (float values depending on a field with a grad) and of
+    the float ALLOCAs that store one."""
+    active: set[int] = set()
+    stmts = list(walk(body))
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            key = s.args[0] if s.op == Op.LOCAL_STORE else s
+            if id(key) not in active and _becomes_active(s, active):
+                active.add(id(key))
+                changed = True
+    return active
+
+
+def _becomes_active(s: Stmt, active) -> bool:
+    if s.op == Op.LOCAL_STORE:
+        return s.args[0].dtype.is_float and id(s.value) in active
+    if s.dtype is None or not s.dtype.is_float:
+        return False
+    if s.op == Op.LOAD:
+        return s.field.grad is not None
+    if s.op == Op.LOCAL_LOAD:
+        return id(s.args[0]) in active
+    return s.op in RULES and any(id(a) in active for a in s.args)
+
+
+class _KernelAD:
+    """The adjoint kernel's top level: prologue copy, then the tasks' adjoints reversed."""
+
+    def __init__(self, k: Kernel):
+        self.k = k
+        self.b = IRBuilder()
+        self.capacities: list[CapacityFormula] = []
+        self.prologue: dict[int, Stmt] = {}
+
+    def build(self) -> list[Stmt]:
+        out: list[Stmt] = []
+        tasks = [s for s in self.k.body if is_task(s)]
+        with self.b.into(out):
+            for s in self.k.body:
+                if not is_task(s):
+                    self.copy_prologue(s)
+            for task in reversed(tasks):
+                with self.b.at(task.loc):
+                    self.task(task)
+        return out
+
+    def copy_prologue(self, s: Stmt):
+        if s.op not in PURE:
+            raise FieldsimCompilationError(f"unexpected {s.op.name} outside a task", s.loc)
+        args = tuple(self.prologue[id(a)] for a in s.args)
+        self.prologue[id(s)] = self.b.emit(s.op, s.dtype, args, s.attr, loc=s.loc)
+
+    def task(self, task: Stmt):
+        ad = _TaskAD(self)
+        if task.op == Op.SERIAL:
+            new = self.b.emit(Op.SERIAL, None, blocks=[[]])
+            new.body.extend(ad.build(task.body, {}))
+            return
+        begin, end = (self.prologue[id(a)] for a in task.args)
+        if task.attr.parallel:
+            new = self.b.for_(begin, end, task.attr)
+            new.body.extend(ad.build(task.body, {id(task): new}))
+            return
+        self.descending_task(task, ad, begin, end)
+
+    def descending_task(self, task: Stmt, ad, begin, end):
+        """A serialize=True FOR, run from end-1 down to begin."""
+        info = task.attr
+        if _CAN_DESCEND:
+            new = self.b.for_(begin, end, ForInfo(False, True, info.block_dim, reverse=True))
+            new.body.extend(ad.build(task.body, {id(task): new}))
+            return
+        new = self.b.for_(begin, end, ForInfo(False, True, info.block_dim))
+        with self.b.into(new.body):
+            last = self.b.sub(self.b.add(begin, end), self.b.const(1, begin.dtype))
+            index = self.b.sub(last, new)
+        new.body.extend(ad.build(task.body, {id(task): index}))
+
+
+class _TaskAD:
+    """Forward replay and reverse sweep of one task body."""
+
+    def __init__(self, kad: _KernelAD):
+        self.kad = kad
+        self.b = IRBuilder()
+        self.decls: list[Stmt] = []
+        self.copy: dict[int, Stmt] = dict(kad.prologue)  # primal -> replay value
+        self.direct: dict[int, Stmt] = dict(kad.prologue)  # usable anywhere in the sweep
+        self.site: dict[int, tuple] = {}  # nested primal -> (replay block, replay value)
+        self.loops: dict[int, tuple] = {}  # nested primal -> enclosing primal loops
+        self.adj: dict[int, Stmt] = {}  # primal value or ALLOCA -> its adjoint ALLOCA
+        self.spills: dict[int, tuple] = {}  # primal -> ("stack" | "backup", holder)
+        self.scopes: list[dict[int, Stmt]] = [{}]
+        self.zeros: dict = {}
+        self.active: set[int] = set()
+
+    def build(self, body, index_map) -> list[Stmt]:
+        self.direct.update(index_map)
+        self.copy.update(index_map)
+        self.active = activity(body)
+        replay: list[Stmt] = []
+        sweep: list[Stmt] = []
+        with self.b.into(replay):
+            self.replay_block(body, ())
+        with self.b.into(sweep):
+            self.reverse_block(body)
+        return self.decls + replay + sweep
+
+    # ---- forward replay -----------------------------------------------------------------------
+    def replay_block(self, block, where: tuple):
+        for s in block:
+            if s.op not in _DROPPED:
+                with self.b.at(s.loc):
+                    self.record(s, self.replay(s, where), where)
+
+    def replay(self, s: Stmt, where: tuple) -> Stmt:
+        if s.op == Op.LOOP:
+            return self.replay_loop(s, where)
+        args = tuple(self.copy[id(a)] for a in s.args)
+        new = self.b.emit(s.op, s.dtype, args, s.attr, [[] for _ in s.blocks], loc=s.loc)
+        for blk, new_blk in zip(s.blocks, new.blocks):
+            with self.b.into(new_blk):
+                self.copy[id(s)] = new
+                self.replay_block(blk, where + (s,))
+        return new
+
+    def replay_loop(self, s: Stmt, where: tuple) -> Stmt:
+        """The LOOP, counting its iterations; returns the count (the LOOP's 'value')."""
+        b = self.b
+        count = b.alloca(T.i32)
+        new = b.loop()
+        with b.into(new.body):
+            b.local_store(count, b.add(b.local_load(count), b.const(1, T.i32)))
+            self.replay_block(s.body, where + (s,))
+        return b.local_load(count)
+
+    def record(self, s: Stmt, new: Stmt, where: tuple):
+        self.copy[id(s)] = new
+        if not where:
+            self.direct[id(s)] = new
+            return
+        self.site[id(s)] = (self.b.block, new)
+        self.loops[id(s)] = tuple(w for w in where if w.op in (Op.FOR, Op.LOOP))
+
+    # ---- primal values in the sweep ---------------------------------------------------------------
+    def primal(self, v: Stmt) -> Stmt:
+        for scope in reversed(self.scopes):
+            if id(v) in scope:
+                return scope[id(v)]
+        if id(v) in self.direct:
+            return self.direct[id(v)]
+        if v.op in PURE:
+            args = tuple(self.primal(a) for a in v.args)
+            new = self.b.emit(v.op, v.dtype, args, v.attr, loc=v.loc)
+        else:
+            new = self.read_spill(v)
+        self.scopes[-1][id(v)] = new
+        return new
+
+    @contextlib.contextmanager
+    def scope(self):
+        self.scopes.append({})
+        try:
+            yield
+        finally:
+            self.scopes.pop()
+
+    def read_spill(self, v: Stmt) -> Stmt:
+        kind, holder = self.spills.get(id(v)) or self.make_spill(v)
+        with self.b.at(v.loc):
+            if kind == "stack":
+                return self.b.emit(Op.STACK_TOP, holder.dtype, (holder,))
+            return self.b.local_load(holder)
+
+    def make_spill(self, v: Stmt) -> tuple:
+        block, value = self.site[id(v)]
+        loops = self.loops[id(v)]
+        tmp: list[Stmt] = []
+        with self.b.into(self.decls), self.b.at(v.loc):
+            if loops:
+                key = len(self.kad.capacities)
+                self.kad.capacities.append(CapacityFormula.for_site(loops))
+                name = _SPILL_NAMES.get(v.op, f"a {v.op.name.lower()} value")
+                if v.loc is not None:
+                    name += f" (line {v.loc.line})"
+                holder = self.b.emit(Op.STACK_ALLOCA, value.dtype, attr=StackInfo(name, key, v.loc))
+                with self.b.into(tmp):
+                    self.b.emit(Op.STACK_PUSH, None, (holder, value))
+                spill = ("stack", holder)
+            else:
+                holder = self.b.alloca(value.dtype)
+                with self.b.into(tmp):
+                    self.b.local_store(holder, value)
+                spill = ("backup", holder)
+        at = next(n for n, x in enumerate(block) if x is value)
+        block.insert(at + 1, tmp[0])
+        self.spills[id(v)] = spill
+        return spill
+
+    def pop_spill(self, s: Stmt):
+        spill = self.spills.get(id(s))
+        if spill is not None and spill[0] == "stack":
+            self.b.emit(Op.STACK_POP, None, (spill[1],))
+
+    # ---- adjoint storage --------------------------------------------------------------------------
+    def zero(self, dtype) -> Stmt:
+        if dtype not in self.zeros:
+            with self.b.into(self.decls):
+                self.zeros[dtype] = self.b.const(0, dtype)
+        return self.zeros[dtype]
+
+    def adj_slot(self, v: Stmt) -> Stmt:
+        if id(v) not in self.adj:
+            with self.b.into(self.decls), self.b.at(v.loc):
+                self.adj[id(v)] = self.b.alloca(v.dtype)
+        return self.adj[id(v)]
+
+    def accumulate(self, v: Stmt, contribution: Stmt):
+        if id(v) not in self.active:
+            return
+        slot = self.adj_slot(v)
+        self.b.local_store(slot, self.b.add(self.b.local_load(slot), contribution))
+
+    def consume(self, s: Stmt) -> Stmt:
+        """Read the adjoint of `s` (and reset it when `s` may run again: inside a loop)."""
+        slot = self.adj[id(s)]
+        g = self.b.local_load(slot)
+        if self.loops.get(id(s)):
+            self.b.local_store(slot, self.zero(slot.dtype))
+        return g
+
+    def take(self, slot: Stmt) -> Stmt:
+        g = self.b.local_load(slot)
+        self.b.local_store(slot, self.zero(slot.dtype))
+        return g
+
+    # ---- reverse sweep ----------------------------------------------------------------------------
+    def reverse_block(self, block):
+        for s in reversed(block):
+            with self.b.at(s.loc):
+                handler = _REVERSE.get(s.op)
+                if handler is not None:
+                    handler(self, s)
+                elif s.op in RULES and id(s) in self.adj:
+                    self.rev_rule(s)
+                self.pop_spill(s)
+
+    def rev_rule(self, s: Stmt):
+        g = self.consume(s)
+        for i, contribution in RULES[s.op].vjp(self.b, s, g, self.primal):
+            self.accumulate(s.args[i], contribution)
+
+    def rev_local_load(self, s: Stmt):
+        if id(s) in self.adj:
+            self.accumulate(s.args[0], self.consume(s))
+
+    def rev_local_store(self, s: Stmt):
+        var = s.args[0]
+        if id(var) in self.active:
+            self.accumulate(s.value, self.take(self.adj_slot(var)))
+
+    def rev_alloca(self, s: Stmt):
+        if id(s) in self.adj:
+            self.b.local_store(self.adj[id(s)], self.zero(s.dtype))
+
+    def indices(self, s: Stmt) -> list[Stmt]:
+        return [self.primal(i) for i in s.indices]
+
+    def rev_load(self, s: Stmt):
+        if id(s) in self.adj:
+            g = self.consume(s)
+            self.b.atomic("add", s.field.grad, self.indices(s), g)
+
+    def rev_store(self, s: Stmt):
+        grad = s.field.grad
+        if grad is None or not grad.dtype.is_float:
+            return
+        idx = self.indices(s)
+        g = self.b.load(grad, idx)
+        self.b.store(grad, idx, self.zero(grad.dtype))
+        self.accumulate(s.value, g)
+
+    def rev_atomic(self, s: Stmt):
+        field, kind = s.attr
+        if field.grad is None or id(s.value) not in self.active:
+            return
+        if kind in ("add", "sub"):
+            g = self.b.load(field.grad, self.indices(s))
+            self.accumulate(s.value, g if kind == "add" else self.b.neg(g))
+        elif kind in ("max", "min"):
+            self.rev_atomic_extremum(s)
+
+    def rev_atomic_extremum(self, s: Stmt):
+        """Winner-only: the value that equals the element's final value gets its gradient."""
+        idx = self.indices(s)
+        won = self.b.if_(self.b.binary(Op.EQ, self.primal(s.value), self.b.load(s.field, idx)))
+        with self.b.into(won.blocks[0]):
+            self.accumulate(s.value, self.b.load(s.field.grad, idx))
+
+    def rev_if(self, s: Stmt):
+        new = self.b.if_(self.primal(s.args[0]))
+        for blk, new_blk in zip(s.blocks, new.blocks):
+            with self.b.into(new_blk), self.scope():
+                self.reverse_block(blk)
+
+    def rev_for(self, s: Stmt):
+        b = self.b
+        begin, end = self.primal(s.args[0]), self.primal(s.args[1])
+        last = b.sub(b.add(begin, end), b.const(1, begin.dtype))
+        new = b.for_(begin, end, ForInfo(False))
+        with b.into(new.body), self.scope():
+            self.scopes[-1][id(s)] = b.sub(last, new)
+            self.reverse_block(s.body)
+
+    def rev_loop(self, s: Stmt):
+        count = self.primal(s)
+        new = self.b.for_(self.zero(count.dtype), count, ForInfo(False))
+        with self.b.into(new.body), self.scope():
+            self.reverse_block(s.body)
+
+
+_REVERSE = {
+    Op.LOCAL_LOAD: _TaskAD.rev_local_load,
+    Op.LOCAL_STORE: _TaskAD.rev_local_store,
+    Op.ALLOCA: _TaskAD.rev_alloca,
+    Op.LOAD: _TaskAD.rev_load,
+    Op.STORE: _TaskAD.rev_store,
+    Op.ATOMIC: _TaskAD.rev_atomic,
+    Op.IF: _TaskAD.rev_if,
+    Op.FOR: _TaskAD.rev_for,
+    Op.LOOP: _TaskAD.rev_loop,
+}
+
+
+# ---- dead code removal -----------------------------------------------------------------------------
+_ROOTS = frozenset({Op.STORE, Op.ATOMIC, Op.RAND, Op.RETURN, Op.ASSERT})
+
+
+def prune(body: list[Stmt]):
+    """Remove, in place, what does not lead to a global write or a RAND: unused pure values,
+    locals and stacks never read, empty control flow, empty tasks. Only for IR this pass made."""
+    parent: dict[int, Stmt | None] = {}
+    deps: dict[int, list[Stmt]] = {}
+    _index(body, None, None, parent, deps)
+    live: set[int] = set()
+    work = [s for s in walk(body) if s.op in _ROOTS]
+    while work:
+        s = work.pop()
+        if id(s) in live:
+            continue
+        live.add(id(s))
+        work.extend(s.args)
+        if parent[id(s)] is not None:
+            work.append(parent[id(s)])
+        if s.op in (Op.LOCAL_LOAD, Op.STACK_TOP):
+            work.extend(deps.get(id(s.args[0]), ()))
+        elif s.op in (Op.FOR, Op.LOOP):
+            work.extend(deps.get(id(s), ()))
+    _sweep(body, live)
+
+
+def _index(block, parent, loop, parents, deps):
+    """parents: stmt -> enclosing control stmt; deps: ALLOCA/stack -> writes, loop -> exits."""
+    for s in block:
+        parents[id(s)] = parent
+        if s.op in (Op.LOCAL_STORE, Op.STACK_PUSH, Op.STACK_POP):
+            deps.setdefault(id(s.args[0]), []).append(s)
+        elif s.op in (Op.BREAK, Op.CONTINUE):
+            deps.setdefault(id(loop), []).append(s)
+        inner = s if s.op in (Op.FOR, Op.LOOP) else loop
+        for blk in s.blocks:
+            _index(blk, s, inner, parents, deps)
+
+
+def _sweep(block: list[Stmt], live: set[int]):
+    block[:] = [s for s in block if id(s) in live]
+    for s in block:
+        for blk in s.blocks:
+            _sweep(blk, live)
