@@ -48,7 +48,7 @@ N_SIN = 6              # sinusoids fed to the controller
 OMEGA = 10.0           # rad / s
 N_HIDDEN = 16
 POS_SCALE = 10.0       # node offsets from the centre are ~0.1: scale them to ~1
-LEARNING_RATE = 0.5
+LEARNING_RATE = 10.0
 GRAD_CLIP = 0.5        # at most this step length in parameter space
 
 
@@ -167,14 +167,18 @@ def spring_forces(t: int):
 def advance(t: int):
     for i in range(N_NODES):
         vel = v[t - 1, i] * ti.exp(-DT * DAMPING) + v_inc[t - 1, i] + ti.Vector([0.0, -DT * GRAVITY])
-        # sticky ground: a node that would go below it stops
-        falling = vel[1] < 0
-        below = x[t - 1, i][1] + DT * vel[1] < GROUND
+        # sticky ground with the time of impact resolved inside the step, so
+        # the landing position is continuous in the parameters
+        old_x = x[t - 1, i]
+        falling = vel[1] < -1e-4
+        below = old_x[1] + DT * vel[1] < GROUND
+        toi = 0.0
         new_v = vel
         if falling and below:
+            toi = ti.max((GROUND - old_x[1]) / vel[1], 0.0)
             new_v = ti.Vector([0.0, 0.0])
         v[t, i] = new_v
-        x[t, i] = x[t - 1, i] + DT * new_v
+        x[t, i] = old_x + toi * vel + (DT - toi) * new_v
 
 
 @ti.kernel

@@ -72,6 +72,12 @@ class _Tangent:
 
     op_for = op_loop = op_if = op_serial = _nested
 
+    def op_custom_grad(self, b, s):
+        # forward mode differentiates the func's own code; the user adjoint is reverse-only
+        for inner in s.blocks[0]:
+            with b.at(inner.loc):
+                self.stmt(b, inner)
+
     # ---- locals -------------------------------------------------------------------------------
     def op_alloca(self, b, s):
         self.copy(b, s)

@@ -70,9 +70,10 @@ def _refuse_unsupported(k: Kernel):
                 "in the adjoint, so this kernel cannot be differentiated (use the atomic as a "
                 "statement, or compute the value in a kernel outside the Tape)", s.loc)
     for task in k.body:
-        serial_for = task.op == Op.FOR and task.attr.serialize and not task.attr.parallel
+        if task.op != Op.FOR or task.attr.parallel or _CAN_DESCEND:
+            continue
         rand = next((s for s in walk(task.body) if s.op == Op.RAND), None)
-        if serial_for and rand is not None and not _CAN_DESCEND:
+        if rand is not None:
             raise FieldsimCompilationError(
                 "fs.random() inside a serialized top-level loop cannot yet be replayed by the "
                 "adjoint (it runs the loop backwards)", rand.loc)
@@ -135,29 +136,41 @@ class _KernelAD:
 
     def task(self, task: Stmt):
         ad = _TaskAD(self)
+        body = self.prologue_used_by(task.body) + task.body
         if task.op == Op.SERIAL:
             new = self.b.emit(Op.SERIAL, None, blocks=[[]])
-            new.body.extend(ad.build(task.body, {}))
+            new.body.extend(ad.build(body, {}))
             return
         begin, end = (self.prologue[id(a)] for a in task.args)
         if task.attr.parallel:
             new = self.b.for_(begin, end, task.attr)
-            new.body.extend(ad.build(task.body, {id(task): new}))
+            new.body.extend(ad.build(body, {id(task): new}))
             return
-        self.descending_task(task, ad, begin, end)
+        self.descending_task(task, ad, body, begin, end)
 
-    def descending_task(self, task: Stmt, ad, begin, end):
+    def descending_task(self, task: Stmt, ad, body, begin, end):
         """A serialize=True FOR, run from end-1 down to begin."""
         info = task.attr
         if _CAN_DESCEND:
             new = self.b.for_(begin, end, ForInfo(False, True, info.block_dim, reverse=True))
-            new.body.extend(ad.build(task.body, {id(task): new}))
+            new.body.extend(ad.build(body, {id(task): new}))
             return
         new = self.b.for_(begin, end, ForInfo(False, True, info.block_dim))
         with self.b.into(new.body):
             last = self.b.sub(self.b.add(begin, end), self.b.const(1, begin.dtype))
             index = self.b.sub(last, new)
-        new.body.extend(ad.build(task.body, {id(task): index}))
+        new.body.extend(ad.build(body, {id(task): index}))
+
+    def prologue_used_by(self, body) -> list[Stmt]:
+        """The prologue statements a task body reads (transitively), in order: the task replays
+        and differentiates them itself (a prologue LOAD may need its gradient)."""
+        need = {id(a) for s in walk(body) for a in s.args if id(a) in self.prologue}
+        used = []
+        for s in reversed([s for s in self.k.body if id(s) in self.prologue]):
+            if id(s) in need:
+                used.append(s)
+                need.update(id(a) for a in s.args)
+        return used[::-1]
 
 
 class _TaskAD:
@@ -201,9 +214,9 @@ class _TaskAD:
             return self.replay_loop(s, where)
         args = tuple(self.copy[id(a)] for a in s.args)
         new = self.b.emit(s.op, s.dtype, args, s.attr, [[] for _ in s.blocks], loc=s.loc)
+        self.copy[id(s)] = new  # a FOR is its own index inside its body
         for blk, new_blk in zip(s.blocks, new.blocks):
             with self.b.into(new_blk):
-                self.copy[id(s)] = new
                 self.replay_block(blk, where + (s,))
         return new
 

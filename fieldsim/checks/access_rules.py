@@ -61,6 +61,7 @@ class Finding:
     first: Access
     second: Access
     message: str
+    how: str = ""  # 'same', 'iteration', 'thread' or 'task': how the second access follows
 
 
 # --------------------------------------------------------------------------------- summary
@@ -203,10 +204,11 @@ def _by_field(accesses: list[Access]) -> list[list[Access]]:
 
 
 def findings(accesses: list[Access], env: dict | None = None, kernel: str = "?") -> list[Finding]:
-    """All findings, worst first: violations before undecided, then by the offending access."""
+    """All findings, worst first: violations before undecided; then those in program order
+    before those between threads (whose order is unknown); then by the offending access."""
     found = rule1(accesses, env, kernel) + rule2(accesses, env, kernel)
-    return sorted(found, key=lambda f: (f.verdict != "violation", f.second.position, -f.rule,
-                                        f.first.position))
+    return sorted(found, key=lambda f: (f.verdict != "violation", f.how == "thread",
+                                        f.second.position, -f.rule, f.first.position))
 
 
 def check_kernel(kernel: Kernel, arg_values=None, allow_undecided: bool = False,
@@ -315,4 +317,4 @@ def _finding(rule: int, kernel: str, first: Access, second: Access, meet: Meet) 
         RULE_TEXT[rule],
         f"Kernel '{kernel}' breaks it on field '{field_name(first.field)}':",
         access_lines(first, second), _relation(rule, meet), fix])
-    return Finding(rule, verdict, first.field, first, second, message)
+    return Finding(rule, verdict, first.field, first, second, message, meet.how)

@@ -252,6 +252,9 @@ class TaskLowering:
     def op_serial(self, s):
         self.block(s.body)
 
+    def op_custom_grad(self, s):
+        self.block(s.blocks[0])  # forward code only: the adjoint block is for reverse AD
+
     # ---- leaves -------------------------------------------------------------------------------
     def op_const(self, s: Stmt):
         return L.Constant(ll_type(s.dtype), s.attr)

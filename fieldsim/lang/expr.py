@@ -161,6 +161,11 @@ class Emitter:
         return self.compare("!=", v, 0)
 
     def select(self, c, a, b):
+        if isinstance(c, MatVal):
+            a = a if isinstance(a, MatVal) else c.map(lambda _: a)
+            b = b if isinstance(b, MatVal) else c.map(lambda _: b)
+            return MatVal([self.select(ci, x, y) for ci, x, y in zip(c.entries, a.entries, b.entries)],
+                          c.n, c.m, c.ndim)
         if isinstance(a, MatVal) or isinstance(b, MatVal):
             a, b = self.broadcast(a, b)
             return MatVal([self.select(c, x, y) for x, y in zip(a.entries, b.entries)],

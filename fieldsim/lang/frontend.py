@@ -597,6 +597,44 @@ class Frontend(ExprMixin):
 
     # ---- funcs ----------------------------------------------------------------------------------
     def inline_func(self, func, args, kwargs, node):
+        if func.custom_grad is not None:
+            return self.inline_custom_grad(func, args, kwargs, node)
+        return self.inline_plain(func, args, kwargs, node)
+
+    def inline_custom_grad(self, func, args, kwargs, node):
+        """A func with a user adjoint: a CUSTOM_GRAD region holding its forward code and the
+        inlined adjoint func, so reverse AD uses the user's derivative instead of its own."""
+        from fieldsim.lang.ir import CustomGradInfo
+        flat_args, arg_shape = _flatten_value(tuple(args))
+        inputs = [self.e.value(v) for v in flat_args]
+        region = self.b.emit(Op.CUSTOM_GRAD, None, tuple(inputs), blocks=[[], []])
+        position = len(self.b.block) - 1
+        rebuilt = _rebuild_value(inputs, arg_shape)
+        with self.b.into(region.blocks[0]):
+            result = self.inline_plain(func, list(rebuilt), kwargs, node)
+            flat_out, out_shape = _flatten_value(result)
+            outputs = []
+            for v in flat_out:
+                v = self.e.value(v)
+                var = Stmt(Op.ALLOCA, v.dtype, loc=self.b.loc)
+                self.b.blocks[-2].insert(position, var)
+                position += 1
+                outputs.append(var)
+                self.b.local_store(var, v)
+        region.attr = CustomGradInfo(func.fn.__name__, tuple(outputs))
+        with self.b.into(region.blocks[1]):
+            adj_in = [self.b.emit(Op.CUSTOM_ADJ_IN, o.dtype, attr=k) for k, o in enumerate(outputs)]
+            grads = self.inline_plain(func.custom_grad, list(rebuilt) + [_rebuild_value(adj_in, out_shape)],
+                                      {}, node)
+            flat_grads = _flatten_value(grads if isinstance(grads, tuple) else (grads,))[0]
+            if len(flat_grads) != len(inputs):
+                raise FieldsimTypeError(
+                    f"func_grad of {func.fn.__name__!r} returned {len(flat_grads)} adjoint value(s) for "
+                    f"{len(inputs)} input value(s): return one adjoint per input, in order")
+            self.b.emit(Op.CUSTOM_ADJ_OUT, None, tuple(self.e.value(g, i.dtype) for g, i in zip(flat_grads, inputs)))
+        return _rebuild_value([self.b.local_load(o) for o in outputs], out_shape)
+
+    def inline_plain(self, func, args, kwargs, node):
         src = _parse_cached(func.fn)
         fdef = src.node
         params = [a.arg for a in fdef.args.args]

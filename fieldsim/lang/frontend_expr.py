@@ -273,7 +273,7 @@ class ExprMixin:
     def matrix_type_ctor(self, mt: T.MatrixType, args):
         flat = []
         for a in args:
-            flat.extend(a.entries if isinstance(a, MatVal) else (a if isinstance(a, (list, tuple)) else [a]))
+            flat.extend(_flatten_values(a))
         if len(flat) == 1:
             flat = flat * (mt.n * mt.m)
         if len(flat) != mt.n * mt.m:
@@ -300,6 +300,14 @@ def component_indices(fe, field, flat) -> list:
     if isinstance(flat, Stmt):
         return [fe.e.value(fe.e.binop("//", flat, m), T.i32), fe.e.value(fe.e.binop("%", flat, m), T.i32)]
     return [fe.b.const(flat // m, T.i32), fe.b.const(flat % m, T.i32)]
+
+
+def _flatten_values(v) -> list:
+    if isinstance(v, MatVal):
+        return list(v.entries)
+    if isinstance(v, (list, tuple)):
+        return [e for item in v for e in _flatten_values(item)]
+    return [v]
 
 
 def _components(field):

@@ -95,6 +95,13 @@ class Op(enum.IntEnum):
     STACK_PUSH = enum.auto()  # args (stack, value)
     STACK_POP = enum.auto()  # args (stack,)
     STACK_TOP = enum.auto()  # args (stack,)
+    # a func with a user adjoint (fs.ad.func_grad): blocks [forward, adjoint]. args are the
+    # func's scalar inputs; attr CustomGradInfo. The forward block stores the outputs into
+    # `attr.outputs` (allocas declared before the region); the adjoint block reads the outputs'
+    # adjoints as CUSTOM_ADJ_IN (attr k) and ends with CUSTOM_ADJ_OUT(one adjoint per input).
+    CUSTOM_GRAD = enum.auto()
+    CUSTOM_ADJ_IN = enum.auto()
+    CUSTOM_ADJ_OUT = enum.auto()
 
 
 UNARY = frozenset({Op.NEG, Op.ABS, Op.SQRT, Op.SIN, Op.COS, Op.TAN, Op.ASIN, Op.ACOS, Op.ATAN,
@@ -110,7 +117,7 @@ INT_ONLY = frozenset({Op.BIT_NOT, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.
 PURE = UNARY | BINARY | COMPARE | frozenset({Op.CONST, Op.ARG, Op.SELECT, Op.LOAD})
 GLOBAL_READ = frozenset({Op.LOAD})
 GLOBAL_WRITE = frozenset({Op.STORE, Op.ATOMIC})
-CONTROL = frozenset({Op.FOR, Op.LOOP, Op.IF, Op.SERIAL})
+CONTROL = frozenset({Op.FOR, Op.LOOP, Op.IF, Op.SERIAL, Op.CUSTOM_GRAD})
 # ops whose result carries no derivative
 NONDIFF = (COMPARE | INT_ONLY | frozenset({Op.FLOOR, Op.CEIL, Op.ROUND, Op.NOT, Op.CONST, Op.ARG,
                                            Op.RAND, Op.FLOORDIV}))
@@ -129,6 +136,12 @@ class StackInfo:
     name: str  # what the stack holds, for error messages
     capacity_key: int  # index into the launch-time capacities array
     loc: Loc | None = None
+
+
+@dataclass(frozen=True)
+class CustomGradInfo:
+    name: str  # the func's name
+    outputs: tuple  # the output allocas, flattened
 
 
 class Stmt:

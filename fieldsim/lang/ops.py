@@ -29,11 +29,29 @@ def _np_unary(fn):
     return apply
 
 
+_REAL_ONLY = {Op.SIN, Op.COS, Op.TAN, Op.TANH, Op.ASIN, Op.ACOS, Op.FLOOR, Op.CEIL, Op.ROUND}
+
+
 def _def_unary(name, op, np_fn, float_only=True):
     fn = _np_unary(np_fn)
     fn.__name__ = name
-    KERNEL_BUILTINS[fn] = lambda fe, node, args, kw: fe.e.unop(op, args[0], float_only)
+
+    def handler(fe, node, args, kw):
+        if op in _REAL_ONLY:  # as in Taichi: these take real inputs only
+            _require_real(fe, args[0], name)
+        return fe.e.unop(op, args[0], float_only)
+
+    KERNEL_BUILTINS[fn] = handler
     return fn
+
+
+def _require_real(fe, v, name):
+    entries = v.entries if isinstance(v, MatVal) else [v]
+    for e in entries:
+        if isinstance(e, bool) or (not hasattr(e, "dtype") and isinstance(e, int)) or \
+                (hasattr(e, "dtype") and getattr(e.dtype, "is_int", False)):
+            raise FieldsimTypeError(f"fs.{name} takes real (float) inputs only, got an integer; "
+                                    f"cast it first, e.g. fs.{name}(float(n))")
 
 
 sin = _def_unary("sin", Op.SIN, np.sin)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from fieldsim.lang.ir import Kernel, Op, Stmt
 
 _NO_VALUE = frozenset({Op.STORE, Op.LOCAL_STORE, Op.IF, Op.LOOP, Op.BREAK, Op.CONTINUE,
-                       Op.RETURN, Op.SERIAL, Op.ASSERT, Op.STACK_PUSH, Op.STACK_POP})
+                       Op.RETURN, Op.SERIAL, Op.ASSERT, Op.STACK_PUSH, Op.STACK_POP,
+                       Op.CUSTOM_GRAD, Op.CUSTOM_ADJ_OUT})
 
 
 class _Namer:
@@ -45,6 +46,10 @@ def _attr_text(s: Stmt) -> str:
         return (" " + " ".join(flags)) if flags else ""
     if s.op == Op.ASSERT:
         return f" {s.attr!r}"
+    if s.op == Op.CUSTOM_GRAD:
+        return f" {s.attr.name}"
+    if s.op == Op.CUSTOM_ADJ_IN:
+        return f" out{s.attr}"
     if s.op == Op.STACK_ALLOCA:
         return f" {s.attr.name}#{s.attr.capacity_key}"
     return ""

@@ -1,8 +1,8 @@
 """Shared setup for the reverse-mode AD tests.
 
-Every test starts from a fresh `fs.init(arch=fs.cpu)`; a test parametrised with `fp`
-("f32"/"f64") starts at that `default_fp` instead, and any test may call `fs.init` again
-with its own options (the last call wins).
+Every test starts from a fresh `fs.init(arch=fs.cpu)`: `@pytest.mark.fs_init(fp="f64",
+ad_stack_size=8)` gives it other options, and a test parametrised with `fp` ("f32"/"f64")
+starts at that `default_fp`. A test may still call `fs.init` again itself.
 
 `FIELDSIM_AS_TAICHI=1` runs the suite against the real Taichi 1.7 (see _env.py). Tests
 marked `taichi_crash` are skipped there because they take the whole interpreter down
@@ -18,6 +18,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "taichi_crash: segfaults Taichi 1.7; skipped with FIELDSIM_AS_TAICHI=1"
     )
+    config.addinivalue_line(
+        "markers", "fs_init(fp='f32', **options): options of the test's fresh fs.init"
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -31,8 +34,14 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def fresh_fs(request):
-    """A fresh runtime per test, at the test's `fp` parameter when it has one."""
+    """A fresh runtime per test: `fs.init` options from the closest `fs_init` marker,
+    `default_fp` from the test's `fp` parameter when it has one."""
+    options = {}
+    marker = request.node.get_closest_marker("fs_init")
+    if marker is not None:
+        options.update(marker.kwargs)
     callspec = getattr(request.node, "callspec", None)
-    fp = callspec.params.get("fp", "f32") if callspec is not None else "f32"
-    init_fs(fp)
+    if callspec is not None and "fp" in callspec.params:
+        options["fp"] = callspec.params["fp"]
+    init_fs(**options)
     yield

@@ -53,3 +53,25 @@ def assert_grad_close(actual, expected, fp, what):
     np.testing.assert_allclose(
         np.asarray(actual, dtype=np.float64), expected, rtol=rtol, atol=atol, err_msg=what
     )
+
+
+def forward_loss(loss, run, reset=None):
+    """Run the forward from scratch outside any Tape (reset, loss = 0, run); the loss."""
+    if reset is not None:
+        reset()
+    loss[None] = 0.0
+    run()
+    return float(loss[None])
+
+
+def check_tape_against_fd(fs, inputs, loss, run, reset=None, fp="f64", eps=None):
+    """Tape gradients of `inputs` equal central differences of the forward; returns them."""
+    if reset is not None:
+        reset()
+    with fs.ad.Tape(loss=loss):
+        run()
+    grads = {name: f.grad.to_numpy().astype(np.float64) for name, f in inputs.items()}
+    ref = central_differences(lambda: forward_loss(loss, run, reset), inputs, eps)
+    for name in inputs:
+        assert_grad_close(grads[name], ref[name], fp, f"{name}.grad vs finite differences")
+    return grads

@@ -74,7 +74,7 @@ def test_matmul_dot_cross():
         a2 = fs.Vector([vu[None][0], vu[None][1]])
         b2 = fs.Vector([vw[None][0], vw[None][1]])
         sc[1] = a2.cross(b2)  # 2-D cross product is a scalar
-        sc[2] = vu[None] @ vw[None] if False else vu[None].dot(vw[None]) * 2.0
+        sc[2] = (vu[None] * 2.0).dot(vw[None])
 
     k()
     np.testing.assert_allclose(AB.to_numpy(), A @ B, rtol=1e-5, atol=1e-5)

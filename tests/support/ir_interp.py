@@ -27,6 +27,7 @@ class FakeField:
 
     def __init__(self, name, dtype=T.f64, shape=(), grad=False, dual=False):
         self.name, self.dtype, self.storage_shape = name, dtype, tuple(shape)
+        self.shape = self.storage_shape
         self.arr = np.zeros(self.storage_shape, dtype=dtype.np)
         self.grad = FakeField(name + ".grad", dtype, shape) if grad else None
         self.dual = FakeField(name + ".dual", dtype, shape) if dual else None

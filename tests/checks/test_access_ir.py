@@ -1,0 +1,1003 @@
+"""IR-level tests of the access-rule checker (fieldsim.checks), with kernels built by hand.
+
+Each `@accepted` / `@violating` function builds one kernel with `KB` (IRBuilder plus one `Loc` per
+source line) and fake fields; the parametrized tests run `check_kernel` on it. The `TapeState`
+tests at the end record several launches, as a Tape does.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from fieldsim.checks import Answer, TapeState, check_kernel, same_element_possible, summarize
+from fieldsim.checks.access_rules import findings
+from fieldsim.errors import AccessRuleError, Loc
+from fieldsim.lang import types as T
+from fieldsim.lang.builder import IRBuilder
+from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, Stmt
+
+FILE = "sim.py"
+
+
+class FakeField:
+    def __init__(self, name, shape=(), n=None, dtype=T.f32, needs_grad=True):
+        self.name, self.shape, self.dtype = name, tuple(shape), dtype
+        self.storage_shape = self.shape + ((n,) if n else ())
+        self.grad = FakeField(name + ".grad", shape, n, dtype, False) if needs_grad else None
+
+
+class KB:
+    """A kernel under construction. `at(text)` starts a new source line: every statement
+    emitted afterwards gets its `Loc` (file sim.py, increasing line numbers)."""
+
+    def __init__(self, name="k", params=()):
+        self.name, self.params, self.b, self.line = name, list(params), IRBuilder(), 10
+        self.lines: dict[str, int] = {}
+
+    def at(self, text):
+        self.line += 1
+        self.lines.setdefault(text, self.line)
+        self.b.loc = Loc(FILE, self.line, 8, 8 + len(text), self.name, " " * 8 + text)
+        return self
+
+    def kernel(self):
+        return Kernel(self.name, [Param(p, T.i32) for p in self.params], self.b.blocks[0])
+
+    # values
+    def i(self, v):
+        return v if isinstance(v, Stmt) else self.b.const(v, T.i32)
+
+    def f(self, v):
+        return v if isinstance(v, Stmt) else self.b.const(v, T.f32)
+
+    def arg(self, pos):
+        return self.b.emit(Op.ARG, T.i32, attr=pos)
+
+    def add(self, a, b):
+        return self.b.add(self.i(a), self.i(b))
+
+    def mul(self, a, b):
+        return self.b.mul(self.i(a), self.i(b))
+
+    def op(self, op, a, b):
+        return self.b.binary(op, self.i(a), self.i(b))
+
+    def fmul(self, a, b):
+        return self.b.mul(self.f(a), self.f(b))
+
+    # memory
+    def load(self, field, *idx):
+        return self.b.load(field, [self.i(i) for i in idx])
+
+    def store(self, field, idx, v):
+        return self.b.store(field, [self.i(i) for i in idx], self.f(v))
+
+    def atomic(self, kind, field, idx, v):
+        return self.b.atomic(kind, field, [self.i(i) for i in idx], self.f(v))
+
+    # control flow (context managers yield the loop index)
+    def loop(self, begin, end, parallel=False, serialize=False):
+        s = self.b.for_(self.i(begin), self.i(end), ForInfo(parallel, serialize))
+        return _Into(self.b, s.body, s)
+
+    def pfor(self, end, begin=0):
+        return self.loop(begin, end, parallel=True)
+
+    def serial(self):
+        s = self.b.emit(Op.SERIAL, None, blocks=[[]])
+        return _Into(self.b, s.body, s)
+
+    def while_(self):
+        s = self.b.loop()
+        return _Into(self.b, s.body, s)
+
+    def if_(self, cond):
+        s = self.b.if_(cond)
+        return _Into(self.b, s.blocks[0], s), _Into(self.b, s.blocks[1], s)
+
+    def digits(self, t, sizes, begins=None):
+        """The frontend's linearisation of an ndrange index `t` into one index per dimension."""
+        out = []
+        for k, size in enumerate(sizes):
+            stride = math.prod(sizes[k + 1:])
+            q = t if stride == 1 else self.op(Op.FLOORDIV, t, stride)
+            d = q if k == 0 else self.op(Op.MOD, q, size)
+            out.append(self.add(d, begins[k]) if begins and begins[k] else d)
+        return out
+
+
+class _Into:
+    def __init__(self, b, block, value):
+        self.b, self.block, self.value = b, block, value
+
+    def __enter__(self):
+        self.b.blocks.append(self.block)
+        return self.value
+
+    def __exit__(self, *exc):
+        self.b.blocks.pop()
+
+
+ACCEPTED, VIOLATING = [], []
+
+
+def accepted(fn):
+    ACCEPTED.append(fn)
+    return fn
+
+
+def violating(rule, verdict="violation", first=None, second=None):
+    """`first`/`second`: source text of the two lines the error must name."""
+    def deco(fn):
+        VIOLATING.append(pytest.param(fn, rule, verdict, first, second, id=fn.__name__))
+        return fn
+    return deco
+
+
+N = 16
+x, y, z = FakeField("x", (N,)), FakeField("y", (N,)), FakeField("z", (N,))
+x2, y2 = FakeField("x2", (N, N)), FakeField("y2", (N, N))
+xt = FakeField("x_t", (8, N))  # time-stepped state x[t, i]
+idx = FakeField("idx", (N,), dtype=T.i32, needs_grad=False)
+loss = FakeField("loss")
+v2 = FakeField("v", (N,), n=2)  # a vector field: the component is the last index
+grid_v, grid_m = FakeField("grid_v", (N, N), n=2), FakeField("grid_m", (N, N))
+grid_v_out = FakeField("grid_v_out", (N, N), n=2)
+count = FakeField("count", dtype=T.i32, needs_grad=False)
+
+
+# ------------------------------------------------------------------------ accepted kernels
+@accepted
+def copy():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("y[i] = x[i]").store(y, [i], k.load(x, i))
+    return k
+
+
+@accepted
+def time_stepped():
+    k = KB("advance", ["t"])
+    t = k.arg(0)
+    with k.at("for i in range(n):").pfor(N) as i:
+        v = k.at("x[t + 1, i] = x[t, i] * 2").load(xt, t, i)
+        k.store(xt, [k.add(t, 1), i], k.fmul(v, 2.0))
+    return k
+
+
+@accepted
+def gather():
+    k = KB()
+    with k.at("for i in y:").pfor(N) as i:
+        j = k.at("y[i] = x[idx[i]]").load(idx, i)
+        k.store(y, [i], k.load(x, j))
+    return k
+
+
+@accepted
+def scatter_atomic():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        j = k.at("y[idx[i]] += x[i]").load(idx, i)
+        k.atomic("add", y, [j], k.load(x, i))
+    return k
+
+
+@accepted
+def loss_accumulate():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        v = k.at("loss[None] += x[i] ** 2").load(x, i)
+        k.atomic("add", loss, [], k.fmul(v, v))
+    return k
+
+
+def _p2g(k, grid_reads=False):
+    """mpm-style particle-to-grid: base = int(x[p] * inv_dx - 0.5); grid[base + offset] += ..."""
+    with k.at("for p in x:").pfor(N) as p:
+        xp = k.at("base = int(x[p] * inv_dx - 0.5)").load(v2, p, 0)
+        yp = k.load(v2, p, 1)
+        bx = k.b.cast(k.fmul(xp, 16.0), T.i32)
+        by = k.b.cast(k.fmul(yp, 16.0), T.i32)
+        for a in range(3):
+            for b in range(3):
+                gi, gj = k.at("grid_v[base + offset] += w * v[p]").add(bx, a), k.add(by, b)
+                if grid_reads:
+                    k.at("m = grid_m[base + offset]").load(grid_m, gi, gj)
+                for c in range(2):
+                    k.at("grid_v[base + offset] += w * v[p]").atomic("add", grid_v, [gi, gj, c],
+                                                                     k.load(v2, p, c))
+                k.at("grid_m[base + offset] += w * p_mass").atomic("add", grid_m, [gi, gj], 1.0)
+    return k
+
+
+@accepted
+def p2g():
+    return _p2g(KB("p2g"))
+
+
+@accepted
+def grid_op_to_other_field():
+    k = KB("grid_op")
+    with k.at("for i, j in grid_m:").pfor(N * N) as t:
+        i, j = k.digits(t, (N, N))
+        m = k.at("m = grid_m[i, j]").load(grid_m, i, j)
+        for c in range(2):
+            v = k.at("grid_v_out[i, j] = grid_v[i, j] / m").load(grid_v, i, j, c)
+            k.store(grid_v_out, [i, j, c], k.b.div(v, m))
+    return k
+
+
+@accepted
+def g2p_time_indexed():
+    k = KB("g2p", ["t"])
+    t = k.arg(0)
+    xs = FakeField("xs", (8, N))
+    with k.at("for p in x:").pfor(N) as p:
+        base = k.b.cast(k.fmul(k.at("base = int(x[t, p] * inv_dx - 0.5)").load(xs, t, p), 16.0), T.i32)
+        acc = k.f(0.0)
+        for a in range(3):
+            g = k.at("new_v += w * grid_v[base + offset]").load(grid_v, k.add(base, a), base, 0)
+            acc = k.b.add(acc, g)
+        k.at("x[t + 1, p] = x[t, p] + dt * new_v").store(xs, [k.add(t, 1), p], acc)
+    return k
+
+
+@accepted
+def serialize_prefix_sum():
+    k = KB()
+    with k.at("for i in range(1, n):  # serialize").loop(1, N, serialize=True) as i:
+        prev = k.at("x[i] = x[i - 1] + z[i]").load(x, k.add(i, -1))
+        k.store(x, [i], k.b.add(prev, k.load(z, i)))
+    return k
+
+
+@accepted
+def write_then_read_same_thread():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("x[i] = z[i]").store(x, [i], k.load(z, i))
+        k.at("y[i] = x[i] * 2").store(y, [i], k.fmul(k.load(x, i), 2.0))
+    return k
+
+
+@accepted
+def write_then_read_next_task():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("x[i] = z[i]").store(x, [i], k.load(z, i))
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("y[i] = x[N - 1 - i]").store(y, [i], k.load(x, k.add(N - 1, k.mul(i, -1))))
+    return k
+
+
+@accepted
+def if_else_branches():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        c = k.b.binary(Op.GT, k.at("if x[i] > 0:").load(x, i), k.f(0.0))
+        then, other = k.if_(c)
+        with then:
+            k.at("y[i] = 1.0").store(y, [i], 1.0)
+        with other:
+            k.at("y[i] = -1.0").store(y, [i], -1.0)
+    return k
+
+
+@accepted
+def atomic_max_loss():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("fs.atomic_max(loss[None], x[i])").atomic("max", loss, [], k.load(x, i))
+    return k
+
+
+@accepted
+def inner_loop_shift_forward():
+    k = KB()
+    with k.at("for i in range(n):").pfor(N) as i:
+        with k.at("for j in range(n - 1):").loop(0, N - 1) as j:
+            v = k.at("s = x[i, j]").load(x2, i, j)
+            k.at("x[i, j + 1] = s * 0.5").store(x2, [i, k.add(j, 1)], k.fmul(v, 0.5))
+    return k
+
+
+@accepted
+def ndrange_2d():
+    k = KB()
+    with k.at("for i, j in ndrange(n, n):").pfor(N * N) as t:
+        i, j = k.digits(t, (N, N))
+        v = k.at("y[i, j] = x[i, j] ** 2").load(x2, i, j)
+        k.store(y2, [i, j], k.fmul(v, v))
+    return k
+
+
+@accepted
+def ndrange_offset_stencil_to_other_field():
+    k = KB()
+    with k.at("for i, j in ndrange((1, n - 1), (1, n - 1)):").pfor((N - 2) ** 2) as t:
+        i, j = k.digits(t, (N - 2, N - 2), (1, 1))
+        a = k.at("y[i, j] = x[i - 1, j] + x[i + 1, j]").load(x2, k.add(i, -1), j)
+        k.store(y2, [i, j], k.b.add(a, k.load(x2, k.add(i, 1), j)))
+    return k
+
+
+@accepted
+def disjoint_halves():
+    k = KB()
+    big = FakeField("big", (2 * N,))
+    with k.at("for i in range(n):").pfor(N) as i:
+        v = k.at("big[i + n] = big[i]").load(big, i)
+        k.store(big, [k.add(i, N)], v)
+    return k
+
+
+@accepted
+def even_odd():
+    k = KB()
+    big = FakeField("big", (2 * N,))
+    with k.at("for i in range(n):").pfor(N) as i:
+        v = k.at("big[2 * i + 1] = big[2 * i]").load(big, k.mul(i, 2))
+        k.store(big, [k.add(k.mul(i, 2), 1)], v)
+    return k
+
+
+@accepted
+def single_assignment_local_index():
+    k = KB()
+    big = FakeField("big", (2 * N,))
+    with k.at("for i in range(n):").pfor(N) as i:
+        j = k.at("j = 2 * i").b.alloca(T.i32)
+        k.b.local_store(j, k.mul(i, 2))
+        v = k.at("big[j + 1] = big[j]").load(big, k.b.local_load(j))
+        k.store(big, [k.add(k.b.local_load(j), 1)], v)
+    return k
+
+
+@accepted
+def vector_components():
+    k = KB()
+    with k.at("for i in v:").pfor(N) as i:
+        a = k.at("v[i][1] = v[i][0] * 2").load(v2, i, 0)
+        k.store(v2, [i, 1], k.fmul(a, 2.0))
+    return k
+
+
+@accepted
+def serial_block_single_store():
+    k = KB()
+    with k.serial():
+        a = k.at("loss[None] = x[0] + x[1]").load(x, 0)
+        k.store(loss, [], k.b.add(a, k.load(x, 1)))
+    return k
+
+
+@accepted
+def parallel_then_serial_task():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("y[i] = x[i]").store(y, [i], k.load(x, i))
+    with k.serial():
+        k.at("loss[None] = y[0]").store(loss, [], k.load(y, 0))
+    return k
+
+
+@accepted
+def int_field_without_grad_stored_twice():
+    k = KB()
+    with k.serial():
+        k.at("count[None] = 0").b.store(count, [], k.i(0))
+        k.at("count[None] = 1").b.store(count, [], k.i(1))
+    return k
+
+
+@accepted
+def atomic_sub_after_store():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("y[i] = x[i]").store(y, [i], k.load(x, i))
+        k.at("y[i] -= z[i]").atomic("sub", y, [i], k.load(z, i))
+    return k
+
+
+@accepted
+def two_accumulations():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("loss[None] += x[i]").atomic("add", loss, [], k.load(x, i))
+        k.at("loss[None] += z[i]").atomic("add", loss, [], k.load(z, i))
+    return k
+
+
+@accepted
+def while_loop_reads_only():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        s = k.at("s = 0.0").b.alloca(T.f32)
+        with k.at("while True:").while_():
+            k.at("s += x[i]").b.local_store(s, k.b.add(k.b.local_load(s), k.load(x, i)))
+            k.at("break").b.emit(Op.BREAK)
+        k.at("y[i] = s").store(y, [i], k.b.local_load(s))
+    return k
+
+
+@accepted
+def triangular_inner_loop():
+    k = KB()
+    with k.at("for i in range(n):").pfor(N) as i:
+        s = k.at("s = 0.0").b.alloca(T.f32)
+        with k.at("for j in range(i):").loop(0, i) as j:
+            k.at("s += A[i, j]").b.local_store(s, k.b.add(k.b.local_load(s), k.load(x2, i, j)))
+        k.at("y[i] = s").store(y, [i], k.b.local_load(s))
+    return k
+
+
+@accepted
+def transpose_into_other_field():
+    k = KB()
+    with k.at("for i, j in x:").pfor(N * N) as t:
+        i, j = k.digits(t, (N, N))
+        k.at("y[j, i] = x[i, j]").store(y2, [j, i], k.load(x2, i, j))
+    return k
+
+
+@accepted
+def manual_div_mod_is_injective():
+    k = KB()
+    with k.at("for t in range(2 * n):").pfor(2 * N) as t:
+        q, r = k.op(Op.FLOORDIV, t, 2), k.op(Op.MOD, t, 2)
+        k.at("v[t // 2][t % 2] = 1.0").store(v2, [q, r], 1.0)
+    return k
+
+
+@accepted
+def loop_from_one_writes_past_read():
+    k = KB()
+    with k.at("for i in range(1, n):").pfor(N, begin=1) as i:
+        a = k.at("x[i] = x[0] * z[i]").load(x, 0)
+        k.store(x, [i], k.b.mul(a, k.load(z, i)))
+    return k
+
+
+@accepted
+def digits_from_disjoint_threads_are_distinct():
+    k = KB()
+    with k.at("for i, j in ndrange(n, n):").pfor(N * N) as t:
+        i, j = k.digits(t, (N, N))
+        k.at("y[i, j] = 0.0").store(y2, [i, j], 0.0)
+        k.at("y[i, j] += x[i, j]").atomic("add", y2, [i, j], k.load(x2, i, j))
+    return k
+
+
+@accepted
+def atomic_result_unused_is_not_a_read():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("fs.atomic_add(y[0], x[i])").atomic("add", y, [0], k.load(x, i))
+    return k
+
+
+# ----------------------------------------------------------------------- violating kernels
+@violating(1, first="a[i] = b[i]", second="b[i] += 100")
+def doc_rule1():
+    k = KB("doc_rule1")
+    a = FakeField("a", (N,))
+    with k.at("for i in b:").pfor(N) as i:
+        k.at("a[i] = b[i]").store(a, [i], k.load(x, i))
+        k.at("b[i] += 100").atomic("add", x, [i], 100.0)
+    return k
+
+
+@violating(2, first="loss[None] += x[i] ** 2", second="loss[None] *= x[i]")
+def doc_rule2():
+    k = KB("compute_loss")
+    with k.at("for i in x:").pfor(N) as i:
+        v = k.at("loss[None] += x[i] ** 2").load(x, i)
+        k.atomic("add", loss, [], k.fmul(v, v))
+        old = k.at("loss[None] *= x[i]").load(loss)
+        k.store(loss, [], k.b.mul(old, k.load(x, i)))
+    return k
+
+
+@violating(1, first="x[i] = x[i] * 2", second="x[i] = x[i] * 2")
+def rmw_in_place():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        v = k.at("x[i] = x[i] * 2").load(x, i)
+        k.store(x, [i], k.fmul(v, 2.0))
+    return k
+
+
+@violating(1, first="x[i] = x[i + 1]", second="x[i] = x[i + 1]")
+def neighbour_read_parallel():
+    k = KB()
+    with k.at("for i in range(n - 1):").pfor(N - 1) as i:
+        k.at("x[i] = x[i + 1]").store(x, [i], k.load(x, k.add(i, 1)))
+    return k
+
+
+@violating(1)
+def serialize_reads_ahead():
+    k = KB()
+    with k.at("for i in range(n - 1):  # serialize").loop(0, N - 1, serialize=True) as i:
+        k.at("x[i] = x[i + 1] * 0.5").store(x, [i], k.fmul(k.load(x, k.add(i, 1)), 0.5))
+    return k
+
+
+@violating(1)
+def stencil_in_place():
+    k = KB()
+    with k.at("for i, j in ndrange((1, n - 1), (1, n - 1)):").pfor((N - 2) ** 2) as t:
+        i, j = k.digits(t, (N - 2, N - 2), (1, 1))
+        a = k.at("x[i, j] = 0.5 * (x[i - 1, j] + x[i + 1, j])").load(x2, k.add(i, -1), j)
+        b = k.load(x2, k.add(i, 1), j)
+        k.store(x2, [i, j], k.fmul(k.b.add(a, b), 0.5))
+    return k
+
+
+@violating(2, first="loss[None] = x[0]", second="loss[None] = x[1]")
+def two_stores_to_loss():
+    k = KB()
+    with k.serial():
+        k.at("loss[None] = x[0]").store(loss, [], k.load(x, 0))
+        k.at("loss[None] = x[1]").store(loss, [], k.load(x, 1))
+    return k
+
+
+@violating(2)
+def plain_store_from_every_thread():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("loss[None] = x[i]").store(loss, [], k.load(x, i))
+    return k
+
+
+@violating(1, first="grid_v[i, j] = grid_v[i, j] / m", second="grid_v[i, j] = grid_v[i, j] / m")
+def grid_op_in_place():
+    k = KB("grid_op")
+    with k.at("for i, j in grid_m:").pfor(N * N) as t:
+        i, j = k.digits(t, (N, N))
+        m = k.at("m = grid_m[i, j]").load(grid_m, i, j)
+        for c in range(2):
+            v = k.at("grid_v[i, j] = grid_v[i, j] / m").load(grid_v, i, j, c)
+            k.store(grid_v, [i, j, c], k.b.div(v, m))
+    return k
+
+
+@violating(2, "undecided")
+def scatter_plain_store():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        j = k.at("y[idx[i]] = x[i]").load(idx, i)
+        k.store(y, [j], k.load(x, i))
+    return k
+
+
+@violating(1, "undecided", first="s = x[idx[i]]", second="x[i] = s")
+def data_dependent_read_and_write():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        s = k.at("s = x[idx[i]]").load(x, k.load(idx, i))
+        k.at("x[i] = s").store(x, [i], s)
+    return k
+
+
+@violating(1, first="y[i] = x[i]", second="x[i] = 0.0")
+def later_task_overwrites_read():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("y[i] = x[i]").store(y, [i], k.load(x, i))
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("x[i] = 0.0").store(x, [i], 0.0)
+    return k
+
+
+@violating(2, first="y[i] = 1.0", second="y[i] = 2.0")
+def later_task_stores_again():
+    k = KB()
+    with k.at("for i in y:").pfor(N) as i:
+        k.at("y[i] = 1.0").store(y, [i], 1.0)
+    with k.at("for i in y:").pfor(N) as i:
+        k.at("y[i] = 2.0").store(y, [i], 2.0)
+    return k
+
+
+@violating(1, first="s = x[i]", second="x[i] += 1.0")
+def read_then_accumulate():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        s = k.at("s = x[i]").load(x, i)
+        k.at("y[i] = s").store(y, [i], s)
+        k.at("x[i] += 1.0").atomic("add", x, [i], 1.0)
+    return k
+
+
+@violating(2)
+def atomic_mul_from_every_thread():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("fs.atomic_mul(loss[None], x[i])").atomic("mul", loss, [], k.load(x, i))
+    return k
+
+
+@violating(2, first="loss[None] += x[i]", second="loss[None] = 0.0")
+def store_after_accumulate():
+    k = KB()
+    with k.serial():
+        with k.at("for i in range(n):").loop(0, N) as i:
+            k.at("loss[None] += x[i]").atomic("add", loss, [], k.load(x, i))
+        k.at("loss[None] = 0.0").store(loss, [], 0.0)
+    return k
+
+
+@violating(2, first="y[i] = x[i]", second="fs.atomic_max(y[i], 0.0)")
+def atomic_max_after_store():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("y[i] = x[i]").store(y, [i], k.load(x, i))
+        k.at("fs.atomic_max(y[i], 0.0)").atomic("max", y, [i], 0.0)
+    return k
+
+
+@violating(2)
+def atomic_max_then_min():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("fs.atomic_max(loss[None], x[i])").atomic("max", loss, [], k.load(x, i))
+        k.at("fs.atomic_min(loss[None], z[i])").atomic("min", loss, [], k.load(z, i))
+    return k
+
+
+@violating(2, first="y[i] = x[i, j]", second="y[i] = x[i, j]")
+def inner_loop_overwrites():
+    k = KB()
+    with k.at("for i in range(n):").pfor(N) as i:
+        with k.at("for j in range(n):").loop(0, N) as j:
+            k.at("y[i] = x[i, j]").store(y, [i], k.load(x2, i, j))
+    return k
+
+
+@violating(1, first="s = x[i, j + 1]", second="x[i, j] = s")
+def inner_loop_reads_ahead():
+    k = KB()
+    with k.at("for i in range(n):").pfor(N) as i:
+        with k.at("for j in range(n - 1):").loop(0, N - 1) as j:
+            s = k.at("s = x[i, j + 1]").load(x2, i, k.add(j, 1))
+            k.at("x[i, j] = s").store(x2, [i, j], s)
+    return k
+
+
+@violating(2)
+def while_loop_stores_repeatedly():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        with k.at("while True:").while_():
+            k.at("y[i] = x[i]").store(y, [i], k.load(x, i))
+            c = k.b.binary(Op.GT, k.at("if x[i] > 0:").load(x, i), k.f(0.0))
+            then, _ = k.if_(c)
+            with then:
+                k.at("break").b.emit(Op.BREAK)
+    return k
+
+
+@violating(2)
+def ndrange_store_ignores_a_digit():
+    k = KB()
+    with k.at("for i, j in ndrange(n, n):").pfor(N * N) as t:
+        i, j = k.digits(t, (N, N))
+        k.at("y[i] = x[i, j]").store(y, [i], k.load(x2, i, j))
+    return k
+
+
+@violating(1)
+def transpose_in_place():
+    k = KB()
+    with k.at("for i, j in x:").pfor(N * N) as t:
+        i, j = k.digits(t, (N, N))
+        k.at("x[i, j] = x[j, i]").store(x2, [i, j], k.load(x2, j, i))
+    return k
+
+
+@violating(2)
+def floordiv_merges_threads():
+    k = KB()
+    with k.at("for t in range(n):").pfor(N) as t:
+        k.at("y[t // 2] = x[t]").store(y, [k.op(Op.FLOORDIV, t, 2)], k.load(x, t))
+    return k
+
+
+@violating(1)
+def offset_by_unknown_argument():
+    k = KB("shift", ["a"])
+    big = FakeField("big", (2 * N,))
+    with k.at("for i in range(n):").pfor(N) as i:
+        k.at("big[i + a] = big[i]").store(big, [k.add(i, k.arg(0))], k.load(big, i))
+    return k
+
+
+@violating(1, first="slot = fs.atomic_add(count[None], 1)", second="slot = fs.atomic_add(count[None], 1)")
+def atomic_old_value_used():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        slot = k.at("slot = fs.atomic_add(count[None], 1)").b.atomic("add", count, [], k.i(1))
+        k.at("y[slot] = x[i]").store(y, [slot], k.load(x, i))
+    return k
+
+
+@violating(1, first="s += x[j]", second="x[j] = 0.0")
+def serial_sum_then_clear():
+    k = KB()
+    with k.serial():
+        s = k.at("s = 0.0").b.alloca(T.f32)
+        with k.at("for j in range(n):").loop(0, N) as j:
+            k.at("s += x[j]").b.local_store(s, k.b.add(k.b.local_load(s), k.load(x, j)))
+        with k.at("for j in range(n):").loop(0, N) as j:
+            k.at("x[j] = 0.0").store(x, [j], 0.0)
+        k.at("loss[None] = s").store(loss, [], k.b.local_load(s))
+    return k
+
+
+@violating(1, "undecided")
+def multiply_assigned_local_index():
+    k = KB()
+    with k.at("for i in range(n - 1):").pfor(N - 1) as i:
+        j = k.at("j = i").b.alloca(T.i32)
+        k.b.local_store(j, i)
+        then, _ = k.if_(k.b.binary(Op.GT, k.at("if z[i] > 0:").load(z, i), k.f(0.0)))
+        with then:
+            k.at("j = i + 1").b.local_store(j, k.add(i, 1))
+        s = k.at("s = x[j]").load(x, k.b.local_load(j))
+        k.at("x[i] = s").store(x, [i], s)
+    return k
+
+
+@violating(2, "undecided")
+def random_index_store():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        r = k.at("x[int(fs.random() * n)] = 1.0").b.emit(Op.RAND, T.f32)
+        k.store(y, [k.b.cast(k.fmul(r, float(N)), T.i32)], 1.0)
+    return k
+
+
+@violating(2, first="y[i] = x[i]", second="y[i] = z[i]")
+def same_thread_stores_twice():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("y[i] = x[i]").store(y, [i], k.load(x, i))
+        k.at("y[i] = z[i]").store(y, [i], k.load(z, i))
+    return k
+
+
+@violating(1, first="s = x[i]", second="x[i] = s")
+def rmw_through_local():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        s = k.at("s = x[i]").b.alloca(T.f32)
+        k.b.local_store(s, k.load(x, i))
+        k.at("s *= 2").b.local_store(s, k.fmul(k.b.local_load(s), 2.0))
+        k.at("x[i] = s").store(x, [i], k.b.local_load(s))
+    return k
+
+
+@violating(1)
+def vector_component_in_place():
+    k = KB()
+    with k.at("for i in v:").pfor(N) as i:
+        a = k.at("v[i][0] = v[i][0] + v[i][1]").load(v2, i, 0)
+        k.store(v2, [i, 0], k.b.add(a, k.load(v2, i, 1)))
+    return k
+
+
+@violating(2, first="loss[None] = x[i]", second="loss[None] = x[i]")
+def serialize_loop_stores_each_iteration():
+    k = KB()
+    with k.at("for i in range(n):  # serialize").loop(0, N, serialize=True) as i:
+        k.at("loss[None] = x[i]").store(loss, [], k.load(x, i))
+    return k
+
+
+@violating(1)
+def strided_overlap():
+    k = KB()
+    big = FakeField("big", (4 * N,))
+    with k.at("for i in range(n):").pfor(N) as i:
+        v = k.at("big[4 * i] = big[2 * i]").load(big, k.mul(i, 2))
+        k.store(big, [k.mul(i, 4)], v)
+    return k
+
+
+@violating(1, first="m = grid_m[base + offset]", second="grid_m[base + offset] += w * p_mass")
+def p2g_reading_grid():
+    return _p2g(KB("p2g"), grid_reads=True)
+
+
+@violating(1, first="y[j] = x[0]", second="x[0] += 1.0")
+def read_in_one_branch_written_in_other_in_later_iteration():
+    k = KB()
+    with k.serial():
+        with k.at("for j in range(n):").loop(0, N) as j:
+            then, other = k.if_(k.b.binary(Op.EQ, k.at("if j == 0:").i(j), k.i(0)))
+            with then:
+                k.at("y[j] = x[0]").store(y, [j], k.load(x, 0))
+            with other:
+                k.at("x[0] += 1.0").atomic("add", x, [0], 1.0)
+    return k
+
+
+# ---------------------------------------------------------------------------- rule checks
+@pytest.mark.parametrize("build", ACCEPTED, ids=lambda f: f.__name__)
+def test_accepted(build):
+    kernel = build().kernel()
+    assert check_kernel(kernel) == []
+
+
+@pytest.mark.parametrize("build, rule, verdict, first, second", VIOLATING)
+def test_violating(build, rule, verdict, first, second):
+    k = build()
+    kernel = k.kernel()
+    worst = findings(summarize(kernel), kernel=kernel.name)[0]
+    assert (worst.rule, worst.verdict) == (rule, verdict), worst.message
+    with pytest.raises(AccessRuleError) as info:
+        check_kernel(kernel)
+    text = str(info.value)
+    assert f"Rule {rule} " in text and f"'{kernel.name}'" in text
+    assert "first access:" in text and "offending access:" in text and "earlier access:" in text
+    for src in filter(None, (first, second)):
+        assert f"{FILE}:{k.lines[src]}" in text and src in text
+    if verdict == "undecided":
+        assert "validation=True" in text
+        assert check_kernel(kernel, allow_undecided=True)
+
+
+def test_case_counts():
+    assert len(ACCEPTED) >= 30 and len(VIOLATING) >= 30
+
+
+def test_argument_value_proves_disjoint():
+    kernel = offset_by_unknown_argument().kernel()
+    assert check_kernel(kernel, arg_values=[N]) == []
+    assert check_kernel(kernel, arg_values={0: -N}) == []
+    for a in (0, 1, -3):
+        with pytest.raises(AccessRuleError):
+            check_kernel(kernel, arg_values=[a])
+
+
+def test_doc_rule2_message_explains_the_fix():
+    with pytest.raises(AccessRuleError) as info:
+        check_kernel(doc_rule2().kernel())
+    text = str(info.value)
+    assert "Rule 2 (accumulate only)" in text and "field 'loss'" in text
+    assert "updates loss in place" in text and "atomically adds to loss" in text
+    assert "compute the whole value in a local" in text
+    assert text.index("loss[None] *= x[i]") < text.index("Rule 2")  # offending line comes first
+
+
+def test_neighbour_message_names_threads():
+    with pytest.raises(AccessRuleError) as info:
+        check_kernel(neighbour_read_parallel().kernel())
+    text = str(info.value)
+    assert "another thread of the parallel loop at line 11" in text and "double-buffer" in text
+
+
+def test_rmw_is_labelled():
+    kinds = [a.kind for a in summarize(rmw_in_place().kernel())]
+    assert kinds == ["load", "rmw"]
+    kinds = [a.kind for a in summarize(rmw_through_local().kernel())]
+    assert kinds == ["load", "rmw"]
+
+
+def test_summary_fields():
+    accesses = summarize(time_stepped().kernel())
+    load, store = accesses
+    assert (load.kind, store.kind, load.thread_mode) == ("load", "store", "parallel")
+    assert load.task_index == store.task_index == len(time_stepped().kernel().body) - 1
+    assert load.position < store.position and load.loc.line == store.loc.line == 12
+    assert str(store.indices[0] - load.indices[0]) == "1"
+
+
+def test_same_element_possible_directly():
+    read, write = summarize(neighbour_read_parallel().kernel())
+    assert same_element_possible(read, write, same_thread=True) == Answer.NEVER
+    assert same_element_possible(read, write, same_thread=False) == Answer.MAYBE
+    load, rmw = summarize(rmw_in_place().kernel())
+    assert same_element_possible(load, rmw, same_thread=True) == Answer.SAME
+    assert same_element_possible(load, rmw, same_thread=False) == Answer.NEVER
+    gathered = summarize(data_dependent_read_and_write().kernel())
+    assert same_element_possible(gathered[1], gathered[2], True) == Answer.UNDECIDED
+
+
+# ---------------------------------------------------------------------------- TapeState
+def _advance():
+    return time_stepped().kernel()
+
+
+def test_tape_time_stepped_is_accepted():
+    state, kernel = TapeState(), _advance()
+    summary = summarize(kernel)
+    for t in range(6):
+        assert state.launch(kernel, "advance", summary, [t]) == []
+
+
+def test_tape_rerun_on_read_row_is_refused():
+    state, kernel = TapeState(), _advance()
+    for t in range(3):
+        state.launch(kernel, arg_values=[t])
+    state.launch(kernel, arg_values=[2])  # writes x_t[3] again: nobody read it yet
+    with pytest.raises(AccessRuleError) as info:
+        state.launch(kernel, arg_values=[1])  # writes x_t[2], read by the launch with t=2
+    text = str(info.value)
+    assert "kernel 'advance' (launch 3, t=2) reads x_t" in text
+    assert "kernel 'advance' (launch 5, t=1) stores to x_t" in text
+    assert "elements in both: x_t[2, 0:16]" in text and f"{FILE}:12" in text
+
+
+def test_tape_overwrite_of_unread_loss_is_accepted():
+    state = TapeState()
+    xs = FakeField("x")
+    for scale, name in ((1.0, "compute_1"), (2.0, "compute_2"), (4.0, "compute_3")):
+        k = KB(name)
+        with k.serial():
+            k.at(f"loss[None] = {scale} * x[None]").store(loss, [], k.fmul(k.load(xs), scale))
+        state.launch(k.kernel())
+    k = KB("use_loss")
+    with k.serial():
+        k.at("y[0] = loss[None]").store(y, [0], k.load(loss))
+    state.launch(k.kernel())
+    k = KB("compute_4")
+    with k.serial():
+        k.at("loss[None] = x[None]").store(loss, [], k.load(xs))
+    with pytest.raises(AccessRuleError, match="kernel 'use_loss'"):
+        state.launch(k.kernel())
+
+
+def test_tape_python_write_after_read():
+    state = TapeState()
+    loc = Loc(FILE, 99, 4, None, "main", "    x.fill(0)")
+    state.python_write(x, None, loc, "x.fill(0)")  # nothing read yet: fine
+    state.launch(copy().kernel())
+    state.python_write(y, 3, loc, "y[3] = 1")  # y was only written
+    with pytest.raises(AccessRuleError) as info:
+        state.python_write(x, 3, loc, "x[3] = 1")
+    assert "Python-scope `x[3] = 1` writes x" in str(info.value) and "x[3]" in str(info.value)
+
+
+def test_tape_unit_is_checked_as_a_whole():
+    state, kernel = TapeState(), rmw_in_place().kernel()
+    with state.unit("step", None):
+        state.launch(kernel)  # in-place update inside a grad_replaced function: its own business
+        state.launch(kernel)
+    state.launch(copy().kernel())  # reads x
+    with pytest.raises(AccessRuleError, match="in `step`"):
+        with state.unit("step", None):
+            state.launch(kernel)
+
+
+def test_tape_data_dependent_read_is_undecided():
+    gather_k, clear = gather().kernel(), KB("clear_x")
+    with clear.at("for i in x:").pfor(N) as i:
+        clear.at("x[i] = 0.0").store(x, [i], 0.0)
+    state = TapeState()
+    state.launch(gather_k)
+    with pytest.raises(AccessRuleError, match="Rule 1"):  # whole field written: surely overlaps
+        state.launch(clear.kernel())
+    one = KB("set_one")
+    with one.serial():
+        one.at("x[3] = 0.0").store(x, [3], 0.0)
+    state = TapeState(validation=True)
+    state.launch(gather_k)
+    found = state.launch(one.kernel())
+    assert [f.verdict for f in found] == ["undecided"] and "validation=True" in found[0].message
+    with pytest.raises(AccessRuleError, match="validation=True"):
+        strict = TapeState()
+        strict.launch(gather_k)
+        strict.launch(one.kernel())
+
+
+def test_tape_runs_the_in_kernel_check_with_arguments():
+    state, kernel = TapeState(), offset_by_unknown_argument().kernel()
+    state.launch(kernel, arg_values=[N])
+    with pytest.raises(AccessRuleError, match="Rule 1"):
+        TapeState().launch(kernel, arg_values=[1])
+    assert TapeState(validation=True).launch(scatter_plain_store().kernel())

@@ -1,0 +1,422 @@
+"""Reverse-mode AD on hand-built IR: adjoint gradients vs central differences, in float64.
+
+Every kernel is built with `KB` (an IRBuilder giving each statement its own line), offloaded by
+hand (prologue + tasks), run forward and adjoint in the reference interpreter, and compared
+with finite differences of a random weighted sum of all outputs (every gradient field is
+checked, including the initial values of fields that get overwritten). Each adjoint is
+verified, and run again with shuffled parallel iterations.
+"""
+import numpy as np
+import pytest
+
+from fieldsim.ad.reverse import make_adjoint
+from fieldsim.errors import ADStackOverflowError, FieldsimCompilationError
+from fieldsim.lang import types as T
+from fieldsim.lang.ir import Op, walk
+from fieldsim.lang.printer import print_kernel
+
+from support.ir_kit import KB, GradCase, adjoint, check_grads, field
+
+RNG = np.random.default_rng(1234)
+
+UNARY = [Op.NEG, Op.SQRT, Op.SIN, Op.COS, Op.TAN, Op.ASIN, Op.ACOS, Op.ATAN, Op.TANH, Op.EXP,
+         Op.LOG]
+BINARY = [Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.ATAN2, Op.MIN, Op.MAX, Op.MOD]
+
+
+# ---- straight-line math, one rule at a time -------------------------------------------------------
+
+@pytest.mark.parametrize("op", UNARY, ids=lambda o: o.name)
+def test_unary_rule(op):
+    b = KB()
+    x, y = field("x", rng=RNG), field("y")
+    with b.parallel(4) as i:
+        v = b.load(x, [i])
+        b.store(y, [i], b.mul(b.f1(op, v), v))
+    check_grads(b.kernel(), [x, y])
+
+
+def test_abs_rule_both_signs():
+    b = KB()
+    x, y = field("x", values=[-0.7, -0.3, 0.4, 0.9]), field("y")
+    with b.parallel(4) as i:
+        b.store(y, [i], b.f1(Op.ABS, b.load(x, [i])))
+    _, ad = check_grads(b.kernel(), [x, y])
+
+
+@pytest.mark.parametrize("op", BINARY, ids=lambda o: o.name)
+def test_binary_rule(op):
+    b = KB()
+    x = field("x", values=[0.3, 1.7, 0.9, 1.2])
+    w = field("w", values=[0.8, 0.6, 1.4, 0.5])
+    y = field("y")
+    with b.parallel(4) as i:
+        b.store(y, [i], b.binary(op, b.load(x, [i]), b.load(w, [i])))
+    check_grads(b.kernel(), [x, w, y])
+
+
+def test_pow_at_zero_base_has_finite_exponent_gradient():
+    b = KB()
+    x, e, y = field("x", values=[0.0, 0.0, 2.0, 3.0]), field("e", values=[2.0, 3.0, 2.0, 0.5]), field("y")
+    with b.parallel(4) as i:
+        b.store(y, [i], b.binary(Op.POW, b.load(x, [i]), b.load(e, [i])))
+    case = GradCase(b.kernel(), [x, e, y])
+    g = case.ad_grads()
+    w = case.weights["y"]
+    assert np.isfinite(g["e"]).all()
+    np.testing.assert_allclose(g["e"], w * [0, 0, 4 * np.log(2), 3 ** 0.5 * np.log(3)], rtol=1e-12)
+    np.testing.assert_allclose(g["x"], w * [0, 0, 4, 0.5 * 3 ** -0.5], rtol=1e-12)
+
+
+def test_cast_float_to_float_and_int():
+    """f64 -> f32 -> f64 passes the gradient (analytic: rounding makes FD useless);
+    float -> int -> float passes none."""
+    b = KB()
+    x, y = field("x", values=[0.31, 0.72, 1.5, 2.25]), field("y")
+    with b.parallel(4) as i:
+        v = b.load(x, [i])
+        v32 = b.cast(v, T.f32)
+        sq = b.cast(b.mul(v32, v32), T.f64)
+        stepped = b.cast(b.cast(b.mul(v, b.c(10.0)), T.i32), T.f64)
+        b.store(y, [i], b.add(sq, b.mul(stepped, v)))
+    case = GradCase(b.kernel(), [x, y])
+    g = case.ad_grads()
+    xs = x.arr.astype(np.float32)
+    want = case.weights["y"] * (2 * xs.astype(np.float64) + np.floor(x.arr * 10))
+    np.testing.assert_allclose(g["x"], want, rtol=1e-6)
+
+
+def test_select_routes_to_the_chosen_branch():
+    b = KB()
+    x, y = field("x", values=[0.2, 0.7, 0.4, 0.9]), field("y")
+    with b.parallel(4) as i:
+        v = b.load(x, [i])
+        c = b.binary(Op.GT, v, b.c(0.5))
+        b.store(y, [i], b.select(c, b.mul(v, v), b.f1(Op.SIN, v)))
+    check_grads(b.kernel(), [x, y])
+
+
+# ---- branches and locals ---------------------------------------------------------------------------
+
+def test_if_on_data_with_values_in_branches():
+    b = KB()
+    x, w, y = field("x", values=[0.2, 0.7, 0.4, 0.9]), field("w", rng=RNG), field("y")
+    with b.parallel(4) as i:
+        v, wi = b.load(x, [i]), b.load(w, [i])
+        var = b.alloca(T.f64)
+        br = b.if_(b.binary(Op.GT, v, b.c(0.5)))
+        with b.into(br.blocks[0]):
+            t = b.mul(v, v)
+            b.local_store(var, b.mul(t, wi))
+        with b.into(br.blocks[1]):
+            b.local_store(var, b.f1(Op.EXP, b.mul(v, wi)))
+        b.store(y, [i], b.mul(b.ld(var), v))
+    check_grads(b.kernel(), [x, w, y])
+
+
+def test_local_loaded_inside_if_uses_a_backup():
+    """A LOCAL_LOAD under an IF (no loop) is spilled to a plain alloca, not a stack."""
+    b = KB()
+    x, y = field("x", values=[0.2, 0.7, 0.4, 0.9]), field("y")
+    with b.parallel(4) as i:
+        v = b.load(x, [i])
+        s = b.alloca(T.f64)
+        b.local_store(s, v)
+        with b.if_then(b.binary(Op.GT, v, b.c(0.5))):
+            a = b.ld(s)
+            b.local_store(s, b.mul(a, b.f1(Op.SIN, a)))
+        b.store(y, [i], b.mul(b.ld(s), b.ld(s)))
+    k = b.kernel()
+    check_grads(k, [x, y])
+    assert not any(s.op == Op.STACK_ALLOCA for s in walk(make_adjoint(k).body))
+
+
+def test_top_level_local_reassigned():
+    b = KB()
+    x, y = field("x", (1,), rng=RNG), field("y", (1,))
+    with b.serial():
+        s = b.alloca(T.f64)
+        b.local_store(s, b.load(x, [b.i(0)]))
+        b.local_store(s, b.mul(b.ld(s), b.ld(s)))
+        b.local_store(s, b.f1(Op.SIN, b.ld(s)))
+        b.store(y, [b.i(0)], b.add(b.ld(s), b.ld(s)))
+    check_grads(b.kernel(), [x, y])
+
+
+# ---- inner loops: the AD stack -----------------------------------------------------------------------
+
+def carried_loop_kernel(b, x, a, y):
+    """y[i] = s after `s = s * a[i] + x[k % 4]` for k in range(n), n an argument."""
+    n = b.arg(T.i32, "n")
+    with b.parallel(4) as i:
+        ai = b.load(a, [i])
+        s = b.alloca(T.f64)
+        with b.loop_for(0, n) as k:
+            xk = b.load(x, [b.binary(Op.MOD, k, b.i(4))])
+            b.local_store(s, b.add(b.mul(b.ld(s), ai), xk))
+        b.store(y, [i], b.ld(s))
+    return b.kernel()
+
+
+@pytest.mark.parametrize("n", [1, 7, 200])
+def test_inner_for_with_carried_local(n):
+    b = KB()
+    x, a, y = field("x", rng=RNG), field("a", rng=RNG, lo=0.9, hi=1.0), field("y")
+    k = carried_loop_kernel(b, x, a, y)
+    case, _ = check_grads(k, [x, a, y], [n], rtol=1e-5)
+    caps = case.adj.meta["stack_capacities"]
+    assert len(caps) == 1 and caps[0].evaluate([n], 9999) == n
+    assert case.last.stack_peak == {0: n}
+
+
+def test_nested_loops_stack_capacity_is_a_product():
+    b = KB()
+    x, w, y = field("x", rng=RNG), field("w", rng=RNG), field("y")
+    m = b.arg(T.i32, "m")
+    with b.parallel(4) as i:
+        s = b.alloca(T.f64)
+        b.local_store(s, b.load(x, [i]))
+        with b.loop_for(0, 3) as j:
+            xj = b.load(x, [j])
+            with b.loop_for(b.i(1), m) as kk:
+                wk = b.load(w, [b.binary(Op.MOD, kk, b.i(4))])
+                cur = b.ld(s)
+                b.local_store(s, b.add(b.mul(b.f1(Op.SIN, cur), wk), b.mul(cur, xj)))
+        b.store(y, [i], b.ld(s))
+    case, _ = check_grads(b.kernel(), [x, w, y], [5])
+    assert [f.evaluate([5], 0) for f in case.adj.meta["stack_capacities"]] == [12]
+    assert case.last.stack_peak == {0: 12}
+
+
+def test_while_loop_with_counter_and_break():
+    """`while s < 4: s = s * a[i] + w[j % 4]; j += 1` (frontend form: break first)."""
+    b = KB()
+    x, a, w, y = field("x", rng=RNG), field("a", rng=RNG, lo=1.1, hi=1.3), field("w", rng=RNG), field("y")
+    with b.parallel(4) as i:
+        s, j = b.alloca(T.f64), b.alloca(T.i32)
+        b.local_store(s, b.load(x, [i]))
+        lp = b.loop()
+        with b.into(lp.body):
+            with b.if_then(b.unary(Op.NOT, b.binary(Op.LT, b.ld(s), b.c(4.0)))):
+                b.emit(Op.BREAK)
+            wj = b.load(w, [b.binary(Op.MOD, b.ld(j), b.i(4))])
+            b.local_store(s, b.add(b.mul(b.ld(s), b.load(a, [i])), wj))
+            b.local_store(j, b.add(b.ld(j), b.i(1)))
+        b.store(y, [i], b.ld(s))
+    case, _ = check_grads(b.kernel(), [x, a, w, y])
+    caps = case.adj.meta["stack_capacities"]
+    assert caps and all(c.evaluate([], 77) == 77 for c in caps)  # trip count unknown: default
+
+
+def test_while_loop_inside_for_spills_its_trip_count():
+    b = KB()
+    x, y = field("x", rng=RNG), field("y")
+    with b.parallel(4) as i:
+        s = b.alloca(T.f64)
+        b.local_store(s, b.load(x, [i]))
+        with b.loop_for(0, 3):
+            lp = b.loop()
+            with b.into(lp.body):
+                cur = b.ld(s)
+                b.local_store(s, b.mul(cur, b.add(cur, b.c(1.0))))
+                with b.if_then(b.binary(Op.GT, b.ld(s), b.c(2.0))):
+                    b.emit(Op.BREAK)
+            b.local_store(s, b.mul(b.ld(s), b.c(0.3)))
+        b.store(y, [i], b.ld(s))
+    case, _ = check_grads(b.kernel(), [x, y])
+    assert any(s.op == Op.STACK_ALLOCA and s.attr.name.startswith("a while loop's trip count")
+               for s in walk(case.adj.body))
+
+
+def test_continue_in_inner_for():
+    b = KB()
+    x, w, y = field("x", values=[0.2, 0.7, 0.4, 0.9]), field("w", rng=RNG), field("y")
+    with b.parallel(4) as i:
+        s = b.alloca(T.f64)
+        wi = b.load(w, [i])
+        with b.loop_for(0, 6) as k:
+            xk = b.load(x, [b.binary(Op.MOD, k, b.i(4))])
+            with b.if_then(b.binary(Op.LT, xk, b.c(0.5))):
+                b.emit(Op.CONTINUE)
+            b.local_store(s, b.add(b.mul(b.ld(s), b.c(1.1)), b.mul(xk, wi)))
+        b.store(y, [i], b.ld(s))
+    check_grads(b.kernel(), [x, w, y])
+
+
+def test_break_in_inner_for():
+    b = KB()
+    x, y = field("x", values=[0.5, 0.7, 0.4, 0.9]), field("y")
+    with b.parallel(4) as i:
+        s = b.alloca(T.f64)
+        b.local_store(s, b.load(x, [i]))
+        with b.loop_for(0, 10) as k:
+            with b.if_then(b.binary(Op.GT, b.ld(s), b.c(3.05))):
+                b.emit(Op.BREAK)
+            xk = b.load(x, [b.binary(Op.MOD, k, b.i(4))])
+            b.local_store(s, b.add(b.mul(b.ld(s), b.c(1.2)), xk))
+        b.store(y, [i], b.ld(s))
+    check_grads(b.kernel(), [x, y])
+
+
+def test_data_dependent_trip_count_uses_the_default_and_overflow_raises():
+    b = KB()
+    x, y = field("x", rng=RNG), field("y")
+    cnt = field("cnt", dtype=T.i32, values=[3, 5, 0, 8])
+    with b.parallel(4) as i:
+        s = b.alloca(T.f64)
+        b.local_store(s, b.c(1.0))
+        with b.loop_for(b.i(0), b.load(cnt, [i])):
+            cur = b.ld(s)
+            b.local_store(s, b.mul(cur, b.f1(Op.SIN, b.add(cur, b.load(x, [i])))))
+        b.store(y, [i], b.ld(s))
+    k = b.kernel()
+    case, _ = check_grads(k, [x, y, cnt])
+    assert case.adj.meta["stack_capacities"][0].evaluate([], 8) == 8
+    with pytest.raises(ADStackOverflowError) as err:
+        case.ad_grads(ad_stack_size=7)
+    assert err.value.loc.line == case.adj.meta["stack_capacities"][0].loc.line
+
+
+# ---- global memory -------------------------------------------------------------------------------------
+
+def test_scatter_and_gather_atomics():
+    b = KB()
+    x, w = field("x", rng=RNG), field("w", rng=RNG)
+    idx = field("idx", dtype=T.i32, values=[2, 0, 2, 1])
+    acc, out, sub = field("acc", (3,)), field("out"), field("sub", (3,))
+    with b.parallel(4) as i:
+        xi, wi, j = b.load(x, [i]), b.load(w, [i]), b.load(idx, [i])
+        b.atomic("add", acc, [j], b.mul(xi, wi))
+        b.atomic("sub", sub, [j], b.mul(xi, xi))
+        b.store(out, [i], b.mul(b.load(x, [j]), wi))
+    check_grads(b.kernel(), [x, w, idx, acc, out, sub])
+
+
+def test_store_then_load_of_the_same_element():
+    b = KB()
+    x, tmp, y = field("x", rng=RNG), field("tmp"), field("y")
+    with b.parallel(4) as i:
+        b.store(tmp, [i], b.mul(b.load(x, [i]), b.c(2.0)))
+        u = b.load(tmp, [i])
+        b.store(y, [i], b.mul(u, u))
+    check_grads(b.kernel(), [x, tmp, y])
+
+
+def test_serialized_loop_with_a_dependence_through_a_field():
+    """y[i] = y[i-1] * a[i] + x[i], i = 1..n-1, run in order; reversed in the adjoint."""
+    b = KB()
+    x, a = field("x", (6,), rng=RNG), field("a", (6,), rng=RNG, lo=0.5, hi=1.5)
+    y = field("y", (6,), rng=RNG)
+    with b.serial_for(1, 6) as i:
+        prev = b.load(y, [b.sub(i, b.i(1))])
+        b.store(y, [i], b.add(b.mul(prev, b.load(a, [i])), b.load(x, [i])))
+    check_grads(b.kernel(), [x, a, y])
+
+
+def test_atomic_max_gives_the_gradient_to_the_winner_only():
+    b = KB()
+    x = field("x", values=[0.3, 0.9, 0.5, 0.1])
+    m, loss = field("m", (), values=-1e9), field("loss", ())
+    with b.parallel(4) as i:
+        b.atomic("max", m, [], b.mul(b.load(x, [i]), b.c(2.0)))
+    with b.serial():
+        mv = b.load(m, [])
+        b.store(loss, [], b.mul(mv, mv))
+    case = GradCase(b.kernel(), [x, m, loss], outputs=["loss"])
+    g = case.ad_grads()
+    want = np.zeros(4)
+    want[1] = case.weights["loss"] * 2 * 1.8 * 2
+    np.testing.assert_allclose(g["x"], want, rtol=1e-12)
+    np.testing.assert_allclose(case.fd_grads()["x"], want, rtol=1e-5)
+
+
+def test_prologue_load_gets_its_gradient():
+    """A LOAD at kernel top level (offload's prologue) used inside a task."""
+    b = KB()
+    p, x, y = field("p", (), values=1.3), field("x", rng=RNG), field("y")
+    pv = b.load(p, [])
+    sq = b.mul(pv, pv)
+    with b.parallel(4) as i:
+        b.store(y, [i], b.mul(b.load(x, [i]), sq))
+    check_grads(b.kernel(), [p, x, y])
+
+
+def test_atomic_whose_old_value_is_used_is_refused():
+    b = KB()
+    cnt, x = field("cnt", (), dtype=T.i32), field("x")
+    with b.parallel(4) as i:
+        old = b.atomic("add", cnt, [], b.i(1))
+        b.store(x, [old], b.c(1.0))
+    with pytest.raises(FieldsimCompilationError, match="atomic_add") as err:
+        make_adjoint(b.kernel())
+    assert err.value.loc is not None and err.value.loc.line == old.loc.line
+
+
+# ---- tasks, random numbers, multi-dimensional loops -----------------------------------------------------
+
+def test_serial_task_after_a_parallel_task():
+    b = KB()
+    x, c = field("x", rng=RNG), field("c", rng=RNG)
+    y, loss = field("y"), field("loss", ())
+    with b.parallel(4) as i:
+        b.store(y, [i], b.binary(Op.POW, b.load(x, [i]), b.c(3.0)))
+    with b.serial():
+        s = b.alloca(T.f64)
+        with b.loop_for(0, 4) as j:
+            b.local_store(s, b.add(b.ld(s), b.mul(b.load(y, [j]), b.load(c, [j]))))
+        b.store(loss, [], b.ld(s))
+    case, _ = check_grads(b.kernel(), [x, c, y, loss])
+    tasks = [s.op for s in case.adj.body if s.blocks]
+    assert tasks == [Op.SERIAL, Op.FOR]
+
+
+def test_random_numbers_are_replayed():
+    b = KB()
+    x, y = field("x", rng=RNG), field("y")
+    with b.parallel(4) as i:
+        xi = b.load(x, [i])
+        s = b.alloca(T.f64)
+        b.local_store(s, b.mul(xi, b.emit(Op.RAND, T.f64)))
+        with b.loop_for(0, 3):
+            r = b.emit(Op.RAND, T.f64)
+            b.local_store(s, b.add(b.ld(s), b.mul(b.mul(xi, r), b.ld(s))))
+        b.store(y, [i], b.ld(s))
+    case, _ = check_grads(b.kernel(), [x, y])
+    assert not any(s.op == Op.RAND for s in _sweep_of(case.adj))
+
+
+def test_linearised_2d_parallel_loop():
+    b = KB()
+    x, w, y = field("x", (2, 3), rng=RNG), field("w", (3,), rng=RNG), field("y", (2, 3))
+    with b.parallel(6) as t:
+        i, j = b.binary(Op.FLOORDIV, t, b.i(3)), b.binary(Op.MOD, t, b.i(3))
+        xij = b.load(x, [i, j])
+        b.store(y, [i, j], b.add(b.mul(xij, b.load(w, [j])), b.mul(xij, xij)))
+    check_grads(b.kernel(), [x, w, y])
+
+
+def _sweep_of(adj):
+    """Statements after the forward replay: everything from the first grad-field access on."""
+    out = []
+    for task in adj.body:
+        for s in task.blocks[0] if task.blocks else []:
+            out.extend(walk([s]))
+    return [s for s in out if s.op != Op.RAND or not s.loc]
+
+
+def test_locations_are_inherited():
+    b = KB()
+    x, a, y = field("x", rng=RNG), field("a", rng=RNG), field("y")
+    k = carried_loop_kernel(b, x, a, y)
+    adj = adjoint(k)
+    lines = {s.loc.line for s in walk(k.body)}
+    assert {s.loc.line for s in walk(adj.body)} <= lines
+
+
+def test_input_is_untouched():
+    b = KB()
+    x, a, y = field("x", rng=RNG), field("a", rng=RNG), field("y")
+    k = carried_loop_kernel(b, x, a, y)
+    before = print_kernel(k)
+    make_adjoint(k)
+    assert print_kernel(k) == before

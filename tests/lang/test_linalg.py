@@ -1,0 +1,127 @@
+"""fs.polar_decompose and fs.svd on random well-conditioned 2x2 and 3x3 matrices."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+N = 64
+PRECISIONS = [(fs.f32, np.float32, 2e-4), (fs.f64, np.float64, 1e-9)]
+PREC_IDS = ["f32", "f64"]
+
+
+def _well_conditioned(n, npdt, seed):
+    rng = np.random.default_rng(seed)
+    # random rotation-ish perturbations of scaled identities, some with negative determinant
+    A = rng.standard_normal((N, n, n)) * 0.3 + np.eye(n) * rng.uniform(0.8, 2.0, (N, 1, 1))
+    A[::4, 0, :] *= -1.0  # reflections: det < 0
+    return A.astype(npdt)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("dt,npdt,tol", PRECISIONS, ids=PREC_IDS)
+def test_polar_decompose(n, dt, npdt, tol):
+    A = _well_conditioned(n, npdt, 100 + n)
+    a = fs.Matrix.field(n, n, dt, shape=N)
+    r = fs.Matrix.field(n, n, dt, shape=N)
+    s = fs.Matrix.field(n, n, dt, shape=N)
+    a.from_numpy(A)
+
+    @fs.kernel
+    def k():
+        for i in a:
+            R, S = fs.polar_decompose(a[i], dt)
+            r[i] = R
+            s[i] = S
+
+    k()
+    R, S = r.to_numpy().astype(np.float64), s.to_numpy().astype(np.float64)
+    eye = np.broadcast_to(np.eye(n), (N, n, n))
+    np.testing.assert_allclose(R @ S, A, atol=tol * 10)
+    np.testing.assert_allclose(np.swapaxes(R, 1, 2) @ R, eye, atol=tol * 10)  # orthogonal
+    np.testing.assert_allclose(S, np.swapaxes(S, 1, 2), atol=tol * 10)  # symmetric
+    detA = np.linalg.det(A.astype(np.float64))
+    pos = detA > 0
+    assert pos.any() and (~pos).any()
+    # det(A) > 0: R is a rotation (det +1) in both sizes
+    np.testing.assert_allclose(np.linalg.det(R[pos]), 1.0, atol=tol * 10)
+    if n == 2:
+        # Taichi 1.7's 2x2 polar is the true polar decomposition: S is positive semi-definite,
+        # so for det(A) < 0 the orthogonal factor is a reflection (det -1)
+        np.testing.assert_allclose(np.linalg.det(R[~pos]), -1.0, atol=tol * 10)
+        assert np.linalg.eigvalsh(S).min() > -tol * 10
+    else:
+        # Taichi 1.7's 3x3 polar (via the SVD) always returns a rotation; S absorbs the sign
+        np.testing.assert_allclose(np.linalg.det(R), 1.0, atol=tol * 10)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("dt,npdt,tol", PRECISIONS, ids=PREC_IDS)
+def test_svd(n, dt, npdt, tol):
+    A = _well_conditioned(n, npdt, 200 + n)
+    a = fs.Matrix.field(n, n, dt, shape=N)
+    u = fs.Matrix.field(n, n, dt, shape=N)
+    sig = fs.Matrix.field(n, n, dt, shape=N)
+    v = fs.Matrix.field(n, n, dt, shape=N)
+    a.from_numpy(A)
+
+    @fs.kernel
+    def k():
+        for i in a:
+            U, S, V = fs.svd(a[i], dt)
+            u[i] = U
+            sig[i] = S
+            v[i] = V
+
+    k()
+    U = u.to_numpy().astype(np.float64)
+    S = sig.to_numpy().astype(np.float64)
+    V = v.to_numpy().astype(np.float64)
+    eye = np.broadcast_to(np.eye(n), (N, n, n))
+    # the singular values come back as a diagonal matrix
+    off = S * (1 - np.eye(n))
+    np.testing.assert_allclose(off, 0, atol=tol * 10)
+    np.testing.assert_allclose(U @ S @ np.swapaxes(V, 1, 2), A, atol=tol * 10)
+    np.testing.assert_allclose(np.swapaxes(U, 1, 2) @ U, eye, atol=tol * 10)
+    np.testing.assert_allclose(np.swapaxes(V, 1, 2) @ V, eye, atol=tol * 10)
+    # same singular values as numpy up to sign/order (Taichi may put a negative one last
+    # so that U and V stay rotations)
+    got = np.sort(np.abs(np.diagonal(S, axis1=1, axis2=2)), axis=1)
+    ref = np.sort(np.linalg.svd(A.astype(np.float64), compute_uv=False), axis=1)
+    np.testing.assert_allclose(got, ref, atol=tol * 10)
+
+
+def test_polar_decompose_of_rotation_times_stretch():
+    # A = R0 @ S0 with known factors: the decomposition must recover them
+    th = 0.7
+    R0 = np.array([[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]])
+    S0 = np.array([[2.0, 0.3], [0.3, 1.5]])
+    a = fs.Matrix.field(2, 2, fs.f64, shape=())
+    r = fs.Matrix.field(2, 2, fs.f64, shape=())
+    s = fs.Matrix.field(2, 2, fs.f64, shape=())
+    a.from_numpy(R0 @ S0)
+
+    @fs.kernel
+    def k():
+        R, S = fs.polar_decompose(a[None], fs.f64)
+        r[None] = R
+        s[None] = S
+
+    k()
+    np.testing.assert_allclose(r.to_numpy(), R0, atol=1e-10)
+    np.testing.assert_allclose(s.to_numpy(), S0, atol=1e-10)
+
+
+def test_svd_default_dtype_f32():
+    rng = np.random.default_rng(7)
+    A = (rng.standard_normal((3, 3)) * 0.3 + np.eye(3)).astype(np.float32)
+    a = fs.Matrix.field(3, 3, fs.f32, shape=())
+    rec = fs.Matrix.field(3, 3, fs.f32, shape=())
+    a.from_numpy(A)
+
+    @fs.kernel
+    def k():
+        U, S, V = fs.svd(a[None])
+        rec[None] = U @ S @ V.transpose()
+
+    k()
+    np.testing.assert_allclose(rec.to_numpy(), A, atol=2e-5)
