@@ -4,7 +4,8 @@
 run in parallel, `@func`s, and reverse/forward-mode autodiff with statically checked access rules.
 """
 from fieldsim import errors
-from fieldsim.errors import (AccessRuleError, FieldsimError, FieldsimNameError,
+from fieldsim.errors import (AccessRuleError, FieldsimCompilationError, FieldsimError,
+                             FieldsimIndexError, ADStackOverflowError, FieldsimNameError,
                              FieldsimRuntimeError, FieldsimSyntaxError, FieldsimTypeError)
 from fieldsim.lang import types
 from fieldsim.lang.field import (Field, MatrixField, ScalarField, SNode, axes, field, i, ij, ijk,

@@ -1,6 +1,6 @@
 """mass_spring: a spring-mass robot that learns to move right.
 
-Nodes joined by damped springs; every spring's rest length is modulated by a
+Nodes joined by springs; the leg springs' rest lengths are modulated by a
 small neural controller (inputs: a bank of sinusoids and the node positions
 relative to the centre of mass; one tanh hidden layer; tanh outputs).
 Sticky ground contact.  All state is time-indexed (x[t, i], v[t, i], ...)
@@ -42,7 +42,7 @@ ITERS = 40
 GRAVITY = 4.8
 STIFFNESS = 1.0e4
 DAMPING = 10.0         # velocity damping rate (1/s)
-SPRING_ACT = 0.2       # an output of +-1 changes a rest length by +-20 %
+SPRING_ACT = 0.25      # an output of +-1 changes a leg spring's rest length by +-25 %
 GROUND = 0.1
 N_SIN = 6              # sinusoids fed to the controller
 OMEGA = 10.0           # rad / s
@@ -53,20 +53,21 @@ GRAD_CLIP = 0.5        # at most this step length in parameter space
 
 
 def robot(spacing=0.05, origin=(0.1, GROUND)):
-    """A 5 x 3 lattice with the bottom middle removed (two feet).
-    Returns node positions and springs (a, b) between neighbours/diagonals."""
-    cells = [(i, j) for i in range(5) for j in range(3) if not (j == 0 and 0 < i < 4)]
+    """A 7 x 2 lattice body standing on two 2-node feet.
+    Returns node positions, springs (a, b) between lattice neighbours and
+    diagonals, and each spring's actuation gain (legs actuated, body passive)."""
+    cells = [(i, j) for i in range(7) for j in (1, 2)] + [(0, 0), (1, 0), (5, 0), (6, 0)]
     pos = np.array([[origin[0] + i * spacing, origin[1] + j * spacing] for i, j in cells])
-    springs = []
+    springs, gains = [], []
     for a in range(len(cells)):
         for b in range(a + 1, len(cells)):
-            d = np.linalg.norm(pos[a] - pos[b])
-            if d < spacing * 1.5:
+            if np.linalg.norm(pos[a] - pos[b]) < spacing * 1.5:
                 springs.append((a, b))
-    return pos, np.array(springs, dtype=np.int32)
+                gains.append(SPRING_ACT if min(cells[a][1], cells[b][1]) == 0 else 0.0)
+    return pos, np.array(springs, dtype=np.int32), np.array(gains)
 
 
-NODES0, SPRINGS = robot()
+NODES0, SPRINGS, GAINS = robot()
 N_NODES = len(NODES0)
 N_SPRINGS = len(SPRINGS)
 N_INPUT = N_SIN + 2 * N_NODES
@@ -74,13 +75,13 @@ N_INPUT = N_SIN + 2 * N_NODES
 # fields, created by setup() after ti.init
 steps = STEPS
 x = v = v_inc = center = hidden = act = None
-x0 = spring_a = spring_b = rest = None
+x0 = spring_a = spring_b = rest = gain = None
 w1 = b1 = w2 = b2 = loss = None
 
 
 def setup(steps_=STEPS):
     """Create the fields (call after ti.init)."""
-    global steps, x, v, v_inc, center, hidden, act, x0, spring_a, spring_b, rest
+    global steps, x, v, v_inc, center, hidden, act, x0, spring_a, spring_b, rest, gain
     global w1, b1, w2, b2, loss
     steps = int(steps_)
     x = ti.Vector.field(2, dtype=float, name="x")
@@ -94,6 +95,7 @@ def setup(steps_=STEPS):
     spring_a = ti.field(dtype=ti.i32, shape=N_SPRINGS, name="spring_a")
     spring_b = ti.field(dtype=ti.i32, shape=N_SPRINGS, name="spring_b")
     rest = ti.field(dtype=float, shape=N_SPRINGS, name="rest")
+    gain = ti.field(dtype=float, shape=N_SPRINGS, name="gain")
     w1 = ti.field(dtype=float, shape=(N_HIDDEN, N_INPUT), name="w1")
     b1 = ti.field(dtype=float, shape=N_HIDDEN, name="b1")
     w2 = ti.field(dtype=float, shape=(N_SPRINGS, N_HIDDEN), name="w2")
@@ -105,6 +107,7 @@ def setup(steps_=STEPS):
     x0.from_numpy(NODES0.astype(fdt))
     spring_a.from_numpy(SPRINGS[:, 0].copy())
     spring_b.from_numpy(SPRINGS[:, 1].copy())
+    gain.from_numpy(GAINS.astype(fdt))
     rest.from_numpy(np.linalg.norm(NODES0[SPRINGS[:, 0]] - NODES0[SPRINGS[:, 1]], axis=1).astype(fdt))
 
 
@@ -157,7 +160,7 @@ def spring_forces(t: int):
         ib = spring_b[s]
         d = x[t, ia] - x[t, ib]
         length = d.norm() + 1e-4
-        target = rest[s] * (1.0 + SPRING_ACT * act[t, s])
+        target = rest[s] * (1.0 + gain[s] * act[t, s])
         impulse = DT * STIFFNESS * (length - target) / length * d
         v_inc[t, ia] += -impulse
         v_inc[t, ib] += impulse

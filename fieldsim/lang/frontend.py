@@ -124,6 +124,7 @@ class Frontend(ExprMixin):
         self.static_loop_depth = 0
         self.inline_stack: list = []
         self.hidden_fields: list = []
+        self.parallel_depth = -1
 
     # ---- entry --------------------------------------------------------------------------------
     def build(self) -> Kernel:
@@ -142,6 +143,10 @@ class Frontend(ExprMixin):
                 params.append(Param(a.arg, dt))
                 pos += 1
             self.block(node.body)
+        if self.ret is not None and not any(s.op == Op.RETURN for s in self.b.block):
+            raise FieldsimSyntaxError(f"kernel {self.kernel_name!r} declares a return type "
+                                      f"({self.ret}) but does not end with a return statement",
+                                      self.source.loc(node))
         return Kernel(self.kernel_name, params, self.b.block, self.ret, self.source.loc(node))
 
     def bind_value(self, name, value, loc):
@@ -422,6 +427,10 @@ class Frontend(ExprMixin):
     def stmt_Break(self, node):
         if self.loop_depth == 0:
             raise FieldsimSyntaxError("break outside a loop (or inside an fs.static loop)")
+        if self.parallel_depth == self.loop_depth:
+            raise FieldsimSyntaxError("break is not allowed in a kernel's outermost (parallel) loop: "
+                                      "its iterations run concurrently; use an if, or a serial "
+                                      "loop with fs.loop_config(serialize=True)")
         if self.inline_stack and self.inline_stack[-1][1] == self.loop_depth:
             raise FieldsimSyntaxError("break inside a func must be inside a loop of that func")
         self.b.emit(Op.BREAK)
@@ -502,6 +511,8 @@ class Frontend(ExprMixin):
         loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)
         self.depth += 1
         self.loop_depth += 1
+        if info.parallel:
+            self.parallel_depth = self.loop_depth
         self.frame.scopes.append({})
         with self.b.into(loop.body):
             indices = self.delinearize(loop, dims, sizes)
@@ -512,6 +523,8 @@ class Frontend(ExprMixin):
                     self.frame.bind(name, ("val", idx))
             self.block(node.body, new_scope=True)
         self.frame.scopes.pop()
+        if info.parallel:
+            self.parallel_depth = -1
         self.loop_depth -= 1
         self.depth -= 1
 

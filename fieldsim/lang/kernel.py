@@ -12,7 +12,7 @@ import os
 import time
 import typing
 
-from fieldsim.errors import FieldsimError, FieldsimTypeError, Loc
+from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.lang import runtime, types as T
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Kernel
@@ -98,7 +98,7 @@ class KernelObj:
             for p in self.params:
                 a = _resolve_annotation(p.annotation, self.fn)
                 if a is inspect.Parameter.empty:
-                    raise FieldsimTypeError(
+                    raise FieldsimSyntaxError(
                         f"kernel {self.__name__!r}: argument {p.name!r} needs a type annotation "
                         "(e.g. fs.f32, fs.i32, fs.template())", self.def_loc())
                 ann.append(a)
