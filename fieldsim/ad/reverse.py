@@ -57,8 +57,19 @@ def make_adjoint(kernel: Kernel) -> Kernel:
     ad = _KernelAD(k)
     body = ad.build()
     prune(body)
-    meta = {**k.meta, "stack_capacities": ad.capacities, "adjoint_of": k.name}
+    capacities = _renumber_stacks(body, ad.capacities)
+    meta = {**k.meta, "stack_capacities": capacities, "adjoint_of": k.name}
     return Kernel(f"{k.name}.grad", list(k.params), body, None, k.loc, meta)
+
+
+def _renumber_stacks(body, capacities) -> list[CapacityFormula]:
+    """Give the stacks that survived pruning the keys 0, 1, ...; returns their formulas."""
+    kept = []
+    for s in walk(body):
+        if s.op == Op.STACK_ALLOCA:
+            kept.append(capacities[s.attr.capacity_key])
+            s.attr = StackInfo(s.attr.name, len(kept) - 1, s.attr.loc)
+    return kept
 
 
 def _refuse_unsupported(k: Kernel):

@@ -70,6 +70,8 @@ class Tape:
         rt = runtime.get()
         if rt.tape is not None:
             raise FieldsimError("Tapes cannot be nested")
+        if self.loss is not None:
+            _check_loss(self.loss)
         if self.clear_gradients:
             clear_all_gradients()
         if self.loss is not None:
@@ -149,6 +151,15 @@ class Tape:
     def visualize(self, path="tape.dot"):
         from fieldsim.ad.visualize import write_tape_dot
         return write_tape_dot(self, path)
+
+
+def _check_loss(loss):
+    from fieldsim.lang.field import Field
+    if not isinstance(loss, Field) or loss.shape != () or loss.ndim_el != 0:
+        raise ValueError(f"the Tape's loss must be a 0-D scalar field (shape=()), got {loss!r}")
+    if loss.grad is None:
+        raise RuntimeError(f"the Tape's loss field {loss.ir_name!r} has no gradient: declare it "
+                           "with needs_grad=True (or call fs.root.lazy_grad())")
 
 
 def _new_checker_state(validation):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import enum
 import math
+from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -361,7 +362,7 @@ def _decide(diffs: list[Affine], loop: Stmt | None, rel: str | None, env) -> Ans
     """Can every difference be zero, given that `loop`'s renamed iteration is related by `rel`
     ('ne': another thread, 'gt': a later iteration, None: any other iteration)?"""
     steps, unknown = {}, False
-    for d in diffs:
+    for d in diffs + _combinations(diffs, loop):
         if d.is_const() and d.const == 0:
             continue
         if _nonzero(d, env):
@@ -378,6 +379,35 @@ def _decide(diffs: list[Affine], loop: Stmt | None, rel: str | None, env) -> Ans
     if all(d.is_const() for d in diffs):
         return Answer.SAME
     return Answer.UNDECIDED if unknown else Answer.MAYBE
+
+
+def _combinations(diffs: list[Affine], loop: Stmt | None) -> list[Affine]:
+    """More equations the differences imply: Gaussian elimination over the rationals, removing
+    other atoms before the digits of `loop`, so that `i + k = i' + k'` and `k = k'` give `i = i'`
+    (and `i + 3 = j`, `i + 1 = j + 1` give `0 = 2`)."""
+    rows = [{**d.terms, None: Fraction(d.const)} for d in diffs if not d.is_const()]
+    if len(rows) < 2:
+        return []
+    atoms = list(dict.fromkeys(a for r in rows for a in r if a is not None))
+    atoms.sort(key=lambda a: isinstance(_base(a), Var) and _base(a).loop is loop)
+    used: list[dict] = []
+    for atom in atoms:
+        pivot = next((r for r in rows if r.get(atom) and not any(r is u for u in used)), None)
+        if pivot is None:
+            continue
+        used.append(pivot)
+        for r in rows:
+            if r is not pivot and r.get(atom):
+                k = Fraction(r[atom]) / pivot[atom]
+                for a, c in pivot.items():
+                    r[a] = r.get(a, 0) - k * c
+    return [_integral(r) for r in rows]
+
+
+def _integral(row: dict) -> Affine:
+    scale = math.lcm(*(Fraction(c).denominator for c in row.values()))
+    terms = {a: int(c * scale) for a, c in row.items() if a is not None}
+    return Affine(int(row.get(None, 0) * scale), terms)
 
 
 def _nonzero(d: Affine, env) -> bool:

@@ -224,12 +224,12 @@ class Interp:
     def op_stack_alloca(self, s):
         formula = self.k.meta["stack_capacities"][s.attr.capacity_key]
         cap = formula.evaluate(self.args, self.default)
-        self.env[id(s)] = (s.attr, cap, [])
+        self.env[id(s)] = (s.attr, cap, [], formula.loc or s.attr.loc)
 
     def op_stack_push(self, s):
-        info, cap, items = self.val(s.args[0])
+        info, cap, items, loc = self.val(s.args[0])
         if len(items) >= cap:
-            raise ADStackOverflowError(f"AD stack {info.name} overflowed {cap} entries", info.loc)
+            raise ADStackOverflowError(f"AD stack for {info.name} overflowed {cap} entries", loc)
         items.append(self.val(s.args[1]))
         key = info.capacity_key
         self.stack_peak[key] = max(self.stack_peak.get(key, 0), len(items))
