@@ -831,7 +831,7 @@ def _assigned_names(fdef) -> set:
             targets = [n.target]
         for t in targets:
             for sub in ast.walk(t):
-                if isinstance(sub, ast.Name):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                     names.add(sub.id)
     return names
 
