@@ -374,7 +374,7 @@ def main(argv=None):
     curve = os.path.join(args.out, "loss.png")
     plt.savefig(curve, dpi=100)
     plt.close()
-    frames = render(args.out, max(1, n_steps // 40))
+    frames = render(args.out, max(1, n_steps // (10 if args.quick else 40)))
     gif = frames_to_gif(frames, os.path.join(args.out, "diffmpm.gif"), fps=15)
     return {
         "losses": losses + [final_loss],

@@ -99,23 +99,24 @@ def activity(body) -> set[int]:
     while changed:
         changed = False
         for s in stmts:
-            key = s.args[0] if s.op == Op.LOCAL_STORE else s
-            if id(key) not in active and _becomes_active(s, active):
-                active.add(id(key))
-                changed = True
+            for v in _activates(s, active):
+                if id(v) not in active and v.dtype is not None and v.dtype.is_float:
+                    active.add(id(v))
+                    changed = True
     return active
 
 
-def _becomes_active(s: Stmt, active) -> bool:
+def _activates(s: Stmt, active) -> tuple:
+    """The statements (`s`, or the ALLOCAs it writes) that `s` makes active."""
     if s.op == Op.LOCAL_STORE:
-        return s.args[0].dtype.is_float and id(s.value) in active
-    if s.dtype is None or not s.dtype.is_float:
-        return False
+        return (s.args[0],) if id(s.value) in active else ()
+    if s.op == Op.CUSTOM_GRAD:  # a user adjoint may pass gradients the forward code cannot
+        return tuple(s.attr.outputs) if any(id(a) in active for a in s.args) else ()
     if s.op == Op.LOAD:
-        return s.field.grad is not None
-    if s.op == Op.LOCAL_LOAD:
-        return id(s.args[0]) in active
-    return s.op in RULES and any(id(a) in active for a in s.args)
+        return (s,) if s.field.grad is not None else ()
+    if s.op == Op.LOCAL_LOAD or s.op in RULES:
+        return (s,) if any(id(a) in active for a in s.args) else ()
+    return ()
 
 
 class _KernelAD:
@@ -216,8 +217,12 @@ class _TaskAD:
     # ---- forward replay -----------------------------------------------------------------------
     def replay_block(self, block, where: tuple):
         for s in block:
-            if s.op not in _DROPPED:
-                with self.b.at(s.loc):
+            if s.op in _DROPPED:
+                continue
+            with self.b.at(s.loc):
+                if s.op == Op.CUSTOM_GRAD:  # its forward code, inline; its adjoint: in the sweep
+                    self.replay_block(s.blocks[0], where)
+                else:
                     self.record(s, self.replay(s, where), where)
 
     def replay(self, s: Stmt, where: tuple) -> Stmt:
@@ -419,6 +424,32 @@ class _TaskAD:
             self.scopes[-1][id(s)] = b.sub(last, new)
             self.reverse_block(s.body)
 
+    def rev_custom_grad(self, s: Stmt):
+        """The user's adjoint block, with CUSTOM_ADJ_IN k = the adjoint of output k; its
+        CUSTOM_ADJ_OUT values are accumulated into the region's inputs."""
+        adj_in = [self.take(self.adj_slot(o)) if id(o) in self.active else self.zero(o.dtype)
+                  for o in s.attr.outputs]
+        grads = self.transplant(s.blocks[1], adj_in, {})
+        for x, g in zip(s.args, grads or ()):
+            self.accumulate(x, g)
+
+    def transplant(self, block, adj_in, m: dict):
+        """Copy user adjoint code here; returns the mapped CUSTOM_ADJ_OUT operands."""
+        out = None
+        for s in block:
+            args = tuple(m[id(a)] if id(a) in m else self.primal(a) for a in s.args)
+            if s.op == Op.CUSTOM_ADJ_IN:
+                m[id(s)] = adj_in[s.attr]
+            elif s.op == Op.CUSTOM_ADJ_OUT:
+                out = args
+            else:
+                new = self.b.emit(s.op, s.dtype, args, s.attr, [[] for _ in s.blocks], loc=s.loc)
+                m[id(s)] = new
+                for blk, new_blk in zip(s.blocks, new.blocks):
+                    with self.b.into(new_blk), self.scope():
+                        out = self.transplant(blk, adj_in, m) or out
+        return out
+
     def rev_loop(self, s: Stmt):
         count = self.primal(s)
         new = self.b.for_(self.zero(count.dtype), count, ForInfo(False))
@@ -436,6 +467,7 @@ _REVERSE = {
     Op.IF: _TaskAD.rev_if,
     Op.FOR: _TaskAD.rev_for,
     Op.LOOP: _TaskAD.rev_loop,
+    Op.CUSTOM_GRAD: _TaskAD.rev_custom_grad,
 }
 
 

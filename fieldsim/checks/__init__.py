@@ -1,15 +1,15 @@
 """Static checks that run before differentiation: the global data access rules.
 
 * `access_rules`: one kernel's effect table (`summarize`) and rules 1 and 2 over it
-  (`check_kernel`), run at a Tape launch and at the first `kernel.grad()`;
+  (`KernelCheck`, `check_kernel`), run at a Tape launch and at the first `kernel.grad()`;
 * `index_expr`: symbolic index forms and the "same element?" reasoning they rely on;
 * `tape_rules`: rule 1 across the launches and Python-scope writes recorded on one Tape.
 
 All three are analysis only: they read IR and never change it.
 """
-from fieldsim.checks.access_rules import Access, Finding, check_kernel, summarize
+from fieldsim.checks.access_rules import Access, Finding, KernelCheck, check_kernel, summarize
 from fieldsim.checks.index_expr import Answer, same_element_possible
 from fieldsim.checks.tape_rules import TapeState
 
-__all__ = ["Access", "Answer", "Finding", "TapeState", "check_kernel", "same_element_possible",
-           "summarize"]
+__all__ = ["Access", "Answer", "Finding", "KernelCheck", "TapeState", "check_kernel",
+           "same_element_possible", "summarize"]

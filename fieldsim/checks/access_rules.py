@@ -11,7 +11,9 @@ an ATOMIC whose old value is used), in program order. The rules are pure functio
 
 Each rule returns `Finding`s: 'violation' when index reasoning (`index_expr`) shows the two
 accesses can touch one element, 'undecided' when data-dependent indices leave it open.
-`check_kernel` raises `AccessRuleError` for the worst finding, naming both source lines.
+`KernelCheck` judges a kernel once with its arguments symbolic and re-judges only the flagged
+pairs with each launch's argument values; `check_kernel` is the one-shot form. Both raise
+`AccessRuleError` for the worst finding, naming the rule, kernel, field and both source lines.
 """
 from __future__ import annotations
 
@@ -101,9 +103,9 @@ def is_parallel_task(s: Stmt) -> bool:
 
 def _accesses_of(s: Stmt, site: Site, forms: Forms, kernel: Kernel, used: bool) -> list[Access]:
     mode = "parallel" if is_parallel_task(kernel.body[site.task]) else "serial"
-    common = dict(field=s.field, indices=tuple(forms.form(i) for i in s.indices),
-                  task_index=site.task, position=site.position, thread_mode=mode,
-                  loops=site.loops, loc=s.loc, path=site.path, stmt=s)
+    common = {"field": s.field, "indices": tuple(forms.form(i) for i in s.indices),
+              "task_index": site.task, "position": site.position, "thread_mode": mode,
+              "loops": site.loops, "loc": s.loc, "path": site.path, "stmt": s}
     if s.op == Op.LOAD:
         return [Access(kind="load", **common)]
     if s.op == Op.STORE:
@@ -206,21 +208,50 @@ def _by_field(accesses: list[Access]) -> list[list[Access]]:
 def findings(accesses: list[Access], env: dict | None = None, kernel: str = "?") -> list[Finding]:
     """All findings, worst first: violations before undecided; then those in program order
     before those between threads (whose order is unknown); then by the offending access."""
-    found = rule1(accesses, env, kernel) + rule2(accesses, env, kernel)
-    return sorted(found, key=lambda f: (f.verdict != "violation", f.how == "thread",
-                                        f.second.position, -f.rule, f.first.position))
+    return sorted(rule1(accesses, env, kernel) + rule2(accesses, env, kernel), key=_severity)
+
+
+def _severity(f: Finding) -> tuple:
+    return (f.verdict != "violation", f.how == "thread", f.second.position, -f.rule,
+            f.first.position)
+
+
+class KernelCheck:
+    """The rules for one kernel, judged once with its arguments symbolic. A pair proven apart
+    for every argument value stays apart for any value, so `run` re-judges only the pairs that
+    were flagged, with the launch's values: cheap enough to run at every launch on a Tape."""
+
+    def __init__(self, kernel: Kernel, summary: list[Access] | None = None):
+        self.kernel = kernel
+        self.accesses = summarize(kernel) if summary is None else summary
+        self.symbolic = findings(self.accesses, {}, kernel.name)
+
+    def judge(self, arg_values=None) -> list[Finding]:
+        """The findings for these argument values, worst first."""
+        env = arg_env(arg_values)
+        if not env or not self.symbolic:
+            return self.symbolic
+        found = []
+        for f in self.symbolic:
+            meet = later_meet(f.first, f.second, env)
+            if meet.answer:
+                found.append(_finding(f.rule, self.kernel.name, f.first, f.second, meet))
+        return sorted(found, key=_severity)
+
+    def run(self, arg_values=None, allow_undecided: bool = False) -> list[Finding]:
+        """Raise `AccessRuleError` for the worst violation (or undecided finding, unless
+        `allow_undecided`); return the undecided findings (empty when everything is proven)."""
+        found = self.judge(arg_values)
+        for f in found:
+            if f.verdict == "violation" or not allow_undecided:
+                raise to_error(f)
+        return found
 
 
 def check_kernel(kernel: Kernel, arg_values=None, allow_undecided: bool = False,
                  summary: list[Access] | None = None) -> list[Finding]:
-    """Raise `AccessRuleError` for the first violation (or undecided finding, unless
-    `allow_undecided`); return the undecided findings (empty when everything is proven)."""
-    accesses = summarize(kernel) if summary is None else summary
-    found = findings(accesses, arg_env(arg_values), kernel.name)
-    for f in found:
-        if f.verdict == "violation" or not allow_undecided:
-            raise to_error(f)
-    return found
+    """One-shot `KernelCheck(kernel, summary).run(arg_values, allow_undecided)`."""
+    return KernelCheck(kernel, summary).run(arg_values, allow_undecided)
 
 
 def to_error(f: Finding) -> AccessRuleError:

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import enum
 import math
-from fractions import Fraction
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, NamedTuple
 
 from fieldsim.lang.ir import Op, Stmt
@@ -149,10 +149,13 @@ class Affine:
 
     def map(self, fn) -> Affine:
         """Replace each atom `a` by the Affine `fn(a)`."""
-        out = Affine(self.const)
+        const, terms = self.const, {}
         for a, c in self.terms.items():
-            out = out + fn(a).scale(c)
-        return out
+            f = fn(a)
+            const += f.const * c
+            for b, d in f.terms.items():
+                terms[b] = terms.get(b, 0) + d * c
+        return Affine(const, terms)
 
     def subst(self, env: dict | None) -> Affine:
         """Substitute known kernel-argument values (`env`: position -> int)."""

@@ -20,9 +20,19 @@ import contextlib
 import math
 from dataclasses import dataclass
 
-from fieldsim.checks.access_rules import (RULE_TEXT, UNDECIDED_TEXT, Access, Finding, arg_env,
-                                          check_kernel, describe, source, summarize, to_error, where)
-from fieldsim.checks.index_expr import Affine
+from fieldsim.checks.access_rules import (
+    RULE_TEXT,
+    UNDECIDED_TEXT,
+    Access,
+    Finding,
+    KernelCheck,
+    arg_env,
+    describe,
+    source,
+    to_error,
+    where,
+)
+from fieldsim.checks.index_expr import Affine, Var
 from fieldsim.errors import Loc
 from fieldsim.lang.printer import field_name
 
@@ -72,7 +82,21 @@ def _comp(f: Affine, env: dict, n) -> Comp:
     if r is None:
         return _whole(n, False)
     step = math.gcd(*f.terms.values()) if f.terms else 0
-    return Comp(r[0], r[1], step, len(f.terms) <= 1)
+    return Comp(r[0], r[1], step, _exact(f, env))
+
+
+def _exact(f: Affine, env: dict) -> bool:
+    """Does `f` take every value of its progression? A constant, or one loop index or digit
+    over constant bounds that run through all of the digit's values."""
+    if len(f.terms) != 1:
+        return not f.terms
+    atom = next(iter(f.terms))
+    if not isinstance(atom, Var) or atom.bounds is None:
+        return False
+    begin, end = (b.subst(env) for b in atom.bounds)
+    if not (begin.is_const() and end.is_const()):
+        return False
+    return atom.size is None or end.const - begin.const >= atom.stride * atom.size
 
 
 def box_of(a: Access, env: dict) -> tuple:
@@ -94,7 +118,7 @@ class Origin:
     def who(self) -> str:
         if self.kernel is None:
             return f"Python-scope `{self.what}` "
-        inside = f"in `{self.unit}` " if self.unit else ""
+        inside = f"inside `{self.unit}`, " if self.unit else ""
         args = f", {self.args}" if self.args else ""
         return f"{inside}kernel '{self.kernel}' (launch {self.launch}{args}) "
 
@@ -134,14 +158,18 @@ class TapeState:
         self.writes: dict[int, _Log] = {}
         self.launches = 0
         self._units: list = []
+        self._checks: dict[int, KernelCheck] = {}  # by id(kernel IR); each holds its kernel
         self._pending: list = []
 
     def launch(self, kernel_ir, kernel_name: str | None = None, summary=None,
                arg_values=None) -> list[Finding]:
         """Check one launch before it runs, then record it. Raises `AccessRuleError`; returns
         the undecided findings when `validation` is on (else they raise too)."""
-        summary = summarize(kernel_ir) if summary is None else summary
-        found = [] if self._units else check_kernel(kernel_ir, arg_values, self.validation, summary)
+        check = self._checks.get(id(kernel_ir))
+        if check is None:
+            check = self._checks[id(kernel_ir)] = KernelCheck(kernel_ir, summary)
+        summary = check.accesses
+        found = [] if self._units else check.run(arg_values, self.validation)
         env = arg_env(arg_values)
         self.launches += 1
         name, args = kernel_name or kernel_ir.name, _args_text(kernel_ir, env)
@@ -213,8 +241,8 @@ def _finding(read_box: tuple, first: Origin, box: tuple, second: Origin, sure: l
            "reusing its state buffer), checkpoint the step with `@fs.ad.grad_replaced`.")
     message = "\n".join([
         RULE_TEXT[1],
-        f"On this Tape, {second.who()}writes elements of field '{name}' that {first.who()}"
-        "read earlier:",
+        (f"On this Tape, {second.who()}writes elements of field '{name}' that {first.who()}"
+         "read earlier:"),
         first.line("first access:"), second.line("offending access:"),
         f"  elements in both: {name}[{elements}]" if elements else f"  element: {name}[None]",
         (UNDECIDED_TEXT if verdict == "undecided" else "To fix: ") + fix])

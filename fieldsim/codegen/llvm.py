@@ -16,7 +16,7 @@ from __future__ import annotations
 from llvmlite import ir as L
 
 from fieldsim.lang import types as T
-from fieldsim.lang.ir import Kernel, Op, Stmt, fields_of
+from fieldsim.lang.ir import Kernel, Op, Stmt, fields_of, walk
 from fieldsim.lang.passes.offload import is_task
 
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
@@ -123,6 +123,7 @@ class TaskLowering:
         self.field_ptrs: dict[int, L.Value] = {}
         self.tid = L.Constant(I64, 0)
         self.stacks: dict[int, tuple] = {}
+        self.reductions: dict[int, tuple] = {}
 
     # ---- context words ------------------------------------------------------------------------
     def ctx_word(self, k, ty=I64):
@@ -168,7 +169,59 @@ class TaskLowering:
     def v(self, s: Stmt):
         return self.vals[id(s)]
 
+    def find_reductions(self, task: Stmt):
+        """Atomic adds to one loop-invariant element, result unused, field not otherwise touched
+        in the task: accumulate per worker, one atomic at the end (Taichi's thread-local pass)."""
+        prologue = {id(p) for p in self.cg.prologue}
+        used = {id(a) for st in walk([task]) for a in st.args}
+        inner = list(walk(task.body))
+        def invariant(ix):
+            return ix.op == Op.CONST or id(ix) in prologue
+        cands, other = [], set()
+        for st in inner:
+            if st.op == Op.ATOMIC and st.attr[1] in ("add", "sub") and id(st) not in used \
+                    and all(invariant(ix) for ix in st.indices):
+                cands.append(st)
+            elif st.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+                other.add(id(st.field))
+        groups: dict = {}
+        for st in cands:
+            if id(st.field) in other:
+                continue
+            key = (id(st.field),) + tuple(("c", ix.attr) if ix.op == Op.CONST else ("p", id(ix))
+                                          for ix in st.indices)
+            groups.setdefault(key, []).append(st)
+        for key, sts in groups.items():
+            acc = self.alloca_b.alloca(ll_type(sts[0].field.dtype), name="reduce")
+            self.alloca_b.store(L.Constant(ll_type(sts[0].field.dtype), 0), acc)
+            for st in sts:
+                self.reductions[id(st)] = (acc, sts[0])
+
+    def flush_reductions(self):
+        done = set()
+        for acc, first in self.reductions.values():
+            if id(acc) in done:
+                continue
+            done.add(id(acc))
+            ty = ll_type(first.field.dtype)
+            total = self.b.load(acc, typ=ty)
+            op = "fadd" if first.field.dtype.is_float else "add"
+            self.b.atomic_rmw(op, self.element_ptr(first), total, "monotonic")
+
+    def reduce_into(self, s: Stmt):
+        acc, _ = self.reductions[id(s)]
+        b, v = self.b, self.v(s.value)
+        cur = b.load(acc, typ=v.type)
+        if s.field.dtype.is_float:
+            new = b.fadd(cur, v) if s.attr[1] == "add" else b.fsub(cur, v)
+        else:
+            new = b.add(cur, v) if s.attr[1] == "add" else b.sub(cur, v)
+        b.store(new, acc)
+        return L.Constant(v.type, 0)
+
     def outer_for(self, s: Stmt):
+        if s.attr.parallel:
+            self.find_reductions(s)
         b = self.b
         begin, end = b.sext(self.v(s.args[0]), I64), b.sext(self.v(s.args[1]), I64)
         if s.attr.parallel:
@@ -176,6 +229,7 @@ class TaskLowering:
         else:
             lo, hi, step = begin, end, L.Constant(I64, 1)
         self.counted_loop(s, lo, hi, outermost=True, step=step)
+        self.flush_reductions()
 
     def counted_loop(self, s: Stmt, lo, hi, outermost=False, step=None):
         b = self.b
@@ -339,6 +393,8 @@ class TaskLowering:
         self.b.store(self.v(s.value), self.element_ptr(s))
 
     def op_atomic(self, s: Stmt):
+        if id(s) in self.reductions:
+            return self.reduce_into(s)
         field, kind = s.attr
         ptr = self.element_ptr(s)
         val = self.v(s.value)

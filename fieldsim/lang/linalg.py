@@ -63,9 +63,12 @@ _POLAR_PAIR_TOL = 1e-3
 # helpers
 # ---------------------------------------------------------------------------------------------
 def _fp(dt):
-    """Plain Python, evaluated at compile time: the computation type, `float` (the default
-    float type of `fs.init`) when dt is None."""
-    return float if dt is None else dt
+    """Plain Python, evaluated at compile time: the computation type; `float` (the default
+    float type of `fs.init`) when dt is None.  (Under Taichi, which this file is also validated
+    with, a None argument of a func arrives wrapped as an `Expr`: treated as None too.)"""
+    if dt is None or type(dt).__name__ == "Expr":
+        return float
+    return dt
 
 
 @fs.func

@@ -717,6 +717,137 @@ def loop_continue():
     return Case({"x": x}, loss, k)
 
 
+@entry({"x": V([0.35, 0.5, 0.75, 1.05], noise=0.002)})
+def loop_carried_branches():
+    # carried locals updated in data-dependent branches inside a serial loop
+    # (values chosen so that s stays >= 0.03 away from the branch threshold)
+    x, loss = vec("x"), scalar_loss()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            s = x[i]
+            c = 0.0
+            for j in range(10):
+                if s > 1.0:
+                    s = s * 0.7
+                    c += s * s
+                else:
+                    s = s * 1.4 + x[i] * 0.1
+            loss[None] += s + c
+
+    return Case({"x": x}, loss, k)
+
+
+M_READ = 5
+
+
+@entry({"x": U(0.2, 1.0, signed=True), "a": U(0.2, 1.0, shape=(M_READ,), signed=True),
+        "b": U(0.0, 1.0, shape=(M_READ,))})
+def inner_loop_field_reads():
+    # every thread reads all of a and b inside a carried loop: their adjoints accumulate
+    # across threads
+    x, loss = vec("x"), scalar_loss()
+    a = fs.field(float, shape=M_READ, needs_grad=True, name="a")
+    b = fs.field(float, shape=M_READ, needs_grad=True, name="b")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            s = 0.0
+            for j in range(M_READ):
+                s = s * 0.5 + a[j] * fs.sin(x[i] + b[j])
+            loss[None] += s * s
+
+    return Case({"x": x, "a": a, "b": b}, loss, k)
+
+
+def _matvec_tanh(v, c):
+    W, x = v["W"], v["x"]
+    y = W @ x
+    dy = 1 - np.tanh(y) ** 2
+    return {"W": np.outer(dy, x), "x": W.T @ dy}
+
+
+@entry({"W": U(0.1, 1.0, shape=(3, N), signed=True), "x": U(0.2, 1.0, signed=True)},
+       analytic=_matvec_tanh)
+def inner_loop_atomic_matvec():
+    # y[i] += W[i, j] * x[j] from an inner serial loop, then a second kernel reads y
+    W = fs.field(float, shape=(3, N), needs_grad=True, name="W")
+    x = vec("x")
+    y = fs.field(float, shape=3, needs_grad=True, name="y")
+    loss = scalar_loss()
+
+    @fs.kernel
+    def matvec():
+        for i in y:
+            for j in range(N):
+                y[i] += W[i, j] * x[j]
+
+    @fs.kernel
+    def squash():
+        for i in y:
+            loss[None] += fs.tanh(y[i])
+
+    def run():
+        matvec()
+        squash()
+
+    return Case({"W": W, "x": x}, loss, run, reset=lambda: y.fill(0.0))
+
+
+@entry({"x": U(0.2, 1.0, signed=True), "y": U(0.2, 1.0, signed=True),
+        "m": U(0.1, 0.6, shape=(4,), signed=True)})
+def loop_carried_vector():
+    # a 2-vector carried through 6 iterations of v = M v + c, M read from a field
+    x, y, loss = vec("x"), vec("y"), scalar_loss()
+    m = fs.field(float, shape=4, needs_grad=True, name="m")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            M = fs.Matrix([[m[0], m[1]], [m[2], m[3]]])
+            v = fs.Vector([x[i], y[i]])
+            for j in range(6):
+                v = M @ v + fs.Vector([0.1, -0.2]) * v.norm_sqr()
+            loss[None] += v.dot(v)
+
+    return Case({"x": x, "y": y, "m": m}, loss, k)
+
+
+@entry({"x": V([-0.8, -0.3, 0.4, 0.9])},
+       analytic=lambda v, c: {"x": np.where(v["x"] > 0, 2 * v["x"], -1.0)})
+def if_expression():
+    x, loss = vec("x"), scalar_loss()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            loss[None] += x[i] * x[i] if x[i] > 0 else -x[i]
+
+    return Case({"x": x}, loss, k)
+
+
+@entry({"x": U(0.2, 1.0, signed=True), "y": U(0.2, 1.0, shape=(6,), signed=True)},
+       analytic=lambda v, c: {"x": 2 * 0.5 * v["x"], "y": 3 * 1.5 * v["y"] ** 2})
+def template_args():
+    # one kernel specialised for two fields of different shapes
+    x = vec("x")
+    y = fs.field(float, shape=6, needs_grad=True, name="y")
+    loss = scalar_loss()
+
+    @fs.kernel
+    def acc(f: fs.template(), w: float, p: fs.template()):
+        for i in f:
+            loss[None] += w * f[i] ** p
+
+    def run():
+        acc(x, 0.5, 2)
+        acc(y, 1.5, 3)
+
+    return Case({"x": x, "y": y}, loss, run)
+
+
 # --------------------------------------------------------------------------- funcs
 
 

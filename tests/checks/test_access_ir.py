@@ -7,15 +7,18 @@ tests at the end record several launches, as a Tape does.
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
 from fieldsim.checks import Answer, TapeState, check_kernel, same_element_possible, summarize
-from fieldsim.checks.access_rules import findings
+from fieldsim.checks.access_rules import KernelCheck, findings
 from fieldsim.errors import AccessRuleError, Loc
 from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, Stmt
+from fieldsim.lang.printer import print_kernel
+from fieldsim.lang.verify import verify
 
 FILE = "sim.py"
 
@@ -42,7 +45,7 @@ class KB:
         return self
 
     def kernel(self):
-        return Kernel(self.name, [Param(p, T.i32) for p in self.params], self.b.blocks[0])
+        return verify(Kernel(self.name, [Param(p, T.i32) for p in self.params], self.b.blocks[0]))
 
     # values
     def i(self, v):
@@ -296,10 +299,9 @@ def atomic_max_loss():
 @accepted
 def inner_loop_shift_forward():
     k = KB()
-    with k.at("for i in range(n):").pfor(N) as i:
-        with k.at("for j in range(n - 1):").loop(0, N - 1) as j:
-            v = k.at("s = x[i, j]").load(x2, i, j)
-            k.at("x[i, j + 1] = s * 0.5").store(x2, [i, k.add(j, 1)], k.fmul(v, 0.5))
+    with k.at("for i in range(n):").pfor(N) as i, k.at("for j in range(n - 1):").loop(0, N - 1) as j:
+        v = k.at("s = x[i, j]").load(x2, i, j)
+        k.at("x[i, j + 1] = s * 0.5").store(x2, [i, k.add(j, 1)], k.fmul(v, 0.5))
     return k
 
 
@@ -652,32 +654,29 @@ def atomic_max_then_min():
 @violating(2, first="y[i] = x[i, j]", second="y[i] = x[i, j]")
 def inner_loop_overwrites():
     k = KB()
-    with k.at("for i in range(n):").pfor(N) as i:
-        with k.at("for j in range(n):").loop(0, N) as j:
-            k.at("y[i] = x[i, j]").store(y, [i], k.load(x2, i, j))
+    with k.at("for i in range(n):").pfor(N) as i, k.at("for j in range(n):").loop(0, N) as j:
+        k.at("y[i] = x[i, j]").store(y, [i], k.load(x2, i, j))
     return k
 
 
 @violating(1, first="s = x[i, j + 1]", second="x[i, j] = s")
 def inner_loop_reads_ahead():
     k = KB()
-    with k.at("for i in range(n):").pfor(N) as i:
-        with k.at("for j in range(n - 1):").loop(0, N - 1) as j:
-            s = k.at("s = x[i, j + 1]").load(x2, i, k.add(j, 1))
-            k.at("x[i, j] = s").store(x2, [i, j], s)
+    with k.at("for i in range(n):").pfor(N) as i, k.at("for j in range(n - 1):").loop(0, N - 1) as j:
+        s = k.at("s = x[i, j + 1]").load(x2, i, k.add(j, 1))
+        k.at("x[i, j] = s").store(x2, [i, j], s)
     return k
 
 
 @violating(2)
 def while_loop_stores_repeatedly():
     k = KB()
-    with k.at("for i in x:").pfor(N) as i:
-        with k.at("while True:").while_():
-            k.at("y[i] = x[i]").store(y, [i], k.load(x, i))
-            c = k.b.binary(Op.GT, k.at("if x[i] > 0:").load(x, i), k.f(0.0))
-            then, _ = k.if_(c)
-            with then:
-                k.at("break").b.emit(Op.BREAK)
+    with k.at("for i in x:").pfor(N) as i, k.at("while True:").while_():
+        k.at("y[i] = x[i]").store(y, [i], k.load(x, i))
+        c = k.b.binary(Op.GT, k.at("if x[i] > 0:").load(x, i), k.f(0.0))
+        then, _ = k.if_(c)
+        with then:
+            k.at("break").b.emit(Op.BREAK)
     return k
 
 
@@ -755,7 +754,7 @@ def multiply_assigned_local_index():
 @violating(2, "undecided")
 def random_index_store():
     k = KB()
-    with k.at("for i in x:").pfor(N) as i:
+    with k.at("for i in x:").pfor(N):
         r = k.at("x[int(fs.random() * n)] = 1.0").b.emit(Op.RAND, T.f32)
         k.store(y, [k.b.cast(k.fmul(r, float(N)), T.i32)], 1.0)
     return k
@@ -816,13 +815,12 @@ def p2g_reading_grid():
 @violating(1, first="y[j] = x[0]", second="x[0] += 1.0")
 def read_in_one_branch_written_in_other_in_later_iteration():
     k = KB()
-    with k.serial():
-        with k.at("for j in range(n):").loop(0, N) as j:
-            then, other = k.if_(k.b.binary(Op.EQ, k.at("if j == 0:").i(j), k.i(0)))
-            with then:
-                k.at("y[j] = x[0]").store(y, [j], k.load(x, 0))
-            with other:
-                k.at("x[0] += 1.0").atomic("add", x, [0], 1.0)
+    with k.serial(), k.at("for j in range(n):").loop(0, N) as j:
+        then, other = k.if_(k.b.binary(Op.EQ, k.at("if j == 0:").i(j), k.i(0)))
+        with then:
+            k.at("y[j] = x[0]").store(y, [j], k.load(x, 0))
+        with other:
+            k.at("x[0] += 1.0").atomic("add", x, [0], 1.0)
     return k
 
 
@@ -969,9 +967,8 @@ def test_tape_unit_is_checked_as_a_whole():
         state.launch(kernel)  # in-place update inside a grad_replaced function: its own business
         state.launch(kernel)
     state.launch(copy().kernel())  # reads x
-    with pytest.raises(AccessRuleError, match="in `step`"):
-        with state.unit("step", None):
-            state.launch(kernel)
+    with pytest.raises(AccessRuleError, match="inside `step`, kernel 'k'"), state.unit("step", None):
+        state.launch(kernel)
 
 
 def test_tape_data_dependent_read_is_undecided():
@@ -1001,3 +998,218 @@ def test_tape_runs_the_in_kernel_check_with_arguments():
     with pytest.raises(AccessRuleError, match="Rule 1"):
         TapeState().launch(kernel, arg_values=[1])
     assert TapeState(validation=True).launch(scatter_plain_store().kernel())
+
+
+# ------------------------------------------------------- soundness against concrete execution
+_VALUE = {Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MUL: lambda a, b: a * b,
+          Op.FLOORDIV: lambda a, b: a // b, Op.MOD: lambda a, b: a % b,
+          Op.GT: lambda a, b: int(a > b)}
+
+
+class _Run:
+    """Executes a kernel's index arithmetic and field accesses in Python. `events` gets one
+    (field name, element, kind, task, thread, step) per access; `thread` is None in serial tasks."""
+
+    def __init__(self, args, data):
+        self.args, self.data, self.env, self.events = args, data, {}, []
+
+    def kernel(self, kernel):
+        for task, s in enumerate(kernel.body):
+            if s.op == Op.FOR and s.attr.parallel:
+                for t in range(self.env[id(s.args[0])], self.env[id(s.args[1])]):
+                    self.env[id(s)], self.where = t, [task, t, 0]
+                    self.block(s.body)
+            else:
+                self.where = [task, None, 0]
+                self.block([s])
+        return self.events
+
+    def block(self, block):
+        for s in block:
+            if s.op == Op.FOR:
+                for v in range(self.env[id(s.args[0])], self.env[id(s.args[1])]):
+                    self.env[id(s)] = v
+                    self.block(s.body)
+            elif s.op in (Op.IF, Op.SERIAL):
+                self.block(s.blocks[0] if s.op == Op.SERIAL or self.env[id(s.args[0])] else s.blocks[1])
+            elif s.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+                self.access(s)
+            else:
+                self.env[id(s)] = self.value(s)
+
+    def value(self, s):
+        get = [self.env.get(id(a)) for a in s.args]
+        if s.op == Op.LOCAL_STORE:
+            self.env[id(s.args[0])] = get[1]
+        return {Op.CONST: lambda: s.attr, Op.ARG: lambda: self.args[s.attr],
+                Op.LOCAL_LOAD: lambda: get[0], Op.ALLOCA: lambda: 0,
+                Op.CAST: lambda: int(get[0])}.get(s.op, lambda: _VALUE.get(s.op, max)(*get))()
+
+    def access(self, s):
+        element = tuple(self.env[id(a)] for a in s.indices)
+        kind = {Op.LOAD: "load", Op.STORE: "store"}.get(s.op) or s.attr[1]
+        self.where[2] += 1
+        self.events.append((s.field.name, element, kind, *self.where))
+        self.env[id(s)] = self.data.get(element[0] % 8, 0) if s.field.dtype is T.i32 else 1.0
+
+
+def _truth(events) -> set:
+    """The rules broken by an execution: per element, a write after a read (rule 1), a write
+    other than an add after a write (rule 2); 'after' is unordered between threads."""
+    broken, by_element = set(), {}
+    for e in events:
+        by_element.setdefault(e[:2], []).append(e)
+    for evs in by_element.values():
+        for a, b in ((a, b) for a in evs for b in evs if a is not b):
+            later = b[3] > a[3] if a[3] != b[3] else (a[4] != b[4] or b[5] > a[5])
+            if later and a[2] == "load" and b[2] != "load":
+                broken.add(1)
+            if later and "load" not in (a[2], b[2]) and b[2] != "add" and not a[2] == b[2] == "max":
+                broken.add(2)
+    return broken
+
+
+class _RandomKernel:
+    """Small random kernels over fields fx, fx2 (indices from loop digits, inner loops, an
+    argument, loaded data, locals) with branches, nested loops, and all access kinds."""
+
+    fx, fx2 = FakeField("fx", (64,)), FakeField("fx2", (64, 64))
+    fidx = FakeField("fidx", (8,), dtype=T.i32, needs_grad=False)
+
+    def __init__(self, rng):
+        self.rng, self.k = rng, KB("fuzz", ["a"])
+        self.a = self.k.arg(0)
+        for _ in range(rng.randint(1, 2)):
+            self.task(rng.choice(["parallel", "parallel", "ndrange", "serialize", "serial"]))
+
+    def task(self, mode):
+        k, rng = self.k, self.rng
+        if mode == "serial":
+            with k.serial():
+                self.stmts([], 0)
+        elif mode == "ndrange":
+            with k.pfor(12) as t:
+                self.stmts(k.digits(t, (3, 4), (rng.choice([0, 1]), 0)), 0)
+        else:
+            with k.loop(rng.choice([0, 1]), rng.choice([5, 6]), mode == "parallel",
+                        mode == "serialize") as i:
+                self.stmts([i], 0)
+
+    def stmts(self, variables, depth):
+        for _ in range(self.rng.randint(1, 3)):
+            self.stmt(variables, depth)
+
+    def stmt(self, variables, depth):
+        k, r = self.k, self.rng.random()
+        if r < 0.15 and depth < 2:
+            with k.loop(self.rng.choice([0, 1]), self.rng.choice([3, 4])) as j:
+                self.stmts(variables + [j], depth + 1)
+        elif r < 0.22 and variables:
+            then, other = k.if_(k.b.binary(Op.GT, self.rng.choice(variables), k.i(2)))
+            for branch in (then, other):
+                with branch:
+                    self.stmt(variables, depth + 1)
+        else:
+            self.access(variables)
+
+    def access(self, variables):
+        k, rng = self.k, self.rng
+        f = self.fx2 if rng.random() < 0.3 else self.fx
+        ix = [self.index(variables) for _ in f.storage_shape]
+        kind = rng.choice(["load", "load", "store", "add", "max", "rmw"])
+        if kind == "load":
+            k.load(f, *ix)
+        elif kind in ("store", "rmw"):
+            k.store(f, ix, k.fmul(k.load(f, *ix), 2.0) if kind == "rmw" else 1.0)
+        else:
+            k.atomic(kind, f, ix, 1.0)
+
+    def index(self, variables):
+        k, rng = self.k, self.rng
+        c, form = rng.choice([0, 0, 1, -1, 2, 3]), rng.choice(
+            ["v", "v", "c", "2v", "v//2", "v%3", "v+a", "load", "v+w", "local"])
+        if not variables or form == "c":
+            return k.i(c + 5)
+        v, w = rng.choice(variables), rng.choice(variables)
+        simple = {"v": lambda: k.add(v, c), "2v": lambda: k.add(k.mul(v, 2), c),
+                  "v//2": lambda: k.op(Op.FLOORDIV, v, 2), "v%3": lambda: k.op(Op.MOD, v, 3),
+                  "v+a": lambda: k.add(v, self.a), "v+w": lambda: k.add(v, w),
+                  "load": lambda: k.load(self.fidx, k.op(Op.MOD, v, 8))}
+        return simple[form]() if form in simple else self.local(v, c)
+
+    def local(self, v, c):
+        k = self.k
+        var = k.b.alloca(T.i32)
+        k.b.local_store(var, k.add(v, c))
+        if self.rng.random() < 0.3:
+            then, _ = k.if_(k.b.binary(Op.GT, v, k.i(2)))
+            with then:
+                k.b.local_store(var, v)
+        return k.b.local_load(var)
+
+
+def test_random_kernels_are_judged_soundly():
+    """Whenever an execution breaks a rule, the checker reports it (violation or undecided)."""
+    rng = random.Random(1234)
+    broken = reported = 0
+    for _ in range(200):
+        kernel, args = _RandomKernel(rng).k.kernel(), [rng.choice([0, 1, 3, 7])]
+        events = _Run(args, {q: rng.randint(0, 9) for q in range(8)}).kernel(kernel)
+        check = KernelCheck(kernel)
+        found = check.judge(args)
+        rules = {f.rule for f in found}
+        assert _truth(events) <= rules, print_kernel(kernel)
+        broken += bool(_truth(events))
+        reported += bool(rules)
+        # judging only the pairs flagged with symbolic arguments loses nothing
+        every_pair = findings(check.accesses, {0: args[0]}, kernel.name)
+        assert {(f.rule, f.first, f.second, f.verdict) for f in every_pair} == \
+            {(f.rule, f.first, f.second, f.verdict) for f in found}
+    assert 60 < broken <= reported < 200
+
+
+def test_random_launch_sequences_are_judged_soundly():
+    """On a Tape of statically clean random kernels, a launch that writes an element an earlier
+    launch read is always refused before it runs."""
+    rng, refused = random.Random(99), 0
+    for _ in range(50):
+        kernels = []
+        while len(kernels) < 3:
+            kernel = _RandomKernel(rng).k.kernel()
+            kernels += [kernel] if not KernelCheck(kernel).symbolic else []
+        data, state, reads = {q: rng.randint(0, 9) for q in range(8)}, TapeState(), set()
+        for _ in range(6):
+            kernel, args = rng.choice(kernels), [rng.choice([0, 1, 2, 3])]
+            events = _Run(args, data).kernel(kernel)
+            broken = bool(_truth(events)) or any(e[2] != "load" and e[:2] in reads for e in events)
+            try:
+                state.launch(kernel, arg_values=args)
+            except AccessRuleError:
+                refused += 1
+                break
+            assert not broken, print_kernel(kernel)
+            reads |= {e[:2] for e in events if e[2] == "load"}
+    assert refused > 10
+
+
+def test_tape_ndrange_time_steps_name_the_rows():
+    x3 = FakeField("x3", (8, 4, 4))
+    k = KB("diffuse", ["t"])
+    t = k.arg(0)
+    with k.at("for i, j in ndrange(4, 4):").pfor(16) as q:
+        i, j = k.digits(q, (4, 4))
+        v = k.at("x3[t + 1, i, j] = x3[t, i, j] * 0.5").load(x3, t, i, j)
+        k.store(x3, [k.add(t, 1), i, j], k.fmul(v, 0.5))
+    kernel, state = k.kernel(), TapeState(validation=True)
+    for step in (0, 1, 2):
+        assert state.launch(kernel, arg_values={0: step}) == []
+    with pytest.raises(AccessRuleError) as info:  # exact boxes: a violation even with validation
+        state.launch(kernel, arg_values={0: 1})
+    assert "elements in both: x3[2, 0:4, 0:4]" in str(info.value)
+    assert "launch 3, t=2) reads x3" in str(info.value)
+
+
+def test_float_arguments_are_not_substituted():
+    kernel = offset_by_unknown_argument().kernel()
+    with pytest.raises(AccessRuleError):
+        check_kernel(kernel, arg_values=[16.0])

@@ -8,11 +8,12 @@ verified, and run again with shuffled parallel iterations.
 """
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from fieldsim.ad.reverse import make_adjoint
 from fieldsim.errors import ADStackOverflowError, FieldsimCompilationError
 from fieldsim.lang import types as T
-from fieldsim.lang.ir import Op, walk
+from fieldsim.lang.ir import CustomGradInfo, Op, walk
 from fieldsim.lang.printer import print_kernel
 
 from support.ir_kit import KB, GradCase, adjoint, check_grads, field
@@ -352,6 +353,45 @@ def test_atomic_whose_old_value_is_used_is_refused():
     assert err.value.loc is not None and err.value.loc.line == old.loc.line
 
 
+# ---- func_grad regions ------------------------------------------------------------------------------
+
+def custom_grad_region(b, x, scale):
+    """out = floor(x) * x with a user adjoint (adj * scale * x, adj * x): not the true derivative."""
+    out = b.alloca(T.f64)
+    region = b.emit(Op.CUSTOM_GRAD, None, (x,), blocks=[[], []])
+    with b.into(region.blocks[0]):
+        b.local_store(out, b.mul(b.f1(Op.FLOOR, x), x))
+    region.attr = CustomGradInfo("stepish", (out,))
+    with b.into(region.blocks[1]):
+        g = b.emit(Op.CUSTOM_ADJ_IN, T.f64, attr=0)
+        b.emit(Op.CUSTOM_ADJ_OUT, None, (b.mul(b.mul(g, b.c(scale)), x),))
+    return b.ld(out)
+
+
+@pytest.mark.parametrize("in_loop", [False, True])
+def test_func_grad_region_uses_the_user_adjoint(in_loop):
+    b = KB()
+    x, y = field("x", values=[1.2, 2.5, 0.4, 3.7]), field("y")
+    with b.parallel(4) as i:
+        xi = b.load(x, [i])
+        if not in_loop:
+            b.store(y, [i], custom_grad_region(b, xi, 3.0))
+        else:
+            s = b.alloca(T.f64)
+            b.local_store(s, xi)
+            with b.loop_for(0, 2):
+                b.local_store(s, custom_grad_region(b, b.ld(s), 3.0))
+            b.store(y, [i], b.ld(s))
+    case = GradCase(b.kernel(), [x, y], outputs=["y"])
+    g = case.ad_grads()["x"]
+    w, xv = case.weights["y"], x.arr
+    if not in_loop:
+        np.testing.assert_allclose(g, w * 3.0 * xv, rtol=1e-12)
+    else:  # s1 = floor(x) x, y = floor(s1) s1: user chain 3 s1 * 3 x
+        s1 = np.floor(xv) * xv
+        np.testing.assert_allclose(g, w * 3.0 * s1 * 3.0 * xv, rtol=1e-12)
+
+
 # ---- tasks, random numbers, multi-dimensional loops -----------------------------------------------------
 
 def test_serial_task_after_a_parallel_task():
@@ -413,3 +453,104 @@ def test_input_is_untouched():
     before = print_kernel(k)
     make_adjoint(k)
     assert print_kernel(k) == before
+
+
+# ---- random programs -------------------------------------------------------------------------------
+
+class _DiffGen:
+    """Random differentiable programs over a float local `s`, bounded with tanh/sin. Branch and
+    exit conditions read only integers and the inputs x (kept away from the thresholds), so
+    central differences never cross a discontinuity."""
+
+    def __init__(self, data, b, x):
+        self.data, self.b, self.x = data, b, x
+        self.ints = []  # available i32 values: loop indices
+
+    def draw(self, strategy):
+        return self.data.draw(strategy)
+
+    def xval(self):
+        b = self.b
+        if self.ints and self.draw(st.booleans()):
+            return b.load(self.x, [b.binary(Op.MOD, self.draw(st.sampled_from(self.ints)), b.i(4))])
+        return b.load(self.x, [b.i(self.draw(st.integers(0, 3)))])
+
+    def block(self, s, depth, in_loop):
+        kinds = ["update", "update", "rand", "if", "local_if"] + ["for", "loop"] * (depth < 2)
+        kinds += ["exit_if"] * in_loop
+        for _ in range(self.draw(st.integers(1, 3))):
+            getattr(self, "gen_" + self.draw(st.sampled_from(kinds)))(s, depth, in_loop)
+
+    def gen_update(self, s, depth, in_loop):
+        b, cur, xv = self.b, self.b.ld(s), self.xval()
+        form = self.draw(st.integers(0, 3))
+        if form == 0:
+            new = b.f1(Op.TANH, b.add(b.mul(cur, xv), b.c(0.3)))
+        elif form == 1:
+            new = b.add(b.mul(cur, b.c(0.8)), b.f1(Op.SIN, b.mul(xv, cur)))
+        elif form == 2:
+            new = b.binary(Op.MAX, b.mul(cur, xv), b.f1(Op.COS, cur))
+        else:
+            new = b.div(cur, b.add(b.c(1.0), b.mul(xv, xv)))
+        b.local_store(s, new)
+
+    def gen_rand(self, s, depth, in_loop):
+        b = self.b
+        b.local_store(s, b.mul(b.ld(s), b.add(b.c(0.5), b.emit(Op.RAND, T.f64))))
+
+    def cond(self):
+        b = self.b
+        if self.ints and self.draw(st.booleans()):
+            k = self.draw(st.sampled_from(self.ints))
+            return b.binary(Op.EQ, b.binary(Op.MOD, k, b.i(2)), b.i(self.draw(st.integers(0, 1))))
+        return b.binary(Op.GT, self.xval(), b.c(0.5))
+
+    def gen_if(self, s, depth, in_loop):
+        node = self.b.if_(self.cond())
+        for blk in node.blocks:
+            with self.b.into(blk):
+                self.block(s, depth + 1, in_loop)
+
+    def gen_local_if(self, s, depth, in_loop):
+        """A second local, loaded under an IF (a backup or a stack, by loop depth)."""
+        b = self.b
+        t = b.alloca(T.f64)
+        b.local_store(t, b.mul(b.ld(s), self.xval()))
+        with b.if_then(self.cond()):
+            tv = b.ld(t)
+            b.local_store(s, b.add(b.ld(s), b.mul(tv, tv)))
+
+    def gen_for(self, s, depth, in_loop):
+        with self.b.loop_for(0, self.draw(st.integers(0, 3))) as k:
+            self.ints.append(k)
+            self.block(s, depth + 1, True)
+            self.ints.pop()
+
+    def gen_loop(self, s, depth, in_loop):
+        b = self.b
+        count = b.alloca(T.i32)
+        lp = b.loop()
+        with b.into(lp.body):
+            b.local_store(count, b.add(b.ld(count), b.i(1)))
+            with b.if_then(b.binary(Op.GT, b.ld(count), b.i(self.draw(st.integers(1, 3))))):
+                b.emit(Op.BREAK)
+            self.ints.append(b.ld(count))
+            self.block(s, depth + 1, True)
+            self.ints.pop()
+
+    def gen_exit_if(self, s, depth, in_loop):
+        with self.b.if_then(self.cond()):
+            self.b.emit(self.draw(st.sampled_from([Op.BREAK, Op.CONTINUE])))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.data())
+def test_random_programs_match_finite_differences(data):
+    b = KB()
+    x, y = field("x", values=[0.21, 0.37, 0.66, 0.83]), field("y", (3,))
+    with b.parallel(3) as i:
+        s = b.alloca(T.f64)
+        b.local_store(s, b.add(b.load(x, [i]), b.c(0.1)))
+        _DiffGen(data, b, x).block(s, 0, False)
+        b.store(y, [i], b.ld(s))
+    check_grads(b.kernel(), [x, y], rtol=1e-5, atol=1e-7)

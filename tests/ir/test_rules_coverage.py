@@ -10,14 +10,16 @@ import pytest
 
 from fieldsim.ad.rules import RULES
 from fieldsim.lang import types as T
-from fieldsim.lang.ir import BINARY, NONDIFF, UNARY, Op
+from fieldsim.lang.ir import BINARY, CONTROL as IR_CONTROL, NONDIFF, UNARY, Op
 
 from support.ir_interp import FakeField, run
 from support.ir_kit import KB
 
 MEMORY = {Op.ALLOCA, Op.LOCAL_LOAD, Op.LOCAL_STORE, Op.LOAD, Op.STORE, Op.ATOMIC,
           Op.STACK_ALLOCA, Op.STACK_PUSH, Op.STACK_POP, Op.STACK_TOP}
-CONTROL = {Op.FOR, Op.LOOP, Op.IF, Op.BREAK, Op.CONTINUE, Op.RETURN, Op.SERIAL, Op.ASSERT}
+# control flow, plus the markers of a func_grad region (its adjoint is the user's code)
+CONTROL = set(IR_CONTROL) | {Op.BREAK, Op.CONTINUE, Op.RETURN, Op.ASSERT, Op.CUSTOM_ADJ_IN,
+                             Op.CUSTOM_ADJ_OUT}
 
 POINTS = {Op.MOD: (1.7, 0.6), Op.MIN: (0.6, 0.35), Op.MAX: (0.35, 0.6), Op.ATAN2: (-0.4, 0.7),
           Op.POW: (0.6, 1.35), Op.NEG: (-0.3,)}

@@ -287,6 +287,7 @@ def test_undefined_method_on_vector():
     assert "frobnicate" in str(ei.value)
 
 
+@pytest.mark.skipif(AS_TAICHI, reason="Taichi 1.7 compiles this and reads out of bounds (may segfault)")
 def test_static_vector_index_out_of_range():
     # fieldsim-specific: Taichi 1.7 compiles v[5] on a 3-vector without complaint
     x = fs.field(fs.f32, shape=4)

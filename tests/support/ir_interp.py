@@ -103,9 +103,9 @@ class Interp:
     def guarded(self, block):
         try:
             self.block(block)
-        except _Signal as sig:
-            if sig.op != Op.RETURN:
-                raise AssertionError(f"{sig.op.name} escaped its task")
+        except _Signal as sig:  # RETURN ends the task; CONTINUE, one top-level iteration
+            if sig.op == Op.BREAK:
+                raise AssertionError("BREAK escaped its task")
 
     def block(self, block):
         for s in block:
@@ -205,6 +205,9 @@ class Interp:
 
     def op_serial(self, s):
         self.block(s.body)
+
+    def op_custom_grad(self, s):
+        self.block(s.blocks[0])  # forward code; the adjoint block is for reverse AD only
 
     def op_break(self, s):
         raise _Signal(Op.BREAK)

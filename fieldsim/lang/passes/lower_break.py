@@ -19,6 +19,8 @@ loop: differentiated kernels cannot stop a top-level loop early.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
@@ -98,17 +100,20 @@ class _Lowering:
             self.inner_for(s)
         elif s.op == Op.LOOP:
             self.loop(s)
-        elif s.op in (Op.IF, Op.SERIAL):
+        elif s.blocks:  # IF, SERIAL, CUSTOM_GRAD (whose blocks cannot leave an outer loop)
             new = self.copy(s)
             for blk, new_blk in zip(s.blocks, new.blocks):
                 with self.b.into(new_blk):
-                    self.seq(blk, flags)
+                    self.seq(blk, flags if s.op == Op.IF else None)
         else:
             self.copy(s)
 
     def copy(self, s: Stmt) -> Stmt:
         args = tuple(self.map.get(id(a), a) for a in s.args)
-        new = self.b.emit(s.op, s.dtype, args, s.attr, [[] for _ in s.blocks], loc=s.loc)
+        attr = s.attr
+        if s.op == Op.CUSTOM_GRAD:
+            attr = replace(attr, outputs=tuple(self.map[id(o)] for o in attr.outputs))
+        new = self.b.emit(s.op, s.dtype, args, attr, [[] for _ in s.blocks], loc=s.loc)
         self.map[id(s)] = new
         return new
 

@@ -1,0 +1,342 @@
+"""`fs.ad.checkpoint(step, n_steps, every=k, state=[...])`: a long time-stepped simulation that keeps
+only its current state plus every k-th snapshot, and recomputes the rest in the backward pass.
+
+Also the shared machinery of the checking tools (`fs.ad.gradcheck`, `fs.ad.jacobian`):
+
+* `Snapshot(fields)`: numpy copies of fields' data, taken and put back at the storage level, so
+  nothing is recorded on an active Tape;
+* `data_fields()`: every live primal (and hidden) field of the runtime, i.e. the program state;
+* `Recorder`: a Tape-like recording without access-rule checks that keeps, for each recorded
+  entry, a copy of the data it touches, either just before it runs (`when="pre"`) or just after
+  (`when="post"`); `counters[k]` is the launch counter before entry k, so `run_forward(entry,
+  counter)` re-runs it with the same random numbers (`fs.random` is keyed on the counter).
+
+Contract of `checkpoint` (see its docstring for the user-facing version): the gradient equals the
+one a Tape storing every step would give, because each launch's adjoint runs on a copy of exactly
+the field values that launch saw in the forward pass, and the gradients flow in place through the
+`.grad` fields across steps and segments, as they do on a Tape.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from fieldsim.ad.tape import Tape, _Custom, _Launch, grad_replaced
+from fieldsim.errors import FieldsimError
+from fieldsim.lang import runtime
+from fieldsim.lang.ir import Op, walk
+
+__all__ = ["checkpoint", "CheckpointInfo", "Snapshot", "Recorder", "data_fields", "run_forward"]
+
+_DATA_ROLES = ("primal", "hidden")
+
+
+# ---- state copies ------------------------------------------------------------------------------
+def is_data(f) -> bool:
+    return getattr(f, "role", "primal") in _DATA_ROLES
+
+
+def data_fields() -> list:
+    """Every live field holding program state (primal and hidden fields; no grad/dual twins)."""
+    return [f for f in runtime.get().fields if is_data(f) and f.storage is not None
+            and f.generation == runtime.get().generation]
+
+
+def grad_fields(fields) -> list:
+    return [f.grad for f in fields if f.grad is not None and f.grad.storage is not None]
+
+
+class Snapshot:
+    """Copies of some fields' data; `restore()` puts them back. Never recorded on a Tape."""
+
+    def __init__(self, fields):
+        seen, self.data = set(), []
+        for f in fields:
+            if id(f) not in seen:
+                seen.add(id(f))
+                self.data.append((f, f.storage.to_numpy()))
+
+    def restore(self):
+        for f, arr in self.data:
+            f.storage.from_numpy(arr)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for _, a in self.data)
+
+    def __getitem__(self, f):
+        return next(a for g, a in self.data if g is f)
+
+
+_FIELDS_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def kernel_fields(ck):
+    """(reads, writes) of a compiled kernel: dicts id -> field, grad/dual fields excluded."""
+    got = _FIELDS_CACHE.get(ck)
+    if got is None:
+        reads, writes = {}, {}
+        for s in walk(ck.ir.body):
+            if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC) and is_data(s.field):
+                (reads if s.op == Op.LOAD else writes)[id(s.field)] = s.field
+        got = _FIELDS_CACHE[ck] = (reads, writes)
+    return got
+
+
+def touched_fields(entry, when="pre") -> list:
+    """The data fields a recorded entry may read or write (every data field for a grad_replaced
+    unit, whose inside is not recorded)."""
+    if isinstance(entry, _Launch):
+        reads, writes = kernel_fields(entry.ck)
+        return list({**reads, **writes}.values())
+    if isinstance(entry, _Custom):
+        return data_fields()
+    return [entry.field] if when == "pre" else []
+
+
+def run_forward(entry, counter=None):
+    """Re-run one recorded entry's forward, with the launch counter (hence RNG keys) it had."""
+    rt = runtime.get()
+    if counter is not None:
+        rt.launch_counter = counter
+    if isinstance(entry, _Launch):
+        entry.kernel(*entry.args, **(entry.kwargs or {}))
+    elif isinstance(entry, _Custom):
+        entry.fn(*entry.args, **(entry.kwargs or {}))
+    else:
+        raise FieldsimError(f"a Python-scope write to {entry.field.ir_name!r} recorded on a Tape "
+                            "cannot be replayed (its value was not recorded)")
+
+
+# ---- recording ------------------------------------------------------------------------------------
+class Recorder(Tape):
+    """Records entries like a Tape (without the access-rule checker) and, per entry, a `Snapshot`
+    of the data it touches: before it runs (`when="pre"`) or after (`when="post"`). `only` (a set
+    of field ids) restricts the copies to those fields. Install it with `active()`; call
+    `finish()` after the last entry so that its "post" copy is taken."""
+
+    def __init__(self, when="pre", only=None):
+        super().__init__()
+        self.when, self.only = when, only
+        self.snaps: list[Snapshot] = []
+        self.counters: list[int] = []
+
+    def _copy(self, entry) -> Snapshot:
+        fields = touched_fields(entry, self.when)
+        if self.only is not None:
+            fields = [f for f in fields if id(f) in self.only]
+        return Snapshot(fields)
+
+    def _flush(self):
+        while self.when == "post" and len(self.snaps) < len(self.entries):
+            self.snaps.append(self._copy(self.entries[len(self.snaps)]))
+
+    def _recorded(self, counter):
+        self.counters.append(counter)
+        if self.when == "pre":
+            self.snaps.append(self._copy(self.entries[-1]))
+
+    def on_launch(self, kernel, ck, args, kwargs, values):
+        if self.unit_depth:
+            return
+        self._flush()
+        counter = runtime.get().launch_counter
+        super().on_launch(kernel, ck, args, kwargs, values)
+        self._recorded(counter)
+
+    def record_python_write(self, field, idx, what):
+        if self.unit_depth:
+            return
+        self._flush()
+        super().record_python_write(field, idx, what)
+        self._recorded(runtime.get().launch_counter)
+
+    def record_custom(self, fn, args, kwargs):
+        if self.unit_depth:  # a unit inside a unit belongs to the outer one
+            return
+        self._flush()
+        super().record_custom(fn, args, kwargs)
+        self._recorded(runtime.get().launch_counter)
+
+    def finish(self):
+        self._flush()
+
+    def active(self):
+        return _Installed(self)
+
+
+class _Installed:
+    def __init__(self, tape):
+        self.tape = tape
+
+    def __enter__(self):
+        rt = runtime.get()
+        self.saved, rt.tape = rt.tape, self.tape
+        return self.tape
+
+    def __exit__(self, *exc):
+        runtime.get().tape = self.saved
+        return False
+
+
+class _Collector(Recorder):
+    """Collects the data fields written (and read) while installed, inside units too; keeps no
+    entries, so a long forward pass costs no memory."""
+
+    def __init__(self):
+        super().__init__(when=None)
+        self.written: dict = {}
+        self.everything = False
+
+    def on_launch(self, kernel, ck, args, kwargs, values):
+        self.written.update(kernel_fields(ck)[1])
+
+    def record_python_write(self, field, idx, what):
+        self.written[id(field)] = field
+
+    def record_custom(self, fn, args, kwargs):
+        self.everything = True  # its inside may touch anything: save everything
+
+    def set_last_rng_key(self, key):
+        pass
+
+
+# ---- checkpointing -------------------------------------------------------------------------------
+class CheckpointInfo:
+    """What a `checkpoint` call kept: `n_snapshots` state copies of `snapshot_bytes` in all during
+    the forward pass; `peak_backward_bytes`: the most held at once during its backward (the
+    snapshots plus one segment's per-launch copies), 0 until the backward has run."""
+
+    def __init__(self, n_steps, every):
+        self.n_steps, self.every = n_steps, every
+        self.n_snapshots = 0
+        self.snapshot_bytes = 0
+        self.peak_backward_bytes = 0
+        self.recomputed_steps = 0
+
+    def __repr__(self):
+        return (f"CheckpointInfo(n_steps={self.n_steps}, every={self.every}, n_snapshots="
+                f"{self.n_snapshots}, snapshot_bytes={self.snapshot_bytes}, peak_backward_bytes="
+                f"{self.peak_backward_bytes})")
+
+
+def checkpoint(step, n_steps, every, state=None, save=None, restore=None):
+    """Run `step(t)` for t = 0 .. n_steps-1, keeping every `every`-th state for the backward pass.
+
+    Contract:
+
+    * `step(t)` advances the simulation from time t to t+1 by kernel launches (Python-scope writes
+      and `grad_replaced` calls are allowed too). It reads the current state from the `state`
+      fields and leaves the next state in the same fields, overwritten in place (scratch fields
+      such as forces or a double buffer are fine).
+    * Everything a step hands to a later step must be in `state` (or saved by `save`): the
+      backward restores only that at each snapshot. Fields the steps only read (parameters)
+      must keep their values. Fields the steps only accumulate into (`loss[None] += ...`,
+      atomic adds never read by a step) and write-once outputs (`traj[t, i] = x[i]`) are fine:
+      the backward's recomputation writes them again, and every field the steps wrote is put
+      back to its end-of-forward value when the backward finishes.
+    * `step` must be deterministic given the state, the parameters and `t` (`fs.random` draws
+      are replayed: the launch counter is rewound for each recomputed segment).
+    * Each launch must obey the in-kernel access rules (checked when its adjoint is made).
+      Across launches, overwriting state in place is allowed: the backward recomputes each
+      segment from its snapshot, recording every launch with a copy of the fields it touched,
+      and runs each launch's adjoint on exactly the values it saw, in reverse order. Rule 1 is
+      thus satisfied per launch by recomputation, and the gradient equals the one of a program
+      that stores every step (time-indexed fields on a plain Tape).
+    * Gradients live in the `.grad` fields, in place: the state's gradient is carried from
+      segment to segment in the state fields' `.grad`; parameters' gradients accumulate there.
+
+    Under a Tape the whole call is one entry (a `grad_replaced` unit named
+    `checkpoint(<step>)`): the outer Tape neither records nor checks the launches inside.
+    Memory: ceil(n_steps / every) snapshots of the state (numpy copies) in the forward pass;
+    in the backward, one segment's per-launch copies (about `every` states plus scratch) on
+    top. Outside a Tape (or in `fs.ad.no_grad`, or under `fs.ad.FwdMode`, whose tangents flow
+    through in-place updates) it is a plain loop with no snapshots.
+
+    `state`: the fields holding the current state; or give `save() -> obj` and `restore(obj)`.
+    Returns a `CheckpointInfo` (snapshot counts and bytes; backward figures after backward).
+    """
+    run = _Checkpointed(step, int(n_steps), int(every), state, save, restore)
+    rt = runtime.get()
+    if rt.tape is None or rt.no_grad_depth or rt.fwd_mode is not None:
+        for t in range(run.n_steps):
+            step(t)
+        return run.info
+    unit = grad_replaced(run.forward)
+    unit.__name__ = f"checkpoint({getattr(step, '__name__', 'step')})"
+    unit.grad = run.backward
+    return unit()
+
+
+class _Checkpointed:
+    def __init__(self, step, n_steps, every, state, save, restore):
+        if every < 1 or n_steps < 0:
+            raise ValueError(f"checkpoint: every must be >= 1 and n_steps >= 0 (got every={every}, "
+                             f"n_steps={n_steps})")
+        if state is None and (save is None or restore is None):
+            raise ValueError("checkpoint: give the state fields (state=[...]) or both save= and restore=")
+        self.step, self.n_steps, self.every = step, n_steps, every
+        self.state = list(state or [])
+        self._save = save or (lambda: Snapshot(self.state))
+        self._restore = restore or (lambda snap: snap.restore())
+        self.info = CheckpointInfo(n_steps, every)
+        self.snapshots, self.counters = [], []
+        self.collector = None
+        self.end_counter = 0
+
+    def forward(self):
+        self.collector = _Collector()
+        with self.collector.active():
+            for t in range(self.n_steps):
+                if t % self.every == 0:
+                    self.snapshots.append(self._save())
+                    self.counters.append(runtime.get().launch_counter)
+                self.step(t)
+        self.end_counter = runtime.get().launch_counter
+        self.info.n_snapshots = len(self.snapshots)
+        self.info.snapshot_bytes = sum(_nbytes(s) for s in self.snapshots)
+        return self.info
+
+    def _written(self) -> list:
+        if self.collector.everything:
+            return data_fields()
+        return list({**self.collector.written, **{id(f): f for f in self.state}}.values())
+
+    def backward(self):
+        written = self._written()
+        at_end = Snapshot(written)  # put back afterwards: earlier adjoints see the forward's values
+        only = None if self.collector.everything else {id(f) for f in written}
+        rt = runtime.get()
+        try:
+            for s in reversed(range(len(self.snapshots))):
+                self._segment_backward(s, only)
+        finally:
+            at_end.restore()
+            rt.launch_counter = self.end_counter
+
+    def _segment_backward(self, s, only):
+        rt = runtime.get()
+        self._restore(self.snapshots[s])
+        rt.launch_counter = self.counters[s]
+        rec = Recorder(when="post", only=only)
+        with rec.active():
+            for t in range(s * self.every, min((s + 1) * self.every, self.n_steps)):
+                self.step(t)
+            rec.finish()
+        self.info.recomputed_steps += min(self.every, self.n_steps - s * self.every)
+        held = self.info.snapshot_bytes + sum(sn.nbytes for sn in rec.snaps)
+        self.info.peak_backward_bytes = max(self.info.peak_backward_bytes, held)
+        for entry, snap in zip(reversed(rec.entries), reversed(rec.snaps)):
+            snap.restore()
+            entry.backward()
+
+
+def _nbytes(obj) -> int:
+    if hasattr(obj, "nbytes"):
+        return int(obj.nbytes)
+    if isinstance(obj, (list, tuple)):
+        return sum(_nbytes(o) for o in obj)
+    if isinstance(obj, dict):
+        return sum(_nbytes(o) for o in obj.values())
+    return 0
