@@ -6,7 +6,8 @@ run in parallel, `@func`s, and reverse/forward-mode autodiff with statically che
 from fieldsim import errors
 from fieldsim.errors import (AccessRuleError, FieldsimCompilationError, FieldsimError,
                              FieldsimIndexError, ADStackOverflowError, FieldsimNameError,
-                             FieldsimRuntimeError, FieldsimSyntaxError, FieldsimTypeError)
+                             FieldsimRuntimeError, FieldsimSyntaxError, FieldsimTypeError,
+                             FieldsimAssertionError)
 from fieldsim.lang import types
 from fieldsim.lang.field import (Field, MatrixField, ScalarField, SNode, axes, field, i, ij, ijk,
                                  ijkl, ik, j, jk, k, l, root)

@@ -94,3 +94,7 @@ class AccessRuleError(FieldsimError):
 
 class ADStackOverflowError(FieldsimRuntimeError):
     pass
+
+
+class FieldsimAssertionError(FieldsimError, AssertionError):
+    """A kernel `assert` failed (checked when fs.init(debug=True))."""

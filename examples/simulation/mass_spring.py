@@ -304,6 +304,7 @@ def render(out_dir, every):
         a = acts[min(t, steps - 1)]
         r = (0.5 + 0.5 * a) * 255
         col = (r.astype(np.uint32) << 16) + (np.uint32(60) << 8) + (255 - r).astype(np.uint32)
+        col[GAINS == 0] = 0x999999          # passive springs
         gui.line((0.0, GROUND), (1.0, GROUND), radius=2, color=0x444444)
         gui.lines(p[SPRINGS[:, 0]], p[SPRINGS[:, 1]], radius=2, color=col)
         gui.circles(p, radius=4, color=0x222222)

@@ -17,12 +17,15 @@ loss=None, raise_on_fail=True) -> GradcheckReport`:
   `n_directions` (default 3) random directions d with max|d| = 1: `g . d` against
   `(L(x + h d) - L(x - h d)) / 2h`. The step actually taken after rounding to the field's dtype
   is used. `eps` defaults to 1e-3 when the input or the loss is f32, else 1e-6. An element
-  agrees when `|AD - FD| <= atol + rtol * max(|AD|, |FD|)`.
+  agrees when `|AD - FD| <= atol + rtol * max(|AD|, |FD|) + floor`, where `floor` is what
+  rounding alone can do to the difference quotient: `2 (u|L+| + u|L-|) / |x+ - x-|` (u: the unit
+  roundoff of the loss's dtype); it matters for f32 losses of large magnitude only.
 * On disagreement the check narrows: `fn` runs again, recording a copy of the data each entry
   touches before it runs; entry by entry, in launch order, the entry's forward is re-run from
   that copy, the gradients of every field it touches are seeded with random values r, its
-  adjoint alone is run, and the result is compared with finite differences of r . F(state)
-  (F: that one entry's forward) with respect to every touched field with a gradient. The
+  adjoint alone is run, and the gradients of the fields it reads (from the kernel's IR, or
+  seen inside a `grad_replaced` unit) are compared with finite differences of r . F(state)
+  (F: that one entry's forward; state: the data it touches). The
   first entry that disagrees (a kernel launch or a `grad_replaced` unit) is named in the
   message, with the field and the worst element (index, AD value, FD value). If all agree,
   the message says the fault is in how the launches are chained (e.g. an overwritten value).
@@ -34,22 +37,34 @@ loss=None, raise_on_fail=True) -> GradcheckReport`:
 the data and the launch counter) and `tape_grad_check(tape, fields)` after its backward: the
 same comparison, replaying the recorded entries instead of a user function. Python-scope writes
 recorded on that Tape cannot be replayed and are refused. The fields' data are left as the
-forward left them, their gradients as the backward left them.
+forward left them, their gradients as the backward left them. Without the entry copy, the
+replay starts from the state the forward left (loss zeroed), which the access rules make exact
+unless a field accumulated with atomics (other than the loss) is read afterwards, or fs.random
+draws cannot be lined up: those cases are refused with a clear error.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 import numpy as np
 
-from fieldsim.ad.checkpoint import (Recorder, Snapshot, data_fields, grad_fields, run_forward)
+from fieldsim.ad.checkpoint import Recorder, Snapshot, data_fields, grad_fields, run_forward
 from fieldsim.ad.tape import Tape, _Custom, _Launch, _PythonWrite
 from fieldsim.errors import FieldsimError
 from fieldsim.lang import runtime
 from fieldsim.lang.ir import Op, walk
 
-__all__ = ["gradcheck", "GradcheckError", "GradcheckReport", "FieldCheck", "EntryCheck",
-           "tape_grad_check", "begin_tape_grad_check", "describe_entry"]
+__all__ = [
+    "EntryCheck",
+    "FieldCheck",
+    "GradcheckError",
+    "GradcheckReport",
+    "begin_tape_grad_check",
+    "describe_entry",
+    "gradcheck",
+    "tape_grad_check",
+]
 
 SMALL = 64  # inputs with at most this many elements are checked element by element
 DEFAULT_DIRECTIONS = 3
@@ -74,6 +89,7 @@ class FieldCheck:
     fd: np.ndarray
     tol: np.ndarray
     storage_shape: tuple
+    ndim: int = -1  # the field's own dimensions (the rest of storage_shape: components)
 
     @property
     def err(self) -> np.ndarray:
@@ -86,13 +102,23 @@ class FieldCheck:
     @property
     def worst(self) -> int:
         """Flat position of the worst element (or direction)."""
-        return int(np.argmax((self.err / self.tol).ravel())) if self.ad.size else 0
+        ratio = self.err / np.maximum(self.tol, np.finfo(np.float64).tiny)
+        return int(np.argmax(ratio.ravel())) if self.ad.size else 0
+
+    @property
+    def index(self) -> tuple | None:
+        """The worst element's storage index (field index, then components); None for directions."""
+        if self.mode == "directions":
+            return None
+        return tuple(int(i) for i in np.unravel_index(self.worst, self.storage_shape))
 
     def where(self) -> str:
         if self.mode == "directions":
             return f"{self.name} along random direction #{self.worst}"
-        idx = np.unravel_index(self.worst, self.storage_shape) if self.storage_shape else ()
-        return f"{self.name}[{', '.join(str(int(i)) for i in idx) or 'None'}]"
+        idx = self.index
+        n = len(idx) if self.ndim < 0 else self.ndim
+        text = f"[{', '.join(map(str, idx[:n])) or 'None'}]"
+        return self.name + text + "".join(f"[{c}]" for c in idx[n:])
 
     def describe(self) -> str:
         w = self.worst
@@ -119,6 +145,9 @@ class EntryCheck:
 
 @dataclass
 class GradcheckReport:
+    """`fields`: one FieldCheck per input; `culprit`: the first entry whose adjoint disagrees (None
+    when all agree or nothing was narrowed); `message`: what GradcheckError says. Falsy on failure."""
+
     ok: bool
     loss: float
     fields: list
@@ -185,11 +214,6 @@ def begin_tape_grad_check(tape):
 def tape_grad_check(tape, fields, eps=None, rtol=1e-2, atol=1e-4, n_directions=None, seed=0):
     """After `tape`'s backward: compare the gradients of `fields` with central differences of the
     recorded launches replayed from the state at the Tape's entry; raise `GradcheckError`."""
-    start_state = getattr(tape, "_grad_check_start", None)
-    if start_state is None:
-        raise FieldsimError("Tape(grad_check=...): the Tape kept no copy of the state at its entry "
-                            "(fieldsim.ad.check.begin_tape_grad_check was not called); use "
-                            "fs.ad.gradcheck(fn, inputs) instead")
     if tape.loss is None:
         raise FieldsimError("Tape(grad_check=...) needs the Tape's loss")
     for e in tape.entries:
@@ -198,7 +222,6 @@ def tape_grad_check(tape, fields, eps=None, rtol=1e-2, atol=1e-4, n_directions=N
                                 "was recorded on the Tape and cannot be replayed; use "
                                 "fs.ad.gradcheck(fn, inputs), which re-runs your function")
     inputs = _check_inputs(fields)
-    start, c0 = start_state
     rt = runtime.get()
     end, c_end = Snapshot(data_fields() + grad_fields(data_fields())), rt.launch_counter
     entries = list(tape.entries)
@@ -209,12 +232,69 @@ def tape_grad_check(tape, fields, eps=None, rtol=1e-2, atol=1e-4, n_directions=N
         return tape.loss
 
     try:
+        start, c0 = getattr(tape, "_grad_check_start", None) or _start_from_end(tape, replay)
         opts = _Options(eps, rtol, atol, n_directions, np.random.default_rng(seed), tape.loss.dtype)
         report = _check(replay, inputs, tape.loss, start, c0, opts, "Tape(grad_check)")
     finally:
         end.restore()
         rt.launch_counter = c_end
     return _finish(report, True)
+
+
+def _start_from_end(tape, replay):
+    """The replay's starting state when the Tape kept no copy at its entry: the state the forward
+    left, with the loss zeroed. Exact when every element a launch reads holds the same value then
+    as at the entry: rule 1 guarantees it for elements not written before they are read, and the
+    replay rewrites elements stored before being read; but an accumulator (first written by an
+    atomic, not the loss) read afterwards would start from its final value: refused."""
+    rt = runtime.get()
+    start, c0 = Snapshot(data_fields()), _counter_before(tape)
+    rec = Recorder(when=None)
+    tape.loss.storage.zero()
+    rt.launch_counter = c0 if c0 is not None else rt.launch_counter
+    with rec.active():
+        replay()
+    start.restore()
+    bad = _accumulated_then_read(rec.launch_log, tape.loss)
+    uses_random = any(s.op == Op.RAND for ck in rec.launch_log for s in walk(ck.ir.body))
+    if bad or (c0 is None and uses_random):
+        why = (f"field(s) {', '.join(repr(n) for n in bad)} accumulate with atomics and are read "
+               "afterwards" if bad else "fs.random draws cannot be lined up")
+        raise FieldsimError(f"Tape(grad_check=...): the Tape kept no copy of the state at its entry "
+                            f"(fieldsim.ad.check.begin_tape_grad_check was not called) and replaying "
+                            f"from the final state is not exact here: {why}. Use "
+                            "fs.ad.gradcheck(fn, inputs) instead")
+    return start, rt.launch_counter if c0 is None else c0
+
+
+def _counter_before(tape):
+    """The launch counter before the Tape's first entry, found from its recorded RNG key."""
+    from fieldsim.lang.kernel import _rng_key
+    rt = runtime.get()
+    first = tape.entries[0] if tape.entries else None
+    if not isinstance(first, _Launch) or first.rng_key is None:
+        return None
+    for c in range(rt.launch_counter, max(0, rt.launch_counter - 100_000), -1):
+        if _rng_key(rt.random_seed, c) == first.rng_key:
+            return c - 1
+    return None
+
+
+def _accumulated_then_read(cks, loss) -> list[str]:
+    """Fields (not the loss) whose first write among these launches is atomic-only (no plain store
+    of the field in that launch) and that a launch then reads."""
+    first_write, bad = {}, {}
+    for ck in cks:
+        stores, atomics, loads = {}, {}, {}
+        for s in walk(ck.ir.body):
+            kind = {Op.STORE: stores, Op.ATOMIC: atomics, Op.LOAD: loads}.get(s.op)
+            if kind is not None:
+                kind[id(s.field)] = s.field
+        for fid in {**atomics, **stores}:
+            first_write.setdefault(fid, "store" if fid in stores else "atomic")
+        bad.update({fid: f for fid, f in loads.items()
+                    if first_write.get(fid) == "atomic" and f is not loss})
+    return [f.ir_name for f in bad.values()]
 
 
 # ---- the comparison ---------------------------------------------------------------------------------
@@ -228,7 +308,8 @@ def _check(fn, inputs, loss, start, c0, opts, what) -> GradcheckReport:
         loss.storage.zero()
         rt.launch_counter = c0
         fn()
-        return float(loss.storage.to_numpy())
+        value = float(loss.storage.to_numpy())
+        return value, _unit_roundoff(loss) * abs(value)
 
     base = {id(f): start[f] for f in inputs}
     checks = _compare(inputs, ad, base, evaluate, opts, what)
@@ -250,7 +331,8 @@ def _loss_value(fn, loss, start, c0) -> float:
 
 
 def _compare(fields, ad, base, evaluate, opts, desc) -> list[FieldCheck]:
-    """FieldChecks of `ad[id(f)]` against central differences of `evaluate(f, values)`."""
+    """FieldChecks of `ad[id(f)]` against central differences of `evaluate(f, values)`, which
+    returns (value, the rounding error of that value)."""
     plans = [(f, _directions(f, base[id(f)], opts)) for f in fields]
     total = sum(2 * (len(d) if d is not None else base[id(f)].size) for f, d in plans)
     with _progress(total, desc) as bar:
@@ -275,24 +357,26 @@ def _compare_field(f, g, x0, dirs, evaluate, opts, bar) -> FieldCheck:
     eps = opts.eps_for(f)
     g = np.asarray(g, dtype=np.float64)
     if dirs is None:
-        ad, fd = g.copy(), np.zeros(x0.shape)
+        ad, fd, noise = g.copy(), np.zeros(x0.shape), np.zeros(x0.shape)
         for e in range(x0.size):
-            fd.flat[e] = _probe(f, x0, eps * max(1.0, abs(float(x0.flat[e]))), evaluate, bar, e)[0]
+            h = eps * max(1.0, abs(float(x0.flat[e])))
+            fd.flat[e], _, noise.flat[e] = _probe(f, x0, h, evaluate, bar, e)
         mode = "elements"
     else:
         h = eps * max(1.0, float(np.max(np.abs(x0))) if x0.size else 1.0)
-        ad, fd = np.zeros(len(dirs)), np.zeros(len(dirs))
+        ad, fd, noise = np.zeros(len(dirs)), np.zeros(len(dirs)), np.zeros(len(dirs))
         for k, d in enumerate(dirs):
-            fd[k], step = _probe(f, x0, h, evaluate, bar, d)
+            fd[k], step, noise[k] = _probe(f, x0, h, evaluate, bar, d)
             ad[k] = float(np.sum(g * step)) / (2 * h)
         mode = "directions"
-    tol = opts.atol + opts.rtol * np.maximum(np.abs(ad), np.abs(fd))
-    return FieldCheck(f.ir_name, mode, ad, fd, tol, tuple(x0.shape))
+    tol = opts.atol + opts.rtol * np.maximum(np.abs(ad), np.abs(fd)) + noise
+    return FieldCheck(f.ir_name, mode, ad, fd, tol, tuple(x0.shape), len(f.shape))
 
 
 def _probe(f, x0, h, evaluate, bar, where):
     """Central difference at one element (`where` an int) or along a direction (an array):
-    returns (FD value, the actual step x+ - x- as float64)."""
+    returns (FD value, the actual step x+ - x- as float64, the FD's rounding floor: twice the
+    evaluations' rounding errors over the step)."""
     plus, minus = x0.copy(), x0.copy()
     if isinstance(where, (int, np.integer)):
         plus.flat[where] = x0.flat[where] + h
@@ -302,12 +386,11 @@ def _probe(f, x0, h, evaluate, bar, where):
         plus = (x0.astype(np.float64) + h * where).astype(x0.dtype)
         minus = (x0.astype(np.float64) - h * where).astype(x0.dtype)
         step = plus.astype(np.float64) - minus.astype(np.float64)
-    lp = evaluate(f, plus)
-    lm = evaluate(f, minus)
+    (lp, ep), (lm, em) = evaluate(f, plus), evaluate(f, minus)
     bar.update(2)
-    if isinstance(step, float):
-        return (lp - lm) / step, step
-    return (lp - lm) / (2 * h), step
+    width = abs(step) if isinstance(step, float) else 2 * h
+    fd = (lp - lm) / step if isinstance(step, float) else (lp - lm) / (2 * h)
+    return fd, step, 2 * (ep + em) / width
 
 
 # ---- narrowing to one entry ------------------------------------------------------------------------
@@ -324,33 +407,40 @@ def _narrow(fn, loss, start, c0, opts):
     for k, (entry, pre, counter) in enumerate(zip(rec.entries, rec.snaps, rec.counters)):
         if isinstance(entry, _PythonWrite):
             continue
-        check = _check_entry(k, n, entry, pre, counter, opts)
+        check = _check_entry(k, n, entry, pre, counter, rec.entry_fields(k), opts)
         if not check.ok:
             return check, k + 1
     return None, n
 
 
-def _check_entry(k, n, entry, pre, counter, opts) -> EntryCheck:
-    checked = [f for f, _ in pre.data if f.dtype.is_float and f.grad is not None]
-    seeds = {id(f): opts.rng.uniform(-1, 1, f.storage_shape).astype(f.dtype.np) for f in checked}
+def _check_entry(k, n, entry, pre, counter, rw, opts) -> EntryCheck:
+    """Seed the gradients of every field the entry touches with r, run its adjoint alone; the
+    gradients of the fields it reads must equal d(r . F(state))/d field by finite differences."""
+    reads, writes = rw
+    touched = [f for f in {**reads, **writes}.values() if f.dtype.is_float and f.grad is not None]
+    inputs = [f for f in reads.values() if f.dtype.is_float and f.grad is not None]
+    seeds = {id(f): opts.rng.uniform(-1, 1, f.storage_shape).astype(f.dtype.np) for f in touched}
     pre.restore()
     run_forward(entry, counter)
-    for f in checked:
+    for f in touched:
         f.grad.storage.from_numpy(seeds[id(f)])
     entry.backward()
-    ad = {id(f): f.grad.storage.to_numpy() for f in checked}
+    ad = {id(f): f.grad.storage.to_numpy() for f in inputs}
 
     def evaluate(f, arr):
         pre.restore()
         f.storage.from_numpy(arr)
         run_forward(entry, counter)
-        return sum(float(np.dot(seeds[id(g)].ravel().astype(np.float64),
-                                g.storage.to_numpy().ravel().astype(np.float64))) for g in checked)
+        value = rounding = 0.0
+        for g in touched:
+            r, out = seeds[id(g)].ravel().astype(np.float64), g.storage.to_numpy().ravel()
+            value += float(np.dot(r, out.astype(np.float64)))
+            rounding += _unit_roundoff(g) * float(np.dot(np.abs(r), np.abs(out.astype(np.float64))))
+        return value, rounding
 
-    base = {id(f): pre[f] for f in checked}
-    title = describe_entry(entry)
-    fields = _compare(checked, ad, base, evaluate, opts, f"entry #{k}")
-    return EntryCheck(k, n, title, fields, _custom_grad_note(entry))
+    base = {id(f): pre[f] for f in inputs}
+    fields = _compare(inputs, ad, base, evaluate, opts, f"entry #{k}")
+    return EntryCheck(k, n, describe_entry(entry), fields, _custom_grad_note(entry))
 
 
 def describe_entry(entry) -> str:
@@ -393,12 +483,13 @@ def _custom_grad_note(entry) -> str:
 
 # ---- helpers ------------------------------------------------------------------------------------
 def _message(what, loss, checks, culprit, n) -> str:
-    lines = [f"{what} failed: the Tape's gradients of {loss.ir_name!r} disagree with central "
-             "finite differences:"]
+    head = (f"{what} failed: the Tape's gradients of {loss.ir_name!r} disagree with central "
+            "finite differences:")
+    lines = [head]
     lines += [f"  d {loss.ir_name} / d {c.describe()}" for c in checks if not c.ok]
     if culprit is not None:
-        lines.append(f"First launch whose adjoint disagrees: entry #{culprit.position} of "
-                     f"{culprit.count}, {culprit.title}:")
+        lines.append(f"First launch whose adjoint disagrees: #{culprit.position} of the "
+                     f"{culprit.count} recorded entries (counting from 0), {culprit.title}:")
         lines += [f"  {c.describe()}" for c in culprit.fields if not c.ok]
         if culprit.note:
             lines.append(f"  ({culprit.note})")
@@ -408,6 +499,10 @@ def _message(what, loss, checks, culprit, n) -> str:
                      "was read, a Python-scope write, a field without needs_grad in the middle of "
                      "the chain) or in non-determinism (atomics order, data outside the fields).")
     return "\n".join(lines)
+
+
+def _unit_roundoff(f) -> float:
+    return float(np.finfo(f.dtype.np).eps) / 2
 
 
 def _finish(report, raise_on_fail):

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import weakref
 
-import numpy as np
-
 from fieldsim.ad.tape import Tape, _Custom, _Launch, grad_replaced
 from fieldsim.errors import FieldsimError
 from fieldsim.lang import runtime
 from fieldsim.lang.ir import Op, walk
 
-__all__ = ["checkpoint", "CheckpointInfo", "Snapshot", "Recorder", "data_fields", "run_forward"]
+__all__ = ["CheckpointInfo", "Recorder", "Snapshot", "checkpoint", "data_fields", "run_forward"]
 
 _DATA_ROLES = ("primal", "hidden")
 
@@ -48,14 +46,16 @@ def grad_fields(fields) -> list:
 
 
 class Snapshot:
-    """Copies of some fields' data; `restore()` puts them back. Never recorded on a Tape."""
+    """Copies of some fields' data; `restore()` puts them back. Never recorded on a Tape.
+    `arrays` (field id -> array) supplies copies already taken, shared rather than copied."""
 
-    def __init__(self, fields):
+    def __init__(self, fields, arrays=None):
         seen, self.data = set(), []
         for f in fields:
             if id(f) not in seen:
                 seen.add(id(f))
-                self.data.append((f, f.storage.to_numpy()))
+                arr = arrays.get(id(f)) if arrays else None
+                self.data.append((f, f.storage.to_numpy() if arr is None else arr))
 
     def restore(self):
         for f, arr in self.data:
@@ -84,15 +84,15 @@ def kernel_fields(ck):
     return got
 
 
-def touched_fields(entry, when="pre") -> list:
-    """The data fields a recorded entry may read or write (every data field for a grad_replaced
-    unit, whose inside is not recorded)."""
+def touched_fields(entry) -> list:
+    """The data fields a recorded entry may read or write, known before it runs (every data
+    field for a grad_replaced unit)."""
     if isinstance(entry, _Launch):
         reads, writes = kernel_fields(entry.ck)
         return list({**reads, **writes}.values())
     if isinstance(entry, _Custom):
         return data_fields()
-    return [entry.field] if when == "pre" else []
+    return [entry.field]
 
 
 def run_forward(entry, counter=None):
@@ -112,33 +112,64 @@ def run_forward(entry, counter=None):
 # ---- recording ------------------------------------------------------------------------------------
 class Recorder(Tape):
     """Records entries like a Tape (without the access-rule checker) and, per entry, a `Snapshot`
-    of the data it touches: before it runs (`when="pre"`) or after (`when="post"`). `only` (a set
-    of field ids) restricts the copies to those fields. Install it with `active()`; call
-    `finish()` after the last entry so that its "post" copy is taken."""
+    of the data it touches: before it runs (`when="pre"`: every data field for a unit) or after
+    (`when="post"`: the fields it read or wrote, as seen in its IR or inside the unit; launches
+    under `no_grad` are not seen). `only` (a set of field ids) restricts the copies to those
+    fields. Install it with `active()`; call `finish()` after the last entry so that its "post"
+    copy is taken."""
 
     def __init__(self, when="pre", only=None):
         super().__init__()
         self.when, self.only = when, only
         self.snaps: list[Snapshot] = []
         self.counters: list[int] = []
+        self.inside: dict[int, tuple[dict, dict]] = {}  # unit entry -> (reads, writes) within
+        self.latest: dict[int, object] = {}  # field id -> its latest post copy
+        self.launch_log: list = []  # every compiled kernel launched, units' insides included
 
-    def _copy(self, entry) -> Snapshot:
-        fields = touched_fields(entry, self.when)
-        if self.only is not None:
-            fields = [f for f in fields if id(f) in self.only]
-        return Snapshot(fields)
+    def _keep(self, fields) -> list:
+        return fields if self.only is None else [f for f in fields if id(f) in self.only]
 
     def _flush(self):
+        """Post copies of the entries recorded so far. A field the entry did not write shares
+        the array of its latest copy, so a segment holds one copy per write, not per access."""
         while self.when == "post" and len(self.snaps) < len(self.entries):
-            self.snaps.append(self._copy(self.entries[len(self.snaps)]))
+            reads, writes = self.entry_fields(len(self.snaps))
+            fields = self._keep(list({**reads, **writes}.values()))
+            for f in fields:
+                if id(f) in writes or id(f) not in self.latest:
+                    self.latest[id(f)] = f.storage.to_numpy()
+            self.snaps.append(Snapshot(fields, self.latest))
 
     def _recorded(self, counter):
         self.counters.append(counter)
         if self.when == "pre":
-            self.snaps.append(self._copy(self.entries[-1]))
+            self.snaps.append(Snapshot(self._keep(touched_fields(self.entries[-1]))))
+
+    def held_bytes(self) -> int:
+        """Bytes of the distinct arrays the copies hold."""
+        arrays = {id(a): a for sn in self.snaps for _, a in sn.data}
+        return sum(a.nbytes for a in arrays.values())
+
+    def _note_inside(self, reads, writes):
+        """A launch or write inside the open grad_replaced unit (the last entry)."""
+        r, w = self.inside.setdefault(len(self.entries) - 1, ({}, {}))
+        r.update(reads)
+        w.update(writes)
+
+    def entry_fields(self, k) -> tuple[dict, dict]:
+        """(reads, writes) of entry k: from the kernel's IR, or seen inside a unit."""
+        e = self.entries[k]
+        if isinstance(e, _Launch):
+            return kernel_fields(e.ck)
+        if isinstance(e, _Custom):
+            return self.inside.get(k, ({}, {}))
+        return {}, {id(e.field): e.field}
 
     def on_launch(self, kernel, ck, args, kwargs, values):
+        self.launch_log.append(ck)
         if self.unit_depth:
+            self._note_inside(*kernel_fields(ck))
             return
         self._flush()
         counter = runtime.get().launch_counter
@@ -147,6 +178,7 @@ class Recorder(Tape):
 
     def record_python_write(self, field, idx, what):
         if self.unit_depth:
+            self._note_inside({}, {id(field): field})
             return
         self._flush()
         super().record_python_write(field, idx, what)
@@ -181,13 +213,12 @@ class _Installed:
 
 
 class _Collector(Recorder):
-    """Collects the data fields written (and read) while installed, inside units too; keeps no
-    entries, so a long forward pass costs no memory."""
+    """Collects the data fields written while installed, inside grad_replaced units too (their
+    launches still reach it); keeps no entries, so a long forward pass costs no memory."""
 
     def __init__(self):
         super().__init__(when=None)
         self.written: dict = {}
-        self.everything = False
 
     def on_launch(self, kernel, ck, args, kwargs, values):
         self.written.update(kernel_fields(ck)[1])
@@ -196,7 +227,7 @@ class _Collector(Recorder):
         self.written[id(field)] = field
 
     def record_custom(self, fn, args, kwargs):
-        self.everything = True  # its inside may touch anything: save everything
+        pass  # its launches and writes are collected as they happen
 
     def set_last_rng_key(self, key):
         pass
@@ -298,15 +329,10 @@ class _Checkpointed:
         self.info.snapshot_bytes = sum(_nbytes(s) for s in self.snapshots)
         return self.info
 
-    def _written(self) -> list:
-        if self.collector.everything:
-            return data_fields()
-        return list({**self.collector.written, **{id(f): f for f in self.state}}.values())
-
     def backward(self):
-        written = self._written()
+        written = list({**self.collector.written, **{id(f): f for f in self.state}}.values())
         at_end = Snapshot(written)  # put back afterwards: earlier adjoints see the forward's values
-        only = None if self.collector.everything else {id(f) for f in written}
+        only = {id(f) for f in written}  # fields the steps never write keep their values
         rt = runtime.get()
         try:
             for s in reversed(range(len(self.snapshots))):
@@ -325,7 +351,7 @@ class _Checkpointed:
                 self.step(t)
             rec.finish()
         self.info.recomputed_steps += min(self.every, self.n_steps - s * self.every)
-        held = self.info.snapshot_bytes + sum(sn.nbytes for sn in rec.snaps)
+        held = self.info.snapshot_bytes + rec.held_bytes()
         self.info.peak_backward_bytes = max(self.info.peak_backward_bytes, held)
         for entry, snap in zip(reversed(rec.entries), reversed(rec.snaps)):
             snap.restore()

@@ -24,6 +24,12 @@ Output: a new kernel `<name>.grad` with the same params and no return value, ver
 * global memory: LOAD x[i] -> atomic add of its adjoint into x.grad[i]; STORE x[i] = v ->
   v gets x.grad[i], which is then zeroed; atomic add/sub -> v gets +-x.grad[i]; atomic max/min
   -> v gets x.grad[i] only where v equals the final x[i]; other atomics and int data: nothing;
+* a CUSTOM_GRAD region (fs.ad.func_grad): its forward block is replayed inline; in the sweep
+  its adjoint block is copied in, CUSTOM_ADJ_IN k reading output k's adjoint, and the
+  CUSTOM_ADJ_OUT values are accumulated into the region's inputs (outputs count as active
+  whenever an input is, so a user adjoint may pass gradients the forward code cannot);
+* prologue values a task uses are replayed (and differentiated) inside that task, so a
+  top-level LOAD gets its gradient;
 * only active values (float, depending on a field with a grad) get adjoints; dead code (unused
   pure values, spills never read, empty blocks and tasks) is removed at the end;
 * every statement carries the loc of the primal statement it comes from.
@@ -41,7 +47,7 @@ from fieldsim.ad.stack import CapacityFormula
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
-from fieldsim.lang.ir import ForInfo, Kernel, Op, PURE, StackInfo, Stmt, walk
+from fieldsim.lang.ir import PURE, ForInfo, Kernel, Op, StackInfo, Stmt, walk
 from fieldsim.lang.passes.lower_break import lower_break
 from fieldsim.lang.passes.offload import is_task
 
@@ -256,18 +262,29 @@ class _TaskAD:
 
     # ---- primal values in the sweep ---------------------------------------------------------------
     def primal(self, v: Stmt) -> Stmt:
+        """The value of primal `v` here: direct, recomputed (pure), or read back (spilled)."""
+        work = [(v, False)]
+        while work:  # post-order without recursion: pure chains can be thousands long
+            u, operands_ready = work.pop()
+            if self.available(u) is not None:
+                continue
+            if u.op in PURE and not operands_ready:
+                work.append((u, True))
+                work.extend((a, False) for a in u.args)
+                continue
+            if u.op in PURE:
+                args = tuple(self.available(a) for a in u.args)
+                new = self.b.emit(u.op, u.dtype, args, u.attr, loc=u.loc)
+            else:
+                new = self.read_spill(u)
+            self.scopes[-1][id(u)] = new
+        return self.available(v)
+
+    def available(self, v: Stmt) -> Stmt | None:
         for scope in reversed(self.scopes):
             if id(v) in scope:
                 return scope[id(v)]
-        if id(v) in self.direct:
-            return self.direct[id(v)]
-        if v.op in PURE:
-            args = tuple(self.primal(a) for a in v.args)
-            new = self.b.emit(v.op, v.dtype, args, v.attr, loc=v.loc)
-        else:
-            new = self.read_spill(v)
-        self.scopes[-1][id(v)] = new
-        return new
+        return self.direct.get(id(v))
 
     @contextlib.contextmanager
     def scope(self):

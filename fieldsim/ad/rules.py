@@ -16,8 +16,8 @@ ABS has slope 0 at 0, and d(a**b)/db is 0 where a <= 0.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.ir import Op, Stmt

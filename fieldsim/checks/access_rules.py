@@ -49,6 +49,7 @@ class Access:
     op: str | None = None
     path: tuple = ()
     stmt: Stmt | None = None
+    loop_vars: tuple = ()  # per loop in `loops`: its index atom (`index_expr.Var`), None for LOOP
 
     @property
     def is_write(self) -> bool:
@@ -105,7 +106,9 @@ def _accesses_of(s: Stmt, site: Site, forms: Forms, kernel: Kernel, used: bool) 
     mode = "parallel" if is_parallel_task(kernel.body[site.task]) else "serial"
     common = {"field": s.field, "indices": tuple(forms.form(i) for i in s.indices),
               "task_index": site.task, "position": site.position, "thread_mode": mode,
-              "loops": site.loops, "loc": s.loc, "path": site.path, "stmt": s}
+              "loops": site.loops, "loc": s.loc, "path": site.path, "stmt": s,
+              "loop_vars": tuple(forms.loop_var(lp) if lp.op == Op.FOR else None
+                                 for lp in site.loops)}
     if s.op == Op.LOAD:
         return [Access(kind="load", **common)]
     if s.op == Op.STORE:

@@ -234,7 +234,7 @@ class Forms:
         if s.op == Op.ARG and integral:
             return Affine.of(Arg(s.attr))
         if s.op == Op.FOR:
-            return Affine.of(self._loop_var(s, 1, None))
+            return Affine.of(self.loop_var(s))
         if s.op in (Op.ADD, Op.SUB, Op.NEG, Op.MUL) and integral:
             return self._arith(s)
         if s.op == Op.CAST and integral and s.args[0].dtype is not None and s.args[0].dtype.is_int:
@@ -258,7 +258,8 @@ class Forms:
             return b.scale(a.const)
         return a.scale(b.const) if b.is_const() else self.opaque(s)
 
-    def _loop_var(self, loop: Stmt, stride: int, size: int | None) -> Var:
+    def loop_var(self, loop: Stmt, stride: int = 1, size: int | None = None) -> Var:
+        """The atom of a FOR's index (or of one of its digits), with the loop's bounds."""
         site = self.sites.get(id(loop))
         scope = (site.loops if site else ()) + (loop,)
         bounds = (self.form(loop.args[0]), self.form(loop.args[1])) if loop.args else None
@@ -276,9 +277,9 @@ class Forms:
         if not isinstance(atom, Var) or x.terms[atom] != 1 or x.const != 0:
             return self.opaque(s)
         if s.op == Op.FLOORDIV and atom.size is None:
-            return Affine.of(self._loop_var(atom.loop, atom.stride * c, None))
+            return Affine.of(self.loop_var(atom.loop, atom.stride * c, None))
         if s.op == Op.MOD and (atom.size is None or atom.size % c == 0):
-            return Affine.of(self._loop_var(atom.loop, atom.stride, c))
+            return Affine.of(self.loop_var(atom.loop, atom.stride, c))
         return self.opaque(s)
 
     def _local(self, s: Stmt) -> Affine:
@@ -324,14 +325,24 @@ def overlap(a, b, same_thread: bool, env: dict | None = None) -> Meet:
         if a.thread_mode != "parallel":
             return NO_MEET
         top = a.loops[0]
-        return Meet(_decide(_diffs(a, b, top, env), top, "ne", env), "thread", top)
+        return Meet(_decide(_diffs(a, b, top, env), top, "ne", env, _var(a, top)), "thread", top)
     meets = []
     if b.position > a.position and not exclusive(a.path, b.path):
         meets.append(Meet(_decide(_diffs(a, b, None, env), None, None, env), "same", None))
     for loop in _shared_loops(a, b):
         rel = "gt" if loop.op == Op.FOR else None
-        meets.append(Meet(_decide(_diffs(a, b, loop, env), loop, rel, env), "iteration", loop))
+        answer = _decide(_diffs(a, b, loop, env), loop, rel, env, _var(a, loop))
+        meets.append(Meet(answer, "iteration", loop))
     return max(meets, key=lambda m: m.answer, default=NO_MEET)
+
+
+def _var(a, loop: Stmt) -> Var | None:
+    """The index atom of one of `a`'s enclosing loops (None for a `while` loop)."""
+    loop_vars = getattr(a, "loop_vars", ())
+    for stmt, var in zip(a.loops, loop_vars):
+        if stmt is loop:
+            return var
+    return None
 
 
 def _shared_loops(a, b) -> list:
@@ -361,9 +372,11 @@ def _diffs(a, b, loop: Stmt | None, env: dict | None) -> list[Affine]:
     return [fa.subst(env) - fb.subst(env).map(rename) for fa, fb in zip(a.indices, b.indices)]
 
 
-def _decide(diffs: list[Affine], loop: Stmt | None, rel: str | None, env) -> Answer:
+def _decide(diffs: list[Affine], loop: Stmt | None, rel: str | None, env,
+            var: Var | None = None) -> Answer:
     """Can every difference be zero, given that `loop`'s renamed iteration is related by `rel`
-    ('ne': another thread, 'gt': a later iteration, None: any other iteration)?"""
+    ('ne': another thread, 'gt': a later iteration, None: any other iteration)? `var` is the
+    loop's index atom, for its bounds."""
     steps, unknown = {}, False
     for d in diffs + _combinations(diffs, loop):
         if d.is_const() and d.const == 0:
@@ -377,7 +390,7 @@ def _decide(diffs: list[Affine], loop: Stmt | None, rel: str | None, env) -> Ans
                 return Answer.NEVER
             continue
         unknown = unknown or d.has_opaque()
-    if loop is not None and not _other_instance_possible(steps, rel, env):
+    if loop is not None and not _other_instance_possible(steps, rel, env, var):
         return Answer.NEVER
     if all(d.is_const() for d in diffs):
         return Answer.SAME
@@ -433,7 +446,7 @@ def _digit_step(d: Affine, loop: Stmt | None):
     return x, (d.const // cx if d.const % cx == 0 else None)
 
 
-def _other_instance_possible(steps: dict, rel: str | None, env) -> bool:
+def _other_instance_possible(steps: dict, rel: str | None, env, var: Var | None) -> bool:
     """Can the renamed iteration differ from the first (and come later, for 'gt')?"""
     if rel is None:
         return True
@@ -443,19 +456,19 @@ def _other_instance_possible(steps: dict, rel: str | None, env) -> bool:
             return False
         if rel == "gt" and digit.full and step <= 0:
             return False
-    return not _pinned(steps, env)
+    return not _pinned(steps, env, var or next(iter(steps), None))
 
 
-def _pinned(steps: dict, env) -> bool:
-    """Do the digits pinned equal (step 0) force equal loop indices? All digits of one loop share
-    the loop's bounds, so the index's own range says when the higher digits cannot differ."""
+def _pinned(steps: dict, env, var: Var | None) -> bool:
+    """Do the digits pinned equal (step 0) force equal loop indices? The index's own range
+    (from `var`, or any digit: they share the loop's bounds) says when the higher digits cannot
+    differ; a loop of one iteration is always pinned."""
     equal = {(d.stride, d.size) for d, s in steps.items() if s == 0}
-    some = next(iter(steps), None)
     stride = 1
     while (stride, None) not in equal:
         sizes = [z for s, z in equal if s == stride and z is not None]
         if not sizes:
-            r = atom_range(Var(some.loop, bounds=some.bounds), env) if some is not None else None
+            r = atom_range(Var(var.loop, bounds=var.bounds), env) if var is not None else None
             return r is not None and r[0] // stride == r[1] // stride
         stride *= sizes[0]
     return True

@@ -32,7 +32,7 @@ from fieldsim.checks.access_rules import (
     to_error,
     where,
 )
-from fieldsim.checks.index_expr import Affine, Var
+from fieldsim.checks.index_expr import Affine, Arg, Var
 from fieldsim.errors import Loc
 from fieldsim.lang.printer import field_name
 
@@ -104,6 +104,37 @@ def box_of(a: Access, env: dict) -> tuple:
     return tuple(_comp(f.subst(env), env, n) for f, n in zip(a.indices, shape))
 
 
+def _uses_args(f: Affine) -> bool:
+    """Does `f` (or the bounds of a loop it uses) depend on kernel arguments?"""
+    for atom in f.terms:
+        atom = getattr(atom, "atom", atom)  # Primed
+        if isinstance(atom, Arg) or (isinstance(atom, Var) and atom.bounds is not None
+                                     and any(_uses_args(b) for b in atom.bounds)):
+            return True
+    return False
+
+
+class _Boxes:
+    """The boxes of one kernel's accesses, one per distinct (field, read/write, indices).
+    Components that do not depend on the kernel's arguments are computed once."""
+
+    def __init__(self, accesses: list[Access]):
+        self.items, seen = [], set()
+        for a in accesses:
+            key = (id(a.field), a.is_write, a.indices)
+            if key not in seen:
+                seen.add(key)
+                shape = _shape(a.field) + (None,) * len(a.indices)
+                comps = tuple(f if _uses_args(f) else _comp(f, {}, n)
+                              for f, n in zip(a.indices, shape))
+                self.items.append((a, comps, shape))
+
+    def of_launch(self, env: dict):
+        for a, comps, shape in self.items:
+            yield a, tuple(c if isinstance(c, Comp) else _comp(c.subst(env), env, n)
+                           for c, n in zip(comps, shape))
+
+
 @dataclass(frozen=True, eq=False)
 class Origin:
     """Who made an access: a kernel launch (name, number, args) or a Python-scope write."""
@@ -158,23 +189,24 @@ class TapeState:
         self.writes: dict[int, _Log] = {}
         self.launches = 0
         self._units: list = []
-        self._checks: dict[int, KernelCheck] = {}  # by id(kernel IR); each holds its kernel
+        self._checks: dict[int, tuple] = {}  # id(kernel IR) -> (KernelCheck holding it, _Boxes)
         self._pending: list = []
 
     def launch(self, kernel_ir, kernel_name: str | None = None, summary=None,
                arg_values=None) -> list[Finding]:
         """Check one launch before it runs, then record it. Raises `AccessRuleError`; returns
         the undecided findings when `validation` is on (else they raise too)."""
-        check = self._checks.get(id(kernel_ir))
-        if check is None:
-            check = self._checks[id(kernel_ir)] = KernelCheck(kernel_ir, summary)
-        summary = check.accesses
+        if id(kernel_ir) not in self._checks:
+            check = KernelCheck(kernel_ir, summary)
+            self._checks[id(kernel_ir)] = (check, _Boxes(check.accesses))
+        check, boxes = self._checks[id(kernel_ir)]
         found = [] if self._units else check.run(arg_values, self.validation)
         env = arg_env(arg_values)
         self.launches += 1
         name, args = kernel_name or kernel_ir.name, _args_text(kernel_ir, env)
         unit = self._units[-1][0] if self._units else None
-        entries = [(a, box_of(a, env), Origin(a, name, self.launches, args, unit)) for a in summary]
+        entries = [(a, box, Origin(a, name, self.launches, args, unit))
+                   for a, box in boxes.of_launch(env)]
         for a, box, origin in entries:
             if a.is_write:
                 found += self._check(box, origin)
@@ -227,7 +259,8 @@ class TapeState:
 
 
 def _args_text(kernel_ir, env: dict) -> str:
-    params = getattr(kernel_ir, "params", [])
+    """`t=3, n=128`: ARG positions count the runtime (non-template) parameters only."""
+    params = [p for p in getattr(kernel_ir, "params", []) if not p.template]
     names = {i: p.name for i, p in enumerate(params)}
     return ", ".join(f"{names.get(p, f'arg{p}')}={v}" for p, v in sorted(env.items()))
 

@@ -13,7 +13,8 @@ import numpy as np
 from fieldsim.codegen.llvm import (CTX_ARGS, CTX_ERR, CTX_FIELDS, CTX_RET, CTX_RNG, CTX_STACK,
                                    CTX_STACK_CAPS, CTX_STACK_OFFS, CTX_STACK_STRIDE, CTX_WORDS,
                                    ERR_ASSERT, ERR_OUT_OF_BOUNDS, ERR_STACK_OVERFLOW)
-from fieldsim.errors import ADStackOverflowError, FieldsimIndexError, FieldsimRuntimeError
+from fieldsim.errors import (ADStackOverflowError, FieldsimAssertionError, FieldsimIndexError,
+                             FieldsimRuntimeError)
 from fieldsim.lang.ir import Op, Stmt
 
 
@@ -55,16 +56,21 @@ class Launcher:
         return float(ret.view(np.float64)[0]) if info.ret.is_float else int(ret[0])
 
     def stack_layout(self, info, args, default):
-        if not info.stacks:
-            return np.zeros(1, np.int64), np.zeros(1, np.int64), 0
-        caps = np.array([max(1, int(f.evaluate(list(args), default))) for f in info.stacks], dtype=np.int64)
-        sizes = caps * 8
-        offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        stride = int(sizes.sum())
+        caps, offs, stride = stack_caps(info, args, default)
         need = stride * self.backend.max_workers()
         if self.scratch.size < need:
             self.scratch = np.zeros(need, dtype=np.uint8)
         return caps, offs, stride
+
+
+def stack_caps(info, args, default):
+    """(capacities, byte offsets, bytes per worker) of a launch's AD stacks, from its args."""
+    if not info.stacks:
+        return np.zeros(1, np.int64), np.zeros(1, np.int64), 0
+    caps = np.array([max(1, int(f.evaluate(list(args), default))) for f in info.stacks], dtype=np.int64)
+    sizes = caps * 8
+    offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    return caps, offs, int(sizes.sum())
 
 
 def _field_ptr(field, kernel_name):
@@ -125,7 +131,7 @@ def raise_kernel_error(info, err, caps):
                                  f"{name!r}", loc)
     if code == ERR_ASSERT:
         msg, loc = info.asserts[which]
-        raise FieldsimRuntimeError(f"kernel {info.name!r}: assertion failed: {msg}", loc)
+        raise FieldsimAssertionError(f"kernel {info.name!r}: assertion failed: {msg}", loc)
     raise FieldsimRuntimeError(f"kernel {info.name!r} reported error code {code}")
 
 

@@ -366,7 +366,7 @@ class TaskLowering:
         for d, ix in enumerate(s.indices):
             i = b.sext(self.v(ix), I64)
             if self.cg.debug:
-                self.bounds_check(i, shape[d], s)
+                i = self.bounds_check(i, shape[d], s)
             lin = i if lin is None else b.add(b.mul(lin, L.Constant(I64, shape[d])), i)
         if lin is None:
             lin = L.Constant(I64, 0)
@@ -379,6 +379,8 @@ class TaskLowering:
         self.cg.info.accesses.append((s.field.ir_name, s.loc))
         with b.if_then(bad, likely=False):
             self.set_error(ERR_OUT_OF_BOUNDS, code, i)
+        # the access still happens (the error is raised after the launch): keep it in bounds
+        return b.select(bad, L.Constant(I64, 0), i)
 
     def set_error(self, code, info, extra=None):
         b = self.b

@@ -20,7 +20,7 @@ if AS_TAICHI:
     if not hasattr(taichi, "FieldsimRuntimeError"):
         taichi.FieldsimRuntimeError = taichi.TaichiRuntimeError
 
-import fieldsim as fs  # noqa: E402
+import fieldsim as fs
 
 
 def init_fs(fp="f32", **options):

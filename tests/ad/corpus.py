@@ -20,8 +20,9 @@ Every kernel obeys the global data access rules (API.md): no element is written 
 it was read, and an element written more than once is only ever atomically added to.
 """
 import zlib
-from dataclasses import dataclass, field as dc_field
-from typing import Callable, Optional
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 import numpy as np
 
@@ -65,7 +66,7 @@ class Case:
     inputs: dict
     loss: object
     run: Callable[[], None]
-    reset: Optional[Callable[[], None]] = None
+    reset: Callable[[], None] | None = None
     extra: dict = dc_field(default_factory=dict)
 
 
@@ -74,11 +75,11 @@ class Entry:
     name: str
     build: Callable[[], Case]
     specs: dict
-    analytic: Optional[Callable] = None
-    beyond: Optional[str] = None
+    analytic: Callable | None = None
+    beyond: str | None = None
     fd: bool = True
-    fd_eps: Optional[float] = None
-    tol: Optional[str] = None  # "f32": compare at f32 tolerances even in f64
+    fd_eps: float | None = None
+    tol: str | None = None  # "f32": compare at f32 tolerances even in f64
     taichi_opts: dict = dc_field(default_factory=dict)
 
     def values(self):
@@ -434,6 +435,34 @@ def int_ops_no_grad():
     return Case({"x": x}, loss, k)
 
 
+@fs.func
+def _frac(v):
+    # Taichi's test_ad_frac
+    return v - fs.floor(v) if v > 0.0 else v - fs.ceil(v)
+
+
+def _frac_mod(v, c):
+    x, m = v["x"], v["m"]
+    z = 1.7 * x
+    fr = np.where(z > 0, z - np.floor(z), z - np.ceil(z))
+    return {"x": 2 * fr * 1.7 + 1.0, "m": -np.floor(x / m)}
+
+
+@entry({"x": V([-1.9, -0.8, 0.45, 1.3, 2.3]), "m": V([0.7, 0.65, 0.7, 0.75, 0.7])}, analytic=_frac_mod)
+def frac_and_float_mod():
+    # floor/ceil carry no gradient; a % m (floored, as in Python) has d/da = 1, d/dm = -floor(a/m)
+    x = fs.field(float, shape=5, needs_grad=True, name="x")
+    m = fs.field(float, shape=5, needs_grad=True, name="m")
+    loss = scalar_loss()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            loss[None] += _frac(x[i] * 1.7) ** 2 + x[i] % m[i]
+
+    return Case({"x": x, "m": m}, loss, k)
+
+
 @entry({"x": U(0.3, 1.0, shape=(6,)), "y": U(0.3, 1.0, shape=(6,))},
        analytic=lambda v, c: {"x": np.ones(6), "y": np.arange(6.0)})
 def loop_index_as_value():
@@ -596,18 +625,18 @@ def loop_carried_1000():
        analytic=lambda v, c: {"x": np.full(N, sum(0.99 ** (999 - j) * j for j in range(1000)))},
        taichi_opts={"ad_stack_size": 4096})
 def loop_carried_linear_1000():
-    # the example of the brief: s = s * 0.99 + x[i] * k for k < 1000
+    # s = s * 0.99 + x[i] * k for k < n, n = 1000 given at launch
     x, loss = vec("x"), scalar_loss()
 
     @fs.kernel
-    def k():
+    def k(n: fs.i32):
         for i in x:
             s = 0.0
-            for j in range(1000):
+            for j in range(n):
                 s = s * 0.99 + x[i] * j
             loss[None] += s
 
-    return Case({"x": x}, loss, k)
+    return Case({"x": x}, loss, lambda: k(1000))
 
 
 @entry({"x": U(0.2, 0.9), "y": U(0.1, 1.0)})
@@ -797,9 +826,11 @@ def inner_loop_atomic_matvec():
 
 
 @entry({"x": U(0.2, 1.0, signed=True), "y": U(0.2, 1.0, signed=True),
-        "m": U(0.1, 0.6, shape=(4,), signed=True)})
+        "m": U(0.3, 0.8, shape=(4,), signed=True)},
+       beyond="Taichi 1.7 silently drops most of the gradient of a local defined outside "
+              "an inner loop and read inside it (M here): see loop_invariant_local")
 def loop_carried_vector():
-    # a 2-vector carried through 6 iterations of v = M v + c, M read from a field
+    # a 2-vector carried through 6 iterations of v = M v + c |v|^2, M read from a field
     x, y, loss = vec("x"), vec("y"), scalar_loss()
     m = fs.field(float, shape=4, needs_grad=True, name="m")
 
@@ -809,10 +840,32 @@ def loop_carried_vector():
             M = fs.Matrix([[m[0], m[1]], [m[2], m[3]]])
             v = fs.Vector([x[i], y[i]])
             for j in range(6):
-                v = M @ v + fs.Vector([0.1, -0.2]) * v.norm_sqr()
+                v = M @ v + fs.Vector([0.05, -0.1]) * v.norm_sqr()
             loss[None] += v.dot(v)
 
     return Case({"x": x, "y": y, "m": m}, loss, k)
+
+
+@entry({"x": U(0.3, 1.0), "m": U(0.7, 1.1, shape=(1,))},
+       analytic=lambda v, c: {"x": v["m"][0] ** 3 * np.ones(N),
+                              "m": np.full(1, 3 * v["m"][0] ** 2 * np.sum(v["x"]))},
+       beyond="Taichi 1.7 keeps only one iteration's share of the adjoint of a local "
+              "defined outside an inner loop and read inside it: m.grad is 1/3 of the truth")
+def loop_invariant_local():
+    # a = m[0] is loaded once, outside the loop; s = a^3 x: d/dm = 3 a^2 x
+    x, loss = vec("x"), scalar_loss()
+    m = fs.field(float, shape=1, needs_grad=True, name="m")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            a = m[0]
+            s = x[i]
+            for j in range(3):
+                s = a * s
+            loss[None] += s
+
+    return Case({"x": x, "m": m}, loss, k)
 
 
 @entry({"x": V([-0.8, -0.3, 0.4, 0.9])},

@@ -90,5 +90,5 @@ def test_gradient(entry, fp):
         ref_loss, ref = _reference(entry, case, fp)
         rtol = 1e-9 if tol == "f64" else 1e-3
         np.testing.assert_allclose(loss, ref_loss, rtol=rtol, atol=rtol, err_msg=f"{entry.name}: loss")
-        for name in grads:
-            assert_grad_close(grads[name], ref[name], tol, f"{entry.name}: {name}.grad vs finite differences")
+        for name, grad in grads.items():
+            assert_grad_close(grad, ref[name], tol, f"{entry.name}: {name}.grad vs finite differences")

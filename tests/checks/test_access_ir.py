@@ -45,7 +45,8 @@ class KB:
         return self
 
     def kernel(self):
-        return verify(Kernel(self.name, [Param(p, T.i32) for p in self.params], self.b.blocks[0]))
+        params = [Param("field", None, template=True)] + [Param(p, T.i32) for p in self.params]
+        return verify(Kernel(self.name, params, self.b.blocks[0]))
 
     # values
     def i(self, v):
@@ -477,6 +478,15 @@ def atomic_result_unused_is_not_a_read():
     k = KB()
     with k.at("for i in x:").pfor(N) as i:
         k.at("fs.atomic_add(y[0], x[i])").atomic("add", y, [0], k.load(x, i))
+    return k
+
+
+@accepted
+def one_thread_parallel_loop():
+    k = KB("first")
+    with k.at("for i in range(1):").pfor(1):
+        k.at("y[0] = x[0]").store(y, [0], k.load(x, 0))
+        k.at("y[0] += x[1]").atomic("add", y, [0], k.load(x, 1))
     return k
 
 
@@ -1213,3 +1223,14 @@ def test_float_arguments_are_not_substituted():
     kernel = offset_by_unknown_argument().kernel()
     with pytest.raises(AccessRuleError):
         check_kernel(kernel, arg_values=[16.0])
+
+
+def test_thread_count_from_the_argument():
+    k = KB("first", ["n"])
+    with k.at("for i in range(n):").pfor(k.arg(0)):
+        k.at("y[0] = x[0]").store(y, [0], k.load(x, 0))
+    kernel = k.kernel()
+    assert check_kernel(kernel, arg_values=[1]) == []
+    for n in (None, [2]):
+        with pytest.raises(AccessRuleError, match="another thread"):
+            check_kernel(kernel, arg_values=n)

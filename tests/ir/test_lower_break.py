@@ -5,7 +5,10 @@ structured programs (hypothesis) mixing IF, FOR, LOOP, BREAK, CONTINUE and RAND.
 """
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.ir_interp import run
+from support.ir_kit import KB, field
 
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.lang import types as T
@@ -13,9 +16,6 @@ from fieldsim.lang.ir import Op, walk
 from fieldsim.lang.passes.lower_break import lower_break
 from fieldsim.lang.printer import print_kernel
 from fieldsim.lang.verify import verify
-
-from support.ir_interp import run
-from support.ir_kit import KB, field
 
 
 def check_form(block, in_loop_body=None):
@@ -109,9 +109,8 @@ def test_canonical_loop_is_kept_and_task_level_continue_is_lowered():
 
 def test_break_out_of_a_top_level_loop_is_refused():
     b = KB()
-    with b.serial_for(0, 4) as i:
-        with b.if_then(b.binary(Op.EQ, i, b.i(2))):
-            brk = b.emit(Op.BREAK)
+    with b.serial_for(0, 4) as i, b.if_then(b.binary(Op.EQ, i, b.i(2))):
+        brk = b.emit(Op.BREAK)
     with pytest.raises(FieldsimCompilationError, match="break") as err:
         lower_break(b.kernel())
     assert err.value.loc == brk.loc
@@ -119,9 +118,8 @@ def test_break_out_of_a_top_level_loop_is_refused():
 
 def test_input_is_untouched():
     b = KB()
-    with b.parallel(2):
-        with b.loop_for(0, 3):
-            b.emit(Op.BREAK)
+    with b.parallel(2), b.loop_for(0, 3):
+        b.emit(Op.BREAK)
     k = b.kernel()
     before = print_kernel(k)
     lower_break(k)
@@ -187,7 +185,7 @@ class _Gen:
             self.b.emit(self.draw(st.sampled_from([Op.BREAK, Op.CONTINUE])))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_random_programs_keep_their_meaning(data):
     b = KB()

@@ -7,13 +7,13 @@ central difference along the tangent and the VJP must satisfy <vjp, tangent> = j
 """
 import numpy as np
 import pytest
+from support.ir_interp import FakeField, run
+from support.ir_kit import KB
 
 from fieldsim.ad.rules import RULES
 from fieldsim.lang import types as T
-from fieldsim.lang.ir import BINARY, CONTROL as IR_CONTROL, NONDIFF, UNARY, Op
-
-from support.ir_interp import FakeField, run
-from support.ir_kit import KB
+from fieldsim.lang.ir import BINARY, NONDIFF, UNARY, Op
+from fieldsim.lang.ir import CONTROL as IR_CONTROL
 
 MEMORY = {Op.ALLOCA, Op.LOCAL_LOAD, Op.LOCAL_STORE, Op.LOAD, Op.STORE, Op.ATOMIC,
           Op.STACK_ALLOCA, Op.STACK_PUSH, Op.STACK_POP, Op.STACK_TOP}

@@ -3,6 +3,11 @@
 With FIELDSIM_AS_TAICHI=1 the whole suite runs against Taichi 1.7 instead of fieldsim (Taichi is
 the reference for semantics): `fieldsim` is aliased to the `taichi` module and fieldsim's error
 classes are mapped onto Taichi's nearest equivalents.
+
+Tests marked `fieldsim_specific` check behaviour Taichi 1.7 lacks (field names in Python-scope
+error messages, bounds checks, source locations on every error, reproducible parallel random
+numbers); under Taichi deselect them with `-m "not fieldsim_specific"` (a few that would crash
+the Taichi process are skipped there anyway).
 """
 import os
 import sys

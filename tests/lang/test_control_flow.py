@@ -1,5 +1,6 @@
 """Control flow in kernels: if/elif/else, while, break/continue, fs.static, loop_config."""
 import numpy as np
+import pytest
 
 import fieldsim as fs
 
@@ -289,3 +290,18 @@ def test_early_return_in_scalar_kernel():
     assert sign(2.5) == 1
     assert sign(-0.1) == -1
     assert sign(0.0) == 0
+
+
+def test_assert_checked_in_debug_mode():
+    fs.init(arch=fs.cpu, debug=True)
+    x = fs.field(fs.i32, shape=4)
+    x.from_numpy(np.array([0, 1, 2, 5], np.int32))
+
+    @fs.kernel
+    def check(limit: fs.i32):
+        for i in x:
+            assert x[i] < limit, "value too large"
+
+    check(10)  # passes
+    with pytest.raises(AssertionError, match="value too large"):
+        check(3)

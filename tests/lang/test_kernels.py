@@ -43,21 +43,20 @@ def test_struct_for_3d():
     np.testing.assert_array_equal(x.to_numpy(), g[0] * 10000 + g[1] * 100 + g[2])
 
 
-@pytest.mark.parametrize("shape", [(6,), (3, 4), (2, 3, 4)], ids=["1d", "2d", "3d"])
-def test_grouped_struct_for(shape):
-    x = fs.field(fs.i32, shape=shape)
-    s = fs.field(fs.i32, shape=shape)
-
+def test_grouped_struct_for_1d_2d_3d():
     @fs.kernel
-    def k():
+    def k(x: fs.template(), s: fs.template()):
         for I in fs.grouped(x):
             x[I] = I.sum()
             s[I] = I[0]
 
-    k()
-    g = np.indices(shape)
-    np.testing.assert_array_equal(x.to_numpy(), g.sum(axis=0))
-    np.testing.assert_array_equal(s.to_numpy(), g[0])
+    for shape in [(6,), (3, 4), (2, 3, 4)]:
+        x = fs.field(fs.i32, shape=shape)
+        s = fs.field(fs.i32, shape=shape)
+        k(x, s)
+        g = np.indices(shape)
+        np.testing.assert_array_equal(x.to_numpy(), g.sum(axis=0))
+        np.testing.assert_array_equal(s.to_numpy(), g[0])
 
 
 def test_grouped_vector_field_loop():
@@ -405,3 +404,37 @@ def test_vector_field_in_struct_for_and_python_reads():
     a = np.arange(4)
     np.testing.assert_array_equal(out.to_numpy(), a + a + 1 + 2 * a)
     np.testing.assert_array_equal(v.to_numpy()[:, 1], a + 1)
+
+
+SCALE = 3.0  # a Python global read by a kernel (captured when the kernel is compiled)
+
+
+def test_dynamic_local_index_builtins_and_serial_while():
+    r = fs.field(fs.f32, shape=8)
+
+    @fs.kernel
+    def k(a: fs.f32, b: fs.f32):
+        v = fs.Vector([1.0, 2.0, 3.0])
+        s = 0.0
+        for j in range(3):
+            s += v[j] * j  # runtime index into a local vector
+        r[0] = s
+        r[1] = abs(a) + max(a, b) + min(a, b)  # Python builtins map to fs.abs/max/min
+        n = 0
+        while n < 5:  # a top-level (serial) while loop
+            n += 2
+        r[2] = n
+        v += fs.Vector([1.0, 1.0, 1.0])
+        v *= 2.0
+        r[3] = v.sum()
+        r[4] = float(a < b) * 0.5
+        r[5] = SCALE * 2.0
+        m = fs.Matrix([[1.0, 2.0], [3.0, 4.0]])
+        t = 0.0
+        for i in range(2):
+            for j in range(2):
+                t += m[i, j] * (i + 1)  # runtime indices into a local matrix
+        r[6] = t
+
+    k(-1.5, 2.5)
+    np.testing.assert_array_equal(r.to_numpy(), [8.0, 2.5, 6.0, 18.0, 0.5, 6.0, 17.0, 0.0])

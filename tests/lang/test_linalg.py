@@ -19,11 +19,14 @@ def _well_conditioned(n, npdt, seed):
 
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("dt,npdt,tol", PRECISIONS, ids=PREC_IDS)
-def test_polar_decompose(n, dt, npdt, tol):
+def test_polar_decompose_and_svd(n, dt, npdt, tol):
     A = _well_conditioned(n, npdt, 100 + n)
     a = fs.Matrix.field(n, n, dt, shape=N)
     r = fs.Matrix.field(n, n, dt, shape=N)
     s = fs.Matrix.field(n, n, dt, shape=N)
+    u = fs.Matrix.field(n, n, dt, shape=N)
+    sig = fs.Matrix.field(n, n, dt, shape=N)
+    v = fs.Matrix.field(n, n, dt, shape=N)
     a.from_numpy(A)
 
     @fs.kernel
@@ -32,14 +35,21 @@ def test_polar_decompose(n, dt, npdt, tol):
             R, S = fs.polar_decompose(a[i], dt)
             r[i] = R
             s[i] = S
+            U, Sig, V = fs.svd(a[i], dt)
+            u[i] = U
+            sig[i] = Sig
+            v[i] = V
 
     k()
-    R, S = r.to_numpy().astype(np.float64), s.to_numpy().astype(np.float64)
+    A64 = A.astype(np.float64)
     eye = np.broadcast_to(np.eye(n), (N, n, n))
-    np.testing.assert_allclose(R @ S, A, atol=tol * 10)
+
+    # ---- polar: A = R S, R orthogonal, S symmetric
+    R, S = r.to_numpy().astype(np.float64), s.to_numpy().astype(np.float64)
+    np.testing.assert_allclose(R @ S, A64, atol=tol * 10)
     np.testing.assert_allclose(np.swapaxes(R, 1, 2) @ R, eye, atol=tol * 10)  # orthogonal
     np.testing.assert_allclose(S, np.swapaxes(S, 1, 2), atol=tol * 10)  # symmetric
-    detA = np.linalg.det(A.astype(np.float64))
+    detA = np.linalg.det(A64)
     pos = detA > 0
     assert pos.any() and (~pos).any()
     # det(A) > 0: R is a rotation (det +1) in both sizes
@@ -53,40 +63,18 @@ def test_polar_decompose(n, dt, npdt, tol):
         # Taichi 1.7's 3x3 polar (via the SVD) always returns a rotation; S absorbs the sign
         np.testing.assert_allclose(np.linalg.det(R), 1.0, atol=tol * 10)
 
-
-@pytest.mark.parametrize("n", [2, 3])
-@pytest.mark.parametrize("dt,npdt,tol", PRECISIONS, ids=PREC_IDS)
-def test_svd(n, dt, npdt, tol):
-    A = _well_conditioned(n, npdt, 200 + n)
-    a = fs.Matrix.field(n, n, dt, shape=N)
-    u = fs.Matrix.field(n, n, dt, shape=N)
-    sig = fs.Matrix.field(n, n, dt, shape=N)
-    v = fs.Matrix.field(n, n, dt, shape=N)
-    a.from_numpy(A)
-
-    @fs.kernel
-    def k():
-        for i in a:
-            U, S, V = fs.svd(a[i], dt)
-            u[i] = U
-            sig[i] = S
-            v[i] = V
-
-    k()
+    # ---- svd: A = U Sig V^T, U and V orthogonal, Sig diagonal
     U = u.to_numpy().astype(np.float64)
-    S = sig.to_numpy().astype(np.float64)
+    Sg = sig.to_numpy().astype(np.float64)
     V = v.to_numpy().astype(np.float64)
-    eye = np.broadcast_to(np.eye(n), (N, n, n))
-    # the singular values come back as a diagonal matrix
-    off = S * (1 - np.eye(n))
-    np.testing.assert_allclose(off, 0, atol=tol * 10)
-    np.testing.assert_allclose(U @ S @ np.swapaxes(V, 1, 2), A, atol=tol * 10)
+    np.testing.assert_allclose(Sg * (1 - np.eye(n)), 0, atol=tol * 10)  # a diagonal matrix
+    np.testing.assert_allclose(U @ Sg @ np.swapaxes(V, 1, 2), A64, atol=tol * 10)
     np.testing.assert_allclose(np.swapaxes(U, 1, 2) @ U, eye, atol=tol * 10)
     np.testing.assert_allclose(np.swapaxes(V, 1, 2) @ V, eye, atol=tol * 10)
-    # same singular values as numpy up to sign/order (Taichi may put a negative one last
-    # so that U and V stay rotations)
-    got = np.sort(np.abs(np.diagonal(S, axis1=1, axis2=2)), axis=1)
-    ref = np.sort(np.linalg.svd(A.astype(np.float64), compute_uv=False), axis=1)
+    # same singular values as numpy up to sign/order (a negative one may be kept so that
+    # U and V stay rotations)
+    got = np.sort(np.abs(np.diagonal(Sg, axis1=1, axis2=2)), axis=1)
+    ref = np.sort(np.linalg.svd(A64, compute_uv=False), axis=1)
     np.testing.assert_allclose(got, ref, atol=tol * 10)
 
 

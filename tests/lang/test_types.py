@@ -332,3 +332,38 @@ def test_python_scope_dtype_call_gives_typed_scalar():
 
     k()
     assert r[0] == np.float64(np.float32(0.1)) + 0.1
+
+
+def test_f32_arithmetic_is_single_precision():
+    a = fs.field(fs.f32, shape=2)
+    r = fs.field(fs.f64, shape=2)
+    a.from_numpy(np.array([0.1, 0.2], np.float32))
+
+    @fs.kernel
+    def k():
+        r[0] = a[0] + a[1]
+        r[1] = a[0] * a[1] / 3.0
+
+    k()
+    x, y = np.float32(0.1), np.float32(0.2)
+    assert r[0] == np.float64(x + y)
+    assert r[1] == np.float64(x * y / np.float32(3.0))
+
+
+def test_python_scope_large_unsigned_and_i64_values():
+    u = fs.field(fs.u32, shape=2)
+    w = fs.field(fs.i64, shape=2)
+    u[0] = 4_000_000_000
+    w[0] = -(2**62)
+    w[1] = 2**62 + 7
+
+    @fs.kernel
+    def k():
+        u[1] = u[0] // 3
+        w[1] = w[1] - w[0]
+
+    k()
+    assert u[0] == 4_000_000_000
+    assert u[1] == 4_000_000_000 // 3
+    assert w[0] == -(2**62)
+    assert w[1] == 2**62 + 7 + 2**62 - 2**64  # i64 wraps

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# fieldsim on a lent GPU machine, in one call from the repo root:
+#
+#     bash benchmarks/gpu.sh [STAGE ...]      (default: info install test suite bench)
+#
+# Stages
+#   info     the GPU, driver, CUDA toolkit, python, llvmlite, libdevice
+#   install  the project and the CUDA driver binding (see "Offline installs" below)
+#   test     pytest -m cuda tests/cuda      (the CUDA backend against the CPU backend)
+#   drivers  the CUDA corpus again through the other driver binding (pycuda / cuda-python)
+#   suite    tests/lang and tests/ad with every fs.init forced onto CUDA (informational)
+#   bench    benchmarks/run.py on CUDA (and on the CPU with FS_BENCH_CPU=1), as a table
+# Each stage has a time limit (FS_T_<STAGE> seconds), cut to what is left of FS_BUDGET (570 s
+# by default, inside the device tool's 10 minutes a call); a stage that fails or times out is
+# reported and the rest still run, a stage with under 20 s left is skipped. All stages together
+# take longer than one call: run `info install test drivers` in one call and `install suite
+# bench` (with FS_NO_PYCUDA=1 to skip the pycuda build) in a second.
+# Logs and results go to $OUT (the device tool's output folder) or /tmp/fs-gpu-out: one
+# <stage>.log each, summary.md and results_<arch>.json (at most 8 files, the tool's limit).
+#
+# Offline installs. The GPU machine has no network; its python3 (/opt/torch/.venv) already has
+# numpy, pytest, matplotlib, tqdm, cuda-bindings (NVIDIA's cuda-python) and nvcc, but an
+# llvmlite older than fieldsim needs and no pycuda. Fetch these HERE, on a machine with
+# network, into .whl/ at the repo root (ignored by git; name it in the device call's `carry`):
+#
+#     echo /.whl/ >> .git/info/exclude; mkdir -p .whl
+#     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#         --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+#         --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+#         --platform manylinux1_x86_64 -d .whl \
+#         llvmlite==0.50.0 pytools==2026.1.1 platformdirs==4.14.7 mako==1.4.3 siphash24==1.9
+#     python3 -m pip download --no-deps --no-binary pycuda -d .whl pycuda==2026.1
+#
+# (about 60 MB, 57 of them llvmlite: it fits the 64 MiB carry limit with the repo, barely.
+# pycuda has no wheels: its sdist is built here against the CUDA toolkit, with CUDA_ROOT set,
+# the CUDA driver library stub, and without cuRAND. Its other needs, MarkupSafe and
+# typing-extensions, are already on the machine.) The wheels are installed with
+# `pip install --target $FS_SITE` and put first on PYTHONPATH, and fieldsim runs from the repo
+# through PYTHONPATH. Where pycuda does not build, fieldsim uses cuda-python's driver API
+# instead (fieldsim/codegen/cuda.py), so the tests still run.
+#
+# On a machine WITH network, `FS_ONLINE=1 bash benchmarks/gpu.sh` does the usual
+#     CUDA_ROOT=/usr/local/cuda pip install -e ".[cuda]"
+# instead (pycuda then builds from PyPI's sdist; set CUDA_ROOT to the toolkit).
+set -u -o pipefail
+cd "$(dirname "$0")/.." || exit 1
+REPO=$(pwd)
+OUTDIR=${OUT:-/tmp/fs-gpu-out}
+mkdir -p "$OUTDIR"
+PY=${PYTHON:-python3}
+FS_SITE=${FS_SITE:-/tmp/fs-site}
+export PYTHONPATH="$FS_SITE:$REPO${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+export FIELDSIM_CACHE_DIR=${FIELDSIM_CACHE_DIR:-/tmp/fs-cache}
+STAGES=("$@")
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(info install test suite bench)
+SUMMARY=()
+T_START=$(date +%s)
+
+note() { printf '\n=== %s (%ss since start) ===\n' "$*" "$(( $(date +%s) - T_START ))"; }
+
+cuda_root() {
+    for c in "${CUDA_ROOT:-}" "${CUDA_HOME:-}" "${CUDA_PATH:-}"; do
+        [ -n "$c" ] && [ -f "$c/include/cuda.h" ] && { echo "$c"; return; }
+    done
+    local nvcc; nvcc=$(command -v nvcc 2>/dev/null) && nvcc=$(readlink -f "$nvcc")
+    if [ -n "${nvcc:-}" ] && [ -f "$(dirname "$(dirname "$nvcc")")/include/cuda.h" ]; then
+        dirname "$(dirname "$nvcc")"; return
+    fi
+    for c in /usr/local/cuda /usr/local/cuda-* /opt/cuda; do
+        [ -f "$c/include/cuda.h" ] && { echo "$c"; return; }
+    done
+}
+
+# a folder holding libcuda.so for the linker: the toolkit's stub, or a link to the driver's
+cudadrv_dir() {
+    local root=$1
+    for d in "$root/lib64/stubs" "$root/lib/stubs" "$root/targets/x86_64-linux/lib/stubs"; do
+        [ -f "$d/libcuda.so" ] && { echo "$d"; return; }
+    done
+    local lib
+    lib=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so(\.1)? /{print $NF; exit}')
+    [ -z "$lib" ] && lib=$(ls /usr/local/nvidia/lib64/libcuda.so* /usr/lib/x86_64-linux-gnu/libcuda.so* 2>/dev/null | head -1)
+    [ -z "$lib" ] && return
+    mkdir -p /tmp/fs-cudadrv && ln -sf "$lib" /tmp/fs-cudadrv/libcuda.so && echo /tmp/fs-cudadrv
+}
+
+stage_info() {
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>&1 | head -3
+    command -v nvcc >/dev/null && nvcc --version | tail -2
+    echo "ptxas: $(command -v ptxas || echo none)   CUDA_ROOT: $(cuda_root)"
+    "$PY" - <<'EOF'
+import sys, importlib
+print("python", sys.version.split()[0], sys.executable)
+for m in ("numpy", "llvmlite", "pytest", "pycuda", "cuda.bindings"):
+    try:
+        mod = importlib.import_module(m)
+        print(f"  {m}: {getattr(mod, '__version__', 'ok')}  ({getattr(mod, '__file__', '')})")
+    except Exception as e:
+        print(f"  {m}: missing ({type(e).__name__})")
+try:
+    from fieldsim.codegen import ptx, cuda
+    print("  libdevice:", ptx.find_libdevice())
+    print("  cuda.is_available():", cuda.is_available(), "driver:",
+          cuda.driver().name if cuda.is_available() else cuda._driver_state.get("error"))
+    if cuda.is_available():
+        d = cuda.driver()
+        print(f"  device: {d.device_name}, cc {d.cc}, {d.sm_count} SMs -> {cuda.device_arch(d.cc)}")
+except Exception as e:
+    print("  fieldsim import failed:", type(e).__name__, e)
+EOF
+}
+
+stage_install() {
+    local root drvdir
+    root=$(cuda_root)
+    [ -n "$root" ] && export CUDA_ROOT=$root CUDA_HOME=$root
+    if [ -n "${FS_ONLINE:-}" ]; then
+        "$PY" -m pip install -e ".[cuda]" || return 1
+        return 0
+    fi
+    mkdir -p "$FS_SITE"
+    if ls .whl/*.whl >/dev/null 2>&1; then
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target "$FS_SITE" .whl/*.whl || return 1
+    else
+        echo "no .whl/ folder: using the machine's own llvmlite and no pycuda"
+    fi
+    local sdist; sdist=$(ls .whl/pycuda-*.tar.gz 2>/dev/null | head -1)
+    if [ -n "${FS_NO_PYCUDA:-}" ]; then
+        echo "FS_NO_PYCUDA set: not building pycuda (fieldsim uses cuda-python's driver API)"
+    elif [ -n "$sdist" ] && [ -n "$root" ]; then
+        drvdir=$(cudadrv_dir "$root")
+        echo "building $(basename "$sdist") against CUDA_ROOT=$root, libcuda from ${drvdir:-?}"
+        rm -rf /tmp/fs-pycuda && mkdir -p /tmp/fs-pycuda && tar xzf "$sdist" -C /tmp/fs-pycuda
+        ( cd /tmp/fs-pycuda/pycuda-* &&
+          "$PY" configure.py --cuda-root="$root" ${drvdir:+--cudadrv-lib-dir="$drvdir"} \
+              --no-cuda-enable-curand >/dev/null &&
+          "$PY" setup.py -q build_ext -j "$(nproc)" >/tmp/fs-pycuda/build.log 2>&1 &&
+          "$PY" -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir \
+              --target "$FS_SITE" . >>/tmp/fs-pycuda/build.log 2>&1 ) \
+          || { echo "pycuda did not build (tail of its log below): fieldsim falls back to cuda-python";
+               tail -25 /tmp/fs-pycuda/build.log; }
+    else
+        echo "no pycuda sdist in .whl/ (or no CUDA toolkit): fieldsim uses cuda-python's driver API"
+    fi
+    "$PY" -c "import llvmlite, fieldsim; print('llvmlite', llvmlite.__version__, 'fieldsim from', fieldsim.__file__)" \
+        || return 1
+    stage_info | tail -4
+}
+
+stage_test() {
+    "$PY" -m pytest -q -rfEs -m cuda tests/cuda -p no:cacheprovider --durations=5
+}
+
+stage_drivers() {
+    local other
+    other=$("$PY" -c "from fieldsim.codegen import cuda; print('cuda-python' if cuda.driver().name == 'pycuda' else 'pycuda')") || return 1
+    echo "again through $other:"
+    FIELDSIM_CUDA_DRIVER=$other "$PY" -m pytest -q -rfE -m cuda tests/cuda/test_cuda_run.py \
+        -p no:cacheprovider -k "corpus and not ad_corpus or random or storage or debug or geometry"
+}
+
+stage_suite() {
+    FIELDSIM_FORCE_ARCH=cuda PYTHONPATH="$REPO/tests/cuda:$PYTHONPATH" "$PY" -m pytest -q -rfE \
+        -p force_cuda -p no:cacheprovider tests/lang tests/ad
+}
+
+stage_bench() {
+    local programs=${FS_BENCH_PROGRAMS:-mpm88_substep,gravity_fwd,gravity_adj,mpm_pair_fwd,mpm_pair_adj,diffmpm_iter}
+    local archs=(cuda); [ -n "${FS_BENCH_CPU:-}" ] && archs+=(cpu)
+    local a rc=0
+    for a in "${archs[@]}"; do
+        echo "--- benchmarks/run.py on $a"
+        if "$PY" benchmarks/run.py --help 2>/dev/null | grep -q -- "--arch"; then
+            "$PY" benchmarks/run.py --arch "$a" --rounds "${FS_BENCH_ROUNDS:-3}" --programs "$programs" || rc=1
+        else
+            BENCH_ARCH=$a "$PY" benchmarks/run.py --rounds "${FS_BENCH_ROUNDS:-3}" --programs "$programs" || rc=1
+        fi
+        cp benchmarks/results.json "$OUTDIR/results_$a.json" 2>/dev/null
+    done
+    for f in benchmarks/*.py; do  # any other benchmark script that takes --arch
+        case $(basename "$f") in run.py|_worker.py|programs.py) continue ;; esac
+        grep -q -- "--arch" "$f" && { echo "--- $f --arch cuda"; "$PY" "$f" --arch cuda || rc=1; }
+    done
+    return $rc
+}
+
+declare -A LIMIT=([info]=60 [install]=300 [test]=330 [drivers]=150 [suite]=300 [bench]=400)
+BUDGET=${FS_BUDGET:-570}
+for s in "${STAGES[@]}"; do
+    declare -F "stage_$s" >/dev/null || { echo "unknown stage $s"; exit 2; }
+    var="FS_T_${s^^}"; lim=${!var:-${LIMIT[$s]}}
+    left=$(( BUDGET - ($(date +%s) - T_START) - 15 ))
+    if [ "$left" -lt 20 ]; then
+        SUMMARY+=("| $s | skipped: FS_BUDGET spent | 0s | |"); continue
+    fi
+    [ "$lim" -gt "$left" ] && lim=$left
+    note "$s (limit ${lim}s)"
+    t0=$(date +%s)
+    export -f "stage_$s" note cuda_root cudadrv_dir stage_info
+    export PY REPO OUTDIR FS_SITE T_START
+    timeout --foreground -k 10 "$lim" bash -c "stage_$s" 2>&1 | tee "$OUTDIR/$s.log"
+    rc=${PIPESTATUS[0]}
+    case $rc in 0) st=ok ;; 124|137) st="TIMED OUT" ;; *) st="failed ($rc)" ;; esac
+    # the pytest summary line, when the stage ran pytest
+    last=$(grep -E "[0-9]+ (passed|failed|error)" "$OUTDIR/$s.log" | tail -1)
+    SUMMARY+=("| $s | $st | $(( $(date +%s) - t0 ))s | ${last:-} |")
+done
+
+note "summary"
+echo "| stage | result | time | pytest |"
+echo "|---|---|---|---|"
+printf '%s\n' "${SUMMARY[@]}" | tee "$OUTDIR/summary.md"
+grep -h "^|" "$OUTDIR/bench.log" 2>/dev/null | grep -v "^| stage" || true

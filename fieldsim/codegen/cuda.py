@@ -1,0 +1,532 @@
+"""CUDA backend: device storage, PTX (from `codegen/ptx.py`) loaded through the driver API, and
+a launcher that passes a kernel's ctx words and arguments by value.
+
+The driver API comes from pycuda (the `cuda` extra) or, where pycuda is not installed, from
+NVIDIA's `cuda-python` bindings (`cuda.bindings.driver`); `FIELDSIM_CUDA_DRIVER=pycuda` or
+`=cuda-python` forces one. Neither is imported before a CUDA runtime is asked for, so importing
+fieldsim never needs a GPU. `is_available()` never raises.
+
+A launch runs each task as one grid on the default stream, so launches stay in order and a
+later copy to or from the host waits for them. Parallel tasks run grid-stride over their range
+(grid capped at 32 blocks per SM, fewer when AD-stack scratch would pass `SCRATCH_LIMIT`); serial
+tasks run on one thread. The error and return words live in a small per-backend device buffer;
+the host reads them back only for kernels that can set them (AD stacks, `debug=True` checks) or
+return a value, so other launches do not wait for the GPU.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import weakref
+
+import numpy as np
+
+from fieldsim.codegen import launch as launch_common
+from fieldsim.codegen.llvm import (
+    CTX_ARGS,
+    CTX_ERR,
+    CTX_FIELDS,
+    CTX_RET,
+    CTX_RNG,
+    CTX_STACK,
+    CTX_STACK_CAPS,
+    CTX_STACK_OFFS,
+    CTX_STACK_STRIDE,
+    CTX_WORDS,
+)
+from fieldsim.codegen.ptx import (  # noqa: F401
+    CudaTarget,
+    LibdeviceNotFound,
+    compile_kernel,
+    emit_ptx,
+    find_libdevice,
+    kernel_ir,
+)
+from fieldsim.lang.ir import Kernel
+
+COMPILER_VERSION = "fieldsim-cuda-1"
+BLOCK_DIM = 128  # threads per block unless fs.loop_config(block_dim=...) says otherwise
+BLOCKS_PER_SM = 32  # grid cap for grid-stride loops (Taichi's saturating grid size)
+SCRATCH_LIMIT = 256 << 20  # bytes of AD-stack scratch a launch may use in all
+# LLVM's NVPTX processors, newest last; a device newer than these gets the newest (PTX JITs forward)
+KNOWN_ARCHS = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
+
+
+# ---- driver API: pycuda or cuda-python ---------------------------------------------------------
+class _PycudaDriver:
+    name = "pycuda"
+
+    def __init__(self):
+        import pycuda.driver as drv
+        self.drv = drv
+        drv.init()
+        if drv.Device.count() < 1:
+            raise RuntimeError("no CUDA device")
+        self.dev = drv.Device(0)
+        self.ctx = self.dev.retain_primary_context()
+        self.ctx.push()
+        a = drv.device_attribute
+        self.cc = self.dev.compute_capability()
+        self.sm_count = self.dev.get_attribute(a.MULTIPROCESSOR_COUNT)
+        self.device_name = self.dev.name()
+        self._prepared: dict = {}
+
+    def alloc(self, nbytes):
+        mem = self.drv.mem_alloc(max(int(nbytes), 1))
+        return int(mem), mem
+
+    def free(self, handle):
+        handle.free()
+
+    def htod(self, dptr, arr):
+        self.drv.memcpy_htod(dptr, np.ascontiguousarray(arr))
+
+    def dtoh(self, arr, dptr):
+        self.drv.memcpy_dtoh(arr, dptr)
+
+    def dtod(self, dst, src, nbytes):
+        self.drv.memcpy_dtod(dst, src, nbytes)
+
+    def memset8(self, dptr, value, nbytes):
+        self.drv.memset_d8(dptr, value, nbytes)
+
+    def memset32(self, dptr, value, count):
+        self.drv.memset_d32(dptr, value, count)
+
+    def load(self, ptx: str):
+        return self.drv.module_from_buffer(ptx.encode() + b"\0")
+
+    def function(self, module, name, nwords):
+        fn = module.get_function(name)
+        fn.prepare("Q" * nwords)
+        return fn
+
+    def max_threads(self, fn) -> int:
+        return fn.get_attribute(self.drv.function_attribute.MAX_THREADS_PER_BLOCK)
+
+    def launch(self, fn, grid, block, words):
+        fn.prepared_async_call((grid, 1), (block, 1, 1), None, *[int(w) for w in words])
+
+    def sync(self):
+        self.drv.Context.synchronize()
+
+    def close(self):
+        try:
+            self.drv.Context.pop()
+        except Exception:  # noqa: BLE001, S110 - already gone at interpreter exit
+            pass
+
+
+class _CudaPythonDriver:
+    name = "cuda-python"
+
+    def __init__(self):
+        try:
+            from cuda.bindings import driver as cu
+        except ImportError:
+            from cuda import cuda as cu  # cuda-python < 12.6
+        self.cu = cu
+        self.check(cu.cuInit(0))
+        if self.check(cu.cuDeviceGetCount()) < 1:
+            raise RuntimeError("no CUDA device")
+        self.dev = self.check(cu.cuDeviceGet(0))
+        self.ctx = self.check(cu.cuDevicePrimaryCtxRetain(self.dev))
+        self.check(cu.cuCtxSetCurrent(self.ctx))
+        attr = cu.CUdevice_attribute
+        get = lambda a: self.check(cu.cuDeviceGetAttribute(a, self.dev))
+        self.cc = (get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                   get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self.sm_count = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        raw = self.check(cu.cuDeviceGetName(256, self.dev))
+        raw = raw.split(b"\0")[0].decode(errors="replace") if isinstance(raw, bytes) else raw
+        self.device_name = str(raw)
+
+    def check(self, result):
+        err, rest = result[0], result[1:]
+        if int(err) != 0:
+            name = self.cu.cuGetErrorName(err)
+            text = name[1].decode() if len(name) > 1 and isinstance(name[1], bytes) else str(err)
+            raise RuntimeError(f"CUDA driver error {text} ({int(err)})")
+        if not rest:
+            return None
+        return rest[0] if len(rest) == 1 else rest
+
+    def alloc(self, nbytes):
+        dptr = self.check(self.cu.cuMemAlloc(max(int(nbytes), 1)))
+        return int(dptr), dptr
+
+    def free(self, handle):
+        self.check(self.cu.cuMemFree(handle))
+
+    def htod(self, dptr, arr):
+        arr = np.ascontiguousarray(arr)
+        self.check(self.cu.cuMemcpyHtoD(dptr, arr.ctypes.data, arr.nbytes))
+
+    def dtoh(self, arr, dptr):
+        self.check(self.cu.cuMemcpyDtoH(arr.ctypes.data, dptr, arr.nbytes))
+
+    def dtod(self, dst, src, nbytes):
+        self.check(self.cu.cuMemcpyDtoD(dst, src, nbytes))
+
+    def memset8(self, dptr, value, nbytes):
+        self.check(self.cu.cuMemsetD8(dptr, value, nbytes))
+
+    def memset32(self, dptr, value, count):
+        self.check(self.cu.cuMemsetD32(dptr, value, count))
+
+    def load(self, ptx: str):
+        return self.check(self.cu.cuModuleLoadData(ptx.encode() + b"\0"))
+
+    def function(self, module, name, nwords):
+        return self.check(self.cu.cuModuleGetFunction(module, name.encode()))
+
+    def max_threads(self, fn) -> int:
+        attr = self.cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+        return self.check(self.cu.cuFuncGetAttribute(attr, fn))
+
+    def launch(self, fn, grid, block, words):
+        vals = np.ascontiguousarray(words, dtype=np.uint64)
+        ptrs = np.arange(len(vals), dtype=np.uint64) * 8 + np.uint64(vals.ctypes.data)
+        self.check(self.cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, 0, ptrs.ctypes.data, 0))
+
+    def sync(self):
+        self.check(self.cu.cuCtxSynchronize())
+
+    def close(self):
+        pass
+
+
+_DRIVERS = {"pycuda": _PycudaDriver, "cuda-python": _CudaPythonDriver}
+_driver_state: dict = {}
+
+
+def driver():
+    """The process's driver binding, made once (its primary context made current); raises
+    RuntimeError naming what each binding said when none works."""
+    if "driver" in _driver_state:
+        return _driver_state["driver"]
+    if "error" in _driver_state:
+        raise RuntimeError(_driver_state["error"])
+    forced = os.environ.get("FIELDSIM_CUDA_DRIVER", "").strip().lower()
+    names = [forced] if forced in _DRIVERS else list(_DRIVERS)
+    problems = []
+    for name in names:
+        try:
+            d = _DRIVERS[name]()
+        except Exception as e:  # noqa: BLE001 - ImportError, driver errors, no device...
+            problems.append(f"{name}: {type(e).__name__}: {e}")
+            continue
+        _driver_state["driver"] = d
+        atexit.register(d.close)
+        return d
+    _driver_state["error"] = "no usable CUDA driver binding (" + "; ".join(problems) + ")"
+    raise RuntimeError(_driver_state["error"])
+
+
+def is_available() -> bool:
+    """True if a driver binding imports and device 0 gives a context. Never raises."""
+    try:
+        driver()
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def device_arch(cc) -> str:
+    """`sm_XY` for a compute capability, clamped to what LLVM's NVPTX knows."""
+    v = cc[0] * 10 + cc[1]
+    known = [k for k in KNOWN_ARCHS if k <= v] or [KNOWN_ARCHS[0]]
+    return f"sm_{known[-1]}"
+
+
+# ---- storage ---------------------------------------------------------------------------------------
+class DeviceStorage:
+    """A field's data in device memory (C order, zero-filled)."""
+
+    def __init__(self, backend, shape, dtype):
+        self.drv = backend.drv
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype.np)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.nbytes = self.size * self.dtype.itemsize
+        self.ptr, self._handle = self.drv.alloc(self.nbytes)
+        if self.nbytes:
+            self.drv.memset8(self.ptr, 0, self.nbytes)
+
+    def _span(self, idx):
+        """(byte offset, shape) of the block `idx` (leading indices) selects."""
+        idx = tuple(int(i) for i in idx)
+        rest = self.shape[len(idx):]
+        off = 0
+        for i, n in zip(idx, self.shape):
+            off = off * n + i
+        off *= int(np.prod(rest, dtype=np.int64))
+        return off * self.dtype.itemsize, rest
+
+    def read_element(self, idx):
+        off, rest = self._span(idx)
+        out = np.empty(rest, dtype=self.dtype)
+        if out.nbytes:
+            self.drv.dtoh(out, self.ptr + off)
+        return out[()] if not rest else out
+
+    def write_element(self, idx, value):
+        off, rest = self._span(idx)
+        arr = np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype=self.dtype), rest))
+        if arr.nbytes:
+            self.drv.htod(self.ptr + off, arr)
+
+    def to_numpy(self):
+        out = np.empty(self.shape, dtype=self.dtype)
+        if self.nbytes:
+            self.drv.dtoh(out, self.ptr)
+        return out
+
+    def from_numpy(self, arr):
+        arr = np.ascontiguousarray(np.broadcast_to(np.asarray(arr, dtype=self.dtype), self.shape))
+        if self.nbytes:
+            self.drv.htod(self.ptr, arr)
+
+    def fill(self, value):
+        v = np.asarray(value, dtype=self.dtype)
+        if not self.nbytes:
+            return
+        raw = v.reshape(-1).view(np.uint8)
+        if v.size == 1 and (raw == raw[0]).all():
+            self.drv.memset8(self.ptr, int(raw[0]), self.nbytes)
+        elif v.size == 1 and self.dtype.itemsize == 4:
+            self.drv.memset32(self.ptr, int(raw.view(np.uint32)[0]), self.size)
+        else:  # a vector/matrix element, or 8-byte values: broadcast on the host
+            self.from_numpy(np.broadcast_to(v, self.shape))
+
+    def zero(self):
+        if self.nbytes:
+            self.drv.memset8(self.ptr, 0, self.nbytes)
+
+    def free(self):
+        if self._handle is not None:
+            handle, self._handle, self.ptr = self._handle, None, 0
+            self.drv.free(handle)
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:  # noqa: BLE001, S110 - at interpreter exit the context may be gone
+            pass
+
+
+class _Buffer:
+    """A growable device buffer (scratch, AD-stack tables)."""
+
+    def __init__(self, drv):
+        self.drv, self.ptr, self.nbytes, self._handle = drv, 0, 0, None
+
+    def ensure(self, nbytes):
+        if nbytes > self.nbytes:
+            if self._handle is not None:
+                self.drv.sync()  # a kernel still running may use the old buffer
+            self.release()
+            self.ptr, self._handle = self.drv.alloc(nbytes)
+            self.nbytes = nbytes
+        return self.ptr
+
+    def release(self):
+        if self._handle is not None:
+            self.drv.free(self._handle)
+        self.ptr, self.nbytes, self._handle = 0, 0, None
+
+
+# ---- program and launch ------------------------------------------------------------------------
+class CudaProgram:
+    def __init__(self, info, module, functions, ptx, max_threads=None):
+        self.info, self.module, self.functions, self.ptx = info, module, functions, ptx
+        # per task: the most threads a block of its kernel may have (registers permitting)
+        self.max_threads = max_threads or [1024] * len(functions)
+        self.nargs = len(info.params)
+        self.table = None  # device copy of the field-pointer table, with the tuple it holds
+        self.table_key = None
+        self.stack_key = None  # the (caps, offs) last uploaded for this program
+        self.stack_buf = None
+
+
+class CudaLauncher(launch_common.Launcher):
+    """Fills the entry's by-value words (ctx words, then arguments) and runs tasks as grids."""
+
+    def launch(self, program: CudaProgram, args, rng_key):
+        be, info = self.backend, program.info
+        words = np.zeros(CTX_WORDS + program.nargs, dtype=np.uint64)
+        words[CTX_FIELDS] = self.field_table(program)
+        words[CTX_RNG] = np.uint64(rng_key & 0xFFFFFFFFFFFFFFFF)
+        words[CTX_ERR] = be.status.ptr
+        words[CTX_RET] = be.status.ptr + 32
+        for n, (p, v) in enumerate(zip(info.params, args)):
+            if p.dtype.is_float:
+                words[CTX_WORDS + n] = np.array([float(v)], np.float64).view(np.uint64)[0]
+            else:
+                words[CTX_WORDS + n] = np.uint64(int(v) & 0xFFFFFFFFFFFFFFFF)
+        words[CTX_ARGS] = 0  # rebuilt on the device from the argument words
+        caps, offs, stride = launch_common.stack_caps(info, args, be.rt.ad_stack_size)
+        if stride:
+            words[CTX_STACK_STRIDE] = stride
+            words[CTX_STACK_OFFS], words[CTX_STACK_CAPS] = self.stack_tables(program, caps, offs)
+        checked = bool(info.stacks or info.asserts or info.accesses or info.stack_infos)
+        if checked or info.ret is not None:
+            be.drv.memset8(be.status.ptr, 0, 40)
+        for n, task in enumerate(info.tasks):
+            hint = launch_common.size_hint(task["stmt"], args)
+            grid, block = be.geometry(task, hint, stride, program.max_threads[n])
+            if stride:
+                words[CTX_STACK] = be.scratch.ensure(stride * grid * block)
+            be.drv.launch(program.functions[n], grid, block, words)
+            if checked:
+                err = np.zeros(4, dtype=np.int64)
+                be.drv.dtoh(err, be.status.ptr)
+                if err[0]:
+                    launch_common.raise_kernel_error(info, err, caps)
+        be.rt.stats["launches"] += 1
+        if info.ret is None:
+            return None
+        ret = np.zeros(1, dtype=np.int64)
+        be.drv.dtoh(ret, be.status.ptr + 32)
+        return float(ret.view(np.float64)[0]) if info.ret.is_float else int(ret[0])
+
+    def field_table(self, program: CudaProgram) -> int:
+        ptrs = tuple(launch_common._field_ptr(f, program.info.name) for f in program.info.fields)
+        if program.table_key != ptrs:
+            if program.table is None:
+                program.table = _Buffer(self.backend.drv)
+            program.table.ensure(8 * max(len(ptrs), 1))
+            self.backend.drv.htod(program.table.ptr, np.array(ptrs or (0,), dtype=np.uint64))
+            program.table_key = ptrs
+        return program.table.ptr
+
+    def stack_tables(self, program: CudaProgram, caps, offs):
+        key = (tuple(caps.tolist()), tuple(offs.tolist()))
+        if program.stack_buf is None:
+            program.stack_buf = _Buffer(self.backend.drv)
+        n = len(caps)
+        base = program.stack_buf.ensure(16 * n)
+        if program.stack_key != key:
+            self.backend.drv.htod(base, np.concatenate([offs, caps]).astype(np.int64))
+            program.stack_key = key
+        return base, base + 8 * n
+
+
+class CudaBackend:
+    name = "cuda"
+
+    def __init__(self, rt, drv=None):
+        self.rt = rt
+        self.drv = drv if drv is not None else driver()
+        self.arch = os.environ.get("FIELDSIM_CUDA_ARCH") or device_arch(self.drv.cc)
+        self.max_blocks = max(1, self.drv.sm_count * BLOCKS_PER_SM)
+        self.launcher = CudaLauncher(self)
+        self.status = _Buffer(self.drv)
+        self.status.ensure(64)
+        self.drv.memset8(self.status.ptr, 0, 64)
+        self.scratch = _Buffer(self.drv)
+        self.storages: weakref.WeakSet = weakref.WeakSet()
+        self.programs: list = []
+        self.counter = 0
+        atexit.register(_close_at_exit, weakref.ref(self))  # before the driver lets go
+
+    # ---- storage ---------------------------------------------------------------------------------
+    def allocate(self, shape, dtype):
+        s = DeviceStorage(self, shape, dtype)
+        self.storages.add(s)
+        return s
+
+    def sync(self):
+        self.drv.sync()
+
+    def close(self):
+        try:
+            self.drv.sync()
+        except Exception:  # noqa: BLE001, S110 - a failed kernel must not block the reset
+            pass
+        if self.status._handle is None and not self.programs:
+            return  # closed already
+        for s in list(self.storages):
+            s.free()
+        for p in self.programs:
+            for buf in (p.table, p.stack_buf):
+                if buf is not None:
+                    buf.release()
+        self.programs.clear()
+        self.scratch.release()
+        self.status.release()
+
+    # ---- compile ---------------------------------------------------------------------------------
+    def compile(self, kernel: Kernel, rt) -> CudaProgram:
+        self.counter += 1
+        symbol = f"fs_{_safe(kernel.name)}_{self.counter}"
+        ptx, info = self._cached_ptx(kernel, symbol, rt)
+        module = self.drv.load(ptx)
+        nwords = CTX_WORDS + len(info.params)
+        fns = [self.drv.function(module, t["entry"], nwords) for t in info.tasks]
+        program = CudaProgram(info, module, fns, ptx, [self.drv.max_threads(f) for f in fns])
+        self.programs.append(program)
+        return program
+
+    def _cached_ptx(self, kernel, symbol, rt):
+        import llvmlite
+
+        from fieldsim.codegen.ptx import lower_for_cuda, optimise_to_ptx
+        module, info, entries = lower_for_cuda(kernel, symbol, rt.debug)
+        text = str(module)
+        libdevice = find_libdevice() or ""
+        key = hashlib.sha256("\n".join([COMPILER_VERSION, llvmlite.__version__, self.arch, libdevice,
+                                        text]).encode()).hexdigest()
+        path = os.path.join(rt.cache_dir, "cuda", key[:2], key + ".ptx")
+        if rt.offline_cache and os.path.exists(path):
+            rt.stats["cache_hits"] = rt.stats.get("cache_hits", 0) + 1
+            with open(path) as f:
+                return f.read(), info
+        rt.stats["llvm_compiles"] = rt.stats.get("llvm_compiles", 0) + 1
+        ptx = optimise_to_ptx(text, entries, self.arch)
+        if rt.offline_cache:
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "w") as f:
+                    f.write(ptx)
+                os.replace(tmp, path)
+            except OSError:
+                pass
+        return ptx, info
+
+    # ---- launch ----------------------------------------------------------------------------------
+    def launch(self, program: CudaProgram, args, rng_key, adjoint=False):
+        return self.launcher.launch(program, args, rng_key)
+
+    def geometry(self, task, size_hint, stride=0, max_threads=1024):
+        """(blocks, threads per block) for one task."""
+        if not task["parallel"]:
+            return 1, 1
+        stmt = task["stmt"]
+        block = int(getattr(stmt.attr, "block_dim", None) or BLOCK_DIM)
+        block = max(1, min(block, 1024, int(max_threads)))
+        blocks = self.max_blocks if size_hint is None else max(1, -(-int(size_hint) // block))
+        blocks = min(blocks, self.max_blocks)
+        if stride:
+            blocks = max(1, min(blocks, SCRATCH_LIMIT // (stride * block)))
+        return blocks, block
+
+    def run_task(self, program, n: int, words, size_hint):
+        grid, block = self.geometry(program.info.tasks[n], size_hint, 0, program.max_threads[n])
+        self.drv.launch(program.functions[n], grid, block, words)
+
+    def max_workers(self) -> int:
+        return self.max_blocks * BLOCK_DIM
+
+
+def _close_at_exit(ref):
+    backend = ref()
+    if backend is not None:
+        backend.close()
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)[:40]
+

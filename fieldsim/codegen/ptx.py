@@ -1,0 +1,313 @@
+"""CUDA code generation that needs no GPU: fieldsim IR -> LLVM IR for NVPTX -> PTX text.
+
+`CudaTarget` plugs into the shared lowering (`codegen/llvm.py`) through its `Target` hooks:
+
+* math goes to libdevice (`__nv_sinf`, `__nv_pow`, ...), linked in from `libdevice.10.bc`
+  (found by `find_libdevice`). Without libdevice, only the ops NVPTX lowers natively (sqrt,
+  fabs, floor, ceil, round, min/max) compile; a transcendental raises `LibdeviceNotFound`.
+* a parallel task's iterations are split grid-stride: worker `w` of `n` runs `begin+w`,
+  `begin+w+n`, ... The loop index (not the GPU thread id) seeds `fs.random`, so a CUDA launch
+  draws exactly the CPU's numbers.
+* each task function `<task>` gets a kernel entry `<task>_entry(i64 ctx[CTX_WORDS], i64 arg[k])`:
+  the ctx words and the kernel's runtime arguments are passed by value (so a launch needs no
+  host-to-device copy), rebuilt in a local array, and the task is inlined into the entry with
+  worker = ctaid.x*ntid.x + tid.x and num_workers = nctaid.x*ntid.x.
+
+`compile_kernel` lowers, links libdevice, internalises everything but the entries, runs LLVM's
+O3 pipeline with the NVPTX target machine (which adds NVVMReflect) and prints PTX. Atomics get
+device scope (`syncscope("device")`): without it NVPTX uses system scope for its CAS loops.
+"""
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+
+import llvmlite.binding as llvm
+from llvmlite import ir as L
+
+from fieldsim.codegen.llvm import CTX_ARGS, CTX_WORDS, I32, I64, PTR, Target, ll_type, lower_kernel
+from fieldsim.errors import FieldsimError
+from fieldsim.lang import types as T
+
+TRIPLE = "nvptx64-nvidia-cuda"
+DEFAULT_ARCH = "sm_90"
+_lock = threading.Lock()
+_initialised: list = []
+
+# fieldsim math name -> libdevice base name (`__nv_<base>` for f64, `__nv_<base>f` for f32)
+LIBDEVICE = {"sqrt": "sqrt", "fabs": "fabs", "sin": "sin", "cos": "cos", "tan": "tan",
+             "asin": "asin", "acos": "acos", "atan": "atan", "tanh": "tanh", "exp": "exp",
+             "log": "log", "floor": "floor", "ceil": "ceil", "round": "round", "pow": "pow",
+             "atan2": "atan2", "minnum": "fmin", "maxnum": "fmax", "fma": "fma", "trunc": "trunc"}
+# what NVPTX lowers itself, used when libdevice is missing
+NATIVE = {"sqrt", "fabs", "floor", "ceil", "round", "minnum", "maxnum", "fma", "trunc"}
+
+
+class LibdeviceNotFound(FieldsimError):
+    pass
+
+
+def find_libdevice() -> str | None:
+    """Path of libdevice.10.bc: $FIELDSIM_LIBDEVICE, then <root>/nvvm/libdevice for the CUDA
+    roots in $CUDA_HOME/$CUDA_PATH/$CUDA_ROOT, next to `ptxas`/`nvcc` on PATH, /usr/local/cuda*,
+    /opt/cuda, then NVIDIA's pip wheels (nvidia/*/nvvm/libdevice) on sys.path."""
+    explicit = os.environ.get("FIELDSIM_LIBDEVICE")
+    if explicit:
+        return explicit if os.path.isfile(explicit) else None
+    roots = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")]
+    for tool in ("ptxas", "nvcc"):
+        exe = shutil.which(tool)
+        if exe:
+            roots.append(os.path.dirname(os.path.dirname(os.path.realpath(exe))))
+            roots.extend(_wrapper_roots(exe))
+    roots += ["/usr/local/cuda"] + sorted(glob.glob("/usr/local/cuda-*"), reverse=True)
+    roots += ["/opt/cuda", "/usr/lib/nvidia-cuda-toolkit", "/usr/lib/cuda"]
+    for p in sys.path:
+        roots += sorted(glob.glob(os.path.join(p, "nvidia", "*")))
+    for root in filter(None, roots):
+        hits = sorted(glob.glob(os.path.join(root, "nvvm", "libdevice", "libdevice*.bc")))
+        if hits:
+            return hits[-1]
+    return None
+
+
+def _wrapper_roots(exe: str) -> list:
+    """A `ptxas` on PATH may be a small shell wrapper (`exec /opt/cuda-x/bin/ptxas "$@"`)."""
+    try:
+        if os.path.getsize(exe) > 4096:
+            return []
+        with open(exe, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return []
+    return [os.path.dirname(os.path.dirname(m)) for m in re.findall(r"(/\S+)/(?:ptxas|nvcc)\b", text)]
+
+
+@functools.cache
+def _libdevice_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+@functools.cache
+def _slim_libdevice(path: str, data_layout: str) -> bytes:
+    """libdevice cut down to the `__nv_*` functions `CudaTarget.math` may call (and what they
+    call): about 45 KB instead of 470 KB, so linking it into each kernel is cheap."""
+    want = {"__nv_" + base + suffix for base in set(LIBDEVICE.values()) for suffix in ("", "f")}
+    lib = llvm.parse_bitcode(_libdevice_bytes(path))
+    lib.triple, lib.data_layout = TRIPLE, data_layout
+    for f in lib.functions:
+        if not f.is_declaration and f.name not in want:
+            f.linkage = "internal"
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_global_dead_code_eliminate_pass()
+    pm.run(lib, llvm.create_pass_builder(target_machine(DEFAULT_ARCH),
+                                         llvm.create_pipeline_tuning_options(speed_level=0)))
+    return lib.as_bitcode()
+
+
+def libdevice_functions() -> set:
+    """Names defined in the libdevice found (empty without one); for tests and diagnostics."""
+    path = find_libdevice()
+    if path is None:
+        return set()
+    _init_llvm()
+    return {f.name for f in llvm.parse_bitcode(_libdevice_bytes(path)).functions}
+
+
+def _init_llvm():
+    if not _initialised:
+        with _lock:
+            if not _initialised:
+                llvm.initialize_all_targets()
+                llvm.initialize_all_asmprinters()
+                _initialised.append(True)
+
+
+class CudaTarget(Target):
+    """Target hooks for NVPTX. One instance per kernel: the entry needs its argument count."""
+
+    triple = TRIPLE
+    cpu_libm = False
+
+    def __init__(self, nargs: int = 0, libdevice: bool | None = None):
+        self.nargs = nargs
+        self.libdevice = find_libdevice() is not None if libdevice is None else libdevice
+        self.entries: list[str] = []
+
+    def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
+        return b.add(begin, worker), end, num_workers
+
+    def math(self, b: L.IRBuilder, module: L.Module, name: str, dt: T.DataType, args):
+        if dt.bits == 16:  # libdevice has no half math: compute in f32
+            wide = [b.fpext(a, L.FloatType()) for a in args]
+            return b.fptrunc(self.math(b, module, name, T.f32, wide), ll_type(dt))
+        fty = ll_type(dt)
+        if self.libdevice and name in LIBDEVICE:
+            cname = "__nv_" + LIBDEVICE[name] + ("f" if dt.bits == 32 else "")
+            fn = module.globals.get(cname) or L.Function(
+                module, L.FunctionType(fty, [fty] * len(args)), cname)
+            return b.call(fn, args)
+        if name in NATIVE:
+            fnty = L.FunctionType(fty, [fty] * len(args))
+            return b.call(module.declare_intrinsic(f"llvm.{name}", [fty], fnty), args)
+        raise LibdeviceNotFound(
+            f"the CUDA backend needs libdevice for {name}() but found no libdevice*.bc: install "
+            "the CUDA toolkit (its nvvm/libdevice folder), or set CUDA_HOME to it, or "
+            "FIELDSIM_LIBDEVICE to the file itself")
+
+    # extra i64 parameters of the entry after the ctx and argument words (an emulator's hook)
+    extra_params = 0
+
+    def thread_coords(self, b: L.IRBuilder, module: L.Module, entry: L.Function):
+        """i64 (tid.x, ntid.x, ctaid.x, nctaid.x) inside the entry."""
+        def sreg(r):
+            fn = module.declare_intrinsic(f"llvm.nvvm.read.ptx.sreg.{r}", (), L.FunctionType(I32, []))
+            return b.zext(b.call(fn, []), I64)
+        return tuple(sreg(r) for r in ("tid.x", "ntid.x", "ctaid.x", "nctaid.x"))
+
+    def finish_task(self, module: L.Module, fn: L.Function):
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        nparams = CTX_WORDS + self.nargs + self.extra_params
+        entry = L.Function(module, L.FunctionType(L.VoidType(), [I64] * nparams), fn.name + "_entry")
+        entry.calling_convention = "ptx_kernel"
+        b = L.IRBuilder(entry.append_basic_block("entry"))
+        ctx = b.alloca(L.ArrayType(I64, CTX_WORDS), name="ctx")
+        argv = b.alloca(L.ArrayType(I64, max(self.nargs, 1)), name="args")
+        for k in range(CTX_WORDS):
+            slot = b.gep(ctx, [L.Constant(I32, 0), L.Constant(I32, k)], inbounds=True)
+            b.store(b.ptrtoint(argv, I64) if k == CTX_ARGS else entry.args[k], slot)
+        for k in range(self.nargs):
+            b.store(entry.args[CTX_WORDS + k],
+                    b.gep(argv, [L.Constant(I32, 0), L.Constant(I32, k)], inbounds=True))
+        tid, ntid, ctaid, nctaid = self.thread_coords(b, module, entry)
+        worker = b.add(b.mul(ctaid, ntid), tid)
+        b.call(fn, [b.bitcast(ctx, PTR), worker, b.mul(nctaid, ntid)])
+        b.ret_void()
+        self.entries.append(entry.name)
+
+
+@functools.cache
+def target_machine(arch: str):
+    _init_llvm()
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, opt=3)
+
+
+_ATOMIC_LINE = re.compile(r"^(\s*(?:%\S+ = )?(?:atomicrmw|cmpxchg) .*?) (monotonic|acquire|release|"
+                          r"acq_rel|seq_cst)\b", re.MULTILINE)
+
+
+def device_scope_atomics(ir_text: str) -> str:
+    """Give every atomic device (`.gpu`) scope instead of the default system scope."""
+    return _ATOMIC_LINE.sub(lambda m: f'{m.group(1)} syncscope("device") {m.group(2)}', ir_text)
+
+
+def optimise_to_ptx(ir_text: str, entries, arch: str = DEFAULT_ARCH) -> str:
+    """LLVM IR text (from a `CudaTarget` lowering) -> PTX text for `arch`."""
+    tm = target_machine(arch)
+    with _lock:
+        mod = llvm.parse_assembly(device_scope_atomics(ir_text))
+        mod.triple = TRIPLE
+        mod.data_layout = str(tm.target_data)
+        if any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
+            path = find_libdevice()
+            if path is None:
+                raise LibdeviceNotFound("libdevice*.bc not found (set CUDA_HOME or FIELDSIM_LIBDEVICE)")
+            lib = llvm.parse_bitcode(_slim_libdevice(path, mod.data_layout))
+            lib.triple, lib.data_layout = TRIPLE, mod.data_layout
+            mod.link_in(lib)
+        keep = set(entries)
+        for f in mod.functions:
+            if not f.is_declaration and f.name not in keep:
+                f.linkage = "internal"
+        for g in mod.global_variables:
+            if not g.is_declaration:
+                g.linkage = "internal"
+        mod.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pb = llvm.create_pass_builder(tm, pto)
+        dce = llvm.create_new_module_pass_manager()  # drop unused libdevice before O3 sees it
+        dce.add_global_dead_code_eliminate_pass()
+        dce.run(mod, pb)
+        pb.getModulePassManager().run(mod, pb)
+        if os.environ.get("FIELDSIM_PRINT_LLVM"):
+            print(str(mod))
+        return tm.emit_assembly(mod)
+
+
+def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None):
+    """fieldsim IR -> (llvmlite module, KernelInfo, entry names)."""
+    target = (target_cls or CudaTarget)(nargs=sum(1 for p in kernel.params if not p.template))
+    module, info = lower_kernel(kernel, symbol, target, debug)
+    for t in info.tasks:
+        t["entry"] = t["symbol"] + "_entry"
+    return module, info, target.entries
+
+
+def compile_kernel(kernel, symbol: str, arch: str = DEFAULT_ARCH, debug: bool = False):
+    """fieldsim IR -> (PTX text, KernelInfo); each `info.tasks[n]["entry"]` names a kernel."""
+    module, info, entries = lower_for_cuda(kernel, symbol, debug)
+    return optimise_to_ptx(str(module), entries, arch), info
+
+
+def emit_ptx(kernel_ir, arch: str = DEFAULT_ARCH, debug: bool = False, symbol: str | None = None) -> str:
+    """The PTX of an offloaded kernel (see `kernel_ir`) for `arch` (e.g. "sm_70", "sm_90")."""
+    name = symbol or "fs_" + "".join(c if c.isalnum() else "_" for c in kernel_ir.name)[:40]
+    return compile_kernel(kernel_ir, name, arch, debug)[0]
+
+
+def kernel_ir(kernel_obj, *args, **kwargs):
+    """The offloaded IR `kernel_obj(*args)` would compile, built without compiling or launching
+    (fields must exist in the current runtime; any arch works)."""
+    from fieldsim.lang import runtime
+    from fieldsim.lang.frontend import Frontend
+    from fieldsim.lang.passes.offload import offload
+    rt = runtime.get()
+    templates, _key, _values, dtypes, ret = kernel_obj.bind(args, kwargs)
+    fe = Frontend(kernel_obj.fn, rt, kernel_obj.__name__, templates, dtypes, ret)
+    return offload(fe.build())
+
+
+# ---- ptxas, for tests and diagnostics --------------------------------------------------------
+def ptxas_path() -> str | None:
+    return shutil.which("ptxas")
+
+
+@functools.cache
+def ptxas_knows(arch: str) -> bool:
+    """Whether the installed ptxas targets `arch` (CUDA 13 dropped sm_70 and older)."""
+    exe = ptxas_path()
+    if exe is None:
+        return False
+    r = subprocess.run([exe, "--help"], capture_output=True, text=True, check=False)
+    return f"'{arch}'" in r.stdout
+
+
+def ptxas_target(arch: str) -> str | None:
+    """The GPU the installed ptxas should assemble PTX for `arch` to: `arch` itself, else the
+    oldest newer one it knows (PTX for sm_XY assembles for any sm_MN >= XY), else None."""
+    if ptxas_knows(arch):
+        return arch
+    want = int(arch.split("_")[1])
+    for v in (75, 80, 86, 89, 90, 100, 120):
+        if v >= want and ptxas_knows(f"sm_{v}"):
+            return f"sm_{v}"
+    return None
+
+
+def run_ptxas(ptx: str, arch: str) -> subprocess.CompletedProcess:
+    """Assemble `ptx` for `arch` with ptxas (output discarded); returns the finished process."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="fs-ptx-") as d:
+        src = os.path.join(d, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        return subprocess.run([ptxas_path(), f"-arch={arch}", src, "-o", os.path.join(d, "k.cubin")],
+                              capture_output=True, text=True, check=False)

@@ -1,0 +1,37 @@
+"""pytest plugin: run any test suite on the CUDA backend (or its host emulation) unchanged.
+
+    PYTHONPATH=tests/cuda FIELDSIM_FORCE_ARCH=cuda python -m pytest -p force_cuda tests/lang
+    PYTHONPATH=tests/cuda FIELDSIM_FORCE_ARCH=emu  python -m pytest -p force_cuda tests/lang
+
+Every `fs.init(...)` (whatever arch it names) then starts a CUDA runtime (`cuda`), or a CPU
+runtime whose backend is swapped for `cuda_emu.EmuBackend` (`emu`: the CUDA launcher, storage
+and grid-stride lowering, run on the host). Without FIELDSIM_FORCE_ARCH the plugin does nothing.
+"""
+import os
+
+import fieldsim
+from fieldsim.lang import runtime
+
+FORCE = os.environ.get("FIELDSIM_FORCE_ARCH", "").strip().lower()
+_real_init = runtime.init
+
+
+def _forced_init(arch=runtime.cpu, *args, **kwargs):
+    if FORCE == "cuda":
+        return _real_init(runtime.cuda, *args, **kwargs)
+    rt = _real_init(runtime.cpu, *args, **kwargs)
+    if FORCE == "emu":
+        from cuda_emu import EmuBackend
+        rt.device = EmuBackend(rt)
+    return rt
+
+
+def pytest_configure(config):
+    if FORCE in ("cuda", "emu"):
+        fieldsim.init = runtime.init = _forced_init
+
+
+def pytest_report_header(config):
+    if FORCE in ("cuda", "emu"):
+        return f"fieldsim: every fs.init runs on {FORCE} (tests/cuda/force_cuda.py)"
+    return None

@@ -1,0 +1,304 @@
+"""The CUDA backend against the CPU backend: same programs, same results.
+
+Every test runs twice: on `emu` (the CUDA backend over a host emulation of the device, see
+cuda_emu.py: always runs) and on `cuda` (a real device: marked `cuda`, skipped without one by
+tests/conftest.py; `pytest -m cuda tests/cuda` runs only those). Results must equal the CPU's
+within each corpus entry's tolerance; random numbers and integer results bitwise.
+"""
+import numpy as np
+import pytest
+from cuda_corpus import CORPUS, run
+from cuda_emu import EmuBackend, use_emulator
+from cuda_support import ad_corpus, ad_gradients
+
+import fieldsim as fs
+from fieldsim.codegen import cuda as C
+from fieldsim.errors import ADStackOverflowError
+
+BACKENDS = ["emu", pytest.param("cuda", marks=pytest.mark.cuda)]
+
+
+def start(backend, **init):
+    """A fresh runtime on `backend` ("cpu", "emu" or "cuda")."""
+    if backend == "emu":
+        return use_emulator(fs, **init)
+    return fs.init(arch=fs.cuda if backend == "cuda" else fs.cpu, **init)
+
+
+def assert_same(ref: dict, got: dict, tol=(0.0, 0.0), what=""):
+    assert ref.keys() == got.keys()
+    for k in ref:
+        a, b = np.asarray(ref[k]), np.asarray(got[k])
+        assert a.shape == b.shape and a.dtype == b.dtype, (what, k, a.shape, b.shape, a.dtype, b.dtype)
+        if tol == (0.0, 0.0):
+            bad = ~((a == b) | (np.isnan(a) & np.isnan(b)) if a.dtype.kind == "f" else (a == b))
+            assert not bad.any(), f"{what}/{k}: {int(bad.sum())} differ, first at " \
+                f"{np.argwhere(bad)[0]}: cpu {a[bad][0]} vs {b[bad][0]}"
+        else:
+            np.testing.assert_allclose(b, a, rtol=tol[0], atol=tol[1], equal_nan=True,
+                                       err_msg=f"{what}/{k}")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    yield request.param
+    fs.init(arch=fs.cpu)
+
+
+# ---- the corpus ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("entry", CORPUS, ids=lambda e: e.name)
+def test_corpus(entry, backend):
+    start("cpu", **entry.init)
+    ref = run(entry.build(fs))
+    start(backend, **entry.init)
+    got = run(entry.build(fs))
+    assert_same(ref, got, entry.tol, entry.name)
+
+
+def test_random_stream_equals_cpu(backend):
+    """fs.random is keyed by (seed, launch, loop index, draw): the GPU thread id plays no part."""
+    def draw():
+        x = fs.field(fs.f32, shape=5000, name="x")
+        y = fs.field(fs.f64, shape=(40, 50), name="y")
+
+        @fs.kernel
+        def k():
+            for i in x:
+                x[i] = fs.random() + fs.random()
+            for i, j in y:
+                y[i, j] = fs.random(fs.f64)
+
+        k()
+        k()
+        return {"x": x.to_numpy(), "y": y.to_numpy()}
+
+    start("cpu", random_seed=7)
+    ref = draw()
+    start(backend, random_seed=7)
+    assert_same(ref, draw(), what="random")
+    start(backend, random_seed=8)
+    assert not np.array_equal(ref["x"], draw()["x"])
+
+
+# ---- Python-scope storage --------------------------------------------------------------------------
+def _storage_ops():
+    s = fs.field(fs.f32, shape=(), name="s")
+    x = fs.field(fs.f64, shape=(3, 4), name="x")
+    v = fs.Vector.field(3, fs.i32, shape=5, name="v")
+    m = fs.Matrix.field(2, 2, fs.f32, shape=(2, 3), name="m")
+    u = fs.field(fs.u8, shape=7, name="u")
+    w = fs.field(fs.f32, shape=(3, 4), name="w")
+    out = {}
+    s[None] = 2.5
+    out["s"] = np.float64(s[None])
+    x.fill(-1.25)
+    x[1, 2] = 7.0
+    out["x1"] = x.to_numpy()
+    out["x12"] = np.float64(x[1, 2])
+    v.fill([1, 2, 3])
+    v[3] = [7, 8, 9]
+    out["v"] = v.to_numpy()
+    out["v3"] = np.array(list(v[3]))
+    m.from_numpy(np.arange(24, dtype=np.float32).reshape(2, 3, 2, 2))
+    m[1, 1] = [[1.0, 2.0], [3.0, 4.0]]
+    out["m"] = m.to_numpy()
+    out["m02"] = np.array(m[0, 2].to_numpy())
+    u.fill(200)
+    u[6] = 3
+    out["u"] = u.to_numpy()
+    w.copy_from(x)
+    out["w"] = w.to_numpy()
+    w.fill(0.1)  # a 4-byte pattern that is not one repeated byte
+    out["w2"] = w.to_numpy()
+    x.fill(0.0)
+    out["x0"] = x.to_numpy()
+    return out
+
+
+def test_python_scope_storage(backend):
+    start("cpu")
+    ref = _storage_ops()
+    start(backend)
+    assert_same(ref, _storage_ops(), what="storage")
+
+
+def test_fields_of_an_earlier_init_are_dropped(backend):
+    start(backend)
+    x = fs.field(fs.f32, shape=4, name="x")
+    x.fill(1.0)
+    start(backend)
+    with pytest.raises(RuntimeError, match="earlier"):
+        x.to_numpy()
+    y = fs.field(fs.f32, shape=4, name="y")
+    assert (y.to_numpy() == 0).all()
+
+
+# ---- errors from the device ----------------------------------------------------------------------
+def test_debug_bounds_and_assert(backend):
+    start(backend, debug=True)
+    x = fs.field(fs.f32, shape=8, name="x")
+
+    @fs.kernel
+    def oob(j: fs.i32):
+        for i in x:
+            x[i + j] = 1.0
+
+    @fs.kernel
+    def check(limit: fs.f32):
+        for i in x:
+            assert x[i] < limit, "too large"
+
+    oob(0)
+    with pytest.raises(IndexError, match="out of range"):
+        oob(3)
+    check(2.0)
+    with pytest.raises(Exception, match="too large"):
+        check(0.5)
+    oob(0)  # the runtime stays usable
+
+
+def test_ad_stack_overflow_is_reported(backend):
+    start(backend, default_fp=fs.f64, ad_stack_size=8)
+    x = fs.field(float, shape=4, needs_grad=True, name="x")
+    loss = fs.field(float, shape=(), needs_grad=True, name="loss")
+    x.fill(0.5)
+
+    @fs.kernel
+    def overflowing():
+        for i in x:
+            s = x[i]
+            j = 0
+            while j < 100:
+                s = fs.sin(s) * 0.9 + x[i] * 0.2
+                j += 1
+            loss[None] += s
+
+    with pytest.raises(ADStackOverflowError), fs.ad.Tape(loss=loss):
+        overflowing()
+
+
+# ---- differentiation --------------------------------------------------------------------------------
+AD = ad_corpus()
+
+
+@pytest.mark.skipif(not AD, reason="tests/ad/corpus.py not importable")
+@pytest.mark.parametrize("fp", ["f64", "f32"])
+@pytest.mark.parametrize("entry", AD, ids=lambda e: e.name)
+def test_ad_corpus_gradients(entry, fp, backend):
+    tol = (1e-9, 1e-11) if fp == "f64" else (2e-4, 2e-5)
+    start("cpu", default_fp=getattr(fs, fp))
+    loss_ref, ref = ad_gradients(entry)
+    start(backend, default_fp=getattr(fs, fp))
+    loss_got, got = ad_gradients(entry)
+    np.testing.assert_allclose(loss_got, loss_ref, rtol=tol[0] * 10, atol=tol[1] * 10)
+    assert_same(ref, got, tol, entry.name)
+
+
+def test_kernel_grad_and_dynamic_stack(backend):
+    """kernel.grad with a loop-carried local in a dynamic inner loop (an AD stack per thread)."""
+    def go():
+        n = 300
+        x = fs.field(fs.f64, shape=n, needs_grad=True, name="x")
+        y = fs.field(fs.f64, shape=n, needs_grad=True, name="y")
+
+        @fs.kernel
+        def k(steps: fs.i32):
+            for i in x:
+                s = x[i]
+                for t in range(steps + i % 3):
+                    s = fs.sin(s) + 0.5 * s
+                y[i] = s
+
+        x.from_numpy(np.linspace(-1, 1, n))
+        k(20)
+        y.grad.fill(1.0)
+        k.grad(20)
+        return {"y": y.to_numpy(), "gx": x.grad.to_numpy()}
+
+    start("cpu", default_fp=fs.f64)
+    ref = go()
+    start(backend, default_fp=fs.f64)
+    assert_same(ref, go(), (1e-12, 1e-12), "kernel.grad")
+
+
+def test_forward_mode(backend):
+    def go():
+        x = fs.field(fs.f32, shape=64, needs_dual=True, name="x")
+        loss = fs.field(fs.f32, shape=(), needs_dual=True, name="loss")
+
+        @fs.kernel
+        def k():
+            for i in x:
+                loss[None] += fs.sin(x[i]) * x[i]
+
+        x.from_numpy(np.linspace(0, 1, 64, dtype=np.float32))
+        with fs.ad.FwdMode(loss=loss, param=x, seed=np.ones(64, np.float32)):
+            k()
+        return {"loss": loss.to_numpy(), "dual": loss.dual.to_numpy()}
+
+    start("cpu")
+    ref = go()
+    start(backend)
+    assert_same(ref, go(), (1e-5, 1e-5), "fwd")
+
+
+# ---- launch geometry (emulator only: it records its launches) ----------------------------------
+def test_launch_geometry():
+    rt = use_emulator(fs, sm_count=2)
+    drv = rt.device.drv
+    x = fs.field(fs.f32, shape=100000, name="x")
+    n = fs.field(fs.i32, shape=(), name="n")
+    s = fs.field(fs.f32, shape=(), name="s")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            x[i] = 1.0
+        s[None] = 2.0
+        fs.loop_config(block_dim=64)
+        for i in range(n[None]):
+            x[i] = 3.0
+        for i in range(5):
+            x[i] = 4.0
+
+    n[None] = 10
+    k()
+    (_, g0, b0), (_, g1, b1), (_, g2, b2), (_, g3, b3) = drv.launches[-4:]
+    assert (b0, g0) == (C.BLOCK_DIM, 2 * C.BLOCKS_PER_SM)  # capped: grid-stride covers the rest
+    assert (g1, b1) == (1, 1)  # a serial task: one thread
+    assert (b2, g2) == (64, 2 * C.BLOCKS_PER_SM)  # unknown trip count: a full grid of 64s
+    assert (g3, b3) == (1, C.BLOCK_DIM)
+    assert (x.to_numpy()[:12] == [4] * 5 + [3] * 5 + [1] * 2).all()
+
+
+def test_scratch_is_bounded(monkeypatch):
+    monkeypatch.setattr(C, "SCRATCH_LIMIT", 1 << 16)
+    rt = use_emulator(fs, sm_count=4, default_fp=fs.f64, ad_stack_size=64)
+    x = fs.field(float, shape=5000, needs_grad=True, name="x")
+    loss = fs.field(float, shape=(), needs_grad=True, name="loss")
+    x.fill(0.25)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            s = x[i]
+            j = 0
+            while j < 10:
+                s = s * 0.5 + x[i]
+                j += 1
+            loss[None] += s
+
+    with fs.ad.Tape(loss=loss):
+        k()
+    assert rt.device.scratch.nbytes <= 1 << 16
+    _, grid, block = rt.device.drv.launches[-1]
+    assert grid * block < 5000
+    g = x.grad.to_numpy()
+    np.testing.assert_allclose(g, np.full(5000, g[0]))
+    assert g[0] > 1.9
+
+
+def test_emulator_is_the_cuda_backend():
+    rt = use_emulator(fs)
+    assert isinstance(rt.device, C.CudaBackend) and isinstance(rt.device, EmuBackend)
+    fs.init(arch=fs.cpu)

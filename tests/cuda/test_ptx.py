@@ -1,0 +1,218 @@
+"""PTX emission without a GPU: every corpus kernel (and adjoints) to PTX, then through ptxas.
+
+The emission always runs; the ptxas step runs where `ptxas` is on PATH. CUDA 13's ptxas no
+longer targets sm_70: sm_70 PTX is then assembled for the oldest GPU it knows (sm_75), which
+checks the PTX (PTX for sm_XY is valid for every sm_MN >= XY) but not sm_70 machine code.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+from cuda_corpus import CORPUS
+from cuda_support import ad_corpus, ad_gradients, capture_runtime
+
+import fieldsim as fs
+from fieldsim.codegen import ptx as P
+from fieldsim.errors import FieldsimError
+
+ARCHS = ["sm_70", "sm_75", "sm_90"]
+# corpus entries whose adjoints are emitted too (the AD corpus covers adjoints thoroughly)
+ADJOINT_OF = ["arith_f32", "math_f32", "math_f64", "vector_matrix", "inner_loops", "if_else",
+              "svd_polar", "kernel_returns", "templates_and_funcs", "zero_d_and_fill"]
+
+
+def check_ptx(ptx: str, sm: str, entries: int | None = None):
+    assert f".target {sm}" in ptx
+    n = ptx.count(".visible .entry")
+    assert n >= 1 and (entries is None or n == entries), ptx[:2000]
+    assert "__nvvm_reflect" not in ptx, "NVVMReflect did not run"
+    assert ".extern .func" not in ptx, "an unresolved call (libdevice not linked?)"
+    gpu = P.ptxas_target(sm)  # CUDA 13's ptxas assembles sm_70 PTX only for sm_75 and newer
+    if gpu is not None:
+        r = P.run_ptxas(ptx, gpu)
+        assert r.returncode == 0, f"ptxas -arch={gpu} failed on {sm} PTX:\n{r.stderr}\n{ptx[:4000]}"
+
+
+def forward_irs(entry, grads=False):
+    fs.init(arch=fs.cpu, **entry.init)
+    program = entry.build(fs)
+    if grads:
+        fs.root.lazy_grad()  # every float field gets a gradient: the adjoints are not empty
+    return [P.kernel_ir(k, *args) for k, args in program.launches]
+
+
+# (not `arch`: tests/conftest.py parametrises that name over backends)
+@pytest.mark.parametrize("sm", ARCHS)
+@pytest.mark.parametrize("entry", CORPUS, ids=lambda e: e.name)
+def test_corpus_ptx(entry, sm):
+    for ir in forward_irs(entry):
+        tasks = sum(1 for s in ir.body if s.op.name in ("FOR", "SERIAL"))
+        check_ptx(P.emit_ptx(ir, sm), sm, tasks)
+
+
+@pytest.mark.parametrize("sm", ["sm_90"])
+@pytest.mark.parametrize("name", ADJOINT_OF)
+def test_corpus_adjoint_ptx(name, sm):
+    reverse = pytest.importorskip("fieldsim.ad.reverse")
+    entry = next(e for e in CORPUS if e.name == name)
+    made = 0
+    for ir in forward_irs(entry, grads=True):
+        try:
+            adj = reverse.make_adjoint(ir)
+        except FieldsimError:
+            continue  # refused (e.g. an integer-only kernel): nothing to emit
+        if not any(s.op.name in ("FOR", "SERIAL") for s in adj.body):
+            continue  # nothing active: the adjoint is empty
+        check_ptx(P.emit_ptx(adj, sm), sm)
+        made += 1
+    assert made, f"no adjoint of {name} was emitted"
+
+
+AD = ad_corpus()
+
+
+@pytest.mark.skipif(not AD, reason="tests/ad/corpus.py not importable")
+@pytest.mark.parametrize("entry", AD, ids=lambda e: e.name)
+def test_ad_corpus_ptx(entry):
+    """Every kernel the Tape compiles for an AD-corpus entry (forward and adjoint) emits."""
+    rt = capture_runtime(default_fp=fs.f32)
+    ad_gradients(entry)
+    irs = rt.device.irs
+    assert any(ir.name.endswith(".grad") for ir in irs), [ir.name for ir in irs]
+    for ir in irs:
+        check_ptx(P.emit_ptx(ir, "sm_90"), "sm_90")
+
+
+def test_debug_checks_emit():
+    fs.init(arch=fs.cpu, debug=True)
+    x = fs.field(fs.f32, shape=8, name="x")
+
+    @fs.kernel
+    def k(j: fs.i32):
+        for i in x:
+            assert x[i] >= 0, "negative"
+            x[(i + j) % 8] = 1.0
+
+    check_ptx(P.emit_ptx(P.kernel_ir(k, 3), "sm_90", debug=True), "sm_90")
+
+
+def test_entry_signature_and_grid_stride():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=100, name="x")
+
+    @fs.kernel
+    def k(a: fs.f32, b: fs.i32):
+        for i in x:
+            x[i] = a * i + b
+
+    ptx = P.emit_ptx(P.kernel_ir(k, 1.0, 2), "sm_90", symbol="kk")
+    assert ".visible .entry kk_t0_entry(" in ptx
+    params = [line for line in ptx.splitlines() if ".param .u64 kk_t0_entry_param_" in line]
+    assert len(params) == 9 + 2  # the ctx words, then one word per runtime argument
+    for sreg in ("%tid.x", "%ntid.x", "%ctaid.x", "%nctaid.x"):
+        assert sreg in ptx
+    assert "__local_depot" not in ptx  # ctx and args were promoted to registers
+
+
+def test_atomics_have_device_scope():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=8, name="x")
+    y = fs.field(fs.f64, shape=8, name="y")
+
+    @fs.kernel
+    def k():
+        for i in range(64):
+            fs.atomic_min(x[i % 8], i * 1.0)
+            fs.atomic_max(y[i % 8], i * 1.0)
+            x[(i + 1) % 8] += 1.0
+
+    ptx = P.emit_ptx(P.kernel_ir(k), "sm_90")
+    atoms = [line for line in ptx.splitlines() if "atom." in line]
+    assert atoms and not any(".sys" in line for line in atoms), atoms
+    assert any(".add.f32" in line for line in atoms)  # native f32 atomic add
+    assert any(".cas.b64" in line for line in atoms)  # f64 max: a CAS loop
+    check_ptx(ptx, "sm_90")
+
+
+def test_device_scope_rewrite():
+    text = ('  %"a" = atomicrmw fadd ptr %"p", float %"v" monotonic\n'
+            '  %"b" = cmpxchg ptr %"q", i32 1, i32 2 monotonic monotonic\n'
+            '  store float 0.0, ptr %"monotonic"\n')
+    out = P.device_scope_atomics(text).splitlines()
+    assert out[0].endswith('float %"v" syncscope("device") monotonic')
+    assert out[1].endswith('i32 2 syncscope("device") monotonic monotonic')
+    assert out[2] == text.splitlines()[2]
+
+
+@pytest.mark.skipif(P.find_libdevice() is None, reason="no libdevice")
+def test_libdevice_names_exist():
+    have = P.libdevice_functions()
+    for base in set(P.LIBDEVICE.values()):
+        for name in ("__nv_" + base, "__nv_" + base + "f"):
+            assert name in have, name
+
+
+def test_without_libdevice(monkeypatch, tmp_path):
+    monkeypatch.setenv("FIELDSIM_LIBDEVICE", str(tmp_path / "missing.bc"))
+    assert P.find_libdevice() is None
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=8, name="x")
+
+    @fs.kernel
+    def exact():
+        for i in x:
+            x[i] = fs.sqrt(abs(x[i])) + fs.floor(x[i]) + fs.ceil(x[i]) + fs.round(x[i])
+
+    @fs.kernel
+    def transcendental():
+        for i in x:
+            x[i] = fs.sin(x[i])
+
+    check_ptx(P.emit_ptx(P.kernel_ir(exact), "sm_90"), "sm_90")
+    with pytest.raises(P.LibdeviceNotFound, match="libdevice"):
+        P.emit_ptx(P.kernel_ir(transcendental), "sm_90")
+
+
+def test_half_precision_math():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f16, shape=8, name="x")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            x[i] = fs.exp(x[i]) + fs.sqrt(x[i])
+
+    check_ptx(P.emit_ptx(P.kernel_ir(k), "sm_90"), "sm_90")
+
+
+def test_importing_fieldsim_does_not_import_a_driver():
+    code = ("import sys, fieldsim, fieldsim.codegen.cuda; "
+            "bad = [m for m in ('pycuda', 'pycuda.driver', 'cuda.bindings') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_is_available_never_raises():
+    from fieldsim.codegen import cuda
+    assert isinstance(cuda.is_available(), bool)
+
+
+def test_init_cuda_without_device_is_a_clear_error():
+    from fieldsim.codegen import cuda
+    if cuda.is_available():
+        pytest.skip("a CUDA device is available")
+    with pytest.raises(RuntimeError, match="CUDA"):
+        fs.init(arch=fs.cuda)
+    fs.init(arch=fs.cpu)
+
+
+def test_device_arch_mapping():
+    from fieldsim.codegen.cuda import device_arch
+    assert device_arch((9, 0)) == "sm_90"
+    assert device_arch((8, 6)) == "sm_86"
+    assert device_arch((7, 0)) == "sm_70"
+    assert device_arch((12, 9)) == "sm_121"
+    assert device_arch((8, 8)) == "sm_87"
