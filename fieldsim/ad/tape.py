@@ -77,6 +77,9 @@ class Tape:
         if self.loss is not None:
             self.loss.storage.zero()
         self.state = _new_checker_state(self.validation)
+        if self.grad_check:
+            from fieldsim.ad.check import begin_tape_grad_check
+            begin_tape_grad_check(self)
         rt.tape = self
         return self
 
@@ -112,6 +115,8 @@ class Tape:
         self.entries.append(_PythonWrite(field, idx))
 
     def record_custom(self, fn, args, kwargs):
+        if self.unit_depth:  # a grad_replaced call inside another: the outer backward covers it
+            return
         self.entries.append(_Custom(fn, args, kwargs))
 
     # ---- backward ---------------------------------------------------------------------------------
