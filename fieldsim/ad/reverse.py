@@ -50,6 +50,7 @@ from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.ir import PURE, ForInfo, Kernel, Op, StackInfo, Stmt, walk
 from fieldsim.lang.passes.lower_break import lower_break
 from fieldsim.lang.passes.offload import is_task
+from fieldsim.lang.passes.prune import prune
 
 _DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT})
 _CAN_DESCEND = "reverse" in getattr(ForInfo, "__dataclass_fields__", {})
@@ -486,50 +487,3 @@ _REVERSE = {
     Op.LOOP: _TaskAD.rev_loop,
     Op.CUSTOM_GRAD: _TaskAD.rev_custom_grad,
 }
-
-
-# ---- dead code removal -----------------------------------------------------------------------------
-_ROOTS = frozenset({Op.STORE, Op.ATOMIC, Op.RAND, Op.RETURN, Op.ASSERT})
-
-
-def prune(body: list[Stmt]):
-    """Remove, in place, what does not lead to a global write or a RAND: unused pure values,
-    locals and stacks never read, empty control flow, empty tasks. Only for IR this pass made."""
-    parent: dict[int, Stmt | None] = {}
-    deps: dict[int, list[Stmt]] = {}
-    _index(body, None, None, parent, deps)
-    live: set[int] = set()
-    work = [s for s in walk(body) if s.op in _ROOTS]
-    while work:
-        s = work.pop()
-        if id(s) in live:
-            continue
-        live.add(id(s))
-        work.extend(s.args)
-        if parent[id(s)] is not None:
-            work.append(parent[id(s)])
-        if s.op in (Op.LOCAL_LOAD, Op.STACK_TOP):
-            work.extend(deps.get(id(s.args[0]), ()))
-        elif s.op in (Op.FOR, Op.LOOP):
-            work.extend(deps.get(id(s), ()))
-    _sweep(body, live)
-
-
-def _index(block, parent, loop, parents, deps):
-    """parents: stmt -> enclosing control stmt; deps: ALLOCA/stack -> writes, loop -> exits."""
-    for s in block:
-        parents[id(s)] = parent
-        if s.op in (Op.LOCAL_STORE, Op.STACK_PUSH, Op.STACK_POP):
-            deps.setdefault(id(s.args[0]), []).append(s)
-        elif s.op in (Op.BREAK, Op.CONTINUE):
-            deps.setdefault(id(loop), []).append(s)
-        inner = s if s.op in (Op.FOR, Op.LOOP) else loop
-        for blk in s.blocks:
-            _index(blk, s, inner, parents, deps)
-
-
-def _sweep(block: list[Stmt], live: set[int]):
-    block[:] = [s for s in block if id(s) in live]
-    for s in block:
-        for blk in s.blocks:
-            _sweep(blk, live)
