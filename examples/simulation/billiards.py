@@ -11,12 +11,11 @@ through ti.ad.Tape.
     python billiards.py --quick
 """
 import argparse
-import math
 import os
 import time
 
-import numpy as np
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -26,7 +25,7 @@ import fieldsim as ti
 
 try:
     from fieldsim.gui import frames_to_gif
-except Exception:  # running under plain Taichi: a tiny Pillow fallback
+except ImportError:  # running under plain Taichi: a tiny Pillow fallback
     def frames_to_gif(paths, out_path, fps=20):
         from PIL import Image
         ims = [Image.open(p).convert("RGB") for p in paths]
@@ -211,7 +210,7 @@ def render(out_dir, every, res=512):
     for t in range(0, steps + 1, every):
         gui.circle(GOAL, radius=RADIUS * res * 1.3, color=0x1D3F1F)
         gui.circles(xs[t], radius=RADIUS * res, color=colors)
-        path = os.path.join(frame_dir, "frame_%04d.png" % len(paths))
+        path = os.path.join(frame_dir, f"frame_{len(paths):04d}.png")
         gui.show(path)
         paths.append(path)
     return paths
@@ -267,4 +266,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    r = main()
+    print(f"loss {r['initial_loss']:.3g} -> {r['final_loss']:.3g} ({r['seconds']:.1f} s of training)")
+    print(f"wrote {r['gif']}, {r['loss_curve']} and {len(r['frames'])} frames")

@@ -16,8 +16,8 @@ import math
 import os
 import time
 
-import numpy as np
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -27,7 +27,7 @@ import fieldsim as ti
 
 try:
     from fieldsim.gui import frames_to_gif
-except Exception:  # running under plain Taichi: a tiny Pillow fallback
+except ImportError:  # running under plain Taichi: a tiny Pillow fallback
     def frames_to_gif(paths, out_path, fps=20):
         from PIL import Image
         ims = [Image.open(p).convert("RGB") for p in paths]
@@ -81,7 +81,7 @@ def robot_particles(n_grid_, rects=ROBOT):
     h = 0.5 / n_grid_
     pos, act = [], []
     for (x0_, y0_, w_, h_, a) in rects:
-        nx, ny = max(1, int(round(w_ / h))), max(1, int(round(h_ / h)))
+        nx, ny = max(1, round(w_ / h)), max(1, round(h_ / h))
         for i in range(nx):
             for j in range(ny):
                 pos.append((x0_ + (i + 0.5) * h, y0_ + (j + 0.5) * h))
@@ -159,7 +159,7 @@ def p2g(f: int):
         new_F = (ti.Matrix.identity(float, 2) + DT * C[f, p]) @ F[f, p]
         F[f + 1, p] = new_F
         J = new_F.determinant()
-        R, S = ti.polar_decompose(new_F)
+        R, _S = ti.polar_decompose(new_F)
         act = 0.0
         aid = actuator_id[p]
         if aid >= 0:
@@ -333,7 +333,7 @@ def render(out_dir, every):
         col[aid < 0] = 0x404040
         gui.line((0.0, ground), (1.0, ground), radius=3, color=0x666666)
         gui.circles(xs[t], radius=2.5, color=col)
-        path = os.path.join(frame_dir, "frame_%04d.png" % len(paths))
+        path = os.path.join(frame_dir, f"frame_{len(paths):04d}.png")
         gui.show(path)
         paths.append(path)
     return paths
@@ -392,4 +392,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    r = main()
+    print(f"loss {r['initial_loss']:.4f} -> {r['final_loss']:.4f}, displacement to the right "
+          f"{r['initial_displacement']:+.4f} -> {r['final_displacement']:+.4f} "
+          f"({r['seconds']:.1f} s of training)")
+    print(f"wrote {r['gif']}, {r['loss_curve']} and {len(r['frames'])} frames")

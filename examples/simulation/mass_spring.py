@@ -17,8 +17,8 @@ import math
 import os
 import time
 
-import numpy as np
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -28,7 +28,7 @@ import fieldsim as ti
 
 try:
     from fieldsim.gui import frames_to_gif
-except Exception:  # running under plain Taichi: a tiny Pillow fallback
+except ImportError:  # running under plain Taichi: a tiny Pillow fallback
     def frames_to_gif(paths, out_path, fps=20):
         from PIL import Image
         ims = [Image.open(p).convert("RGB") for p in paths]
@@ -308,7 +308,7 @@ def render(out_dir, every):
         gui.line((0.0, GROUND), (1.0, GROUND), radius=2, color=0x444444)
         gui.lines(p[SPRINGS[:, 0]], p[SPRINGS[:, 1]], radius=2, color=col)
         gui.circles(p, radius=4, color=0x222222)
-        path = os.path.join(frame_dir, "frame_%04d.png" % len(paths))
+        path = os.path.join(frame_dir, f"frame_{len(paths):04d}.png")
         gui.show(path)
         paths.append(path)
     return paths
@@ -366,4 +366,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    r = main()
+    print(f"loss {r['initial_loss']:.4f} -> {r['final_loss']:.4f}, displacement to the right "
+          f"{r['initial_displacement']:+.4f} -> {r['final_displacement']:+.4f} "
+          f"({r['seconds']:.1f} s of training)")
+    print(f"wrote {r['gif']}, {r['loss_curve']} and {len(r['frames'])} frames")

@@ -13,8 +13,8 @@ import argparse
 import os
 import time
 
-import numpy as np
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -24,7 +24,7 @@ import fieldsim as ti
 
 try:
     from fieldsim.gui import frames_to_gif
-except Exception:  # running under plain Taichi: a tiny Pillow fallback
+except ImportError:  # running under plain Taichi: a tiny Pillow fallback
     def frames_to_gif(paths, out_path, fps=20):
         from PIL import Image
         ims = [Image.open(p).convert("RGB") for p in paths]
@@ -162,8 +162,8 @@ def render(out_dir, every):
     for t in list(range(0, steps, every)) + [steps]:
         img = np.kron(ps[t], np.ones((k, k)))
         gui.set_image(to_rgb(img, max(1e-6, float(np.abs(ps[t]).max()))))   # per-frame scale
-        gui.text("t = %d" % t, (0.03, 0.97), font_size=18, color=0x000000)
-        path = os.path.join(frame_dir, "frame_%04d.png" % len(paths))
+        gui.text(f"t = {t}", (0.03, 0.97), font_size=18, color=0x000000)
+        path = os.path.join(frame_dir, f"frame_{len(paths):04d}.png")
         gui.show(path)
         paths.append(path)
     return paths
@@ -192,7 +192,7 @@ def main(argv=None):
     setup(n_, n_steps)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
-    losses, theta = train(iters, args.lr)
+    losses, _theta = train(iters, args.lr)
     elapsed = time.time() - t0
 
     plt.figure(figsize=(5, 3.5))
@@ -209,7 +209,7 @@ def main(argv=None):
     tgt = target.to_numpy()
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.6))
     for ax, img, title in zip(axes, [p.to_numpy()[0], final, tgt],
-                              ["optimised initial p[0]", "p[T] (T = %d)" % steps, "target"]):
+                              ["optimised initial p[0]", f"p[T] (T = {steps})", "target"]):
         lim = max(1e-6, float(np.abs(img).max()))
         ax.imshow(img.T, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim)
         ax.set_title(title)
@@ -236,4 +236,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    r = main()
+    print(f"loss {r['initial_loss']:.3g} -> {r['final_loss']:.3g} ({r['seconds']:.1f} s of training)")
+    print(f"wrote {r['gif']}, {r['loss_curve']}, {r['comparison']} and {len(r['frames'])} frames")
