@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import warnings
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -96,22 +97,27 @@ class Tape:
         return False
 
     def on_launch(self, kernel, ck, args, kwargs, values):
+        """Check a launch before it runs and record it (a launch inside a `grad_replaced` unit
+        is checked, not recorded). Returns None, or under validation the callable that runs
+        the launch checked per element (`checks.validation.Runner`)."""
+        run = self.state.launch(kernel, ck, values) if self.state is not None else None
         if self.unit_depth:
-            return
-        if self.state is not None:
-            self.state.launch(kernel, ck, values, _user_loc())
+            return run
         entry = _Launch(kernel, args, kwargs, ck)
         self.entries.append(entry)
+        if run is not None:
+            run.undo = lambda: self.entries.remove(entry)
+        return run
 
     def set_last_rng_key(self, key):
         if self.entries and isinstance(self.entries[-1], _Launch) and self.entries[-1].rng_key is None:
             self.entries[-1].rng_key = key
 
     def record_python_write(self, field, idx, what):
-        if self.unit_depth:
-            return
         if self.state is not None:
             self.state.python_write(field, idx, _user_loc(), what)
+        if self.unit_depth:
+            return
         self.entries.append(_PythonWrite(field, idx))
 
     def record_custom(self, fn, args, kwargs):
@@ -168,30 +174,33 @@ def _check_loss(loss):
 
 
 def _new_checker_state(validation):
-    try:
-        from fieldsim.checks.tape_rules import TapeState
-    except ImportError:
-        return None
-    return _CheckerAdapter(TapeState(), validation)
+    return _CheckerAdapter(validation)
 
 
 class _CheckerAdapter:
-    """Connects the Tape's launches to the access-rule checker (fieldsim.checks)."""
+    """Connects the Tape's launches to the access-rule checker (fieldsim.checks): one
+    `TapeState.launch` per launch, with the launch's argument values."""
 
-    def __init__(self, state, validation):
-        self.state, self.validation = state, validation
+    def __init__(self, validation):
+        from fieldsim.checks.tape_rules import TapeState
+        self.state, self.validation = TapeState(validation=validation), validation
 
-    def launch(self, kernel, ck, values, loc):
-        from fieldsim.checks import access_rules
-        if ck.summary is None:
-            undecided = access_rules.check_kernel(ck.ir, allow_undecided=self.validation)
-            ck.summary = access_rules.summarize(ck.ir)
-            ck.undecided = undecided
-            ck.checked = True
-        self.state.launch(ck.ir, kernel.__name__, ck.summary, list(values))
+    def launch(self, kernel, ck, values):
+        from fieldsim.checks.access_rules import KernelCheck
+        from fieldsim.checks.validation import runner
+        if ck.summary is None:  # the kernel's effect table and symbolic findings, made once
+            ck.summary = KernelCheck(ck.ir)
+        found = self.state.launch(ck.ir, kernel.__name__, ck.summary, list(values))
+        run = runner(ck, kernel.__name__, found, self.state)
+        if run is None and found.kernel_checked:
+            ck.checked = True  # its adjoint may be made (a validated run marks it when it passes)
+        return run
 
     def python_write(self, field, idx, loc, what):
         self.state.python_write(field, idx, loc, what)
+
+    def unit(self, name, loc):
+        return self.state.unit(name, loc)
 
 
 def _user_loc() -> Loc | None:
@@ -252,9 +261,13 @@ def grad_replaced(fn):
         if tape is None or rt.no_grad_depth:
             return fn(*args, **kwargs)
         tape.record_custom(wrapper, args, kwargs)
+        code = getattr(fn, "__code__", None)
+        loc = Loc(code.co_filename, code.co_firstlineno, 0, None, fn.__name__) if code else None
+        unit = tape.state.unit(fn.__name__, loc) if tape.state is not None else nullcontext()
         tape.unit_depth += 1
         try:
-            return fn(*args, **kwargs)
+            with unit:  # its launches are checked against what was read before it
+                return fn(*args, **kwargs)
         finally:
             tape.unit_depth -= 1
 

@@ -1,24 +1,39 @@
 """Rule 1 across the launches recorded on one Tape (API.md, "the static checker").
 
-Contract: analysis only; reads kernel summaries (`access_rules.summarize`), never the data. A
+Contract: analysis only; reads kernel summaries (`access_rules.summarize`) and, under
+validation, the element sets a launch actually touched (handed in by `checks.validation`). A
 `TapeState` lives as long as one Tape's recording. Per field it keeps the elements read so far
 and written so far, as boxes: one `Comp` per index component, the values an index form takes
 once the launch's kernel arguments are substituted (an arithmetic progression `lo..hi` by
 `step`; data-dependent indices give the whole axis, marked inexact).
 
-`launch` first runs the in-kernel rules (`check_kernel`, with the actual argument values), then
+`launch` first runs the in-kernel rules (`KernelCheck`, with the actual argument values), then
 refuses a write (by a kernel or in Python scope) to an element an earlier launch read (rule 1 across
 kernels): a 'violation' when the boxes overlap on exact indices, 'undecided' when only an inexact
 (data-dependent) box makes them overlap. Overwriting an element nobody has read is allowed: a
 plain store's adjoint consumes the element's gradient, so the last write wins (Taichi's
 `test_ad_set_loss_grad`). Inside `unit(...)` (a `grad_replaced` function) launches are neither
-checked in-kernel nor against each other, only against what was read before the unit.
+checked in-kernel nor against each other, only against what was read outside units before it:
+a later unit may overwrite what an earlier unit read (both backwards are the user's, which
+recompute or restore it: a step reusing its state buffer, diffmpm's scratch grid), while a
+plain kernel or Python-scope write may not (a plain adjoint follows the rules).
+
+With `validation=True` nothing undecided is let through unchecked. An inexact read is kept as a
+`ReadSet`: its box until the launch has run, then (`resolve`) the exact elements it read. A
+write whose exact box meets a resolved set is decided at once, per element. A write with an
+inexact box that meets earlier reads is returned in the launch's `Checked.captures`: the runner
+(`checks.validation`) runs the launch instrumented and `resolve` refuses it exactly when its
+actual writes share an element with those reads (the caller then undoes the launch and calls
+`discard`).
 """
 from __future__ import annotations
 
 import contextlib
 import math
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from fieldsim.checks.access_rules import (
     RULE_TEXT,
@@ -158,26 +173,107 @@ class Origin:
         return f"  {label:<18}{where(self.access.loc)}  {self.who()}{verb}:  {source(self.access.loc)}"
 
 
+@dataclass(eq=False)
+class ReadSet:
+    """The elements one inexact (data-dependent) read of a validated launch touched: `box` (a
+    hull) until the launch has run, then `mask`, a bool array over the field's storage shape."""
+
+    box: tuple
+    mask: Any = None
+
+
 class _Log:
-    """Boxes of one field with the first origin of each, bucketed by a constant first index."""
+    """Boxes of one field with the first origin of each, bucketed by a constant first index,
+    plus the `ReadSet`s of validated launches."""
 
     def __init__(self):
         self.buckets: dict = {}
+        self.sets: list = []  # (ReadSet, Origin)
 
-    def add(self, box: tuple, origin: Origin):
-        self.buckets.setdefault(_key(box), {}).setdefault(box, origin)
+    def add(self, box, origin: Origin):
+        """Record; returns a token for `remove` (None when the box was there already)."""
+        if isinstance(box, ReadSet):
+            self.sets.append((box, origin))
+            return ("set", box)
+        bucket = self.buckets.setdefault(_key(box), {})
+        if box in bucket:
+            return None
+        bucket[box] = origin
+        return ("box", _key(box), box)
+
+    def remove(self, token):
+        if token[0] == "set":
+            self.sets = [(rs, o) for rs, o in self.sets if rs is not token[1]]
+        else:
+            self.buckets.get(token[1], {}).pop(token[2], None)
 
     def meeting(self, box: tuple):
+        """Boxes (and read sets not yet resolved, by their hull) that may share an element."""
         key = _key(box)
         keys = (key, None) if key is not None else list(self.buckets)
         for k in keys:
             for b, origin in self.buckets.get(k, {}).items():
                 if all(x.meets(y) for x, y in zip(b, box)):
                     yield b, origin
+        for rs, origin in self.sets:
+            if rs.mask is None and all(x.meets(y) for x, y in zip(rs.box, box)):
+                yield rs.box, origin
+
+    def known(self, box: tuple):
+        """Resolved read sets with an element inside `box`'s hull."""
+        for rs, origin in self.sets:
+            if rs.mask is not None and rs.mask[box_slices(box, rs.mask.shape)].any():
+                yield rs, origin
 
 
 def _key(box: tuple):
     return box[0].lo if box and box[0].lo == box[0].hi else None
+
+
+def _slice(c: Comp, n: int) -> slice:
+    if c.step == 0 or c.lo == c.hi:
+        return slice(c.lo, c.lo + 1) if 0 <= c.lo < n else slice(0, 0)
+    lo, hi = c.lo, min(c.hi, n - 1)
+    if lo < 0:
+        lo += -(lo // c.step) * c.step
+    return slice(lo, hi + 1, c.step) if lo <= hi else slice(0, 0)
+
+
+def box_slices(box: tuple, shape: tuple) -> tuple:
+    """numpy slices of the elements a box's hull covers (a component's whole progression)."""
+    return tuple(_slice(c, n) for c, n in zip(box, shape))
+
+
+def box_mask(box: tuple, shape: tuple) -> np.ndarray:
+    mask = np.zeros(shape, dtype=bool)
+    mask[box_slices(box, shape)] = True
+    return mask
+
+
+def _exact_box(box) -> bool:
+    return all(c.exact for c in box)
+
+
+class Checked(list):
+    """What `TapeState.launch` found: the undecided findings (a list, worst first), and under
+    validation what the run-time check (`checks.validation`) must do with this launch:
+    `in_kernel` (undecided in-kernel findings), `reads` ((ReadSet, Access) to resolve after the
+    run), `captures` ((write Origin, box, [(earlier read ReadSet or exact box, Origin)]): writes
+    to compare with those reads) and `unresolved` (findings no run-time check can decide)."""
+
+    def __init__(self):
+        super().__init__()
+        self.in_kernel: list[Finding] = []
+        self.reads: list = []
+        self.captures: list = []
+        self.unresolved: list[Finding] = []
+        self.tokens: list = []
+        self.entries: list = []
+        self.kernel_checked = False  # the in-kernel rules were run (not inside a unit)
+
+    @property
+    def needs_run(self) -> bool:
+        return bool(self.in_kernel or self.reads or self.captures)
 
 
 class TapeState:
@@ -185,32 +281,55 @@ class TapeState:
 
     def __init__(self, validation: bool = False):
         self.validation = validation
-        self.reads: dict[int, _Log] = {}
+        self.reads: dict[int, _Log] = {}  # reads outside grad_replaced units
+        self.unit_reads: dict[int, _Log] = {}
         self.writes: dict[int, _Log] = {}
         self.launches = 0
         self._units: list = []
         self._checks: dict[int, tuple] = {}  # id(kernel IR) -> (KernelCheck holding it, _Boxes)
         self._pending: list = []
 
-    def launch(self, kernel_ir, kernel_name: str | None = None, summary=None,
-               arg_values=None) -> list[Finding]:
-        """Check one launch before it runs, then record it. Raises `AccessRuleError`; returns
-        the undecided findings when `validation` is on (else they raise too)."""
+    def kernel_check(self, kernel_ir, summary=None) -> KernelCheck:
+        """The cached `KernelCheck` of a kernel IR (made on its first launch; `summary` may be
+        one made earlier for this IR, which a caller keeps across Tapes)."""
         if id(kernel_ir) not in self._checks:
-            check = KernelCheck(kernel_ir, summary)
-            self._checks[id(kernel_ir)] = (check, _Boxes(check.accesses))
-        check, boxes = self._checks[id(kernel_ir)]
-        found = [] if self._units else check.run(arg_values, self.validation)
+            check = summary if isinstance(summary, KernelCheck) else KernelCheck(kernel_ir, summary)
+            boxes = getattr(check, "tape_boxes", None)
+            if boxes is None:
+                boxes = check.tape_boxes = _Boxes(check.accesses)
+            self._checks[id(kernel_ir)] = (check, boxes)
+        return self._checks[id(kernel_ir)][0]
+
+    def launch(self, kernel_ir, kernel_name: str | None = None, summary=None,
+               arg_values=None) -> Checked:
+        """Check one launch before it runs, then record it. Raises `AccessRuleError`; returns
+        the undecided findings when `validation` is on (else they raise too). `summary`: the
+        kernel's effect table, or its `KernelCheck` (see `kernel_check`)."""
+        check = self.kernel_check(kernel_ir, summary)
+        boxes = self._checks[id(kernel_ir)][1]
+        found = Checked()
+        found.in_kernel = [] if self._units else check.run(arg_values, self.validation)
+        found.kernel_checked = not self._units
         env = arg_env(arg_values)
         self.launches += 1
         name, args = kernel_name or kernel_ir.name, _args_text(kernel_ir, env)
         unit = self._units[-1][0] if self._units else None
-        entries = [(a, box, Origin(a, name, self.launches, args, unit))
-                   for a, box in boxes.of_launch(env)]
-        for a, box, origin in entries:
-            if a.is_write:
-                found += self._check(box, origin)
-        self._record(entries)
+        entries = []
+        for a, box in boxes.of_launch(env):
+            if self.validation and not a.is_write and not _exact_box(box):
+                rs = ReadSet(box)
+                found.reads.append((rs, a))
+                box = rs
+            entries.append((a, box, Origin(a, name, self.launches, args, unit)))
+        try:
+            cross = [f for a, box, origin in entries if a.is_write
+                     for f in self._check(box, origin, found)]
+        except Exception:
+            self.launches -= 1
+            raise
+        found.extend(found.in_kernel + cross)
+        found.entries = entries
+        found.tokens = self._record(entries)
         return found
 
     def python_write(self, field, index, loc: Loc | None, what: str) -> list[Finding]:
@@ -222,9 +341,34 @@ class TapeState:
         access = Access(field, tuple(Affine(int(i)) for i in idx), "store", -1, -1, "serial", (), loc)
         unit = self._units[-1][0] if self._units else None
         origin = Origin(access, None, self.launches, unit=unit, what=what)
-        found = self._check(box, origin)
+        found = self._check(box, origin, None)
         self._record([(access, box, origin)])
         return found
+
+    def resolve(self, found: Checked, read_masks: dict, write_masks: dict):
+        """After a validated launch ran: raise `AccessRuleError` when its actual writes
+        (`write_masks`: id(Access.stmt) -> bool array) hit an element an earlier launch read
+        (`found.captures`); else fill its read sets (`read_masks`, keyed likewise)."""
+        for origin, box, earlier in found.captures:
+            written = write_masks.get(id(origin.access.stmt))
+            if written is None:
+                continue
+            for read, first in earlier:
+                mask = read.mask if isinstance(read, ReadSet) else box_mask(read, written.shape)
+                both = np.argwhere(mask & written)
+                if len(both):
+                    raise to_error(_exact_finding(first, origin, tuple(both[0]), len(both), True))
+        for rs, a in found.reads:
+            rs.mask = read_masks.get(id(a.stmt))
+
+    def discard(self, found: Checked):
+        """Forget a launch `launch` recorded (it was refused at run time and undone)."""
+        ids = {id(e) for e in found.entries}
+        self._pending = [e for e in self._pending if id(e) not in ids]
+        for logs, fid, token in found.tokens:
+            if fid in logs:
+                logs[fid].remove(token)
+        self.launches -= 1
 
     @contextlib.contextmanager
     def unit(self, name: str, loc: Loc | None = None):
@@ -238,24 +382,54 @@ class TapeState:
                 entries, self._pending = self._pending, []
                 self._store(entries)
 
-    def _record(self, entries: list):
+    def _record(self, entries: list) -> list:
         if self._units:
             self._pending.extend(entries)
-        else:
-            self._store(entries)
+            return []
+        return self._store(entries)
 
-    def _store(self, entries: list):
+    def _store(self, entries: list) -> list:
+        tokens = []
         for a, box, origin in entries:
-            logs = self.writes if a.is_write else self.reads
-            logs.setdefault(id(a.field), _Log()).add(box, origin)
+            logs = self.writes if a.is_write else self.unit_reads if origin.unit else self.reads
+            token = logs.setdefault(id(a.field), _Log()).add(box, origin)
+            if token is not None:
+                tokens.append((logs, id(a.field), token))
+        return tokens
 
-    def _check(self, box: tuple, origin: Origin) -> list[Finding]:
-        log = self.reads.get(id(origin.access.field))
-        hits = list(log.meeting(box)) if log is not None else []
+    def _check(self, box: tuple, origin: Origin, found: Checked | None) -> list[Finding]:
+        fid = id(origin.access.field)  # a unit's write: reads inside earlier units are theirs
+        sources = (self.reads,) if origin.unit is not None else (self.reads, self.unit_reads)
+        logs = [r[fid] for r in sources if fid in r]
+        hits, known = [], []
+        for log in logs:
+            hits += log.meeting(box)
+            known += log.known(box)
         sure = [(b, o) for b, o in hits if all(x.surely_meets(y) for x, y in zip(b, box))]
+        if self.validation and not _exact_box(box):
+            sure = []  # which elements an inexact write hits is learnt at run time
         if sure or (hits and not self.validation):
             raise to_error(_finding(*(sure or hits)[0], box, origin, sure))
-        return [_finding(*hits[0], box, origin, sure)] if hits else []
+        if _exact_box(box):
+            for rs, first in known:  # a resolved read set against an exact box: decided now
+                both = np.argwhere(rs.mask & box_mask(box, rs.mask.shape))
+                if len(both):
+                    raise to_error(_exact_finding(first, origin, tuple(both[0]), len(both)))
+            known = []
+        out = []
+        exact_reads = [(b, o) for b, o in hits if _exact_box(b)]
+        if found is not None and (exact_reads or known):
+            found.captures.append((origin, box, exact_reads + known))
+            first = (exact_reads or [(rs.box, o) for rs, o in known])[0]
+            out.append(_finding(*first, box, origin, []))
+        unsure = [(b, o) for b, o in hits if not _exact_box(b)]
+        if unsure:
+            out.append(_finding(*unsure[0], box, origin, []))
+            if found is None and origin.kernel is None:  # a Python-scope write: no later check
+                raise to_error(out[-1])
+            if found is not None:
+                found.unresolved.append(out[-1])
+        return out
 
 
 def _args_text(kernel_ir, env: dict) -> str:
@@ -265,18 +439,38 @@ def _args_text(kernel_ir, env: dict) -> str:
     return ", ".join(f"{names.get(p, f'arg{p}')}={v}" for p, v in sorted(env.items()))
 
 
+_FIX = ("write to a separate field per time step (`x[t+1, i] = f(x[t, i])`), or do the "
+        "Python-scope write before the Tape starts; if the overwrite is intended (a step "
+        "reusing its state buffer), checkpoint the step with `@fs.ad.grad_replaced`.")
+
+
+def _message(first: Origin, second: Origin, element_line: str, tail: str) -> str:
+    name = field_name(first.access.field)
+    return "\n".join([
+        RULE_TEXT[1],
+        (f"On this Tape, {second.who()}writes elements of field '{name}' that {first.who()}"
+         "read earlier:"),
+        first.line("first access:"), second.line("offending access:"), element_line, tail])
+
+
 def _finding(read_box: tuple, first: Origin, box: tuple, second: Origin, sure: list) -> Finding:
     verdict = "violation" if sure else "undecided"
     name = field_name(first.access.field)
     elements = ", ".join(x.text(y) for x, y in zip(read_box, box))
-    fix = ("write to a separate field per time step (`x[t+1, i] = f(x[t, i])`), or do the "
-           "Python-scope write before the Tape starts; if the overwrite is intended (a step "
-           "reusing its state buffer), checkpoint the step with `@fs.ad.grad_replaced`.")
-    message = "\n".join([
-        RULE_TEXT[1],
-        (f"On this Tape, {second.who()}writes elements of field '{name}' that {first.who()}"
-         "read earlier:"),
-        first.line("first access:"), second.line("offending access:"),
-        f"  elements in both: {name}[{elements}]" if elements else f"  element: {name}[None]",
-        (UNDECIDED_TEXT if verdict == "undecided" else "To fix: ") + fix])
-    return Finding(1, verdict, first.access.field, first.access, second.access, message)
+    line = f"  elements in both: {name}[{elements}]" if elements else f"  element: {name}[None]"
+    tail = (UNDECIDED_TEXT if verdict == "undecided" else "To fix: ") + _FIX
+    return Finding(1, verdict, first.access.field, first.access, second.access,
+                   _message(first, second, line, tail))
+
+
+def _exact_finding(first: Origin, second: Origin, element: tuple, count: int,
+                   ran: bool = False) -> Finding:
+    """A violation on elements known exactly (Tape(validation=True) recorded what ran)."""
+    name = field_name(first.access.field)
+    text = ", ".join(str(int(i)) for i in element) or "None"
+    more = f" (and {count - 1} more element{'s' * (count > 2)})" if count > 1 else ""
+    done = ("the offending launch was undone: the fields it writes hold their earlier values"
+            if ran else "the offending write was refused before it ran")
+    line = f"  element in both: {name}[{text}]{more}, found by Tape(validation=True); {done}."
+    return Finding(1, "violation", first.access.field, first.access, second.access,
+                   _message(first, second, line, "To fix: " + _FIX))

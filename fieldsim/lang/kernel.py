@@ -12,7 +12,7 @@ import os
 import time
 import typing
 
-from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
+from fieldsim.errors import AccessRuleError, FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.lang import runtime, types as T
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Kernel
@@ -76,7 +76,8 @@ class CompiledKernel:
         self.adjoint = None  # (ir, program), made on first use
         self.tangent = None
         self.checked = False
-        self.summary = None
+        self.summary = None  # its checks.access_rules.KernelCheck, made at its first Tape launch
+        self.validation = None  # checks.validation.Instrumented, made on first use
 
 
 class KernelObj:
@@ -166,11 +167,12 @@ class KernelObj:
 
     def __call__(self, *args, **kwargs):
         rt = runtime.get()
+        checked_run = None  # Tape(validation=True): runs the launch checked per element
         try:
             templates, key, values, dtypes, ret = self.bind(args, kwargs)
             ck = self.compiled(templates, key, dtypes, ret)
             if rt.tape is not None and rt.no_grad_depth == 0:
-                rt.tape.on_launch(self, ck, args, kwargs, values)
+                checked_run = rt.tape.on_launch(self, ck, args, kwargs, values)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
         rt.launch_counter += 1
@@ -184,6 +186,11 @@ class KernelObj:
             try:
                 program = tangent_program(ck, rt)
             except FieldsimError as err:
+                raise err.with_traceback(None) from None
+        if checked_run is not None:
+            try:
+                return checked_run(program, values, rng_key)
+            except AccessRuleError as err:
                 raise err.with_traceback(None) from None
         return rt.backend().launch(program, values, rng_key)
 
