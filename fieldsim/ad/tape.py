@@ -219,7 +219,7 @@ def _warn_cut_chains(entries):
     for e in entries:
         if not isinstance(e, _Launch):
             continue
-        reads, writes = _field_sets(e.ck.ir)
+        reads, writes = _field_sets(e.ck)
         for f in reads.values():
             if id(f) in written_from_grad and f.grad is None:
                 warnings.warn(f"field {f.ir_name!r} has no gradient (needs_grad=False) but sits in the "
@@ -234,14 +234,18 @@ def _warn_cut_chains(entries):
                     written_from_grad[id(f)] = f
 
 
-def _field_sets(ir):
-    reads, writes = {}, {}
-    for s in walk(ir.body):
-        if s.op == Op.LOAD:
-            reads[id(s.field)] = s.field
-        elif s.op in (Op.STORE, Op.ATOMIC):
-            writes[id(s.field)] = s.field
-    return reads, writes
+def _field_sets(ck):
+    """The fields a compiled kernel reads and writes, computed once per CompiledKernel."""
+    cached = ck.field_sets
+    if cached is None:
+        reads, writes = {}, {}
+        for s in walk(ck.ir.body):
+            if s.op == Op.LOAD:
+                reads[id(s.field)] = s.field
+            elif s.op in (Op.STORE, Op.ATOMIC):
+                writes[id(s.field)] = s.field
+        cached = ck.field_sets = (reads, writes)
+    return cached
 
 
 def clear_all_gradients(gradient_type="adjoint"):

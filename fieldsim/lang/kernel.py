@@ -77,6 +77,7 @@ class CompiledKernel:
         self.tangent = None
         self.checked = False
         self.summary = None  # its checks.access_rules.KernelCheck, made at its first Tape launch
+        self.field_sets = None  # (reads, writes) by id, for the Tape's cut-chain warning
         self.validation = None  # checks.validation.Instrumented, made on first use
 
 
