@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -52,10 +52,10 @@ from fieldsim.errors import Loc
 from fieldsim.lang.printer import field_name
 
 _BIG = 1 << 62
+_ENV_CACHE = 1 << 14  # argument tuples remembered per kernel
 
 
-@dataclass(frozen=True)
-class Comp:
+class Comp(NamedTuple):
     """The values one index component takes: `lo, lo+step, ..., hi` (step 0: one value).
     `exact`: every one of them is touched (no data-dependent or approximated index)."""
 
@@ -143,16 +143,24 @@ class _Boxes:
                 comps = tuple(f if _uses_args(f) else _comp(f, {}, n)
                               for f, n in zip(a.indices, shape))
                 self.items.append((a, comps, shape))
+        self._by_env: dict = {}  # a time-stepped program repeats its argument values per Tape
 
-    def of_launch(self, env: dict):
-        for a, comps, shape in self.items:
-            yield a, tuple(c if isinstance(c, Comp) else _comp(c.subst(env), env, n)
-                           for c, n in zip(comps, shape))
+    def of_launch(self, env: dict) -> list:
+        key = tuple(sorted(env.items()))
+        boxes = self._by_env.get(key)
+        if boxes is None:
+            boxes = [(a, tuple(c if isinstance(c, Comp) else _comp(c.subst(env), env, n)
+                               for c, n in zip(comps, shape)))
+                     for a, comps, shape in self.items]
+            if len(self._by_env) >= _ENV_CACHE:
+                self._by_env.clear()
+            self._by_env[key] = boxes
+        return boxes
 
 
-@dataclass(frozen=True, eq=False)
-class Origin:
-    """Who made an access: a kernel launch (name, number, args) or a Python-scope write."""
+class Origin(NamedTuple):
+    """Who made an access: a kernel launch (name, number, args) or a Python-scope write.
+    (A NamedTuple: one is made per access per launch, so it must be cheap.)"""
 
     access: Access
     kernel: str | None
