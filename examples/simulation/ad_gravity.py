@@ -7,27 +7,17 @@ force on particle i is -dU/dx_i = -x.grad[i].  Symplectic Euler integration.
     python ad_gravity.py --n 1024 --steps 300 --out out/ad_gravity
     python ad_gravity.py --quick
 """
-import argparse
 import os
+import sys
 import time
 
-import matplotlib
 import numpy as np
-
-matplotlib.use("Agg")
 from tqdm import tqdm
 
 import fieldsim as ti
 
-try:
-    from fieldsim.gui import frames_to_gif
-except ImportError:  # running under plain Taichi: a tiny Pillow fallback
-    def frames_to_gif(paths, out_path, fps=20):
-        from PIL import Image
-        ims = [Image.open(p).convert("RGB") for p in paths]
-        ims[0].save(out_path, save_all=True, append_images=ims[1:],
-                    duration=int(1000 / fps), loop=0)
-        return out_path
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import arch, example_parser, frames_to_gif
 
 # ---------------------------------------------------------------- parameters
 N = 1024               # particles
@@ -118,24 +108,17 @@ def initial_state(n_particles, seed=0):
     return pos.astype(np.float32), vel.astype(np.float32)
 
 
-def _arch(name):
-    return {"cpu": ti.cpu, "cuda": ti.cuda, "gpu": ti.gpu}[name]
-
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.join("out", "ad_gravity"))
-    ap.add_argument("--quick", action="store_true", help="tiny run for tests")
+    ap = example_parser(__doc__, "ad_gravity")
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--frame-every", type=int, default=FRAME_EVERY)
-    ap.add_argument("--arch", default="cpu", choices=["cpu", "cuda", "gpu"])
-    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     n_p = args.n if args.n is not None else (32 if args.quick else N)
     steps = args.steps if args.steps is not None else (20 if args.quick else STEPS)
 
-    ti.init(arch=_arch(args.arch), random_seed=args.seed)
+    ti.init(arch=arch(ti, args.arch), random_seed=args.seed)
     setup(n_p)
     pos0, vel0 = initial_state(n, args.seed)
 

@@ -10,28 +10,17 @@ through ti.ad.Tape.
     python billiards.py --iters 60 --out out/billiards
     python billiards.py --quick
 """
-import argparse
 import os
+import sys
 import time
 
-import matplotlib
 import numpy as np
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from tqdm import tqdm
 
 import fieldsim as ti
 
-try:
-    from fieldsim.gui import frames_to_gif
-except ImportError:  # running under plain Taichi: a tiny Pillow fallback
-    def frames_to_gif(paths, out_path, fps=20):
-        from PIL import Image
-        ims = [Image.open(p).convert("RGB") for p in paths]
-        ims[0].save(out_path, save_all=True, append_images=ims[1:],
-                    duration=int(1000 / fps), loop=0)
-        return out_path
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import arch, example_parser, frames_to_gif, plot_loss
 
 # ---------------------------------------------------------------- parameters
 RADIUS = 0.03
@@ -216,39 +205,21 @@ def render(out_dir, every, res=512):
     return paths
 
 
-def _arch(name):
-    return {"cpu": ti.cpu, "cuda": ti.cuda, "gpu": ti.gpu}[name]
-
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.join("out", "billiards"))
-    ap.add_argument("--quick", action="store_true", help="tiny run for tests")
-    ap.add_argument("--iters", type=int, default=None)
-    ap.add_argument("--steps", type=int, default=None)
-    ap.add_argument("--lr", type=float, default=LEARNING_RATE)
-    ap.add_argument("--arch", default="cpu", choices=["cpu", "cuda", "gpu"])
-    ap.add_argument("--seed", type=int, default=0)
+    ap = example_parser(__doc__, "billiards", lr=LEARNING_RATE)
     args = ap.parse_args(argv)
     iters = args.iters if args.iters is not None else (15 if args.quick else ITERS)
     n_steps = args.steps if args.steps is not None else (300 if args.quick else STEPS)
 
-    ti.init(arch=_arch(args.arch), random_seed=args.seed)
+    ti.init(arch=arch(ti, args.arch), random_seed=args.seed)
     setup(not args.quick, n_steps)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
     losses, p = train(iters, args.lr)
     elapsed = time.time() - t0
 
-    plt.figure(figsize=(5, 3.5))
-    plt.semilogy(losses, "o-")
-    plt.xlabel("iteration")
-    plt.ylabel("|x_target(T) - goal|^2")
-    plt.title("billiards")
-    plt.tight_layout()
-    curve = os.path.join(args.out, "loss.png")
-    plt.savefig(curve, dpi=100)
-    plt.close()
+    curve = plot_loss(losses, args.out, "|x_target(T) - goal|^2", "billiards", log=True)
     frames = render(args.out, max(1, n_steps // (10 if args.quick else 60)))
     gif = frames_to_gif(frames, os.path.join(args.out, "billiards.gif"), fps=20)
     return {

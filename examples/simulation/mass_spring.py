@@ -12,29 +12,18 @@ with respect to the controller weights; gradient descent with step clipping
     python mass_spring.py --iters 40 --out out/mass_spring
     python mass_spring.py --quick
 """
-import argparse
 import math
 import os
+import sys
 import time
 
-import matplotlib
 import numpy as np
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from tqdm import tqdm
 
 import fieldsim as ti
 
-try:
-    from fieldsim.gui import frames_to_gif
-except ImportError:  # running under plain Taichi: a tiny Pillow fallback
-    def frames_to_gif(paths, out_path, fps=20):
-        from PIL import Image
-        ims = [Image.open(p).convert("RGB") for p in paths]
-        ims[0].save(out_path, save_all=True, append_images=ims[1:],
-                    duration=int(1000 / fps), loop=0)
-        return out_path
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import arch, example_parser, frames_to_gif, plot_loss
 
 # ---------------------------------------------------------------- parameters
 DT = 0.004
@@ -314,24 +303,14 @@ def render(out_dir, every):
     return paths
 
 
-def _arch(name):
-    return {"cpu": ti.cpu, "cuda": ti.cuda, "gpu": ti.gpu}[name]
-
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.join("out", "mass_spring"))
-    ap.add_argument("--quick", action="store_true", help="tiny run for tests")
-    ap.add_argument("--iters", type=int, default=None)
-    ap.add_argument("--steps", type=int, default=None)
-    ap.add_argument("--lr", type=float, default=LEARNING_RATE)
-    ap.add_argument("--arch", default="cpu", choices=["cpu", "cuda", "gpu"])
-    ap.add_argument("--seed", type=int, default=0)
+    ap = example_parser(__doc__, "mass_spring", lr=LEARNING_RATE)
     args = ap.parse_args(argv)
     iters = args.iters if args.iters is not None else (10 if args.quick else ITERS)
     n_steps = args.steps if args.steps is not None else (200 if args.quick else STEPS)
 
-    ti.init(arch=_arch(args.arch), random_seed=args.seed)
+    ti.init(arch=arch(ti, args.arch), random_seed=args.seed)
     setup(n_steps)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
@@ -340,15 +319,7 @@ def main(argv=None):
     final_loss = forward_no_tape()       # with the best controller found
     start_x = float(NODES0[:, 0].mean())
 
-    plt.figure(figsize=(5, 3.5))
-    plt.plot(losses, "o-")
-    plt.xlabel("iteration")
-    plt.ylabel("loss = -centre x at the last step")
-    plt.title("mass_spring")
-    plt.tight_layout()
-    curve = os.path.join(args.out, "loss.png")
-    plt.savefig(curve, dpi=100)
-    plt.close()
+    curve = plot_loss(losses, args.out, "loss = -centre x at the last step", "mass_spring")
     frames = render(args.out, max(1, n_steps // (10 if args.quick else 50)))
     gif = frames_to_gif(frames, os.path.join(args.out, "mass_spring.gif"), fps=20)
     return {

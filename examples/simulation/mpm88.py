@@ -9,27 +9,17 @@ scalar volume ratio J per particle.
 
 Benchmarks can do:  ti.init(...); mpm88.setup(8192, 128); mpm88.reset(); mpm88.substep()
 """
-import argparse
 import os
+import sys
 import time
 
-import matplotlib
 import numpy as np
-
-matplotlib.use("Agg")
 from tqdm import tqdm
 
 import fieldsim as ti
 
-try:
-    from fieldsim.gui import frames_to_gif
-except ImportError:  # running under plain Taichi: a tiny Pillow fallback
-    def frames_to_gif(paths, out_path, fps=20):
-        from PIL import Image
-        ims = [Image.open(p).convert("RGB") for p in paths]
-        ims[0].save(out_path, save_all=True, append_images=ims[1:],
-                    duration=int(1000 / fps), loop=0)
-        return out_path
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import arch, example_parser, frames_to_gif
 
 # ---------------------------------------------------------------- parameters
 N_PARTICLES = 8192
@@ -171,18 +161,11 @@ def reset(seed=0):
 PALETTE = np.array([0x068587, 0xED553B, 0xEEEEF0], dtype=np.uint32)
 
 
-def _arch(name):
-    return {"cpu": ti.cpu, "cuda": ti.cuda, "gpu": ti.gpu}[name]
-
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.join("out", "mpm88"))
-    ap.add_argument("--quick", action="store_true", help="tiny run for tests")
+    ap = example_parser(__doc__, "mpm88")
     ap.add_argument("--frames", type=int, default=None)
     ap.add_argument("--substeps", type=int, default=None)
-    ap.add_argument("--arch", default="cpu", choices=["cpu", "cuda", "gpu"])
-    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
     if args.quick:
@@ -192,7 +175,7 @@ def main(argv=None):
     frames = args.frames if args.frames is not None else frames
     subs = args.substeps if args.substeps is not None else subs
 
-    ti.init(arch=_arch(args.arch), random_seed=args.seed)
+    ti.init(arch=arch(ti, args.arch), random_seed=args.seed)
     setup(n_part, n_g)
     block = reset(args.seed)
     colors = PALETTE[block]

@@ -9,8 +9,8 @@ descent so that p at the final step matches a target image drawn with NumPy
     python wave.py --iters 100 --out out/wave
     python wave.py --quick
 """
-import argparse
 import os
+import sys
 import time
 
 import matplotlib
@@ -22,15 +22,8 @@ from tqdm import tqdm
 
 import fieldsim as ti
 
-try:
-    from fieldsim.gui import frames_to_gif
-except ImportError:  # running under plain Taichi: a tiny Pillow fallback
-    def frames_to_gif(paths, out_path, fps=20):
-        from PIL import Image
-        ims = [Image.open(p).convert("RGB") for p in paths]
-        ims[0].save(out_path, save_all=True, append_images=ims[1:],
-                    duration=int(1000 / fps), loop=0)
-        return out_path
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import arch, example_parser, frames_to_gif, plot_loss
 
 # ---------------------------------------------------------------- parameters
 N = 96                 # grid cells per side
@@ -169,41 +162,23 @@ def render(out_dir, every):
     return paths
 
 
-def _arch(name):
-    return {"cpu": ti.cpu, "cuda": ti.cuda, "gpu": ti.gpu}[name]
-
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.join("out", "wave"))
-    ap.add_argument("--quick", action="store_true", help="tiny run for tests")
-    ap.add_argument("--iters", type=int, default=None)
-    ap.add_argument("--steps", type=int, default=None)
+    ap = example_parser(__doc__, "wave", lr=LEARNING_RATE)
     ap.add_argument("--n", type=int, default=None)
-    ap.add_argument("--lr", type=float, default=LEARNING_RATE)
-    ap.add_argument("--arch", default="cpu", choices=["cpu", "cuda", "gpu"])
-    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     iters = args.iters if args.iters is not None else (20 if args.quick else ITERS)
     n_ = args.n if args.n is not None else (32 if args.quick else N)
     n_steps = args.steps if args.steps is not None else (48 if args.quick else STEPS)
 
-    ti.init(arch=_arch(args.arch), random_seed=args.seed)
+    ti.init(arch=arch(ti, args.arch), random_seed=args.seed)
     setup(n_, n_steps)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
     losses, _theta = train(iters, args.lr)
     elapsed = time.time() - t0
 
-    plt.figure(figsize=(5, 3.5))
-    plt.semilogy(losses, "o-" if len(losses) < 40 else "-")
-    plt.xlabel("iteration")
-    plt.ylabel("mean squared error at the last step")
-    plt.title("wave")
-    plt.tight_layout()
-    curve = os.path.join(args.out, "loss.png")
-    plt.savefig(curve, dpi=100)
-    plt.close()
+    curve = plot_loss(losses, args.out, "mean squared error at the last step", "wave", log=True)
 
     final = p.to_numpy()[steps]
     tgt = target.to_numpy()
