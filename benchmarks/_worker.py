@@ -15,11 +15,11 @@ arch = os.environ.get("BENCH_ARCH", "cpu")
 if backend == "taichi":
     import taichi
     sys.modules["fieldsim"] = taichi
-import fieldsim as ti  # noqa: E402
+import fieldsim as ti
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "simulation")
 sys.path.insert(0, root)
-kw = dict(arch=getattr(ti, arch), cpu_max_num_threads=threads, random_seed=0)
+kw = {"arch": getattr(ti, arch), "cpu_max_num_threads": threads, "random_seed": 0}
 if cache == "-":
     kw["offline_cache"] = False
 else:
@@ -27,7 +27,7 @@ else:
     kw["offline_cache_file_path"] = cache
 ti.init(**kw)
 t_start = time.perf_counter()
-import programs  # noqa: E402
+import programs
 
 step, sync = programs.PROGRAMS[program](ti)
 t0 = time.perf_counter()

@@ -1,12 +1,27 @@
 """Run fieldsim and Taichi (when importable) side by side, alternating, and print medians.
 
-    python benchmarks/run.py [--rounds 5] [--programs mpm88_substep] [--taichi-python PATH]
+    python benchmarks/run.py [--rounds 5] [--programs mpm88_substep,gravity_fwd,...]
+                             [--taichi-python PATH] [--threads N] [--arch cpu] [--reps 30]
+                             [--out benchmarks/results.json] [--baseline-root DIR] [--no-taichi]
 
-Each measurement is a fresh process (so cold compiles are cold). Cached compile: a first process
-fills an offline-cache directory, later processes are timed. Results go to stdout as a Markdown
-table and to benchmarks/results.json.
+Takes: the programs of benchmarks/programs.py to time. fieldsim runs under this interpreter;
+Taichi under `--taichi-python` (default: $TAICHI_PYTHON, else this interpreter), and is left out,
+with a note, when that interpreter cannot import taichi. Taichi is never a dependency of the
+project: it lives in its own environment (BENCHMARKS.md says how to make one).
+
+`--baseline-root DIR` adds a third column set, fieldsim as found in DIR (a checkout of another
+commit), to measure a change of fieldsim itself.
+
+Guarantees: every measurement is a fresh process (`_worker.py`), so a cold compile is cold;
+per round, each backend runs once with its offline cache off (cold compile and warm step) and
+once with an offline cache filled before the first round (cached compile, and a second warm
+sample), the backends alternating so that load drifts hit both alike. Both get the same thread
+count. Reported: medians over rounds, the machine, the date and the load (1-minute load
+average before and after) as a Markdown table on stdout and as JSON in `--out`. For each
+`X_fwd`/`X_adj` pair it also reports the adjoint/forward ratio of warm times.
 """
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -21,29 +36,70 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def measure(python, backend, program, cache, env):
+    if backend == "fieldsim-baseline":  # fieldsim from another tree, first on PYTHONPATH
+        backend, env = "fieldsim", dict(env, PYTHONPATH=env["BENCH_BASELINE_ROOT"] + os.pathsep
+                                        + env["PYTHONPATH"])
     out = subprocess.run([python, os.path.join(HERE, "_worker.py"), backend, program, cache],
-                         capture_output=True, text=True, env=env, check=True)
+                         capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{backend} {program} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def has_taichi(python):
-    return subprocess.run([python, "-c", "import taichi"], capture_output=True).returncode == 0
+def version_of(python, module):
+    code = (f"import {module}; v = {module}.__version__; "
+            "print('.'.join(map(str, v)) if isinstance(v, tuple) else v)")
+    out = subprocess.run([python, "-c", code],
+                         capture_output=True, text=True, check=False)
+    return out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else None
+
+
+def machine():
+    """CPU model, cores, load, date: what the numbers depend on."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
+            "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "load_1min": os.getloadavg()[0]}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--programs", default="mpm88_substep")
-    ap.add_argument("--taichi-python", default=sys.executable)
+    ap.add_argument("--taichi-python", default=os.environ.get("TAICHI_PYTHON", sys.executable))
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--arch", default=os.environ.get("BENCH_ARCH", "cpu"))
+    ap.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "30")),
+                    help="warm steps timed per process (median taken)")
+    ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
+    ap.add_argument("--baseline-root", help="also time the fieldsim package found in this "
+                    "directory (e.g. a `git worktree` of an older commit) as fieldsim-baseline")
+    ap.add_argument("--no-taichi", action="store_true")
     args = ap.parse_args(argv)
-    env = dict(os.environ, BENCH_THREADS=str(args.threads),
+    programs = args.programs.split(",")
+    env = dict(os.environ, BENCH_THREADS=str(args.threads), BENCH_ARCH=args.arch,
+               BENCH_REPS=str(args.reps),
                PYTHONPATH=os.path.join(HERE, "..") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     backends = [("fieldsim", sys.executable)]
-    if has_taichi(args.taichi_python):
+    if args.baseline_root:
+        env["BENCH_BASELINE_ROOT"] = os.path.abspath(args.baseline_root)
+        backends.append(("fieldsim-baseline", sys.executable))
+    taichi_version = None if args.no_taichi else version_of(args.taichi_python, "taichi")
+    if taichi_version:
         backends.append(("taichi", args.taichi_python))
+    else:
+        print(f"note: no Taichi ({args.taichi_python} cannot import it, or --no-taichi); timing "
+              "fieldsim alone (pass --taichi-python or set TAICHI_PYTHON)", file=sys.stderr)
+    meta = machine()
+    meta.update(threads=args.threads, arch=args.arch, rounds=args.rounds, reps=args.reps,
+                taichi=taichi_version, llvmlite=version_of(sys.executable, "llvmlite"))
     results = {}
-    for program in args.programs.split(","):
+    for program in programs:
         cache = tempfile.mkdtemp(prefix="fs-bench-cache-")
         for backend, py in backends:  # fill the offline caches once
             measure(py, backend, program, os.path.join(cache, backend), env)
@@ -54,22 +110,33 @@ def main(argv=None):
                 r = results.setdefault((program, backend), {"cold": [], "cached": [], "warm": []})
                 r["cold"].append(cold["compile_s"])
                 r["cached"].append(cached["compile_s"])
-                r["warm"].append(cold["warm_ms"])
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"threads={args.threads}, python {platform.python_version()}")
+                r["warm"] += [cold["warm_ms"], cached["warm_ms"]]
+    meta["load_1min_after"] = os.getloadavg()[0]
+    table = {"_machine": meta}
+    for (program, backend), r in results.items():
+        table[f"{program}/{backend}"] = {k: statistics.median(v) for k, v in r.items()}
+        table[f"{program}/{backend}"]["samples"] = r
+    print(f"machine: {meta['cpu']}, {meta['cores']} cores, threads={args.threads}, "
+          f"arch={args.arch}, load {meta['load_1min']:.2f} -> {meta['load_1min_after']:.2f}, "
+          f"{meta['date']}, taichi {taichi_version}, llvmlite {meta['llvmlite']}")
     print("| program | backend | warm step (ms) | cold compile (s) | cached compile (s) |")
     print("|---|---|---|---|---|")
-    table = {}
-    for (program, backend), r in results.items():
-        med = {k: statistics.median(v) for k, v in r.items()}
-        table[f"{program}/{backend}"] = med
-        print(f"| {program} | {backend} | {med['warm']:.3f} | {med['cold']:.3f} | {med['cached']:.3f} |")
-    for program in args.programs.split(","):
-        a, b = table.get(f"{program}/fieldsim"), table.get(f"{program}/taichi")
-        if a and b:
-            print(f"| {program} | ratio fieldsim/taichi | {a['warm'] / b['warm']:.2f}x | "
-                  f"{a['cold'] / b['cold']:.2f}x | {a['cached'] / max(b['cached'], 1e-9):.2f}x |")
-    with open(os.path.join(HERE, "results.json"), "w") as f:
+    for program in programs:
+        for backend, _ in backends:
+            m = table[f"{program}/{backend}"]
+            print(f"| {program} | {backend} | {m['warm']:.3f} | {m['cold']:.3f} | {m['cached']:.3f} |")
+        a = table.get(f"{program}/fieldsim")
+        for other in ("taichi", "fieldsim-baseline"):
+            b = table.get(f"{program}/{other}")
+            if a and b:
+                print(f"| {program} | fieldsim/{other} | {a['warm'] / b['warm']:.2f}x | "
+                      f"{a['cold'] / b['cold']:.2f}x | {a['cached'] / max(b['cached'], 1e-9):.2f}x |")
+    for program in programs:
+        if program.endswith("_adj") and program[:-4] + "_fwd" in programs:
+            for backend, _ in backends:
+                fwd, adj = table[f"{program[:-4]}_fwd/{backend}"], table[f"{program}/{backend}"]
+                print(f"adjoint/forward {program[:-4]} {backend}: {adj['warm'] / fwd['warm']:.2f}")
+    with open(args.out, "w") as f:
         json.dump(table, f, indent=1)
 
 

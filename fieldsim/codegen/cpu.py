@@ -2,14 +2,19 @@
 launcher that splits each parallel task across `cpu_max_num_threads` threads.
 
 Compiled task functions are called through ctypes, which releases the GIL, so worker threads run
-truly in parallel. Small launches run on the calling thread. The object cache is keyed by the
-LLVM IR text, the host CPU and features, and the compiler versions, so a second process that
-builds the same kernel skips LLVM optimisation and code generation entirely.
+truly in parallel. Small launches (few iterations, or little estimated work: see SMALL_WORK)
+run on the calling thread; larger ones are cut into a few chunks per thread, which the calling
+thread and the pool's threads take in turn (so a descheduled thread holds up nothing). The
+object cache is keyed by the LLVM IR text, the host CPU and features, and the compiler
+versions, so a second process that builds the same kernel skips LLVM optimisation and code
+generation entirely.
 """
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import itertools
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -20,10 +25,15 @@ import numpy as np
 
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.llvm import Target, lower_kernel
-from fieldsim.lang.ir import Kernel
+from fieldsim.lang.ir import Kernel, Op
 
 COMPILER_VERSION = "fieldsim-cpu-1"
 SMALL_LAUNCH = 2048  # iterations below which threads cost more than they give
+# Estimated work (iterations x IR statements per iteration) below which a launch runs on the
+# calling thread: waking the pool costs some tens of microseconds, more than splitting a few
+# million statement-iterations (a few tens of microseconds of compiled code) saves.
+SMALL_WORK = 2_000_000
+CHUNKS_PER_THREAD = 4  # a parallel range is cut into threads x this many chunks
 _TASK_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _llvm_lock = threading.Lock()
 _initialised = []
@@ -157,20 +167,56 @@ class CpuBackend:
         fn = program.functions[n]
         task = program.info.tasks[n]
         workers = self.threads if task["parallel"] else 1
-        if size_hint is not None and size_hint < SMALL_LAUNCH:
+        if size_hint is not None and (size_hint < SMALL_LAUNCH
+                                      or size_hint * _body_cost(task) < SMALL_WORK):
             workers = 1
         if workers == 1:
             fn(ctx_ptr, 0, 1)
             return
         if self.pool is None:
             self.pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="fieldsim")
-        futures = [self.pool.submit(fn, ctx_ptr, w, workers) for w in range(1, workers)]
-        fn(ctx_ptr, 0, workers)
+        # Dynamic scheduling: the range is cut into more chunks than threads and each thread
+        # takes the next chunk until none is left, so a thread the OS does not run soon (a busy
+        # machine) delays nothing: the others take its share. Chunk c uses AD-stack scratch c.
+        chunks = workers * CHUNKS_PER_THREAD
+        counter = itertools.count()
+
+        def work():
+            for c in counter:
+                if c >= chunks:
+                    return
+                fn(ctx_ptr, c, chunks)
+        futures = [self.pool.submit(work) for _ in range(1, workers)]
+        work()
         for f in futures:
-            f.result()
+            if not f.cancel():  # a helper that never started has nothing left to do
+                f.result()
 
     def max_workers(self) -> int:
-        return self.threads
+        """How many task invocations of one launch may hold AD-stack scratch at once."""
+        return self.threads * CHUNKS_PER_THREAD
+
+
+def _body_cost(task: dict) -> float:
+    """IR statements one iteration of a task's loop runs, at most (cached on the task)."""
+    if "body_cost" not in task:
+        task["body_cost"] = _block_cost(task["stmt"].body) if task["stmt"].op == Op.FOR else 1
+    return task["body_cost"]
+
+
+def _block_cost(block) -> float:
+    total = 0.0
+    for s in block:
+        inner = sum(_block_cost(b) for b in s.blocks)
+        if s.op == Op.FOR:
+            lo, hi = s.args
+            if lo.op != Op.CONST or hi.op != Op.CONST:
+                return math.inf  # a trip count known only at run time: assume it is large
+            inner *= max(hi.attr - lo.attr, 0)
+        elif s.op == Op.LOOP:
+            return math.inf
+        total += 1 + inner
+    return total
 
 
 def _safe(name: str) -> str:

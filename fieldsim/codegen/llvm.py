@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
+from fieldsim.codegen.demote import owned_atomics
 from fieldsim.lang import types as T
 from fieldsim.lang.ir import Kernel, Op, Stmt, fields_of, walk
 from fieldsim.lang.passes.offload import is_task
@@ -124,6 +125,7 @@ class TaskLowering:
         self.tid = L.Constant(I64, 0)
         self.stacks: dict[int, tuple] = {}
         self.reductions: dict[int, tuple] = {}
+        self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
 
     # ---- context words ------------------------------------------------------------------------
     def ctx_word(self, k, ty=I64):
@@ -407,9 +409,22 @@ class TaskLowering:
             signed = dt.is_signed
             op = {"add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor",
                   "min": "min" if signed else "umin", "max": "max" if signed else "umax"}.get(kind)
+        if id(s) in self.demoted:
+            return self.plain_update(ptr, val, dt, kind)
         if op is None:
             return self.cas_loop(ptr, val, dt, kind)
         return self.b.atomic_rmw(op, ptr, val, "monotonic")
+
+    def plain_update(self, ptr, val, dt, kind):
+        """A demoted atomic (fieldsim.codegen.demote): load, combine, store; the old value."""
+        b = self.b
+        old = b.load(ptr, typ=ll_type(dt))
+        if dt.is_float:
+            new = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[kind](old, val)
+        else:
+            new = {"add": b.add, "sub": b.sub, "mul": b.mul}[kind](old, val)
+        b.store(new, ptr)
+        return old
 
     def cas_loop(self, ptr, val, dt, kind):
         b = self.b
