@@ -145,17 +145,26 @@ class _Boxes:
                 self.items.append((a, comps, shape))
         self._by_env: dict = {}  # a time-stepped program repeats its argument values per Tape
 
-    def of_launch(self, env: dict) -> list:
+    def of_launch(self, env: dict, per_access: bool = False) -> list:
+        """(access, box) pairs for these argument values. Unless `per_access` (run-time
+        validation, which watches each access), accesses of one field and kind whose boxes
+        are equal count once: they touch the same elements, and the first names them."""
         key = tuple(sorted(env.items()))
-        boxes = self._by_env.get(key)
-        if boxes is None:
+        cached = self._by_env.get(key)
+        if cached is None:
             boxes = [(a, tuple(c if isinstance(c, Comp) else _comp(c.subst(env), env, n)
                                for c, n in zip(comps, shape)))
                      for a, comps, shape in self.items]
+            seen, unique = set(), []
+            for a, box in boxes:
+                k = (id(a.field), a.is_write, box)
+                if k not in seen:
+                    seen.add(k)
+                    unique.append((a, box))
             if len(self._by_env) >= _ENV_CACHE:
                 self._by_env.clear()
-            self._by_env[key] = boxes
-        return boxes
+            cached = self._by_env[key] = (boxes, unique)
+        return cached[0] if per_access else cached[1]
 
 
 class Origin(NamedTuple):
@@ -323,7 +332,7 @@ class TapeState:
         name, args = kernel_name or kernel_ir.name, _args_text(kernel_ir, env)
         unit = self._units[-1][0] if self._units else None
         entries = []
-        for a, box in boxes.of_launch(env):
+        for a, box in boxes.of_launch(env, per_access=self.validation):
             if self.validation and not a.is_write and not _exact_box(box):
                 rs = ReadSet(box)
                 found.reads.append((rs, a))
@@ -409,6 +418,8 @@ class TapeState:
         fid = id(origin.access.field)  # a unit's write: reads inside earlier units are theirs
         sources = (self.reads,) if origin.unit is not None else (self.reads, self.unit_reads)
         logs = [r[fid] for r in sources if fid in r]
+        if not logs:  # nobody read this field yet: the common case, kept cheap
+            return []
         hits, known = [], []
         for log in logs:
             hits += log.meeting(box)

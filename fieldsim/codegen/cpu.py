@@ -44,10 +44,7 @@ class HostStorage:
 
     def __init__(self, shape, dtype):
         self.array = np.zeros(shape, dtype=dtype.np)
-
-    @property
-    def ptr(self) -> int:
-        return self.array.ctypes.data
+        self.ptr = self.array.ctypes.data  # the array is only ever written in place
 
     def read_element(self, idx):
         return self.array[idx].copy() if self.array[idx].ndim else self.array[idx]

@@ -10,12 +10,67 @@ import ctypes
 
 import numpy as np
 
-from fieldsim.codegen.llvm import (CTX_ARGS, CTX_ERR, CTX_FIELDS, CTX_RET, CTX_RNG, CTX_STACK,
-                                   CTX_STACK_CAPS, CTX_STACK_OFFS, CTX_STACK_STRIDE, CTX_WORDS,
-                                   ERR_ASSERT, ERR_OUT_OF_BOUNDS, ERR_STACK_OVERFLOW)
-from fieldsim.errors import (ADStackOverflowError, FieldsimAssertionError, FieldsimIndexError,
-                             FieldsimRuntimeError)
+from fieldsim.codegen.llvm import (
+    CTX_ARGS,
+    CTX_ERR,
+    CTX_FIELDS,
+    CTX_RET,
+    CTX_RNG,
+    CTX_STACK,
+    CTX_STACK_CAPS,
+    CTX_STACK_OFFS,
+    CTX_STACK_STRIDE,
+    CTX_WORDS,
+    ERR_ASSERT,
+    ERR_OUT_OF_BOUNDS,
+    ERR_STACK_OVERFLOW,
+)
+from fieldsim.errors import (
+    ADStackOverflowError,
+    FieldsimAssertionError,
+    FieldsimIndexError,
+    FieldsimRuntimeError,
+)
 from fieldsim.lang.ir import Op, Stmt
+
+
+class _Frame:
+    """One program's launch buffers (ctx words, field table, arguments, error and return
+    words), allocated once and refilled per launch: a time-stepped simulation launches the
+    same small kernels thousands of times, and fresh numpy buffers per launch cost more than
+    the kernels."""
+
+    def __init__(self, info):
+        self.busy = False
+        self.fields_key = None
+        self.ptrs = np.zeros(max(len(info.fields), 1), dtype=np.uint64)
+        self.argbuf = np.zeros(max(len(info.params), 1), dtype=np.int64)
+        self.argf = self.argbuf.view(np.float64)
+        self.err = np.zeros(4, dtype=np.int64)
+        self.ret = np.zeros(1, dtype=np.int64)
+        self.ctx = np.zeros(CTX_WORDS, dtype=np.uint64)
+        self.ctx[CTX_FIELDS] = self.ptrs.ctypes.data
+        self.ctx[CTX_ARGS] = self.argbuf.ctypes.data
+        self.ctx[CTX_ERR] = self.err.ctypes.data
+        self.ctx[CTX_RET] = self.ret.ctypes.data
+        self.ctx_ptr = self.ctx.ctypes.data
+        self.float_params = [p.dtype.is_float for p in info.params]
+        self.stack_key = None  # (args the capacities depend on, scratch address)
+        self.stack_arrays = None
+
+    def fill(self, info, args, rng_key):
+        storages = tuple(f.storage for f in info.fields)
+        if storages != self.fields_key:
+            self.ptrs[:len(storages)] = [_field_ptr(f, info.name) for f in info.fields]
+            self.fields_key = storages
+        for n, (is_float, v) in enumerate(zip(self.float_params, args)):
+            if is_float:
+                self.argf[n] = float(v)
+            else:
+                self.argbuf[n] = int(v)
+        self.ctx[CTX_RNG] = rng_key & 0xFFFFFFFFFFFFFFFF
+        self.err[:] = 0
+        self.ret[0] = 0
 
 
 class Launcher:
@@ -26,34 +81,39 @@ class Launcher:
     def launch(self, program, args, rng_key):
         info = program.info
         rt = self.backend.rt
-        ptrs = np.array([_field_ptr(f, info.name) for f in info.fields] or [0], dtype=np.uint64)
-        argbuf = np.zeros(max(len(args), 1), dtype=np.int64)
-        for n, (p, v) in enumerate(zip(info.params, args)):
-            if p.dtype.is_float:
-                argbuf[n:n + 1].view(np.float64)[0] = float(v)
-            else:
-                argbuf[n] = int(v)
-        err = np.zeros(4, dtype=np.int64)
-        ret = np.zeros(1, dtype=np.int64)
-        caps, offs, stride = self.stack_layout(info, args, rt.ad_stack_size)
-        ctx = np.zeros(CTX_WORDS, dtype=np.uint64)
-        ctx[CTX_FIELDS] = ptrs.ctypes.data
-        ctx[CTX_ARGS] = argbuf.ctypes.data
-        ctx[CTX_RNG] = np.uint64(rng_key & 0xFFFFFFFFFFFFFFFF)
-        ctx[CTX_ERR] = err.ctypes.data
-        ctx[CTX_RET] = ret.ctypes.data
+        frame = getattr(program, "frame", None)
+        if frame is None or frame.busy:  # busy: a launch of it from another Python thread
+            frame = _Frame(info)
+            if getattr(program, "frame", None) is None:
+                program.frame = frame
+        frame.busy = True
+        try:
+            frame.fill(info, args, rng_key)
+            caps = self.set_stacks(frame, info, args, rt.ad_stack_size)
+            for n, task in enumerate(info.tasks):
+                self.backend.run_task(program, n, frame.ctx_ptr, size_hint(task["stmt"], args))
+                if frame.err[0]:
+                    raise_kernel_error(info, frame.err.copy(), caps)
+            rt.stats["launches"] += 1
+            if info.ret is None:
+                return None
+            ret = frame.ret
+            return float(ret.view(np.float64)[0]) if info.ret.is_float else int(ret[0])
+        finally:
+            frame.busy = False
+
+    def set_stacks(self, frame, info, args, default):
+        """Point the frame's stack words at this launch's AD-stack layout; returns capacities."""
+        if not info.stacks:
+            return np.zeros(1, np.int64)
+        caps, offs, stride = self.stack_layout(info, args, default)
+        frame.stack_arrays = (caps, offs)  # kept alive while the kernel reads them
+        ctx = frame.ctx
         ctx[CTX_STACK] = self.scratch.ctypes.data
         ctx[CTX_STACK_STRIDE] = stride
         ctx[CTX_STACK_OFFS] = offs.ctypes.data
         ctx[CTX_STACK_CAPS] = caps.ctypes.data
-        for n, task in enumerate(info.tasks):
-            self.backend.run_task(program, n, ctx.ctypes.data, size_hint(task["stmt"], args))
-            if err[0]:
-                raise_kernel_error(info, err, caps)
-        rt.stats["launches"] += 1
-        if info.ret is None:
-            return None
-        return float(ret.view(np.float64)[0]) if info.ret.is_float else int(ret[0])
+        return caps
 
     def stack_layout(self, info, args, default):
         caps, offs, stride = stack_caps(info, args, default)

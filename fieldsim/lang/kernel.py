@@ -13,7 +13,8 @@ import time
 import typing
 
 from fieldsim.errors import AccessRuleError, FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
-from fieldsim.lang import runtime, types as T
+from fieldsim.lang import runtime
+from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Kernel
 from fieldsim.lang.printer import print_kernel
@@ -60,8 +61,8 @@ pyfunc = func
 def _resolve_annotation(ann, fn):
     if isinstance(ann, str):
         try:
-            ann = eval(ann, fn.__globals__)  # noqa: S307 - the user's own annotation text
-        except Exception:
+            ann = eval(ann, fn.__globals__)
+        except Exception:  # noqa: BLE001 - whatever a user's annotation string raises
             raise FieldsimTypeError(f"cannot resolve the annotation {ann!r}") from None
     return ann
 
@@ -120,16 +121,17 @@ class KernelObj:
     def bind(self, args, kwargs):
         rt = runtime.get()
         ann, ret = self.annotations()
-        try:
-            bound = self._sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise FieldsimTypeError(f"kernel {self.__name__!r} takes {len(self.params)} argument(s) "
-                                    f"({', '.join(p.name for p in self.params)}): {e}",
-                                    self.def_loc()) from None
-        bound.apply_defaults()
+        if kwargs or len(args) != len(self.params):
+            try:
+                bound = self._sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise FieldsimTypeError(f"kernel {self.__name__!r} takes {len(self.params)} "
+                                        f"argument(s) ({', '.join(p.name for p in self.params)}): "
+                                        f"{e}", self.def_loc()) from None
+            bound.apply_defaults()
+            args = [bound.arguments[p.name] for p in self.params]
         templates, key, values, dtypes = {}, [], [], {}
-        for p, a in zip(self.params, ann):
-            v = bound.arguments[p.name]
+        for p, a, v in zip(self.params, ann, args):
             if isinstance(a, Template) or a is Template or isinstance(a, NdarrayType):
                 templates[p.name] = v
                 key.append(("f", v.uid, v.generation) if isinstance(v, Field) else ("v", _hashkey(v)))
@@ -280,4 +282,4 @@ def _rng_key(seed: int, counter: int) -> int:
     return x & 0x7FFFFFFFFFFFFFFF
 
 
-__all__ = ["kernel", "func", "template", "KernelObj", "Func", "typing"]
+__all__ = ["Func", "KernelObj", "func", "kernel", "template", "typing"]
