@@ -12,7 +12,6 @@ generation entirely.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import itertools
 import math
 import os
@@ -24,6 +23,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from fieldsim.codegen import launch as launch_common
+from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import Target, lower_kernel
 from fieldsim.lang.ir import Kernel, Op
 
@@ -121,25 +121,8 @@ class CpuBackend:
         return CpuProgram(info, fns)
 
     def _cached_object(self, ir_text: str, rt) -> bytes:
-        key = hashlib.sha256("\n".join([COMPILER_VERSION, llvmlite.__version__, self.cpu,
-                                        self.features, ir_text]).encode()).hexdigest()
-        path = os.path.join(rt.cache_dir, "cpu", key[:2], key + ".o")
-        if rt.offline_cache and os.path.exists(path):
-            rt.stats["cache_hits"] = rt.stats.get("cache_hits", 0) + 1
-            with open(path, "rb") as f:
-                return f.read()
-        rt.stats["llvm_compiles"] = rt.stats.get("llvm_compiles", 0) + 1
-        obj = self._optimise_and_emit(ir_text)
-        if rt.offline_cache:
-            try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                tmp = f"{path}.{os.getpid()}.tmp"
-                with open(tmp, "wb") as f:
-                    f.write(obj)
-                os.replace(tmp, path)
-            except OSError:
-                pass  # a read-only cache directory only costs speed
-        return obj
+        parts = [COMPILER_VERSION, llvmlite.__version__, self.cpu, self.features, ir_text]
+        return cached_build(rt, "cpu", parts, ".o", lambda: self._optimise_and_emit(ir_text))
 
     def _optimise_and_emit(self, ir_text: str) -> bytes:
         with _llvm_lock:

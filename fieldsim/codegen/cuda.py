@@ -16,7 +16,6 @@ return a value, so other launches do not wait for the GPU.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import os
 import weakref
 
@@ -472,29 +471,15 @@ class CudaBackend:
     def _cached_ptx(self, kernel, symbol, rt):
         import llvmlite
 
+        from fieldsim.codegen.disk_cache import cached_build
         from fieldsim.codegen.ptx import lower_for_cuda, optimise_to_ptx
         module, info, entries = lower_for_cuda(kernel, symbol, rt.debug)
         text = str(module)
         libdevice = find_libdevice() or ""
-        key = hashlib.sha256("\n".join([COMPILER_VERSION, llvmlite.__version__, self.arch, libdevice,
-                                        text]).encode()).hexdigest()
-        path = os.path.join(rt.cache_dir, "cuda", key[:2], key + ".ptx")
-        if rt.offline_cache and os.path.exists(path):
-            rt.stats["cache_hits"] = rt.stats.get("cache_hits", 0) + 1
-            with open(path) as f:
-                return f.read(), info
-        rt.stats["llvm_compiles"] = rt.stats.get("llvm_compiles", 0) + 1
-        ptx = optimise_to_ptx(text, entries, self.arch)
-        if rt.offline_cache:
-            try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                tmp = f"{path}.{os.getpid()}.tmp"
-                with open(tmp, "w") as f:
-                    f.write(ptx)
-                os.replace(tmp, path)
-            except OSError:
-                pass
-        return ptx, info
+        parts = [COMPILER_VERSION, llvmlite.__version__, self.arch, libdevice, text]
+        ptx = cached_build(rt, "cuda", parts, ".ptx",
+                           lambda: optimise_to_ptx(text, entries, self.arch).encode())
+        return ptx.decode(), info
 
     # ---- launch ----------------------------------------------------------------------------------
     def launch(self, program: CudaProgram, args, rng_key, adjoint=False):
