@@ -3,6 +3,7 @@
 * `access_rules`: one kernel's effect table (`summarize`) and rules 1 and 2 over it
   (`KernelCheck`, `check_kernel`), run at a Tape launch and at the first `kernel.grad()`;
 * `index_expr`: symbolic index forms and the "same element?" reasoning they rely on;
+  `index_forms` reads those forms, and the `if` guards that narrow them, from the IR;
 * `tape_rules`: rule 1 across the launches and Python-scope writes recorded on one Tape.
 
 All three are analysis only: they read IR and never change it.

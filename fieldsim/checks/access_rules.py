@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Forms, Meet, Site, exclusive, overlap
+from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Meet, exclusive, overlap
+from fieldsim.checks.index_forms import Forms, Site
 from fieldsim.errors import AccessRuleError, Loc
 from fieldsim.lang.ir import Kernel, Op, Stmt, walk
 from fieldsim.lang.printer import field_name
@@ -36,7 +37,9 @@ class Access:
     (min/max/mul/and/or/xor; `op` names it), or 'rmw' (a store of a value computed from a load
     of the same element, e.g. `x[i] *= 2`; the load is its own 'load' Access). A 'load' with
     `op` set is the old value returned by that atomic. `loops`: the enclosing FOR/LOOP statements,
-    outermost first; for a parallel task the first is the task's own loop (the thread index)."""
+    outermost first; for a parallel task the first is the task's own loop (the thread index).
+    `guards`: what the enclosing `if`s say about the index atoms where the access runs (so
+    `if i >= 1: x[i] = x[0]` never writes the x[0] it reads)."""
 
     field: Any
     indices: tuple[Affine, ...]
@@ -50,6 +53,7 @@ class Access:
     path: tuple = ()
     stmt: Stmt | None = None
     loop_vars: tuple = ()  # per loop in `loops`: its index atom (`index_expr.Var`), None for LOOP
+    guards: tuple = ()  # forms g >= 0 that the enclosing `if`s guarantee (`Forms.guards`)
 
     @property
     def is_write(self) -> bool:
@@ -108,7 +112,8 @@ def _accesses_of(s: Stmt, site: Site, forms: Forms, kernel: Kernel, used: bool) 
               "task_index": site.task, "position": site.position, "thread_mode": mode,
               "loops": site.loops, "loc": s.loc, "path": site.path, "stmt": s,
               "loop_vars": tuple(forms.loop_var(lp) if lp.op == Op.FOR else None
-                                 for lp in site.loops)}
+                                 for lp in site.loops),
+              "guards": forms.guards(site.path)}
     if s.op == Op.LOAD:
         return [Access(kind="load", **common)]
     if s.op == Op.STORE:

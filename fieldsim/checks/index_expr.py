@@ -1,8 +1,9 @@
 """Index reasoning for the access-rule checker: symbolic index forms, and whether two accesses can
 touch the same field element.
 
-Contract: analysis only. `Forms` reads index expressions (never mutates IR); the rest works on
-forms alone. Every answer is sound: NEVER only when the two index tuples provably differ.
+Contract: analysis only. `index_forms.Forms` reads index expressions and guards (never mutates
+IR); this module works on forms alone. Every answer is sound: NEVER only when the two index
+tuples provably differ.
 
 Forms. An index expression becomes an `Affine`: an int constant plus int multiples of atoms:
 
@@ -29,6 +30,15 @@ or the gcd of its coefficients does not divide its constant), or `c*(v - v')` + 
 of the renamed loop (then v' = v + k/c). If the digits pinned equal determine the iteration, the
 renamed instance is the same one, a contradiction: NEVER. Anything left over is MAYBE (a possible
 collision, decided from indices alone) or UNDECIDED (opaque atoms are involved).
+
+Intervals. An atom's interval comes from its loop's bounds, narrowed by guards: each access
+carries the `if` conditions around it (`Forms.guards`: integer comparisons, through `and`, `or`,
+`not`, as forms g >= 0), and a guard on a single loop-index atom bounds it where the access runs
+(`guard_limits`; b's guards are renamed with b's atoms). In a later iteration i' > i of an
+ascending loop, i' >= min(i) + 1; in another thread i' != i cuts a pinned value off an end of
+the other's interval. The equations a collision needs then narrow the intervals further (interval
+propagation); guards or equations that cannot hold together mean the pair never meets.
+A guard `i != c` is not used (it makes a hole, not an interval).
 """
 from __future__ import annotations
 
@@ -164,11 +174,11 @@ class Affine:
         return self.map(lambda a: Affine(env[a.pos]) if isinstance(a, Arg) and a.pos in env
                         else Affine.of(a))
 
-    def bounds(self, env: dict | None = None) -> tuple[int, int] | None:
+    def bounds(self, env: dict | None = None, limits: dict | None = None) -> tuple[int, int] | None:
         """Inclusive interval of values, or None when some atom is unbounded."""
         lo = hi = self.const
         for a, c in self.terms.items():
-            r = atom_range(a, env)
+            r = atom_range(a, env, limits)
             if r is None:
                 return None
             lo, hi = lo + min(c * r[0], c * r[1]), hi + max(c * r[0], c * r[1])
@@ -183,8 +193,11 @@ class Affine:
     __repr__ = __str__
 
 
-def atom_range(atom, env: dict | None) -> tuple[int, int] | None:
-    """Inclusive value interval of an atom, when known."""
+def atom_range(atom, env: dict | None, limits: dict | None = None) -> tuple[int, int] | None:
+    """Inclusive value interval of an atom, when known (`limits`: narrower intervals that
+    guards give, see `guard_limits`)."""
+    if limits and atom in limits:
+        return limits[atom]
     atom = _base(atom)
     if isinstance(atom, Arg):
         return (env[atom.pos],) * 2 if env and atom.pos in env else None
@@ -198,101 +211,35 @@ def atom_range(atom, env: dict | None) -> tuple[int, int] | None:
     return begin[0] // atom.stride, (end[1] - 1) // atom.stride
 
 
-# ------------------------------------------------------------------------------------ forms
-class Site(NamedTuple):
-    """Where a statement sits: program order, top-level task, enclosing blocks and loops."""
-
-    position: int
-    task: int
-    path: tuple  # ((control stmt, block index), ...), outermost first
-    loops: tuple  # enclosing FOR/LOOP statements, outermost first
+# ------------------------------------------------------------------------------- guards
+_BIG = 1 << 62
 
 
-class Forms:
-    """Index forms of the IR values of one kernel.
-
-    `sites` maps id(stmt) to its `Site`; `stores` maps id(alloca) to its LOCAL_STOREs. A local is
-    followed to its stored value only when it has one store and that store dominates the load.
-    """
-
-    def __init__(self, sites: dict, stores: dict):
-        self.sites, self.stores, self.memo = sites, stores, {}
-
-    def form(self, s: Stmt) -> Affine:
-        key = id(s)
-        if key not in self.memo:
-            self.memo[key] = self._form(s)
-        return self.memo[key]
-
-    def opaque(self, s: Stmt) -> Affine:
-        return Affine.of(Opaque(s, self.sites[id(s)].loops if id(s) in self.sites else ()))
-
-    def _form(self, s: Stmt) -> Affine:
-        integral = s.dtype is None or s.dtype.is_int
-        if s.op == Op.CONST and integral:
-            return Affine(s.attr)
-        if s.op == Op.ARG and integral:
-            return Affine.of(Arg(s.attr))
-        if s.op == Op.FOR:
-            return Affine.of(self.loop_var(s))
-        if s.op in (Op.ADD, Op.SUB, Op.NEG, Op.MUL) and integral:
-            return self._arith(s)
-        if s.op == Op.CAST and integral and s.args[0].dtype is not None and s.args[0].dtype.is_int:
-            return self.form(s.args[0])
-        if s.op in (Op.FLOORDIV, Op.MOD) and integral:
-            return self._digit(s)
-        if s.op == Op.LOCAL_LOAD:
-            return self._local(s)
-        return self.opaque(s)
-
-    def _arith(self, s: Stmt) -> Affine:
-        a = self.form(s.args[0])
-        if s.op == Op.NEG:
-            return a.scale(-1)
-        b = self.form(s.args[1])
-        if s.op == Op.ADD:
-            return a + b
-        if s.op == Op.SUB:
-            return a - b
-        if a.is_const():
-            return b.scale(a.const)
-        return a.scale(b.const) if b.is_const() else self.opaque(s)
-
-    def loop_var(self, loop: Stmt, stride: int = 1, size: int | None = None) -> Var:
-        """The atom of a FOR's index (or of one of its digits), with the loop's bounds."""
-        site = self.sites.get(id(loop))
-        scope = (site.loops if site else ()) + (loop,)
-        bounds = (self.form(loop.args[0]), self.form(loop.args[1])) if loop.args else None
-        return Var(loop, stride, size, scope, bounds)
-
-    def _digit(self, s: Stmt) -> Affine:
-        """`i // c` and `i % c` of a loop index (or of one of its digits): a new digit atom."""
-        x, c = self.form(s.args[0]), self.form(s.args[1])
-        if not c.is_const() or c.const <= 0:
-            return self.opaque(s)
-        c = c.const
-        if x.is_const():
-            return Affine(x.const // c if s.op == Op.FLOORDIV else x.const % c)
-        atom = next(iter(x.terms)) if len(x.terms) == 1 else None
-        if not isinstance(atom, Var) or x.terms[atom] != 1 or x.const != 0:
-            return self.opaque(s)
-        if s.op == Op.FLOORDIV and atom.size is None:
-            return Affine.of(self.loop_var(atom.loop, atom.stride * c, None))
-        if s.op == Op.MOD and (atom.size is None or atom.size % c == 0):
-            return Affine.of(self.loop_var(atom.loop, atom.stride, c))
-        return self.opaque(s)
-
-    def _local(self, s: Stmt) -> Affine:
-        stores = self.stores.get(id(s.args[0]), [])
-        if len(stores) == 1 and self._dominates(stores[0], s):
-            return self.form(stores[0].value)
-        return self.opaque(s)
-
-    def _dominates(self, a: Stmt, b: Stmt) -> bool:
-        sa, sb = self.sites.get(id(a)), self.sites.get(id(b))
-        if sa is None or sb is None or sa.position >= sb.position:
-            return False
-        return sb.path[:len(sa.path)] == sa.path
+def guard_limits(guards, env: dict | None) -> dict | None:
+    """Intervals of the index atoms that `guards` (forms g >= 0, already renamed where they
+    belong to another instance) bound by themselves, narrowed from the atoms' own ranges;
+    None when the guards cannot all hold (the access never runs)."""
+    limits: dict = {}
+    for g in guards:
+        g = g.subst(env)
+        if g.is_const():
+            if g.const < 0:
+                return None
+            continue
+        if len(g.terms) != 1:
+            continue
+        (atom, c), = g.terms.items()
+        if not isinstance(_base(atom), Var):
+            continue
+        lo, hi = limits.get(atom) or atom_range(atom, env) or (-_BIG, _BIG)
+        if c > 0:
+            lo = max(lo, -(g.const // c))  # c*v + k >= 0  ->  v >= ceil(-k / c)
+        else:
+            hi = min(hi, g.const // -c)
+        if lo > hi:
+            return None
+        limits[atom] = (lo, hi)
+    return limits
 
 
 # -------------------------------------------------------------------------------- decisions
@@ -320,20 +267,105 @@ def same_element_possible(a, b, same_thread: bool, env: dict | None = None) -> A
 
 def overlap(a, b, same_thread: bool, env: dict | None = None) -> Meet:
     if a.task_index != b.task_index:
-        return Meet(_decide(_diffs(a, b, None, env), None, None, env), "task", None)
+        return Meet(_judge(a, b, None, None, env), "task", None)
     if not same_thread:
         if a.thread_mode != "parallel":
             return NO_MEET
         top = a.loops[0]
-        return Meet(_decide(_diffs(a, b, top, env), top, "ne", env, _var(a, top)), "thread", top)
+        return Meet(_judge(a, b, top, "ne", env), "thread", top)
     meets = []
     if b.position > a.position and not exclusive(a.path, b.path):
-        meets.append(Meet(_decide(_diffs(a, b, None, env), None, None, env), "same", None))
+        meets.append(Meet(_judge(a, b, None, None, env), "same", None))
     for loop in _shared_loops(a, b):
         rel = "gt" if loop.op == Op.FOR else None
-        answer = _decide(_diffs(a, b, loop, env), loop, rel, env, _var(a, loop))
-        meets.append(Meet(answer, "iteration", loop))
+        meets.append(Meet(_judge(a, b, loop, rel, env), "iteration", loop))
     return max(meets, key=lambda m: m.answer, default=NO_MEET)
+
+
+def _judge(a, b, loop: Stmt | None, rel: str | None, env) -> Answer:
+    """`_decide` for b's instance renamed in `loop` (None: the same instance), with the
+    limits both accesses' guards put on the atoms."""
+    rename = _renamer(loop)
+    guards = tuple(getattr(a, "guards", ())) + tuple(g.map(rename) for g in getattr(b, "guards", ()))
+    limits = guard_limits(guards, env) if guards else {}
+    var = _var(a, loop) if loop is not None else None
+    relate = _relation(rel, var, env)
+    if limits is not None:
+        limits = relate(limits)
+    if limits is None:
+        return Answer.NEVER
+    diffs = _diffs(a, b, loop, env)
+    if guards:  # the guards bound some atoms: let the equations a collision needs narrow them
+        limits = _propagate(diffs + _combinations(diffs, loop), limits, env, relate)
+        if limits is None:
+            return Answer.NEVER
+    return _decide(diffs, loop, rel, env, var, limits)
+
+
+def _relation(rel: str | None, var: Var | None, env):
+    """limits -> limits narrowed by how the renamed loop index relates to the first (or None
+    when that cannot hold): `_later` for 'gt', `_other` for 'ne', else unchanged."""
+    if rel not in ("gt", "ne") or var is None or not var.full:
+        return lambda limits: limits
+    step = _later if rel == "gt" else _other
+    return lambda limits: step(limits, var, env)
+
+
+def _propagate(eqs: list[Affine], limits: dict, env, relate, rounds: int = 3) -> dict | None:
+    """Narrow the index atoms' intervals by the equations `d == 0` that a collision needs (a
+    few rounds of interval propagation, re-applying the loop relation); None if one empties."""
+    limits = dict(limits)
+    for _ in range(rounds):
+        before = dict(limits)
+        for d in eqs:
+            for atom, c in d.terms.items():
+                if not isinstance(_base(atom), Var):
+                    continue
+                rest = d - Affine(0, {atom: c})
+                r = rest.bounds(env, limits)
+                if r is None:
+                    continue
+                lo, hi = atom_range(atom, env, limits) or (-_BIG, _BIG)
+                ends = (Fraction(-r[0], c), Fraction(-r[1], c))  # c * atom == -rest
+                lo, hi = max(lo, math.ceil(min(ends))), min(hi, math.floor(max(ends)))
+                if lo > hi:
+                    return None
+                limits[atom] = (lo, hi)
+        limits = relate(limits)
+        if limits is None or limits == before:
+            return limits
+    return limits
+
+
+def _later(limits: dict, var: Var, env) -> dict | None:
+    """A later iteration i' > i of an ascending loop: i' >= min(i) + 1 and i <= max(i') - 1."""
+    lo, hi = atom_range(var, env, limits) or (-_BIG, _BIG)
+    lo2, hi2 = atom_range(Primed(var), env, limits) or (-_BIG, _BIG)
+    lo2, hi = max(lo2, lo + 1), min(hi, hi2 - 1)
+    if lo > hi or lo2 > hi2:
+        return None
+    return {**limits, var: (lo, hi), Primed(var): (lo2, hi2)}
+
+
+def _other(limits: dict, var: Var, env) -> dict | None:
+    """Another thread i' != i: where one of them is pinned to an end of the other's range,
+    that end is cut off."""
+    r = atom_range(var, env, limits) or (-_BIG, _BIG)
+    r2 = atom_range(Primed(var), env, limits) or (-_BIG, _BIG)
+    for _ in range(2):  # cutting one side may pin the other
+        r2 = _cut(r2, r)
+        r = _cut(r, r2)
+    if r is None or r2 is None:
+        return None
+    return {**limits, var: r, Primed(var): r2}
+
+
+def _cut(r: tuple | None, pinned: tuple | None) -> tuple | None:
+    """Interval `r` without the value of a one-value interval `pinned`, if that is an end."""
+    if r is None or pinned is None or pinned[0] != pinned[1]:
+        return r
+    lo, hi = r[0] + (r[0] == pinned[0]), r[1] - (r[1] == pinned[0])
+    return (lo, hi) if lo <= hi else None
 
 
 def _var(a, loop: Stmt) -> Var | None:
@@ -364,24 +396,29 @@ def exclusive(pa: tuple, pb: tuple) -> bool:
     return False
 
 
-def _diffs(a, b, loop: Stmt | None, env: dict | None) -> list[Affine]:
-    """Component-wise `a - b`, with b's atoms scoped in `loop` renamed (another instance)."""
+def _renamer(loop: Stmt | None):
+    """Atom -> Affine: atoms scoped in `loop` become those of another instance (Primed)."""
     def rename(atom):
         return Affine.of(Primed(atom) if loop is not None and loop in atom.scope else atom)
+    return rename
 
+
+def _diffs(a, b, loop: Stmt | None, env: dict | None) -> list[Affine]:
+    """Component-wise `a - b`, with b's atoms scoped in `loop` renamed (another instance)."""
+    rename = _renamer(loop)
     return [fa.subst(env) - fb.subst(env).map(rename) for fa, fb in zip(a.indices, b.indices)]
 
 
 def _decide(diffs: list[Affine], loop: Stmt | None, rel: str | None, env,
-            var: Var | None = None) -> Answer:
+            var: Var | None = None, limits: dict | None = None) -> Answer:
     """Can every difference be zero, given that `loop`'s renamed iteration is related by `rel`
     ('ne': another thread, 'gt': a later iteration, None: any other iteration)? `var` is the
-    loop's index atom, for its bounds."""
+    loop's index atom, for its bounds; `limits` the atoms' intervals under the guards."""
     steps, unknown = {}, False
     for d in diffs + _combinations(diffs, loop):
         if d.is_const() and d.const == 0:
             continue
-        if _nonzero(d, env):
+        if _nonzero(d, env, limits):
             return Answer.NEVER
         match = _digit_step(d, loop)
         if match is not None:
@@ -390,7 +427,7 @@ def _decide(diffs: list[Affine], loop: Stmt | None, rel: str | None, env,
                 return Answer.NEVER
             continue
         unknown = unknown or d.has_opaque()
-    if loop is not None and not _other_instance_possible(steps, rel, env, var):
+    if loop is not None and not _other_instance_possible(steps, rel, env, var, limits):
         return Answer.NEVER
     if all(d.is_const() for d in diffs):
         return Answer.SAME
@@ -426,8 +463,8 @@ def _integral(row: dict) -> Affine:
     return Affine(int(row.get(None, 0) * scale), terms)
 
 
-def _nonzero(d: Affine, env) -> bool:
-    r = d.bounds(env)
+def _nonzero(d: Affine, env, limits: dict | None = None) -> bool:
+    r = d.bounds(env, limits)
     if r is not None and (r[0] > 0 or r[1] < 0):
         return True
     g = math.gcd(*d.terms.values()) if d.terms else 0
@@ -446,14 +483,17 @@ def _digit_step(d: Affine, loop: Stmt | None):
     return x, (d.const // cx if d.const % cx == 0 else None)
 
 
-def _other_instance_possible(steps: dict, rel: str | None, env, var: Var | None) -> bool:
-    """Can the renamed iteration differ from the first (and come later, for 'gt')?"""
+def _other_instance_possible(steps: dict, rel: str | None, env, var: Var | None,
+                             limits: dict | None = None) -> bool:
+    """Can the renamed iteration differ from the first (and come later, for 'gt')? A digit
+    v and its renamed v' = v + step must both lie in their (guarded) ranges."""
+    for digit, step in steps.items():
+        r, r2 = atom_range(digit, env, limits), atom_range(Primed(digit), env, limits)
+        if r is not None and r2 is not None and max(r[0], r2[0] - step) > min(r[1], r2[1] - step):
+            return False
     if rel is None:
         return True
     for digit, step in steps.items():
-        r = atom_range(digit, env)
-        if r is not None and abs(step) > r[1] - r[0]:
-            return False
         if rel == "gt" and digit.full and step <= 0:
             return False
     return not _pinned(steps, env, var or next(iter(steps), None))

@@ -1,0 +1,155 @@
+"""Index forms of one kernel's IR values, for the access-rule checker (see index_expr).
+
+Contract: analysis only; reads IR, never mutates it. `Forms(sites, stores).form(stmt)` is the
+`Affine` of an integer value (loop indices and their digits, kernel arguments, constants, and
+affine arithmetic over them; anything else an `Opaque` atom). `Forms.guards(path)` is what the
+`if`s on a statement's path guarantee where it runs: integer comparisons of such forms, through
+`and`, `or` and `not`, as forms g >= 0 (the rest is dropped: guards only ever narrow).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from fieldsim.checks.index_expr import Affine, Arg, Opaque, Var
+from fieldsim.lang.ir import Op, Stmt
+
+
+# ------------------------------------------------------------------------------------ forms
+class Site(NamedTuple):
+    """Where a statement sits: program order, top-level task, enclosing blocks and loops."""
+
+    position: int
+    task: int
+    path: tuple  # ((control stmt, block index), ...), outermost first
+    loops: tuple  # enclosing FOR/LOOP statements, outermost first
+
+
+class Forms:
+    """Index forms of the IR values of one kernel.
+
+    `sites` maps id(stmt) to its `Site`; `stores` maps id(alloca) to its LOCAL_STOREs. A local is
+    followed to its stored value only when it has one store and that store dominates the load.
+    """
+
+    def __init__(self, sites: dict, stores: dict):
+        self.sites, self.stores, self.memo = sites, stores, {}
+
+    def form(self, s: Stmt) -> Affine:
+        key = id(s)
+        if key not in self.memo:
+            self.memo[key] = self._form(s)
+        return self.memo[key]
+
+    def opaque(self, s: Stmt) -> Affine:
+        return Affine.of(Opaque(s, self.sites[id(s)].loops if id(s) in self.sites else ()))
+
+    def _form(self, s: Stmt) -> Affine:
+        integral = s.dtype is None or s.dtype.is_int
+        if s.op == Op.CONST and integral:
+            return Affine(s.attr)
+        if s.op == Op.ARG and integral:
+            return Affine.of(Arg(s.attr))
+        if s.op == Op.FOR:
+            return Affine.of(self.loop_var(s))
+        if s.op in (Op.ADD, Op.SUB, Op.NEG, Op.MUL) and integral:
+            return self._arith(s)
+        if s.op == Op.CAST and integral and s.args[0].dtype is not None and s.args[0].dtype.is_int:
+            return self.form(s.args[0])
+        if s.op in (Op.FLOORDIV, Op.MOD) and integral:
+            return self._digit(s)
+        if s.op == Op.LOCAL_LOAD:
+            return self._local(s)
+        return self.opaque(s)
+
+    def _arith(self, s: Stmt) -> Affine:
+        a = self.form(s.args[0])
+        if s.op == Op.NEG:
+            return a.scale(-1)
+        b = self.form(s.args[1])
+        if s.op == Op.ADD:
+            return a + b
+        if s.op == Op.SUB:
+            return a - b
+        if a.is_const():
+            return b.scale(a.const)
+        return a.scale(b.const) if b.is_const() else self.opaque(s)
+
+    def loop_var(self, loop: Stmt, stride: int = 1, size: int | None = None) -> Var:
+        """The atom of a FOR's index (or of one of its digits), with the loop's bounds."""
+        site = self.sites.get(id(loop))
+        scope = (site.loops if site else ()) + (loop,)
+        bounds = (self.form(loop.args[0]), self.form(loop.args[1])) if loop.args else None
+        return Var(loop, stride, size, scope, bounds)
+
+    def _digit(self, s: Stmt) -> Affine:
+        """`i // c` and `i % c` of a loop index (or of one of its digits): a new digit atom."""
+        x, c = self.form(s.args[0]), self.form(s.args[1])
+        if not c.is_const() or c.const <= 0:
+            return self.opaque(s)
+        c = c.const
+        if x.is_const():
+            return Affine(x.const // c if s.op == Op.FLOORDIV else x.const % c)
+        atom = next(iter(x.terms)) if len(x.terms) == 1 else None
+        if not isinstance(atom, Var) or x.terms[atom] != 1 or x.const != 0:
+            return self.opaque(s)
+        if s.op == Op.FLOORDIV and atom.size is None:
+            return Affine.of(self.loop_var(atom.loop, atom.stride * c, None))
+        if s.op == Op.MOD and (atom.size is None or atom.size % c == 0):
+            return Affine.of(self.loop_var(atom.loop, atom.stride, c))
+        return self.opaque(s)
+
+    def _local(self, s: Stmt) -> Affine:
+        stores = self.stores.get(id(s.args[0]), [])
+        if len(stores) == 1 and self._dominates(stores[0], s):
+            return self.form(stores[0].value)
+        return self.opaque(s)
+
+    def guards(self, path: tuple) -> tuple[Affine, ...]:
+        """What the `if`s on `path` guarantee where a statement under them runs: forms g with
+        g >= 0 (integer comparisons of index forms, through `and`, `or` and `not`)."""
+        out: list[Affine] = []
+        for stmt, block in path:
+            if stmt.op == Op.IF:
+                out += self.condition(stmt.args[0], block == 0)
+        return tuple(out)
+
+    def condition(self, c: Stmt, truth: bool) -> list[Affine]:
+        """Forms g >= 0 that hold wherever `c` is true (`truth`) or false; [] if unknown."""
+        if c.op in (Op.NE, Op.EQ) and _is_zero(c.args[1]) and _boolean(c.args[0]):
+            return self.condition(c.args[0], truth == (c.op == Op.NE))  # `cond != 0`
+        if c.op == Op.NOT:
+            return self.condition(c.args[0], not truth)
+        if c.op in (Op.BIT_AND, Op.BIT_OR) and all(_boolean(a) for a in c.args):
+            both = (c.op == Op.BIT_AND) == truth  # `and` true, or `or` false: both operands
+            return [g for a in c.args for g in self.condition(a, truth)] if both else []
+        if c.op in COMPARE and all(a.dtype is not None and a.dtype.is_int for a in c.args):
+            x, y = (self.form(a) for a in c.args)
+            return COMPARE[c.op](x, y) if truth else COMPARE[NEGATE[c.op]](x, y)
+        return []
+
+    def _dominates(self, a: Stmt, b: Stmt) -> bool:
+        sa, sb = self.sites.get(id(a)), self.sites.get(id(b))
+        if sa is None or sb is None or sa.position >= sb.position:
+            return False
+        return sb.path[:len(sa.path)] == sa.path
+
+
+# ----------------------------------------------------------------------------- conditions
+COMPARE = {  # (x, y) -> forms g >= 0 equivalent to `x op y` on integers
+    Op.LT: lambda x, y: [y - x - Affine(1)], Op.LE: lambda x, y: [y - x],
+    Op.GT: lambda x, y: [x - y - Affine(1)], Op.GE: lambda x, y: [x - y],
+    Op.EQ: lambda x, y: [x - y, y - x], Op.NE: lambda x, y: [],
+}
+NEGATE = {Op.LT: Op.GE, Op.LE: Op.GT, Op.GT: Op.LE, Op.GE: Op.LT, Op.EQ: Op.NE, Op.NE: Op.EQ}
+_BOOLEAN = frozenset(COMPARE) | {Op.NOT}
+
+
+def _is_zero(s: Stmt) -> bool:
+    return s.op == Op.CONST and s.attr == 0
+
+
+def _boolean(s: Stmt) -> bool:
+    """Is `s` always 0 or 1 (so that bitwise and/or are the logical ones)?"""
+    if s.op in (Op.BIT_AND, Op.BIT_OR):
+        return all(_boolean(a) for a in s.args)
+    return s.op in _BOOLEAN

@@ -1,0 +1,322 @@
+"""Programs that keep the global data access rules, written as a user writes them.
+
+Each `@good` builder runs after `fs.init(default_fp=f64)` and returns a `Good`: the Tape body
+`run`, its inputs (given reproducible values here), the loss, and optionally `reset` (state
+restored outside the Tape before every forward) and analytic gradients `expect`. The test
+checks the Tape gradient of every input against float64 central finite differences.
+"""
+import numpy as np
+from rules_support import Good, N, good, put, reduce_squares, scalar, then, vec, x_and_loss
+
+import fieldsim as fs
+
+
+# ------------------------------------------------------------------ one kernel, one field
+@good
+def sum_of_squares():
+    x, loss = x_and_loss()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            loss[None] += x[i] ** 2
+
+    return Good({"x": x}, loss, k, expect={"x": 2 * x.to_numpy()})
+
+
+@good
+def plus_and_minus_accumulate():
+    x, loss = x_and_loss()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            loss[None] += fs.sin(x[i])
+            loss[None] -= 0.5 * x[i] ** 2
+
+    return Good({"x": x}, loss, k)
+
+
+@good
+def write_then_read_back_in_the_same_thread():
+    x, loss = x_and_loss()
+    y = vec("y")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            y[i] = x[i] * 2.0
+            loss[None] += y[i] * x[i]
+
+    return Good({"x": x}, loss, k)
+
+
+@good
+def copy_then_reduce_in_two_kernels():
+    x, loss = x_and_loss()
+    y = vec("y")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            y[i] = fs.sin(x[i])
+
+    return Good({"x": x}, loss, then(k, reduce_squares(y, loss)))
+
+
+@good
+def neighbours_read_into_another_field():
+    x, loss = x_and_loss()
+    y = vec("y")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            if 0 < i < N - 1:
+                y[i] = x[i - 1] * x[i + 1]
+
+    return Good({"x": x}, loss, then(k, reduce_squares(y, loss)))
+
+
+@good
+def gather_with_plus_scatter():
+    x, loss = x_and_loss()
+    z = vec("z")
+
+    @fs.kernel
+    def k():
+        for i in range(N - 1):
+            z[i] += x[i] * x[i + 1]
+            z[i + 1] += fs.cos(x[i])
+
+    return Good({"x": x}, loss, then(k, reduce_squares(z, loss)), reset=lambda: z.fill(0.0))
+
+
+@good
+def scatter_add_by_data_dependent_index():
+    x, loss = x_and_loss()
+    y = vec("y")
+    idx = fs.field(fs.i32, shape=N, name="idx")
+    idx.from_numpy(np.array([2, 2, 0, 5, 5, 5], dtype=np.int32))
+
+    @fs.kernel
+    def k():
+        for i in x:
+            y[idx[i]] += x[i] * x[i]
+
+    return Good({"x": x}, loss, then(k, reduce_squares(y, loss)), reset=lambda: y.fill(0.0))
+
+
+@good
+def gather_by_data_dependent_index():
+    x, loss = x_and_loss()
+    idx = fs.field(fs.i32, shape=N, name="idx")
+    idx.from_numpy(np.array([3, 0, 0, 5, 1, 1], dtype=np.int32))
+
+    @fs.kernel
+    def k():
+        for i in x:
+            loss[None] += x[idx[i]] * fs.exp(x[i])
+
+    return Good({"x": x}, loss, k)
+
+
+@good
+def atomic_max_over_threads():
+    x, loss = put(vec("x"), seed=7), scalar("loss")
+    m = scalar("m")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            fs.atomic_max(m[None], x[i] * x[i])
+
+    @fs.kernel
+    def out():
+        loss[None] = 3.0 * m[None]
+
+    want = np.zeros(N)
+    want[np.argmax(x.to_numpy())] = 6 * x.to_numpy().max()
+    return Good({"x": x}, loss, then(k, out), reset=lambda: m.fill(-1.0), expect={"x": want})
+
+
+@good
+def atomic_min_into_pairs():
+    x, loss = put(vec("x"), seed=11), scalar("loss")
+    m = vec("m", N // 2)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            fs.atomic_min(m[i // 2], fs.sin(x[i]))
+
+    return Good({"x": x}, loss, then(k, reduce_squares(m, loss)), reset=lambda: m.fill(10.0))
+
+
+@good
+def exclusive_branches_store_once():
+    x, loss = x_and_loss(-1.0, 1.0)
+    y = vec("y")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            if x[i] > 0.0:
+                y[i] = x[i] ** 2
+            else:
+                y[i] = -x[i] * 3.0
+            loss[None] += y[i]
+
+    return Good({"x": x}, loss, k)
+
+
+@good
+def a_func_reads_neighbours():
+    x, loss = x_and_loss()
+
+    @fs.func
+    def around(i):
+        return x[i - 1] + x[i + 1]
+
+    @fs.kernel
+    def k():
+        for i in range(1, N - 1):
+            loss[None] += x[i] * around(i)
+
+    return Good({"x": x}, loss, k)
+
+
+@good
+def static_unroll_to_distinct_elements():
+    x, loss = x_and_loss()
+    y = vec("y", 2 * N)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            for r in fs.static(range(2)):
+                y[2 * i + r] = x[i] * (r + 1)
+
+    return Good({"x": x}, loss, then(k, reduce_squares(y, loss)))
+
+
+@good
+def argument_offsets_disjoint():
+    x, loss = x_and_loss()
+    y = vec("y", 2 * N)
+
+    @fs.kernel
+    def k(a: int, b: int):
+        for i in range(4):
+            y[i + a] = x[i]
+            y[i + b] = x[i] * 2.0
+
+    return Good({"x": x}, loss, then(lambda: k(0, 4), reduce_squares(y, loss)))
+
+
+@good
+def two_top_level_loops_write_then_read():
+    x, loss = x_and_loss()
+    y = vec("y")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            y[i] = x[i] ** 2
+        for i in y:
+            loss[None] += y[i] * y[i]
+
+    return Good({"x": x}, loss, k)
+
+
+@good
+def inner_serial_loop_accumulates_a_local():
+    x, loss = x_and_loss()
+    w, y = put(vec("w")), vec("y")
+
+    @fs.kernel
+    def k():
+        for i in y:
+            s = 0.0
+            for j in range(N):
+                s += x[j] * w[(i + j) % N]
+            y[i] = s
+
+    return Good({"x": x, "w": w}, loss, then(k, reduce_squares(y, loss)))
+
+
+@good
+def while_loop_on_a_local():
+    x, loss = x_and_loss()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            acc = x[i]
+            j = 0
+            while j < 3:
+                acc = acc * 0.5 + fs.sin(acc)
+                j += 1
+            loss[None] += acc
+
+    return Good({"x": x}, loss, k)
+
+
+@good
+def guard_keeps_the_boundary_read_only():
+    x, loss = x_and_loss()
+    z = vec("z")
+
+    @fs.kernel
+    def copy():
+        for i in x:
+            z[i] = x[i]
+
+    @fs.kernel
+    def k():
+        for i in z:
+            if i >= 1:
+                z[i] += z[0] * 0.5  # z[0] is read by every thread but written by none
+
+    return Good({"x": x}, loss, then(copy, k, reduce_squares(z, loss)))
+
+
+@good
+def guards_through_else_not_and_or():
+    x, loss = x_and_loss()
+    z, w = vec("z"), vec("w")
+
+    @fs.kernel
+    def copy():
+        for i in x:
+            z[i] = x[i]
+
+    @fs.kernel
+    def k():
+        for i in z:
+            if i < 1:
+                w[i] = z[i] * 3.0
+            elif i < N - 1:
+                z[i] += z[0] * 0.5 + z[N - 1]  # 1 <= i < N - 1: z[0], z[N - 1] stay unwritten
+            if not (i < 1) and i < N - 1:
+                w[i] = z[i] * fs.sin(x[i])
+            if i < 1 or i > 4:
+                w[i] += z[N - 1] * x[i]
+
+    return Good({"x": x}, loss, then(copy, k, reduce_squares(z, loss), reduce_squares(w, loss)),
+                reset=lambda: w.fill(0.0))
+
+
+@good
+def serialized_loop_reads_what_its_first_iteration_wrote():
+    x, loss = x_and_loss()
+    y = vec("y")
+
+    @fs.kernel
+    def k():
+        fs.loop_config(serialize=True)
+        for i in range(N):
+            y[i] = x[i] * 2.0
+            loss[None] += y[0] * x[i]  # later iterations write y[1:], never y[0]
+
+    return Good({"x": x}, loss, k)
