@@ -421,11 +421,14 @@ class _TaskAD:
             self.rev_atomic_extremum(s)
 
     def rev_atomic_extremum(self, s: Stmt):
-        """Winner-only: the value that equals the element's final value gets its gradient."""
+        """Winner-only: the value that equals the element's final value takes the element's
+        gradient, leaving 0 (the old value lost). An atomic exchange, so that of equal
+        winners exactly one takes it; with no winner the gradient stays with the old value."""
         idx = self.indices(s)
         won = self.b.if_(self.b.binary(Op.EQ, self.primal(s.value), self.b.load(s.field, idx)))
         with self.b.into(won.blocks[0]):
-            self.accumulate(s.value, self.b.load(s.field.grad, idx))
+            grad = s.field.grad
+            self.accumulate(s.value, self.b.atomic("xchg", grad, idx, self.zero(grad.dtype)))
 
     def rev_if(self, s: Stmt):
         new = self.b.if_(self.primal(s.args[0]))

@@ -404,11 +404,13 @@ class TaskLowering:
         val = self.v(s.value)
         dt = field.dtype
         if dt.is_float:
-            op = {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax"}.get(kind)
+            op = {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax",
+                  "xchg": "xchg"}.get(kind)
         else:
             signed = dt.is_signed
             op = {"add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor",
-                  "min": "min" if signed else "umin", "max": "max" if signed else "umax"}.get(kind)
+                  "min": "min" if signed else "umin", "max": "max" if signed else "umax",
+                  "xchg": "xchg"}.get(kind)
         if id(s) in self.demoted:
             return self.plain_update(ptr, val, dt, kind)
         if op is None:

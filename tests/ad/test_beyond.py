@@ -310,6 +310,39 @@ def test_atomic_max_and_min_have_winner_only_adjoints():
     np.testing.assert_allclose(grads["x"], [0, 0, 6.0, 0, 1.0, 0], atol=1e-9)
 
 
+def test_atomic_max_old_value_loses_its_gradient_where_a_new_value_wins():
+    """m = max(m, x) per element: where x wins, m's old value no longer reaches the loss."""
+    m = fs.field(float, shape=3, needs_grad=True, name="m")
+    x = fs.field(float, shape=3, needs_grad=True, name="x")
+    loss = _loss()
+
+    @fs.kernel
+    def raise_to():
+        for i in x:
+            fs.atomic_max(m[i], x[i])
+
+    @fs.kernel
+    def total():
+        for i in m:
+            loss[None] += (i + 1.0) * m[i]
+
+    def reset():
+        m.from_numpy(np.array([1.5, 1.5, -0.5]))
+
+    def run():
+        raise_to()
+        total()
+
+    x.from_numpy(np.array([1.0, 2.0, 0.25]))
+    reset()
+    with fs.ad.Tape(loss=loss):
+        run()
+    np.testing.assert_allclose(m.grad.to_numpy(), [1.0, 0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(x.grad.to_numpy(), [0.0, 2.0, 3.0], atol=1e-12)
+    grads = check_tape_against_fd(fs, {"x": x}, loss, run, reset=reset)
+    np.testing.assert_allclose(grads["x"], [0.0, 2.0, 3.0], atol=1e-9)
+
+
 # --------------------------------------------------------------- fields without needs_grad
 
 

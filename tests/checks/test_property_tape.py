@@ -27,21 +27,18 @@ MAX_EXAMPLES = 400
 # Access kinds whose adjoint has an open reverse-AD bug, each with a strict-xfail reproducer in
 # FOUND: programs using them are still judged against the oracle, but their gradients are not
 # compared. Empty this once the reproducer passes.
-OPEN_AD_BUGS = {"max"}
+OPEN_AD_BUGS: set[str] = set()
 
 # fs.atomic_max(f1[i], 0.8 * f0[i]); loss[None] += 0.3 * f1[i]   (one kernel, parallel loop)
 # Where the new value wins, f1's old value no longer reaches the loss, so f1.grad[i] must be 0;
-# the adjoint of atomic_max leaves it at 0.3 (f0.grad is right). A reverse-AD bug, not the checker.
+# the adjoint of atomic_max left it at 0.3 (f0.grad was right): a reverse-AD bug, now fixed.
 ATOMIC_MAX_OLD_VALUE = Program(
     n_fields=2, layered=True,
     kernels=((False, (("max", 0, "i", 0, ((0, "i", 0, "lin"), (0, "i", 0, "lin"))),)),),
     launches=((0, 0),), py_writes=(), loss_loads=((1, "i", 0, "lin"),), own_kernel=False, seed=0)
 
 FOUND = [
-    pytest.param(ATOMIC_MAX_OLD_VALUE, id="atomic_max_old_value_keeps_its_gradient",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "reverse AD (fieldsim/ad/reverse.py rev_atomic_extremum): the adjoint of "
-                     "atomic_max does not zero the target's gradient where the new value wins"))),
+    pytest.param(ATOMIC_MAX_OLD_VALUE, id="atomic_max_old_value_keeps_its_gradient"),
 ]
 
 

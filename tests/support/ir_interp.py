@@ -60,7 +60,8 @@ _BIN = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: _cdiv,
         Op.SHR: np.right_shift, Op.LT: np.less, Op.LE: np.less_equal, Op.GT: np.greater,
         Op.GE: np.greater_equal, Op.EQ: np.equal, Op.NE: np.not_equal}
 _ATOM = {"add": np.add, "sub": np.subtract, "min": np.minimum, "max": np.maximum,
-         "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor, "mul": np.multiply}
+         "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor, "mul": np.multiply,
+         "xchg": lambda old, new: new}
 
 
 class _Signal(Exception):
