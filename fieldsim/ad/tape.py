@@ -186,11 +186,9 @@ class _CheckerAdapter:
         self.state, self.validation = TapeState(validation=validation), validation
 
     def launch(self, kernel, ck, values):
-        from fieldsim.checks.access_rules import KernelCheck
         from fieldsim.checks.validation import runner
-        if ck.summary is None:  # the kernel's effect table and symbolic findings, made once
-            ck.summary = KernelCheck(ck.ir)
-        found = self.state.launch(ck.ir, kernel.__name__, ck.summary, list(values))
+        from fieldsim.lang.kernel import kernel_check
+        found = self.state.launch(ck.ir, kernel.__name__, kernel_check(ck), list(values))
         run = runner(ck, kernel.__name__, found, self.state)
         if run is None and found.kernel_checked:
             ck.checked = True  # its adjoint may be made (a validated run marks it when it passes)

@@ -197,11 +197,15 @@ class KernelObj:
                 raise err.with_traceback(None) from None
         return rt.backend().launch(program, values, rng_key)
 
-    def launch_adjoint(self, args, kwargs=None, rng_key=None):
+    def launch_adjoint(self, args, kwargs=None, rng_key=None, check=False):
+        """Run the adjoint. The access rules are judged with this launch's argument values
+        when `check` (a user's `kernel.grad(...)`) or when no Tape launch has judged them."""
         rt = runtime.get()
         try:
             templates, key, values, dtypes, ret = self.bind(args, kwargs or {})
             ck = self.compiled(templates, key, dtypes, ret)
+            if check or not ck.checked:
+                kernel_check(ck).run(values)
             program = adjoint_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
@@ -209,14 +213,20 @@ class KernelObj:
                             adjoint=True)
 
 
+def kernel_check(ck: CompiledKernel):
+    """The kernel's `checks.access_rules.KernelCheck` (effect table and symbolic findings), made
+    once; `.run(values)` re-judges only the flagged pairs with a launch's argument values."""
+    if ck.summary is None:
+        from fieldsim.checks.access_rules import KernelCheck
+        ck.summary = KernelCheck(ck.ir)
+    return ck.summary
+
+
 def adjoint_program(ck: CompiledKernel, rt):
-    """The adjoint of a compiled kernel: access rules checked, reverse AD, compiled."""
+    """The adjoint of a compiled kernel (reverse AD, compiled; made once). Callers judge the
+    access rules first (`kernel_check`)."""
     if ck.adjoint is None:
         from fieldsim.ad.reverse import make_adjoint
-        from fieldsim.checks import access_rules
-        if not ck.checked:
-            access_rules.check_kernel(ck.ir)
-            ck.checked = True
         t0 = time.perf_counter()
         adj_ir = make_adjoint(ck.ir)
         if rt.debug or os.environ.get("FIELDSIM_VERIFY"):
@@ -236,7 +246,7 @@ class _AdjointLauncher:
         self.owner = owner
 
     def __call__(self, *args, **kwargs):
-        self.owner.launch_adjoint(args, kwargs)
+        self.owner.launch_adjoint(args, kwargs, check=True)
 
 
 def kernel(fn):
