@@ -134,7 +134,7 @@ class Field:
     def __setitem__(self, key, value):
         idx = self._index(key)
         arr = self._coerce(value, self.element_shape, f"element {idx}")
-        _record_python_write(self, idx, "a Python-scope write")
+        _record_python_write(self, idx, f"{self.ir_name}[{_index_text(idx)}] = ...")
         self.storage.write_element(idx, arr)
 
     def _coerce(self, value, shape, what, broadcast=False) -> np.ndarray:
@@ -175,13 +175,13 @@ class Field:
                              f"{self.storage_shape}, got {a.shape}")
         if a.dtype.kind not in "biuf":
             raise TypeError(f"field {self.ir_name!r}.from_numpy: unsupported dtype {a.dtype}")
-        _record_python_write(self, None, "from_numpy")
+        _record_python_write(self, None, f"{self.ir_name}.from_numpy(...)")
         self.storage.from_numpy(np.ascontiguousarray(a, dtype=self.dtype.np))
 
     def fill(self, value):
         self._check_live()
         arr = self._coerce(value, self.element_shape, "fill value", broadcast=True)
-        _record_python_write(self, None, "fill")
+        _record_python_write(self, None, f"{self.ir_name}.fill(...)")
         self.storage.fill(arr)
 
     def copy_from(self, other: Field):
@@ -189,7 +189,7 @@ class Field:
         if not isinstance(other, Field) or other.storage_shape != self.storage_shape:
             raise ValueError(f"field {self.ir_name!r}.copy_from: needs a field of storage shape "
                              f"{self.storage_shape}")
-        _record_python_write(self, None, "copy_from")
+        _record_python_write(self, None, f"{self.ir_name}.copy_from(...)")
         self.storage.from_numpy(other.to_numpy().astype(self.dtype.np))
 
     def __repr__(self):
@@ -199,6 +199,10 @@ class Field:
 
 ScalarField = Field
 MatrixField = Field
+
+
+def _index_text(idx) -> str:
+    return ", ".join(str(i) for i in idx) if isinstance(idx, tuple) else str(idx)
 
 
 def _record_python_write(field: Field, idx, what: str):
