@@ -30,7 +30,7 @@ types.ndarray = __import__("fieldsim.lang.kernel", fromlist=["NdarrayType"]).Nda
 types.template = template
 types.f32, types.f64, types.i32, types.i64 = f32, f64, i32, i64
 
-from fieldsim.lang import linalg as _linalg  # noqa: E402  (uses the names above)
+from fieldsim.lang import linalg as _linalg
 
 polar_decompose = _linalg.polar_decompose
 svd = _linalg.svd

@@ -263,7 +263,6 @@ class TaskLowering:
     def op_for(self, s: Stmt):
         lo, hi = self.b.sext(self.v(s.args[0]), I64), self.b.sext(self.v(s.args[1]), I64)
         self.counted_loop(s, lo, hi)
-        return None
 
     def op_loop(self, s: Stmt):
         body_bb = self.fn.append_basic_block("loop.body")
@@ -462,7 +461,7 @@ class TaskLowering:
 
     def op_stack_push(self, s: Stmt):
         b = self.b
-        start, count, cap, ty, key = self.stacks[id(s.args[0])]
+        start, count, cap, _ty, key = self.stacks[id(s.args[0])]
         n = b.load(count, typ=I64)
         full = b.icmp_signed(">=", n, cap)
         with b.if_else(full, likely=False) as (overflow, ok):
@@ -474,7 +473,7 @@ class TaskLowering:
 
     def op_stack_top(self, s: Stmt):
         b = self.b
-        start, count, cap, ty, key = self.stacks[id(s.args[0])]
+        start, count, _cap, ty, _key = self.stacks[id(s.args[0])]
         n = b.load(count, typ=I64)
         top = b.sub(n, L.Constant(I64, 1))
         top = b.select(b.icmp_signed("<", top, L.Constant(I64, 0)), L.Constant(I64, 0), top)
@@ -482,7 +481,7 @@ class TaskLowering:
 
     def op_stack_pop(self, s: Stmt):
         b = self.b
-        start, count, cap, ty, key = self.stacks[id(s.args[0])]
+        _start, count, _cap, _ty, _key = self.stacks[id(s.args[0])]
         n = b.load(count, typ=I64)
         m = b.sub(n, L.Constant(I64, 1))
         b.store(b.select(b.icmp_signed("<", m, L.Constant(I64, 0)), L.Constant(I64, 0), m), count)

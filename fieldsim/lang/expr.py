@@ -31,7 +31,7 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
 class MatVal:
     """A vector (ndim 1, shape (n,)) or matrix (ndim 2, shape (n, m)) of scalar values."""
 
-    __slots__ = ("entries", "n", "m", "ndim")
+    __slots__ = ("entries", "m", "n", "ndim")
 
     def __init__(self, entries, n, m=1, ndim=1):
         self.entries, self.n, self.m, self.ndim = list(entries), n, m, ndim
@@ -70,7 +70,7 @@ class Emitter:
     def dtype_of(self, v):
         if isinstance(v, Stmt):
             return v.dtype
-        if isinstance(v, bool) or isinstance(v, numbers.Integral):
+        if isinstance(v, (bool, numbers.Integral)):
             return self.ip
         if isinstance(v, numbers.Real):
             return self.fp
@@ -228,18 +228,18 @@ class Emitter:
 
 def _fold_identity(op, a, b, dt):
     """x + 0, x - 0, x * 1, 0 + x, 1 * x with a Python constant: the other operand, if typed alike."""
-    if isinstance(b, numbers.Number) and isinstance(a, Stmt) and a.dtype is dt:
-        if (op in ("+", "-") and b == 0) or (op in ("*", "//") and b == 1 and not dt.is_float or
-                                             op == "*" and b == 1):
-            return a
-    if isinstance(a, numbers.Number) and isinstance(b, Stmt) and b.dtype is dt:
-        if (op == "+" and a == 0) or (op == "*" and a == 1):
-            return b
+    if isinstance(b, numbers.Number) and isinstance(a, Stmt) and a.dtype is dt and (
+            (op in ("+", "-") and b == 0) or (op == "*" and b == 1)
+            or (op == "//" and b == 1 and not dt.is_float)):
+        return a
+    if isinstance(a, numbers.Number) and isinstance(b, Stmt) and b.dtype is dt and (
+            (op == "+" and a == 0) or (op == "*" and a == 1)):
+        return b
     return None
 
 
 def _check_scalar(v, op):
-    if isinstance(v, Stmt) or isinstance(v, numbers.Number):
+    if isinstance(v, (Stmt, numbers.Number)):
         return
     raise FieldsimTypeError(f"unsupported operand for {op}: {describe(v)}")
 

@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-from fieldsim.lang import runtime, types as T
+from fieldsim.lang import runtime
+from fieldsim.lang import types as T
 
 
 class Field:
@@ -142,7 +143,7 @@ class Field:
             value = value.to_numpy()
         try:
             arr = np.asarray(value)
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever a user's value raises on conversion
             raise TypeError(f"field {self.ir_name!r}: cannot store {type(value).__name__} "
                             f"into {what}") from None
         if arr.dtype == object or arr.dtype.kind not in "biuf":

@@ -14,10 +14,11 @@ import ast
 import inspect
 import numbers
 import textwrap
-from functools import lru_cache
+from functools import cache
 
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
-from fieldsim.lang import ops, types as T
+from fieldsim.lang import ops
+from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field
@@ -25,7 +26,7 @@ from fieldsim.lang.frontend_expr import ExprMixin
 from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, Stmt
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parse_cached(fn):
     return parse_function(fn)
 
@@ -577,7 +578,7 @@ class Frontend(ExprMixin):
         return out
 
     def static_for(self, node: ast.For, iterable):
-        if isinstance(iterable, (ops.ndrange, ops.grouped)) or isinstance(iterable, Field):
+        if isinstance(iterable, (ops.ndrange, ops.grouped, Field)):
             iterable = list(iter(iterable)) if not isinstance(iterable, Field) else None
             if iterable is None:
                 raise FieldsimSyntaxError("fs.static cannot unroll a loop over a field")

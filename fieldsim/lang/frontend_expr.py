@@ -8,7 +8,8 @@ import builtins
 import numbers
 
 from fieldsim.errors import FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
-from fieldsim.lang import matrix_ops, ops, types as T
+from fieldsim.lang import matrix_ops, ops
+from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Op, Stmt
@@ -193,13 +194,12 @@ class ExprMixin:
             if name in matrix_ops.METHODS:
                 return BoundMethod(base, name)
             raise FieldsimTypeError(f"{describe(base)} has no attribute or method {name!r}")
-        if isinstance(base, Field):
-            if name in ("grad", "dual"):
-                twin = getattr(base, name)
-                if twin is None:
-                    raise FieldsimTypeError(f"field {base.ir_name!r} has no {name}: declare it with "
-                                            f"needs_{name}=True")
-                return twin
+        if isinstance(base, Field) and name in ("grad", "dual"):
+            twin = getattr(base, name)
+            if twin is None:
+                raise FieldsimTypeError(f"field {base.ir_name!r} has no {name}: declare it with "
+                                        f"needs_{name}=True")
+            return twin
         if isinstance(base, (Stmt,)):
             raise FieldsimTypeError(f"a scalar {base.dtype} value has no attribute {name!r}")
         try:

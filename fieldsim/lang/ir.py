@@ -18,7 +18,8 @@ Statements are treated as immutable once a pass has produced them: passes build 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 from fieldsim.errors import Loc
@@ -148,7 +149,7 @@ class CustomGradInfo:
 class Stmt:
     """One IR statement. Identity is the value: two `Stmt`s are equal only if they are the same."""
 
-    __slots__ = ("op", "dtype", "args", "attr", "blocks", "loc")
+    __slots__ = ("args", "attr", "blocks", "dtype", "loc", "op")
 
     def __init__(self, op: Op, dtype: DataType | None, args=(), attr: Any = None, blocks=None,
                  loc: Loc | None = None):

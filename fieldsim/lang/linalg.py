@@ -258,7 +258,7 @@ def svd3d(A, dt):
     # G3 on rows (1, 2) zeroes B[2, 1]
     c3, s3 = _givens(m11, m21)
     t11, _z = _rot(c3, s3, m11, m21)
-    t12, t22 = _rot(c3, s3, m12, m22)
+    _t12, t22 = _rot(c3, s3, m12, m22)
 
     # U = G1.T @ G2.T @ G3.T, where G.T = [[c, -s], [s, c]] on its plane
     u01, u02 = _rot(c3, s3, -s1, -c1 * s2)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.lang import field as F, types as T
+from fieldsim.lang import field as F
+from fieldsim.lang import types as T
 
 
 class Matrix:

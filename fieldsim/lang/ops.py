@@ -66,8 +66,8 @@ log = _def_unary("log", Op.LOG, np.log)
 sqrt = _def_unary("sqrt", Op.SQRT, np.sqrt)
 floor = _def_unary("floor", Op.FLOOR, np.floor, float_only=False)
 ceil = _def_unary("ceil", Op.CEIL, np.ceil, float_only=False)
-round = _def_unary("round", Op.ROUND, np.round, float_only=False)  # noqa: A001
-abs = _def_unary("abs", Op.ABS, np.abs, float_only=False)  # noqa: A001
+round = _def_unary("round", Op.ROUND, np.round, float_only=False)
+abs = _def_unary("abs", Op.ABS, np.abs, float_only=False)
 rsqrt = _np_unary(lambda x: 1 / np.sqrt(x))
 KERNEL_BUILTINS[rsqrt] = lambda fe, n, a, k: fe.e.binop("/", 1.0, fe.e.unop(Op.SQRT, a[0], True))
 
@@ -76,15 +76,15 @@ def atan2(y, x):
     return math.atan2(y, x)
 
 
-def pow(x, y):  # noqa: A001
+def pow(x, y):
     return x ** y
 
 
-def min(*args):  # noqa: A001
+def min(*args):
     return np.minimum.reduce(args) if len(args) > 1 else args[0]
 
 
-def max(*args):  # noqa: A001
+def max(*args):
     return np.maximum.reduce(args) if len(args) > 1 else args[0]
 
 
@@ -192,6 +192,7 @@ class grouped:
 
     def __iter__(self):
         import itertools
+
         from fieldsim.lang.matrix import Vector
         shape = self.target.shape if not isinstance(self.target, ndrange) else None
         if shape is not None:

@@ -12,7 +12,7 @@ import numpy as np
 class DataType:
     """A scalar machine type: kind 'f' (float), 'i' (signed int) or 'u' (unsigned int/bool)."""
 
-    __slots__ = ("name", "kind", "bits", "np")
+    __slots__ = ("bits", "kind", "name", "np")
 
     def __init__(self, name: str, kind: str, bits: int, np_dtype):
         self.name, self.kind, self.bits, self.np = name, kind, bits, np.dtype(np_dtype)

@@ -46,9 +46,9 @@ class _Verifier:
         want = _ARITY.get(s.op)
         if want is not None and len(s.args) != want:
             self.fail(s, f"{s.op.name} takes {want} operands, has {len(s.args)}")
-        if s.op in BINARY or s.op in COMPARE:
-            if len(s.args) != 2 or s.args[0].dtype is not s.args[1].dtype:
-                self.fail(s, "binary operands must share a dtype")
+        if (s.op in BINARY or s.op in COMPARE) and (
+                len(s.args) != 2 or s.args[0].dtype is not s.args[1].dtype):
+            self.fail(s, "binary operands must share a dtype")
         if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
             ndim = len(getattr(s.field, "storage_shape", s.field.shape))
             if len(s.indices) != ndim:
