@@ -300,7 +300,6 @@ class TapeState:
         self.validation = validation
         self.reads: dict[int, _Log] = {}  # reads outside grad_replaced units
         self.unit_reads: dict[int, _Log] = {}
-        self.writes: dict[int, _Log] = {}
         self.launches = 0
         self._units: list = []
         self._checks: dict[int, tuple] = {}  # id(kernel IR) -> (KernelCheck holding it, _Boxes)
@@ -406,12 +405,20 @@ class TapeState:
         return self._store(entries)
 
     def _store(self, entries: list) -> list:
+        """Log the reads (a later write is checked against them; writes need no log: a later
+        kernel may overwrite an element nobody read)."""
         tokens = []
         for a, box, origin in entries:
-            logs = self.writes if a.is_write else self.unit_reads if origin.unit else self.reads
-            token = logs.setdefault(id(a.field), _Log()).add(box, origin)
+            if a.is_write:
+                continue
+            logs = self.unit_reads if origin.unit else self.reads
+            fid = id(a.field)
+            log = logs.get(fid)
+            if log is None:
+                log = logs[fid] = _Log()
+            token = log.add(box, origin)
             if token is not None:
-                tokens.append((logs, id(a.field), token))
+                tokens.append((logs, fid, token))
         return tokens
 
     def _check(self, box: tuple, origin: Origin, found: Checked | None) -> list[Finding]:
