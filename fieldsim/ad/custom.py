@@ -11,6 +11,20 @@
 The adjoint func receives the func's inputs and the adjoint of its result (same shape), and
 returns one adjoint per input (a tuple for several inputs). Reverse AD uses it instead of
 differentiating the func's body; forward mode and plain launches use the body.
+
+    @fs.func
+    def claim(i):                        # a side effect the adjoint must not repeat
+        k = fs.atomic_add(count[None], 1)
+        slot[i] = k
+        return k
+
+    @fs.ad.func_replay(claim)
+    def claim_again(i):                  # the same inputs; returns what the func returned
+        return slot[i]
+
+The replay func is what the adjoint kernel recomputes in place of the func's body; without a
+func_grad the gradient flows through the replay code. The access-rule checker then ignores
+what the func's own body reads (the adjoint never reads it again).
 """
 from __future__ import annotations
 

@@ -79,9 +79,23 @@ def _renumber_stacks(body, capacities) -> list[CapacityFormula]:
     return kept
 
 
+def _replayed(region: Stmt) -> list[Stmt]:
+    """The code the adjoint recomputes for a CUSTOM_GRAD region: the user's replay, if any."""
+    return region.blocks[2] if len(region.blocks) > 2 else region.blocks[0]
+
+
+def _replayed_code(body):
+    """Every statement the adjoint replays (a func_replay region's forward code is not)."""
+    for s in body:
+        yield s
+        blocks = [_replayed(s)] if s.op == Op.CUSTOM_GRAD else s.blocks
+        for blk in blocks:
+            yield from _replayed_code(blk)
+
+
 def _refuse_unsupported(k: Kernel):
     used = {id(a) for s in walk(k.body) for a in s.args}
-    for s in walk(k.body):
+    for s in _replayed_code(k.body):
         if s.op == Op.ATOMIC and id(s) in used:
             raise FieldsimCompilationError(
                 f"the old value returned by atomic_{s.attr[1]} is used; it cannot be replayed "
@@ -117,7 +131,7 @@ def _activates(s: Stmt, active) -> tuple:
     """The statements (`s`, or the ALLOCAs it writes) that `s` makes active."""
     if s.op == Op.LOCAL_STORE:
         return (s.args[0],) if id(s.value) in active else ()
-    if s.op == Op.CUSTOM_GRAD:  # a user adjoint may pass gradients the forward code cannot
+    if s.op == Op.CUSTOM_GRAD and s.attr.user_adjoint:  # it may pass gradients the code cannot
         return tuple(s.attr.outputs) if any(id(a) in active for a in s.args) else ()
     if s.op == Op.LOAD:
         return (s,) if s.field.grad is not None else ()
@@ -227,8 +241,8 @@ class _TaskAD:
             if s.op in _DROPPED:
                 continue
             with self.b.at(s.loc):
-                if s.op == Op.CUSTOM_GRAD:  # its forward code, inline; its adjoint: in the sweep
-                    self.replay_block(s.blocks[0], where)
+                if s.op == Op.CUSTOM_GRAD:  # its forward (or replay) code, inline; its adjoint: in the sweep
+                    self.replay_block(_replayed(s), where)
                 else:
                     self.record(s, self.replay(s, where), where)
 
@@ -447,7 +461,11 @@ class _TaskAD:
 
     def rev_custom_grad(self, s: Stmt):
         """The user's adjoint block, with CUSTOM_ADJ_IN k = the adjoint of output k; its
-        CUSTOM_ADJ_OUT values are accumulated into the region's inputs."""
+        CUSTOM_ADJ_OUT values are accumulated into the region's inputs. Without a user adjoint
+        (a func_replay alone): the reverse of the replayed code."""
+        if not s.attr.user_adjoint:
+            self.reverse_block(_replayed(s))
+            return
         adj_in = [self.take(self.adj_slot(o)) if id(o) in self.active else self.zero(o.dtype)
                   for o in s.attr.outputs]
         grads = self.transplant(s.blocks[1], adj_in, {})

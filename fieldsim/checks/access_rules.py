@@ -77,11 +77,25 @@ def summarize(kernel: Kernel) -> list[Access]:
     sites, stores = _sites(kernel)
     forms = Forms(sites, stores)
     used = {id(a) for s in walk(kernel.body) for a in s.args}
+    unreplayed = _not_replayed(kernel.body)
     accesses = []
     for s in walk(kernel.body):
         if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
-            accesses.extend(_accesses_of(s, sites[id(s)], forms, kernel, id(s) in used))
+            found = _accesses_of(s, sites[id(s)], forms, kernel, id(s) in used)
+            if id(s) in unreplayed:  # its reads are never recomputed: only its writes matter
+                found = [a for a in found if a.is_write]
+            accesses.extend(found)
     return [_label_rmw(a, accesses, stores) for a in accesses]
+
+
+def _not_replayed(body) -> set[int]:
+    """ids of the statements of func_replay regions' forward code: the adjoint recomputes the
+    user's replay code instead, so what that code reads may change afterwards."""
+    out: set[int] = set()
+    for s in walk(body):
+        if s.op == Op.CUSTOM_GRAD and len(s.blocks) > 2:
+            out.update(id(x) for x in walk(s.blocks[0]))
+    return out
 
 
 def _sites(kernel: Kernel) -> tuple[dict, dict]:
@@ -327,8 +341,13 @@ def _relation(rule: int, meet: Meet) -> str:
     return f"The offending access {hit} {done} by the first access, {_how(meet)}."
 
 
-def fix_hint(rule: int, second: Access, how: str = "") -> str:
+def fix_hint(rule: int, second: Access, how: str = "", first: Access | None = None) -> str:
     """What to change, for a finding of `rule` whose offending access is `second`."""
+    if rule == 1 and first is not None and first.kind == "load" and first.op is not None:
+        return ("the adjoint cannot recompute the value an atomic returned (a counter, a slot): "
+                "put the atomic in an `@fs.func` and give it an `@fs.ad.func_replay` that "
+                "returns the value the forward pass stored (e.g. `slot[i]`), or compute the "
+                "value in a kernel outside the Tape.")
     if rule == 2 and second.kind == "store":
         return ("write each element once per kernel: accumulate with `+=` (an atomic add), or "
                 "combine the values in a local and store it once; or split the kernel, since a "
@@ -350,7 +369,7 @@ def fix_hint(rule: int, second: Access, how: str = "") -> str:
 
 def _finding(rule: int, kernel: str, first: Access, second: Access, meet: Meet) -> Finding:
     verdict = "violation" if meet.answer >= Answer.MAYBE else "undecided"
-    hint = fix_hint(rule, second, meet.how)
+    hint = fix_hint(rule, second, meet.how, first)
     fix = UNDECIDED_TEXT + hint if verdict == "undecided" else "To fix: " + hint
     message = "\n".join([
         RULE_TEXT[rule],

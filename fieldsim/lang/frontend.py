@@ -611,17 +611,20 @@ class Frontend(ExprMixin):
 
     # ---- funcs ----------------------------------------------------------------------------------
     def inline_func(self, func, args, kwargs, node):
-        if func.custom_grad is not None:
+        if func.custom_grad is not None or getattr(func, "replay", None) is not None:
             return self.inline_custom_grad(func, args, kwargs, node)
         return self.inline_plain(func, args, kwargs, node)
 
     def inline_custom_grad(self, func, args, kwargs, node):
-        """A func with a user adjoint: a CUSTOM_GRAD region holding its forward code and the
-        inlined adjoint func, so reverse AD uses the user's derivative instead of its own."""
+        """A func with a user adjoint and/or replay: a CUSTOM_GRAD region holding its forward
+        code, the inlined adjoint func (reverse AD uses the user's derivative instead of its
+        own) and the inlined replay func (what the adjoint recomputes in its place)."""
         from fieldsim.lang.ir import CustomGradInfo
         flat_args, arg_shape = _flatten_value(tuple(args))
         inputs = [self.e.value(v) for v in flat_args]
-        region = self.b.emit(Op.CUSTOM_GRAD, None, tuple(inputs), blocks=[[], []])
+        replay = getattr(func, "replay", None)
+        region = self.b.emit(Op.CUSTOM_GRAD, None, tuple(inputs),
+                             blocks=[[], [], []] if replay is not None else [[], []])
         position = len(self.b.block) - 1
         rebuilt = _rebuild_value(inputs, arg_shape)
         with self.b.into(region.blocks[0]):
@@ -635,7 +638,18 @@ class Frontend(ExprMixin):
                 position += 1
                 outputs.append(var)
                 self.b.local_store(var, v)
-        region.attr = CustomGradInfo(func.fn.__name__, tuple(outputs))
+        region.attr = CustomGradInfo(func.fn.__name__, tuple(outputs), func.custom_grad is not None)
+        if replay is not None:
+            with self.b.into(region.blocks[2]):
+                again = _flatten_value(self.inline_plain(replay, list(rebuilt), kwargs, node))[0]
+                if len(again) != len(outputs):
+                    raise FieldsimTypeError(
+                        f"func_replay of {func.fn.__name__!r} returned {len(again)} value(s) where "
+                        f"the func returns {len(outputs)}: return the same values as the func")
+                for var, v in zip(outputs, again):
+                    self.b.local_store(var, self.e.value(v, var.dtype))
+        if func.custom_grad is None:
+            return _rebuild_value([self.b.local_load(o) for o in outputs], out_shape)
         with self.b.into(region.blocks[1]):
             adj_in = [self.b.emit(Op.CUSTOM_ADJ_IN, o.dtype, attr=k) for k, o in enumerate(outputs)]
             grads = self.inline_plain(func.custom_grad, list(rebuilt) + [_rebuild_value(adj_in, out_shape)],

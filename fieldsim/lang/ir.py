@@ -96,10 +96,13 @@ class Op(enum.IntEnum):
     STACK_PUSH = enum.auto()  # args (stack, value)
     STACK_POP = enum.auto()  # args (stack,)
     STACK_TOP = enum.auto()  # args (stack,)
-    # a func with a user adjoint (fs.ad.func_grad): blocks [forward, adjoint]. args are the
-    # func's scalar inputs; attr CustomGradInfo. The forward block stores the outputs into
+    # a func with a user adjoint (fs.ad.func_grad) and/or a user replay (fs.ad.func_replay):
+    # blocks [forward, adjoint] or [forward, adjoint, replay]. args are the func's scalar
+    # inputs; attr CustomGradInfo. The forward (and replay) block stores the outputs into
     # `attr.outputs` (allocas declared before the region); the adjoint block reads the outputs'
-    # adjoints as CUSTOM_ADJ_IN (attr k) and ends with CUSTOM_ADJ_OUT(one adjoint per input).
+    # adjoints as CUSTOM_ADJ_IN (attr k) and ends with CUSTOM_ADJ_OUT(one adjoint per input);
+    # without a user adjoint (attr.user_adjoint False) it is empty and reverse AD
+    # differentiates the replay block. Kernels run the forward block only.
     CUSTOM_GRAD = enum.auto()
     CUSTOM_ADJ_IN = enum.auto()
     CUSTOM_ADJ_OUT = enum.auto()
@@ -144,6 +147,7 @@ class StackInfo:
 class CustomGradInfo:
     name: str  # the func's name
     outputs: tuple  # the output allocas, flattened
+    user_adjoint: bool = True  # blocks[1] holds the user's adjoint (fs.ad.func_grad)
 
 
 class Stmt:

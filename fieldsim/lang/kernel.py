@@ -44,6 +44,7 @@ class Func:
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self.custom_grad = None  # set by fs.ad.func_grad
+        self.replay = None  # set by fs.ad.func_replay
 
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)  # Python scope: plain call
