@@ -161,10 +161,55 @@ class _Boxes:
                 if k not in seen:
                     seen.add(k)
                     unique.append((a, box))
+            unique = merge_boxes(unique)
             if len(self._by_env) >= _ENV_CACHE:
                 self._by_env.clear()
             cached = self._by_env[key] = (boxes, unique)
         return cached[0] if per_access else cached[1]
+
+
+def merge_boxes(entries: list) -> list:
+    """The same elements in fewer boxes: exact boxes of one field and kind (read or write) that
+    differ in one component, where their values continue one arithmetic progression, become
+    one box (a statically unrolled loop reading `w[i, 0]`, `w[i, 1]`, ... `w[i, 15]` gives one
+    `w[i, 0:16]`). The first access of a merged run names it."""
+    ndim = max((len(box) for _, box in entries), default=0)
+    for d in range(ndim):
+        groups: dict = {}
+        order = []  # ("keep", entry) or ("group", key), in first-seen order
+        for a, box in entries:
+            if len(box) <= d or not all(c.exact for c in box):
+                order.append(("keep", (a, box)))
+                continue
+            key = (id(a.field), a.is_write, box[:d] + box[d + 1:])
+            if key not in groups:
+                groups[key] = []
+                order.append(("group", key))
+            groups[key].append((a, box))
+        entries = []
+        for kind, item in order:
+            entries.extend(_merge_runs(groups[item], d) if kind == "group" else [item])
+    return entries
+
+
+def _merge_runs(members: list, d: int) -> list:
+    """Members share every component but `d`: merge consecutive progressions along `d`."""
+    if len(members) == 1:
+        return members
+    members = sorted(members, key=lambda e: e[1][d].lo)
+    out = []
+    a, box = members[0]
+    cur = box[d]
+    for b, other in members[1:]:
+        c = other[d]
+        step = cur.step or (c.lo - cur.hi)
+        if step > 0 and c.lo == cur.hi + step and (c.step in (0, step)) and c.lo <= c.hi:
+            cur = Comp(cur.lo, c.hi, step, True)
+        else:
+            out.append((a, box[:d] + (cur,) + box[d + 1:]))
+            a, box, cur = b, other, c
+    out.append((a, box[:d] + (cur,) + box[d + 1:]))
+    return out
 
 
 class Origin(NamedTuple):
