@@ -5,6 +5,7 @@
 * `index_expr`: symbolic index forms and the "same element?" reasoning they rely on;
   `index_forms` reads those forms, and the `if` guards that narrow them, from the IR;
 * `tape_rules`: rule 1 across the launches and Python-scope writes recorded on one Tape.
+* `boxes`: the element sets of accesses (boxes) that `tape_rules` compares;
 
 All three are analysis only: they read IR and never change it.
 """

@@ -29,7 +29,6 @@ actual writes share an element with those reads (the caller then undoes the laun
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -47,169 +46,18 @@ from fieldsim.checks.access_rules import (
     to_error,
     where,
 )
-from fieldsim.checks.index_expr import Affine, Arg, Var
+from fieldsim.checks.boxes import (
+    Comp,
+    LaunchBoxes,
+    box_mask,
+    box_slices,
+    exact_box,
+    field_shape,
+    whole,
+)
+from fieldsim.checks.index_expr import Affine
 from fieldsim.errors import Loc
 from fieldsim.lang.printer import field_name
-
-_BIG = 1 << 62
-_ENV_CACHE = 1 << 14  # argument tuples remembered per kernel
-
-
-class Comp(NamedTuple):
-    """The values one index component takes: `lo, lo+step, ..., hi` (step 0: one value).
-    `exact`: every one of them is touched (no data-dependent or approximated index)."""
-
-    lo: int
-    hi: int
-    step: int
-    exact: bool
-
-    def meets(self, o: Comp) -> bool:
-        if self.lo > o.hi or o.lo > self.hi:
-            return False
-        g = math.gcd(self.step, o.step)
-        return g == 0 or (self.lo - o.lo) % g == 0
-
-    def surely_meets(self, o: Comp) -> bool:
-        if self.exact and o.exact:
-            return True
-        return any(a.exact and a.step <= 1 and a.lo <= b.lo and b.hi <= a.hi
-                   for a, b in ((self, o), (o, self)))
-
-    def text(self, o: Comp) -> str:
-        lo, hi = max(self.lo, o.lo), min(self.hi, o.hi)
-        if lo == hi:
-            return str(lo)
-        return ":" if lo <= -_BIG or hi >= _BIG else f"{lo}:{hi + 1}"
-
-
-def _shape(field) -> tuple:
-    shape = getattr(field, "storage_shape", None)
-    return tuple(shape if shape is not None else getattr(field, "shape", ()) or ())
-
-
-def _whole(n, exact: bool) -> Comp:
-    return Comp(0, n - 1, 1, exact) if n else Comp(-_BIG, _BIG, 1, False)
-
-
-def _comp(f: Affine, env: dict, n) -> Comp:
-    r = None if f.has_opaque() else f.bounds(env)
-    if r is None:
-        return _whole(n, False)
-    step = math.gcd(*f.terms.values()) if f.terms else 0
-    return Comp(r[0], r[1], step, _exact(f, env))
-
-
-def _exact(f: Affine, env: dict) -> bool:
-    """Does `f` take every value of its progression? A constant, or one loop index or digit
-    over constant bounds that run through all of the digit's values."""
-    if len(f.terms) != 1:
-        return not f.terms
-    atom = next(iter(f.terms))
-    if not isinstance(atom, Var) or atom.bounds is None:
-        return False
-    begin, end = (b.subst(env) for b in atom.bounds)
-    if not (begin.is_const() and end.is_const()):
-        return False
-    return atom.size is None or end.const - begin.const >= atom.stride * atom.size
-
-
-def box_of(a: Access, env: dict) -> tuple:
-    shape = _shape(a.field) + (None,) * len(a.indices)
-    return tuple(_comp(f.subst(env), env, n) for f, n in zip(a.indices, shape))
-
-
-def _uses_args(f: Affine) -> bool:
-    """Does `f` (or the bounds of a loop it uses) depend on kernel arguments?"""
-    for atom in f.terms:
-        atom = getattr(atom, "atom", atom)  # Primed
-        if isinstance(atom, Arg) or (isinstance(atom, Var) and atom.bounds is not None
-                                     and any(_uses_args(b) for b in atom.bounds)):
-            return True
-    return False
-
-
-class _Boxes:
-    """The boxes of one kernel's accesses, one per distinct (field, read/write, indices).
-    Components that do not depend on the kernel's arguments are computed once."""
-
-    def __init__(self, accesses: list[Access]):
-        self.items, seen = [], set()
-        for a in accesses:
-            key = (id(a.field), a.is_write, a.indices)
-            if key not in seen:
-                seen.add(key)
-                shape = _shape(a.field) + (None,) * len(a.indices)
-                comps = tuple(f if _uses_args(f) else _comp(f, {}, n)
-                              for f, n in zip(a.indices, shape))
-                self.items.append((a, comps, shape))
-        self._by_env: dict = {}  # a time-stepped program repeats its argument values per Tape
-
-    def of_launch(self, env: dict, per_access: bool = False) -> list:
-        """(access, box) pairs for these argument values. Unless `per_access` (run-time
-        validation, which watches each access), accesses of one field and kind whose boxes
-        are equal count once: they touch the same elements, and the first names them."""
-        key = tuple(sorted(env.items()))
-        cached = self._by_env.get(key)
-        if cached is None:
-            boxes = [(a, tuple(c if isinstance(c, Comp) else _comp(c.subst(env), env, n)
-                               for c, n in zip(comps, shape)))
-                     for a, comps, shape in self.items]
-            seen, unique = set(), []
-            for a, box in boxes:
-                k = (id(a.field), a.is_write, box)
-                if k not in seen:
-                    seen.add(k)
-                    unique.append((a, box))
-            unique = merge_boxes(unique)
-            if len(self._by_env) >= _ENV_CACHE:
-                self._by_env.clear()
-            cached = self._by_env[key] = (boxes, unique)
-        return cached[0] if per_access else cached[1]
-
-
-def merge_boxes(entries: list) -> list:
-    """The same elements in fewer boxes: exact boxes of one field and kind (read or write) that
-    differ in one component, where their values continue one arithmetic progression, become
-    one box (a statically unrolled loop reading `w[i, 0]`, `w[i, 1]`, ... `w[i, 15]` gives one
-    `w[i, 0:16]`). The first access of a merged run names it."""
-    ndim = max((len(box) for _, box in entries), default=0)
-    for d in range(ndim):
-        groups: dict = {}
-        order = []  # ("keep", entry) or ("group", key), in first-seen order
-        for a, box in entries:
-            if len(box) <= d or not all(c.exact for c in box):
-                order.append(("keep", (a, box)))
-                continue
-            key = (id(a.field), a.is_write, box[:d] + box[d + 1:])
-            if key not in groups:
-                groups[key] = []
-                order.append(("group", key))
-            groups[key].append((a, box))
-        entries = []
-        for kind, item in order:
-            entries.extend(_merge_runs(groups[item], d) if kind == "group" else [item])
-    return entries
-
-
-def _merge_runs(members: list, d: int) -> list:
-    """Members share every component but `d`: merge consecutive progressions along `d`."""
-    if len(members) == 1:
-        return members
-    members = sorted(members, key=lambda e: e[1][d].lo)
-    out = []
-    a, box = members[0]
-    cur = box[d]
-    for b, other in members[1:]:
-        c = other[d]
-        step = cur.step or (c.lo - cur.hi)
-        if step > 0 and c.lo == cur.hi + step and (c.step in (0, step)) and c.lo <= c.hi:
-            cur = Comp(cur.lo, c.hi, step, True)
-        else:
-            out.append((a, box[:d] + (cur,) + box[d + 1:]))
-            a, box, cur = b, other, c
-    out.append((a, box[:d] + (cur,) + box[d + 1:]))
-    return out
 
 
 class Origin(NamedTuple):
@@ -292,30 +140,6 @@ def _key(box: tuple):
     return box[0].lo if box and box[0].lo == box[0].hi else None
 
 
-def _slice(c: Comp, n: int) -> slice:
-    if c.step == 0 or c.lo == c.hi:
-        return slice(c.lo, c.lo + 1) if 0 <= c.lo < n else slice(0, 0)
-    lo, hi = c.lo, min(c.hi, n - 1)
-    if lo < 0:
-        lo += -(lo // c.step) * c.step
-    return slice(lo, hi + 1, c.step) if lo <= hi else slice(0, 0)
-
-
-def box_slices(box: tuple, shape: tuple) -> tuple:
-    """numpy slices of the elements a box's hull covers (a component's whole progression)."""
-    return tuple(_slice(c, n) for c, n in zip(box, shape))
-
-
-def box_mask(box: tuple, shape: tuple) -> np.ndarray:
-    mask = np.zeros(shape, dtype=bool)
-    mask[box_slices(box, shape)] = True
-    return mask
-
-
-def _exact_box(box) -> bool:
-    return all(c.exact for c in box)
-
-
 class Checked(list):
     """What `TapeState.launch` found: the undecided findings (a list, worst first), and under
     validation what the run-time check (`checks.validation`) must do with this launch:
@@ -347,7 +171,7 @@ class TapeState:
         self.unit_reads: dict[int, _Log] = {}
         self.launches = 0
         self._units: list = []
-        self._checks: dict[int, tuple] = {}  # id(kernel IR) -> (KernelCheck holding it, _Boxes)
+        self._checks: dict[int, tuple] = {}  # id(kernel IR) -> (KernelCheck holding it, LaunchBoxes)
         self._pending: list = []
 
     def kernel_check(self, kernel_ir, summary=None) -> KernelCheck:
@@ -357,7 +181,7 @@ class TapeState:
             check = summary if isinstance(summary, KernelCheck) else KernelCheck(kernel_ir, summary)
             boxes = getattr(check, "tape_boxes", None)
             if boxes is None:
-                boxes = check.tape_boxes = _Boxes(check.accesses)
+                boxes = check.tape_boxes = LaunchBoxes(check.accesses)
             self._checks[id(kernel_ir)] = (check, boxes)
         return self._checks[id(kernel_ir)][0]
 
@@ -377,7 +201,7 @@ class TapeState:
         unit = self._units[-1][0] if self._units else None
         entries = []
         for a, box in boxes.of_launch(env, per_access=self.validation):
-            if self.validation and not a.is_write and not _exact_box(box):
+            if self.validation and not a.is_write and not exact_box(box):
                 rs = ReadSet(box)
                 found.reads.append((rs, a))
                 box = rs
@@ -396,9 +220,9 @@ class TapeState:
     def python_write(self, field, index, loc: Loc | None, what: str) -> list[Finding]:
         """A Python-scope write (`x[i] = v`, `x.fill`, `x.from_numpy`; `index` None: all)."""
         idx = () if index is None else (tuple(index) if isinstance(index, (tuple, list)) else (index,))
-        shape = _shape(field)
+        shape = field_shape(field)
         box = tuple(Comp(int(i), int(i), 0, True) for i in idx)
-        box += tuple(_whole(n, True) for n in shape[len(idx):])
+        box += tuple(whole(n, True) for n in shape[len(idx):])
         access = Access(field, tuple(Affine(int(i)) for i in idx), "store", -1, -1, "serial", (), loc)
         unit = self._units[-1][0] if self._units else None
         origin = Origin(access, None, self.launches, unit=unit, what=what)
@@ -477,23 +301,23 @@ class TapeState:
             hits += log.meeting(box)
             known += log.known(box)
         sure = [(b, o) for b, o in hits if all(x.surely_meets(y) for x, y in zip(b, box))]
-        if self.validation and not _exact_box(box):
+        if self.validation and not exact_box(box):
             sure = []  # which elements an inexact write hits is learnt at run time
         if sure or (hits and not self.validation):
             raise to_error(_finding(*(sure or hits)[0], box, origin, sure))
-        if _exact_box(box):
+        if exact_box(box):
             for rs, first in known:  # a resolved read set against an exact box: decided now
                 both = np.argwhere(rs.mask & box_mask(box, rs.mask.shape))
                 if len(both):
                     raise to_error(_exact_finding(first, origin, tuple(both[0]), len(both)))
             known = []
         out = []
-        exact_reads = [(b, o) for b, o in hits if _exact_box(b)]
+        exact_reads = [(b, o) for b, o in hits if exact_box(b)]
         if found is not None and (exact_reads or known):
             found.captures.append((origin, box, exact_reads + known))
             first = (exact_reads or [(rs.box, o) for rs, o in known])[0]
             out.append(_finding(*first, box, origin, []))
-        unsure = [(b, o) for b, o in hits if not _exact_box(b)]
+        unsure = [(b, o) for b, o in hits if not exact_box(b)]
         if unsure:
             out.append(_finding(*unsure[0], box, origin, []))
             if found is None and origin.kernel is None:  # a Python-scope write: no later check

@@ -40,7 +40,8 @@ from dataclasses import field as dc_field
 import numpy as np
 
 from fieldsim.checks.access_rules import RULE_TEXT, Access, Finding, access_lines, fix_hint, to_error
-from fieldsim.checks.tape_rules import Checked, TapeState, box_of
+from fieldsim.checks.boxes import box_of
+from fieldsim.checks.tape_rules import Checked, TapeState
 from fieldsim.errors import AccessRuleError
 from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder

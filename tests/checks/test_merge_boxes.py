@@ -1,10 +1,10 @@
-"""`tape_rules.merge_boxes` keeps exactly the elements it is given, in fewer boxes."""
+"""`boxes.merge_boxes` keeps exactly the elements it is given, in fewer boxes."""
 import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fieldsim.checks.tape_rules import Comp, merge_boxes
+from fieldsim.checks.boxes import Comp, merge_boxes
 
 
 class _Access:
