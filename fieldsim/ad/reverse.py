@@ -35,8 +35,8 @@ Output: a new kernel `<name>.grad` with the same params and no return value, ver
 * every statement carries the loc of the primal statement it comes from.
 
 Raises `FieldsimCompilationError` (with the statement's loc) for an atomic whose returned old
-value is used, for `fs.random` inside a serialize=True loop while the IR cannot yet express a
-descending top-level loop, and (via lower_break) for `break` out of a top-level loop.
+value is used (outside a func_replay), and (via lower_break) for `break` out of a top-level
+loop.
 """
 from __future__ import annotations
 
@@ -53,7 +53,6 @@ from fieldsim.lang.passes.offload import is_task
 from fieldsim.lang.passes.prune import prune
 
 _DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT})
-_CAN_DESCEND = "reverse" in getattr(ForInfo, "__dataclass_fields__", {})
 _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() value",
                 Op.LOOP: "a while loop's trip count"}
 
@@ -101,14 +100,6 @@ def _refuse_unsupported(k: Kernel):
                 f"the old value returned by atomic_{s.attr[1]} is used; it cannot be replayed "
                 "in the adjoint, so this kernel cannot be differentiated (use the atomic as a "
                 "statement, or compute the value in a kernel outside the Tape)", s.loc)
-    for task in k.body:
-        if task.op != Op.FOR or task.attr.parallel or _CAN_DESCEND:
-            continue
-        rand = next((s for s in walk(task.body) if s.op == Op.RAND), None)
-        if rand is not None:
-            raise FieldsimCompilationError(
-                "fs.random() inside a serialized top-level loop cannot yet be replayed by the "
-                "adjoint (it runs the loop backwards)", rand.loc)
 
 
 def activity(body) -> set[int]:
@@ -183,16 +174,8 @@ class _KernelAD:
 
     def descending_task(self, task: Stmt, ad, body, begin, end):
         """A serialize=True FOR, run from end-1 down to begin."""
-        info = task.attr
-        if _CAN_DESCEND:
-            new = self.b.for_(begin, end, ForInfo(False, True, info.block_dim, reverse=True))
-            new.body.extend(ad.build(body, {id(task): new}))
-            return
-        new = self.b.for_(begin, end, ForInfo(False, True, info.block_dim))
-        with self.b.into(new.body):
-            last = self.b.sub(self.b.add(begin, end), self.b.const(1, begin.dtype))
-            index = self.b.sub(last, new)
-        new.body.extend(ad.build(body, {id(task): index}))
+        new = self.b.for_(begin, end, ForInfo(False, True, task.attr.block_dim, reverse=True))
+        new.body.extend(ad.build(body, {id(task): new}))
 
     def prologue_used_by(self, body) -> list[Stmt]:
         """The prologue statements a task body reads (transitively), in order: the task replays

@@ -228,10 +228,41 @@ class TaskLowering:
         begin, end = b.sext(self.v(s.args[0]), I64), b.sext(self.v(s.args[1]), I64)
         if s.attr.parallel:
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
+        elif s.attr.reverse:
+            self.descending_loop(s, begin, end)
+            return
         else:
             lo, hi, step = begin, end, L.Constant(I64, 1)
         self.counted_loop(s, lo, hi, outermost=True, step=step)
         self.flush_reductions()
+
+    def descending_loop(self, s: Stmt, begin, end):
+        """A serial top-level loop from end-1 down to begin; each iteration keeps its own
+        index as its random stream, so an adjoint replays the forward's draws exactly."""
+        b = self.b
+        idx = self.alloca_b.alloca(I64, name="i")
+        b.store(b.sub(end, L.Constant(I64, 1)), idx)
+        cond_bb = self.fn.append_basic_block("rfor.cond")
+        body_bb = self.fn.append_basic_block("rfor.body")
+        step_bb = self.fn.append_basic_block("rfor.step")
+        exit_bb = self.fn.append_basic_block("rfor.exit")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(idx, typ=I64)
+        b.cbranch(b.icmp_signed(">=", i, begin), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        self.vals[id(s)] = b.trunc(i, I32)
+        self.tid = i
+        b.store(L.Constant(I64, 0), self.rng_counter)
+        self.loops.append((step_bb, exit_bb))
+        self.block(s.body)
+        self.loops.pop()
+        if not self.b.block.is_terminated:
+            self.b.branch(step_bb)
+        b.position_at_end(step_bb)
+        b.store(b.sub(b.load(idx, typ=I64), L.Constant(I64, 1)), idx)
+        b.branch(cond_bb)
+        b.position_at_end(exit_bb)
 
     def counted_loop(self, s: Stmt, lo, hi, outermost=False, step=None):
         b = self.b

@@ -134,6 +134,7 @@ class ForInfo:
     parallel: bool  # True only for a kernel's outermost loops that run across threads
     serialize: bool = False  # fs.loop_config(serialize=True): outermost but run in order
     block_dim: int | None = None
+    reverse: bool = False  # a serialized loop run from end-1 down to begin (made by reverse AD)
 
 
 @dataclass(frozen=True)

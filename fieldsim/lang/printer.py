@@ -43,6 +43,8 @@ def _attr_text(s: Stmt) -> str:
             flags.append("parallel")
         if s.attr is not None and s.attr.serialize:
             flags.append("serialize")
+        if s.attr is not None and s.attr.reverse:
+            flags.append("reverse")
         return (" " + " ".join(flags)) if flags else ""
     if s.op == Op.ASSERT:
         return f" {s.attr!r}"

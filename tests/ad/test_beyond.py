@@ -281,6 +281,56 @@ def test_serialized_loop_carries_a_dependence_through_a_field():
     assert np.all(grads["x"] != 0)
 
 
+def test_random_in_a_serialized_loop_is_replayed_in_the_reversed_adjoint():
+    """The adjoint runs a serialized loop from its end; each iteration draws from its own
+    stream, so the replay sees the forward's numbers (the loop index keys the stream)."""
+    n = 8
+    a, x = _fields("a", "x", n=n)
+    y = fs.field(float, shape=n, needs_grad=True, name="y")
+    noise = fs.field(float, shape=n, name="noise")
+    loss = _loss()
+    rng = np.random.default_rng(11)
+    a.from_numpy(rng.uniform(0.5, 1.0, n))
+    x.from_numpy(rng.uniform(-1.0, 1.0, n))
+
+    @fs.kernel
+    def first():
+        y[0] = x[0]
+
+    @fs.kernel
+    def recur():
+        fs.loop_config(serialize=True)
+        for i in range(1, n):
+            u = fs.random(float)
+            noise[i] = u
+            y[i] = y[i - 1] * a[i] * (0.5 + u) + fs.sin(x[i] * u)
+
+    @fs.kernel
+    def total():
+        for i in y:
+            loss[None] += y[i] * y[i]
+
+    with fs.ad.Tape(loss=loss):
+        first()
+        recur()
+        total()
+    u, av, xv = noise.to_numpy(), a.to_numpy(), x.to_numpy()
+    assert len(set(u[1:])) == n - 1 and np.all((u[1:] > 0) & (u[1:] < 1))
+    yv = np.zeros(n)  # the recurrence and its adjoint in float64 with the drawn numbers
+    yv[0] = xv[0]
+    for i in range(1, n):
+        yv[i] = yv[i - 1] * av[i] * (0.5 + u[i]) + np.sin(xv[i] * u[i])
+    assert loss[None] == pytest.approx(np.sum(yv * yv), rel=1e-12)
+    gy, ga, gx = 2 * yv, np.zeros(n), np.zeros(n)
+    for i in range(n - 1, 0, -1):
+        ga[i] = gy[i] * yv[i - 1] * (0.5 + u[i])
+        gx[i] = gy[i] * u[i] * np.cos(xv[i] * u[i])
+        gy[i - 1] += gy[i] * av[i] * (0.5 + u[i])
+    gx[0] = gy[0]
+    assert_grad_close(a.grad.to_numpy(), ga, "f64", "a.grad vs the drawn numbers")
+    assert_grad_close(x.grad.to_numpy(), gx, "f64", "x.grad vs the drawn numbers")
+
+
 def test_atomic_max_and_min_have_winner_only_adjoints():
     x = fs.field(float, shape=6, needs_grad=True, name="x")
     hi = fs.field(float, shape=(), needs_grad=True, name="hi")

@@ -723,48 +723,44 @@ kernel carry.grad(n: i32):
 kernel recur.grad():
   %0 = const.i32 1
   %1 = const.i32 6
-  %2 = for.i32 serialize %0, %1 {
-    %3 = add.i32 %0, %1
-    %4 = const.i32 1
-    %5 = sub.i32 %3, %4
-    %6 = sub.i32 %5, %2
-    %7 = const.f64 0.0
+  %2 = for.i32 serialize reverse %0, %1 {
+    %3 = const.f64 0.0
+    %4 = alloca.f64
+    %5 = alloca.f64
+    %6 = alloca.f64
+    %7 = alloca.f64
     %8 = alloca.f64
-    %9 = alloca.f64
-    %10 = alloca.f64
-    %11 = alloca.f64
-    %12 = alloca.f64
-    %13 = const.i32 1
-    %14 = sub.i32 %6, %13
-    %15 = load.f64 y[%14]
-    %16 = load.f64 a[%6]
-    %17 = load.f64 y.grad[%6]
-    store y.grad[%6], %7
-    %18 = local_load.f64 %8
-    %19 = add.f64 %18, %17
-    local_store %8, %19
-    %20 = local_load.f64 %8
-    %21 = local_load.f64 %9
-    %22 = add.f64 %21, %20
-    local_store %9, %22
-    %23 = local_load.f64 %10
-    %24 = add.f64 %23, %20
-    local_store %10, %24
-    %25 = local_load.f64 %10
-    %26 = atomic_add.f64 x.grad[%6], %25
-    %27 = local_load.f64 %9
-    %28 = mul.f64 %27, %16
-    %29 = mul.f64 %27, %15
-    %30 = local_load.f64 %11
-    %31 = add.f64 %30, %28
-    local_store %11, %31
-    %32 = local_load.f64 %12
-    %33 = add.f64 %32, %29
-    local_store %12, %33
-    %34 = local_load.f64 %12
-    %35 = atomic_add.f64 a.grad[%6], %34
-    %36 = local_load.f64 %11
-    %37 = atomic_add.f64 y.grad[%14], %36
+    %9 = const.i32 1
+    %10 = sub.i32 %2, %9
+    %11 = load.f64 y[%10]
+    %12 = load.f64 a[%2]
+    %13 = load.f64 y.grad[%2]
+    store y.grad[%2], %3
+    %14 = local_load.f64 %4
+    %15 = add.f64 %14, %13
+    local_store %4, %15
+    %16 = local_load.f64 %4
+    %17 = local_load.f64 %5
+    %18 = add.f64 %17, %16
+    local_store %5, %18
+    %19 = local_load.f64 %6
+    %20 = add.f64 %19, %16
+    local_store %6, %20
+    %21 = local_load.f64 %6
+    %22 = atomic_add.f64 x.grad[%2], %21
+    %23 = local_load.f64 %5
+    %24 = mul.f64 %23, %12
+    %25 = mul.f64 %23, %11
+    %26 = local_load.f64 %7
+    %27 = add.f64 %26, %24
+    local_store %7, %27
+    %28 = local_load.f64 %8
+    %29 = add.f64 %28, %25
+    local_store %8, %29
+    %30 = local_load.f64 %8
+    %31 = atomic_add.f64 a.grad[%2], %30
+    %32 = local_load.f64 %7
+    %33 = atomic_add.f64 y.grad[%10], %32
   }
 """,
 }

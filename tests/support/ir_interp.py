@@ -181,7 +181,7 @@ class Interp:
     # ---- control flow -------------------------------------------------------------------------
     def op_for(self, s):
         b, e = (int(self.val(a)) for a in s.args)
-        for t in range(b, e):
+        for t in (range(e - 1, b - 1, -1) if getattr(s.attr, "reverse", False) else range(b, e)):
             self.env[id(s)] = np.int32(t)
             try:
                 self.block(s.body)
