@@ -20,7 +20,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Meet, exclusive, overlap
 from fieldsim.checks.index_forms import Forms, Site
@@ -74,46 +74,54 @@ class Finding:
 # --------------------------------------------------------------------------------- summary
 def summarize(kernel: Kernel) -> list[Access]:
     """The kernel's effect table: every field access with its symbolic index forms."""
-    sites, stores = _sites(kernel)
-    forms = Forms(sites, stores)
-    used = {id(a) for s in walk(kernel.body) for a in s.args}
-    unreplayed = _not_replayed(kernel.body)
+    ix = _index(kernel)
+    forms = Forms(ix.sites, ix.stores)
     accesses = []
-    for s in walk(kernel.body):
-        if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
-            found = _accesses_of(s, sites[id(s)], forms, kernel, id(s) in used)
-            if id(s) in unreplayed:  # its reads are never recomputed: only its writes matter
-                found = [a for a in found if a.is_write]
-            accesses.extend(found)
-    return [_label_rmw(a, accesses, stores) for a in accesses]
+    for s in ix.access_stmts:
+        found = _accesses_of(s, ix.sites[id(s)], forms, kernel, id(s) in ix.used)
+        if id(s) in ix.unreplayed:  # its reads are never recomputed: only its writes matter
+            found = [a for a in found if a.is_write]
+        accesses.extend(found)
+    return [_label_rmw(a, accesses, ix.stores) for a in accesses]
 
 
-def _not_replayed(body) -> set[int]:
-    """ids of the statements of func_replay regions' forward code: the adjoint recomputes the
-    user's replay code instead, so what that code reads may change afterwards."""
-    out: set[int] = set()
-    for s in walk(body):
-        if s.op == Op.CUSTOM_GRAD and len(s.blocks) > 2:
-            out.update(id(x) for x in walk(s.blocks[0]))
-    return out
+class _Index(NamedTuple):
+    sites: dict  # id(stmt) -> Site
+    stores: dict  # id(alloca) -> its LOCAL_STOREs
+    used: set  # ids of statements used as operands
+    access_stmts: list  # LOAD/STORE/ATOMIC, in program order
+    unreplayed: set  # ids of statements in func_replay regions' forward code (the adjoint
+    #                  recomputes the user's replay code instead: what they read may change)
 
 
-def _sites(kernel: Kernel) -> tuple[dict, dict]:
-    sites: dict[int, Site] = {}
-    stores: dict[int, list] = {}
+_ACCESS_OPS = frozenset({Op.LOAD, Op.STORE, Op.ATOMIC})
+_make_site = tuple.__new__  # Site(...) without its Python-level __new__: one per statement
+
+
+def _index(kernel: Kernel) -> _Index:
+    """One pass over the kernel: every statement's site and what `summarize` needs."""
+    ix = _Index({}, {}, set(), [], set())
+    sites, used = ix.sites, ix.used
 
     def visit(block, task, path, loops):
         for s in block:
-            sites[id(s)] = Site(len(sites), task, path, loops)
-            if s.op == Op.LOCAL_STORE:
-                stores.setdefault(id(s.args[0]), []).append(s)
-            inner = loops + (s,) if s.op in (Op.FOR, Op.LOOP) else loops
-            for bi, b in enumerate(s.blocks):
-                visit(b, task, path + ((s, bi),), inner)
+            sites[id(s)] = _make_site(Site, (len(sites), task, path, loops))
+            used.update(map(id, s.args))
+            op = s.op
+            if op in _ACCESS_OPS:
+                ix.access_stmts.append(s)
+            elif op == Op.LOCAL_STORE:
+                ix.stores.setdefault(id(s.args[0]), []).append(s)
+            if s.blocks:
+                inner = loops + (s,) if op in (Op.FOR, Op.LOOP) else loops
+                for bi, b in enumerate(s.blocks):
+                    visit(b, task, path + ((s, bi),), inner)
+                if op == Op.CUSTOM_GRAD and len(s.blocks) > 2:
+                    ix.unreplayed.update(id(x) for x in walk(s.blocks[0]))
 
     for task, s in enumerate(kernel.body):
         visit([s], task, (), ())
-    return sites, stores
+    return ix
 
 
 def is_parallel_task(s: Stmt) -> bool:
