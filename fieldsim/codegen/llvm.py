@@ -228,46 +228,19 @@ class TaskLowering:
         begin, end = b.sext(self.v(s.args[0]), I64), b.sext(self.v(s.args[1]), I64)
         if s.attr.parallel:
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
-        elif s.attr.reverse:
-            self.descending_loop(s, begin, end)
-            return
         else:
-            lo, hi, step = begin, end, L.Constant(I64, 1)
-        self.counted_loop(s, lo, hi, outermost=True, step=step)
+            lo, hi, step = begin, end, None
+        # an adjoint's serialized loop (attr.reverse) runs from end-1 down to begin
+        self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse)
         self.flush_reductions()
 
-    def descending_loop(self, s: Stmt, begin, end):
-        """A serial top-level loop from end-1 down to begin; each iteration keeps its own
-        index as its random stream, so an adjoint replays the forward's draws exactly."""
+    def counted_loop(self, s: Stmt, lo, hi, outermost=False, step=None, descending=False):
+        """`for i in range(lo, hi, step)`, or from hi-1 down to lo when `descending`. An
+        outermost loop keys the random stream by its index, so each iteration draws the same
+        numbers whichever way (or on whichever thread) it runs."""
         b = self.b
         idx = self.alloca_b.alloca(I64, name="i")
-        b.store(b.sub(end, L.Constant(I64, 1)), idx)
-        cond_bb = self.fn.append_basic_block("rfor.cond")
-        body_bb = self.fn.append_basic_block("rfor.body")
-        step_bb = self.fn.append_basic_block("rfor.step")
-        exit_bb = self.fn.append_basic_block("rfor.exit")
-        b.branch(cond_bb)
-        b.position_at_end(cond_bb)
-        i = b.load(idx, typ=I64)
-        b.cbranch(b.icmp_signed(">=", i, begin), body_bb, exit_bb)
-        b.position_at_end(body_bb)
-        self.vals[id(s)] = b.trunc(i, I32)
-        self.tid = i
-        b.store(L.Constant(I64, 0), self.rng_counter)
-        self.loops.append((step_bb, exit_bb))
-        self.block(s.body)
-        self.loops.pop()
-        if not self.b.block.is_terminated:
-            self.b.branch(step_bb)
-        b.position_at_end(step_bb)
-        b.store(b.sub(b.load(idx, typ=I64), L.Constant(I64, 1)), idx)
-        b.branch(cond_bb)
-        b.position_at_end(exit_bb)
-
-    def counted_loop(self, s: Stmt, lo, hi, outermost=False, step=None):
-        b = self.b
-        idx = self.alloca_b.alloca(I64, name="i")
-        b.store(lo, idx)
+        b.store(b.sub(hi, L.Constant(I64, 1)) if descending else lo, idx)
         cond_bb = self.fn.append_basic_block("for.cond")
         body_bb = self.fn.append_basic_block("for.body")
         step_bb = self.fn.append_basic_block("for.step")
@@ -275,7 +248,8 @@ class TaskLowering:
         b.branch(cond_bb)
         b.position_at_end(cond_bb)
         i = b.load(idx, typ=I64)
-        b.cbranch(b.icmp_signed("<", i, hi), body_bb, exit_bb)
+        b.cbranch(b.icmp_signed(">=", i, lo) if descending else b.icmp_signed("<", i, hi),
+                  body_bb, exit_bb)
         b.position_at_end(body_bb)
         self.vals[id(s)] = b.trunc(i, I32)
         if outermost:
@@ -287,7 +261,8 @@ class TaskLowering:
         if not self.b.block.is_terminated:
             self.b.branch(step_bb)
         b.position_at_end(step_bb)
-        b.store(b.add(b.load(idx, typ=I64), step if step is not None else L.Constant(I64, 1)), idx)
+        step = L.Constant(I64, -1 if descending else 1) if step is None else step
+        b.store(b.add(b.load(idx, typ=I64), step), idx)
         b.branch(cond_bb)
         b.position_at_end(exit_bb)
 
