@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from fieldsim.checks.access_rules import Access
-from fieldsim.checks.index_expr import Affine, Arg, Var
+from fieldsim.checks.index_expr import Affine, Arg, Var, guard_limits
 
 ENV_CACHE = 1 << 14  # argument tuples remembered per kernel
 BIG = 1 << 62
@@ -95,19 +95,39 @@ def _uses_args(f: Affine) -> bool:
     return False
 
 
+def guarded_box(a: Access, env: dict, shape: tuple) -> tuple | None:
+    """The box of an access under integer `if` guards (`i >= 1`, `i < n - 1`): its index
+    ranges narrowed by what the guards guarantee, inexact (other conditions may also decide
+    which instances run); None when the guards can never all hold."""
+    limits = guard_limits(a.guards, env)
+    if limits is None:
+        return None
+    box = []
+    for f, n in zip(a.indices, shape):
+        f = f.subst(env)
+        r = None if f.has_opaque() else f.bounds(env, limits)
+        step = math.gcd(*f.terms.values()) if f.terms else 0
+        box.append(whole(n, False) if r is None else Comp(r[0], r[1], step, False))
+    return tuple(box)
+
+
 class LaunchBoxes:
-    """The boxes of one kernel's accesses, one per distinct (field, read/write, indices).
-    Components that do not depend on the kernel's arguments are computed once."""
+    """The boxes of one kernel's accesses, one per distinct (field, read/write, indices,
+    guards). Components that depend neither on the kernel's arguments nor on guards are
+    computed once."""
 
     def __init__(self, accesses: list[Access]):
         self.items, seen = [], set()
         for a in accesses:
-            key = (id(a.field), a.is_write, a.indices)
+            key = (id(a.field), a.is_write, a.indices, tuple(getattr(a, "guards", ())))
             if key not in seen:
                 seen.add(key)
                 shape = field_shape(a.field) + (None,) * len(a.indices)
-                comps = tuple(f if _uses_args(f) else _comp(f, {}, n)
-                              for f, n in zip(a.indices, shape))
+                if getattr(a, "guards", ()):
+                    comps = None  # narrowed per launch: guards may use the arguments
+                else:
+                    comps = tuple(f if _uses_args(f) else _comp(f, {}, n)
+                                  for f, n in zip(a.indices, shape))
                 self.items.append((a, comps, shape))
         self._by_env: dict = {}  # a time-stepped program repeats its argument values per Tape
 
@@ -118,9 +138,15 @@ class LaunchBoxes:
         key = tuple(sorted(env.items()))
         cached = self._by_env.get(key)
         if cached is None:
-            boxes = [(a, tuple(c if isinstance(c, Comp) else _comp(c.subst(env), env, n)
-                               for c, n in zip(comps, shape)))
-                     for a, comps, shape in self.items]
+            boxes = []
+            for a, comps, shape in self.items:
+                if comps is None:
+                    box = guarded_box(a, env, shape)
+                    if box is not None:  # else: the access never runs
+                        boxes.append((a, box))
+                    continue
+                boxes.append((a, tuple(c if isinstance(c, Comp) else _comp(c.subst(env), env, n)
+                                       for c, n in zip(comps, shape))))
             seen, unique = set(), []
             for a, box in boxes:
                 k = (id(a.field), a.is_write, box)
