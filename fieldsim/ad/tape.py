@@ -8,8 +8,9 @@ A Tape whose body raised runs no backward.
 """
 from __future__ import annotations
 
-import inspect
+import linecache
 import os
+import sys
 import warnings
 from contextlib import nullcontext
 
@@ -62,7 +63,7 @@ class Tape:
         self.loss, self.clear_gradients = loss, clear_gradients
         self.validation, self.grad_check = validation, grad_check
         self.entries: list = []
-        self.state = None
+        self.state = None  # its _CheckerAdapter from __enter__; None: a Recorder that checks nothing
         self.unit_depth = 0
         self.done = False
 
@@ -77,7 +78,7 @@ class Tape:
             clear_all_gradients()
         if self.loss is not None:
             self.loss.storage.zero()
-        self.state = _new_checker_state(self.validation)
+        self.state = _CheckerAdapter(self.validation)
         if self.grad_check:
             from fieldsim.ad.check import begin_tape_grad_check
             begin_tape_grad_check(self)
@@ -154,7 +155,7 @@ class Tape:
 
     def reset(self):
         self.entries.clear()
-        self.state = _new_checker_state(self.validation)
+        self.state = _CheckerAdapter(self.validation)
 
     def grad(self):
         return self.backward(self.loss)
@@ -173,17 +174,13 @@ def _check_loss(loss):
                            "with needs_grad=True (or call fs.root.lazy_grad())")
 
 
-def _new_checker_state(validation):
-    return _CheckerAdapter(validation)
-
-
 class _CheckerAdapter:
     """Connects the Tape's launches to the access-rule checker (fieldsim.checks): one
     `TapeState.launch` per launch, with the launch's argument values."""
 
     def __init__(self, validation):
         from fieldsim.checks.tape_rules import TapeState
-        self.state, self.validation = TapeState(validation=validation), validation
+        self.state = TapeState(validation=validation)
 
     def launch(self, kernel, ck, values):
         from fieldsim.checks.validation import runner
@@ -201,12 +198,19 @@ class _CheckerAdapter:
         return self.state.unit(name, loc)
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _user_loc() -> Loc | None:
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for frame in inspect.stack()[2:]:
-        if not os.path.abspath(frame.filename).startswith(pkg):
-            line = frame.code_context[0].rstrip("\n") if frame.code_context else ""
-            return Loc(frame.filename, frame.lineno, 0, None, frame.function, line)
+    """The innermost caller outside fieldsim (walking frames: `inspect.stack()` would read
+    the source of every frame on each Python-scope write)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE):
+            line = linecache.getline(filename, frame.f_lineno).rstrip("\n")
+            return Loc(filename, frame.f_lineno, 0, None, frame.f_code.co_name, line)
+        frame = frame.f_back
     return None
 
 

@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from fieldsim.errors import FieldsimError
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 
@@ -209,7 +210,10 @@ def _index_text(idx) -> str:
 def _record_python_write(field: Field, idx, what: str):
     rt = runtime.get()
     if rt.tape is not None:
-        rt.tape.record_python_write(field, idx, what)
+        try:
+            rt.tape.record_python_write(field, idx, what)
+        except FieldsimError as err:  # the checker's refusal, without fieldsim's own frames
+            raise err.with_traceback(None) from None
 
 
 def _resolve_dtype(dtype, rt) -> T.DataType:

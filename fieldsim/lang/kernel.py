@@ -78,7 +78,7 @@ class CompiledKernel:
         self.adjoint = None  # (ir, program), made on first use
         self.tangent = None
         self.checked = False
-        self.summary = None  # its checks.access_rules.KernelCheck, made at its first Tape launch
+        self.access_check = None  # its checks.access_rules.KernelCheck (see `kernel_check`)
         self.field_sets = None  # (reads, writes) by id, for the Tape's cut-chain warning
         self.validation = None  # checks.validation.Instrumented, made on first use
 
@@ -217,10 +217,10 @@ class KernelObj:
 def kernel_check(ck: CompiledKernel):
     """The kernel's `checks.access_rules.KernelCheck` (effect table and symbolic findings), made
     once; `.run(values)` re-judges only the flagged pairs with a launch's argument values."""
-    if ck.summary is None:
+    if ck.access_check is None:
         from fieldsim.checks.access_rules import KernelCheck
-        ck.summary = KernelCheck(ck.ir)
-    return ck.summary
+        ck.access_check = KernelCheck(ck.ir)
+    return ck.access_check
 
 
 def adjoint_program(ck: CompiledKernel, rt):
