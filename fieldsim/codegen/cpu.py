@@ -75,6 +75,7 @@ def _init_llvm():
 class CpuProgram:
     def __init__(self, info, functions):
         self.info, self.functions = info, functions
+        self.frame = None  # its reusable launch buffers (launch._Frame), made at first launch
 
 
 class CpuBackend:

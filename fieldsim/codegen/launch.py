@@ -55,7 +55,6 @@ class _Frame:
         self.ctx[CTX_RET] = self.ret.ctypes.data
         self.ctx_ptr = self.ctx.ctypes.data
         self.float_params = [p.dtype.is_float for p in info.params]
-        self.stack_key = None  # (args the capacities depend on, scratch address)
         self.stack_arrays = None
 
     def fill(self, info, args, rng_key):
@@ -81,10 +80,10 @@ class Launcher:
     def launch(self, program, args, rng_key):
         info = program.info
         rt = self.backend.rt
-        frame = getattr(program, "frame", None)
+        frame = program.frame
         if frame is None or frame.busy:  # busy: a launch of it from another Python thread
             frame = _Frame(info)
-            if getattr(program, "frame", None) is None:
+            if program.frame is None:
                 program.frame = frame
         frame.busy = True
         try:
