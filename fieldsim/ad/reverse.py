@@ -47,7 +47,17 @@ from fieldsim.ad.stack import CapacityFormula
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
-from fieldsim.lang.ir import PURE, ForInfo, Kernel, Op, StackInfo, Stmt, walk
+from fieldsim.lang.ir import (
+    PURE,
+    ForInfo,
+    Kernel,
+    Op,
+    StackInfo,
+    Stmt,
+    has_user_adjoint,
+    replayed_block,
+    walk,
+)
 from fieldsim.lang.passes.lower_break import lower_break
 from fieldsim.lang.passes.offload import is_task
 from fieldsim.lang.passes.prune import prune
@@ -78,16 +88,11 @@ def _renumber_stacks(body, capacities) -> list[CapacityFormula]:
     return kept
 
 
-def _replayed(region: Stmt) -> list[Stmt]:
-    """The code the adjoint recomputes for a CUSTOM_GRAD region: the user's replay, if any."""
-    return region.blocks[2] if len(region.blocks) > 2 else region.blocks[0]
-
-
 def _replayed_code(body):
     """Every statement the adjoint replays (a func_replay region's forward code is not)."""
     for s in body:
         yield s
-        blocks = [_replayed(s)] if s.op == Op.CUSTOM_GRAD else s.blocks
+        blocks = [replayed_block(s)] if s.op == Op.CUSTOM_GRAD else s.blocks
         for blk in blocks:
             yield from _replayed_code(blk)
 
@@ -122,7 +127,7 @@ def _activates(s: Stmt, active) -> tuple:
     """The statements (`s`, or the ALLOCAs it writes) that `s` makes active."""
     if s.op == Op.LOCAL_STORE:
         return (s.args[0],) if id(s.value) in active else ()
-    if s.op == Op.CUSTOM_GRAD and s.attr.user_adjoint:  # it may pass gradients the code cannot
+    if s.op == Op.CUSTOM_GRAD and has_user_adjoint(s):  # it may pass gradients the code cannot
         return tuple(s.attr.outputs) if any(id(a) in active for a in s.args) else ()
     if s.op == Op.LOAD:
         return (s,) if s.field.grad is not None else ()
@@ -225,7 +230,7 @@ class _TaskAD:
                 continue
             with self.b.at(s.loc):
                 if s.op == Op.CUSTOM_GRAD:  # its forward (or replay) code, inline; its adjoint: in the sweep
-                    self.replay_block(_replayed(s), where)
+                    self.replay_block(replayed_block(s), where)
                 else:
                     self.record(s, self.replay(s, where), where)
 
@@ -446,8 +451,8 @@ class _TaskAD:
         """The user's adjoint block, with CUSTOM_ADJ_IN k = the adjoint of output k; its
         CUSTOM_ADJ_OUT values are accumulated into the region's inputs. Without a user adjoint
         (a func_replay alone): the reverse of the replayed code."""
-        if not s.attr.user_adjoint:
-            self.reverse_block(_replayed(s))
+        if not has_user_adjoint(s):
+            self.reverse_block(replayed_block(s))
             return
         adj_in = [self.take(self.adj_slot(o)) if id(o) in self.active else self.zero(o.dtype)
                   for o in s.attr.outputs]

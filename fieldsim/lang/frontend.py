@@ -611,7 +611,7 @@ class Frontend(ExprMixin):
 
     # ---- funcs ----------------------------------------------------------------------------------
     def inline_func(self, func, args, kwargs, node):
-        if func.custom_grad is not None or getattr(func, "replay", None) is not None:
+        if func.custom_grad is not None or func.replay is not None:
             return self.inline_custom_grad(func, args, kwargs, node)
         return self.inline_plain(func, args, kwargs, node)
 
@@ -622,7 +622,7 @@ class Frontend(ExprMixin):
         from fieldsim.lang.ir import CustomGradInfo
         flat_args, arg_shape = _flatten_value(tuple(args))
         inputs = [self.e.value(v) for v in flat_args]
-        replay = getattr(func, "replay", None)
+        replay = func.replay
         region = self.b.emit(Op.CUSTOM_GRAD, None, tuple(inputs),
                              blocks=[[], [], []] if replay is not None else [[], []])
         position = len(self.b.block) - 1
@@ -638,7 +638,7 @@ class Frontend(ExprMixin):
                 position += 1
                 outputs.append(var)
                 self.b.local_store(var, v)
-        region.attr = CustomGradInfo(func.fn.__name__, tuple(outputs), func.custom_grad is not None)
+        region.attr = CustomGradInfo(func.fn.__name__, tuple(outputs))
         if replay is not None:
             with self.b.into(region.blocks[2]):
                 again = _flatten_value(self.inline_plain(replay, list(rebuilt), kwargs, node))[0]

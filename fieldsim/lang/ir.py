@@ -101,8 +101,8 @@ class Op(enum.IntEnum):
     # inputs; attr CustomGradInfo. The forward (and replay) block stores the outputs into
     # `attr.outputs` (allocas declared before the region); the adjoint block reads the outputs'
     # adjoints as CUSTOM_ADJ_IN (attr k) and ends with CUSTOM_ADJ_OUT(one adjoint per input);
-    # without a user adjoint (attr.user_adjoint False) it is empty and reverse AD
-    # differentiates the replay block. Kernels run the forward block only.
+    # without a user adjoint it is empty and reverse AD differentiates the replayed code
+    # (`replayed_block`). Kernels run the forward block only.
     CUSTOM_GRAD = enum.auto()
     CUSTOM_ADJ_IN = enum.auto()
     CUSTOM_ADJ_OUT = enum.auto()
@@ -148,7 +148,17 @@ class StackInfo:
 class CustomGradInfo:
     name: str  # the func's name
     outputs: tuple  # the output allocas, flattened
-    user_adjoint: bool = True  # blocks[1] holds the user's adjoint (fs.ad.func_grad)
+
+
+def replayed_block(region: Stmt) -> list[Stmt]:
+    """What an adjoint recomputes for a CUSTOM_GRAD region: the user's replay code
+    (fs.ad.func_replay) if it has one, else its forward code."""
+    return region.blocks[2] if len(region.blocks) > 2 else region.blocks[0]
+
+
+def has_user_adjoint(region: Stmt) -> bool:
+    """Does a CUSTOM_GRAD region carry the user's adjoint (fs.ad.func_grad)?"""
+    return bool(region.blocks[1])
 
 
 class Stmt:
