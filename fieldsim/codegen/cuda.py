@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import atexit
 import os
+import warnings
 import weakref
 
+import llvmlite
 import numpy as np
 
 from fieldsim.codegen import launch as launch_common
+from fieldsim.codegen.cpu import _safe
+from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import (
-    CTX_ARGS,
     CTX_ERR,
     CTX_FIELDS,
     CTX_RET,
@@ -34,22 +37,13 @@ from fieldsim.codegen.llvm import (
     CTX_STACK_STRIDE,
     CTX_WORDS,
 )
-from fieldsim.codegen.ptx import (  # noqa: F401
-    CudaTarget,
-    LibdeviceNotFound,
-    compile_kernel,
-    emit_ptx,
-    find_libdevice,
-    kernel_ir,
-)
+from fieldsim.codegen.ptx import KNOWN_ARCHS, check_arch, find_libdevice, lower_for_cuda, optimise_to_ptx
 from fieldsim.lang.ir import Kernel
 
 COMPILER_VERSION = "fieldsim-cuda-1"
 BLOCK_DIM = 128  # threads per block unless fs.loop_config(block_dim=...) says otherwise
 BLOCKS_PER_SM = 32  # grid cap for grid-stride loops (Taichi's saturating grid size)
 SCRATCH_LIMIT = 256 << 20  # bytes of AD-stack scratch a launch may use in all
-# LLVM's NVPTX processors, newest last; a device newer than these gets the newest (PTX JITs forward)
-KNOWN_ARCHS = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
 
 
 # ---- driver API: pycuda or cuda-python ---------------------------------------------------------
@@ -208,6 +202,9 @@ def driver():
     if "error" in _driver_state:
         raise RuntimeError(_driver_state["error"])
     forced = os.environ.get("FIELDSIM_CUDA_DRIVER", "").strip().lower()
+    if forced and forced not in _DRIVERS:
+        warnings.warn(f"FIELDSIM_CUDA_DRIVER={forced!r} is not one of {', '.join(_DRIVERS)}; "
+                      "trying each", stacklevel=2)
     names = [forced] if forced in _DRIVERS else list(_DRIVERS)
     problems = []
     for name in names:
@@ -233,7 +230,8 @@ def is_available() -> bool:
 
 
 def device_arch(cc) -> str:
-    """`sm_XY` for a compute capability, clamped to what LLVM's NVPTX knows."""
+    """`sm_XY` for a compute capability, clamped to what LLVM's NVPTX knows (a device newer
+    than `KNOWN_ARCHS` gets the newest: PTX JITs forward)."""
     v = cc[0] * 10 + cc[1]
     known = [k for k in KNOWN_ARCHS if k <= v] or [KNOWN_ARCHS[0]]
     return f"sm_{known[-1]}"
@@ -345,26 +343,32 @@ class CudaProgram:
         self.nargs = len(info.params)
         self.table = None  # device copy of the field-pointer table, with the tuple it holds
         self.table_key = None
-        self.stack_key = None  # the (caps, offs) last uploaded for this program
+        self.stack_key = None  # the capacities whose (offs, caps) tables were last uploaded
         self.stack_buf = None
 
 
-class CudaLauncher(launch_common.Launcher):
-    """Fills the entry's by-value words (ctx words, then arguments) and runs tasks as grids."""
+class CudaLauncher:
+    """Fills the entry's by-value words (ctx words, then arguments) and runs tasks as grids.
+    (Not `launch.Launcher`: that one points the ctx at host buffers and runs `run_task`.)"""
+
+    def __init__(self, backend):
+        self.backend = backend
 
     def launch(self, program: CudaProgram, args, rng_key):
         be, info = self.backend, program.info
         words = np.zeros(CTX_WORDS + program.nargs, dtype=np.uint64)
         words[CTX_FIELDS] = self.field_table(program)
-        words[CTX_RNG] = np.uint64(rng_key & 0xFFFFFFFFFFFFFFFF)
+        words[CTX_RNG] = rng_key & 0xFFFFFFFFFFFFFFFF
         words[CTX_ERR] = be.status.ptr
         words[CTX_RET] = be.status.ptr + 32
-        for n, (p, v) in enumerate(zip(info.params, args)):
+        # one word per argument: its f64 bits, or the integer mod 2**64 (CTX_ARGS, left 0, is
+        # rebuilt on the device from these words)
+        argf = words.view(np.float64)
+        for n, (p, v) in enumerate(zip(info.params, args), CTX_WORDS):
             if p.dtype.is_float:
-                words[CTX_WORDS + n] = np.array([float(v)], np.float64).view(np.uint64)[0]
+                argf[n] = float(v)
             else:
-                words[CTX_WORDS + n] = np.uint64(int(v) & 0xFFFFFFFFFFFFFFFF)
-        words[CTX_ARGS] = 0  # rebuilt on the device from the argument words
+                words[n] = int(v) & 0xFFFFFFFFFFFFFFFF
         caps, offs, stride = launch_common.stack_caps(info, args, be.rt.ad_stack_size)
         if stride:
             words[CTX_STACK_STRIDE] = stride
@@ -401,7 +405,7 @@ class CudaLauncher(launch_common.Launcher):
         return program.table.ptr
 
     def stack_tables(self, program: CudaProgram, caps, offs):
-        key = (tuple(caps.tolist()), tuple(offs.tolist()))
+        key = tuple(caps.tolist())  # the offsets follow from the capacities
         if program.stack_buf is None:
             program.stack_buf = _Buffer(self.backend.drv)
         n = len(caps)
@@ -418,7 +422,10 @@ class CudaBackend:
     def __init__(self, rt, drv=None):
         self.rt = rt
         self.drv = drv if drv is not None else driver()
-        self.arch = os.environ.get("FIELDSIM_CUDA_ARCH") or device_arch(self.drv.cc)
+        forced = os.environ.get("FIELDSIM_CUDA_ARCH")
+        self.arch = check_arch(forced, "FIELDSIM_CUDA_ARCH") if forced else device_arch(self.drv.cc)
+        self.libdevice = find_libdevice()  # looked up once: the toolkit does not move
+        self.libdevice_key = _file_key(self.libdevice)
         self.max_blocks = max(1, self.drv.sm_count * BLOCKS_PER_SM)
         self.launcher = CudaLauncher(self)
         self.status = _Buffer(self.drv)
@@ -469,16 +476,12 @@ class CudaBackend:
         return program
 
     def _cached_ptx(self, kernel, symbol, rt):
-        import llvmlite
-
-        from fieldsim.codegen.disk_cache import cached_build
-        from fieldsim.codegen.ptx import lower_for_cuda, optimise_to_ptx
-        module, info, entries = lower_for_cuda(kernel, symbol, rt.debug)
+        module, info, entries = lower_for_cuda(kernel, symbol, rt.debug,
+                                               libdevice=self.libdevice is not None)
         text = str(module)
-        libdevice = find_libdevice() or ""
-        parts = [COMPILER_VERSION, llvmlite.__version__, self.arch, libdevice, text]
+        parts = [COMPILER_VERSION, llvmlite.__version__, self.arch, self.libdevice_key, text]
         ptx = cached_build(rt, "cuda", parts, ".ptx",
-                           lambda: optimise_to_ptx(text, entries, self.arch).encode())
+                           lambda: optimise_to_ptx(text, entries, self.arch, self.libdevice).encode())
         return ptx.decode(), info
 
     # ---- launch ----------------------------------------------------------------------------------
@@ -498,20 +501,17 @@ class CudaBackend:
             blocks = max(1, min(blocks, SCRATCH_LIMIT // (stride * block)))
         return blocks, block
 
-    def run_task(self, program, n: int, words, size_hint):
-        grid, block = self.geometry(program.info.tasks[n], size_hint, 0, program.max_threads[n])
-        self.drv.launch(program.functions[n], grid, block, words)
 
-    def max_workers(self) -> int:
-        return self.max_blocks * BLOCK_DIM
+def _file_key(path: str | None) -> str:
+    """What identifies a file's contents in a cache key: its real path (not a `cuda` symlink
+    that an upgrade repoints), size and modification time."""
+    if path is None:
+        return ""
+    st = os.stat(path)
+    return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _close_at_exit(ref):
     backend = ref()
     if backend is not None:
         backend.close()
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in name)[:40]
-

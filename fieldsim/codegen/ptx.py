@@ -31,12 +31,15 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir as L
 
+from fieldsim.codegen.cpu import _safe
 from fieldsim.codegen.llvm import CTX_ARGS, CTX_WORDS, I32, I64, PTR, Target, ll_type, lower_kernel
 from fieldsim.errors import FieldsimError
 from fieldsim.lang import types as T
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DEFAULT_ARCH = "sm_90"
+# LLVM's NVPTX processors that real devices map to (cuda.device_arch), newest last
+KNOWN_ARCHS = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
 _lock = threading.Lock()
 _initialised: list = []
 
@@ -134,7 +137,6 @@ class CudaTarget(Target):
     """Target hooks for NVPTX. One instance per kernel: the entry needs its argument count."""
 
     triple = TRIPLE
-    cpu_libm = False
 
     def __init__(self, nargs: int = 0, libdevice: bool | None = None):
         self.nargs = nargs
@@ -194,8 +196,18 @@ class CudaTarget(Target):
         self.entries.append(entry.name)
 
 
+def check_arch(arch: str, what: str = "arch") -> str:
+    """`arch` if it names an NVPTX processor (`sm_XY`, `sm_XYa`, `sm_XYf`); else a FieldsimError
+    naming `what` (LLVM would only warn and print PTX for no GPU)."""
+    if not re.fullmatch(r"sm_\d+[af]?", arch):
+        raise FieldsimError(f"{what}={arch!r} is not a CUDA architecture: expected sm_XY with "
+                            "the device's compute capability X.Y, e.g. sm_80 or sm_90")
+    return arch
+
+
 @functools.cache
 def target_machine(arch: str):
+    check_arch(arch)
     _init_llvm()
     return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, opt=3)
 
@@ -209,15 +221,16 @@ def device_scope_atomics(ir_text: str) -> str:
     return _ATOMIC_LINE.sub(lambda m: f'{m.group(1)} syncscope("device") {m.group(2)}', ir_text)
 
 
-def optimise_to_ptx(ir_text: str, entries, arch: str = DEFAULT_ARCH) -> str:
-    """LLVM IR text (from a `CudaTarget` lowering) -> PTX text for `arch`."""
+def optimise_to_ptx(ir_text: str, entries, arch: str = DEFAULT_ARCH, libdevice: str | None = None) -> str:
+    """LLVM IR text (from a `CudaTarget` lowering) -> PTX text for `arch`; `libdevice` is the
+    path to link (looked up with `find_libdevice` when not given and the IR calls `__nv_*`)."""
     tm = target_machine(arch)
     with _lock:
         mod = llvm.parse_assembly(device_scope_atomics(ir_text))
         mod.triple = TRIPLE
         mod.data_layout = str(tm.target_data)
         if any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
-            path = find_libdevice()
+            path = libdevice or find_libdevice()
             if path is None:
                 raise LibdeviceNotFound("libdevice*.bc not found (set CUDA_HOME or FIELDSIM_LIBDEVICE)")
             lib = llvm.parse_bitcode(_slim_libdevice(path, mod.data_layout))
@@ -242,9 +255,11 @@ def optimise_to_ptx(ir_text: str, entries, arch: str = DEFAULT_ARCH) -> str:
         return tm.emit_assembly(mod)
 
 
-def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None):
-    """fieldsim IR -> (llvmlite module, KernelInfo, entry names)."""
-    target = (target_cls or CudaTarget)(nargs=sum(1 for p in kernel.params if not p.template))
+def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None, libdevice=None):
+    """fieldsim IR -> (llvmlite module, KernelInfo, entry names). `libdevice` (bool): whether
+    math may call libdevice; None looks for it."""
+    nargs = sum(1 for p in kernel.params if not p.template)
+    target = (target_cls or CudaTarget)(nargs=nargs, libdevice=libdevice)
     module, info = lower_kernel(kernel, symbol, target, debug)
     for t in info.tasks:
         t["entry"] = t["symbol"] + "_entry"
@@ -259,7 +274,7 @@ def compile_kernel(kernel, symbol: str, arch: str = DEFAULT_ARCH, debug: bool = 
 
 def emit_ptx(kernel_ir, arch: str = DEFAULT_ARCH, debug: bool = False, symbol: str | None = None) -> str:
     """The PTX of an offloaded kernel (see `kernel_ir`) for `arch` (e.g. "sm_70", "sm_90")."""
-    name = symbol or "fs_" + "".join(c if c.isalnum() else "_" for c in kernel_ir.name)[:40]
+    name = symbol or "fs_" + _safe(kernel_ir.name)
     return compile_kernel(kernel_ir, name, arch, debug)[0]
 
 

@@ -110,8 +110,6 @@ class EmuBackend(C.CudaBackend):
         rt.stats["llvm_compiles"] = rt.stats.get("llvm_compiles", 0) + 1  # no on-disk cache here
         symbol = f"emu_{C._safe(kernel.name)}_{self.counter}"
         module, info, _entries = lower_for_cuda(kernel, symbol, rt.debug, target_cls=EmuTarget)
-        for t in info.tasks:
-            t["entry"] = t["symbol"] + "_entry"
         mod = llvm.parse_assembly(str(module))
         mod.triple = self.tm.triple
         mod.data_layout = str(self.tm.target_data)

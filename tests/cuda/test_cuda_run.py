@@ -13,7 +13,7 @@ from cuda_support import ad_corpus, ad_gradients
 
 import fieldsim as fs
 from fieldsim.codegen import cuda as C
-from fieldsim.errors import ADStackOverflowError
+from fieldsim.errors import ADStackOverflowError, FieldsimError
 
 BACKENDS = ["emu", pytest.param("cuda", marks=pytest.mark.cuda)]
 
@@ -301,3 +301,24 @@ def test_emulator_is_the_cuda_backend():
     rt = use_emulator(fs)
     assert isinstance(rt.device, C.CudaBackend) and isinstance(rt.device, EmuBackend)
     fs.init(arch=fs.cpu)
+
+
+def test_forced_arch_is_checked(monkeypatch):
+    monkeypatch.setenv("FIELDSIM_CUDA_ARCH", "86")
+    with pytest.raises(FieldsimError, match="FIELDSIM_CUDA_ARCH='86' is not a CUDA architecture"):
+        use_emulator(fs)
+    monkeypatch.setenv("FIELDSIM_CUDA_ARCH", "sm_75")
+    assert use_emulator(fs).device.arch == "sm_75"
+    fs.init(arch=fs.cpu)
+
+
+def test_unknown_driver_name_warns(monkeypatch):
+    class Fake:
+        def close(self):
+            pass
+
+    monkeypatch.setattr(C, "_driver_state", {})
+    monkeypatch.setattr(C, "_DRIVERS", {"pycuda": Fake, "cuda-python": Fake})
+    monkeypatch.setenv("FIELDSIM_CUDA_DRIVER", "cuda_python")
+    with pytest.warns(UserWarning, match="FIELDSIM_CUDA_DRIVER='cuda_python' is not one of"):
+        assert isinstance(C.driver(), Fake)

@@ -215,3 +215,19 @@ def test_device_arch_mapping():
     assert device_arch((7, 0)) == "sm_70"
     assert device_arch((12, 9)) == "sm_121"
     assert device_arch((8, 8)) == "sm_87"
+
+
+def test_bad_arch_is_a_clear_error():
+    """LLVM only warns on an unknown processor and prints PTX no GPU loads: refuse it."""
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=8, name="x")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            x[i] = 1.0
+
+    for bad in ("90", "SM_90", "ampere"):
+        with pytest.raises(FieldsimError, match=f"arch='{bad}' is not a CUDA architecture"):
+            P.emit_ptx(P.kernel_ir(k), bad)
+    assert ".target sm_90a" in P.emit_ptx(P.kernel_ir(k), "sm_90a")  # arch-specific features
