@@ -49,7 +49,16 @@ from dataclasses import field as dc_field
 
 import numpy as np
 
-from fieldsim.ad.checkpoint import Recorder, Snapshot, data_fields, grad_fields, run_forward
+from fieldsim.ad.checkpoint import (
+    Recorder,
+    Rewind,
+    Snapshot,
+    atomic_kinds,
+    data_fields,
+    grad_fields,
+    kernel_fields,
+    run_forward,
+)
 from fieldsim.ad.tape import Tape, _Custom, _Launch, _PythonWrite
 from fieldsim.errors import FieldsimError
 from fieldsim.lang import runtime
@@ -182,33 +191,25 @@ class _Options:
 def gradcheck(fn, inputs, eps=None, rtol=1e-2, atol=1e-4, n_directions=None, seed=0, loss=None,
               raise_on_fail=True) -> GradcheckReport:
     """Compare the Tape's gradients of `fn()`'s loss w.r.t. `inputs` with central differences."""
-    rt = runtime.get()
-    if rt.tape is not None or rt.fwd_mode is not None:
-        raise FieldsimError("fs.ad.gradcheck must be called outside a Tape and FwdMode")
-    inputs = _check_inputs(inputs)
-    start, c0 = Snapshot(data_fields()), rt.launch_counter
-    grads_after = None
-    try:
+    with Rewind(what="fs.ad.gradcheck") as start:  # data and launch counter put back on exit
+        inputs = _check_inputs(inputs)
         if loss is None:
             loss = _loss_of(fn())
-            start.restore()
-            rt.launch_counter = c0
+            start.reset()
         with Tape(loss):
             fn()
         grads_after = Snapshot(grad_fields(data_fields()))
-        opts = _Options(eps, rtol, atol, n_directions, np.random.default_rng(seed), loss.dtype)
-        report = _check(fn, inputs, loss, start, c0, opts, "gradcheck")
-    finally:
-        start.restore()
-        if grads_after is not None:
+        try:
+            opts = _Options(eps, rtol, atol, n_directions, np.random.default_rng(seed), loss.dtype)
+            report = _check(fn, inputs, loss, start, opts, "gradcheck")
+        finally:
             grads_after.restore()
-        rt.launch_counter = c0
     return _finish(report, raise_on_fail)
 
 
 def begin_tape_grad_check(tape):
     """Called by `Tape.__enter__` when `grad_check` is given: keep the state the check replays from."""
-    tape._grad_check_start = (Snapshot(data_fields()), runtime.get().launch_counter)
+    tape._grad_check_start = Rewind()
 
 
 def tape_grad_check(tape, fields, eps=None, rtol=1e-2, atol=1e-4, n_directions=None, seed=0):
@@ -222,8 +223,7 @@ def tape_grad_check(tape, fields, eps=None, rtol=1e-2, atol=1e-4, n_directions=N
                                 "was recorded on the Tape and cannot be replayed; use "
                                 "fs.ad.gradcheck(fn, inputs), which re-runs your function")
     inputs = _check_inputs(fields)
-    rt = runtime.get()
-    end, c_end = Snapshot(data_fields() + grad_fields(data_fields())), rt.launch_counter
+    end = Rewind(data_fields() + grad_fields(data_fields()))
     entries = list(tape.entries)
 
     def replay():
@@ -232,29 +232,27 @@ def tape_grad_check(tape, fields, eps=None, rtol=1e-2, atol=1e-4, n_directions=N
         return tape.loss
 
     try:
-        start, c0 = getattr(tape, "_grad_check_start", None) or _start_from_end(tape, replay)
+        start = getattr(tape, "_grad_check_start", None) or _start_from_end(tape, replay)
         opts = _Options(eps, rtol, atol, n_directions, np.random.default_rng(seed), tape.loss.dtype)
-        report = _check(replay, inputs, tape.loss, start, c0, opts, "Tape(grad_check)")
+        report = _check(replay, inputs, tape.loss, start, opts, "Tape(grad_check)")
     finally:
-        end.restore()
-        rt.launch_counter = c_end
+        end.reset()
     return _finish(report, True)
 
 
-def _start_from_end(tape, replay):
+def _start_from_end(tape, replay) -> Rewind:
     """The replay's starting state when the Tape kept no copy at its entry: the state the forward
     left, with the loss zeroed. Exact when every element a launch reads holds the same value then
     as at the entry: rule 1 guarantees it for elements not written before they are read, and the
     replay rewrites elements stored before being read; but an accumulator (first written by an
     atomic, not the loss) read afterwards would start from its final value: refused."""
-    rt = runtime.get()
-    start, c0 = Snapshot(data_fields()), _counter_before(tape)
-    rec = Recorder(when=None)
+    c0 = _counter_before(tape)
+    start, rec = Rewind(counter=c0), Recorder(when=None)
     tape.loss.storage.zero()
-    rt.launch_counter = c0 if c0 is not None else rt.launch_counter
+    runtime.get().launch_counter = start.counter
     with rec.active():
         replay()
-    start.restore()
+    start.snapshot.restore()
     bad = _accumulated_then_read(rec.launch_log, tape.loss)
     uses_random = any(s.op == Op.RAND for ck in rec.launch_log for s in walk(ck.ir.body))
     if bad or (c0 is None and uses_random):
@@ -264,7 +262,7 @@ def _start_from_end(tape, replay):
                             f"(fieldsim.ad.check.begin_tape_grad_check was not called) and replaying "
                             f"from the final state is not exact here: {why}. Use "
                             "fs.ad.gradcheck(fn, inputs) instead")
-    return start, rt.launch_counter if c0 is None else c0
+    return start
 
 
 def _counter_before(tape):
@@ -285,49 +283,36 @@ def _accumulated_then_read(cks, loss) -> list[str]:
     of the field in that launch) and that a launch then reads."""
     first_write, bad = {}, {}
     for ck in cks:
-        stores, atomics, loads = {}, {}, {}
-        for s in walk(ck.ir.body):
-            kind = {Op.STORE: stores, Op.ATOMIC: atomics, Op.LOAD: loads}.get(s.op)
-            if kind is not None:
-                kind[id(s.field)] = s.field
-        for fid in {**atomics, **stores}:
-            first_write.setdefault(fid, "store" if fid in stores else "atomic")
+        (loads, writes), atomic_only = kernel_fields(ck), atomic_kinds(ck)
+        for fid in writes:
+            first_write.setdefault(fid, "atomic" if fid in atomic_only else "store")
         bad.update({fid: f for fid, f in loads.items()
                     if first_write.get(fid) == "atomic" and f is not loss})
     return [f.ir_name for f in bad.values()]
 
 
 # ---- the comparison ---------------------------------------------------------------------------------
-def _check(fn, inputs, loss, start, c0, opts, what) -> GradcheckReport:
+def _check(fn, inputs, loss, start, opts, what) -> GradcheckReport:
+    """`fn` re-runs the forward from `start` (a Rewind); the data hold what the forward left."""
     ad = {id(f): f.grad.storage.to_numpy() for f in inputs}
-    rt = runtime.get()
+    value = float(loss.storage.to_numpy())
 
     def evaluate(f, arr):
-        start.restore()
+        start.reset()
         f.storage.from_numpy(arr)
         loss.storage.zero()
-        rt.launch_counter = c0
         fn()
         value = float(loss.storage.to_numpy())
         return value, _unit_roundoff(loss) * abs(value)
 
     base = {id(f): start[f] for f in inputs}
     checks = _compare(inputs, ad, base, evaluate, opts, what)
-    value = _loss_value(fn, loss, start, c0)
     if all(c.ok for c in checks):
         return GradcheckReport(True, value, checks, message=f"{what}: gradients agree")
-    culprit, n = _narrow(fn, loss, start, c0, opts)
+    culprit, n = _narrow(fn, loss, start, opts)
     report = GradcheckReport(False, value, checks, culprit, n)
     report.message = _message(what, loss, checks, culprit, n)
     return report
-
-
-def _loss_value(fn, loss, start, c0) -> float:
-    start.restore()
-    loss.storage.zero()
-    runtime.get().launch_counter = c0
-    fn()
-    return float(loss.storage.to_numpy())
 
 
 def _compare(fields, ad, base, evaluate, opts, desc) -> list[FieldCheck]:
@@ -370,7 +355,7 @@ def _compare_field(f, g, x0, dirs, evaluate, opts, bar) -> FieldCheck:
             ad[k] = float(np.sum(g * step)) / (2 * h)
         mode = "directions"
     tol = opts.atol + opts.rtol * np.maximum(np.abs(ad), np.abs(fd)) + noise
-    return FieldCheck(f.ir_name, mode, ad, fd, tol, tuple(x0.shape), len(f.shape))
+    return FieldCheck(f.ir_name, mode, ad, fd, tol, tuple(x0.shape), f.ndim)
 
 
 def _probe(f, x0, h, evaluate, bar, where):
@@ -388,18 +373,15 @@ def _probe(f, x0, h, evaluate, bar, where):
         step = plus.astype(np.float64) - minus.astype(np.float64)
     (lp, ep), (lm, em) = evaluate(f, plus), evaluate(f, minus)
     bar.update(2)
-    width = abs(step) if isinstance(step, float) else 2 * h
-    fd = (lp - lm) / step if isinstance(step, float) else (lp - lm) / (2 * h)
-    return fd, step, 2 * (ep + em) / width
+    width = step if isinstance(step, float) else 2 * h
+    return (lp - lm) / width, step, 2 * (ep + em) / abs(width)
 
 
 # ---- narrowing to one entry ------------------------------------------------------------------------
-def _narrow(fn, loss, start, c0, opts):
+def _narrow(fn, loss, start, opts):
     """(the first entry whose adjoint disagrees or None, how many entries were checked)."""
-    rt = runtime.get()
-    start.restore()
+    start.reset()
     loss.storage.zero()
-    rt.launch_counter = c0
     rec = Recorder(when="pre")
     with rec.active():
         fn()
@@ -433,9 +415,10 @@ def _check_entry(k, n, entry, pre, counter, rw, opts) -> EntryCheck:
         run_forward(entry, counter)
         value = rounding = 0.0
         for g in touched:
-            r, out = seeds[id(g)].ravel().astype(np.float64), g.storage.to_numpy().ravel()
-            value += float(np.dot(r, out.astype(np.float64)))
-            rounding += _unit_roundoff(g) * float(np.dot(np.abs(r), np.abs(out.astype(np.float64))))
+            r = seeds[id(g)].ravel().astype(np.float64)
+            out = g.storage.to_numpy().ravel().astype(np.float64)
+            value += float(np.dot(r, out))
+            rounding += _unit_roundoff(g) * float(np.dot(np.abs(r), np.abs(out)))
         return value, rounding
 
     base = {id(f): pre[f] for f in inputs}

@@ -6,6 +6,7 @@ Also the shared machinery of the checking tools (`fs.ad.gradcheck`, `fs.ad.jacob
 * `Snapshot(fields)`: numpy copies of fields' data, taken and put back at the storage level, so
   nothing is recorded on an active Tape;
 * `data_fields()`: every live primal (and hidden) field of the runtime, i.e. the program state;
+* `Rewind()`: a `Snapshot` of that state plus the launch counter, put back by `reset()`;
 * `Recorder`: a Tape-like recording without access-rule checks that keeps, for each recorded
   entry, a copy of the data it touches, either just before it runs (`when="pre"`) or just after
   (`when="post"`); `counters[k]` is the launch counter before entry k, so `run_forward(entry,
@@ -20,12 +21,14 @@ from __future__ import annotations
 
 import weakref
 
-from fieldsim.ad.tape import Tape, _Custom, _Launch, grad_replaced
+from fieldsim.ad.tape import Tape, _Custom, _field_sets, _Launch, grad_replaced
 from fieldsim.errors import FieldsimError
 from fieldsim.lang import runtime
+from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Op, walk
 
-__all__ = ["CheckpointInfo", "Recorder", "Snapshot", "checkpoint", "data_fields", "run_forward"]
+__all__ = ["CheckpointInfo", "Recorder", "Rewind", "Snapshot", "checkpoint", "data_fields",
+           "run_forward"]
 
 _DATA_ROLES = ("primal", "hidden")
 
@@ -66,7 +69,41 @@ class Snapshot:
         return sum(a.nbytes for _, a in self.data)
 
     def __getitem__(self, f):
-        return next(a for g, a in self.data if g is f)
+        for g, a in self.data:
+            if g is f:
+                return a
+        raise FieldsimError(f"field {f.ir_name!r} is not in this copy of the program state (only "
+                            "live primal fields are: not a .grad/.dual twin, nor a field from an "
+                            "earlier fs.init())")
+
+
+class Rewind:
+    """A `Snapshot` of `fields` (default: every data field) and the launch counter (`counter`, or
+    the current one); `reset()` puts both back, so a re-run draws the same `fs.random` numbers.
+    As a context manager it refuses to start under a Tape or FwdMode (`what` names the caller)
+    and resets on exit."""
+
+    def __init__(self, fields=None, counter=None, what="this check"):
+        self.what = what
+        self.snapshot = Snapshot(data_fields() if fields is None else fields)
+        self.counter = runtime.get().launch_counter if counter is None else counter
+
+    def reset(self):
+        self.snapshot.restore()
+        runtime.get().launch_counter = self.counter
+
+    def __getitem__(self, f):
+        return self.snapshot[f]
+
+    def __enter__(self):
+        rt = runtime.get()
+        if rt.tape is not None or rt.fwd_mode is not None:
+            raise FieldsimError(f"{self.what} must be called outside a Tape and FwdMode")
+        return self
+
+    def __exit__(self, *exc):
+        self.reset()
+        return False
 
 
 _FIELDS_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -76,12 +113,20 @@ def kernel_fields(ck):
     """(reads, writes) of a compiled kernel: dicts id -> field, grad/dual fields excluded."""
     got = _FIELDS_CACHE.get(ck)
     if got is None:
-        reads, writes = {}, {}
-        for s in walk(ck.ir.body):
-            if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC) and is_data(s.field):
-                (reads if s.op == Op.LOAD else writes)[id(s.field)] = s.field
-        got = _FIELDS_CACHE[ck] = (reads, writes)
+        got = _FIELDS_CACHE[ck] = tuple({k: f for k, f in found.items() if is_data(f)}
+                                        for found in _field_sets(ck))
     return got
+
+
+def atomic_kinds(ck) -> dict:
+    """field id -> atomic kind ("add", ...) for the fields a kernel writes only through atomics."""
+    kinds, plain = {}, set()
+    for s in walk(ck.ir.body):
+        if s.op == Op.ATOMIC:
+            kinds.setdefault(id(s.field), s.attr[1])
+        elif s.op == Op.STORE:
+            plain.add(id(s.field))
+    return {k: v for k, v in kinds.items() if k not in plain}
 
 
 def touched_fields(entry) -> list:
@@ -309,6 +354,9 @@ class _Checkpointed:
             raise ValueError("checkpoint: give the state fields (state=[...]) or both save= and restore=")
         self.step, self.n_steps, self.every = step, n_steps, every
         self.state = list(state or [])
+        for f in self.state:
+            if not isinstance(f, Field):
+                raise TypeError(f"checkpoint: state must be a list of fields, got {f!r}")
         self._save = save or (lambda: Snapshot(self.state))
         self._restore = restore or (lambda snap: snap.restore())
         self.info = CheckpointInfo(n_steps, every)

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.ad.checkpoint import Snapshot, data_fields
+from fieldsim.ad.check import _progress
+from fieldsim.ad.checkpoint import Rewind
 from fieldsim.ad.fwd_mode import FwdMode
 from fieldsim.ad.tape import Tape
 from fieldsim.errors import FieldsimError
-from fieldsim.lang import runtime
 
 __all__ = ["jacobian", "jacobian_fd", "plot_jacobian"]
 
@@ -41,8 +41,10 @@ def jacobian(fn, inputs, outputs, mode="auto") -> np.ndarray:
         mode = "forward" if n_in < n_out or any(f.grad is None for f in inputs) else "reverse"
     if mode not in ("forward", "reverse"):
         raise ValueError(f"jacobian: mode must be 'auto', 'forward' or 'reverse', got {mode!r}")
-    with _Rewind():
-        return (_reverse if mode == "reverse" else _forward)(fn, inputs, outputs)
+    with Rewind(what="fs.ad.jacobian") as start:
+        if mode == "reverse":
+            return _reverse(fn, inputs, outputs)
+        return _forward(fn, inputs, outputs, start)
 
 
 def _reverse(fn, inputs, outputs) -> np.ndarray:
@@ -65,16 +67,14 @@ def _reverse(fn, inputs, outputs) -> np.ndarray:
     return np.array(rows).reshape(_size(outputs), _size(inputs))
 
 
-def _forward(fn, inputs, outputs) -> np.ndarray:
-    start, c0 = Snapshot(data_fields()), runtime.get().launch_counter
+def _forward(fn, inputs, outputs, start) -> np.ndarray:
     for o in outputs:
         if o.dual is None:  # as FwdMode does for its loss; a kernel that never writes o leaves 0
             o.dual = o._twin("dual")
     cols = []
     for f in inputs:
         for c in range(_size([f])):
-            start.restore()
-            runtime.get().launch_counter = c0
+            start.reset()
             with FwdMode(loss=outputs[0], param=f, seed=_one_hot(f, c)):
                 fn()
             cols.append(_concat(o.dual for o in outputs))
@@ -84,15 +84,13 @@ def _forward(fn, inputs, outputs) -> np.ndarray:
 def jacobian_fd(fn, inputs, outputs, eps=None) -> np.ndarray:
     inputs, outputs = _fields(inputs, "inputs"), _fields(outputs, "outputs")
     cols = []
-    with _Rewind() as rw:
-        bar = _bar(2 * _size(inputs), "jacobian_fd")
+    with Rewind(what="fs.ad.jacobian") as rw, _progress(2 * _size(inputs), "jacobian_fd") as bar:
         for f in inputs:
-            x0 = rw.start[f]
+            x0 = rw[f]
             step0 = eps if eps is not None else (1e-3 if np.dtype(f.dtype.np) == np.float32 else 1e-6)
             for c in range(x0.size):
                 cols.append(_fd_column(fn, f, x0, c, step0, outputs, rw))
                 bar.update(2)
-        bar.close()
     return np.array(cols).reshape(_size(inputs), _size(outputs)).T.copy()
 
 
@@ -135,31 +133,13 @@ def plot_jacobian(J, path, title=None, inputs=None, outputs=None):
 
 
 # ---- helpers --------------------------------------------------------------------------------------
-class _Rewind:
-    """Copies the data and launch counter on entry; `reset()` goes back to them; exit restores."""
-
-    def __enter__(self):
-        rt = runtime.get()
-        if rt.tape is not None or rt.fwd_mode is not None:
-            raise FieldsimError("fs.ad.jacobian must be called outside a Tape and FwdMode")
-        self.start, self.c0 = Snapshot(data_fields()), rt.launch_counter
-        return self
-
-    def reset(self):
-        self.start.restore()
-        runtime.get().launch_counter = self.c0
-
-    def __exit__(self, *exc):
-        self.reset()
-        return False
-
-
 def _fields(fields, what) -> list:
     from fieldsim.lang.field import Field
     fields = [fields] if isinstance(fields, Field) else list(fields)
     for f in fields:
         if not isinstance(f, Field) or not f.dtype.is_float:
             raise TypeError(f"jacobian: {what} must be float fields, got {f!r}")
+        f._check_live()
     return fields
 
 
@@ -181,19 +161,3 @@ def _concat(fields) -> np.ndarray:
         parts.append(f.storage.to_numpy().astype(np.float64).ravel())
     return np.concatenate(parts) if parts else np.zeros(0)
 
-
-def _bar(total, desc):
-    class _Null:
-        def update(self, n):
-            pass
-
-        def close(self):
-            pass
-
-    if total < 200:
-        return _Null()
-    try:
-        from tqdm.auto import tqdm
-        return tqdm(total=total, desc=desc, leave=False, unit="run")
-    except ImportError:
-        return _Null()

@@ -23,9 +23,8 @@ import shutil
 import subprocess
 
 from fieldsim.ad.check import format_args
-from fieldsim.ad.checkpoint import is_data, kernel_fields
+from fieldsim.ad.checkpoint import atomic_kinds, is_data, kernel_fields
 from fieldsim.ad.tape import _Custom, _Launch, _PythonWrite
-from fieldsim.lang.ir import Op, walk
 
 __all__ = ["write_tape_dot"]
 
@@ -82,7 +81,7 @@ class _Graph:
         self.nodes.append(f'  "e{k}" [label="{_q(f"#{k} {name}({format_args(e.args, e.kwargs)})")}", '
                           f'shape=ellipse{attrs}];')
         reads, writes = kernel_fields(e.ck)
-        atomics = _atomic_kinds(e.ck.ir)
+        atomics = atomic_kinds(e.ck)
         for f in reads.values():
             self.edge(self.field(f), f"e{k}", name, f, "")
         for f in writes.values():
@@ -137,17 +136,6 @@ class _Graph:
 
 
 _ATOMIC_TEXT = {"add": "+=", "sub": "-=", "max": "max=", "min": "min=", "mul": "*="}
-
-
-def _atomic_kinds(ir) -> dict:
-    """field id -> atomic kind for fields a kernel writes only through atomics."""
-    kinds, plain = {}, set()
-    for s in walk(ir.body):
-        if s.op == Op.ATOMIC:
-            kinds.setdefault(id(s.field), s.attr[1])
-        elif s.op == Op.STORE:
-            plain.add(id(s.field))
-    return {k: v for k, v in kinds.items() if k not in plain}
 
 
 def _q(text: str) -> str:

@@ -272,6 +272,8 @@ def test_bad_arguments_are_refused():
         fs.ad.checkpoint(lambda t: None, 4, every=0, state=[])
     with pytest.raises(ValueError, match="state"):
         fs.ad.checkpoint(lambda t: None, 4, every=2)
+    with pytest.raises(TypeError, match="state must be a list of fields, got array"):
+        fs.ad.checkpoint(lambda t: None, 4, every=2, state=[np.zeros(3)])
 
 
 def test_jacobian_through_a_checkpointed_run_forward_and_reverse():

@@ -414,3 +414,18 @@ def test_report_names_vector_components():
     check = report.fields[0]
     assert check.index in ((0, 2), (1, 2)) and check.where() == f"x[{check.index[0]}][2]"
     assert "d loss / d x[" in report.message and "][2]: AD 0, FD 2" in report.message
+
+
+def test_report_carries_the_forward_loss_value():
+    """report.loss is the loss the forward computed at the inputs: (0.1 + 0.2 + 0.3 + 0.4)^2."""
+    fn, x, loss = _accumulator()
+
+    def run():
+        fn()
+        return loss
+
+    assert fs.ad.gradcheck(run, [x]).loss == pytest.approx(1.0, rel=1e-12)
+    with fs.ad.Tape(loss) as tape:
+        check_mod.begin_tape_grad_check(tape)
+        fn()
+    assert check_mod.tape_grad_check(tape, [x]).loss == pytest.approx(1.0, rel=1e-12)

@@ -120,3 +120,12 @@ def test_reverse_mode_needs_gradients():
         fs.ad.jacobian(fn, [plain], outputs, mode="reverse")
     with pytest.raises(ValueError, match="mode"):
         fs.ad.jacobian(fn, inputs, outputs, mode="sideways")
+
+
+def test_fields_outside_the_program_state_are_named():
+    fn, inputs, outputs = _springs()
+    with pytest.raises(fs.FieldsimError, match="'v0.grad' is not in this copy of the program state"):
+        fs.ad.jacobian_fd(fn, [inputs[0].grad], outputs)  # a gradient twin is not perturbed
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    with pytest.raises(RuntimeError, match="'v0' belongs to an earlier fs.init"):
+        fs.ad.jacobian_fd(fn, [inputs[0]], outputs)
