@@ -18,7 +18,8 @@ callable that runs the launch *instead of* the plain program, once:
   the first other thread to come) per element, in hidden i32 fields, decide those exactly.
   Serial tasks are one thread: program order decides there. A field with one watched read and
   nothing to check gets a plain store of its bits instead of an atomic.
-* before the run, the fields the kernel writes are copied; on a violation they are restored,
+* before the run, what the launch may write is copied (the hulls of its write boxes); on a
+  violation it is restored,
   the launch is dropped from the Tape and its checker state (`TapeState.discard`), and
   `AccessRuleError` names the rule, kernel, field, the element (`x[17]`) and both accesses.
   Inside a `grad_replaced` unit the in-kernel rules are not checked (as statically).
@@ -34,18 +35,27 @@ undecided finding is refused as without validation.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 
 import numpy as np
 
-from fieldsim.checks.access_rules import RULE_TEXT, Access, Finding, access_lines, fix_hint, to_error
-from fieldsim.checks.boxes import box_of
+from fieldsim.checks.access_rules import (
+    RULE_TEXT,
+    Access,
+    Finding,
+    access_lines,
+    fix_hint,
+    is_parallel_task,
+    to_error,
+)
+from fieldsim.checks.boxes import box_of, box_slices, exact_box
+from fieldsim.checks.index_expr import Affine, Arg
 from fieldsim.checks.tape_rules import Checked, TapeState
 from fieldsim.errors import AccessRuleError
 from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
-from fieldsim.lang.ir import CustomGradInfo, Kernel, Op, Stmt, walk
+from fieldsim.lang.ir import CustomGradInfo, Kernel, Op, Stmt
 from fieldsim.lang.printer import field_name
 
 READ, ADD, STORE, MIN, MAX = 1, 2, 4, 8, 16
@@ -109,10 +119,11 @@ def _has_grad(f) -> bool:
 
 # ------------------------------------------------------------------------------------ the plan
 def watched_sites(check) -> list[Site]:
-    """Accesses named in an undecided finding, and reads/writes with an inexact element set."""
+    """Accesses named in an undecided finding, and reads/writes whose element set some launch
+    may find inexact (the Tape then asks for the elements they touched)."""
     chosen = {id(a): a for f in check.symbolic if f.verdict == "undecided" for a in (f.first, f.second)}
     for a in check.accesses:
-        if not all(c.exact for c in box_of(a, {})):
+        if _may_be_inexact(a):
             chosen.setdefault(id(a), a)
     by_stmt: dict[int, Site] = {}
     per_field: dict[int, int] = {}
@@ -131,6 +142,18 @@ def watched_sites(check) -> list[Site]:
         else:
             site.read = True
     return sorted(by_stmt.values(), key=lambda s: s.number)
+
+
+def _may_be_inexact(a: Access) -> bool:
+    """Can a launch's box of `a` (`boxes.LaunchBoxes.of_launch`) be inexact? A guarded access's
+    always is (`boxes.guarded_box`). Else a launch makes the kernel's integer arguments
+    constants, which leaves a component exact where it is exact without them (a loop whose
+    bounds use an argument counts as inexact): `x[t, i]` is exact at every launch."""
+    if a.guards:
+        return True
+    fixed = tuple(Affine(f.const, {t: c for t, c in f.terms.items() if not isinstance(t, Arg)})
+                  for f in a.indices)
+    return not exact_box(box_of(replace(a, indices=fixed), {}))
 
 
 def _tag(dtype, field, what: str):
@@ -196,9 +219,8 @@ def instrument(kernel: Kernel, tags: list[FieldTags]) -> Kernel:
 
     body = []
     for s in kernel.body:
-        parallel = s.op == Op.FOR and s.attr.parallel and not s.attr.serialize
         tid = None
-        if parallel:
+        if is_parallel_task(s):  # as `Access.thread_mode`, hence `Site.parallel`
             tid = Stmt(s.op, s.dtype, tuple(vmap.get(id(a), a) for a in s.args), s.attr, [], s.loc)
             vmap[id(s)] = tid
             tid.blocks = [clone(b, tid) for b in s.blocks]
@@ -265,8 +287,6 @@ class Instrumented:
             verify(ir)
         self.ir = ir
         self.program = rt.backend().compile(ir, rt)
-        self.writes = {id(s.field): s.field for s in walk(ck.ir.body)
-                       if s.op in (Op.STORE, Op.ATOMIC)}
 
     def reset(self):
         for ft in self.tags:
@@ -403,7 +423,7 @@ class Runner:
         inst.reset()
         judge = found.kernel_checked
         risky = found.captures or (judge and inst.can_refuse)
-        saved = [(f, f.storage.to_numpy()) for f in inst.writes.values()] if risky else []
+        saved = _snapshot(found.entries) if risky else []
         result = rt.backend().launch(inst.program, values, rng_key)
         try:
             need = {id(a.stmt) for _, a in found.reads}
@@ -414,8 +434,11 @@ class Runner:
             self.state.resolve(found, reads, writes)
             self.ck.checked = self.ck.checked or found.kernel_checked
         except AccessRuleError:
-            for f, arr in saved:
-                f.storage.from_numpy(arr)
+            for target, where, data in saved:
+                if where is None:
+                    target.from_numpy(data)
+                else:
+                    target[where] = data
             self._drop()
             raise
         return result
@@ -431,6 +454,24 @@ class Runner:
         self.state.discard(self.found)
         if self.undo is not None:
             self.undo()
+
+
+def _snapshot(entries) -> list:
+    """(target, where, data) to undo a launch with: per write box (`Checked.entries`), the hull
+    of the elements it may write, from a field kept in host memory; else the whole field."""
+    saved, whole = [], set()
+    for a, box, _ in entries:
+        if not a.is_write:
+            continue
+        storage = a.field.storage
+        array = getattr(storage, "array", None)
+        if isinstance(array, np.ndarray):
+            where = box_slices(box, array.shape)
+            saved.append((array, where, array[where].copy()))
+        elif id(storage) not in whole:
+            whole.add(id(storage))
+            saved.append((storage, None, storage.to_numpy()))
+    return saved
 
 
 def runner(ck, kernel_name: str, found: Checked, state: TapeState) -> Runner | None:
