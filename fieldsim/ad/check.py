@@ -246,7 +246,7 @@ def _start_from_end(tape, replay) -> Rewind:
     as at the entry: rule 1 guarantees it for elements not written before they are read, and the
     replay rewrites elements stored before being read; but an accumulator (first written by an
     atomic, not the loss) read afterwards would start from its final value: refused."""
-    c0 = _counter_before(tape)
+    c0 = tape.start_counter  # the launch counter at the Tape's entry
     start, rec = Rewind(counter=c0), Recorder(when=None)
     tape.loss.storage.zero()
     runtime.get().launch_counter = start.counter
@@ -263,19 +263,6 @@ def _start_from_end(tape, replay) -> Rewind:
                             f"from the final state is not exact here: {why}. Use "
                             "fs.ad.gradcheck(fn, inputs) instead")
     return start
-
-
-def _counter_before(tape):
-    """The launch counter before the Tape's first entry, found from its recorded RNG key."""
-    from fieldsim.lang.kernel import _rng_key
-    rt = runtime.get()
-    first = tape.entries[0] if tape.entries else None
-    if not isinstance(first, _Launch) or first.rng_key is None:
-        return None
-    for c in range(rt.launch_counter, max(0, rt.launch_counter - 100_000), -1):
-        if _rng_key(rt.random_seed, c) == first.rng_key:
-            return c - 1
-    return None
 
 
 def _accumulated_then_read(cks, loss) -> list[str]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import weakref
 
-from fieldsim.ad.tape import Tape, _Custom, _field_sets, _Launch, grad_replaced
+from fieldsim.ad.tape import Tape, _Custom, _Launch, field_sets, grad_replaced
 from fieldsim.errors import FieldsimError
 from fieldsim.lang import runtime
 from fieldsim.lang.field import Field
@@ -114,7 +114,7 @@ def kernel_fields(ck):
     got = _FIELDS_CACHE.get(ck)
     if got is None:
         got = _FIELDS_CACHE[ck] = tuple({k: f for k, f in found.items() if is_data(f)}
-                                        for found in _field_sets(ck))
+                                        for found in field_sets(ck))
     return got
 
 

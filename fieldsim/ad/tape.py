@@ -66,6 +66,7 @@ class Tape:
         self.state = None  # its _CheckerAdapter from __enter__; None: a Recorder that checks nothing
         self.unit_depth = 0
         self.done = False
+        self.start_counter = None  # the launch counter at __enter__ (replays start there)
 
     # ---- recording --------------------------------------------------------------------------------
     def __enter__(self):
@@ -82,6 +83,7 @@ class Tape:
         if self.grad_check:
             from fieldsim.ad.check import begin_tape_grad_check
             begin_tape_grad_check(self)
+        self.start_counter = rt.launch_counter
         rt.tape = self
         return self
 
@@ -221,7 +223,7 @@ def _warn_cut_chains(entries):
     for e in entries:
         if not isinstance(e, _Launch):
             continue
-        reads, writes = _field_sets(e.ck)
+        reads, writes = field_sets(e.ck)
         for f in reads.values():
             if id(f) in written_from_grad and f.grad is None:
                 warnings.warn(f"field {f.ir_name!r} has no gradient (needs_grad=False) but sits in the "
@@ -236,7 +238,7 @@ def _warn_cut_chains(entries):
                     written_from_grad[id(f)] = f
 
 
-def _field_sets(ck):
+def field_sets(ck):
     """The fields a compiled kernel reads and writes, computed once per CompiledKernel."""
     cached = ck.field_sets
     if cached is None:

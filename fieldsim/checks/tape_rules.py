@@ -236,8 +236,10 @@ class TapeState:
         (`found.captures`); else fill its read sets (`read_masks`, keyed likewise)."""
         for origin, box, earlier in found.captures:
             written = write_masks.get(id(origin.access.stmt))
-            if written is None:
-                continue
+            if written is None:  # not watched: nothing proves it apart, so refuse (undecided)
+                read, first = earlier[0]
+                read_box = read.box if isinstance(read, ReadSet) else read
+                raise to_error(_finding(read_box, first, box, origin, []))
             for read, first in earlier:
                 mask = read.mask if isinstance(read, ReadSet) else box_mask(read, written.shape)
                 both = np.argwhere(mask & written)
