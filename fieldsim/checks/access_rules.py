@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Meet, exclusive, overlap
 from fieldsim.checks.index_forms import Forms, Site
 from fieldsim.errors import AccessRuleError, Loc
-from fieldsim.lang.ir import Kernel, Op, Stmt, walk
+from fieldsim.lang.ir import Kernel, Op, Stmt, replayed_block, walk
 from fieldsim.lang.printer import field_name
 
 WRITES = frozenset({"store", "atomic_add", "atomic_other", "rmw"})
@@ -116,7 +116,7 @@ def _index(kernel: Kernel) -> _Index:
                 inner = loops + (s,) if op in (Op.FOR, Op.LOOP) else loops
                 for bi, b in enumerate(s.blocks):
                     visit(b, task, path + ((s, bi),), inner)
-                if op == Op.CUSTOM_GRAD and len(s.blocks) > 2:
+                if op == Op.CUSTOM_GRAD and replayed_block(s) is not s.blocks[0]:
                     ix.unreplayed.update(id(x) for x in walk(s.blocks[0]))
 
     for task, s in enumerate(kernel.body):

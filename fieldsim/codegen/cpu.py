@@ -111,7 +111,7 @@ class CpuBackend:
     # ---- compile ---------------------------------------------------------------------------------
     def compile(self, kernel: Kernel, rt) -> CpuProgram:
         self.counter += 1
-        symbol = f"fs_{_safe(kernel.name)}_{self.counter}"
+        symbol = f"fs_{safe_symbol(kernel.name)}_{self.counter}"
         module, info = lower_kernel(kernel, symbol, self.target, rt.debug)
         text = str(module)
         obj = self._cached_object(text, rt)
@@ -200,5 +200,6 @@ def _block_cost(block) -> float:
     return total
 
 
-def _safe(name: str) -> str:
+def safe_symbol(name: str) -> str:
+    """A kernel name as an LLVM symbol fragment (the backends add a prefix and a counter)."""
     return "".join(c if c.isalnum() else "_" for c in name)[:40]

@@ -24,7 +24,7 @@ import llvmlite
 import numpy as np
 
 from fieldsim.codegen import launch as launch_common
-from fieldsim.codegen.cpu import _safe
+from fieldsim.codegen.cpu import safe_symbol
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import (
     CTX_ERR,
@@ -466,7 +466,7 @@ class CudaBackend:
     # ---- compile ---------------------------------------------------------------------------------
     def compile(self, kernel: Kernel, rt) -> CudaProgram:
         self.counter += 1
-        symbol = f"fs_{_safe(kernel.name)}_{self.counter}"
+        symbol = f"fs_{safe_symbol(kernel.name)}_{self.counter}"
         ptx, info = self._cached_ptx(kernel, symbol, rt)
         module = self.drv.load(ptx)
         nwords = CTX_WORDS + len(info.params)

@@ -42,7 +42,6 @@ class Target:
     of a parallel range; CUDA overrides these (libdevice math, grid-stride loops)."""
 
     triple = ""
-    cpu_libm = True
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""

@@ -31,7 +31,7 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir as L
 
-from fieldsim.codegen.cpu import _safe
+from fieldsim.codegen.cpu import safe_symbol
 from fieldsim.codegen.llvm import CTX_ARGS, CTX_WORDS, I32, I64, PTR, Target, ll_type, lower_kernel
 from fieldsim.errors import FieldsimError
 from fieldsim.lang import types as T
@@ -274,7 +274,7 @@ def compile_kernel(kernel, symbol: str, arch: str = DEFAULT_ARCH, debug: bool = 
 
 def emit_ptx(kernel_ir, arch: str = DEFAULT_ARCH, debug: bool = False, symbol: str | None = None) -> str:
     """The PTX of an offloaded kernel (see `kernel_ir`) for `arch` (e.g. "sm_70", "sm_90")."""
-    name = symbol or "fs_" + _safe(kernel_ir.name)
+    name = symbol or "fs_" + safe_symbol(kernel_ir.name)
     return compile_kernel(kernel_ir, name, arch, debug)[0]
 
 

@@ -70,17 +70,16 @@ def _resolve_arch(arch):
     if arch in (None, cpu, "x64", "arm64"):
         return cpu
     if arch in (cuda, gpu, "vulkan", "metal", "opengl"):
+        from fieldsim.codegen import cuda as cuda_backend
         try:
-            from fieldsim.codegen.cuda import is_available
-            ok = is_available()
-        except ImportError:
-            ok = False
-        if ok:
+            cuda_backend.driver()
             return cuda
+        except Exception as err:  # noqa: BLE001 - whatever the driver bindings say
+            reason = str(err)
         if arch == cuda:
-            raise RuntimeError("fs.init(arch=fs.cuda): no usable CUDA device (pycuda missing or "
-                               "no GPU). Install the `cuda` extra on a machine with a GPU, or use "
-                               "fs.gpu to fall back to the CPU.")
+            raise RuntimeError(f"fs.init(arch=fs.cuda): no usable CUDA device ({reason}). Install "
+                               "the `cuda` extra on a machine with a GPU, or use fs.gpu to fall "
+                               "back to the CPU.")
         warnings.warn("fs.gpu: no CUDA device available; running on the CPU", stacklevel=3)
         return cpu
     raise ValueError(f"unknown arch {arch!r}; use fs.cpu, fs.cuda or fs.gpu")

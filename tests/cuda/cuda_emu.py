@@ -108,7 +108,7 @@ class EmuBackend(C.CudaBackend):
     def compile(self, kernel, rt):
         self.counter += 1
         rt.stats["llvm_compiles"] = rt.stats.get("llvm_compiles", 0) + 1  # no on-disk cache here
-        symbol = f"emu_{C._safe(kernel.name)}_{self.counter}"
+        symbol = f"emu_{C.safe_symbol(kernel.name)}_{self.counter}"
         module, info, _entries = lower_for_cuda(kernel, symbol, rt.debug, target_cls=EmuTarget)
         mod = llvm.parse_assembly(str(module))
         mod.triple = self.tm.triple
