@@ -282,12 +282,8 @@ def kernel_ir(kernel_obj, *args, **kwargs):
     """The offloaded IR `kernel_obj(*args)` would compile, built without compiling or launching
     (fields must exist in the current runtime; any arch works)."""
     from fieldsim.lang import runtime
-    from fieldsim.lang.frontend import Frontend
-    from fieldsim.lang.passes.offload import offload
-    rt = runtime.get()
     templates, _key, _values, dtypes, ret = kernel_obj.bind(args, kwargs)
-    fe = Frontend(kernel_obj.fn, rt, kernel_obj.__name__, templates, dtypes, ret)
-    return offload(fe.build())
+    return kernel_obj.build_ir(runtime.get(), templates, dtypes, ret)[0]
 
 
 # ---- ptxas, for tests and diagnostics --------------------------------------------------------

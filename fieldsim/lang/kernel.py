@@ -152,18 +152,23 @@ class KernelObj:
             self._cache[(rt.generation, key)] = ck
         return ck
 
-    def _compile(self, rt, templates, dtypes, ret) -> CompiledKernel:
+    def build_ir(self, rt, templates, dtypes, ret):
+        """(offloaded IR, the hidden fields it made) for these bound arguments: frontend and
+        offload, without compiling."""
         from fieldsim.lang.frontend import Frontend
         from fieldsim.lang.passes.offload import offload
+        fe = Frontend(self.fn, rt, self.__name__, templates, dtypes, ret)
+        return offload(fe.build()), fe.hidden_fields
+
+    def _compile(self, rt, templates, dtypes, ret) -> CompiledKernel:
         from fieldsim.lang.verify import verify
         t0 = time.perf_counter()
-        fe = Frontend(self.fn, rt, self.__name__, templates, dtypes, ret)
-        ir = offload(fe.build())
+        ir, hidden_fields = self.build_ir(rt, templates, dtypes, ret)
         if rt.debug or os.environ.get("FIELDSIM_VERIFY"):
             verify(ir)
         if os.environ.get("FIELDSIM_PRINT_IR"):
             print(print_kernel(ir))
-        ck = CompiledKernel(self, ir, fe.hidden_fields, [dtypes[p.name] for p in ir.params
+        ck = CompiledKernel(self, ir, hidden_fields, [dtypes[p.name] for p in ir.params
                                                         if not p.template], ret)
         ck.program = rt.backend().compile(ir, rt)
         rt.stats["compile_s"] += time.perf_counter() - t0
