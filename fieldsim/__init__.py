@@ -11,14 +11,20 @@ from fieldsim.errors import (AccessRuleError, FieldsimCompilationError, Fieldsim
 from fieldsim.lang import types
 from fieldsim.lang.field import (Field, MatrixField, ScalarField, SNode, axes, field, i, ij, ijk,
                                  ijkl, ik, j, jk, k, l, root)
-from fieldsim.lang.kernel import Func, KernelObj, func, kernel, pyfunc, template
+from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, pyfunc, real_func,
+                                  template)
 from fieldsim.lang.matrix import Matrix, Vector
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
                                ndrange, pow, random, round, rsqrt, select, sin, sqrt, static,
                                static_print, tan, tanh)
-from fieldsim.lang.runtime import arm64, cpu, cuda, gpu, init, reset, sync, x64
+from fieldsim.lang.runtime import (amdgpu, arm64, cpu, cuda, dx11, dx12, gles, gpu, init, metal,
+                                   opengl, reset, sync, vulkan, x64)
+from fieldsim.lang.enums import extension
+from fieldsim.lang.exception import (TaichiAssertionError, TaichiCompilationError, TaichiError,
+                                     TaichiIndexError, TaichiNameError, TaichiRuntimeError,
+                                     TaichiRuntimeTypeError, TaichiSyntaxError, TaichiTypeError)
 from fieldsim.lang.types import (f16, f32, f64, float16, float32, float64, i8, i16, i32, i64,
                                  int8, int16, int32, int64, u1, u8, u16, u32, u64, uint8, uint16,
                                  uint32, uint64)

@@ -59,6 +59,18 @@ def func(fn=None, *, is_real_function=False):
 pyfunc = func
 
 
+def real_func(fn=None):
+    """`ti.real_func`: Taichi compiles it as a separate function; fieldsim inlines it like any
+    `@func` (same results; recursion is not supported)."""
+    return func(fn)
+
+
+def data_oriented(cls):
+    """`@ti.data_oriented`: a class whose methods are kernels over its own fields. Kernels bound
+    to an instance take `self` as a compile-time value."""
+    return cls
+
+
 def _resolve_annotation(ann, fn):
     if isinstance(ann, str):
         try:

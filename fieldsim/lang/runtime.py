@@ -12,6 +12,10 @@ from fieldsim.lang import types as T
 
 cpu, cuda, gpu = "cpu", "cuda", "gpu"
 x64 = arm64 = cpu
+# Taichi's other backends: fieldsim has none of them; `init` runs their programs on the CPU.
+vulkan, metal, opengl, gles, dx11, dx12, amdgpu = ("vulkan", "metal", "opengl", "gles", "dx11",
+                                                  "dx12", "amdgpu")
+OTHER_BACKENDS = (vulkan, metal, opengl, gles, dx11, dx12, amdgpu)
 
 
 class Runtime:
@@ -67,22 +71,36 @@ def _dtype(dt, default):
 
 
 def _resolve_arch(arch):
+    if isinstance(arch, (list, tuple)):  # Taichi's `arch=[ti.cuda, ti.cpu]`: the first usable one
+        for a in arch:
+            if a in (cpu, "x64", "arm64") or (a in (cuda, gpu) and _cuda_reason() is None):
+                return _resolve_arch(a)
+        return cpu
     if arch in (None, cpu, "x64", "arm64"):
         return cpu
-    if arch in (cuda, gpu, "vulkan", "metal", "opengl"):
-        from fieldsim.codegen import cuda as cuda_backend
-        try:
-            cuda_backend.driver()
+    if arch in (cuda, gpu):
+        reason = _cuda_reason()
+        if reason is None:
             return cuda
-        except Exception as err:  # noqa: BLE001 - whatever the driver bindings say
-            reason = str(err)
-        if arch == cuda:
-            raise RuntimeError(f"fs.init(arch=fs.cuda): no usable CUDA device ({reason}). Install "
-                               "the `cuda` extra on a machine with a GPU, or use fs.gpu to fall "
-                               "back to the CPU.")
-        warnings.warn("fs.gpu: no CUDA device available; running on the CPU", stacklevel=3)
+        warnings.warn(f"fs.init(arch={arch}): no usable CUDA device ({reason}); running on the "
+                      "CPU. Install the `cuda` extra on a machine with an NVIDIA GPU to use it.",
+                      stacklevel=3)
+        return cpu
+    if arch in OTHER_BACKENDS:
+        warnings.warn(f"fs.init(arch={arch}): fieldsim has no {arch} backend; running on the CPU",
+                      stacklevel=3)
         return cpu
     raise ValueError(f"unknown arch {arch!r}; use fs.cpu, fs.cuda or fs.gpu")
+
+
+def _cuda_reason():
+    """None when a CUDA device can be used, else why not."""
+    from fieldsim.codegen import cuda as cuda_backend
+    try:
+        cuda_backend.driver()
+        return None
+    except Exception as err:  # noqa: BLE001 - whatever the driver bindings say
+        return str(err) or type(err).__name__
 
 
 _current: Runtime | None = None

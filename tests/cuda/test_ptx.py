@@ -199,12 +199,30 @@ def test_is_available_never_raises():
     assert isinstance(cuda.is_available(), bool)
 
 
-def test_init_cuda_without_device_is_a_clear_error():
+def test_init_cuda_without_device_falls_back_to_cpu_with_a_warning():
     from fieldsim.codegen import cuda
     if cuda.is_available():
         pytest.skip("a CUDA device is available")
-    with pytest.raises(RuntimeError, match="CUDA"):
-        fs.init(arch=fs.cuda)
+    with pytest.warns(UserWarning, match="no usable CUDA device"):
+        rt = fs.init(arch=fs.cuda)
+    assert rt.arch == fs.cpu
+    x = fs.field(fs.f32, shape=4)
+
+    @fs.kernel
+    def fill():
+        for i in x:
+            x[i] = i * 2.0
+
+    fill()
+    assert x.to_numpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+    fs.init(arch=fs.cpu)
+
+
+@pytest.mark.parametrize("arch", ["vulkan", "metal", "opengl", "gles", "dx11", "amdgpu"])
+def test_init_with_another_backend_falls_back_to_cpu(arch):
+    with pytest.warns(UserWarning, match=f"no {arch} backend"):
+        rt = fs.init(arch=getattr(fs, arch))
+    assert rt.arch == fs.cpu
     fs.init(arch=fs.cpu)
 
 

@@ -1,0 +1,36 @@
+"""Taichi's public enums that programs compare against: `extension` (what a backend supports),
+`AutodiffMode` (a kernel's differentiation mode) and `SNodeGradType` (what a field holds)."""
+import enum
+
+
+class extension(enum.Enum):
+    """Optional backend features (`ti.extension.adstack`); the CPU backend has those listed in
+    `CPU_EXTENSIONS`."""
+
+    sparse = "sparse"
+    quant = "quant"
+    quant_basic = "quant_basic"
+    data64 = "data64"
+    adstack = "adstack"
+    bls = "bls"
+    assertion = "assertion"
+    extfunc = "extfunc"
+    mesh = "mesh"
+
+
+CPU_EXTENSIONS = frozenset({extension.data64, extension.adstack, extension.assertion,
+                            extension.extfunc})
+
+
+class AutodiffMode(enum.Enum):
+    NONE = 0
+    VALIDATION = 1
+    FORWARD = 2
+    REVERSE = 3
+
+
+class SNodeGradType(enum.Enum):
+    PRIMAL = 0
+    ADJOINT = 1
+    DUAL = 2
+    ADJOINT_CHECKBIT = 3
