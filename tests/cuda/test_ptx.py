@@ -218,10 +218,10 @@ def test_init_cuda_without_device_falls_back_to_cpu_with_a_warning():
     fs.init(arch=fs.cpu)
 
 
-@pytest.mark.parametrize("arch", ["vulkan", "metal", "opengl", "gles", "dx11", "amdgpu"])
-def test_init_with_another_backend_falls_back_to_cpu(arch):
-    with pytest.warns(UserWarning, match=f"no {arch} backend"):
-        rt = fs.init(arch=getattr(fs, arch))
+@pytest.mark.parametrize("backend_name", ["vulkan", "metal", "opengl", "gles", "dx11", "amdgpu"])
+def test_init_with_another_backend_falls_back_to_cpu(backend_name):
+    with pytest.warns(UserWarning, match=f"no {backend_name} backend"):
+        rt = fs.init(arch=getattr(fs, backend_name))
     assert rt.arch == fs.cpu
     fs.init(arch=fs.cpu)
 
