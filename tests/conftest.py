@@ -4,6 +4,7 @@
 ``fieldsim.codegen.cuda.is_available()`` says a device works. It gives the
 backend object (``fs.cpu`` / ``fs.cuda``); a test then calls
 ``fs.init(arch=arch)``. ``--arch=cpu`` (or a comma list) restricts the backends.
+Every pass is verified (``FIELDSIM_VERIFY=1``).
 Tests marked ``@pytest.mark.cuda`` are skipped where no CUDA device is available
 (and when the suite runs against Taichi, FIELDSIM_AS_TAICHI=1).
 """
@@ -14,6 +15,8 @@ import os
 import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The IR verifier runs after every pass of every kernel the suite compiles (run_pass).
+os.environ.setdefault("FIELDSIM_VERIFY", "1")
 try:
     import matplotlib
 

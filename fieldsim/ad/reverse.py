@@ -61,6 +61,7 @@ from fieldsim.lang.ir import (
 from fieldsim.lang.passes.lower_break import lower_break
 from fieldsim.lang.passes.offload import is_task
 from fieldsim.lang.passes.prune import prune
+from fieldsim.lang.passes.run import run_pass
 
 _DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT})
 _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() value",
@@ -68,7 +69,7 @@ _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() valu
 
 
 def make_adjoint(kernel: Kernel) -> Kernel:
-    k = lower_break(kernel)
+    k = run_pass("lower_break", lower_break, kernel)
     _refuse_unsupported(k)
     ad = _KernelAD(k)
     body = ad.build()

@@ -7,7 +7,7 @@ kernel's `meta["stack_capacities"]`, a list of `CapacityFormula`).
 A formula bounds the number of pushes one thread makes to that stack before it is popped
 empty: a sum over push sites of the product of the trip counts of the inner loops enclosing
 the site. A trip count is known at launch when the loop's bounds are expressions of CONST and
-ARG statements only (`max(0, end - begin)`); otherwise (a `while` loop, bounds read from a
+ARG statements only (`lang.intexpr`: `max(0, end - begin)`); otherwise (a `while` loop, bounds read from a
 field or depending on the parallel loop index) it is the `default` passed to `evaluate`: the
 user's `ad_stack_size`. Analysis only; nothing here touches IR.
 """
@@ -17,41 +17,8 @@ import math
 from dataclasses import dataclass
 
 from fieldsim.errors import Loc
+from fieldsim.lang.intexpr import evaluate, launch_expr
 from fieldsim.lang.ir import Op, Stmt
-
-# An expression is ("const", value) | ("arg", position) | (op name, operand expressions...).
-_INT_OPS = {
-    "ADD": lambda a, b: a + b,
-    "SUB": lambda a, b: a - b,
-    "MUL": lambda a, b: a * b,
-    "FLOORDIV": lambda a, b: a // b if b else 0,
-    "MOD": lambda a, b: a % b if b else 0,
-    "DIV": lambda a, b: (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1) if b else 0,
-    "MIN": min,
-    "MAX": max,
-    "NEG": lambda a: -a,
-    "CAST": int,
-}
-
-
-def bound_expr(s: Stmt):
-    """The launch-time expression of an integer loop bound, or None when it is not one."""
-    if s.op == Op.CONST:
-        return ("const", int(s.attr))
-    if s.op == Op.ARG:
-        return ("arg", s.attr)
-    if s.op.name not in _INT_OPS:
-        return None
-    kids = tuple(bound_expr(a) for a in s.args)
-    return None if any(k is None for k in kids) else (s.op.name, *kids)
-
-
-def eval_expr(e, args: list) -> int:
-    if e[0] == "const":
-        return int(e[1])
-    if e[0] == "arg":
-        return int(args[e[1]])
-    return int(_INT_OPS[e[0]](*(eval_expr(k, args) for k in e[1:])))
 
 
 @dataclass(frozen=True)
@@ -66,7 +33,7 @@ class TripCount:
     def of_loop(loop: Stmt) -> TripCount:
         if loop.op != Op.FOR:
             return TripCount(None, None, loop.loc)
-        return TripCount(bound_expr(loop.args[0]), bound_expr(loop.args[1]), loop.loc)
+        return TripCount(launch_expr(loop.args[0]), launch_expr(loop.args[1]), loop.loc)
 
     @property
     def known(self) -> bool:
@@ -75,7 +42,7 @@ class TripCount:
     def evaluate(self, args: list, default: int) -> int:
         if not self.known:
             return int(default)
-        return max(0, eval_expr(self.end, args) - eval_expr(self.begin, args))
+        return max(0, evaluate(self.end, args) - evaluate(self.begin, args))
 
 
 @dataclass(frozen=True)

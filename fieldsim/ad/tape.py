@@ -18,7 +18,7 @@ import numpy as np
 
 from fieldsim.errors import FieldsimError, Loc
 from fieldsim.lang import runtime
-from fieldsim.lang.ir import Op, walk
+from fieldsim.lang.ir import GLOBAL_WRITE, Op, walk
 
 
 class _Launch:
@@ -246,7 +246,7 @@ def field_sets(ck):
         for s in walk(ck.ir.body):
             if s.op == Op.LOAD:
                 reads[id(s.field)] = s.field
-            elif s.op in (Op.STORE, Op.ATOMIC):
+            elif s.op in GLOBAL_WRITE:
                 writes[id(s.field)] = s.field
         cached = ck.field_sets = (reads, writes)
     return cached

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Meet, exclusive, overlap
 from fieldsim.checks.index_forms import Forms, Site
 from fieldsim.errors import AccessRuleError, Loc
-from fieldsim.lang.ir import Kernel, Op, Stmt, replayed_block, walk
+from fieldsim.lang.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, replayed_block, walk
 from fieldsim.lang.printer import field_name
 
 WRITES = frozenset({"store", "atomic_add", "atomic_other", "rmw"})
@@ -94,7 +94,7 @@ class _Index(NamedTuple):
     #                  recomputes the user's replay code instead: what they read may change)
 
 
-_ACCESS_OPS = frozenset({Op.LOAD, Op.STORE, Op.ATOMIC})
+_ACCESS_OPS = GLOBAL_ACCESS
 _make_site = tuple.__new__  # Site(...) without its Python-level __new__: one per statement
 
 

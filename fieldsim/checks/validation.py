@@ -34,7 +34,6 @@ undecided finding is refused as without validation.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 
@@ -278,13 +277,11 @@ class Instrumented:
     """The instrumented program of one compiled kernel and its hidden fields."""
 
     def __init__(self, ck, check, rt):
-        from fieldsim.lang.verify import verify
+        from fieldsim.lang.passes.run import run_pass
         self.sites = watched_sites(check)
         self.tags = make_tags(self.sites)
         self.can_refuse = any(ft.viol is not None or ft.tasks for ft in self.tags)
-        ir = instrument(ck.ir, self.tags)
-        if rt.debug or os.environ.get("FIELDSIM_VERIFY"):
-            verify(ir)
+        ir = run_pass("validation", instrument, ck.ir, self.tags, verify=rt.debug)
         self.ir = ir
         self.program = rt.backend().compile(ir, rt)
 

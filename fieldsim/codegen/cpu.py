@@ -25,6 +25,7 @@ import numpy as np
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import Target, lower_kernel
+from fieldsim.lang.intexpr import trip_count
 from fieldsim.lang.ir import Kernel, Op
 
 COMPILER_VERSION = "fieldsim-cpu-1"
@@ -190,10 +191,10 @@ def _block_cost(block) -> float:
     for s in block:
         inner = sum(_block_cost(b) for b in s.blocks)
         if s.op == Op.FOR:
-            lo, hi = s.args
-            if lo.op != Op.CONST or hi.op != Op.CONST:
+            trips = trip_count(s, ())
+            if trips is None:
                 return math.inf  # a trip count known only at run time: assume it is large
-            inner *= max(hi.attr - lo.attr, 0)
+            inner *= trips
         elif s.op == Op.LOOP:
             return math.inf
         total += 1 + inner

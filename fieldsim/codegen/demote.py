@@ -16,11 +16,14 @@ Guarantees: analysis only (reads IR, never changes it); when unsure it keeps the
 """
 from __future__ import annotations
 
-from fieldsim.lang.ir import Op, Stmt, walk
+from fieldsim.lang.ir import GLOBAL_ACCESS, OPDEFS, Op, Stmt, walk
+from fieldsim.lang.opdefs import Effect, Lowering
 
 DEMOTABLE = ("add", "sub", "mul")
-_ACCESS = (Op.LOAD, Op.STORE, Op.ATOMIC)
-_INTEGER_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.FLOORDIV, Op.MOD})
+_ACCESS = GLOBAL_ACCESS
+# pure integer arithmetic: equal operand keys give equal values
+_INTEGER_OPS = frozenset(op for op, d in OPDEFS.items()
+                         if d.effect is Effect.PURE and d.lowering is Lowering.ARITH and d.int_ok)
 
 
 def owned_atomics(task: Stmt, prologue: list[Stmt]) -> set[int]:

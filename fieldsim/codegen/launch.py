@@ -31,6 +31,7 @@ from fieldsim.errors import (
     FieldsimIndexError,
     FieldsimRuntimeError,
 )
+from fieldsim.lang.intexpr import trip_count
 from fieldsim.lang.ir import Op, Stmt
 
 
@@ -140,33 +141,10 @@ def _field_ptr(field, kernel_name):
 
 
 def size_hint(task: Stmt, args):
-    """The iteration count of a task when its bounds are constants or arguments, else None."""
+    """The iteration count of a task when its bounds are known at launch, else None."""
     if task.op != Op.FOR:
         return 1
-    try:
-        return _eval(task.args[1], args) - _eval(task.args[0], args)
-    except _Unknown:
-        return None
-
-
-class _Unknown(Exception):
-    pass
-
-
-def _eval(s: Stmt, args):
-    if s.op == Op.CONST:
-        return s.attr
-    if s.op == Op.ARG:
-        return args[s.attr] if s.attr < len(args) else _raise()
-    ops = {Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MUL: lambda a, b: a * b,
-           Op.FLOORDIV: lambda a, b: a // b if b else 0, Op.CAST: lambda a: int(a)}
-    if s.op in ops:
-        return ops[s.op](*[_eval(a, args) for a in s.args])
-    raise _Unknown
-
-
-def _raise():
-    raise _Unknown
+    return trip_count(task, args)
 
 
 def raise_kernel_error(info, err, caps):

@@ -17,7 +17,7 @@ from llvmlite import ir as L
 
 from fieldsim.codegen.demote import owned_atomics
 from fieldsim.lang import types as T
-from fieldsim.lang.ir import Kernel, Op, Stmt, fields_of, walk
+from fieldsim.lang.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.lang.passes.offload import is_task
 
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
@@ -183,7 +183,7 @@ class TaskLowering:
             if st.op == Op.ATOMIC and st.attr[1] in ("add", "sub") and id(st) not in used \
                     and all(invariant(ix) for ix in st.indices):
                 cands.append(st)
-            elif st.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+            elif st.op in GLOBAL_ACCESS:
                 other.add(id(st.field))
         groups: dict = {}
         for st in cands:

@@ -5,9 +5,16 @@ name is bound to the fieldsim class that plays its part, so `except ti.TaichiTyp
 what fieldsim raises (and `pytest.raises(TypeError)` keeps working, as every class is also the
 matching Python built-in).
 """
-from fieldsim.errors import (FieldsimAssertionError, FieldsimCompilationError, FieldsimError,
-                             FieldsimIndexError, FieldsimNameError, FieldsimRuntimeError,
-                             FieldsimSyntaxError, FieldsimTypeError)
+from fieldsim.errors import (
+                             FieldsimAssertionError,
+                             FieldsimCompilationError,
+                             FieldsimError,
+                             FieldsimIndexError,
+                             FieldsimNameError,
+                             FieldsimRuntimeError,
+                             FieldsimSyntaxError,
+                             FieldsimTypeError,
+)
 
 TaichiError = FieldsimError
 TaichiCompilationError = FieldsimCompilationError
@@ -19,6 +26,14 @@ TaichiAssertionError = FieldsimAssertionError
 TaichiIndexError = FieldsimIndexError
 TaichiRuntimeTypeError = FieldsimRuntimeError
 
-__all__ = ["TaichiError", "TaichiCompilationError", "TaichiSyntaxError", "TaichiTypeError",
-           "TaichiNameError", "TaichiRuntimeError", "TaichiAssertionError", "TaichiIndexError",
-           "TaichiRuntimeTypeError"]
+__all__ = [
+                             "TaichiAssertionError",
+                             "TaichiCompilationError",
+                             "TaichiError",
+                             "TaichiIndexError",
+                             "TaichiNameError",
+                             "TaichiRuntimeError",
+                             "TaichiRuntimeTypeError",
+                             "TaichiSyntaxError",
+                             "TaichiTypeError",
+]

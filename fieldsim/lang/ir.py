@@ -3,7 +3,8 @@
 Every pass and the codegen read this and nothing else. The invariants are:
 
 * A `Stmt` is one operation. Its value (if it has one) is the `Stmt` object itself: operands are
-  other `Stmt`s, never names. `dtype` is the scalar type of the value, or None.
+  other `Stmt`s, never names. `dtype` is the scalar type of the value, or None. What each op is
+  (arity, result type, effects, ...) is written once, in `opdefs.OPDEFS`.
 * Values are scalar. Vectors and matrices are scalarised by the frontend.
 * Control flow is structured: `FOR`, `LOOP` and `IF` own nested blocks (lists of `Stmt`).
   A `FOR` statement is also its own loop-index value inside its body.
@@ -17,116 +18,57 @@ Statements are treated as immutable once a pass has produced them: passes build 
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
 from fieldsim.errors import Loc
+from fieldsim.lang.opdefs import (
+    ATOMIC_KINDS,
+    BINARY,
+    COMPARE,
+    CONTROL,
+    FLOAT_ONLY,
+    GLOBAL_ACCESS,
+    GLOBAL_READ,
+    GLOBAL_WRITE,
+    INT_ONLY,
+    NO_VALUE,
+    NONDIFF,
+    OPDEFS,
+    PURE,
+    UNARY,
+    Op,
+)
 from fieldsim.lang.types import DataType
 
-
-class Op(enum.IntEnum):
-    # leaves
-    CONST = enum.auto()  # attr = python value
-    ARG = enum.auto()  # attr = kernel argument position
-    RAND = enum.auto()  # counter-based random number of `dtype`, per thread
-    # unary arithmetic; float math unless noted
-    NEG = enum.auto()
-    ABS = enum.auto()
-    SQRT = enum.auto()
-    SIN = enum.auto()
-    COS = enum.auto()
-    TAN = enum.auto()
-    ASIN = enum.auto()
-    ACOS = enum.auto()
-    ATAN = enum.auto()
-    TANH = enum.auto()
-    EXP = enum.auto()
-    LOG = enum.auto()
-    FLOOR = enum.auto()
-    CEIL = enum.auto()
-    ROUND = enum.auto()
-    NOT = enum.auto()  # logical not: result 1 if operand == 0 (i32)
-    BIT_NOT = enum.auto()
-    CAST = enum.auto()  # value conversion to `dtype`
-    # binary arithmetic: both operands have the same dtype (the frontend casts)
-    ADD = enum.auto()
-    SUB = enum.auto()
-    MUL = enum.auto()
-    DIV = enum.auto()  # true division for floats, C division (toward zero) for ints
-    FLOORDIV = enum.auto()  # Python floor division
-    MOD = enum.auto()  # Python modulo (sign of the divisor)
-    POW = enum.auto()
-    ATAN2 = enum.auto()
-    MIN = enum.auto()
-    MAX = enum.auto()
-    BIT_AND = enum.auto()
-    BIT_OR = enum.auto()
-    BIT_XOR = enum.auto()
-    SHL = enum.auto()
-    SHR = enum.auto()
-    # comparisons: operands share a dtype, the result is i32 0/1
-    LT = enum.auto()
-    LE = enum.auto()
-    GT = enum.auto()
-    GE = enum.auto()
-    EQ = enum.auto()
-    NE = enum.auto()
-    SELECT = enum.auto()  # args (cond i32, a, b)
-    # mutable locals
-    ALLOCA = enum.auto()  # a local variable of `dtype`, zero-initialised
-    LOCAL_LOAD = enum.auto()  # args (alloca,)
-    LOCAL_STORE = enum.auto()  # args (alloca, value)
-    # global memory
-    LOAD = enum.auto()  # args indices; attr field
-    STORE = enum.auto()  # args indices + (value,); attr field
-    ATOMIC = enum.auto()  # args indices + (value,); attr (field, kind); returns the old value
-    # structured control flow
-    FOR = enum.auto()  # args (begin, end); attr ForInfo; blocks [body]; value = loop index
-    LOOP = enum.auto()  # runs its body until BREAK; blocks [body]
-    IF = enum.auto()  # args (cond,); blocks [then, else]
-    BREAK = enum.auto()
-    CONTINUE = enum.auto()
-    RETURN = enum.auto()  # args (value,): the kernel's scalar return value
-    SERIAL = enum.auto()  # a top-level task run once, by one thread; blocks [body]
-    ASSERT = enum.auto()  # args (cond, *format args); attr message; checked with debug=True
-    # per-thread AD stacks (made by reverse AD only)
-    STACK_ALLOCA = enum.auto()  # attr StackInfo
-    STACK_PUSH = enum.auto()  # args (stack, value)
-    STACK_POP = enum.auto()  # args (stack,)
-    STACK_TOP = enum.auto()  # args (stack,)
-    # a func with a user adjoint (fs.ad.func_grad) and/or a user replay (fs.ad.func_replay):
-    # blocks [forward, adjoint] or [forward, adjoint, replay]. args are the func's scalar
-    # inputs; attr CustomGradInfo. The forward (and replay) block stores the outputs into
-    # `attr.outputs` (allocas declared before the region); the adjoint block reads the outputs'
-    # adjoints as CUSTOM_ADJ_IN (attr k) and ends with CUSTOM_ADJ_OUT(one adjoint per input);
-    # without a user adjoint it is empty and reverse AD differentiates the replayed code
-    # (`replayed_block`). Kernels run the forward block only.
-    CUSTOM_GRAD = enum.auto()
-    CUSTOM_ADJ_IN = enum.auto()
-    CUSTOM_ADJ_OUT = enum.auto()
-
-
-UNARY = frozenset({Op.NEG, Op.ABS, Op.SQRT, Op.SIN, Op.COS, Op.TAN, Op.ASIN, Op.ACOS, Op.ATAN,
-                   Op.TANH, Op.EXP, Op.LOG, Op.FLOOR, Op.CEIL, Op.ROUND, Op.NOT, Op.BIT_NOT,
-                   Op.CAST})
-BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.ATAN2,
-                    Op.MIN, Op.MAX, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR})
-COMPARE = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE})
-FLOAT_ONLY = frozenset({Op.SQRT, Op.SIN, Op.COS, Op.TAN, Op.ASIN, Op.ACOS, Op.ATAN, Op.TANH,
-                        Op.EXP, Op.LOG, Op.ATAN2})
-INT_ONLY = frozenset({Op.BIT_NOT, Op.BIT_AND, Op.BIT_OR, Op.BIT_XOR, Op.SHL, Op.SHR})
-# pure: may be recomputed or removed freely (a LOAD is pure under the access rules)
-PURE = UNARY | BINARY | COMPARE | frozenset({Op.CONST, Op.ARG, Op.SELECT, Op.LOAD})
-GLOBAL_READ = frozenset({Op.LOAD})
-GLOBAL_WRITE = frozenset({Op.STORE, Op.ATOMIC})
-CONTROL = frozenset({Op.FOR, Op.LOOP, Op.IF, Op.SERIAL, Op.CUSTOM_GRAD})
-# ops whose result carries no derivative
-NONDIFF = (COMPARE | INT_ONLY | frozenset({Op.FLOOR, Op.CEIL, Op.ROUND, Op.NOT, Op.CONST, Op.ARG,
-                                           Op.RAND, Op.FLOORDIV}))
-ATOMIC_KINDS = ("add", "sub", "min", "max", "and", "or", "xor", "mul",
-                "xchg")  # xchg: made by reverse AD only (a winner takes a gradient)
+__all__ = [
+    "ATOMIC_KINDS",
+    "BINARY",
+    "COMPARE",
+    "CONTROL",
+    "FLOAT_ONLY",
+    "GLOBAL_ACCESS",
+    "GLOBAL_READ",
+    "GLOBAL_WRITE",
+    "INT_ONLY",
+    "NONDIFF",
+    "NO_VALUE",
+    "OPDEFS",
+    "PURE",
+    "UNARY",
+    "CustomGradInfo",
+    "ForInfo",
+    "Kernel",
+    "Op",
+    "Param",
+    "StackInfo",
+    "Stmt",
+    "fields_of",
+    "has_user_adjoint",
+    "replayed_block",
+    "walk",
+]
 
 
 @dataclass(frozen=True)
@@ -227,6 +169,6 @@ def fields_of(kernel: Kernel) -> list:
     """The fields a kernel touches, in order of first appearance."""
     seen: dict[int, Any] = {}
     for s in walk(kernel.body):
-        if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+        if s.op in GLOBAL_ACCESS:
             seen.setdefault(id(s.field), s.field)
     return list(seen.values())

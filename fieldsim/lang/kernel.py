@@ -8,7 +8,6 @@ made lazily from the same IR. Errors from compilation reach the user without int
 from __future__ import annotations
 
 import inspect
-import os
 import time
 import typing
 
@@ -17,7 +16,7 @@ from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Kernel
-from fieldsim.lang.printer import print_kernel
+from fieldsim.lang.passes.run import run_pass
 
 
 class Template:
@@ -170,16 +169,12 @@ class KernelObj:
         from fieldsim.lang.frontend import Frontend
         from fieldsim.lang.passes.offload import offload
         fe = Frontend(self.fn, rt, self.__name__, templates, dtypes, ret)
-        return offload(fe.build()), fe.hidden_fields
+        ir = run_pass("frontend", lambda _: fe.build(), None, verify=rt.debug)
+        return run_pass("offload", offload, ir, verify=rt.debug), fe.hidden_fields
 
     def _compile(self, rt, templates, dtypes, ret) -> CompiledKernel:
-        from fieldsim.lang.verify import verify
         t0 = time.perf_counter()
         ir, hidden_fields = self.build_ir(rt, templates, dtypes, ret)
-        if rt.debug or os.environ.get("FIELDSIM_VERIFY"):
-            verify(ir)
-        if os.environ.get("FIELDSIM_PRINT_IR"):
-            print(print_kernel(ir))
         ck = CompiledKernel(self, ir, hidden_fields, [dtypes[p.name] for p in ir.params
                                                         if not p.template], ret)
         ck.program = rt.backend().compile(ir, rt)
@@ -246,12 +241,7 @@ def adjoint_program(ck: CompiledKernel, rt):
     if ck.adjoint is None:
         from fieldsim.ad.reverse import make_adjoint
         t0 = time.perf_counter()
-        adj_ir = make_adjoint(ck.ir)
-        if rt.debug or os.environ.get("FIELDSIM_VERIFY"):
-            from fieldsim.lang.verify import verify
-            verify(adj_ir)
-        if os.environ.get("FIELDSIM_PRINT_IR"):
-            print(print_kernel(adj_ir))
+        adj_ir = run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)
         ck.adjoint = (adj_ir, rt.backend().compile(adj_ir, rt))
         rt.stats["compile_s"] += time.perf_counter() - t0
     return ck.adjoint[1]

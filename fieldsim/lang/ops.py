@@ -14,6 +14,7 @@ from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal
 from fieldsim.lang.ir import Op
+from fieldsim.lang.opdefs import REAL_ONLY
 
 KERNEL_BUILTINS: dict = {}
 LVALUE_BUILTINS: set = set()
@@ -29,7 +30,7 @@ def _np_unary(fn):
     return apply
 
 
-_REAL_ONLY = {Op.SIN, Op.COS, Op.TAN, Op.TANH, Op.ASIN, Op.ACOS, Op.FLOOR, Op.CEIL, Op.ROUND}
+_REAL_ONLY = REAL_ONLY
 
 
 def _def_unary(name, op, np_fn, float_only=True):

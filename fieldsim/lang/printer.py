@@ -6,11 +6,7 @@ shape and dtype listed once in a header when `header=True`.
 """
 from __future__ import annotations
 
-from fieldsim.lang.ir import Kernel, Op, Stmt
-
-_NO_VALUE = frozenset({Op.STORE, Op.LOCAL_STORE, Op.IF, Op.LOOP, Op.BREAK, Op.CONTINUE,
-                       Op.RETURN, Op.SERIAL, Op.ASSERT, Op.STACK_PUSH, Op.STACK_POP,
-                       Op.CUSTOM_GRAD, Op.CUSTOM_ADJ_OUT})
+from fieldsim.lang.ir import GLOBAL_ACCESS, NO_VALUE, OPDEFS, Kernel, Op, Stmt
 
 
 class _Namer:
@@ -33,33 +29,13 @@ def field_name(f) -> str:
 
 
 def _attr_text(s: Stmt) -> str:
-    if s.op == Op.CONST:
-        return f" {s.attr!r}"
-    if s.op == Op.ARG:
-        return f" arg{s.attr}"
-    if s.op == Op.FOR:
-        flags = []
-        if s.attr is not None and s.attr.parallel:
-            flags.append("parallel")
-        if s.attr is not None and s.attr.serialize:
-            flags.append("serialize")
-        if s.attr is not None and s.attr.reverse:
-            flags.append("reverse")
-        return (" " + " ".join(flags)) if flags else ""
-    if s.op == Op.ASSERT:
-        return f" {s.attr!r}"
-    if s.op == Op.CUSTOM_GRAD:
-        return f" {s.attr.name}"
-    if s.op == Op.CUSTOM_ADJ_IN:
-        return f" out{s.attr}"
-    if s.op == Op.STACK_ALLOCA:
-        return f" {s.attr.name}#{s.attr.capacity_key}"
-    return ""
+    show = OPDEFS[s.op].attr_text
+    return show(s.attr) if show is not None else ""
 
 
 def _line(s: Stmt, n: _Namer) -> str:
-    opname = s.op.name.lower()
-    if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
+    opname = OPDEFS[s.op].text
+    if s.op in GLOBAL_ACCESS:
         idx = ", ".join(n.ref(a) for a in s.indices)
         fname = field_name(s.field)
         if s.op == Op.ATOMIC:
@@ -72,7 +48,7 @@ def _line(s: Stmt, n: _Namer) -> str:
         args = ", ".join(n.ref(a) for a in s.args)
         text = opname + (f".{s.dtype}" if s.dtype is not None else "")
         text += _attr_text(s) + (f" {args}" if args else "")
-    if s.op not in _NO_VALUE:
+    if s.op not in NO_VALUE:
         text = f"{n.define(s)} = {text}"
     return text
 

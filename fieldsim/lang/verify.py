@@ -1,18 +1,22 @@
-"""IR verifier: run after every pass in tests and with `debug=True`.
+"""IR verifier: run after every pass (`run_pass`) in tests, with `debug=True`, or with
+`FIELDSIM_VERIFY=1`.
 
-Checks, for a `Kernel`: every operand is defined before use in an enclosing scope; binary ops
-and comparisons have operands of one dtype; loads/stores index a field with as many indices as
-its storage has dimensions; BREAK/CONTINUE sit inside a loop; STORE values match the field's
-dtype. Raises `IRVerifyError` showing the printed IR around the bad statement. Analysis only.
+Takes a `Kernel`; returns it unchanged or raises `IRVerifyError`. It checks what `opdefs.OPDEFS`
+says of every op: operand count, operand dtypes (one shared dtype, float only, integer only),
+the result dtype rule, and that an op without a value has no dtype. Beyond the table: every
+operand is a statement defined before use in an enclosing scope; field accesses have one integer
+index per storage dimension and load/store the field's dtype; atomics name a known kind; locals
+and stacks are reached through their ALLOCA; BREAK/CONTINUE sit inside a loop. The error shows
+the statements around the bad one, not the whole kernel. Analysis only.
 """
 from __future__ import annotations
 
-from fieldsim.lang.ir import BINARY, COMPARE, Kernel, Op, Stmt
-from fieldsim.lang.printer import print_kernel
+from fieldsim.lang import types as T
+from fieldsim.lang.ir import ATOMIC_KINDS, GLOBAL_ACCESS, OPDEFS, Kernel, Op, Stmt
+from fieldsim.lang.opdefs import Operands, Result
+from fieldsim.lang.printer import print_block
 
-_ARITY = {Op.CONST: 0, Op.ARG: 0, Op.RAND: 0, Op.SELECT: 3, Op.ALLOCA: 0, Op.LOCAL_LOAD: 1,
-          Op.LOCAL_STORE: 2, Op.FOR: 2, Op.LOOP: 0, Op.IF: 1, Op.BREAK: 0, Op.CONTINUE: 0,
-          Op.SERIAL: 0, Op.STACK_PUSH: 2, Op.STACK_POP: 1, Op.STACK_TOP: 1}
+_CONTEXT = 3  # statements shown on each side of a bad one
 
 
 class IRVerifyError(AssertionError):
@@ -24,18 +28,31 @@ def verify(kernel: Kernel) -> Kernel:
     return kernel
 
 
+def _is_int(dt) -> bool:
+    return dt is not None and dt.is_int
+
+
 class _Verifier:
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
+        self.current_block: list[Stmt] = kernel.body
 
     def fail(self, s: Stmt, why: str):
-        raise IRVerifyError(f"{why} at {s!r} ({s.loc})\n{print_kernel(self.kernel)}")
+        block = self.current_block
+        at = next((i for i, t in enumerate(block) if t is s), 0)
+        lo, hi = max(0, at - _CONTEXT), at + _CONTEXT + 1
+        lines = print_block(block[lo:hi], indent=1).splitlines()
+        where = f"{s.loc}" if s.loc is not None else "no source location"
+        raise IRVerifyError(f"kernel {self.kernel.name!r}: {why} ({where}); statement "
+                            f"{at - lo + 1} of these:\n" + "\n".join(lines[:40]))
 
     def block(self, block, defined: set, loop_depth: int):
+        outer, self.current_block = self.current_block, block
         defined = set(defined)
         for s in block:
             self.stmt(s, defined, loop_depth)
             defined.add(id(s))
+        self.current_block = outer
 
     def stmt(self, s: Stmt, defined: set, loop_depth: int):
         for a in s.args:
@@ -43,18 +60,72 @@ class _Verifier:
                 self.fail(s, f"operand {a!r} is not a statement")
             if id(a) not in defined:
                 self.fail(s, f"operand {a!r} used before its definition")
-        want = _ARITY.get(s.op)
-        if want is not None and len(s.args) != want:
-            self.fail(s, f"{s.op.name} takes {want} operands, has {len(s.args)}")
-        if (s.op in BINARY or s.op in COMPARE) and (
-                len(s.args) != 2 or s.args[0].dtype is not s.args[1].dtype):
-            self.fail(s, "binary operands must share a dtype")
-        if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC):
-            ndim = len(getattr(s.field, "storage_shape", s.field.shape))
-            if len(s.indices) != ndim:
-                self.fail(s, f"field access with {len(s.indices)} indices, field has {ndim}")
+        d = OPDEFS.get(s.op)
+        if d is None:
+            self.fail(s, f"{s.op!r} has no definition in opdefs")
+        if d.arity is not None and len(s.args) != d.arity:
+            self.fail(s, f"{s.op.name} takes {d.arity} operands, has {len(s.args)}")
+        self.operand_dtypes(s, d)
+        self.result_dtype(s, d)
+        if s.op in GLOBAL_ACCESS:
+            self.field_access(s)
+        self.special(s)
         if s.op in (Op.BREAK, Op.CONTINUE) and loop_depth == 0:
             self.fail(s, "break/continue outside a loop")
         inner = loop_depth + (1 if s.op in (Op.FOR, Op.LOOP) else 0)
         for b in s.blocks:
             self.block(b, defined | {id(s)}, inner)
+
+    def operand_dtypes(self, s: Stmt, d):
+        values = s.args[1:] if s.op == Op.SELECT else s.args
+        if d.operands is Operands.ANY or not values:
+            return
+        dtypes = {a.dtype for a in values}
+        if len(dtypes) != 1 or None in dtypes:
+            self.fail(s, f"{s.op.name} operands must share one dtype, have "
+                         f"{', '.join(str(a.dtype) for a in values)}")
+        dt = next(iter(dtypes))
+        if not (d.int_ok if dt.is_int else d.float_ok):
+            self.fail(s, f"{s.op.name} does not take {dt} operands")
+
+    def result_dtype(self, s: Stmt, d):
+        if d.result is Result.NONE and s.dtype is not None:
+            self.fail(s, f"{s.op.name} defines no value but has dtype {s.dtype}")
+        elif d.result is Result.I32 and s.dtype is not T.i32:
+            self.fail(s, f"{s.op.name} gives i32, has dtype {s.dtype}")
+        elif d.result is Result.GIVEN and s.dtype is None and s.op != Op.FOR:
+            self.fail(s, f"{s.op.name} needs a dtype")
+        elif d.result is Result.OPERAND and s.args:
+            src = s.args[1] if s.op == Op.SELECT else s.args[0]
+            if s.dtype is not src.dtype:
+                self.fail(s, f"{s.op.name} of {src.dtype} operands has dtype {s.dtype}")
+
+    def field_access(self, s: Stmt):
+        f = s.field
+        ndim = len(getattr(f, "storage_shape", f.shape))
+        if len(s.indices) != ndim:
+            self.fail(s, f"field access with {len(s.indices)} indices, field has {ndim}")
+        if not all(_is_int(i.dtype) for i in s.indices):
+            self.fail(s, "field indices must be integers")
+        fdt = getattr(f, "dtype", None)
+        if isinstance(fdt, T.DataType):
+            got = s.dtype if s.op == Op.LOAD else s.value.dtype
+            if got is not fdt:
+                self.fail(s, f"{s.op.name.lower()} of {got} on a {fdt} field")
+        if s.op == Op.ATOMIC and s.attr[1] not in ATOMIC_KINDS:
+            self.fail(s, f"unknown atomic kind {s.attr[1]!r}")
+
+    def special(self, s: Stmt):
+        if s.op in (Op.LOCAL_LOAD, Op.LOCAL_STORE):
+            slot = s.args[0]
+            if slot.op != Op.ALLOCA:
+                self.fail(s, f"{s.op.name} of a {slot.op.name}, not an ALLOCA")
+            got = s.dtype if s.op == Op.LOCAL_LOAD else s.args[1].dtype
+            if got is not slot.dtype:
+                self.fail(s, f"{s.op.name.lower()} of {got} on a {slot.dtype} local")
+        elif s.op in (Op.STACK_PUSH, Op.STACK_POP, Op.STACK_TOP) and s.args[0].op != Op.STACK_ALLOCA:
+            self.fail(s, f"{s.op.name} of a {s.args[0].op.name}, not a STACK_ALLOCA")
+        elif s.op in (Op.IF, Op.SELECT) and not _is_int(s.args[0].dtype):
+            self.fail(s, f"{s.op.name} condition must be an integer, is {s.args[0].dtype}")
+        elif s.op == Op.FOR and not all(_is_int(a.dtype) for a in s.args):
+            self.fail(s, "FOR bounds must be integers")
