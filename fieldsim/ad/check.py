@@ -61,8 +61,8 @@ from fieldsim.ad.checkpoint import (
 )
 from fieldsim.ad.tape import Tape, _Custom, _Launch, _PythonWrite
 from fieldsim.errors import FieldsimError
+from fieldsim.ir.ir import Op, walk
 from fieldsim.lang import runtime
-from fieldsim.lang.ir import Op, walk
 
 __all__ = [
     "EntryCheck",

@@ -23,9 +23,9 @@ import weakref
 
 from fieldsim.ad.tape import Tape, _Custom, _Launch, field_sets, grad_replaced
 from fieldsim.errors import FieldsimError
+from fieldsim.ir.ir import Op, walk
 from fieldsim.lang import runtime
 from fieldsim.lang.field import Field
-from fieldsim.lang.ir import Op, walk
 
 __all__ = ["CheckpointInfo", "Recorder", "Rewind", "Snapshot", "checkpoint", "data_fields",
            "run_forward"]

@@ -11,8 +11,8 @@ draws and task structure are copied unchanged, so the primal results are bit-ide
 from __future__ import annotations
 
 from fieldsim.ad.rules import RULES
-from fieldsim.lang.builder import IRBuilder
-from fieldsim.lang.ir import Kernel, Op, Stmt
+from fieldsim.ir.builder import IRBuilder
+from fieldsim.ir.ir import Kernel, Op, Stmt
 
 
 def make_tangent(kernel: Kernel) -> Kernel:

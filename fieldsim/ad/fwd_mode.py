@@ -59,7 +59,7 @@ def tangent_program(ck, rt):
     """The fused primal + tangent program of a compiled kernel, made once."""
     if ck.tangent is None:
         from fieldsim.ad.forward import make_tangent
-        from fieldsim.lang.passes.run import run_pass
+        from fieldsim.ir.passes.run import run_pass
         jvp_ir = run_pass("forward", make_tangent, ck.ir, verify=rt.debug)
         ck.tangent = (jvp_ir, rt.backend().compile(jvp_ir, rt))
     return ck.tangent[1]

@@ -45,9 +45,9 @@ import contextlib
 from fieldsim.ad.rules import RULES
 from fieldsim.ad.stack import CapacityFormula
 from fieldsim.errors import FieldsimCompilationError
-from fieldsim.lang import types as T
-from fieldsim.lang.builder import IRBuilder
-from fieldsim.lang.ir import (
+from fieldsim.ir import dtypes as T
+from fieldsim.ir.builder import IRBuilder
+from fieldsim.ir.ir import (
     PURE,
     ForInfo,
     Kernel,
@@ -58,10 +58,10 @@ from fieldsim.lang.ir import (
     replayed_block,
     walk,
 )
-from fieldsim.lang.passes.lower_break import lower_break
-from fieldsim.lang.passes.offload import is_task
-from fieldsim.lang.passes.prune import prune
-from fieldsim.lang.passes.run import run_pass
+from fieldsim.ir.passes.lower_break import lower_break
+from fieldsim.ir.passes.offload import is_task
+from fieldsim.ir.passes.prune import prune
+from fieldsim.ir.passes.run import run_pass
 
 _DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT})
 _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() value",

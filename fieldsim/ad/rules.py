@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fieldsim.lang.builder import IRBuilder
-from fieldsim.lang.ir import Op, Stmt
+from fieldsim.ir.builder import IRBuilder
+from fieldsim.ir.ir import Op, Stmt
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass
 
 from fieldsim.errors import Loc
-from fieldsim.lang.intexpr import evaluate, launch_expr
-from fieldsim.lang.ir import Op, Stmt
+from fieldsim.ir.intexpr import evaluate, launch_expr
+from fieldsim.ir.ir import Op, Stmt
 
 
 @dataclass(frozen=True)

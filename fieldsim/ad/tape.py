@@ -17,8 +17,8 @@ from contextlib import nullcontext
 import numpy as np
 
 from fieldsim.errors import FieldsimError, Loc
+from fieldsim.ir.ir import GLOBAL_WRITE, Op, walk
 from fieldsim.lang import runtime
-from fieldsim.lang.ir import GLOBAL_WRITE, Op, walk
 
 
 class _Launch:

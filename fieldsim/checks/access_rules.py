@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Meet, exclusive, overlap
 from fieldsim.checks.index_forms import Forms, Site
 from fieldsim.errors import AccessRuleError, Loc
-from fieldsim.lang.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, replayed_block, walk
-from fieldsim.lang.printer import field_name
+from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, replayed_block, walk
+from fieldsim.ir.printer import field_name
 
 WRITES = frozenset({"store", "atomic_add", "atomic_other", "rmw"})
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from fieldsim.lang.ir import Op, Stmt
+from fieldsim.ir.ir import Op, Stmt
 
 
 class Answer(enum.IntEnum):

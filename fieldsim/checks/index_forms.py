@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from fieldsim.checks.index_expr import Affine, Arg, Opaque, Var
-from fieldsim.lang.ir import Op, Stmt
+from fieldsim.ir.ir import Op, Stmt
 
 
 # ------------------------------------------------------------------------------------ forms

@@ -57,7 +57,7 @@ from fieldsim.checks.boxes import (
 )
 from fieldsim.checks.index_expr import Affine
 from fieldsim.errors import Loc
-from fieldsim.lang.printer import field_name
+from fieldsim.ir.printer import field_name
 
 
 class Origin(NamedTuple):

@@ -52,10 +52,10 @@ from fieldsim.checks.boxes import box_of, box_slices, exact_box
 from fieldsim.checks.index_expr import Affine, Arg
 from fieldsim.checks.tape_rules import Checked, TapeState
 from fieldsim.errors import AccessRuleError
-from fieldsim.lang import types as T
-from fieldsim.lang.builder import IRBuilder
-from fieldsim.lang.ir import CustomGradInfo, Kernel, Op, Stmt
-from fieldsim.lang.printer import field_name
+from fieldsim.ir import dtypes as T
+from fieldsim.ir.builder import IRBuilder
+from fieldsim.ir.ir import CustomGradInfo, Kernel, Op, Stmt
+from fieldsim.ir.printer import field_name
 
 READ, ADD, STORE, MIN, MAX = 1, 2, 4, 8, 16
 WRITE_BITS = ADD | STORE | MIN | MAX
@@ -277,7 +277,7 @@ class Instrumented:
     """The instrumented program of one compiled kernel and its hidden fields."""
 
     def __init__(self, ck, check, rt):
-        from fieldsim.lang.passes.run import run_pass
+        from fieldsim.ir.passes.run import run_pass
         self.sites = watched_sites(check)
         self.tags = make_tags(self.sites)
         self.can_refuse = any(ft.viol is not None or ft.tasks for ft in self.tags)

@@ -25,8 +25,8 @@ import numpy as np
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import Target, lower_kernel
-from fieldsim.lang.intexpr import trip_count
-from fieldsim.lang.ir import Kernel, Op
+from fieldsim.ir.intexpr import trip_count
+from fieldsim.ir.ir import Kernel, Op
 
 COMPILER_VERSION = "fieldsim-cpu-1"
 SMALL_LAUNCH = 2048  # iterations below which threads cost more than they give

@@ -38,7 +38,7 @@ from fieldsim.codegen.llvm import (
     CTX_WORDS,
 )
 from fieldsim.codegen.ptx import KNOWN_ARCHS, check_arch, find_libdevice, lower_for_cuda, optimise_to_ptx
-from fieldsim.lang.ir import Kernel
+from fieldsim.ir.ir import Kernel
 
 COMPILER_VERSION = "fieldsim-cuda-1"
 BLOCK_DIM = 128  # threads per block unless fs.loop_config(block_dim=...) says otherwise

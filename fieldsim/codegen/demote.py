@@ -16,8 +16,8 @@ Guarantees: analysis only (reads IR, never changes it); when unsure it keeps the
 """
 from __future__ import annotations
 
-from fieldsim.lang.ir import GLOBAL_ACCESS, OPDEFS, Op, Stmt, walk
-from fieldsim.lang.opdefs import Effect, Lowering
+from fieldsim.ir.ir import GLOBAL_ACCESS, OPDEFS, Op, Stmt, walk
+from fieldsim.ir.opdefs import Effect, Lowering
 
 DEMOTABLE = ("add", "sub", "mul")
 _ACCESS = GLOBAL_ACCESS

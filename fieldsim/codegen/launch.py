@@ -31,8 +31,8 @@ from fieldsim.errors import (
     FieldsimIndexError,
     FieldsimRuntimeError,
 )
-from fieldsim.lang.intexpr import trip_count
-from fieldsim.lang.ir import Op, Stmt
+from fieldsim.ir.intexpr import trip_count
+from fieldsim.ir.ir import Op, Stmt
 
 
 class _Frame:

@@ -16,9 +16,9 @@ from __future__ import annotations
 from llvmlite import ir as L
 
 from fieldsim.codegen.demote import owned_atomics
-from fieldsim.lang import types as T
-from fieldsim.lang.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
-from fieldsim.lang.passes.offload import is_task
+from fieldsim.ir import dtypes as T
+from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
+from fieldsim.ir.passes.offload import is_task
 
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
     CTX_STACK_CAPS = range(9)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
-from fieldsim.lang import types as T
-from fieldsim.lang.ir import COMPARE, Op, Stmt
+from fieldsim.ir import dtypes as T
+from fieldsim.ir.ir import COMPARE, Op, Stmt
 
 I32 = L.IntType(32)
 _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}

@@ -34,7 +34,7 @@ from llvmlite import ir as L
 from fieldsim.codegen.cpu import safe_symbol
 from fieldsim.codegen.llvm import CTX_ARGS, CTX_WORDS, I32, I64, PTR, Target, ll_type, lower_kernel
 from fieldsim.errors import FieldsimError
-from fieldsim.lang import types as T
+from fieldsim.ir import dtypes as T
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DEFAULT_ARCH = "sm_90"

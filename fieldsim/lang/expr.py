@@ -11,9 +11,9 @@ import math
 import numbers
 
 from fieldsim.errors import FieldsimTypeError
+from fieldsim.ir.builder import IRBuilder
+from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import types as T
-from fieldsim.lang.builder import IRBuilder
-from fieldsim.lang.ir import Op, Stmt
 
 BINOPS = {"+": Op.ADD, "-": Op.SUB, "*": Op.MUL, "/": Op.DIV, "//": Op.FLOORDIV, "%": Op.MOD,
           "**": Op.POW, "&": Op.BIT_AND, "|": Op.BIT_OR, "^": Op.BIT_XOR, "<<": Op.SHL,

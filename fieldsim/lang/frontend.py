@@ -17,13 +17,13 @@ import textwrap
 from functools import cache
 
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
+from fieldsim.ir.builder import IRBuilder
+from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
 from fieldsim.lang import ops
 from fieldsim.lang import types as T
-from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field
 from fieldsim.lang.frontend_expr import ExprMixin
-from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, Stmt
 
 
 @cache
@@ -619,7 +619,7 @@ class Frontend(ExprMixin):
         """A func with a user adjoint and/or replay: a CUSTOM_GRAD region holding its forward
         code, the inlined adjoint func (reverse AD uses the user's derivative instead of its
         own) and the inlined replay func (what the adjoint recomputes in its place)."""
-        from fieldsim.lang.ir import CustomGradInfo
+        from fieldsim.ir.ir import CustomGradInfo
         flat_args, arg_shape = _flatten_value(tuple(args))
         inputs = [self.e.value(v) for v in flat_args]
         replay = func.replay

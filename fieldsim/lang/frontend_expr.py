@@ -8,11 +8,11 @@ import builtins
 import numbers
 
 from fieldsim.errors import FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
+from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import matrix_ops, ops
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
 from fieldsim.lang.field import Field
-from fieldsim.lang.ir import Op, Stmt
 
 _BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
               ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",

@@ -12,11 +12,11 @@ import time
 import typing
 
 from fieldsim.errors import AccessRuleError, FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
+from fieldsim.ir.ir import Kernel
+from fieldsim.ir.passes.run import run_pass
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
-from fieldsim.lang.ir import Kernel
-from fieldsim.lang.passes.run import run_pass
 
 
 class Template:
@@ -166,8 +166,8 @@ class KernelObj:
     def build_ir(self, rt, templates, dtypes, ret):
         """(offloaded IR, the hidden fields it made) for these bound arguments: frontend and
         offload, without compiling."""
+        from fieldsim.ir.passes.offload import offload
         from fieldsim.lang.frontend import Frontend
-        from fieldsim.lang.passes.offload import offload
         fe = Frontend(self.fn, rt, self.__name__, templates, dtypes, ret)
         ir = run_pass("frontend", lambda _: fe.build(), None, verify=rt.debug)
         return run_pass("offload", offload, ir, verify=rt.debug), fe.hidden_fields

@@ -7,8 +7,8 @@ matrix-specific rules.
 from __future__ import annotations
 
 from fieldsim.errors import FieldsimTypeError
+from fieldsim.ir.ir import Op
 from fieldsim.lang.expr import Emitter, MatVal
-from fieldsim.lang.ir import Op
 
 
 def norm_sqr(e: Emitter, a: MatVal):

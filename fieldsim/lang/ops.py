@@ -11,10 +11,10 @@ import math
 import numpy as np
 
 from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
+from fieldsim.ir.ir import Op
+from fieldsim.ir.opdefs import REAL_ONLY
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal
-from fieldsim.lang.ir import Op
-from fieldsim.lang.opdefs import REAL_ONLY
 
 KERNEL_BUILTINS: dict = {}
 LVALUE_BUILTINS: set = set()

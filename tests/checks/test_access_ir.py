@@ -15,10 +15,10 @@ from fieldsim.checks import Answer, TapeState, check_kernel, same_element_possib
 from fieldsim.checks.access_rules import KernelCheck, findings
 from fieldsim.errors import AccessRuleError, Loc
 from fieldsim.lang import types as T
-from fieldsim.lang.builder import IRBuilder
-from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, Stmt
-from fieldsim.lang.printer import print_kernel
-from fieldsim.lang.verify import verify
+from fieldsim.ir.builder import IRBuilder
+from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
+from fieldsim.ir.printer import print_kernel
+from fieldsim.ir.verify import verify
 
 FILE = "sim.py"
 

@@ -3,7 +3,7 @@
 A change in these strings is a change in the IR the rest of the pipeline sees; review the diff.
 """
 import fieldsim as fs
-from fieldsim.lang.printer import print_kernel
+from fieldsim.ir.printer import print_kernel
 
 
 def ir_of(kern, *args):

@@ -12,10 +12,10 @@ from support.ir_kit import KB, field
 
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.lang import types as T
-from fieldsim.lang.ir import Op, walk
-from fieldsim.lang.passes.lower_break import lower_break
-from fieldsim.lang.printer import print_kernel
-from fieldsim.lang.verify import verify
+from fieldsim.ir.ir import Op, walk
+from fieldsim.ir.passes.lower_break import lower_break
+from fieldsim.ir.printer import print_kernel
+from fieldsim.ir.verify import verify
 
 
 def check_form(block, in_loop_body=None):

@@ -9,7 +9,7 @@ import pytest
 from fieldsim.ad.rules import RULES
 from fieldsim.codegen.llvm import TaskLowering
 from fieldsim.codegen.llvm_arith import LOWER_FLOAT, LOWER_INT
-from fieldsim.lang.opdefs import COMPARE, NO_VALUE, OPDEFS, Lowering, Op, Result, evaluate
+from fieldsim.ir.opdefs import COMPARE, NO_VALUE, OPDEFS, Lowering, Op, Result, evaluate
 
 
 def test_every_op_has_a_definition():

@@ -16,8 +16,8 @@ from fieldsim.ad.reverse import make_adjoint
 from fieldsim.ad.stack import CapacityFormula
 from fieldsim.errors import ADStackOverflowError, FieldsimCompilationError
 from fieldsim.lang import types as T
-from fieldsim.lang.ir import CustomGradInfo, Op, walk
-from fieldsim.lang.printer import print_kernel
+from fieldsim.ir.ir import CustomGradInfo, Op, walk
+from fieldsim.ir.printer import print_kernel
 
 RNG = np.random.default_rng(1234)
 

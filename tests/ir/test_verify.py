@@ -4,8 +4,8 @@ from support.ir_interp import FakeField
 from support.ir_kit import KB
 
 from fieldsim.lang import types as T
-from fieldsim.lang.ir import Kernel, Op, Stmt
-from fieldsim.lang.verify import IRVerifyError, verify
+from fieldsim.ir.ir import Kernel, Op, Stmt
+from fieldsim.ir.verify import IRVerifyError, verify
 
 
 def _kernel(build):

@@ -21,8 +21,8 @@ def threaded(monkeypatch):
 def demoted_fields(kernel):
     """Names of the fields whose atomics in `kernel`'s (compiled) tasks are demoted."""
     from fieldsim.codegen.demote import owned_atomics
-    from fieldsim.lang.ir import Op, walk
-    from fieldsim.lang.passes.offload import is_task
+    from fieldsim.ir.ir import Op, walk
+    from fieldsim.ir.passes.offload import is_task
     ir = next(iter(kernel._cache.values())).ir
     prologue = [s for s in ir.body if not is_task(s)]
     names = set()

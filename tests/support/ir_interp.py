@@ -17,7 +17,7 @@ import numpy as np
 
 from fieldsim.errors import ADStackOverflowError
 from fieldsim.lang import types as T
-from fieldsim.lang.ir import Kernel, Op, Stmt
+from fieldsim.ir.ir import Kernel, Op, Stmt
 
 _M64 = (1 << 64) - 1
 

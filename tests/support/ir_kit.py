@@ -15,9 +15,9 @@ import numpy as np
 from fieldsim.ad.reverse import make_adjoint
 from fieldsim.errors import Loc
 from fieldsim.lang import types as T
-from fieldsim.lang.builder import IRBuilder
-from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, walk
-from fieldsim.lang.verify import verify
+from fieldsim.ir.builder import IRBuilder
+from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, walk
+from fieldsim.ir.verify import verify
 
 from .ir_interp import FakeField, run
 

@@ -6,7 +6,7 @@ shape and dtype listed once in a header when `header=True`.
 """
 from __future__ import annotations
 
-from fieldsim.lang.ir import GLOBAL_ACCESS, NO_VALUE, OPDEFS, Kernel, Op, Stmt
+from fieldsim.ir.ir import GLOBAL_ACCESS, NO_VALUE, OPDEFS, Kernel, Op, Stmt
 
 
 class _Namer:

@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fieldsim.errors import FieldsimCompilationError
-from fieldsim.lang import types as T
-from fieldsim.lang.builder import IRBuilder
-from fieldsim.lang.ir import Kernel, Op, Stmt
+from fieldsim.ir import dtypes as T
+from fieldsim.ir.builder import IRBuilder
+from fieldsim.ir.ir import Kernel, Op, Stmt
 
 _EXITS = (Op.BREAK, Op.CONTINUE)
 

@@ -9,7 +9,7 @@ Used by reverse AD on the IR it generates.
 """
 from __future__ import annotations
 
-from fieldsim.lang.ir import Op, Stmt, walk
+from fieldsim.ir.ir import Op, Stmt, walk
 
 _ROOTS = frozenset({Op.STORE, Op.ATOMIC, Op.RAND, Op.RETURN, Op.ASSERT})
 

@@ -23,7 +23,8 @@ from dataclasses import field as dc_field
 from typing import Any
 
 from fieldsim.errors import Loc
-from fieldsim.lang.opdefs import (
+from fieldsim.ir.dtypes import DataType
+from fieldsim.ir.opdefs import (
     ATOMIC_KINDS,
     BINARY,
     COMPARE,
@@ -40,7 +41,6 @@ from fieldsim.lang.opdefs import (
     UNARY,
     Op,
 )
-from fieldsim.lang.types import DataType
 
 __all__ = [
     "ATOMIC_KINDS",

@@ -12,9 +12,9 @@ import sys
 import time
 from collections import defaultdict
 
-from fieldsim.lang.ir import Kernel
-from fieldsim.lang.printer import print_kernel
-from fieldsim.lang.verify import verify as verify_kernel
+from fieldsim.ir.ir import Kernel
+from fieldsim.ir.printer import print_kernel
+from fieldsim.ir.verify import verify as verify_kernel
 
 PASS_SECONDS: defaultdict[str, float] = defaultdict(float)
 

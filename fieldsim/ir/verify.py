@@ -11,10 +11,10 @@ the statements around the bad one, not the whole kernel. Analysis only.
 """
 from __future__ import annotations
 
-from fieldsim.lang import types as T
-from fieldsim.lang.ir import ATOMIC_KINDS, GLOBAL_ACCESS, OPDEFS, Kernel, Op, Stmt
-from fieldsim.lang.opdefs import Operands, Result
-from fieldsim.lang.printer import print_block
+from fieldsim.ir import dtypes as T
+from fieldsim.ir.ir import ATOMIC_KINDS, GLOBAL_ACCESS, OPDEFS, Kernel, Op, Stmt
+from fieldsim.ir.opdefs import Operands, Result
+from fieldsim.ir.printer import print_block
 
 _CONTEXT = 3  # statements shown on each side of a bad one
 

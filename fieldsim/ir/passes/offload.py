@@ -14,7 +14,7 @@ Statement objects are reused, not copied: the frontend's output is owned by this
 """
 from __future__ import annotations
 
-from fieldsim.lang.ir import PURE, Kernel, Op, Stmt
+from fieldsim.ir.ir import PURE, Kernel, Op, Stmt
 
 _PROLOGUE_OPS = PURE
 

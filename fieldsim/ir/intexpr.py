@@ -8,9 +8,9 @@ hints of both backends, and the CPU scheduler all read trip counts through here,
 """
 from __future__ import annotations
 
-from fieldsim.lang.ir import Op, Stmt
-from fieldsim.lang.opdefs import OPDEFS, Operands, Result
-from fieldsim.lang.opdefs import evaluate as evaluate_op
+from fieldsim.ir.ir import Op, Stmt
+from fieldsim.ir.opdefs import OPDEFS, Operands, Result
+from fieldsim.ir.opdefs import evaluate as evaluate_op
 
 # An expression is ("const", value) | ("arg", position) | (Op, operand expressions...).
 _FOLDABLE = frozenset(op for op, d in OPDEFS.items()

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import contextlib
 
-from fieldsim.lang import types as T
-from fieldsim.lang.ir import BINARY, COMPARE, ForInfo, Op, Stmt
+from fieldsim.ir import dtypes as T
+from fieldsim.ir.ir import BINARY, COMPARE, ForInfo, Op, Stmt
 
 
 class IRBuilder:
