@@ -41,10 +41,7 @@ class _Tangent:
         return self.tan.get(id(a))
 
     def copy(self, b: IRBuilder, s: Stmt) -> Stmt:
-        c = b.emit(s.op, s.dtype, tuple(self.arg(a) for a in s.args), s.attr,
-                   [[] for _ in s.blocks] if s.blocks else None)
-        self.new[id(s)] = c
-        return c
+        return b.clone(s, self.new, operand=self.arg)
 
     def stmt(self, b: IRBuilder, s: Stmt):
         handler = getattr(self, "op_" + s.op.name.lower(), None)

@@ -161,8 +161,7 @@ class _KernelAD:
     def copy_prologue(self, s: Stmt):
         if s.op not in PURE:
             raise FieldsimCompilationError(f"unexpected {s.op.name} outside a task", s.loc)
-        args = tuple(self.prologue[id(a)] for a in s.args)
-        self.prologue[id(s)] = self.b.emit(s.op, s.dtype, args, s.attr, loc=s.loc)
+        self.b.clone(s, self.prologue)
 
     def task(self, task: Stmt):
         ad = _TaskAD(self)
@@ -238,9 +237,7 @@ class _TaskAD:
     def replay(self, s: Stmt, where: tuple) -> Stmt:
         if s.op == Op.LOOP:
             return self.replay_loop(s, where)
-        args = tuple(self.copy[id(a)] for a in s.args)
-        new = self.b.emit(s.op, s.dtype, args, s.attr, [[] for _ in s.blocks], loc=s.loc)
-        self.copy[id(s)] = new  # a FOR is its own index inside its body
+        new = self.b.clone(s, self.copy)  # a FOR is its own index inside its body
         for blk, new_blk in zip(s.blocks, new.blocks):
             with self.b.into(new_blk):
                 self.replay_block(blk, where + (s,))
@@ -465,14 +462,12 @@ class _TaskAD:
         """Copy user adjoint code here; returns the mapped CUSTOM_ADJ_OUT operands."""
         out = None
         for s in block:
-            args = tuple(m[id(a)] if id(a) in m else self.primal(a) for a in s.args)
             if s.op == Op.CUSTOM_ADJ_IN:
                 m[id(s)] = adj_in[s.attr]
             elif s.op == Op.CUSTOM_ADJ_OUT:
-                out = args
+                out = tuple(m[id(a)] if id(a) in m else self.primal(a) for a in s.args)
             else:
-                new = self.b.emit(s.op, s.dtype, args, s.attr, [[] for _ in s.blocks], loc=s.loc)
-                m[id(s)] = new
+                new = self.b.clone(s, m, operand=self.primal)
                 for blk, new_blk in zip(s.blocks, new.blocks):
                     with self.b.into(new_blk), self.scope():
                         out = self.transplant(blk, adj_in, m) or out

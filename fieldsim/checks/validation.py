@@ -54,7 +54,7 @@ from fieldsim.checks.tape_rules import Checked, TapeState
 from fieldsim.errors import AccessRuleError
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.builder import IRBuilder
-from fieldsim.ir.ir import CustomGradInfo, Kernel, Op, Stmt
+from fieldsim.ir.ir import Kernel, Op, Stmt
 from fieldsim.ir.printer import field_name
 
 READ, ADD, STORE, MIN, MAX = 1, 2, 4, 8, 16
@@ -203,15 +203,11 @@ def instrument(kernel: Kernel, tags: list[FieldTags]) -> Kernel:
     vmap: dict[int, Stmt] = {}
 
     def clone(block, tid) -> list[Stmt]:
-        out = []
+        out: list[Stmt] = []
+        b = IRBuilder(out)
         for s in block:
-            attr = s.attr
-            if isinstance(attr, CustomGradInfo):
-                attr = CustomGradInfo(attr.name, tuple(vmap.get(id(o), o) for o in attr.outputs))
-            new = Stmt(s.op, s.dtype, tuple(vmap.get(id(a), a) for a in s.args), attr, [], s.loc)
-            vmap[id(s)] = new
-            new.blocks = [clone(b, tid) for b in s.blocks]
-            out.append(new)
+            new = b.clone(s, vmap)
+            new.blocks = [clone(blk, tid) for blk in s.blocks]
             if id(s) in sites:
                 out.extend(_marks(new, *sites[id(s)], tid))
         return out
@@ -220,8 +216,7 @@ def instrument(kernel: Kernel, tags: list[FieldTags]) -> Kernel:
     for s in kernel.body:
         tid = None
         if is_parallel_task(s):  # as `Access.thread_mode`, hence `Site.parallel`
-            tid = Stmt(s.op, s.dtype, tuple(vmap.get(id(a), a) for a in s.args), s.attr, [], s.loc)
-            vmap[id(s)] = tid
+            tid = IRBuilder([]).clone(s, vmap)
             tid.blocks = [clone(b, tid) for b in s.blocks]
             body.append(tid)
             continue

@@ -7,9 +7,10 @@ one place statements are created, so every statement gets the builder's current 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
 from fieldsim.ir import dtypes as T
-from fieldsim.ir.ir import BINARY, COMPARE, ForInfo, Op, Stmt
+from fieldsim.ir.ir import BINARY, COMPARE, CustomGradInfo, ForInfo, Op, Stmt
 
 
 class IRBuilder:
@@ -25,6 +26,24 @@ class IRBuilder:
         s = Stmt(op, dtype, args, attr, blocks, loc or self.loc)
         self.block.append(s)
         return s
+
+    def clone(self, s: Stmt, remap: dict, operand=None) -> Stmt:
+        """Emit a copy of `s` (empty blocks, same op, dtype, attr and loc) whose operands are
+        mapped through `remap` (id of an old statement -> its new one; `operand(a)` for one
+        not in it, default: itself), and record it in `remap`. The one statement cloner: a
+        CUSTOM_GRAD region's output allocas are remapped like operands."""
+        def new(a):
+            got = remap.get(id(a))
+            if got is not None:
+                return got
+            return operand(a) if operand is not None else a
+        attr = s.attr
+        if isinstance(attr, CustomGradInfo):
+            attr = replace(attr, outputs=tuple(new(o) for o in attr.outputs))
+        c = self.emit(s.op, s.dtype, tuple(new(a) for a in s.args), attr,
+                      [[] for _ in s.blocks], loc=s.loc)
+        remap[id(s)] = c
+        return c
 
     @contextlib.contextmanager
     def into(self, block: list[Stmt]):

@@ -19,8 +19,6 @@ loop: differentiated kernels cannot stop a top-level loop early.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.builder import IRBuilder
@@ -109,13 +107,7 @@ class _Lowering:
             self.copy(s)
 
     def copy(self, s: Stmt) -> Stmt:
-        args = tuple(self.map.get(id(a), a) for a in s.args)
-        attr = s.attr
-        if s.op == Op.CUSTOM_GRAD:
-            attr = replace(attr, outputs=tuple(self.map[id(o)] for o in attr.outputs))
-        new = self.b.emit(s.op, s.dtype, args, attr, [[] for _ in s.blocks], loc=s.loc)
-        self.map[id(s)] = new
-        return new
+        return self.b.clone(s, self.map)
 
     # ---- loops ----------------------------------------------------------------------------------
     def task_for(self, s: Stmt):
