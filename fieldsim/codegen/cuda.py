@@ -63,7 +63,6 @@ class _PycudaDriver:
         self.cc = self.dev.compute_capability()
         self.sm_count = self.dev.get_attribute(a.MULTIPROCESSOR_COUNT)
         self.device_name = self.dev.name()
-        self._prepared: dict = {}
 
     def alloc(self, nbytes):
         mem = self.drv.mem_alloc(max(int(nbytes), 1))
@@ -77,9 +76,6 @@ class _PycudaDriver:
 
     def dtoh(self, arr, dptr):
         self.drv.memcpy_dtoh(arr, dptr)
-
-    def dtod(self, dst, src, nbytes):
-        self.drv.memcpy_dtod(dst, src, nbytes)
 
     def memset8(self, dptr, value, nbytes):
         self.drv.memset_d8(dptr, value, nbytes)
@@ -158,9 +154,6 @@ class _CudaPythonDriver:
 
     def dtoh(self, arr, dptr):
         self.check(self.cu.cuMemcpyDtoH(arr.ctypes.data, dptr, arr.nbytes))
-
-    def dtod(self, dst, src, nbytes):
-        self.check(self.cu.cuMemcpyDtoD(dst, src, nbytes))
 
     def memset8(self, dptr, value, nbytes):
         self.check(self.cu.cuMemsetD8(dptr, value, nbytes))

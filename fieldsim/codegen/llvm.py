@@ -23,9 +23,9 @@ from fieldsim.ir.passes.offload import is_task
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
     CTX_STACK_CAPS = range(9)
 CTX_WORDS = 9
-ERR_ASSERT, ERR_STACK_OVERFLOW, ERR_OUT_OF_BOUNDS, ERR_STACK_EMPTY = 1, 2, 3, 4
+ERR_ASSERT, ERR_STACK_OVERFLOW, ERR_OUT_OF_BOUNDS = 1, 2, 3
 
-I1, I8, I32, I64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64)
+I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
 PTR = L.PointerType()
 _LL = {}
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
-from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import COMPARE, Op, Stmt
 
 I32 = L.IntType(32)
@@ -120,9 +119,3 @@ def lower_arith(lw, s: Stmt):
         raise NotImplementedError(f"no lowering for {s.op.name} on {dt}")
     return fn(lw, b, dt, *args)
 
-
-def lowered_ops() -> set:
-    return set(LOWER_FLOAT) | set(LOWER_INT) | set(COMPARE) | {Op.NOT, Op.CAST, Op.SELECT}
-
-
-_ = T

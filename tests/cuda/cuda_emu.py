@@ -70,9 +70,6 @@ class EmuDriver:
     def dtoh(self, arr, dptr):
         ctypes.memmove(arr.ctypes.data, dptr, arr.nbytes)
 
-    def dtod(self, dst, src, nbytes):
-        ctypes.memmove(dst, src, nbytes)
-
     def memset8(self, dptr, value, nbytes):
         ctypes.memset(dptr, value, nbytes)
 
