@@ -24,7 +24,7 @@ import numpy as np
 
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
-from fieldsim.codegen.llvm import Target, lower_kernel
+from fieldsim.codegen.llvm import Target, TaskInfo, lower_kernel
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Kernel, Op
 
@@ -119,7 +119,7 @@ class CpuBackend:
         with _llvm_lock:
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self.engine.finalize_object()
-            fns = [_TASK_FN(self.engine.get_function_address(t["symbol"])) for t in info.tasks]
+            fns = [_TASK_FN(self.engine.get_function_address(t.symbol)) for t in info.tasks]
         return CpuProgram(info, fns)
 
     def _cached_object(self, ir_text: str, rt) -> bytes:
@@ -148,7 +148,7 @@ class CpuBackend:
     def run_task(self, program, n: int, ctx_ptr: int, size_hint):
         fn = program.functions[n]
         task = program.info.tasks[n]
-        workers = self.threads if task["parallel"] else 1
+        workers = self.threads if task.parallel else 1
         if size_hint is not None and (size_hint < SMALL_LAUNCH
                                       or size_hint * _body_cost(task) < SMALL_WORK):
             workers = 1
@@ -179,11 +179,11 @@ class CpuBackend:
         return self.threads * CHUNKS_PER_THREAD
 
 
-def _body_cost(task: dict) -> float:
+def _body_cost(task: TaskInfo) -> float:
     """IR statements one iteration of a task's loop runs, at most (cached on the task)."""
-    if "body_cost" not in task:
-        task["body_cost"] = _block_cost(task["stmt"].body) if task["stmt"].op == Op.FOR else 1
-    return task["body_cost"]
+    if task.body_cost is None:
+        task.body_cost = _block_cost(task.stmt.body) if task.stmt.op == Op.FOR else 1
+    return task.body_cost
 
 
 def _block_cost(block) -> float:

@@ -370,7 +370,7 @@ class CudaLauncher:
         if checked or info.ret is not None:
             be.drv.memset8(be.status.ptr, 0, 40)
         for n, task in enumerate(info.tasks):
-            hint = launch_common.size_hint(task["stmt"], args)
+            hint = launch_common.size_hint(task.stmt, args)
             grid, block = be.geometry(task, hint, stride, program.max_threads[n])
             if stride:
                 words[CTX_STACK] = be.scratch.ensure(stride * grid * block)
@@ -463,7 +463,7 @@ class CudaBackend:
         ptx, info = self._cached_ptx(kernel, symbol, rt)
         module = self.drv.load(ptx)
         nwords = CTX_WORDS + len(info.params)
-        fns = [self.drv.function(module, t["entry"], nwords) for t in info.tasks]
+        fns = [self.drv.function(module, t.entry, nwords) for t in info.tasks]
         program = CudaProgram(info, module, fns, ptx, [self.drv.max_threads(f) for f in fns])
         self.programs.append(program)
         return program
@@ -483,9 +483,9 @@ class CudaBackend:
 
     def geometry(self, task, size_hint, stride=0, max_threads=1024):
         """(blocks, threads per block) for one task."""
-        if not task["parallel"]:
+        if not task.parallel:
             return 1, 1
-        stmt = task["stmt"]
+        stmt = task.stmt
         block = int(getattr(stmt.attr, "block_dim", None) or BLOCK_DIM)
         block = max(1, min(block, 1024, int(max_threads)))
         blocks = self.max_blocks if size_hint is None else max(1, -(-int(size_hint) // block))

@@ -91,7 +91,7 @@ class Launcher:
             frame.fill(info, args, rng_key)
             caps = self.set_stacks(frame, info, args, rt.ad_stack_size)
             for n, task in enumerate(info.tasks):
-                self.backend.run_task(program, n, frame.ctx_ptr, size_hint(task["stmt"], args))
+                self.backend.run_task(program, n, frame.ctx_ptr, size_hint(task.stmt, args))
                 if frame.err[0]:
                     raise_kernel_error(info, frame.err.copy(), caps)
             rt.stats["launches"] += 1

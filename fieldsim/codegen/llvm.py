@@ -13,6 +13,8 @@ raised by the launcher after the launch.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from llvmlite import ir as L
 
 from fieldsim.codegen.demote import owned_atomics
@@ -73,6 +75,21 @@ def _declare(module, name, fty, nargs):
     return L.Function(module, L.FunctionType(fty, [fty] * nargs), name)
 
 
+@dataclass
+class TaskInfo:
+    """One top-level task of a compiled kernel: its function symbol and IR."""
+
+    symbol: str
+    parallel: bool  # split across threads (a parallel FOR), else run by one thread
+    stmt: Stmt
+    body_cost: float | None = None  # statements per iteration, at most (the CPU scheduler's)
+
+    @property
+    def entry(self) -> str:
+        """The task's CUDA kernel entry point."""
+        return self.symbol + "_entry"
+
+
 class KernelInfo:
     """What the launcher needs to know about a compiled kernel besides its code."""
 
@@ -80,7 +97,7 @@ class KernelInfo:
         self.name = kernel.name
         self.symbol = symbol
         self.fields = fields_of(kernel)
-        self.tasks: list[dict] = []
+        self.tasks: list[TaskInfo] = []
         self.asserts: list = []  # (message, loc)
         self.accesses: list = []  # (field name, loc) for bounds errors
         self.stacks = kernel.meta.get("stack_capacities", [])
@@ -104,7 +121,7 @@ class Codegen:
             name = f"{self.info.symbol}_t{n}"
             TaskLowering(self, task, name).lower()
             parallel = task.op == Op.FOR and task.attr.parallel
-            self.info.tasks.append({"symbol": name, "parallel": parallel, "stmt": task})
+            self.info.tasks.append(TaskInfo(name, parallel, task))
         return self.module, self.info
 
 

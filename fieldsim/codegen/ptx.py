@@ -261,13 +261,11 @@ def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None, li
     nargs = sum(1 for p in kernel.params if not p.template)
     target = (target_cls or CudaTarget)(nargs=nargs, libdevice=libdevice)
     module, info = lower_kernel(kernel, symbol, target, debug)
-    for t in info.tasks:
-        t["entry"] = t["symbol"] + "_entry"
     return module, info, target.entries
 
 
 def compile_kernel(kernel, symbol: str, arch: str = DEFAULT_ARCH, debug: bool = False):
-    """fieldsim IR -> (PTX text, KernelInfo); each `info.tasks[n]["entry"]` names a kernel."""
+    """fieldsim IR -> (PTX text, KernelInfo); each `info.tasks[n].entry` names a kernel."""
     module, info, entries = lower_for_cuda(kernel, symbol, debug)
     return optimise_to_ptx(str(module), entries, arch), info
 

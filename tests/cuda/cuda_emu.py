@@ -117,7 +117,7 @@ class EmuBackend(C.CudaBackend):
         self.engine.finalize_object()
         nwords = CTX_WORDS + len(info.params) + 4
         proto = ctypes.CFUNCTYPE(None, *([ctypes.c_uint64] * nwords))
-        fns = [(proto(self.engine.get_function_address(t["entry"])), t["entry"]) for t in info.tasks]
+        fns = [(proto(self.engine.get_function_address(t.entry)), t.entry) for t in info.tasks]
         program = C.CudaProgram(info, mod, fns, ptx=None)
         self.programs.append(program)
         return program
