@@ -33,6 +33,11 @@ have="$(cat "$STAMP" 2>/dev/null || true)"
 if [ "$want" != "$have" ]; then
     echo "==> installing fieldsim (pip install -e \".[dev]\") into .venv"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[dev]"
+    # Put the checkout itself on sys.path too: with only setuptools' editable import hook, a
+    # folder named `fieldsim` in the current directory (this clone, run from its parent)
+    # shadows the package as an empty namespace package.
+    site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    echo "$REPO_ROOT" > "$site/_fieldsim_checkout.pth"
     echo "$want" > "$STAMP"
 fi
 
