@@ -22,6 +22,7 @@ from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field
+from fieldsim.lang.ndarray import BoundNdarray, make_slot
 from fieldsim.lang.frontend_expr import ExprMixin
 from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, Stmt
 
@@ -134,6 +135,12 @@ class Frontend(ExprMixin):
         with self.b.at(self.source.loc(node)):
             pos = 0  # ARG positions count runtime arguments only
             for a in node.args.args:
+                if isinstance(self.templates.get(a.arg), BoundNdarray):  # fieldsim.lang.ndarray
+                    slot, hidden, pos = make_slot(self, a.arg, self.templates[a.arg].spec, pos,
+                                                  self.source.loc(a))
+                    self.frame.bind(a.arg, ("static", slot))
+                    params.extend(hidden)
+                    continue
                 if a.arg in self.templates:
                     self.frame.bind(a.arg, ("static", self.templates[a.arg]))
                     params.append(Param(a.arg, None, template=True))

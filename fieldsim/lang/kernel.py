@@ -17,6 +17,7 @@ from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Kernel
+from fieldsim.lang.ndarray import NdarrayType, bound_view
 from fieldsim.lang.printer import print_kernel
 
 
@@ -29,11 +30,6 @@ class Template:
 
 def template():
     return Template()
-
-
-class NdarrayType:
-    def __init__(self, dtype=None, ndim=None, **kw):
-        self.dtype, self.ndim = dtype, ndim
 
 
 class Func:
@@ -145,7 +141,14 @@ class KernelObj:
             args = [bound.arguments[p.name] for p in self.params]
         templates, key, values, dtypes = {}, [], [], {}
         for p, a, v in zip(self.params, ann, args):
-            if isinstance(a, Template) or a is Template or isinstance(a, NdarrayType):
+            if isinstance(a, NdarrayType):  # pointer and shape as hidden runtime arguments
+                from fieldsim.lang.ndarray import bind_arg
+                templates[p.name], nd_values, nd_dtypes = bind_arg(a, v, self.__name__, p.name, rt)
+                key.append(templates[p.name].spec.key())
+                values.extend(nd_values)
+                dtypes.update(nd_dtypes)
+                continue
+            if isinstance(a, Template) or a is Template:
                 templates[p.name] = v
                 key.append(("f", v.uid, v.generation) if isinstance(v, Field) else ("v", _hashkey(v)))
                 continue
@@ -193,7 +196,7 @@ class KernelObj:
             templates, key, values, dtypes, ret = self.bind(args, kwargs)
             ck = self.compiled(templates, key, dtypes, ret)
             if rt.tape is not None and rt.no_grad_depth == 0:
-                checked_run = rt.tape.on_launch(self, ck, args, kwargs, values)
+                checked_run = rt.tape.on_launch(self, bound_view(ck, templates), args, kwargs, values)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
         rt.launch_counter += 1
@@ -222,8 +225,9 @@ class KernelObj:
         try:
             templates, key, values, dtypes, ret = self.bind(args, kwargs or {})
             ck = self.compiled(templates, key, dtypes, ret)
-            if check or not ck.checked:
-                kernel_check(ck).run(values)
+            checked = bound_view(ck, templates)  # ndarray arguments: judged on this launch's arrays
+            if check or not checked.checked:
+                kernel_check(checked).run(values)
             program = adjoint_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None

@@ -1,0 +1,396 @@
+"""Ndarrays: `fs.ndarray(...)` arrays and `fs.types.ndarray()` kernel arguments.
+
+Takes what a user passes to a kernel argument annotated `fs.types.ndarray(dtype=, ndim=)`: a
+fieldsim `Ndarray` (`fs.ndarray`, `fs.Vector.ndarray`, `fs.Matrix.ndarray`, or an ndarray's
+`.grad`) or a C-contiguous numpy array, read and written in place (zero copy).
+
+Guarantees:
+
+* A kernel is compiled once per (element dtype, ndim, element shape, has-gradient) of each
+  ndarray argument, never per array: the data pointer, the gradient's pointer and the shape
+  travel as hidden runtime arguments, so launching with another array of another shape reuses
+  the compiled code. Inside the kernel the argument is an `NdarraySlot` (a `Field` whose shape
+  entries are IR values) and `arr.shape[i]`, `for i in arr` and `fs.grouped(arr)` read the
+  launch's shape.
+* A mismatch between the annotation and the array (dtype, ndim, element shape), a
+  non-contiguous numpy array or a value that is not an array raises `FieldsimTypeError` naming
+  the kernel and the argument.
+* Autodiff: an `Ndarray` made with `needs_grad=True` carries a `.grad` ndarray; adjoints
+  (`kernel.grad(...)`, the Tape) accumulate into it. The access-rule checker and the Tape judge
+  each launch on the arrays it was given (`bound_view`: the kernel's IR with every slot replaced
+  by the launch's actual array), so two launches on different arrays are two arrays to them.
+  Numpy arrays have no gradient. Forward-mode AD (`fs.ad.FwdMode`) over ndarray arguments is
+  refused with a clear error.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fieldsim.errors import FieldsimTypeError
+from fieldsim.lang import runtime
+from fieldsim.lang import types as T
+from fieldsim.lang.field import Field
+from fieldsim.lang.ir import Op, Stmt
+
+
+# ---- the annotation -----------------------------------------------------------------------------
+class NdarrayType:
+    """`fs.types.ndarray(dtype=None, ndim=None)`: an array argument. `dtype` is a scalar type, a
+    `fs.types.vector/matrix` element type, or None (taken from each launch's array)."""
+
+    def __init__(self, dtype=None, ndim=None, element_dim=None, element_shape=None,
+                 field_dim=None, needs_grad=None, boundary=None, layout=None):
+        self.dtype = dtype
+        self.ndim = ndim if ndim is not None else field_dim
+        if element_shape is not None and dtype is not None and not isinstance(dtype, T.MatrixType):
+            es = tuple(element_shape)
+            self.dtype = T.vector(es[0], dtype) if len(es) == 1 else T.matrix(es[0], es[1], dtype)
+        self.needs_grad = needs_grad
+
+    def __repr__(self):
+        return f"ndarray(dtype={self.dtype}, ndim={self.ndim})"
+
+
+# ---- fieldsim-owned arrays ------------------------------------------------------------------------
+class Ndarray(Field):
+    """`fs.ndarray(dtype, shape, needs_grad=False)`: a fieldsim-owned array (a field that kernels
+    take as an ndarray argument). `.grad` is an Ndarray too."""
+
+    def _twin(self, role: str) -> Ndarray:
+        twin = Ndarray(self.dtype, None, f"{self.ir_name}.{role}", n=self.n, m=self.m,
+                       ndim_el=self.ndim_el, _role=role)
+        twin.primal = self
+        if self.shape is not None:
+            twin._place(self.shape)
+        return twin
+
+    @property
+    def element_type(self):
+        if self.ndim_el == 0:
+            return self.dtype
+        return T.vector(self.n, self.dtype) if self.ndim_el == 1 else T.matrix(self.n, self.m, self.dtype)
+
+    def __repr__(self):
+        return f"<fs.ndarray {self.ir_name!r} shape={self.shape} element={self.element_type}>"
+
+
+def ndarray(dtype, shape, needs_grad=False, layout=None) -> Ndarray:
+    rt = runtime.get()
+    if dtype is float:
+        dtype = rt.default_fp
+    elif dtype is int:
+        dtype = rt.default_ip
+    if isinstance(dtype, T.MatrixType):
+        el = dtype.dtype if dtype.dtype is not None else rt.default_fp
+        if dtype.ndim == 1:
+            return Ndarray(el, shape, needs_grad=needs_grad, n=dtype.n, ndim_el=1)
+        return Ndarray(el, shape, needs_grad=needs_grad, n=dtype.n, m=dtype.m, ndim_el=2)
+    return Ndarray(dtype, shape, needs_grad=needs_grad)
+
+
+def vector_ndarray(n, dtype, shape, needs_grad=False, layout=None) -> Ndarray:
+    return ndarray(T.vector(n, dtype), shape, needs_grad=needs_grad)
+
+
+def matrix_ndarray(n, m, dtype, shape, needs_grad=False, layout=None) -> Ndarray:
+    return ndarray(T.matrix(n, m, dtype), shape, needs_grad=needs_grad)
+
+
+class _NumpyStorage:
+    """A user's numpy array as a field storage (in place)."""
+
+    def __init__(self, array):
+        self.array = array
+        self.ptr = array.ctypes.data
+
+    def read_element(self, idx):
+        return self.array[idx].copy() if self.array[idx].ndim else self.array[idx]
+
+    def write_element(self, idx, value):
+        self.array[idx] = value
+
+    def to_numpy(self):
+        return self.array.copy()
+
+    def from_numpy(self, arr):
+        self.array[...] = arr
+
+    def fill(self, value):
+        self.array[...] = value
+
+    def zero(self):
+        self.array.fill(0)
+
+
+class ExternalArray(Field):
+    """A numpy array passed to a kernel, seen as a field by the checker and the Tape. Not
+    registered with the runtime (it belongs to the user); it has no gradient."""
+
+    def __init__(self, array, dtype, n, m, ndim_el, name):
+        rt = runtime.get()
+        self.array = array
+        self.dtype = dtype
+        self.name = self.ir_name = name
+        self.n, self.m, self.ndim_el = n, (1 if ndim_el == 1 else m), ndim_el
+        self.uid = -1
+        self.generation = rt.generation
+        self.role = "primal"
+        n_el = ndim_el
+        self.shape = tuple(array.shape[:array.ndim - n_el]) if n_el else tuple(array.shape)
+        self.storage = _NumpyStorage(array)
+        self.grad = self.dual = self.primal = None
+        self.needs_grad = self.needs_dual = False
+
+    def _twin(self, role):
+        raise FieldsimTypeError(f"numpy array {self.ir_name!r} has no {role}: use "
+                                "fs.ndarray(..., needs_grad=True) for arrays with gradients")
+
+
+_EXTERNAL: dict = {}  # id(numpy array) -> its ExternalArray (checked by identity)
+
+
+def _external(array, dtype, n, m, ndim_el, name):
+    proxy = _EXTERNAL.get(id(array))
+    if proxy is not None and proxy.array is array and proxy.dtype is dtype \
+            and (proxy.n, proxy.ndim_el) == (n, ndim_el) and proxy.generation == runtime.get().generation:
+        return proxy
+    if len(_EXTERNAL) > 256:  # the cache keeps arrays alive: keep it small
+        _EXTERNAL.clear()
+    proxy = _EXTERNAL[id(array)] = ExternalArray(array, dtype, n, m, ndim_el, name)
+    return proxy
+
+
+# ---- binding a launch's array ---------------------------------------------------------------------
+class NdarraySpec:
+    """What a compiled kernel is specialised on for one ndarray argument."""
+
+    __slots__ = ("dtype", "has_grad", "m", "n", "ndim", "ndim_el")
+
+    def __init__(self, dtype, ndim, n, m, ndim_el, has_grad):
+        self.dtype, self.ndim, self.n, self.m = dtype, ndim, n, m
+        self.ndim_el, self.has_grad = ndim_el, has_grad
+
+    def key(self):
+        return ("nd", self.dtype.name, self.ndim, self.n, self.m, self.ndim_el, self.has_grad)
+
+
+class BoundNdarray:
+    """A launch's ndarray argument: its spec (what the kernel is compiled for) and the array
+    as a field (`proxy`: an `Ndarray` or an `ExternalArray`)."""
+
+    def __init__(self, spec: NdarraySpec, proxy: Field):
+        self.spec, self.proxy = spec, proxy
+
+
+def hidden_names(pname, spec: NdarraySpec) -> list:
+    """The hidden runtime arguments of one ndarray argument, in launch order."""
+    names = [f"{pname}.ptr"]
+    if spec.has_grad:
+        names.append(f"{pname}.grad_ptr")
+    return names + [f"{pname}.shape{d}" for d in range(spec.ndim)]
+
+
+def bind_arg(ann: NdarrayType, value, kname, pname, rt):
+    """(BoundNdarray, hidden argument values, {hidden name: dtype}) for one launch."""
+    where = f"kernel {kname!r}: argument {pname!r}"
+    if isinstance(value, Field):
+        if value.generation != rt.generation or value.storage is None:
+            raise FieldsimTypeError(f"{where}: {value.ir_name!r} has no data (from an earlier "
+                                    "fs.init(), or not placed)")
+        if not isinstance(value, (Ndarray, ExternalArray)):
+            raise FieldsimTypeError(f"{where} is an ndarray (fs.types.ndarray()) but got field "
+                                    f"{value.ir_name!r}; pass an fs.ndarray or a numpy array, or "
+                                    "annotate the argument fs.template() to pass a field")
+        proxy, dtype, n, m, ndim_el = value, value.dtype, value.n, value.m, value.ndim_el
+        _check_element(ann, dtype, n, m, ndim_el, where)
+    elif isinstance(value, np.ndarray):
+        try:
+            dtype = T.from_numpy(value.dtype)
+        except TypeError:
+            raise FieldsimTypeError(f"{where}: numpy dtype {value.dtype} has no fieldsim "
+                                    "equivalent") from None
+        if not value.flags.c_contiguous:
+            raise FieldsimTypeError(f"{where}: the numpy array is not C-contiguous; pass "
+                                    "np.ascontiguousarray(arr) (kernels write arrays in place)")
+        n, m, ndim_el = None, None, 0
+        if isinstance(ann.dtype, T.MatrixType):
+            mt = ann.dtype
+            el = (mt.n,) if mt.ndim == 1 else (mt.n, mt.m)
+            if value.ndim < len(el) or tuple(value.shape[value.ndim - len(el):]) != el:
+                raise FieldsimTypeError(f"{where} expects elements of shape {el} ({mt!r}); the "
+                                        f"numpy array has shape {value.shape}")
+            n, m, ndim_el = mt.n, (mt.m if mt.ndim == 2 else None), mt.ndim
+        _check_element(ann, dtype, n, m, ndim_el, where)
+        proxy = _external(value, dtype, n, m, ndim_el, pname)
+    else:
+        raise FieldsimTypeError(f"{where} is an ndarray (fs.types.ndarray()) but got "
+                                f"{type(value).__name__}; pass an fs.ndarray or a numpy array")
+    ndim = len(proxy.shape)
+    if ann.ndim is not None and ann.ndim != ndim:
+        raise FieldsimTypeError(f"{where} is declared with ndim={ann.ndim} but got an array with "
+                                f"{ndim} dimension(s) (shape {proxy.shape})")
+    has_grad = proxy.grad is not None and proxy.grad.storage is not None
+    spec = NdarraySpec(dtype, ndim, n, m, ndim_el, has_grad)
+    values = [proxy.storage.ptr]
+    if has_grad:
+        values.append(proxy.grad.storage.ptr)
+    values.extend(int(s) for s in proxy.shape)
+    dtypes = {name: (T.i64 if k < 1 + has_grad else T.i32)
+              for k, name in enumerate(hidden_names(pname, spec))}
+    return BoundNdarray(spec, proxy), values, dtypes
+
+
+def _check_element(ann, dtype, n, m, ndim_el, where):
+    want = ann.dtype
+    if want is None:
+        return
+    if want is float or want is int:
+        ok = dtype.is_float if want is float else dtype.is_int
+        if not ok:
+            raise FieldsimTypeError(f"{where} is declared with dtype {want.__name__} but got an "
+                                    f"array of {dtype}")
+        return
+    if isinstance(want, T.MatrixType):
+        el = (want.n,) if want.ndim == 1 else (want.n, want.m)
+        got = () if ndim_el == 0 else ((n,) if ndim_el == 1 else (n, m))
+        if el != got:
+            raise FieldsimTypeError(f"{where} is declared with elements {want!r} but got an array "
+                                    f"whose elements have shape {got or 'scalar'}")
+        want = want.dtype
+        if want is None:
+            return
+    if isinstance(want, T.DataType):
+        if ndim_el != 0 and not isinstance(ann.dtype, T.MatrixType):
+            raise FieldsimTypeError(f"{where} is declared with scalar dtype {want} but got an "
+                                    f"array of vector/matrix elements")
+        if want is not dtype:
+            raise FieldsimTypeError(f"{where} is declared with dtype {want} but got an array of "
+                                    f"{dtype}")
+        return
+    raise FieldsimTypeError(f"{where}: unsupported ndarray dtype {want!r}")
+
+
+# ---- the kernel-side argument -------------------------------------------------------------------
+class NdarraySlot(Field):
+    """An ndarray argument inside a compiled kernel: a field whose data pointer (hidden argument
+    `ptr_pos`) and shape (hidden arguments `shape_pos`; the IR values `shape`) come with each
+    launch. Not registered with the runtime."""
+
+    is_ndarray_slot = True
+
+    def __init__(self, spec: NdarraySpec, name, ptr_pos, shape_pos, shape, role="primal"):
+        self.dtype = spec.dtype
+        self.name = self.ir_name = name
+        self.n, self.m, self.ndim_el = spec.n, (1 if spec.ndim_el == 1 else spec.m), spec.ndim_el
+        self.uid = -1
+        self.generation = runtime.get().generation
+        self.role = role
+        self.ptr_pos, self.shape_pos = ptr_pos, tuple(shape_pos)
+        self.shape = tuple(shape)
+        self.storage = None
+        self.grad = self.dual = self.primal = None
+        self.needs_grad, self.needs_dual = spec.has_grad, False
+
+    def _twin(self, role):
+        raise FieldsimTypeError(f"ndarray argument {self.ir_name!r}: forward-mode AD "
+                                "(fs.ad.FwdMode) does not support ndarray arguments; use fields")
+
+    def __repr__(self):
+        return f"<ndarray argument {self.ir_name!r} ndim={len(self.shape)} dtype={self.dtype}>"
+
+
+def is_slot(field) -> bool:
+    return getattr(field, "is_ndarray_slot", False)
+
+
+def make_slot(fe, pname, spec: NdarraySpec, pos: int, loc):
+    """Emit the hidden ARGs of one ndarray argument (positions from `pos`); returns (slot,
+    [Param...], next position)."""
+    from fieldsim.lang.ir import Param
+    names = hidden_names(pname, spec)
+    params = [Param(names[0], T.i64)]
+    ptr_pos, grad_pos = pos, None
+    k = pos + 1
+    if spec.has_grad:
+        params.append(Param(names[1], T.i64))
+        grad_pos = k
+        k += 1
+    shape_pos, shape = [], []
+    for d in range(spec.ndim):
+        shape.append(fe.b.emit(Op.ARG, T.i32, attr=k, loc=loc))
+        params.append(Param(names[len(params)], T.i32))
+        shape_pos.append(k)
+        k += 1
+    slot = NdarraySlot(spec, pname, ptr_pos, shape_pos, shape)
+    if grad_pos is not None:
+        slot.grad = NdarraySlot(spec, f"{pname}.grad", grad_pos, shape_pos, shape, role="grad")
+        slot.grad.primal = slot
+    return slot, params, k
+
+
+# ---- the checker's and the Tape's view of a launch --------------------------------------------------
+_VIEW_CACHE_SIZE = 16
+
+
+def bound_view(ck, templates):
+    """`ck` itself for a kernel without ndarray arguments; else a CompiledKernel sharing its
+    program whose IR reads and writes this launch's actual arrays (made once per set of arrays,
+    a few kept per kernel) for the access-rule checker and the Tape."""
+    bound = [(name, t) for name, t in templates.items() if isinstance(t, BoundNdarray)]
+    if not bound:
+        return ck
+    key = tuple(id(t.proxy) for _name, t in bound)
+    views = getattr(ck, "nd_views", None)
+    if views is None:
+        views = ck.nd_views = {}
+    view = views.get(key)
+    if view is not None:
+        return view
+    proxies = {name: t.proxy for name, t in bound}
+    fmap = {}
+    for s in _walk(ck.ir.body):
+        if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC) and is_slot(s.field):
+            slot = s.field
+            primal = slot.primal if slot.role == "grad" else slot
+            proxy = proxies.get(primal.ir_name)
+            if proxy is not None:
+                fmap[id(slot)] = proxy.grad if slot.role == "grad" else proxy
+    from fieldsim.lang.ir import Kernel
+    from fieldsim.lang.kernel import CompiledKernel
+    ir = ck.ir
+    smap: dict = {}
+    body = _subst(ir.body, fmap, smap)
+    view_ir = Kernel(ir.name, ir.params, body, ir.ret, ir.loc, dict(ir.meta))
+    view = CompiledKernel(ck.owner, view_ir, ck.hidden_fields, ck.arg_dtypes, ck.ret)
+    view.program = ck.program
+    view.proxies = list(proxies.values())  # keeps the arrays (and so the key's ids) alive
+    if len(views) >= _VIEW_CACHE_SIZE:
+        views.clear()
+    views[key] = view
+    return view
+
+
+def _walk(block):
+    for s in block:
+        yield s
+        for b in s.blocks:
+            yield from _walk(b)
+
+
+def _subst(block, fmap, smap):
+    from fieldsim.lang.ir import CustomGradInfo
+    out = []
+    for s in block:
+        attr = s.attr
+        if s.op in (Op.LOAD, Op.STORE):
+            attr = fmap.get(id(attr), attr)
+        elif s.op == Op.ATOMIC:
+            attr = (fmap.get(id(attr[0]), attr[0]), attr[1])
+        elif s.op == Op.CUSTOM_GRAD and isinstance(attr, CustomGradInfo):
+            attr = CustomGradInfo(attr.name, tuple(smap.get(id(o), o) for o in attr.outputs))
+        args = tuple(smap.get(id(a), a) for a in s.args)
+        new = Stmt(s.op, s.dtype, args, attr, None, s.loc)
+        smap[id(s)] = new  # a FOR is its own index value: map it before its body
+        new.blocks = [_subst(b, fmap, smap) for b in s.blocks]
+        out.append(new)
+    return out
