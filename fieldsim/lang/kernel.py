@@ -226,6 +226,9 @@ class KernelObj:
             templates, key, values, dtypes, ret = self.bind(args, kwargs or {})
             ck = self.compiled(templates, key, dtypes, ret)
             checked = bound_view(ck, templates)  # ndarray arguments: judged on this launch's arrays
+            if checked is not ck:
+                from fieldsim.lang.ndarray import refuse_grad_reads
+                refuse_grad_reads(ck, self.__name__)
             if check or not checked.checked:
                 kernel_check(checked).run(values)
             program = adjoint_program(ck, rt)

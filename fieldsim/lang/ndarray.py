@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.errors import FieldsimTypeError
+from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
@@ -55,6 +55,16 @@ class NdarrayType:
 class Ndarray(Field):
     """`fs.ndarray(dtype, shape, needs_grad=False)`: a fieldsim-owned array (a field that kernels
     take as an ndarray argument). `.grad` is an Ndarray too."""
+
+    def __init__(self, dtype, shape=None, name="", needs_grad=False, n=None, m=None, ndim_el=0,
+                 _role="primal"):
+        rt = runtime.get()
+        dt = dtype if isinstance(dtype, T.DataType) else None
+        if needs_grad and dt is not None and not dt.is_float:
+            raise FieldsimRuntimeError(f"{dt} is not supported for ndarray with needs_grad=True: "
+                                       "gradients need a float dtype")
+        super().__init__(dtype, shape, name or f"ndarray{len(rt.fields)}", needs_grad,
+                         n=n, m=m, ndim_el=ndim_el, _role=_role)
 
     def _twin(self, role: str) -> Ndarray:
         twin = Ndarray(self.dtype, None, f"{self.ir_name}.{role}", n=self.n, m=self.m,
@@ -229,7 +239,8 @@ def bind_arg(ann: NdarrayType, value, kname, pname, rt):
     if ann.ndim is not None and ann.ndim != ndim:
         raise FieldsimTypeError(f"{where} is declared with ndim={ann.ndim} but got an array with "
                                 f"{ndim} dimension(s) (shape {proxy.shape})")
-    has_grad = proxy.grad is not None and proxy.grad.storage is not None
+    # needs_grad=False in the annotation: the kernel's adjoint leaves this array's gradient alone
+    has_grad = proxy.grad is not None and proxy.grad.storage is not None and ann.needs_grad is not False
     spec = NdarraySpec(dtype, ndim, n, m, ndim_el, has_grad)
     values = [proxy.storage.ptr]
     if has_grad:
@@ -394,3 +405,13 @@ def _subst(block, fmap, smap):
         new.blocks = [_subst(b, fmap, smap) for b in s.blocks]
         out.append(new)
     return out
+
+
+def refuse_grad_reads(ck, kname):
+    """Taichi's rule: a kernel that reads an ndarray's `.grad` cannot be differentiated."""
+    for s in _walk(ck.ir.body):
+        if s.op in (Op.LOAD, Op.ATOMIC) and is_slot(s.field) and s.field.role == "grad":
+            raise FieldsimRuntimeError(
+                f"kernel {kname!r}: Cannot automatically differentiate through a grad tensor: it "
+                f"reads {s.field.ir_name!r}; compute with the gradient in a kernel that is not "
+                "differentiated", s.loc)
