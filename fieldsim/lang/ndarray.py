@@ -24,9 +24,13 @@ Guarantees:
 """
 from __future__ import annotations
 
+import linecache
+import os
+import sys
+
 import numpy as np
 
-from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError
+from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError, Loc
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
@@ -201,7 +205,32 @@ def hidden_names(pname, spec: NdarraySpec) -> list:
 
 
 def bind_arg(ann: NdarrayType, value, kname, pname, rt):
-    """(BoundNdarray, hidden argument values, {hidden name: dtype}) for one launch."""
+    """(BoundNdarray, hidden argument values, {hidden name: dtype}) for one launch. Errors
+    carry the launch's location in the user's code."""
+    try:
+        return _bind_arg(ann, value, kname, pname, rt)
+    except FieldsimTypeError as err:
+        if err.loc is None:
+            raise FieldsimTypeError(err.message, _call_loc()) from None
+        raise
+
+
+def _call_loc() -> Loc | None:
+    """The innermost caller outside fieldsim: where the user launched the kernel."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE):
+            line = linecache.getline(filename, frame.f_lineno).rstrip("\n")
+            return Loc(filename, frame.f_lineno, 0, None, frame.f_code.co_name, line)
+        frame = frame.f_back
+    return None
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _bind_arg(ann, value, kname, pname, rt):
     where = f"kernel {kname!r}: argument {pname!r}"
     if isinstance(value, Field):
         if value.generation != rt.generation or value.storage is None:
