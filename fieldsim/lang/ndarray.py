@@ -18,7 +18,9 @@ Guarantees:
 * Autodiff: an `Ndarray` made with `needs_grad=True` carries a `.grad` ndarray; adjoints
   (`kernel.grad(...)`, the Tape) accumulate into it. The access-rule checker and the Tape judge
   each launch on the arrays it was given (`bound_view`: the kernel's IR with every slot replaced
-  by the launch's actual array), so two launches on different arrays are two arrays to them.
+  by the launch's actual array and its shape arguments by the launch's shape), so two launches
+  on different arrays are two arrays to them, and a loop over an ndarray is judged as one over
+  a field of that shape.
   Numpy arrays have no gradient. Forward-mode AD (`fs.ad.FwdMode`) over ndarray arguments is
   refused with a clear error.
 """
@@ -379,7 +381,7 @@ def bound_view(ck, templates):
     bound = [(name, t) for name, t in templates.items() if isinstance(t, BoundNdarray)]
     if not bound:
         return ck
-    key = tuple(id(t.proxy) for _name, t in bound)
+    key = tuple((id(t.proxy), t.proxy.shape) for _name, t in bound)
     views = getattr(ck, "nd_views", None)
     if views is None:
         views = ck.nd_views = {}
@@ -398,8 +400,15 @@ def bound_view(ck, templates):
     from fieldsim.lang.ir import Kernel
     from fieldsim.lang.kernel import CompiledKernel
     ir = ck.ir
+    # the launch's shapes as constants, so that the checker sees what it sees for a field
+    shapes = {}
+    runtime_params = [p for p in ir.params if not p.template]
+    for pos, p in enumerate(runtime_params):
+        base, _, dim = p.name.rpartition(".shape")
+        if base in proxies and dim.isdigit():
+            shapes[pos] = int(proxies[base].shape[int(dim)])
     smap: dict = {}
-    body = _subst(ir.body, fmap, smap)
+    body = _subst(ir.body, fmap, smap, shapes)
     view_ir = Kernel(ir.name, ir.params, body, ir.ret, ir.loc, dict(ir.meta))
     view = CompiledKernel(ck.owner, view_ir, ck.hidden_fields, ck.arg_dtypes, ck.ret)
     view.program = ck.program
@@ -417,10 +426,14 @@ def _walk(block):
             yield from _walk(b)
 
 
-def _subst(block, fmap, smap):
+def _subst(block, fmap, smap, shapes):
     from fieldsim.lang.ir import CustomGradInfo
     out = []
     for s in block:
+        if s.op == Op.ARG and s.attr in shapes:
+            new = smap[id(s)] = Stmt(Op.CONST, s.dtype, (), shapes[s.attr], None, s.loc)
+            out.append(new)
+            continue
         attr = s.attr
         if s.op in (Op.LOAD, Op.STORE):
             attr = fmap.get(id(attr), attr)
@@ -431,7 +444,7 @@ def _subst(block, fmap, smap):
         args = tuple(smap.get(id(a), a) for a in s.args)
         new = Stmt(s.op, s.dtype, args, attr, None, s.loc)
         smap[id(s)] = new  # a FOR is its own index value: map it before its body
-        new.blocks = [_subst(b, fmap, smap) for b in s.blocks]
+        new.blocks = [_subst(b, fmap, smap, shapes) for b in s.blocks]
         out.append(new)
     return out
 
