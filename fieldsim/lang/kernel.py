@@ -17,7 +17,7 @@ from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Kernel
-from fieldsim.lang.ndarray import NdarrayType, bound_view
+from fieldsim.lang.ndarray import NdarrayType, bound_view, copy_back
 from fieldsim.lang.printer import print_kernel
 
 
@@ -213,10 +213,14 @@ class KernelObj:
                 raise err.with_traceback(None) from None
         if checked_run is not None:
             try:
-                return checked_run(program, values, rng_key)
+                result = checked_run(program, values, rng_key)
             except AccessRuleError as err:
                 raise err.with_traceback(None) from None
-        return rt.backend().launch(program, values, rng_key)
+        else:
+            result = rt.backend().launch(program, values, rng_key)
+        if templates:  # ndarray arguments given as Fortran-order numpy arrays
+            copy_back(templates)
+        return result
 
     def launch_adjoint(self, args, kwargs=None, rng_key=None, check=False):
         """Run the adjoint. The access rules are judged with this launch's argument values

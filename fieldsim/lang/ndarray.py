@@ -196,6 +196,7 @@ class BoundNdarray:
 
     def __init__(self, spec: NdarraySpec, proxy: Field):
         self.spec, self.proxy = spec, proxy
+        self.copy_back = None  # set for a Fortran-order numpy array run on a C-order copy
 
 
 def hidden_names(pname, spec: NdarraySpec) -> list:
@@ -206,14 +207,19 @@ def hidden_names(pname, spec: NdarraySpec) -> list:
     return names + [f"{pname}.shape{d}" for d in range(spec.ndim)]
 
 
+class NdarrayArgumentError(FieldsimTypeError, ValueError):
+    """An array that does not fit its `fs.types.ndarray(...)` argument. Both a TypeError (as
+    fieldsim's other argument errors) and a ValueError (what Taichi raises here)."""
+
+
 def bind_arg(ann: NdarrayType, value, kname, pname, rt):
     """(BoundNdarray, hidden argument values, {hidden name: dtype}) for one launch. Errors
     carry the launch's location in the user's code."""
     try:
         return _bind_arg(ann, value, kname, pname, rt)
-    except FieldsimTypeError as err:
+    except NdarrayArgumentError as err:
         if err.loc is None:
-            raise FieldsimTypeError(err.message, _call_loc()) from None
+            raise NdarrayArgumentError(err.message, _call_loc()) from None
         raise
 
 
@@ -233,43 +239,52 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _bind_arg(ann, value, kname, pname, rt):
-    where = f"kernel {kname!r}: argument {pname!r}"
+    def bad(what):  # Taichi's wording, with the kernel's name
+        return NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {pname} - {what}")
+
+    copy_back = None
     if isinstance(value, Field):
         if value.generation != rt.generation or value.storage is None:
-            raise FieldsimTypeError(f"{where}: {value.ir_name!r} has no data (from an earlier "
-                                    "fs.init(), or not placed)")
+            raise bad(f"{value.ir_name!r} has no data (from an earlier fs.init(), or not placed)")
         if not isinstance(value, (Ndarray, ExternalArray)):
-            raise FieldsimTypeError(f"{where} is an ndarray (fs.types.ndarray()) but got field "
-                                    f"{value.ir_name!r}; pass an fs.ndarray or a numpy array, or "
-                                    "annotate the argument fs.template() to pass a field")
+            raise bad(f"it is an ndarray (fs.types.ndarray()) but got field {value.ir_name!r}; "
+                      "pass an fs.ndarray or a numpy array, or annotate the argument "
+                      "fs.template() to pass a field")
         proxy, dtype, n, m, ndim_el = value, value.dtype, value.n, value.m, value.ndim_el
-        _check_element(ann, dtype, n, m, ndim_el, where)
+        _check_element(ann, dtype, n, m, ndim_el, bad)
     elif isinstance(value, np.ndarray):
         try:
             dtype = T.from_numpy(value.dtype)
         except TypeError:
-            raise FieldsimTypeError(f"{where}: numpy dtype {value.dtype} has no fieldsim "
-                                    "equivalent") from None
+            raise bad(f"numpy dtype {value.dtype} has no fieldsim equivalent") from None
         if not value.flags.c_contiguous:
-            raise FieldsimTypeError(f"{where}: the numpy array is not C-contiguous; pass "
-                                    "np.ascontiguousarray(arr) (kernels write arrays in place)")
+            if not value.flags.f_contiguous:
+                raise bad("Non contiguous numpy arrays are not supported, please call "
+                          "np.ascontiguousarray(arr) before passing it to the kernel")
+            # a transposed (Fortran-order) array: run on a C-order copy, copied back after
+            original, value = value, np.ascontiguousarray(value)
+            copy_back = lambda: np.copyto(original, value)  # noqa: E731
         n, m, ndim_el = None, None, 0
         if isinstance(ann.dtype, T.MatrixType):
             mt = ann.dtype
             el = (mt.n,) if mt.ndim == 1 else (mt.n, mt.m)
-            if value.ndim < len(el) or tuple(value.shape[value.ndim - len(el):]) != el:
-                raise FieldsimTypeError(f"{where} expects elements of shape {el} ({mt!r}); the "
-                                        f"numpy array has shape {value.shape}")
+            if ann.ndim is not None and value.ndim != ann.ndim + len(el):
+                raise bad(f"required array has ndim={ann.ndim} element_dim={len(el)}, array with "
+                          f"{value.ndim} dimensions is provided")
+            got = tuple(value.shape[max(value.ndim - len(el), 0):])
+            if got != el:
+                raise bad(f"required element_shape={el}, array with element shape of {got} is "
+                          "provided")
             n, m, ndim_el = mt.n, (mt.m if mt.ndim == 2 else None), mt.ndim
-        _check_element(ann, dtype, n, m, ndim_el, where)
+        _check_element(ann, dtype, n, m, ndim_el, bad)
         proxy = _external(value, dtype, n, m, ndim_el, pname)
     else:
-        raise FieldsimTypeError(f"{where} is an ndarray (fs.types.ndarray()) but got "
-                                f"{type(value).__name__}; pass an fs.ndarray or a numpy array")
+        raise bad(f"it is an ndarray (fs.types.ndarray()) but got {type(value).__name__}; pass "
+                  "an fs.ndarray or a numpy array")
     ndim = len(proxy.shape)
     if ann.ndim is not None and ann.ndim != ndim:
-        raise FieldsimTypeError(f"{where} is declared with ndim={ann.ndim} but got an array with "
-                                f"{ndim} dimension(s) (shape {proxy.shape})")
+        raise bad(f"required array has ndim={ann.ndim}, array with {ndim + ndim_el} dimensions "
+                  f"is provided" + (f" ({ndim} besides its elements)" if ndim_el else ""))
     # needs_grad=False in the annotation: the kernel's adjoint leaves this array's gradient alone
     has_grad = proxy.grad is not None and proxy.grad.storage is not None and ann.needs_grad is not False
     spec = NdarraySpec(dtype, ndim, n, m, ndim_el, has_grad)
@@ -279,37 +294,44 @@ def _bind_arg(ann, value, kname, pname, rt):
     values.extend(int(s) for s in proxy.shape)
     dtypes = {name: (T.i64 if k < 1 + has_grad else T.i32)
               for k, name in enumerate(hidden_names(pname, spec))}
-    return BoundNdarray(spec, proxy), values, dtypes
+    bound = BoundNdarray(spec, proxy)
+    bound.copy_back = copy_back
+    return bound, values, dtypes
 
 
-def _check_element(ann, dtype, n, m, ndim_el, where):
+def copy_back(templates):
+    """After a launch: copy the C-order copies of Fortran-order numpy arguments back."""
+    for t in templates.values():
+        if isinstance(t, BoundNdarray) and t.copy_back is not None:
+            t.copy_back()
+
+
+def _check_element(ann, dtype, n, m, ndim_el, bad):
     want = ann.dtype
     if want is None:
         return
     if want is float or want is int:
-        ok = dtype.is_float if want is float else dtype.is_int
-        if not ok:
-            raise FieldsimTypeError(f"{where} is declared with dtype {want.__name__} but got an "
-                                    f"array of {dtype}")
+        if not (dtype.is_float if want is float else dtype.is_int):
+            raise bad(f"required array has dtype={want.__name__}, array with dtype={dtype} is "
+                      "provided")
         return
     if isinstance(want, T.MatrixType):
         el = (want.n,) if want.ndim == 1 else (want.n, want.m)
         got = () if ndim_el == 0 else ((n,) if ndim_el == 1 else (n, m))
         if el != got:
-            raise FieldsimTypeError(f"{where} is declared with elements {want!r} but got an array "
-                                    f"whose elements have shape {got or 'scalar'}")
+            raise bad(f"required element_shape={el}, array with element shape of {got} is "
+                      "provided")
         want = want.dtype
         if want is None:
             return
     if isinstance(want, T.DataType):
         if ndim_el != 0 and not isinstance(ann.dtype, T.MatrixType):
-            raise FieldsimTypeError(f"{where} is declared with scalar dtype {want} but got an "
-                                    f"array of vector/matrix elements")
+            raise bad(f"required array has dtype={want} (scalar elements), array with "
+                      "vector/matrix elements is provided")
         if want is not dtype:
-            raise FieldsimTypeError(f"{where} is declared with dtype {want} but got an array of "
-                                    f"{dtype}")
+            raise bad(f"required array has dtype={want}, array with dtype={dtype} is provided")
         return
-    raise FieldsimTypeError(f"{where}: unsupported ndarray dtype {want!r}")
+    raise bad(f"unsupported ndarray dtype {want!r}")
 
 
 # ---- the kernel-side argument -------------------------------------------------------------------

@@ -123,17 +123,44 @@ def _first(x: fs.types.ndarray(fs.f32, ndim=1)):
 
 
 @pytest.mark.parametrize("bad, words", [
-    (np.zeros((2, 2), np.float32), "ndim=1"),
-    (np.zeros(3, np.int32), "dtype f32"),
-    (np.zeros((3, 2), np.float32)[:, 0], "C-contiguous"),
+    (np.zeros((2, 2), np.float32), "required array has ndim=1, array with 2 dimensions"),
+    (np.zeros(3, np.int32), "required array has dtype=f32, array with dtype=i32"),
+    (np.zeros((3, 2), np.float32)[:, 0], "Non contiguous"),
     ([1.0, 2.0], "list"),
 ])
 def test_argument_errors_name_kernel_argument_and_call_site(bad, words):
+    # a TypeError like fieldsim's other argument errors, and a ValueError as in Taichi
     with pytest.raises(fs.FieldsimTypeError) as info:
         _first(bad)
+    assert isinstance(info.value, ValueError)
     text = str(info.value)
-    assert "'_first'" in text and "'x'" in text and words in text
+    assert "'_first'" in text and "argument x" in text and words in text
     assert __file__ in text  # the user's launch line
+
+
+def test_fortran_order_array_is_written_back():
+    @fs.kernel
+    def mark(a: fs.types.ndarray()):
+        for i, j in a:
+            a[i, j] = i * 10 + j
+
+    base = np.zeros((3, 4), np.int32)
+    mark(base.T)  # a (4, 3) Fortran-order view of base
+    i, j = np.indices((4, 3))
+    np.testing.assert_array_equal(base.T, i * 10 + j)
+
+
+def test_matrix_element_numpy_array_dimension_errors():
+    @fs.kernel
+    def k(a: fs.types.ndarray(dtype=fs.types.matrix(3, 3, fs.f32), ndim=2)):
+        pass
+
+    k(np.zeros((2, 2, 3, 3), np.float32))
+    with pytest.raises(ValueError, match=r"required element_shape=\(3, 3\), array with element "
+                                         r"shape of \(2, 3\)"):
+        k(np.zeros((2, 2, 2, 3), np.float32))
+    with pytest.raises(ValueError, match="ndim=2 element_dim=2, array with 3 dimensions"):
+        k(np.zeros((2, 2, 3), np.float32))
 
 
 def test_field_passed_as_ndarray_is_refused():
@@ -147,9 +174,9 @@ def test_element_shape_mismatch_is_refused():
     def k(m: fs.types.ndarray(dtype=fs.types.matrix(2, 2, fs.f32))):
         pass
 
-    with pytest.raises(fs.FieldsimTypeError, match=r"elements of shape \(2, 2\)"):
+    with pytest.raises(fs.FieldsimTypeError, match=r"element_shape=\(2, 2\)"):
         k(np.zeros((3, 2, 3), np.float32))
-    with pytest.raises(fs.FieldsimTypeError, match="elements"):
+    with pytest.raises(fs.FieldsimTypeError, match="element shape of"):
         k(fs.Vector.ndarray(2, fs.f32, shape=3))
 
 
