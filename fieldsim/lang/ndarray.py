@@ -242,6 +242,11 @@ def _bind_arg(ann, value, kname, pname, rt):
     def bad(what):  # Taichi's wording, with the kernel's name
         return NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {pname} - {what}")
 
+    if rt.arch != runtime.cpu:  # the pointers are host memory; the CUDA backend copies fields only
+        raise FieldsimRuntimeError(f"kernel {kname!r}: ndarray argument {pname!r} needs the CPU "
+                                   f"backend (fs.init(arch=fs.cpu)); arch={rt.arch} takes fields only",
+                                   _call_loc())
+
     copy_back = None
     if isinstance(value, Field):
         if value.generation != rt.generation or value.storage is None:
@@ -322,7 +327,7 @@ def _check_element(ann, dtype, n, m, ndim_el, bad):
             raise bad(f"required element_shape={el}, array with element shape of {got} is "
                       "provided")
         want = want.dtype
-        if want is None:
+        if want is None or want is float or want is int:  # e.g. fs.math.vec3: any dtype, as Taichi
             return
     if isinstance(want, T.DataType):
         if ndim_el != 0 and not isinstance(ann.dtype, T.MatrixType):

@@ -197,3 +197,30 @@ def test_debug_bounds_check_uses_the_launch_shape():
     assert a[3] == 1
     with pytest.raises(fs.FieldsimIndexError, match="out of range"):
         poke(a, 4)
+
+
+def test_ndrange_over_an_ndarray_shape():
+    @fs.kernel
+    def pairs(a: fs.types.ndarray(dtype=fs.i32, ndim=1), out: fs.types.ndarray()):
+        n = a.shape[0]
+        for i, j in fs.ndrange(n - 1, (1, n)):
+            out[i, j] = a[i] + a[j] * 100
+
+    a = np.arange(5, dtype=np.int32)
+    out = np.zeros((5, 5), np.int32)
+    pairs(a, out)
+    i, j = np.indices((5, 5))
+    want = np.where((i < 4) & (j >= 1), i + j * 100, 0)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_matrix_element_type_with_python_float_takes_any_dtype():
+    @fs.kernel
+    def k(a: fs.types.ndarray(dtype=fs.types.matrix(2, 2, float))):
+        for i in a:
+            for r, c in fs.ndrange(2, 2):
+                a[i][r, c] = r * 2 + c + i * 10
+
+    m = np.zeros((3, 2, 2), np.int32)
+    k(m)
+    np.testing.assert_array_equal(m[2], [[20, 21], [22, 23]])
