@@ -17,7 +17,7 @@ from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Kernel
-from fieldsim.lang.ndarray import NdarrayType, bound_view, copy_back
+from fieldsim.lang.ndarray import NdarrayType, bound_view, check_writable, copy_back
 from fieldsim.lang.printer import print_kernel
 
 
@@ -195,6 +195,8 @@ class KernelObj:
         try:
             templates, key, values, dtypes, ret = self.bind(args, kwargs)
             ck = self.compiled(templates, key, dtypes, ret)
+            if templates:
+                check_writable(ck, templates, self.__name__)
             if rt.tape is not None and rt.no_grad_depth == 0:
                 checked_run = rt.tape.on_launch(self, bound_view(ck, templates), args, kwargs, values)
         except FieldsimError as err:

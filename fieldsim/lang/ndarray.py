@@ -154,6 +154,7 @@ class ExternalArray(Field):
         n_el = ndim_el
         self.shape = tuple(array.shape[:array.ndim - n_el]) if n_el else tuple(array.shape)
         self.storage = _NumpyStorage(array)
+        self.shape_key = array.shape
         self.grad = self.dual = self.primal = None
         self.needs_grad = self.needs_dual = False
 
@@ -167,8 +168,11 @@ _EXTERNAL: dict = {}  # id(numpy array) -> its ExternalArray (checked by identit
 
 def _external(array, dtype, n, m, ndim_el, name):
     proxy = _EXTERNAL.get(id(array))
+    # the same array object may since have been reshaped or resized in place: check its layout
     if proxy is not None and proxy.array is array and proxy.dtype is dtype \
-            and (proxy.n, proxy.ndim_el) == (n, ndim_el) and proxy.generation == runtime.get().generation:
+            and (proxy.n, proxy.m, proxy.ndim_el) == (n, (1 if ndim_el == 1 else m), ndim_el) \
+            and proxy.storage.ptr == array.ctypes.data and proxy.shape_key == array.shape \
+            and proxy.generation == runtime.get().generation:
         return proxy
     if len(_EXTERNAL) > 256:  # the cache keeps arrays alive: keep it small
         _EXTERNAL.clear()
@@ -302,6 +306,21 @@ def _bind_arg(ann, value, kname, pname, rt):
     bound = BoundNdarray(spec, proxy)
     bound.copy_back = copy_back
     return bound, values, dtypes
+
+
+def check_writable(ck, templates, kname):
+    """Before a launch: a read-only numpy array may be passed only to an argument the kernel
+    never writes (writing it could fault, and would break the owner's promise)."""
+    written = getattr(ck, "nd_written", None)
+    if written is None:
+        written = ck.nd_written = {s.field.ir_name for s in _walk(ck.ir.body)
+                                   if s.op in (Op.STORE, Op.ATOMIC) and is_slot(s.field)}
+    for name, t in templates.items():
+        if isinstance(t, BoundNdarray) and name in written and isinstance(t.proxy, ExternalArray) \
+                and not t.proxy.array.flags.writeable:
+            raise NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {name} - the "
+                                       "kernel writes it but the numpy array is read-only",
+                                       _call_loc())
 
 
 def copy_back(templates):

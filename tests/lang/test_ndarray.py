@@ -224,3 +224,35 @@ def test_matrix_element_type_with_python_float_takes_any_dtype():
     m = np.zeros((3, 2, 2), np.int32)
     k(m)
     np.testing.assert_array_equal(m[2], [[20, 21], [22, 23]])
+
+
+def test_numpy_array_reshaped_in_place_is_seen_with_its_new_shape():
+    @fs.kernel
+    def rows(a: fs.types.ndarray(), out: fs.types.ndarray()):
+        for i, j in a:
+            out[i] += a[i, j]
+
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = np.zeros(3, np.float32)
+    rows(a, out)
+    np.testing.assert_allclose(out[:2], [3, 12])
+    a.shape = (3, 2)  # the same object, another shape
+    out[:] = 0
+    rows(a, out)
+    np.testing.assert_allclose(out, [1, 5, 9])
+
+
+def test_read_only_numpy_array_may_be_read_not_written():
+    @fs.kernel
+    def copy(src: fs.types.ndarray(), dst: fs.types.ndarray()):
+        for i in src:
+            dst[i] = src[i]
+
+    src = np.frombuffer(np.arange(4, dtype=np.float32).tobytes(), dtype=np.float32)
+    assert not src.flags.writeable
+    dst = np.zeros(4, np.float32)
+    copy(src, dst)
+    np.testing.assert_array_equal(dst, [0, 1, 2, 3])
+    with pytest.raises(ValueError, match="argument dst - the kernel writes it but the numpy "
+                                         "array is read-only"):
+        copy(dst, src)
