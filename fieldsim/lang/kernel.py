@@ -17,7 +17,8 @@ from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Kernel
-from fieldsim.lang.ndarray import NdarrayType, bound_view, check_writable, copy_back
+from fieldsim.lang.ndarray import (NdarrayType, bind_arg, bound_view, check_writable, copy_back,
+                                    refuse_grad_reads)
 from fieldsim.lang.printer import print_kernel
 
 
@@ -142,7 +143,6 @@ class KernelObj:
         templates, key, values, dtypes = {}, [], [], {}
         for p, a, v in zip(self.params, ann, args):
             if isinstance(a, NdarrayType):  # pointer and shape as hidden runtime arguments
-                from fieldsim.lang.ndarray import bind_arg
                 templates[p.name], nd_values, nd_dtypes = bind_arg(a, v, self.__name__, p.name, rt)
                 key.append(templates[p.name].spec.key())
                 values.extend(nd_values)
@@ -233,7 +233,6 @@ class KernelObj:
             ck = self.compiled(templates, key, dtypes, ret)
             checked = bound_view(ck, templates)  # ndarray arguments: judged on this launch's arrays
             if checked is not ck:
-                from fieldsim.lang.ndarray import refuse_grad_reads
                 refuse_grad_reads(ck, self.__name__)
             if check or not checked.checked:
                 kernel_check(checked).run(values)
