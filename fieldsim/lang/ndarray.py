@@ -497,9 +497,13 @@ def _subst(block, fmap, smap, shapes):
 
 def refuse_grad_reads(ck, kname):
     """Taichi's rule: a kernel that reads an ndarray's `.grad` cannot be differentiated."""
-    for s in _walk(ck.ir.body):
-        if s.op in (Op.LOAD, Op.ATOMIC) and is_slot(s.field) and s.field.role == "grad":
-            raise FieldsimRuntimeError(
-                f"kernel {kname!r}: Cannot automatically differentiate through a grad tensor: it "
-                f"reads {s.field.ir_name!r}; compute with the gradient in a kernel that is not "
-                "differentiated", s.loc)
+    read = getattr(ck, "nd_grad_read", False)
+    if read is False:  # looked up once per compiled kernel
+        read = ck.nd_grad_read = next(
+            (s for s in _walk(ck.ir.body)
+             if s.op in (Op.LOAD, Op.ATOMIC) and is_slot(s.field) and s.field.role == "grad"), None)
+    if read is not None:
+        raise FieldsimRuntimeError(
+            f"kernel {kname!r}: Cannot automatically differentiate through a grad tensor: it "
+            f"reads {read.field.ir_name!r}; compute with the gradient in a kernel that is not "
+            "differentiated", read.loc)
