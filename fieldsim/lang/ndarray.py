@@ -184,14 +184,27 @@ def _external(array, dtype, n, m, ndim_el, name):
 class NdarraySpec:
     """What a compiled kernel is specialised on for one ndarray argument."""
 
-    __slots__ = ("dtype", "has_grad", "m", "n", "ndim", "ndim_el")
+    __slots__ = ("dtype", "dtypes", "has_grad", "key_", "m", "n", "ndim", "ndim_el")
 
     def __init__(self, dtype, ndim, n, m, ndim_el, has_grad):
         self.dtype, self.ndim, self.n, self.m = dtype, ndim, n, m
         self.ndim_el, self.has_grad = ndim_el, has_grad
+        self.key_ = ("nd", dtype.name, ndim, n, m, ndim_el, has_grad)
+        self.dtypes = {}  # argument name -> {hidden argument name: dtype}
 
     def key(self):
-        return ("nd", self.dtype.name, self.ndim, self.n, self.m, self.ndim_el, self.has_grad)
+        return self.key_
+
+
+_SPECS: dict = {}
+
+
+def _spec(*fields) -> NdarraySpec:
+    """Specs are interned: a launch reuses the one made by the first launch like it."""
+    spec = _SPECS.get(fields)
+    if spec is None:
+        spec = _SPECS[fields] = NdarraySpec(*fields)
+    return spec
 
 
 class BoundNdarray:
@@ -296,13 +309,15 @@ def _bind_arg(ann, value, kname, pname, rt):
                   f"is provided" + (f" ({ndim} besides its elements)" if ndim_el else ""))
     # needs_grad=False in the annotation: the kernel's adjoint leaves this array's gradient alone
     has_grad = proxy.grad is not None and proxy.grad.storage is not None and ann.needs_grad is not False
-    spec = NdarraySpec(dtype, ndim, n, m, ndim_el, has_grad)
+    spec = _spec(dtype, ndim, n, m, ndim_el, has_grad)
     values = [proxy.storage.ptr]
     if has_grad:
         values.append(proxy.grad.storage.ptr)
     values.extend(int(s) for s in proxy.shape)
-    dtypes = {name: (T.i64 if k < 1 + has_grad else T.i32)
-              for k, name in enumerate(hidden_names(pname, spec))}
+    dtypes = spec.dtypes.get(pname)
+    if dtypes is None:
+        dtypes = spec.dtypes[pname] = {name: (T.i64 if k < 1 + has_grad else T.i32)
+                                       for k, name in enumerate(hidden_names(pname, spec))}
     bound = BoundNdarray(spec, proxy)
     bound.copy_back = copy_back
     return bound, values, dtypes
