@@ -22,7 +22,7 @@ from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field
-from fieldsim.lang.ndarray import BoundNdarray, make_slot
+from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
 from fieldsim.lang.frontend_expr import ExprMixin
 from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, Stmt
 
@@ -677,6 +677,7 @@ class Frontend(ExprMixin):
             raise FieldsimSyntaxError(f"func {func.fn.__name__!r} recurses too deeply "
                                       "(recursion must terminate through fs.static conditions)")
         bound = _bind_args(func.fn, params, fdef, args, kwargs)
+        check_func_args(func.fn, bound)  # parameters annotated fs.types.ndarray(...)
         frame = Frame(func.fn, src)
         ret_slot = ReturnSlot(self.b.block, len(self.b.block))
         if _single_tail_return(fdef.body):

@@ -338,6 +338,25 @@ def check_writable(ck, templates, kname):
                                        _call_loc())
 
 
+def check_func_args(fn, bound: dict):
+    """A `@fs.func` parameter annotated `fs.types.ndarray(...)`: the array passed must fit it
+    (as for a kernel argument), else a compile error naming the func and the parameter."""
+    for pname, value in bound.items():
+        ann = getattr(fn, "__annotations__", {}).get(pname)
+        if not isinstance(ann, NdarrayType):
+            continue
+
+        def bad(what, pname=pname):
+            return NdarrayArgumentError(f"func {fn.__name__!r}: Invalid value for argument "
+                                        f"{pname} - {what}")
+        if not isinstance(value, Field) or not isinstance(value, (NdarraySlot, Ndarray, ExternalArray)):
+            raise bad(f"it is an ndarray (fs.types.ndarray()) but got {type(value).__name__}")
+        _check_element(ann, value.dtype, value.n, value.m, value.ndim_el, bad)
+        if ann.ndim is not None and ann.ndim != len(value.shape):
+            raise bad(f"required array has ndim={ann.ndim}, array with {len(value.shape)} "
+                      "dimensions is provided")
+
+
 def copy_back(templates):
     """After a launch: copy the C-order copies of Fortran-order numpy arguments back."""
     for t in templates.values():

@@ -256,3 +256,20 @@ def test_read_only_numpy_array_may_be_read_not_written():
     with pytest.raises(ValueError, match="argument dst - the kernel writes it but the numpy "
                                          "array is read-only"):
         copy(dst, src)
+
+
+def test_func_parameter_annotated_ndarray_is_checked():
+    @fs.func
+    def first_to(a: fs.types.ndarray(dtype=fs.types.vector(2, fs.f32), ndim=1), v):
+        a[0] = fs.Vector([v, v])
+
+    @fs.kernel
+    def k(x: fs.types.ndarray(ndim=1)):
+        first_to(x, 7.0)
+
+    good = fs.Vector.ndarray(2, fs.f32, shape=3)
+    k(good)
+    assert list(good.to_numpy()[0]) == [7.0, 7.0]
+    with pytest.raises(fs.FieldsimCompilationError, match=r"func 'first_to': Invalid value for "
+                                                          r"argument a - required element_shape"):
+        k(fs.Vector.ndarray(3, fs.f32, shape=3))
