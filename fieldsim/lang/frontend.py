@@ -126,6 +126,7 @@ class Frontend(ExprMixin):
         self.static_loop_depth = 0
         self.inline_stack: list = []
         self.hidden_fields: list = []
+        self.nonneg: set = set()  # ids of runtime values known >= 0 (ndarray shapes)
         self.parallel_depth = -1
 
     # ---- entry --------------------------------------------------------------------------------
@@ -514,6 +515,9 @@ class Frontend(ExprMixin):
         sizes = []
         for begin, end in dims:
             size = self.e.binop("-", end, begin)
+            if len(dims) > 1 and isinstance(size, Stmt) and id(size) not in self.nonneg:
+                # a runtime axis that is empty (end <= begin) empties the whole ndrange
+                size = self.b.binary(Op.MAX, size, self.e.value(0, size.dtype))
             sizes.append(size)
             total = size if total is None else self.e.binop("*", total, size)
         loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)

@@ -440,6 +440,7 @@ def make_slot(fe, pname, spec: NdarraySpec, pos: int, loc):
     shape_pos, shape = [], []
     for d in range(spec.ndim):
         shape.append(fe.b.emit(Op.ARG, T.i32, attr=k, loc=loc))
+        fe.nonneg.add(id(shape[-1]))  # a loop over the array needs no empty-axis guard
         params.append(Param(names[len(params)], T.i32))
         shape_pos.append(k)
         k += 1

@@ -273,3 +273,16 @@ def test_func_parameter_annotated_ndarray_is_checked():
     with pytest.raises(fs.FieldsimCompilationError, match=r"func 'first_to': Invalid value for "
                                                           r"argument a - required element_shape"):
         k(fs.Vector.ndarray(3, fs.f32, shape=3))
+
+
+def test_ndrange_with_an_empty_runtime_axis_runs_nothing():
+    @fs.kernel
+    def count(b0: fs.i32, e0: fs.i32, b1: fs.i32, e1: fs.i32) -> fs.i32:
+        n = 0
+        for i, j in fs.ndrange((b0, e0), (b1, e1)):
+            n += 1
+        return n
+
+    assert count(0, 3, 0, 4) == 12
+    assert count(3, 0, 4, 0) == 0  # two empty axes must not make a non-empty product
+    assert count(0, 3, 4, 0) == 0
