@@ -2,7 +2,8 @@
 
 Takes what a user passes to a kernel argument annotated `fs.types.ndarray(dtype=, ndim=)`: a
 fieldsim `Ndarray` (`fs.ndarray`, `fs.Vector.ndarray`, `fs.Matrix.ndarray`, or an ndarray's
-`.grad`) or a C-contiguous numpy array, read and written in place (zero copy).
+`.grad`) or a C-contiguous numpy array, read and written in place (zero copy; a Fortran-order
+array runs on a C-order copy that is copied back after the launch). CPU backend only.
 
 Guarantees:
 
@@ -12,9 +13,11 @@ Guarantees:
   the compiled code. Inside the kernel the argument is an `NdarraySlot` (a `Field` whose shape
   entries are IR values) and `arr.shape[i]`, `for i in arr` and `fs.grouped(arr)` read the
   launch's shape.
-* A mismatch between the annotation and the array (dtype, ndim, element shape), a
-  non-contiguous numpy array or a value that is not an array raises `FieldsimTypeError` naming
-  the kernel and the argument.
+* A mismatch between the annotation and the array (dtype, ndim, element shape), a strided
+  numpy view, a read-only numpy array the kernel writes, or a value that is not an array raises
+  `NdarrayArgumentError` (a `FieldsimTypeError` and a `ValueError`, worded as Taichi's
+  "Invalid value for argument x - ...") naming the kernel, the argument and the launch's
+  file:line. `@fs.func` parameters annotated `fs.types.ndarray(...)` are checked the same way.
 * Autodiff: an `Ndarray` made with `needs_grad=True` carries a `.grad` ndarray; adjoints
   (`kernel.grad(...)`, the Tape) accumulate into it. The access-rule checker and the Tape judge
   each launch on the arrays it was given (`bound_view`: the kernel's IR with every slot replaced
@@ -35,7 +38,7 @@ import numpy as np
 from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError, Loc
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
-from fieldsim.lang.field import Field
+from fieldsim.lang.field import Field, _resolve_dtype
 from fieldsim.lang.ir import Op, Stmt
 
 
@@ -65,8 +68,8 @@ class Ndarray(Field):
     def __init__(self, dtype, shape=None, name="", needs_grad=False, n=None, m=None, ndim_el=0,
                  _role="primal"):
         rt = runtime.get()
-        dt = dtype if isinstance(dtype, T.DataType) else None
-        if needs_grad and dt is not None and not dt.is_float:
+        dt = _resolve_dtype(dtype, rt)
+        if needs_grad and not dt.is_float:
             raise FieldsimRuntimeError(f"{dt} is not supported for ndarray with needs_grad=True: "
                                        "gradients need a float dtype")
         super().__init__(dtype, shape, name or f"ndarray{len(rt.fields)}", needs_grad,
