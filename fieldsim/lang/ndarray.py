@@ -29,6 +29,7 @@ Guarantees:
 """
 from __future__ import annotations
 
+import itertools
 import linecache
 import os
 import sys
@@ -151,7 +152,7 @@ class ExternalArray(Field):
         self.dtype = dtype
         self.name = self.ir_name = name
         self.n, self.m, self.ndim_el = n, (1 if ndim_el == 1 else m), ndim_el
-        self.uid = -1
+        self.uid = -next(_EXTERNAL_IDS)  # distinct from fields' (graphs key nodes by uid)
         self.generation = rt.generation
         self.role = "primal"
         n_el = ndim_el
@@ -166,6 +167,7 @@ class ExternalArray(Field):
                                 "fs.ndarray(..., needs_grad=True) for arrays with gradients")
 
 
+_EXTERNAL_IDS = itertools.count(1)
 _EXTERNAL: dict = {}  # id(numpy array) -> its ExternalArray (checked by identity)
 
 
