@@ -77,8 +77,10 @@ class Ndarray(Field):
                          n=n, m=m, ndim_el=ndim_el, _role=_role)
 
     def _twin(self, role: str) -> Ndarray:
+        # As in Taichi, a Tape's clear_gradients (and fs.ad.clear_all_gradients) zeroes the
+        # fields' gradients, not the ndarrays': their role is not "grad"
         twin = Ndarray(self.dtype, None, f"{self.ir_name}.{role}", n=self.n, m=self.m,
-                       ndim_el=self.ndim_el, _role=role)
+                       ndim_el=self.ndim_el, _role="ndarray_grad" if role == "grad" else role)
         twin.primal = self
         if self.shape is not None:
             twin._place(self.shape)

@@ -178,3 +178,24 @@ def test_tape_judges_each_launch_on_its_own_arrays():
             square(a, b)
             total(b, loss)
             square(c, b)
+
+
+def test_ndarray_gradients_accumulate_across_tapes_as_in_taichi():
+    x = fs.ndarray(fs.f64, shape=2, needs_grad=True)
+    loss = fs.ndarray(fs.f64, shape=(), needs_grad=True)
+    x.from_numpy(np.array([1.0, -2.0]))
+
+    @fs.kernel
+    def squares(x: fs.types.ndarray(), loss: fs.types.ndarray()):
+        for i in x:
+            loss[None] += x[i] * x[i]
+
+    for _ in range(2):
+        with fs.ad.Tape(loss=loss):
+            squares(x, loss)
+    assert loss[None] == 5.0  # the loss itself is reset by each Tape
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * (2 * np.array([1.0, -2.0])))
+    x.grad.fill(0)
+    with fs.ad.Tape(loss=loss):
+        squares(x, loss)
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * np.array([1.0, -2.0]))
