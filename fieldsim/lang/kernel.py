@@ -17,8 +17,14 @@ from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Kernel
-from fieldsim.lang.ndarray import (NdarrayType, bind_arg, bound_view, check_writable, copy_back,
-                                    refuse_grad_reads)
+from fieldsim.lang.ndarray import (
+    NdarrayType,
+    bind_arg,
+    bound_view,
+    check_writable,
+    copy_back,
+    refuse_grad_reads,
+)
 from fieldsim.lang.printer import print_kernel
 
 

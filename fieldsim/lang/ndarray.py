@@ -292,7 +292,7 @@ def _bind_arg(ann, value, kname, pname, rt):
                           "np.ascontiguousarray(arr) before passing it to the kernel")
             # a transposed (Fortran-order) array: run on a C-order copy, copied back after
             original, value = value, np.ascontiguousarray(value)
-            copy_back = lambda: np.copyto(original, value)  # noqa: E731
+            copy_back = lambda: np.copyto(original, value)
         n, m, ndim_el = None, None, 0
         if isinstance(ann.dtype, T.MatrixType):
             mt = ann.dtype
