@@ -32,7 +32,12 @@ from fieldsim.gui import GUI
 from fieldsim import ad
 from fieldsim.ad import Tape
 
-types.ndarray = __import__("fieldsim.lang.kernel", fromlist=["NdarrayType"]).NdarrayType
+from fieldsim.lang.ndarray import Ndarray, ndarray
+from fieldsim.lang import ndarray as _nd
+
+types.ndarray = _nd.NdarrayType
+Matrix.ndarray = staticmethod(_nd.matrix_ndarray)
+Vector.ndarray = staticmethod(_nd.vector_ndarray)
 types.template = template
 types.f32, types.f64, types.i32, types.i64 = f32, f64, i32, i64
 

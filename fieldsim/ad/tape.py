@@ -169,7 +169,10 @@ class Tape:
 
 def _check_loss(loss):
     from fieldsim.lang.field import Field
-    if not isinstance(loss, Field) or loss.shape != () or loss.ndim_el != 0:
+    from fieldsim.lang.ndarray import Ndarray
+    if isinstance(loss, Ndarray) and loss.ndim_el == 0 and loss.shape in ((), (1,)):
+        pass  # Taichi takes an ndarray loss of one element, shape () or (1,)
+    elif not isinstance(loss, Field) or loss.shape != () or loss.ndim_el != 0:
         raise ValueError(f"the Tape's loss must be a 0-D scalar field (shape=()), got {loss!r}")
     if loss.grad is None:
         raise RuntimeError(f"the Tape's loss field {loss.ir_name!r} has no gradient: declare it "

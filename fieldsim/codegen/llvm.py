@@ -21,6 +21,7 @@ from fieldsim.codegen.demote import owned_atomics
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
+from fieldsim.lang.ndarray import is_slot
 
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
     CTX_STACK_CAPS = range(9)
@@ -96,7 +97,8 @@ class KernelInfo:
     def __init__(self, kernel: Kernel, symbol: str):
         self.name = kernel.name
         self.symbol = symbol
-        self.fields = fields_of(kernel)
+        # ndarray arguments (fieldsim.lang.ndarray) come as hidden arguments, not in the table
+        self.fields = [f for f in fields_of(kernel) if not is_slot(f)]
         self.tasks: list[TaskInfo] = []
         self.asserts: list = []  # (message, loc)
         self.accesses: list = []  # (field name, loc) for bounds errors
@@ -373,8 +375,27 @@ class TaskLowering:
         self.b.store(self.v(s.args[1]), self.v(s.args[0]))
 
     # ---- global memory -------------------------------------------------------------------------
+    def arg_word(self, pos):
+        """A runtime argument's raw i64 word, loaded once per task (ndarray pointers, shapes)."""
+        key = ("arg", pos)
+        if key not in self.field_ptrs:
+            ab = self.alloca_b
+            p = ab.gep(self.args_ptr, [L.Constant(I64, pos)], source_etype=I64)
+            self.field_ptrs[key] = ab.load(p, typ=I64)
+        return self.field_ptrs[key]
+
+    def dim_size(self, field, d):
+        """Axis d's extent (i64): a constant, or an ndarray argument's launch-time shape."""
+        if is_slot(field) and d < len(field.shape_pos):
+            return self.arg_word(field.shape_pos[d])
+        return L.Constant(I64, field.storage_shape[d])
+
     def field_ptr(self, field):
         key = id(field)
+        if is_slot(field):
+            if key not in self.field_ptrs:
+                self.field_ptrs[key] = self.alloca_b.inttoptr(self.arg_word(field.ptr_pos), PTR)
+            return self.field_ptrs[key]
         if key not in self.field_ptrs:
             ab = self.alloca_b
             p = ab.gep(self.field_table, [L.Constant(I64, self.cg.slot[key])], source_etype=PTR)
@@ -384,20 +405,20 @@ class TaskLowering:
     def element_ptr(self, s: Stmt):
         b = self.b
         field = s.field
-        shape = field.storage_shape
         lin = None
         for d, ix in enumerate(s.indices):
             i = b.sext(self.v(ix), I64)
+            n = self.dim_size(field, d)
             if self.cg.debug:
-                i = self.bounds_check(i, shape[d], s)
-            lin = i if lin is None else b.add(b.mul(lin, L.Constant(I64, shape[d])), i)
+                i = self.bounds_check(i, n, s)
+            lin = i if lin is None else b.add(b.mul(lin, n), i)
         if lin is None:
             lin = L.Constant(I64, 0)
         return b.gep(self.field_ptr(field), [lin], source_etype=ll_type(field.dtype))
 
     def bounds_check(self, i, n, s):
         b = self.b
-        bad = b.icmp_unsigned(">=", i, L.Constant(I64, n))
+        bad = b.icmp_unsigned(">=", i, n)
         code = len(self.cg.info.accesses)
         self.cg.info.accesses.append((s.field.ir_name, s.loc))
         with b.if_then(bad, likely=False):

@@ -24,6 +24,7 @@ from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field
 from fieldsim.lang.frontend_expr import ExprMixin
+from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
 
 
 @cache
@@ -125,6 +126,7 @@ class Frontend(ExprMixin):
         self.static_loop_depth = 0
         self.inline_stack: list = []
         self.hidden_fields: list = []
+        self.nonneg: set = set()  # ids of runtime values known >= 0 (ndarray shapes)
         self.parallel_depth = -1
 
     # ---- entry --------------------------------------------------------------------------------
@@ -134,6 +136,12 @@ class Frontend(ExprMixin):
         with self.b.at(self.source.loc(node)):
             pos = 0  # ARG positions count runtime arguments only
             for a in node.args.args:
+                if isinstance(self.templates.get(a.arg), BoundNdarray):  # fieldsim.lang.ndarray
+                    slot, hidden, pos = make_slot(self, a.arg, self.templates[a.arg].spec, pos,
+                                                  self.source.loc(a))
+                    self.frame.bind(a.arg, ("static", slot))
+                    params.extend(hidden)
+                    continue
                 if a.arg in self.templates:
                     self.frame.bind(a.arg, ("static", self.templates[a.arg]))
                     params.append(Param(a.arg, None, template=True))
@@ -507,6 +515,9 @@ class Frontend(ExprMixin):
         sizes = []
         for begin, end in dims:
             size = self.e.binop("-", end, begin)
+            if len(dims) > 1 and isinstance(size, Stmt) and id(size) not in self.nonneg:
+                # a runtime axis that is empty (end <= begin) empties the whole ndrange
+                size = self.b.binary(Op.MAX, size, self.e.value(0, size.dtype))
             sizes.append(size)
             total = size if total is None else self.e.binop("*", total, size)
         loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)
@@ -670,6 +681,7 @@ class Frontend(ExprMixin):
             raise FieldsimSyntaxError(f"func {func.fn.__name__!r} recurses too deeply "
                                       "(recursion must terminate through fs.static conditions)")
         bound = _bind_args(func.fn, params, fdef, args, kwargs)
+        check_func_args(func.fn, bound)  # parameters annotated fs.types.ndarray(...)
         frame = Frame(func.fn, src)
         ret_slot = ReturnSlot(self.b.block, len(self.b.block))
         if _single_tail_return(fdef.body):

@@ -285,6 +285,8 @@ class ExprMixin:
     def call_python(self, fn, args, kwargs):
         if not callable(fn):
             raise FieldsimTypeError(f"{describe(fn)} is not callable")
+        if fn is ops.ndrange and not kwargs:  # runtime bounds, e.g. an ndarray's shape
+            return fn(*args)
         if any(isinstance(v, (Stmt, MatVal)) for v in list(args) + list(kwargs.values())):
             name = getattr(fn, "__name__", repr(fn))
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "

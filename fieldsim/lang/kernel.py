@@ -17,6 +17,14 @@ from fieldsim.ir.passes.run import run_pass
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
+from fieldsim.lang.ndarray import (
+    NdarrayType,
+    bind_arg,
+    bound_view,
+    check_writable,
+    copy_back,
+    refuse_grad_reads,
+)
 
 
 class Template:
@@ -28,11 +36,6 @@ class Template:
 
 def template():
     return Template()
-
-
-class NdarrayType:
-    def __init__(self, dtype=None, ndim=None, **kw):
-        self.dtype, self.ndim = dtype, ndim
 
 
 class Func:
@@ -144,7 +147,13 @@ class KernelObj:
             args = [bound.arguments[p.name] for p in self.params]
         templates, key, values, dtypes = {}, [], [], {}
         for p, a, v in zip(self.params, ann, args):
-            if isinstance(a, Template) or a is Template or isinstance(a, NdarrayType):
+            if isinstance(a, NdarrayType):  # pointer and shape as hidden runtime arguments
+                templates[p.name], nd_values, nd_dtypes = bind_arg(a, v, self.__name__, p.name, rt)
+                key.append(templates[p.name].spec.key())
+                values.extend(nd_values)
+                dtypes.update(nd_dtypes)
+                continue
+            if isinstance(a, Template) or a is Template:
                 templates[p.name] = v
                 key.append(("f", v.uid, v.generation) if isinstance(v, Field) else ("v", _hashkey(v)))
                 continue
@@ -187,8 +196,10 @@ class KernelObj:
         try:
             templates, key, values, dtypes, ret = self.bind(args, kwargs)
             ck = self.compiled(templates, key, dtypes, ret)
+            if templates:
+                check_writable(ck, templates, self.__name__)
             if rt.tape is not None and rt.no_grad_depth == 0:
-                checked_run = rt.tape.on_launch(self, ck, args, kwargs, values)
+                checked_run = rt.tape.on_launch(self, bound_view(ck, templates), args, kwargs, values)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
         rt.launch_counter += 1
@@ -205,10 +216,14 @@ class KernelObj:
                 raise err.with_traceback(None) from None
         if checked_run is not None:
             try:
-                return checked_run(program, values, rng_key)
+                result = checked_run(program, values, rng_key)
             except AccessRuleError as err:
                 raise err.with_traceback(None) from None
-        return rt.backend().launch(program, values, rng_key)
+        else:
+            result = rt.backend().launch(program, values, rng_key)
+        if templates:  # ndarray arguments given as Fortran-order numpy arrays
+            copy_back(templates)
+        return result
 
     def launch_adjoint(self, args, kwargs=None, rng_key=None, check=False):
         """Run the adjoint. The access rules are judged with this launch's argument values
@@ -217,8 +232,11 @@ class KernelObj:
         try:
             templates, key, values, dtypes, ret = self.bind(args, kwargs or {})
             ck = self.compiled(templates, key, dtypes, ret)
-            if check or not ck.checked:
-                kernel_check(ck).run(values)
+            checked = bound_view(ck, templates)  # ndarray arguments: judged on this launch's arrays
+            if checked is not ck:
+                refuse_grad_reads(ck, self.__name__)
+            if check or not checked.checked:
+                kernel_check(checked).run(values)
             program = adjoint_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None

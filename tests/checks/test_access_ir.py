@@ -14,11 +14,11 @@ import pytest
 from fieldsim.checks import Answer, TapeState, check_kernel, same_element_possible, summarize
 from fieldsim.checks.access_rules import KernelCheck, findings
 from fieldsim.errors import AccessRuleError, Loc
-from fieldsim.lang import types as T
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
 from fieldsim.ir.printer import print_kernel
 from fieldsim.ir.verify import verify
+from fieldsim.lang import types as T
 
 FILE = "sim.py"
 

@@ -3,9 +3,9 @@ from support.ir_kit import KB
 
 from fieldsim.ad.stack import TripCount
 from fieldsim.codegen.launch import size_hint
-from fieldsim.lang import types as T
 from fieldsim.ir.intexpr import evaluate, launch_expr, trip_count
 from fieldsim.ir.ir import ForInfo, Op
+from fieldsim.lang import types as T
 
 
 def _loop(build_end):

@@ -11,11 +11,11 @@ from support.ir_interp import run
 from support.ir_kit import KB, field
 
 from fieldsim.errors import FieldsimCompilationError
-from fieldsim.lang import types as T
 from fieldsim.ir.ir import Op, walk
 from fieldsim.ir.passes.lower_break import lower_break
 from fieldsim.ir.printer import print_kernel
 from fieldsim.ir.verify import verify
+from fieldsim.lang import types as T
 
 
 def check_form(block, in_loop_body=None):

@@ -15,9 +15,9 @@ from support.ir_kit import KB, GradCase, adjoint, check_grads, field
 from fieldsim.ad.reverse import make_adjoint
 from fieldsim.ad.stack import CapacityFormula
 from fieldsim.errors import ADStackOverflowError, FieldsimCompilationError
-from fieldsim.lang import types as T
 from fieldsim.ir.ir import CustomGradInfo, Op, walk
 from fieldsim.ir.printer import print_kernel
+from fieldsim.lang import types as T
 
 RNG = np.random.default_rng(1234)
 

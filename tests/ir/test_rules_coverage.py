@@ -11,9 +11,9 @@ from support.ir_interp import FakeField, run
 from support.ir_kit import KB
 
 from fieldsim.ad.rules import RULES
-from fieldsim.lang import types as T
 from fieldsim.ir.ir import BINARY, NONDIFF, UNARY, Op
 from fieldsim.ir.ir import CONTROL as IR_CONTROL
+from fieldsim.lang import types as T
 
 MEMORY = {Op.ALLOCA, Op.LOCAL_LOAD, Op.LOCAL_STORE, Op.LOAD, Op.STORE, Op.ATOMIC,
           Op.STACK_ALLOCA, Op.STACK_PUSH, Op.STACK_POP, Op.STACK_TOP}

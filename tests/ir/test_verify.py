@@ -3,9 +3,9 @@ import pytest
 from support.ir_interp import FakeField
 from support.ir_kit import KB
 
-from fieldsim.lang import types as T
 from fieldsim.ir.ir import Kernel, Op, Stmt
 from fieldsim.ir.verify import IRVerifyError, verify
+from fieldsim.lang import types as T
 
 
 def _kernel(build):

@@ -26,7 +26,7 @@ if AS_TAICHI:
     taichi.FieldsimError = taichi.TaichiCompilationError
     sys.modules["fieldsim"] = taichi
 
-import fieldsim as fs  # noqa: E402
+import fieldsim as fs
 
 
 def pytest_configure(config):

@@ -46,7 +46,7 @@ def test_lambda_unsupported():
 
     @fs.kernel
     def k():
-        f = lambda a: a + 1  # noqa: E731  # ERR:lambda
+        f = lambda a: a + 1  # ERR:lambda
         x[0] = f(1)
 
     with pytest.raises(fs.FieldsimSyntaxError) as ei:

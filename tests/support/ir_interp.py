@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from fieldsim.errors import ADStackOverflowError
-from fieldsim.lang import types as T
 from fieldsim.ir.ir import Kernel, Op, Stmt
+from fieldsim.lang import types as T
 
 _M64 = (1 << 64) - 1
 

@@ -14,10 +14,10 @@ import numpy as np
 
 from fieldsim.ad.reverse import make_adjoint
 from fieldsim.errors import Loc
-from fieldsim.lang import types as T
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, walk
 from fieldsim.ir.verify import verify
+from fieldsim.lang import types as T
 
 from .ir_interp import FakeField, run
 

@@ -1,0 +1,551 @@
+"""Ndarrays: `fs.ndarray(...)` arrays and `fs.types.ndarray()` kernel arguments.
+
+Takes what a user passes to a kernel argument annotated `fs.types.ndarray(dtype=, ndim=)`: a
+fieldsim `Ndarray` (`fs.ndarray`, `fs.Vector.ndarray`, `fs.Matrix.ndarray`, or an ndarray's
+`.grad`) or a C-contiguous numpy array, read and written in place (zero copy; a Fortran-order
+array runs on a C-order copy that is copied back after the launch). CPU backend only.
+
+Guarantees:
+
+* A kernel is compiled once per (element dtype, ndim, element shape, has-gradient) of each
+  ndarray argument, never per array: the data pointer, the gradient's pointer and the shape
+  travel as hidden runtime arguments, so launching with another array of another shape reuses
+  the compiled code. Inside the kernel the argument is an `NdarraySlot` (a `Field` whose shape
+  entries are IR values) and `arr.shape[i]`, `for i in arr` and `fs.grouped(arr)` read the
+  launch's shape.
+* A mismatch between the annotation and the array (dtype, ndim, element shape), a strided
+  numpy view, a read-only numpy array the kernel writes, or a value that is not an array raises
+  `NdarrayArgumentError` (a `FieldsimTypeError` and a `ValueError`, worded as Taichi's
+  "Invalid value for argument x - ...") naming the kernel, the argument and the launch's
+  file:line. `@fs.func` parameters annotated `fs.types.ndarray(...)` are checked the same way.
+* Autodiff: an `Ndarray` made with `needs_grad=True` carries a `.grad` ndarray; adjoints
+  (`kernel.grad(...)`, the Tape) accumulate into it. The access-rule checker and the Tape judge
+  each launch on the arrays it was given (`bound_view`: the kernel's IR with every slot replaced
+  by the launch's actual array and its shape arguments by the launch's shape), so two launches
+  on different arrays are two arrays to them, and a loop over an ndarray is judged as one over
+  a field of that shape.
+  Numpy arrays have no gradient. Forward-mode AD (`fs.ad.FwdMode`) over ndarray arguments is
+  refused with a clear error.
+"""
+from __future__ import annotations
+
+import itertools
+import linecache
+import os
+import sys
+
+import numpy as np
+
+from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError, Loc
+from fieldsim.ir.ir import Op, Stmt
+from fieldsim.lang import runtime
+from fieldsim.lang import types as T
+from fieldsim.lang.field import Field, _resolve_dtype
+
+
+# ---- the annotation -----------------------------------------------------------------------------
+class NdarrayType:
+    """`fs.types.ndarray(dtype=None, ndim=None)`: an array argument. `dtype` is a scalar type, a
+    `fs.types.vector/matrix` element type, or None (taken from each launch's array)."""
+
+    def __init__(self, dtype=None, ndim=None, element_dim=None, element_shape=None,
+                 field_dim=None, needs_grad=None, boundary=None, layout=None):
+        self.dtype = dtype
+        self.ndim = ndim if ndim is not None else field_dim
+        if element_shape is not None and dtype is not None and not isinstance(dtype, T.MatrixType):
+            es = tuple(element_shape)
+            self.dtype = T.vector(es[0], dtype) if len(es) == 1 else T.matrix(es[0], es[1], dtype)
+        self.needs_grad = needs_grad
+
+    def __repr__(self):
+        return f"ndarray(dtype={self.dtype}, ndim={self.ndim})"
+
+
+# ---- fieldsim-owned arrays ------------------------------------------------------------------------
+class Ndarray(Field):
+    """`fs.ndarray(dtype, shape, needs_grad=False)`: a fieldsim-owned array (a field that kernels
+    take as an ndarray argument). `.grad` is an Ndarray too."""
+
+    def __init__(self, dtype, shape=None, name="", needs_grad=False, n=None, m=None, ndim_el=0,
+                 _role="primal"):
+        rt = runtime.get()
+        dt = _resolve_dtype(dtype, rt)
+        if needs_grad and not dt.is_float:
+            raise FieldsimRuntimeError(f"{dt} is not supported for ndarray with needs_grad=True: "
+                                       "gradients need a float dtype")
+        super().__init__(dtype, shape, name or f"ndarray{len(rt.fields)}", needs_grad,
+                         n=n, m=m, ndim_el=ndim_el, _role=_role)
+
+    def _twin(self, role: str) -> Ndarray:
+        # As in Taichi, a Tape's clear_gradients (and fs.ad.clear_all_gradients) zeroes the
+        # fields' gradients, not the ndarrays': their role is not "grad"
+        twin = Ndarray(self.dtype, None, f"{self.ir_name}.{role}", n=self.n, m=self.m,
+                       ndim_el=self.ndim_el, _role="ndarray_grad" if role == "grad" else role)
+        twin.primal = self
+        if self.shape is not None:
+            twin._place(self.shape)
+        return twin
+
+    @property
+    def element_type(self):
+        if self.ndim_el == 0:
+            return self.dtype
+        return T.vector(self.n, self.dtype) if self.ndim_el == 1 else T.matrix(self.n, self.m, self.dtype)
+
+    def __repr__(self):
+        return f"<fs.ndarray {self.ir_name!r} shape={self.shape} element={self.element_type}>"
+
+
+def ndarray(dtype, shape, needs_grad=False, layout=None) -> Ndarray:
+    rt = runtime.get()
+    if dtype is float:
+        dtype = rt.default_fp
+    elif dtype is int:
+        dtype = rt.default_ip
+    if isinstance(dtype, T.MatrixType):
+        el = dtype.dtype if dtype.dtype is not None else rt.default_fp
+        if dtype.ndim == 1:
+            return Ndarray(el, shape, needs_grad=needs_grad, n=dtype.n, ndim_el=1)
+        return Ndarray(el, shape, needs_grad=needs_grad, n=dtype.n, m=dtype.m, ndim_el=2)
+    return Ndarray(dtype, shape, needs_grad=needs_grad)
+
+
+def vector_ndarray(n, dtype, shape, needs_grad=False, layout=None) -> Ndarray:
+    return ndarray(T.vector(n, dtype), shape, needs_grad=needs_grad)
+
+
+def matrix_ndarray(n, m, dtype, shape, needs_grad=False, layout=None) -> Ndarray:
+    return ndarray(T.matrix(n, m, dtype), shape, needs_grad=needs_grad)
+
+
+class _NumpyStorage:
+    """A user's numpy array as a field storage (in place)."""
+
+    def __init__(self, array):
+        self.array = array
+        self.ptr = array.ctypes.data
+
+    def read_element(self, idx):
+        return self.array[idx].copy() if self.array[idx].ndim else self.array[idx]
+
+    def write_element(self, idx, value):
+        self.array[idx] = value
+
+    def to_numpy(self):
+        return self.array.copy()
+
+    def from_numpy(self, arr):
+        self.array[...] = arr
+
+    def fill(self, value):
+        self.array[...] = value
+
+    def zero(self):
+        self.array.fill(0)
+
+
+class ExternalArray(Field):
+    """A numpy array passed to a kernel, seen as a field by the checker and the Tape. Not
+    registered with the runtime (it belongs to the user); it has no gradient."""
+
+    def __init__(self, array, dtype, n, m, ndim_el, name):
+        rt = runtime.get()
+        self.array = array
+        self.dtype = dtype
+        self.name = self.ir_name = name
+        self.n, self.m, self.ndim_el = n, (1 if ndim_el == 1 else m), ndim_el
+        self.uid = -next(_EXTERNAL_IDS)  # distinct from fields' (graphs key nodes by uid)
+        self.generation = rt.generation
+        self.role = "primal"
+        n_el = ndim_el
+        self.shape = tuple(array.shape[:array.ndim - n_el]) if n_el else tuple(array.shape)
+        self.storage = _NumpyStorage(array)
+        self.shape_key = array.shape
+        self.grad = self.dual = self.primal = None
+        self.needs_grad = self.needs_dual = False
+
+    def _twin(self, role):
+        raise FieldsimTypeError(f"numpy array {self.ir_name!r} has no {role}: use "
+                                "fs.ndarray(..., needs_grad=True) for arrays with gradients")
+
+
+_EXTERNAL_IDS = itertools.count(1)
+_EXTERNAL: dict = {}  # id(numpy array) -> its ExternalArray (checked by identity)
+
+
+def _external(array, dtype, n, m, ndim_el, name):
+    proxy = _EXTERNAL.get(id(array))
+    # the same array object may since have been reshaped or resized in place: check its layout
+    if proxy is not None and proxy.array is array and proxy.dtype is dtype \
+            and (proxy.n, proxy.m, proxy.ndim_el) == (n, (1 if ndim_el == 1 else m), ndim_el) \
+            and proxy.storage.ptr == array.ctypes.data and proxy.shape_key == array.shape \
+            and proxy.generation == runtime.get().generation:
+        return proxy
+    if len(_EXTERNAL) > 256:  # the cache keeps arrays alive: keep it small
+        _EXTERNAL.clear()
+    proxy = _EXTERNAL[id(array)] = ExternalArray(array, dtype, n, m, ndim_el, name)
+    return proxy
+
+
+# ---- binding a launch's array ---------------------------------------------------------------------
+class NdarraySpec:
+    """What a compiled kernel is specialised on for one ndarray argument."""
+
+    __slots__ = ("dtype", "dtypes", "has_grad", "key_", "m", "n", "ndim", "ndim_el")
+
+    def __init__(self, dtype, ndim, n, m, ndim_el, has_grad):
+        self.dtype, self.ndim, self.n, self.m = dtype, ndim, n, m
+        self.ndim_el, self.has_grad = ndim_el, has_grad
+        self.key_ = ("nd", dtype.name, ndim, n, m, ndim_el, has_grad)
+        self.dtypes = {}  # argument name -> {hidden argument name: dtype}
+
+    def key(self):
+        return self.key_
+
+
+_SPECS: dict = {}
+
+
+def _spec(*fields) -> NdarraySpec:
+    """Specs are interned: a launch reuses the one made by the first launch like it."""
+    spec = _SPECS.get(fields)
+    if spec is None:
+        spec = _SPECS[fields] = NdarraySpec(*fields)
+    return spec
+
+
+class BoundNdarray:
+    """A launch's ndarray argument: its spec (what the kernel is compiled for) and the array
+    as a field (`proxy`: an `Ndarray` or an `ExternalArray`)."""
+
+    def __init__(self, spec: NdarraySpec, proxy: Field):
+        self.spec, self.proxy = spec, proxy
+        self.copy_back = None  # set for a Fortran-order numpy array run on a C-order copy
+
+
+def hidden_names(pname, spec: NdarraySpec) -> list:
+    """The hidden runtime arguments of one ndarray argument, in launch order."""
+    names = [f"{pname}.ptr"]
+    if spec.has_grad:
+        names.append(f"{pname}.grad_ptr")
+    return names + [f"{pname}.shape{d}" for d in range(spec.ndim)]
+
+
+class NdarrayArgumentError(FieldsimTypeError, ValueError):
+    """An array that does not fit its `fs.types.ndarray(...)` argument. Both a TypeError (as
+    fieldsim's other argument errors) and a ValueError (what Taichi raises here)."""
+
+
+def bind_arg(ann: NdarrayType, value, kname, pname, rt):
+    """(BoundNdarray, hidden argument values, {hidden name: dtype}) for one launch. Errors
+    carry the launch's location in the user's code."""
+    try:
+        return _bind_arg(ann, value, kname, pname, rt)
+    except NdarrayArgumentError as err:
+        if err.loc is None:
+            raise NdarrayArgumentError(err.message, _call_loc()) from None
+        raise
+
+
+def _call_loc() -> Loc | None:
+    """The innermost caller outside fieldsim: where the user launched the kernel."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE):
+            line = linecache.getline(filename, frame.f_lineno).rstrip("\n")
+            return Loc(filename, frame.f_lineno, 0, None, frame.f_code.co_name, line)
+        frame = frame.f_back
+    return None
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _bind_arg(ann, value, kname, pname, rt):
+    def bad(what):  # Taichi's wording, with the kernel's name
+        return NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {pname} - {what}")
+
+    if rt.arch != runtime.cpu:  # the pointers are host memory; the CUDA backend copies fields only
+        raise FieldsimRuntimeError(f"kernel {kname!r}: ndarray argument {pname!r} needs the CPU "
+                                   f"backend (fs.init(arch=fs.cpu)); arch={rt.arch} takes fields only",
+                                   _call_loc())
+
+    copy_back = None
+    if isinstance(value, Field):
+        if value.generation != rt.generation or value.storage is None:
+            raise bad(f"{value.ir_name!r} has no data (from an earlier fs.init(), or not placed)")
+        if not isinstance(value, (Ndarray, ExternalArray)):
+            raise bad(f"it is an ndarray (fs.types.ndarray()) but got field {value.ir_name!r}; "
+                      "pass an fs.ndarray or a numpy array, or annotate the argument "
+                      "fs.template() to pass a field")
+        proxy, dtype, n, m, ndim_el = value, value.dtype, value.n, value.m, value.ndim_el
+        _check_element(ann, dtype, n, m, ndim_el, bad)
+    elif isinstance(value, np.ndarray):
+        try:
+            dtype = T.from_numpy(value.dtype)
+        except TypeError:
+            raise bad(f"numpy dtype {value.dtype} has no fieldsim equivalent") from None
+        if not value.flags.c_contiguous:
+            if not value.flags.f_contiguous:
+                raise bad("Non contiguous numpy arrays are not supported, please call "
+                          "np.ascontiguousarray(arr) before passing it to the kernel")
+            # a transposed (Fortran-order) array: run on a C-order copy, copied back after
+            original, value = value, np.ascontiguousarray(value)
+            copy_back = lambda: np.copyto(original, value)
+        n, m, ndim_el = None, None, 0
+        if isinstance(ann.dtype, T.MatrixType):
+            mt = ann.dtype
+            el = (mt.n,) if mt.ndim == 1 else (mt.n, mt.m)
+            if ann.ndim is not None and value.ndim != ann.ndim + len(el):
+                raise bad(f"required array has ndim={ann.ndim} element_dim={len(el)}, array with "
+                          f"{value.ndim} dimensions is provided")
+            got = tuple(value.shape[max(value.ndim - len(el), 0):])
+            if got != el:
+                raise bad(f"required element_shape={el}, array with element shape of {got} is "
+                          "provided")
+            n, m, ndim_el = mt.n, (mt.m if mt.ndim == 2 else None), mt.ndim
+        _check_element(ann, dtype, n, m, ndim_el, bad)
+        proxy = _external(value, dtype, n, m, ndim_el, pname)
+    else:
+        raise bad(f"it is an ndarray (fs.types.ndarray()) but got {type(value).__name__}; pass "
+                  "an fs.ndarray or a numpy array")
+    ndim = len(proxy.shape)
+    if ann.ndim is not None and ann.ndim != ndim:
+        raise bad(f"required array has ndim={ann.ndim}, array with {ndim + ndim_el} dimensions "
+                  f"is provided" + (f" ({ndim} besides its elements)" if ndim_el else ""))
+    # needs_grad=False in the annotation: the kernel's adjoint leaves this array's gradient alone
+    has_grad = proxy.grad is not None and proxy.grad.storage is not None and ann.needs_grad is not False
+    spec = _spec(dtype, ndim, n, m, ndim_el, has_grad)
+    values = [proxy.storage.ptr]
+    if has_grad:
+        values.append(proxy.grad.storage.ptr)
+    values.extend(int(s) for s in proxy.shape)
+    dtypes = spec.dtypes.get(pname)
+    if dtypes is None:
+        dtypes = spec.dtypes[pname] = {name: (T.i64 if k < 1 + has_grad else T.i32)
+                                       for k, name in enumerate(hidden_names(pname, spec))}
+    bound = BoundNdarray(spec, proxy)
+    bound.copy_back = copy_back
+    return bound, values, dtypes
+
+
+def check_writable(ck, templates, kname):
+    """Before a launch: a read-only numpy array may be passed only to an argument the kernel
+    never writes (writing it could fault, and would break the owner's promise)."""
+    written = getattr(ck, "nd_written", None)
+    if written is None:
+        written = ck.nd_written = {s.field.ir_name for s in _walk(ck.ir.body)
+                                   if s.op in (Op.STORE, Op.ATOMIC) and is_slot(s.field)}
+    for name, t in templates.items():
+        if isinstance(t, BoundNdarray) and name in written and isinstance(t.proxy, ExternalArray) \
+                and not t.proxy.array.flags.writeable:
+            raise NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {name} - the "
+                                       "kernel writes it but the numpy array is read-only",
+                                       _call_loc())
+
+
+def check_func_args(fn, bound: dict):
+    """A `@fs.func` parameter annotated `fs.types.ndarray(...)`: the array passed must fit it
+    (as for a kernel argument), else a compile error naming the func and the parameter."""
+    for pname, value in bound.items():
+        ann = getattr(fn, "__annotations__", {}).get(pname)
+        if not isinstance(ann, NdarrayType):
+            continue
+
+        def bad(what, pname=pname):
+            return NdarrayArgumentError(f"func {fn.__name__!r}: Invalid value for argument "
+                                        f"{pname} - {what}")
+        if not isinstance(value, Field) or not isinstance(value, (NdarraySlot, Ndarray, ExternalArray)):
+            raise bad(f"it is an ndarray (fs.types.ndarray()) but got {type(value).__name__}")
+        _check_element(ann, value.dtype, value.n, value.m, value.ndim_el, bad)
+        if ann.ndim is not None and ann.ndim != len(value.shape):
+            raise bad(f"required array has ndim={ann.ndim}, array with {len(value.shape)} "
+                      "dimensions is provided")
+
+
+def copy_back(templates):
+    """After a launch: copy the C-order copies of Fortran-order numpy arguments back."""
+    for t in templates.values():
+        if isinstance(t, BoundNdarray) and t.copy_back is not None:
+            t.copy_back()
+
+
+def _check_element(ann, dtype, n, m, ndim_el, bad):
+    want = ann.dtype
+    if want is None:
+        return
+    if want is float or want is int:
+        if not (dtype.is_float if want is float else dtype.is_int):
+            raise bad(f"required array has dtype={want.__name__}, array with dtype={dtype} is "
+                      "provided")
+        return
+    if isinstance(want, T.MatrixType):
+        el = (want.n,) if want.ndim == 1 else (want.n, want.m)
+        got = () if ndim_el == 0 else ((n,) if ndim_el == 1 else (n, m))
+        if el != got:
+            raise bad(f"required element_shape={el}, array with element shape of {got} is "
+                      "provided")
+        want = want.dtype
+        if want is None or want is float or want is int:  # e.g. fs.math.vec3: any dtype, as Taichi
+            return
+    if isinstance(want, T.DataType):
+        if ndim_el != 0 and not isinstance(ann.dtype, T.MatrixType):
+            raise bad(f"required array has dtype={want} (scalar elements), array with "
+                      "vector/matrix elements is provided")
+        if want is not dtype:
+            raise bad(f"required array has dtype={want}, array with dtype={dtype} is provided")
+        return
+    raise bad(f"unsupported ndarray dtype {want!r}")
+
+
+# ---- the kernel-side argument -------------------------------------------------------------------
+class NdarraySlot(Field):
+    """An ndarray argument inside a compiled kernel: a field whose data pointer (hidden argument
+    `ptr_pos`) and shape (hidden arguments `shape_pos`; the IR values `shape`) come with each
+    launch. Not registered with the runtime."""
+
+    is_ndarray_slot = True
+
+    def __init__(self, spec: NdarraySpec, name, ptr_pos, shape_pos, shape, role="primal"):
+        self.dtype = spec.dtype
+        self.name = self.ir_name = name
+        self.n, self.m, self.ndim_el = spec.n, (1 if spec.ndim_el == 1 else spec.m), spec.ndim_el
+        self.uid = -1
+        self.generation = runtime.get().generation
+        self.role = role
+        self.ptr_pos, self.shape_pos = ptr_pos, tuple(shape_pos)
+        self.shape = tuple(shape)
+        self.storage = None
+        self.grad = self.dual = self.primal = None
+        self.needs_grad, self.needs_dual = spec.has_grad, False
+
+    def _twin(self, role):
+        raise FieldsimTypeError(f"ndarray argument {self.ir_name!r}: forward-mode AD "
+                                "(fs.ad.FwdMode) does not support ndarray arguments; use fields")
+
+    def __repr__(self):
+        return f"<ndarray argument {self.ir_name!r} ndim={len(self.shape)} dtype={self.dtype}>"
+
+
+def is_slot(field) -> bool:
+    return getattr(field, "is_ndarray_slot", False)
+
+
+def make_slot(fe, pname, spec: NdarraySpec, pos: int, loc):
+    """Emit the hidden ARGs of one ndarray argument (positions from `pos`); returns (slot,
+    [Param...], next position)."""
+    from fieldsim.ir.ir import Param
+    names = hidden_names(pname, spec)
+    params = [Param(names[0], T.i64)]
+    ptr_pos, grad_pos = pos, None
+    k = pos + 1
+    if spec.has_grad:
+        params.append(Param(names[1], T.i64))
+        grad_pos = k
+        k += 1
+    shape_pos, shape = [], []
+    for d in range(spec.ndim):
+        shape.append(fe.b.emit(Op.ARG, T.i32, attr=k, loc=loc))
+        fe.nonneg.add(id(shape[-1]))  # a loop over the array needs no empty-axis guard
+        params.append(Param(names[len(params)], T.i32))
+        shape_pos.append(k)
+        k += 1
+    slot = NdarraySlot(spec, pname, ptr_pos, shape_pos, shape)
+    if grad_pos is not None:
+        slot.grad = NdarraySlot(spec, f"{pname}.grad", grad_pos, shape_pos, shape, role="grad")
+        slot.grad.primal = slot
+    return slot, params, k
+
+
+# ---- the checker's and the Tape's view of a launch --------------------------------------------------
+_VIEW_CACHE_SIZE = 16
+
+
+def bound_view(ck, templates):
+    """`ck` itself for a kernel without ndarray arguments; else a CompiledKernel sharing its
+    program whose IR reads and writes this launch's actual arrays (made once per set of arrays,
+    a few kept per kernel) for the access-rule checker and the Tape."""
+    bound = [(name, t) for name, t in templates.items() if isinstance(t, BoundNdarray)]
+    if not bound:
+        return ck
+    key = tuple((id(t.proxy), t.proxy.shape) for _name, t in bound)
+    views = getattr(ck, "nd_views", None)
+    if views is None:
+        views = ck.nd_views = {}
+    view = views.get(key)
+    if view is not None:
+        return view
+    proxies = {name: t.proxy for name, t in bound}
+    fmap = {}
+    for s in _walk(ck.ir.body):
+        if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC) and is_slot(s.field):
+            slot = s.field
+            primal = slot.primal if slot.role == "grad" else slot
+            proxy = proxies.get(primal.ir_name)
+            if proxy is not None:
+                fmap[id(slot)] = proxy.grad if slot.role == "grad" else proxy
+    from fieldsim.ir.ir import Kernel
+    from fieldsim.lang.kernel import CompiledKernel
+    ir = ck.ir
+    # the launch's shapes as constants, so that the checker sees what it sees for a field
+    shapes = {}
+    runtime_params = [p for p in ir.params if not p.template]
+    for pos, p in enumerate(runtime_params):
+        base, _, dim = p.name.rpartition(".shape")
+        if base in proxies and dim.isdigit():
+            shapes[pos] = int(proxies[base].shape[int(dim)])
+    smap: dict = {}
+    body = _subst(ir.body, fmap, smap, shapes)
+    view_ir = Kernel(ir.name, ir.params, body, ir.ret, ir.loc, dict(ir.meta))
+    view = CompiledKernel(ck.owner, view_ir, ck.hidden_fields, ck.arg_dtypes, ck.ret)
+    view.program = ck.program
+    view.proxies = list(proxies.values())  # keeps the arrays (and so the key's ids) alive
+    if len(views) >= _VIEW_CACHE_SIZE:
+        views.clear()
+    views[key] = view
+    return view
+
+
+def _walk(block):
+    for s in block:
+        yield s
+        for b in s.blocks:
+            yield from _walk(b)
+
+
+def _subst(block, fmap, smap, shapes):
+    from fieldsim.ir.ir import CustomGradInfo
+    out = []
+    for s in block:
+        if s.op == Op.ARG and s.attr in shapes:
+            new = smap[id(s)] = Stmt(Op.CONST, s.dtype, (), shapes[s.attr], None, s.loc)
+            out.append(new)
+            continue
+        attr = s.attr
+        if s.op in (Op.LOAD, Op.STORE):
+            attr = fmap.get(id(attr), attr)
+        elif s.op == Op.ATOMIC:
+            attr = (fmap.get(id(attr[0]), attr[0]), attr[1])
+        elif s.op == Op.CUSTOM_GRAD and isinstance(attr, CustomGradInfo):
+            attr = CustomGradInfo(attr.name, tuple(smap.get(id(o), o) for o in attr.outputs))
+        args = tuple(smap.get(id(a), a) for a in s.args)
+        new = Stmt(s.op, s.dtype, args, attr, None, s.loc)
+        smap[id(s)] = new  # a FOR is its own index value: map it before its body
+        new.blocks = [_subst(b, fmap, smap, shapes) for b in s.blocks]
+        out.append(new)
+    return out
+
+
+def refuse_grad_reads(ck, kname):
+    """Taichi's rule: a kernel that reads an ndarray's `.grad` cannot be differentiated."""
+    read = getattr(ck, "nd_grad_read", False)
+    if read is False:  # looked up once per compiled kernel
+        read = ck.nd_grad_read = next(
+            (s for s in _walk(ck.ir.body)
+             if s.op in (Op.LOAD, Op.ATOMIC) and is_slot(s.field) and s.field.role == "grad"), None)
+    if read is not None:
+        raise FieldsimRuntimeError(
+            f"kernel {kname!r}: Cannot automatically differentiate through a grad tensor: it "
+            f"reads {read.field.ir_name!r}; compute with the gradient in a kernel that is not "
+            "differentiated", read.loc)
