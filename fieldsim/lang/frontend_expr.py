@@ -223,12 +223,14 @@ class ExprMixin:
         return self.call(fn, args, kwargs, node)
 
     def call(self, fn, args, kwargs, node):
-        from fieldsim.lang.kernel import Func, KernelObj
+        from fieldsim.lang.kernel import BoundFunc, Func, KernelObj
         from fieldsim.lang.matrix import Matrix, Vector
         if _hashable(fn) and fn in ops.KERNEL_BUILTINS:
             return ops.KERNEL_BUILTINS[fn](self, node, args, kwargs)
         if isinstance(fn, Func):
             return self.inline_func(fn, args, kwargs, node)
+        if isinstance(fn, BoundFunc):  # a func method: `self` comes first
+            return self.inline_func(fn.func, [fn.obj] + list(args), kwargs, node)
         if isinstance(fn, BoundMethod):
             return matrix_ops.METHODS[fn.name](self.e, fn.value, *args, **kwargs)
         if fn is Vector or fn is Matrix:
