@@ -14,6 +14,7 @@ from fieldsim.lang.field import (Field, MatrixField, ScalarField, SNode, axes, f
 from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, pyfunc, real_func,
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector
+from fieldsim.lang.struct import Struct, StructField, dataclass
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
@@ -35,6 +36,9 @@ from fieldsim.ad import Tape
 types.ndarray = __import__("fieldsim.lang.kernel", fromlist=["NdarrayType"]).NdarrayType
 types.template = template
 types.f32, types.f64, types.i32, types.i64 = f32, f64, i32, i64
+from fieldsim.lang import struct as _struct  # noqa: E402
+
+types.struct = _struct.struct
 
 from fieldsim.lang import linalg as _linalg
 

@@ -8,7 +8,7 @@ import builtins
 import numbers
 
 from fieldsim.errors import FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
-from fieldsim.lang import matrix_ops, ops
+from fieldsim.lang import matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
 from fieldsim.lang.field import Field
@@ -42,12 +42,21 @@ class ExprMixin:
             return v.map(self.b.local_load)
         if kind == "gvar":
             return self.load_field(v, [])
-        return v
+        return v  # "val", "static", and "struct" (a StructLocalRef: members load lazily)
 
     def expr_Constant(self, node: ast.Constant):
         if isinstance(node.value, (bool, int, float, str)) or node.value is None:
             return node.value
         raise FieldsimSyntaxError(f"unsupported constant {node.value!r}")
+
+    def expr_Dict(self, node):
+        if any(k is None for k in node.keys):
+            raise FieldsimSyntaxError("dict unpacking (**) is not supported in a kernel")
+        keys = [self.expr(k) for k in node.keys]
+        if not all(isinstance(k, str) for k in keys):
+            raise FieldsimSyntaxError("a dict in a kernel needs constant string keys "
+                                      "(e.g. fs.Struct({'a': x}))")
+        return {k: self.expr(v) for k, v in zip(keys, node.values)}
 
     def expr_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)
@@ -101,7 +110,7 @@ class ExprMixin:
             if op is None:
                 raise FieldsimSyntaxError(f"unsupported comparison {type(op_node).__name__}")
             if isinstance(left, MatVal) or isinstance(right, MatVal):
-                r = self.e.elementwise(op, left, right)
+                r = self.e.elementwise(op, _as_matval(left, right), _as_matval(right, left))
             elif not _is_value(left) or not _is_value(right):
                 r = int(_py_binop(op, left, right))
             else:
@@ -122,6 +131,8 @@ class ExprMixin:
         idx = self.subscript_indices(node.slice)
         if isinstance(base, Field):
             return self.load_field(base, self.field_indices(base, idx))
+        if isinstance(base, struct.StructField):  # an element: members load when read
+            return struct.StructFieldRef(base, self.struct_indices(base, idx))
         if isinstance(base, MatVal):
             return self.matval_get(base, idx)
         if isinstance(base, (tuple, list, dict, range)) and all(not isinstance(i, Stmt) for i in idx):
@@ -158,6 +169,12 @@ class ExprMixin:
             out.append(self.e.value(v, T.i32))
         return out
 
+    def struct_indices(self, sfield, idx: list) -> list:
+        leaves = sfield.leaves()
+        if not leaves:
+            raise FieldsimTypeError(f"struct field {sfield.ir_name!r} has no members")
+        return self.field_indices(leaves[0], idx)
+
     def load_field(self, field: Field, indices: list):
         if field.ndim_el == 0:
             return self.b.load(field, indices)
@@ -184,6 +201,8 @@ class ExprMixin:
     def expr_Attribute(self, node: ast.Attribute):
         base = self.expr(node.value)
         name = node.attr
+        if isinstance(base, struct.StructValue):
+            return struct.attribute(self, base, name)
         if isinstance(base, MatVal):
             if name in matrix_ops.SWIZZLE and base.ndim == 1:
                 return base.entries[matrix_ops.SWIZZLE[name]]
@@ -237,6 +256,8 @@ class ExprMixin:
             return ops._matval_ctor(self, node, args, kwargs, 1 if fn is Vector else 2)
         if isinstance(fn, T.MatrixType):
             return self.matrix_type_ctor(fn, args)
+        if isinstance(fn, struct.StructType) or fn is struct.Struct:
+            return struct.construct(self, fn if fn is not struct.Struct else None, args, kwargs)
         if isinstance(fn, T.DataType):
             return self.e.cast(args[0], fn)
         if isinstance(fn, KernelObj):
@@ -312,6 +333,35 @@ def _flatten_values(v) -> list:
     return [v]
 
 
+def _as_matval(v, like):
+    """A Python list/tuple compared with a vector (`v == [1, 2, 3]`): a constant vector."""
+    if isinstance(v, (list, tuple)) and isinstance(like, MatVal):
+        flat = _flatten_values(v)
+        if len(flat) == len(like.entries):
+            return MatVal(flat, like.n, like.m, like.ndim)
+    return v
+
+
+def _py_all_any(name):
+    def handler(fe, args, kw):
+        v = args[0]
+        if not isinstance(v, MatVal):
+            if isinstance(v, Stmt):
+                return fe.e.truthy(v)
+            return getattr(builtins, name)(v)
+        acc = None
+        for e in v.entries:
+            t = fe.e.truthy(e)
+            if acc is None:
+                acc = t
+            elif isinstance(acc, int) and isinstance(t, int):
+                acc = int(acc and t) if name == "all" else int(acc or t)
+            else:
+                acc = fe.e.binop("&" if name == "all" else "|", fe.e.value(acc), fe.e.value(t))
+        return acc
+    return handler
+
+
 def _components(field):
     return range(field.n * (field.m or 1)) if field.ndim_el else range(1)
 
@@ -376,7 +426,8 @@ def _py_abs(fe, args, kw):
 
 
 _PY_BUILTINS = {int: _int_cast, float: _float_cast, len: _len, min: _py_minmax("min"),
-                max: _py_minmax("max"), abs: _py_abs, print: lambda fe, a, k: None,
+                max: _py_minmax("max"), abs: _py_abs, all: _py_all_any("all"),
+                any: _py_all_any("any"), print: lambda fe, a, k: None,
                 builtins.range: lambda fe, a, k: _static_range(a)}
 
 
