@@ -1,0 +1,237 @@
+"""Structs: `fs.types.struct`, `fs.Struct`, `fs.Struct.field`, `@fs.dataclass` in both scopes,
+struct locals and func arguments in kernels, numpy transfer, gradients, and misuse errors."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+vec3 = fs.types.vector(3, fs.f32)
+vec2i = fs.types.vector(2, fs.i32)
+Line = fs.types.struct(dir=vec3, length=fs.f32)
+Body = fs.types.struct(line=Line, id=fs.i32)
+
+
+def test_struct_field_members_in_kernel_and_python():
+    s = fs.Struct.field({"a": fs.f32, "b": fs.i32, "v": vec3}, shape=6)
+
+    @fs.kernel
+    def init():
+        for i in s:
+            s[i].a = i * 0.5
+            s[i].b = i * 2
+            s[i].v = fs.Vector([i, 1.0, 2.0])
+
+    @fs.kernel
+    def derive():
+        for i in s:
+            s[i].a = s[i].v[0] + s[i].b
+
+    init()
+    assert s[3].a == 1.5 and s[3].b == 6
+    assert np.allclose(s[3].v.to_numpy(), [3, 1, 2])
+    derive()
+    assert s[4].a == 4 + 8
+    s[2].b = 7.9  # Python scope: a float into an int member truncates, as in Taichi
+    assert s[2].b == 7
+    assert s.shape == (6,) and s.b.shape == (6,)
+
+
+def test_struct_whole_element_assignment_and_nesting():
+    x = Body.field(shape=4)
+    y = Line.field(shape=4)
+
+    @fs.kernel
+    def fill():
+        for i in y:
+            y[i] = Line(dir=vec3(1.0), length=i + 0.5)
+        for i in x:
+            x[i] = Body(line=y[i], id=i)
+            x[i].line.dir[1] = 2.0 * i
+
+    fill()
+    for i in range(4):
+        assert x[i].id == i and x[i].line.length == i + 0.5
+        assert np.allclose(x[i].line.dir.to_numpy(), [1.0, 2.0 * i, 1.0])
+    x[1] = fs.Struct({"line": {"dir": vec3(3.0), "length": 9.0}, "id": 11})
+    assert x[1].id == 11 and x[1].line.length == 9.0
+    x.fill(5)
+    assert x[2].id == 5 and np.allclose(x[2].line.dir.to_numpy(), 5.0)
+
+
+def test_constructor_positional_broadcast_and_casts():
+    S = fs.types.struct(a=fs.i32, b=vec2i, c=fs.f32)
+
+    @fs.kernel
+    def k() -> fs.f32:
+        s = S(2.7, (1.9, -1.9))  # ints truncate; c defaults to 0
+        t = S(3)  # one scalar: the first member only, the rest 0
+        return s.a * 100 + s.b[0] * 10 + s.b[1] + t.a + t.c
+
+    assert k() == pytest.approx(200 + 10 - 1 + 3)
+    p = S(2.7, (1.9, -1.9))
+    assert p.a == 2 and list(p.b.to_numpy()) == [1, -1] and p.c == 0.0
+
+
+def test_struct_local_is_a_copy():
+    s = fs.Struct.field({"a": fs.i32, "b": fs.i32}, shape=())
+    s[None].a, s[None].b = 2, 3
+    out = fs.field(fs.i32, shape=4)
+
+    @fs.kernel
+    def k():
+        c = s[None]
+        c.a = 5
+        d = c
+        d.b = 9
+        out[0], out[1] = c.a, c.b
+        out[2], out[3] = s[None].a, d.b
+
+    k()
+    assert list(out.to_numpy()) == [5, 3, 2, 9]
+
+
+def test_struct_locals_inside_loops_and_funcs():
+    out = fs.field(fs.f32, shape=5)
+
+    @fs.func
+    def scaled(line, k):
+        return Line(dir=line.dir * k, length=line.length * k)
+
+    @fs.kernel
+    def k():
+        for i in out:
+            ln = Line(dir=vec3(1.0, 2.0, 3.0), length=1.0)
+            ln = scaled(ln, i)
+            out[i] = ln.dir[2] + ln.length
+
+    k()
+    assert np.allclose(out.to_numpy(), [4.0 * i for i in range(5)])
+
+
+def test_dataclass_methods_in_both_scopes():
+    @fs.dataclass
+    class Sphere:
+        center: vec3
+        radius: fs.f32
+
+        @fs.func
+        def volume(self):
+            return 4.0 / 3.0 * np.pi * self.radius ** 3
+
+        def diameter(self):
+            return 2 * self.radius
+
+    balls = Sphere.field(shape=3)
+    balls[1] = Sphere(center=vec3(0.0), radius=2.0)
+    assert Sphere(radius=1.5).diameter() == 3.0
+    assert Sphere(radius=1.5).volume() == pytest.approx(4 / 3 * np.pi * 1.5 ** 3)
+
+    @fs.kernel
+    def v(i: fs.i32) -> fs.f32:
+        local = Sphere(vec3(1.0), 3.0)
+        return balls[i].volume() + local.volume() * 0.0 + local.center[0]
+
+    assert v(1) == pytest.approx(4 / 3 * np.pi * 8 + 1.0, rel=1e-5)
+
+
+def test_dataclass_member_of_dataclass():
+    @fs.dataclass
+    class A:
+        i: int
+        j: float
+
+    @fs.dataclass
+    class B:
+        a1: A
+        a2: A
+
+    b = B(A(1, 2.5))
+    assert (b.a1.i, b.a1.j, b.a2.i, b.a2.j) == (1, 2.5, 0, 0.0)
+
+
+def test_to_numpy_and_from_numpy_are_dicts():
+    s = fs.Struct.field({"m": fs.f32, "v": vec3}, shape=(2, 3))
+    data = {"m": np.arange(6, dtype=np.float32).reshape(2, 3),
+            "v": np.ones((2, 3, 3), dtype=np.float32)}
+    s.from_numpy(data)
+    got = s.to_numpy()
+    assert set(got) == {"m", "v"}
+    assert np.array_equal(got["m"], data["m"]) and got["v"].shape == (2, 3, 3)
+    with pytest.raises(ValueError, match="keys"):
+        s.from_numpy({"m": data["m"]})
+
+
+def test_placed_struct_field():
+    s = fs.Struct.field({"a": fs.f32, "b": fs.f32})
+    fs.root.dense(fs.i, 8).place(s)
+
+    @fs.kernel
+    def k():
+        for i in s:
+            s[i].b = s[i].a + i
+
+    k()
+    assert s.shape == (8,) and s[7].b == 7.0
+
+
+def test_struct_field_gradient_is_analytic():
+    s = fs.Struct.field({"w": fs.f32, "v": vec3}, shape=4, needs_grad=True)
+    loss = fs.field(fs.f32, shape=(), needs_grad=True)
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal(4).astype(np.float32)
+    v = rng.standard_normal((4, 3)).astype(np.float32)
+    s.from_numpy({"w": w, "v": v})
+
+    @fs.kernel
+    def energy():
+        for i in s:
+            loss[None] += s[i].w * s[i].v.norm_sqr()
+
+    with fs.ad.Tape(loss=loss):
+        energy()
+    g = s.grad.to_numpy()
+    # d/dw (w |v|^2) = |v|^2, d/dv = 2 w v
+    assert np.allclose(g["w"], (v ** 2).sum(1), rtol=1e-5)
+    assert np.allclose(g["v"], 2 * w[:, None] * v, rtol=1e-5)
+
+
+def test_int_members_have_no_grad():
+    s = fs.Struct.field({"w": fs.f32, "n": fs.i32}, shape=2, needs_grad=True)
+    assert s.w.grad is not None and s.n.grad is None
+    assert s.grad is None
+
+
+def test_unknown_member_in_kernel_names_the_line():
+    s = fs.Struct.field({"a": fs.f32}, shape=2)
+
+    @fs.kernel
+    def k():
+        for i in s:
+            s[i].b = 1.0
+
+    with pytest.raises(fs.FieldsimTypeError, match="no member 'b'") as info:
+        k()
+    assert "test_structs.py" in str(info.value)
+
+
+def test_mismatched_struct_assignment_is_an_error():
+    s = fs.Struct.field({"a": fs.f32, "b": fs.f32}, shape=2)
+
+    @fs.kernel
+    def k():
+        for i in s:
+            s[i] = fs.Struct(a=1.0)
+
+    with pytest.raises(fs.FieldsimTypeError, match="members differ"):
+        k()
+    with pytest.raises(KeyError, match="members a, b"):
+        s[0] = fs.Struct(a=1.0)
+    with pytest.raises(AttributeError, match="no member 'c'"):
+        s[0].c = 1.0
+
+
+def test_struct_constructor_errors():
+    with pytest.raises(fs.FieldsimTypeError, match="no member"):
+        Line(width=1.0)
+    with pytest.raises(TypeError, match="unsupported type"):
+        fs.types.struct(a="float")
