@@ -30,6 +30,8 @@ from fieldsim.lang.types import (f16, f32, f64, float16, float32, float64, i8, i
                                  int8, int16, int32, int64, u1, u8, u16, u32, u64, uint8, uint16,
                                  uint32, uint64)
 from fieldsim.gui import GUI
+from fieldsim import profiler, tools
+from fieldsim.tools import hex_to_rgb, rgb_to_hex
 from fieldsim import ad
 from fieldsim.ad import Tape
 

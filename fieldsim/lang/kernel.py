@@ -227,7 +227,7 @@ class KernelObj:
         ir, hidden_fields = self.build_ir(rt, templates, dtypes, ret)
         if rt.debug or os.environ.get("FIELDSIM_VERIFY"):
             verify(ir)
-        if os.environ.get("FIELDSIM_PRINT_IR"):
+        if os.environ.get("FIELDSIM_PRINT_IR") or rt.ignored_options.get("print_ir"):
             print(print_kernel(ir))
         ck = CompiledKernel(self, ir, hidden_fields, [dtypes[p.name] for p in ir.params
                                                         if not p.template], ret)
@@ -262,7 +262,8 @@ class KernelObj:
                 return checked_run(program, values, rng_key)
             except AccessRuleError as err:
                 raise err.with_traceback(None) from None
-        return rt.backend().launch(program, values, rng_key)
+        from fieldsim.profiler import timed
+        return timed(rt, self.__name__, lambda: rt.backend().launch(program, values, rng_key))
 
     def launch_adjoint(self, args, kwargs=None, rng_key=None, check=False):
         """Run the adjoint. The access rules are judged with this launch's argument values
@@ -276,8 +277,10 @@ class KernelObj:
             program = adjoint_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
-        rt.backend().launch(program, values, self.last_rng_key if rng_key is None else rng_key,
-                            adjoint=True)
+        from fieldsim.profiler import timed
+        rng = self.last_rng_key if rng_key is None else rng_key
+        timed(rt, f"{self.__name__}.grad",
+              lambda: rt.backend().launch(program, values, rng, adjoint=True))
 
 
 def kernel_check(ck: CompiledKernel):
