@@ -31,7 +31,7 @@ class ExprMixin:
     def expr_Name(self, node: ast.Name):
         found, value = self.frame.lookup(node.id)
         if found:
-            return self.read_binding(value)
+            return self.captured(self.read_binding(value))
         raise FieldsimNameError(f"name {node.id!r} is not defined")
 
     def read_binding(self, binding):
@@ -43,6 +43,21 @@ class ExprMixin:
         if kind == "gvar":
             return self.load_field(v, [])
         return v  # "val", "static", and "struct" (a StructLocalRef: members load lazily)
+
+    def captured(self, v):
+        """A Python-scope `fs.Vector`/`fs.Matrix` (a global, closure or attribute) used in a
+        kernel: a constant vector/matrix value, typed as its dtype if it has one."""
+        from fieldsim.lang.matrix import Matrix
+        if not isinstance(v, Matrix):
+            return v
+        arr = v.to_numpy()
+        dt = v.dtype if isinstance(v.dtype, T.DataType) else None
+        vals = [x.item() for x in arr.reshape(-1)]
+        if dt is not None:
+            vals = [self.b.const(x if dt.is_float else int(x), dt) for x in vals]
+        if arr.ndim == 1:
+            return MatVal.vector(vals)
+        return MatVal(vals, arr.shape[0], arr.shape[1], 2)
 
     def expr_Constant(self, node: ast.Constant):
         if isinstance(node.value, (bool, int, float, str)) or node.value is None:
@@ -222,7 +237,7 @@ class ExprMixin:
         if isinstance(base, (Stmt,)):
             raise FieldsimTypeError(f"a scalar {base.dtype} value has no attribute {name!r}")
         try:
-            return getattr(base, name)
+            return self.captured(getattr(base, name))
         except AttributeError:
             raise FieldsimNameError(f"{describe(base)} has no attribute {name!r}") from None
 
