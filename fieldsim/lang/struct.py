@@ -210,6 +210,8 @@ class StructField:
                  needs_dual=False, _members=None):
         object.__setattr__(self, "stype", stype)
         object.__setattr__(self, "name", name or "")
+        if _members is None and (needs_grad or needs_dual):
+            _check_differentiable(stype, name or stype.name)
         if _members is None:
             _members = {}
             for k, t in stype.members.items():
@@ -321,6 +323,21 @@ class StructField:
 
     def __repr__(self):
         return f"<fs.Struct.field {self.ir_name!r} shape={self.shape} type={self.stype!r}>"
+
+
+def _check_differentiable(stype: StructType, path: str):
+    """As in Taichi: a struct field with grads/duals must have real members only."""
+    from fieldsim.errors import FieldsimRuntimeError
+    for k, t in stype.members.items():
+        if isinstance(t, StructType):
+            _check_differentiable(t, f"{path}.{k}")
+            continue
+        dt = _resolve(t.dtype if isinstance(t, T.MatrixType) else t)
+        if not dt.is_float:
+            raise FieldsimRuntimeError(
+                f"struct field {path!r}, member {k!r}: {dt} is not supported for field with "
+                "`needs_grad=True` or `needs_dual=True`. Give the member a real dtype, or keep "
+                "integer data in a separate field.")
 
 
 def _leaf_cast(leaf, value):

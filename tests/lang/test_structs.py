@@ -195,10 +195,12 @@ def test_struct_field_gradient_is_analytic():
     assert np.allclose(g["v"], 2 * w[:, None] * v, rtol=1e-5)
 
 
-def test_int_members_have_no_grad():
-    s = fs.Struct.field({"w": fs.f32, "n": fs.i32}, shape=2, needs_grad=True)
-    assert s.w.grad is not None and s.n.grad is None
-    assert s.grad is None
+def test_int_members_cannot_have_grad():
+    with pytest.raises(RuntimeError, match="member 'n': i32 is not supported .*needs_grad"):
+        fs.Struct.field({"w": fs.f32, "n": fs.i32}, shape=2, needs_grad=True)
+    with pytest.raises(RuntimeError, match="not supported"):
+        fs.types.struct(v=vec2i).field(shape=2, needs_dual=True)
+    assert fs.Struct.field({"w": fs.f32}, shape=2).grad is None
 
 
 def test_unknown_member_in_kernel_names_the_line():
