@@ -48,3 +48,7 @@ polar_decompose = _linalg.polar_decompose
 svd = _linalg.svd
 
 __version__ = "0.1.0"
+
+from fieldsim import compat as _compat  # noqa: E402
+
+__getattr__ = _compat.module_getattr  # Taichi names fieldsim lacks: a clear, located error

@@ -7,7 +7,7 @@ import ast
 import builtins
 import numbers
 
-from fieldsim.errors import FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
+from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.lang import matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
@@ -238,7 +238,9 @@ class ExprMixin:
             raise FieldsimTypeError(f"a scalar {base.dtype} value has no attribute {name!r}")
         try:
             return self.captured(getattr(base, name))
-        except AttributeError:
+        except AttributeError as err:
+            if isinstance(err, FieldsimError):  # e.g. a Taichi name fieldsim lacks: its reason,
+                raise FieldsimNameError(err.message) from None  # located at this node
             raise FieldsimNameError(f"{describe(base)} has no attribute {name!r}") from None
 
     # ---- calls ------------------------------------------------------------------------------------
