@@ -51,10 +51,10 @@ UNSUPPORTED = {
 }
 
 
-def _user_loc() -> Loc | None:
+def user_loc() -> Loc | None:
     """The first frame outside fieldsim: the user's line that asked for the name."""
     pkg = os.path.dirname(os.path.abspath(__file__))
-    frame = sys._getframe(2)
+    frame = sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
         frame = frame.f_back
     if frame is None:
@@ -74,4 +74,4 @@ def module_getattr(name: str):
     else:
         msg = (f"module 'fieldsim' has no attribute {name!r} (if it is a Taichi name, "
                "docs/COMPAT.md says whether fieldsim has it)")
-    raise FieldsimAttributeError(msg, _user_loc())
+    raise FieldsimAttributeError(msg, user_loc())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import warnings
 
+from fieldsim.errors import FieldsimError
 from fieldsim.lang import types as T
 
 cpu, cuda, gpu = "cpu", "cuda", "gpu"
@@ -81,10 +82,17 @@ TAICHI_ONLY_OPTIONS = {
     "require_version": "no effect",
     "packed": "no effect (fields are always packed)",
     "_test_mode": "no effect",
+    "use_unified_memory": "CUDA memory is allocated per field",
+    "experimental_real_function": "real functions are inlined",
+    "print_preprocessed": "fieldsim does not print preprocessed source",
 }
 FIELDSIM_OPTIONS = ("arch", "default_fp", "default_ip", "random_seed", "cpu_max_num_threads",
                     "debug", "offline_cache", "offline_cache_file_path", "ad_stack_size",
                     "kernel_profiler")
+
+
+class InitOptionError(FieldsimError, TypeError, KeyError):
+    """An unknown `fs.init` keyword (a TypeError; also a KeyError, which is what Taichi raises)."""
 
 
 class Runtime:
@@ -93,9 +101,10 @@ class Runtime:
                  offline_cache_file_path=None, kernel_profiler=False, **taichi_options):
         unknown = sorted(k for k in taichi_options if k not in TAICHI_ONLY_OPTIONS)
         if unknown:
-            raise TypeError(f"fs.init() got unknown option(s) {', '.join(unknown)}; valid options: "
+            from fieldsim.compat import user_loc
+            raise InitOptionError(f"fs.init() got unknown option(s) {', '.join(unknown)}; valid options: "
                             f"{', '.join(FIELDSIM_OPTIONS)} (and Taichi's, accepted without "
-                            f"effect: {', '.join(sorted(TAICHI_ONLY_OPTIONS))})")
+                            f"effect: {', '.join(sorted(TAICHI_ONLY_OPTIONS))})", user_loc())
         self.ignored_options = dict(taichi_options)  # accepted for Taichi programs; see above
         self.kernel_profiler = bool(kernel_profiler)
         from fieldsim.profiler import KernelProfile

@@ -22,8 +22,10 @@ def test_taichi_options_are_accepted():
 
 
 def test_unknown_option_is_a_type_error_listing_valid_ones():
-    with pytest.raises(TypeError, match="unknown option.*deafult_fp.*default_fp"):
+    with pytest.raises(TypeError, match="unknown option.*deafult_fp.*default_fp") as info:
         fs.init(arch=fs.cpu, deafult_fp=fs.f64)
+    assert isinstance(info.value, fs.FieldsimError) and isinstance(info.value, KeyError)
+    assert "test_init_options.py" in str(info.value)  # the user's line
 
 
 def test_print_ir_prints_fieldsim_ir(capsys):
