@@ -267,6 +267,8 @@ class ExprMixin:
             return self.inline_func(fn, args, kwargs, node)
         if isinstance(fn, BoundFunc):  # a func method: `self` comes first
             return self.inline_func(fn.func, [fn.obj] + list(args), kwargs, node)
+        if isinstance(getattr(fn, "__func__", None), Func):  # a classmethod func (Python 3.13+)
+            return self.inline_func(fn.__func__, [fn.__self__] + list(args), kwargs, node)
         if isinstance(fn, BoundMethod):
             return matrix_ops.METHODS[fn.name](self.e, fn.value, *args, **kwargs)
         if fn is Vector or fn is Matrix:

@@ -88,3 +88,43 @@ def test_kernel_method_of_undecorated_class_is_a_clear_error():
     with pytest.raises(fs.FieldsimSyntaxError, match="data_oriented") as info:
         Plain().run()
     assert "test_data_oriented.py" in str(info.value)
+
+
+def test_static_and_class_func_methods():
+    @fs.data_oriented
+    class Scaled:
+        factor = 3.0
+
+        def __init__(self):
+            self.x = fs.field(fs.f32, shape=4)
+
+        @staticmethod
+        @fs.func
+        def square(v):
+            return v * v
+
+        @classmethod
+        @fs.func
+        def scaled(cls, v):
+            return cls.factor * v
+
+        @fs.kernel
+        def run(self):
+            for i in self.x:
+                self.x[i] = self.square(i) + self.scaled(i)
+
+    s = Scaled()
+    s.run()
+    assert list(s.x.to_numpy()) == [i * i + 3.0 * i for i in range(4)]
+
+
+def test_data_oriented_object_as_template_argument():
+    g = Grid(3, 2.0)
+
+    @fs.kernel
+    def fill_from(obj: fs.template(), v: fs.f32):
+        for i in obj.x:
+            obj.x[i] = obj.weight(i) * v
+
+    fill_from(g, 0.5)
+    assert list(g.x.to_numpy()) == [0.0, 1.0, 2.0]
