@@ -384,9 +384,13 @@ class Frontend(ExprMixin):
                 return FieldRef(v, [], None)
             if kind == "static":
                 return StaticRef(v)
-            if kind == "struct" or (kind == "val" and isinstance(
-                    v, (struct.StructLocalRef, struct.StructFieldRef))):
+            if kind == "struct":
                 return v
+            if kind == "val" and isinstance(v, struct.StructValue):
+                raise FieldsimSyntaxError(
+                    f"cannot assign to a member of {node.id!r}, a struct argument of this func: "
+                    f"func arguments are values; copy it first ({node.id}2 = {node.id}), modify "
+                    "the copy and return it")
             raise FieldsimSyntaxError(f"cannot assign to {node.id!r}: it is a loop index or constant")
         if isinstance(node, ast.Subscript):
             inner = self._lvalue(node.value)

@@ -237,3 +237,38 @@ def test_struct_constructor_errors():
         Line(width=1.0)
     with pytest.raises(TypeError, match="unsupported type"):
         fs.types.struct(a="float")
+
+
+def test_func_may_not_modify_a_struct_argument_in_place():
+    s = Line.field(shape=2)
+
+    @fs.func
+    def grow(line):
+        line.length = 2.0
+
+    @fs.kernel
+    def k():
+        for i in s:
+            grow(s[i])
+
+    with pytest.raises(fs.FieldsimSyntaxError, match="struct argument of this func") as info:
+        k()
+    assert "line.length = 2.0" in str(info.value)
+
+
+def test_func_reassigning_a_struct_argument_works_on_its_copy():
+    out = fs.field(fs.f32, shape=2)
+
+    @fs.func
+    def longer(line):
+        line = Line(dir=line.dir, length=line.length + 1.0)
+        return line.length
+
+    @fs.kernel
+    def k():
+        ln = Line(dir=vec3(0.0), length=1.0)
+        out[0] = longer(ln)
+        out[1] = ln.length
+
+    k()
+    assert list(out.to_numpy()) == [2.0, 1.0]
