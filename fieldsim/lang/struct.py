@@ -212,10 +212,14 @@ class StructField:
         object.__setattr__(self, "name", name or "")
         if _members is None and (needs_grad or needs_dual):
             _check_differentiable(stype, name or stype.name)
+        # members are named after the struct field (unnamed ones after their first field's
+        # uid) so that errors and tape pictures say `struct5.pos`, not `field6`
+        base = name or f"{stype.name.lower()}{len(runtime.get().fields)}"
+        object.__setattr__(self, "_base", base)
         if _members is None:
             _members = {}
             for k, t in stype.members.items():
-                mname = f"{name}.{k}" if name else ""
+                mname = f"{base}.{k}"
                 if isinstance(t, StructType):
                     _members[k] = StructField(t, shape, mname, needs_grad, needs_dual)
                 else:
@@ -237,7 +241,7 @@ class StructField:
 
     @property
     def ir_name(self):
-        return self.name or f"struct field of {self.stype.name}"
+        return self._base
 
     @property
     def keys(self):
@@ -278,7 +282,7 @@ class StructField:
             if t is None:
                 return None
             twins[k] = t
-        return StructField(self.stype, name=f"{self.name}.{role}" if self.name else "",
+        return StructField(self.stype, name=f"{self._base}.{role}",
                            _members=twins)
 
     @property
