@@ -27,8 +27,6 @@ class StructType:
     """An ordered set of named members; calling it builds a value in either scope."""
 
     def __init__(self, members: dict, methods: dict | None = None, name: str | None = None):
-        if not members and not methods:
-            members = {}
         self.members = {}
         for k, t in members.items():
             if isinstance(t, dict):
@@ -63,19 +61,20 @@ def dataclass(cls) -> StructType:
     """`@fs.dataclass`: a struct type from a class's annotations; its methods (plain or
     `@fs.func`) are callable on values of the type, `@fs.func` ones also in kernels."""
     import sys
-    import typing
     if not isinstance(cls, type):
         raise TypeError(f"@dataclass decorates a class, got {cls!r}")
     ann = dict(cls.__dict__.get("__annotations__", {}))
-    glb = vars(sys.modules.get(cls.__module__, None) or object())
+    # string annotations (`from __future__ import annotations`) resolve in the module and in
+    # the scope that defines the class (a class inside a function names its locals)
+    scope = dict(getattr(sys.modules.get(cls.__module__), "__dict__", {}))
+    scope.update(sys._getframe(1).f_locals)
     for k, t in ann.items():
         if isinstance(t, str):
             try:
-                ann[k] = eval(t, glb)  # noqa: S307 - the user's own annotation text
-            except Exception:  # noqa: BLE001
+                ann[k] = eval(t, scope)  # noqa: S307 - the user's own annotation text
+            except Exception:  # noqa: BLE001 - whatever the user's annotation raises
                 raise TypeError(f"@dataclass {cls.__name__}: cannot resolve the annotation "
                                 f"{t!r} of member {k!r}") from None
-    del typing
     methods = {k: v for k, v in cls.__dict__.items()
                if not (k.startswith("__") and k.endswith("__")) and k not in ann}
     return StructType(ann, methods, cls.__name__)

@@ -272,3 +272,19 @@ def test_func_reassigning_a_struct_argument_works_on_its_copy():
 
     k()
     assert list(out.to_numpy()) == [2.0, 1.0]
+
+
+def test_dataclass_string_annotations_resolve_in_the_defining_scope():
+    vec = fs.types.vector(2, fs.f32)
+
+    @fs.dataclass
+    class P:
+        x: "vec"  # noqa: F821 - as written under `from __future__ import annotations`
+        m: "fs.f32"
+
+    p = P(x=(1, 2), m=3)
+    assert list(p.x.to_numpy()) == [1.0, 2.0] and p.m == 3.0
+    with pytest.raises(TypeError, match="cannot resolve the annotation 'nope'"):
+        @fs.dataclass
+        class Q:
+            y: "nope"  # noqa: F821
