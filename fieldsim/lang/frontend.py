@@ -313,6 +313,9 @@ class Frontend(ExprMixin):
         if isinstance(dt, T.MatrixType):
             value = self.matrix_type_ctor(dt, [value])
             dt = None
+        elif isinstance(dt, struct.StructType):  # `s: my_struct = value`: cast to the type
+            value = struct.kernel_cast(self, dt, value, node.target.id)
+            dt = None
         self.assign_name(node.target.id, value, node, dt)
 
     def assign_target(self, target, value, node):

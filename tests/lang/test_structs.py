@@ -288,3 +288,13 @@ def test_dataclass_string_annotations_resolve_in_the_defining_scope():
         @fs.dataclass
         class Q:
             y: "nope"  # noqa: F821
+
+
+def test_annotated_struct_local_casts_to_its_type():
+    @fs.kernel
+    def k() -> fs.f32:
+        a: Line = fs.Struct(dir=fs.Vector([1, 2, 3]), length=2)
+        b: Line = 4.0  # one value: the first member, as for Line(4.0)
+        return a.length * 10 + a.dir[2] + b.dir[0] + b.length
+
+    assert k() == pytest.approx(20 + 3 + 4 + 0)
