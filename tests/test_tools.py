@@ -46,3 +46,20 @@ def test_rgb_hex_conversions():
     arr = fs.rgb_to_hex(np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
     assert arr.tolist() == [0xFF0000, 0x0000FF]
     assert fs.hex_to_rgb(0xFF0080) == pytest.approx((1.0, 0.0, 128 / 255))
+
+
+def test_video_manager_writes_frames_and_a_gif(tmp_path):
+    from PIL import Image
+    video = fs.tools.VideoManager(tmp_path / "out", framerate=10)
+    for k in range(3):
+        img = np.zeros((8, 6, 3), dtype=np.float32)
+        img[k, 0] = 1.0
+        video.write_frame(img)
+    assert sorted(p.name for p in (tmp_path / "out" / "frames").iterdir()) == \
+        ["0000000.png", "0000001.png", "0000002.png"]
+    paths = video.make_video(mp4=False, gif=True)
+    assert paths == [str(tmp_path / "out" / "video.gif")]
+    with Image.open(paths[0]) as gif:
+        assert gif.n_frames == 3 and gif.size == (8, 6)
+    with pytest.raises(ValueError, match="the video is 8x6"):
+        video.write_frame(np.zeros((4, 4), np.uint8))
