@@ -20,6 +20,7 @@ from fieldsim.errors import FieldsimTypeError
 from fieldsim.lang import field as F
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
+from fieldsim.lang.matrix import Matrix, Vector
 
 
 # ---- types ------------------------------------------------------------------------------------
@@ -353,6 +354,32 @@ def _leaf_cast(leaf, value):
     return arr
 
 
+def _write_through(leaf, key):
+    """A vector/matrix member read in Python scope whose item assignment (`s[i].v[k] = c`)
+    writes the member field, as in Taichi."""
+    value = leaf[key]
+    out = (_WriteThroughVector if isinstance(value, Vector) else _WriteThroughMatrix)(value)
+    out._leaf, out._key = leaf, key
+    return out
+
+
+class _WriteThrough:
+    _leaf = None
+
+    def __setitem__(self, k, v):
+        super().__setitem__(k, v)
+        if self._leaf is not None:
+            self._leaf[self._key] = _leaf_cast(self._leaf, self._a)
+
+
+class _WriteThroughVector(_WriteThrough, Vector):
+    pass
+
+
+class _WriteThroughMatrix(_WriteThrough, Matrix):
+    pass
+
+
 class StructElement:
     """`x[i]` of a struct field in Python scope: members read and write the field."""
 
@@ -365,7 +392,9 @@ class StructElement:
         key = object.__getattribute__(self, "_key")
         if name in sf.members:
             m = sf.members[name]
-            return StructElement(m, key) if isinstance(m, StructField) else m[key]
+            if isinstance(m, StructField):
+                return StructElement(m, key)
+            return _write_through(m, key) if m.ndim_el else m[key]
         method = sf.stype.methods.get(name)
         if method is not None and hasattr(method, "__get__"):
             return method.__get__(self, type(self))
@@ -558,7 +587,6 @@ def to_struct_val(fe, v) -> StructVal:
 def _py_to_kernel(fe, x):
     """A member value captured from Python scope (or written in a kernel) as a frontend value."""
     from fieldsim.lang.expr import MatVal
-    from fieldsim.lang.matrix import Matrix
     if is_struct(x) or isinstance(x, dict):
         return to_struct_val(fe, x)
     if isinstance(x, Matrix):

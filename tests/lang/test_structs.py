@@ -298,3 +298,12 @@ def test_annotated_struct_local_casts_to_its_type():
         return a.length * 10 + a.dir[2] + b.dir[0] + b.length
 
     assert k() == pytest.approx(20 + 3 + 4 + 0)
+
+
+def test_python_scope_component_writes_reach_the_member_field():
+    s = Body.field(shape=2)
+    s[1].line.dir[2] = 7.0
+    assert np.allclose(s.line.dir.to_numpy()[1], [0.0, 0.0, 7.0])
+    m = fs.Struct.field({"A": fs.types.matrix(2, 2, fs.i32)}, shape=1)
+    m[0].A[1, 0] = 3.9
+    assert m.A.to_numpy()[0].tolist() == [[0, 0], [3, 0]]
