@@ -86,6 +86,7 @@ TAICHI_ONLY_OPTIONS = {
     "experimental_real_function": "real functions are inlined",
     "print_preprocessed": "fieldsim does not print preprocessed source",
 }
+_EFFECTIVE = {"fast_math": False, "real_matrix_scalarize": True, "dynamic_index": True}
 FIELDSIM_OPTIONS = ("arch", "default_fp", "default_ip", "random_seed", "cpu_max_num_threads",
                     "debug", "offline_cache", "offline_cache_file_path", "ad_stack_size",
                     "kernel_profiler")
@@ -127,6 +128,15 @@ class Runtime:
         self.no_grad_depth = 0
         self.device = None  # a backend object (cpu or cuda) made lazily
         self.stats = {"compile_s": 0.0, "launches": 0}
+
+    def __getattr__(self, name):
+        """Taichi config options read back (`current_cfg().fast_math`): the value given to
+        `init`, else what fieldsim effectively does (fast_math is always off)."""
+        if name not in TAICHI_ONLY_OPTIONS:
+            raise AttributeError(f"'Runtime' object has no attribute {name!r}")
+        if name in _EFFECTIVE:
+            return _EFFECTIVE[name]
+        return self.__dict__.get("ignored_options", {}).get(name)
 
     def backend(self):
         if self.device is None:
