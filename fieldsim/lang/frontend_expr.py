@@ -444,7 +444,13 @@ def _py_abs(fe, args, kw):
     return fe.e.unop(Op.ABS, args[0])
 
 
-_PY_BUILTINS = {int: _int_cast, float: _float_cast, len: _len, min: _py_minmax("min"),
+def _getattr(fe, args, kw):
+    if args and isinstance(args[0], struct.StructValue) and len(args) == 2:
+        return struct.attribute(fe, args[0], args[1])
+    return getattr(*args)
+
+
+_PY_BUILTINS = {getattr: _getattr, int: _int_cast, float: _float_cast, len: _len, min: _py_minmax("min"),
                 max: _py_minmax("max"), abs: _py_abs, all: _py_all_any("all"),
                 any: _py_all_any("any"), print: lambda fe, a, k: None,
                 builtins.range: lambda fe, a, k: _static_range(a)}

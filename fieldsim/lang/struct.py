@@ -551,6 +551,8 @@ def attribute(fe, base: StructValue, name):
     """`s.name` in a kernel: a member, or a method of the struct type bound to `s`."""
     if name in base.names():
         return base.member(fe, name)
+    if name == "keys":  # `for k in fs.static(s.keys)` with `getattr(s, k)`, as in Taichi
+        return base.names()
     method = base.stype.methods.get(name) if base.stype is not None else None
     if method is not None:
         from fieldsim.lang.kernel import BoundFunc, Func

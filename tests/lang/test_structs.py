@@ -307,3 +307,25 @@ def test_python_scope_component_writes_reach_the_member_field():
     m = fs.Struct.field({"A": fs.types.matrix(2, 2, fs.i32)}, shape=1)
     m[0].A[1, 0] = 3.9
     assert m.A.to_numpy()[0].tolist() == [[0, 0], [3, 0]]
+
+
+def test_struct_field_as_template_grouped_loop_and_static_members():
+    s = fs.Struct.field({"a": fs.f32, "b": fs.f32}, shape=(2, 3))
+    total = fs.field(fs.f32, shape=())
+
+    @fs.kernel
+    def fill(t: fs.template()):
+        for I in fs.grouped(t):
+            t[I].a = I[0]
+            t[I].b = I[1] * 10.0
+
+    @fs.kernel
+    def add_members(t: fs.template()):
+        for i, j in t:
+            e = t[i, j]
+            for k in fs.static(e.keys):
+                total[None] += getattr(e, k)
+
+    fill(s)
+    add_members(s)
+    assert total[None] == pytest.approx(3 * 1 + 2 * 10 * (0 + 1 + 2))
