@@ -15,6 +15,7 @@ from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, 
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector
 from fieldsim.lang.struct import Struct, StructField, dataclass
+from fieldsim.lang.extra_ops import bit_shr, raw_div, raw_mod, static_assert
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
