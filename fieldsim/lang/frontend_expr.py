@@ -245,6 +245,9 @@ class ExprMixin:
 
     # ---- calls ------------------------------------------------------------------------------------
     def expr_Call(self, node: ast.Call):
+        filled = self.fill_in_place(node)
+        if filled is not None:
+            return None
         fn = self.expr(node.func)
         if fn in ops.LVALUE_BUILTINS:
             args = [None] + [self.expr(a) for a in node.args[1:]]
@@ -257,6 +260,27 @@ class ExprMixin:
                 args.append(self.expr(a))
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
         return self.call(fn, args, kwargs, node)
+
+    def fill_in_place(self, node: ast.Call):
+        """`v.fill(c)` on an assignable vector/matrix (a field element, a local, a struct
+        member): every entry becomes `c`, as in Taichi. None when `node` is not such a call."""
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "fill" and len(node.args) == 1
+                and not node.keywords):
+            return None
+        from fieldsim.lang.frontend import StaticRef
+        try:
+            ref = self._lvalue(func.value)
+        except FieldsimError:
+            return None
+        if isinstance(ref, StaticRef) or not hasattr(ref, "load"):
+            return None
+        current = ref.load(self)
+        if not isinstance(current, MatVal):
+            return None
+        value = self.expr(node.args[0])
+        ref.store(self, current.map(lambda _: value))
+        return True
 
     def call(self, fn, args, kwargs, node):
         from fieldsim.lang.kernel import BoundFunc, Func, KernelObj

@@ -329,3 +329,21 @@ def test_struct_field_as_template_grouped_loop_and_static_members():
     fill(s)
     add_members(s)
     assert total[None] == pytest.approx(3 * 1 + 2 * 10 * (0 + 1 + 2))
+
+
+def test_fill_of_vector_members_and_locals_in_kernels():
+    s = fs.Struct.field({"a": fs.f32, "v": vec2i}, shape=3)
+    w = fs.Vector.field(3, fs.f32, shape=3)
+
+    @fs.kernel
+    def k():
+        for i in s:
+            s[i].v.fill(i + 0.5)  # cast to the member's int type
+            w[i].fill(2.0 * i)
+            loc = fs.Vector([1.0, 2.0])
+            loc.fill(i)
+            s[i].a = loc[0] + loc[1]
+
+    k()
+    assert s.v.to_numpy().tolist() == [[0, 0], [1, 1], [2, 2]]
+    assert np.allclose(w.to_numpy()[2], 4.0) and s.a.to_numpy().tolist() == [0.0, 2.0, 4.0]
