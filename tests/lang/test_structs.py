@@ -347,3 +347,30 @@ def test_fill_of_vector_members_and_locals_in_kernels():
     k()
     assert s.v.to_numpy().tolist() == [[0, 0], [1, 1], [2, 2]]
     assert np.allclose(w.to_numpy()[2], 4.0) and s.a.to_numpy().tolist() == [0.0, 2.0, 4.0]
+
+
+def test_gradient_through_struct_copies_and_func_arguments():
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    vec2 = fs.types.vector(2, float)
+    P = fs.types.struct(x=vec2, m=float)
+    s = P.field(shape=4, needs_grad=True)
+    loss = fs.field(float, shape=(), needs_grad=True)
+    x, m = np.arange(8.0).reshape(4, 2), np.array([1.0, 2.0, 3.0, 4.0])
+    s.from_numpy({"x": x, "m": m})
+
+    @fs.func
+    def energy(p):
+        return p.m * p.x.norm_sqr()
+
+    @fs.kernel
+    def total():
+        for i in s:
+            p = s[i]
+            q = P(x=p.x * 2.0, m=p.m)
+            loss[None] += energy(q)
+
+    with fs.ad.Tape(loss=loss):
+        total()
+    g = s.grad.to_numpy()  # loss = sum m |2x|^2
+    assert np.allclose(g["m"], 4 * (x ** 2).sum(1))
+    assert np.allclose(g["x"], 8 * m[:, None] * x)
