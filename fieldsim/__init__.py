@@ -14,6 +14,8 @@ from fieldsim.lang.field import (Field, MatrixField, ScalarField, SNode, axes, f
 from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, pyfunc, real_func,
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector
+from fieldsim.lang.struct import Struct, StructField, dataclass
+from fieldsim.lang.extra_ops import bit_shr, raw_div, raw_mod, static_assert
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
@@ -29,6 +31,8 @@ from fieldsim.lang.types import (f16, f32, f64, float16, float32, float64, i8, i
                                  int8, int16, int32, int64, u1, u8, u16, u32, u64, uint8, uint16,
                                  uint32, uint64)
 from fieldsim.gui import GUI
+from fieldsim import profiler, tools
+from fieldsim.tools import hex_to_rgb, rgb_to_hex
 from fieldsim import ad
 from fieldsim.ad import Tape
 
@@ -40,6 +44,9 @@ Matrix.ndarray = staticmethod(_nd.matrix_ndarray)
 Vector.ndarray = staticmethod(_nd.vector_ndarray)
 types.template = template
 types.f32, types.f64, types.i32, types.i64 = f32, f64, i32, i64
+from fieldsim.lang import struct as _struct
+
+types.struct = _struct.struct
 
 from fieldsim.lang import linalg as _linalg
 
@@ -47,3 +54,7 @@ polar_decompose = _linalg.polar_decompose
 svd = _linalg.svd
 
 __version__ = "0.1.0"
+
+from fieldsim import compat as _compat
+
+__getattr__ = _compat.module_getattr  # Taichi names fieldsim lacks: a clear, located error

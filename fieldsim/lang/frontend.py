@@ -19,7 +19,7 @@ from functools import cache
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
-from fieldsim.lang import ops
+from fieldsim.lang import ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field
@@ -260,6 +260,9 @@ class Frontend(ExprMixin):
         found, binding = False, None
         if name in self.frame.scopes[-1] or any(name in s for s in self.frame.scopes):
             found, binding = self.frame.lookup(name)
+        if struct.is_struct(value) or (found and binding[0] == "struct"):
+            self.assign_struct(name, value, binding if found else None)
+            return
         if not found or binding[0] == "static":
             if isinstance(value, (Stmt, MatVal)) or (isinstance(value, (int, float)) and not isinstance(value, bool)) \
                     or annotation is not None:
@@ -284,6 +287,17 @@ class Frontend(ExprMixin):
         for slot, v in zip(var.entries, value.entries):
             self.b.local_store(slot, self.e.value(v, slot.dtype))
 
+    def assign_struct(self, name, value, binding):
+        """`s = <struct>`: a new struct local holding a copy, or a member-wise store into an
+        existing one."""
+        if binding is None or binding[0] == "static":
+            self.frame.bind(name, ("struct", struct.declare(self, name, value)))
+        elif binding[0] == "struct":
+            binding[1].store(self, value)
+        else:
+            raise FieldsimTypeError(f"cannot assign {describe(value)} to {name!r}, which holds "
+                                    "a non-struct value")
+
     # ---- statements -----------------------------------------------------------------------------
     def stmt_Pass(self, node):
         pass
@@ -306,6 +320,9 @@ class Frontend(ExprMixin):
         value = self.expr(node.value)
         if isinstance(dt, T.MatrixType):
             value = self.matrix_type_ctor(dt, [value])
+            dt = None
+        elif isinstance(dt, struct.StructType):  # `s: my_struct = value`: cast to the type
+            value = struct.kernel_cast(self, dt, value, node.target.id)
             dt = None
         self.assign_name(node.target.id, value, node, dt)
 
@@ -378,6 +395,13 @@ class Frontend(ExprMixin):
                 return FieldRef(v, [], None)
             if kind == "static":
                 return StaticRef(v)
+            if kind == "struct":
+                return v
+            if kind == "val" and isinstance(v, struct.StructValue):
+                raise FieldsimSyntaxError(
+                    f"cannot assign to a member of {node.id!r}, a struct argument of this func: "
+                    f"func arguments are values; copy it first ({node.id}2 = {node.id}), modify "
+                    "the copy and return it")
             raise FieldsimSyntaxError(f"cannot assign to {node.id!r}: it is a loop index or constant")
         if isinstance(node, ast.Subscript):
             inner = self._lvalue(node.value)
@@ -385,6 +409,8 @@ class Frontend(ExprMixin):
             if isinstance(inner, StaticRef):
                 if isinstance(inner.obj, Field):
                     return FieldRef(inner.obj, self.field_indices(inner.obj, idx), None)
+                if isinstance(inner.obj, struct.StructField):
+                    return struct.StructFieldRef(inner.obj, self.struct_indices(inner.obj, idx))
                 if any(isinstance(i, (Stmt, MatVal)) for i in idx):
                     raise FieldsimSyntaxError("a Python container can only be indexed with constants")
                 return StaticRef(inner.obj[idx[0]] if len(idx) == 1 else inner.obj[tuple(idx)])
@@ -400,6 +426,10 @@ class Frontend(ExprMixin):
                         raise FieldsimTypeError(f"field {obj.ir_name!r} has no {node.attr}")
                     return StaticRef(twin)
                 return StaticRef(getattr(obj, node.attr))
+            if isinstance(inner, (struct.StructLocalRef, struct.StructFieldRef)):
+                if node.attr not in inner.names():
+                    raise FieldsimTypeError(f"{inner.describe()} has no member {node.attr!r}")
+                return inner.member_ref(self, node.attr)
             if node.attr in SWIZZLE:
                 return inner.component(self, [SWIZZLE[node.attr]])
         raise FieldsimSyntaxError(f"cannot assign to this expression ({type(node).__name__})")
@@ -554,7 +584,7 @@ class Frontend(ExprMixin):
         grouped = isinstance(iterable, ops.grouped)
         if grouped:
             iterable = iterable.target
-        if isinstance(iterable, Field):
+        if isinstance(iterable, (Field, struct.StructField)):
             dims = [(0, s) for s in iterable.shape]
         elif isinstance(iterable, ops.ndrange):
             dims = list(iterable.bounds)
@@ -689,7 +719,13 @@ class Frontend(ExprMixin):
         frame.ret = ret_slot
         saved_frame = self.frame
         for name, value in bound.items():
-            if isinstance(value, (Stmt, MatVal)) and name in frame.assigned:
+            if isinstance(value, struct.StructValue) and name in frame.assigned:
+                self.frame = frame  # a struct argument the func reassigns: its own copy
+                frame.bind(name, ("struct", struct.declare(self, name, value)))
+                self.frame = saved_frame
+            elif isinstance(value, struct.StructValue):
+                frame.bind(name, ("val", value))
+            elif isinstance(value, (Stmt, MatVal)) and name in frame.assigned:
                 self.frame = frame
                 self.declare(name, value)
                 self.frame = saved_frame

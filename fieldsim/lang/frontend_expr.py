@@ -7,9 +7,9 @@ import ast
 import builtins
 import numbers
 
-from fieldsim.errors import FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
+from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.lang import matrix_ops, ops
+from fieldsim.lang import matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
 from fieldsim.lang.field import Field
@@ -31,7 +31,7 @@ class ExprMixin:
     def expr_Name(self, node: ast.Name):
         found, value = self.frame.lookup(node.id)
         if found:
-            return self.read_binding(value)
+            return self.captured(self.read_binding(value))
         raise FieldsimNameError(f"name {node.id!r} is not defined")
 
     def read_binding(self, binding):
@@ -42,12 +42,36 @@ class ExprMixin:
             return v.map(self.b.local_load)
         if kind == "gvar":
             return self.load_field(v, [])
-        return v
+        return v  # "val", "static", and "struct" (a StructLocalRef: members load lazily)
+
+    def captured(self, v):
+        """A Python-scope `fs.Vector`/`fs.Matrix` (a global, closure or attribute) used in a
+        kernel: a constant vector/matrix value, typed as its dtype if it has one."""
+        from fieldsim.lang.matrix import Matrix
+        if not isinstance(v, Matrix):
+            return v
+        arr = v.to_numpy()
+        dt = v.dtype if isinstance(v.dtype, T.DataType) else None
+        vals = [x.item() for x in arr.reshape(-1)]
+        if dt is not None:
+            vals = [self.b.const(x if dt.is_float else int(x), dt) for x in vals]
+        if arr.ndim == 1:
+            return MatVal.vector(vals)
+        return MatVal(vals, arr.shape[0], arr.shape[1], 2)
 
     def expr_Constant(self, node: ast.Constant):
         if isinstance(node.value, (bool, int, float, str)) or node.value is None:
             return node.value
         raise FieldsimSyntaxError(f"unsupported constant {node.value!r}")
+
+    def expr_Dict(self, node):
+        if any(k is None for k in node.keys):
+            raise FieldsimSyntaxError("dict unpacking (**) is not supported in a kernel")
+        keys = [self.expr(k) for k in node.keys]
+        if not all(isinstance(k, str) for k in keys):
+            raise FieldsimSyntaxError("a dict in a kernel needs constant string keys "
+                                      "(e.g. fs.Struct({'a': x}))")
+        return {k: self.expr(v) for k, v in zip(keys, node.values)}
 
     def expr_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)
@@ -101,7 +125,7 @@ class ExprMixin:
             if op is None:
                 raise FieldsimSyntaxError(f"unsupported comparison {type(op_node).__name__}")
             if isinstance(left, MatVal) or isinstance(right, MatVal):
-                r = self.e.elementwise(op, left, right)
+                r = self.e.elementwise(op, _as_matval(left, right), _as_matval(right, left))
             elif not _is_value(left) or not _is_value(right):
                 r = int(_py_binop(op, left, right))
             else:
@@ -122,6 +146,8 @@ class ExprMixin:
         idx = self.subscript_indices(node.slice)
         if isinstance(base, Field):
             return self.load_field(base, self.field_indices(base, idx))
+        if isinstance(base, struct.StructField):  # an element: members load when read
+            return struct.StructFieldRef(base, self.struct_indices(base, idx))
         if isinstance(base, MatVal):
             return self.matval_get(base, idx)
         if isinstance(base, (tuple, list, dict, range)) and all(not isinstance(i, Stmt) for i in idx):
@@ -158,6 +184,12 @@ class ExprMixin:
             out.append(self.e.value(v, T.i32))
         return out
 
+    def struct_indices(self, sfield, idx: list) -> list:
+        leaves = sfield.leaves()
+        if not leaves:
+            raise FieldsimTypeError(f"struct field {sfield.ir_name!r} has no members")
+        return self.field_indices(leaves[0], idx)
+
     def load_field(self, field: Field, indices: list):
         if field.ndim_el == 0:
             return self.b.load(field, indices)
@@ -184,6 +216,8 @@ class ExprMixin:
     def expr_Attribute(self, node: ast.Attribute):
         base = self.expr(node.value)
         name = node.attr
+        if isinstance(base, struct.StructValue):
+            return struct.attribute(self, base, name)
         if isinstance(base, MatVal):
             if name in matrix_ops.SWIZZLE and base.ndim == 1:
                 return base.entries[matrix_ops.SWIZZLE[name]]
@@ -203,12 +237,17 @@ class ExprMixin:
         if isinstance(base, (Stmt,)):
             raise FieldsimTypeError(f"a scalar {base.dtype} value has no attribute {name!r}")
         try:
-            return getattr(base, name)
-        except AttributeError:
+            return self.captured(getattr(base, name))
+        except AttributeError as err:
+            if isinstance(err, FieldsimError):  # e.g. a Taichi name fieldsim lacks: its reason,
+                raise FieldsimNameError(err.message) from None  # located at this node
             raise FieldsimNameError(f"{describe(base)} has no attribute {name!r}") from None
 
     # ---- calls ------------------------------------------------------------------------------------
     def expr_Call(self, node: ast.Call):
+        filled = self.fill_in_place(node)
+        if filled is not None:
+            return None
         fn = self.expr(node.func)
         if fn in ops.LVALUE_BUILTINS:
             args = [None] + [self.expr(a) for a in node.args[1:]]
@@ -222,19 +261,46 @@ class ExprMixin:
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
         return self.call(fn, args, kwargs, node)
 
+    def fill_in_place(self, node: ast.Call):
+        """`v.fill(c)` on an assignable vector/matrix (a field element, a local, a struct
+        member): every entry becomes `c`, as in Taichi. None when `node` is not such a call."""
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "fill" and len(node.args) == 1
+                and not node.keywords):
+            return None
+        from fieldsim.lang.frontend import StaticRef
+        try:
+            ref = self._lvalue(func.value)
+        except FieldsimError:
+            return None
+        if isinstance(ref, StaticRef) or not hasattr(ref, "load"):
+            return None
+        current = ref.load(self)
+        if not isinstance(current, MatVal):
+            return None
+        value = self.expr(node.args[0])
+        ref.store(self, current.map(lambda _: value))
+        return True
+
     def call(self, fn, args, kwargs, node):
-        from fieldsim.lang.kernel import Func, KernelObj
+        from fieldsim.lang.kernel import BoundFunc, Func, KernelObj
         from fieldsim.lang.matrix import Matrix, Vector
         if _hashable(fn) and fn in ops.KERNEL_BUILTINS:
             return ops.KERNEL_BUILTINS[fn](self, node, args, kwargs)
         if isinstance(fn, Func):
             return self.inline_func(fn, args, kwargs, node)
+        if isinstance(fn, BoundFunc):  # a func method: `self` comes first
+            return self.inline_func(fn.func, [fn.obj] + list(args), kwargs, node)
+        if isinstance(getattr(fn, "__func__", None), Func):  # a classmethod func (Python 3.13+)
+            return self.inline_func(fn.__func__, [fn.__self__] + list(args), kwargs, node)
         if isinstance(fn, BoundMethod):
             return matrix_ops.METHODS[fn.name](self.e, fn.value, *args, **kwargs)
         if fn is Vector or fn is Matrix:
             return ops._matval_ctor(self, node, args, kwargs, 1 if fn is Vector else 2)
         if isinstance(fn, T.MatrixType):
             return self.matrix_type_ctor(fn, args)
+        if isinstance(fn, struct.StructType) or fn is struct.Struct:
+            return struct.construct(self, fn if fn is not struct.Struct else None, args, kwargs)
         if isinstance(fn, T.DataType):
             return self.e.cast(args[0], fn)
         if isinstance(fn, KernelObj):
@@ -312,6 +378,35 @@ def _flatten_values(v) -> list:
     return [v]
 
 
+def _as_matval(v, like):
+    """A Python list/tuple compared with a vector (`v == [1, 2, 3]`): a constant vector."""
+    if isinstance(v, (list, tuple)) and isinstance(like, MatVal):
+        flat = _flatten_values(v)
+        if len(flat) == len(like.entries):
+            return MatVal(flat, like.n, like.m, like.ndim)
+    return v
+
+
+def _py_all_any(name):
+    def handler(fe, args, kw):
+        v = args[0]
+        if not isinstance(v, MatVal):
+            if isinstance(v, Stmt):
+                return fe.e.truthy(v)
+            return getattr(builtins, name)(v)
+        acc = None
+        for e in v.entries:
+            t = fe.e.truthy(e)
+            if acc is None:
+                acc = t
+            elif isinstance(acc, int) and isinstance(t, int):
+                acc = int(acc and t) if name == "all" else int(acc or t)
+            else:
+                acc = fe.e.binop("&" if name == "all" else "|", fe.e.value(acc), fe.e.value(t))
+        return acc
+    return handler
+
+
 def _components(field):
     return range(field.n * (field.m or 1)) if field.ndim_el else range(1)
 
@@ -375,8 +470,15 @@ def _py_abs(fe, args, kw):
     return fe.e.unop(Op.ABS, args[0])
 
 
-_PY_BUILTINS = {int: _int_cast, float: _float_cast, len: _len, min: _py_minmax("min"),
-                max: _py_minmax("max"), abs: _py_abs, print: lambda fe, a, k: None,
+def _getattr(fe, args, kw):
+    if args and isinstance(args[0], struct.StructValue) and len(args) == 2:
+        return struct.attribute(fe, args[0], args[1])
+    return getattr(*args)
+
+
+_PY_BUILTINS = {getattr: _getattr, int: _int_cast, float: _float_cast, len: _len, min: _py_minmax("min"),
+                max: _py_minmax("max"), abs: _py_abs, all: _py_all_any("all"),
+                any: _py_all_any("any"), print: lambda fe, a, k: None,
                 builtins.range: lambda fe, a, k: _static_range(a)}
 
 

@@ -51,6 +51,22 @@ class Func:
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)  # Python scope: plain call
 
+    def __get__(self, obj, owner=None):
+        # `self.helper(...)` on a data-oriented object or a dataclass value: `self` is bound
+        return self if obj is None else BoundFunc(self, obj)
+
+
+class BoundFunc:
+    """A `@fs.func` method bound to its object (a data-oriented instance or a struct value);
+    the frontend inlines `func` with `obj` as the first argument."""
+
+    def __init__(self, func: Func, obj):
+        self.func, self.obj = func, obj
+        self.__name__ = func.__name__
+
+    def __call__(self, *args, **kwargs):
+        return self.func.fn(self.obj, *args, **kwargs)
+
 
 def func(fn=None, *, is_real_function=False):
     if fn is None:
@@ -69,8 +85,29 @@ def real_func(fn=None):
 
 def data_oriented(cls):
     """`@ti.data_oriented`: a class whose methods are kernels over its own fields. Kernels bound
-    to an instance take `self` as a compile-time value."""
+    to an instance take `self` as a compile-time value (its fields and Python attributes are
+    read at compile time, like a `fs.template()` argument)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"@data_oriented decorates a class, got {cls!r}")
+    cls._fieldsim_data_oriented = True
     return cls
+
+
+def _is_data_oriented(obj) -> bool:
+    return bool(getattr(type(obj), "_fieldsim_data_oriented", False))
+
+
+class _SelfArg:
+    """The unannotated first parameter of a kernel defined in a class: the instance, bound
+    at compile time."""
+
+    def __repr__(self):
+        return "self"
+
+
+def _defined_in_class(fn) -> bool:
+    parts = getattr(fn, "__qualname__", "").split(".")
+    return len(parts) >= 2 and parts[-2] != "<locals>"
 
 
 def _resolve_annotation(ann, fn):
@@ -109,12 +146,19 @@ class KernelObj:
         self.grad = _AdjointLauncher(self)
         self.last_rng_key = 0
 
+    def __get__(self, obj, owner=None):
+        # a kernel method of a data-oriented class: `obj.k(...)` binds `self`
+        return self if obj is None else BoundKernel(self, obj)
+
     # ---- binding -----------------------------------------------------------------------------
     def annotations(self):
         if self._ann is None:
             ann = []
-            for p in self.params:
+            for pos, p in enumerate(self.params):
                 a = _resolve_annotation(p.annotation, self.fn)
+                if a is inspect.Parameter.empty and pos == 0 and _defined_in_class(self.fn):
+                    ann.append(_SelfArg())
+                    continue
                 if a is inspect.Parameter.empty:
                     raise FieldsimSyntaxError(
                         f"kernel {self.__name__!r}: argument {p.name!r} needs a type annotation "
@@ -147,13 +191,18 @@ class KernelObj:
             args = [bound.arguments[p.name] for p in self.params]
         templates, key, values, dtypes = {}, [], [], {}
         for p, a, v in zip(self.params, ann, args):
+            if isinstance(a, _SelfArg) and not _is_data_oriented(v):
+                raise FieldsimSyntaxError(
+                    f"kernel {self.__name__!r} is a method of class {type(v).__name__!r}, which is not "
+                    "decorated with @fs.data_oriented: decorate the class to use kernels as methods",
+                    self.def_loc())
             if isinstance(a, NdarrayType):  # pointer and shape as hidden runtime arguments
                 templates[p.name], nd_values, nd_dtypes = bind_arg(a, v, self.__name__, p.name, rt)
                 key.append(templates[p.name].spec.key())
                 values.extend(nd_values)
                 dtypes.update(nd_dtypes)
                 continue
-            if isinstance(a, Template) or a is Template:
+            if isinstance(a, (Template, _SelfArg)) or a is Template:
                 templates[p.name] = v
                 key.append(("f", v.uid, v.generation) if isinstance(v, Field) else ("v", _hashkey(v)))
                 continue
@@ -179,7 +228,8 @@ class KernelObj:
         from fieldsim.lang.frontend import Frontend
         fe = Frontend(self.fn, rt, self.__name__, templates, dtypes, ret)
         ir = run_pass("frontend", lambda _: fe.build(), None, verify=rt.debug)
-        return run_pass("offload", offload, ir, verify=rt.debug), fe.hidden_fields
+        show = bool(rt.ignored_options.get("print_ir"))
+        return run_pass("offload", offload, ir, verify=rt.debug, show=show), fe.hidden_fields
 
     def _compile(self, rt, templates, dtypes, ret) -> CompiledKernel:
         t0 = time.perf_counter()
@@ -220,7 +270,8 @@ class KernelObj:
             except AccessRuleError as err:
                 raise err.with_traceback(None) from None
         else:
-            result = rt.backend().launch(program, values, rng_key)
+            from fieldsim.profiler import timed
+            result = timed(rt, self.__name__, lambda: rt.backend().launch(program, values, rng_key))
         if templates:  # ndarray arguments given as Fortran-order numpy arrays
             copy_back(templates)
         return result
@@ -240,8 +291,10 @@ class KernelObj:
             program = adjoint_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
-        rt.backend().launch(program, values, self.last_rng_key if rng_key is None else rng_key,
-                            adjoint=True)
+        from fieldsim.profiler import timed
+        rng = self.last_rng_key if rng_key is None else rng_key
+        timed(rt, f"{self.__name__}.grad",
+              lambda: rt.backend().launch(program, values, rng, adjoint=True))
 
 
 def kernel_check(ck: CompiledKernel):
@@ -273,6 +326,21 @@ class _AdjointLauncher:
 
     def __call__(self, *args, **kwargs):
         self.owner.launch_adjoint(args, kwargs, check=True)
+
+
+class BoundKernel:
+    """`obj.k` for a kernel method `k`: calls (and `.grad`) pass `obj` as `self`."""
+
+    def __init__(self, kernel: KernelObj, obj):
+        self.kernel, self.obj = kernel, obj
+        self.__name__ = kernel.__name__
+        self.__doc__ = kernel.__doc__
+
+    def __call__(self, *args, **kwargs):
+        return self.kernel(self.obj, *args, **kwargs)
+
+    def grad(self, *args, **kwargs):
+        self.kernel.launch_adjoint((self.obj,) + args, kwargs, check=True)
 
 
 def kernel(fn):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import warnings
 
+from fieldsim.errors import FieldsimError
 from fieldsim.lang import types as T
 
 cpu, cuda, gpu = "cpu", "cuda", "gpu"
@@ -18,10 +19,97 @@ vulkan, metal, opengl, gles, dx11, dx12, amdgpu = ("vulkan", "metal", "opengl", 
 OTHER_BACKENDS = (vulkan, metal, opengl, gles, dx11, dx12, amdgpu)
 
 
+# `ti.init` options of Taichi 1.7 that fieldsim accepts and does not need: each with why (the
+# same notes are in docs/COMPAT.md). Any other unknown keyword is a TypeError.
+TAICHI_ONLY_OPTIONS = {
+    "advanced_optimization": "fieldsim always runs its own passes and LLVM -O3",
+    "cfg_optimization": "fieldsim always runs its own passes and LLVM -O3",
+    "constant_folding": "constants are always folded in the frontend",
+    "opt_level": "fieldsim always runs LLVM -O3",
+    "external_optimization_level": "fieldsim always runs LLVM -O3",
+    "fast_math": "fieldsim never enables fast-math (IEEE results)",
+    "print_ir": "prints fieldsim's IR of each compiled kernel (not Taichi's CHI IR)",
+    "print_preprocessed_ir": "set FIELDSIM_PRINT_IR=1 to print fieldsim's IR",
+    "print_accessor_ir": "set FIELDSIM_PRINT_IR=1 to print fieldsim's IR",
+    "print_kernel_llvm_ir": "fieldsim does not print LLVM IR",
+    "print_kernel_llvm_ir_optimized": "fieldsim does not print LLVM IR",
+    "print_kernel_nvptx": "fieldsim does not print PTX",
+    "print_struct_llvm_ir": "fieldsim does not print LLVM IR",
+    "print_ir_dbg_info": "fieldsim does not print LLVM IR",
+    "print_benchmark_stat": "no effect",
+    "print_full_traceback": "fieldsim shows the user's frames only",
+    "log_level": "fieldsim has no logger levels",
+    "verbose": "fieldsim has no logger levels",
+    "check_out_of_bound": "Python-scope indices are always checked; kernels check with debug=True",
+    "gdb_trigger": "no effect",
+    "dynamic_index": "dynamic indexing of local vectors is always on",
+    "real_matrix_scalarize": "vectors and matrices are always scalarised",
+    "half2_vectorization": "no effect",
+    "make_thread_local": "no effect (no thread-local reduction pass)",
+    "make_block_local": "no effect (no block-local storage)",
+    "detect_read_only": "no effect",
+    "demote_dense_struct_fors": "no effect",
+    "lower_access": "no effect",
+    "move_loop_invariant_outside_if": "no effect",
+    "flatten_if": "no effect",
+    "simplify_before_lower_access": "no effect",
+    "simplify_after_lower_access": "no effect",
+    "quant_opt_store_fusion": "quantized types are not supported",
+    "quant_opt_atomic_demotion": "quantized types are not supported",
+    "default_cpu_block_dim": "no effect (CPU loops are split per thread)",
+    "cpu_block_dim_adaptive": "no effect",
+    "default_gpu_block_dim": "CUDA launches choose their own block size",
+    "gpu_max_reg": "no effect",
+    "saturating_grid_dim": "no effect",
+    "max_block_dim": "no effect",
+    "device_memory_GB": "CUDA memory is allocated per field",
+    "device_memory_fraction": "CUDA memory is allocated per field",
+    "cuda_stack_limit": "no effect",
+    "num_compile_threads": "kernels compile on the calling thread",
+    "timeline": "no effect",
+    "offline_cache_cleaning_policy": "the compile cache is never cleaned automatically",
+    "offline_cache_max_size_of_files": "the compile cache is never cleaned automatically",
+    "offline_cache_cleaning_factor": "the compile cache is never cleaned automatically",
+    "ndarray_use_cached_allocation": "no effect",
+    "use_mesh": "meshes are not supported",
+    "vk_api_version": "no Vulkan backend",
+    "use_gles": "no OpenGL backend",
+    "short_circuit_operators": "and/or evaluate both sides (no side effects in conditions)",
+    "excepthook": "no effect",
+    "unrolling_limit": "fs.static loops are unrolled without limit",
+    "default_up": "no effect",
+    "enable_fallback": "unsupported backends always fall back to the CPU with a warning",
+    "require_version": "no effect",
+    "packed": "no effect (fields are always packed)",
+    "_test_mode": "no effect",
+    "use_unified_memory": "CUDA memory is allocated per field",
+    "experimental_real_function": "real functions are inlined",
+    "print_preprocessed": "fieldsim does not print preprocessed source",
+}
+_EFFECTIVE = {"fast_math": False, "real_matrix_scalarize": True, "dynamic_index": True}
+FIELDSIM_OPTIONS = ("arch", "default_fp", "default_ip", "random_seed", "cpu_max_num_threads",
+                    "debug", "offline_cache", "offline_cache_file_path", "ad_stack_size",
+                    "kernel_profiler")
+
+
+class InitOptionError(FieldsimError, TypeError, KeyError):
+    """An unknown `fs.init` keyword (a TypeError; also a KeyError, which is what Taichi raises)."""
+
+
 class Runtime:
     def __init__(self, arch=cpu, default_fp=T.f32, default_ip=T.i32, random_seed=0,
                  cpu_max_num_threads=None, debug=False, offline_cache=True, ad_stack_size=0,
-                 offline_cache_file_path=None, **ignored):
+                 offline_cache_file_path=None, kernel_profiler=False, **taichi_options):
+        unknown = sorted(k for k in taichi_options if k not in TAICHI_ONLY_OPTIONS)
+        if unknown:
+            from fieldsim.compat import user_loc
+            raise InitOptionError(f"fs.init() got unknown option(s) {', '.join(unknown)}; valid options: "
+                            f"{', '.join(FIELDSIM_OPTIONS)} (and Taichi's, accepted without "
+                            f"effect: {', '.join(sorted(TAICHI_ONLY_OPTIONS))})", user_loc())
+        self.ignored_options = dict(taichi_options)  # accepted for Taichi programs; see above
+        self.kernel_profiler = bool(kernel_profiler)
+        from fieldsim.profiler import KernelProfile
+        self.profile = KernelProfile()
         self.arch = _resolve_arch(arch)
         self.default_fp = _dtype(default_fp, T.f32)
         self.default_ip = _dtype(default_ip, T.i32)
@@ -40,6 +128,15 @@ class Runtime:
         self.no_grad_depth = 0
         self.device = None  # a backend object (cpu or cuda) made lazily
         self.stats = {"compile_s": 0.0, "launches": 0}
+
+    def __getattr__(self, name):
+        """Taichi config options read back (`current_cfg().fast_math`): the value given to
+        `init`, else what fieldsim effectively does (fast_math is always off)."""
+        if name not in TAICHI_ONLY_OPTIONS:
+            raise AttributeError(f"'Runtime' object has no attribute {name!r}")
+        if name in _EFFECTIVE:
+            return _EFFECTIVE[name]
+        return self.__dict__.get("ignored_options", {}).get(name)
 
     def backend(self):
         if self.device is None:

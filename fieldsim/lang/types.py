@@ -66,6 +66,12 @@ class MatrixType:
         rows = [flat[r * self.m:(r + 1) * self.m] for r in range(self.n)]
         return Matrix(rows, dt=self.dtype)
 
+    def field(self, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
+              layout=None):
+        """`vec3.field(shape=...)`: a vector/matrix field of this type."""
+        from fieldsim.lang.field import field
+        return field(self, shape, name, offset, needs_grad, needs_dual, layout=layout)
+
     def __repr__(self) -> str:
         if self.ndim == 1:
             return f"vector({self.n}, {self.dtype})"
@@ -89,3 +95,28 @@ def vector(n: int, dtype=None) -> MatrixType:
 
 def matrix(n: int, m: int, dtype=None) -> MatrixType:
     return MatrixType(n, m, dtype, 2)
+
+
+# ---- Taichi's `ti.types.primitive_types` lists and `ti.types.is_*` predicates -----------------
+real_types = [f16, f32, f64, float]
+integer_types = [i8, i16, i32, i64, u1, u8, u16, u32, u64, int]
+all_types = real_types + integer_types
+
+
+def is_real(dt) -> bool:
+    return dt is float or (isinstance(dt, DataType) and dt.is_float)
+
+
+def is_integral(dt) -> bool:
+    return dt is int or (isinstance(dt, DataType) and dt.is_int)
+
+
+def is_signed(dt) -> bool:
+    if dt in (int, float):
+        return True
+    if not isinstance(dt, DataType):
+        raise TypeError(f"is_signed: {dt!r} is not a primitive type")
+    return dt.is_signed
+
+
+primitive_types = __import__("sys").modules[__name__]  # `ti.types.primitive_types.all_types`

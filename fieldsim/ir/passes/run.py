@@ -28,13 +28,14 @@ def _print_wanted(name: str) -> bool:
     return want == "1" or name in want.split(",")
 
 
-def run_pass(name: str, fn, kernel, *args, verify: bool = False) -> Kernel:
-    """`fn(kernel, *args)`, timed, then verified and printed as configured."""
+def run_pass(name: str, fn, kernel, *args, verify: bool = False, show: bool = False) -> Kernel:
+    """`fn(kernel, *args)`, timed, then verified and printed as configured (`show`: print it
+    regardless, for `fs.init(print_ir=True)`)."""
     t0 = time.perf_counter()
     out = fn(kernel, *args)
     PASS_SECONDS[name] += time.perf_counter() - t0
     if verify or verification_on():
         verify_kernel(out)
-    if _print_wanted(name):
+    if show or _print_wanted(name):
         print(f"# after {name}\n{print_kernel(out)}", file=sys.stdout, flush=True)
     return out

@@ -1,0 +1,77 @@
+"""What `import fieldsim as ti` says about Taichi names it does not have.
+
+Takes an attribute name missing from the `fieldsim` module (the module's `__getattr__`).
+Guarantees: a Taichi 1.7 name fieldsim deliberately lacks raises `FieldsimAttributeError` saying
+what Taichi feature it belongs to and that fieldsim does not support it, located at the user's
+line; any other missing name raises the same class with Python's usual wording. The class is an
+`AttributeError`, so `hasattr`/`getattr(ti, name, default)` keep working. docs/COMPAT.md lists the
+same names.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from fieldsim.errors import FieldsimError, Loc
+
+
+class FieldsimAttributeError(FieldsimError, AttributeError):
+    """A name `fieldsim` does not have (a Taichi feature it lacks, or a typo)."""
+
+
+# Taichi 1.7 public names of features fieldsim does not have, and what they belong to.
+UNSUPPORTED = {
+    "ui": "GGUI (Taichi's Vulkan window, Scene and Canvas); use fs.GUI",
+    "Texture": "textures (a Vulkan/OpenGL backend feature)",
+    "aot": "ahead-of-time modules for deployment",
+    "graph": "compute graphs (ti.graph)",
+    "simt": "warp/subgroup intrinsics of GPU backends",
+    "Mesh": "the MeshTaichi extension",
+    "mesh_local": "the MeshTaichi extension",
+    "mesh_patch_idx": "the MeshTaichi extension",
+    "linalg": "sparse matrices and solvers (ti.linalg.SparseMatrix, SparseSolver)",
+    "sparse_matrix_builder": "sparse matrices (ti.linalg.SparseMatrixBuilder)",
+    "SparseMatrixBuilder": "sparse matrices (ti.linalg.SparseMatrixBuilder)",
+    "BitpackedFields": "quantized types (bit-packed fields)",
+    "FieldsBuilder": "dynamic SNode trees (fields are dense arrays in fieldsim)",
+    "deactivate_all_snodes": "sparse SNodes (fieldsim fields are dense)",
+    "is_active": "sparse SNodes (fieldsim fields are dense)",
+    "activate": "sparse SNodes (fieldsim fields are dense)",
+    "deactivate": "sparse SNodes (fieldsim fields are dense)",
+    "append": "dynamic SNodes (fieldsim fields are dense)",
+    "length": "dynamic SNodes (fieldsim fields are dense)",
+    "rescale_index": "sparse SNode hierarchies (fieldsim fields are dense)",
+    "get_addr": "raw SNode addresses",
+    "block_local": "GPU block-local storage",
+    "cache_read_only": "GPU read-only caching hints",
+    "no_activate": "sparse SNodes (fieldsim fields are dense)",
+    "global_thread_idx": "thread indices of GPU backends",
+    "experimental": "Taichi's experimental features",
+    "set_logging_level": "Taichi's C++ logger",
+}
+
+
+def user_loc() -> Loc | None:
+    """The first frame outside fieldsim: the user's line that asked for the name."""
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    import linecache
+    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno).rstrip("\n")
+    return Loc(frame.f_code.co_filename, frame.f_lineno, 0, None, frame.f_code.co_name, text)
+
+
+def module_getattr(name: str):
+    if name.startswith("_"):  # probes by tools (`__wrapped__`, `_pytest...`): plain and quiet
+        raise AttributeError(f"module 'fieldsim' has no attribute {name!r}")
+    what = UNSUPPORTED.get(name)
+    if what is not None:
+        msg = (f"fieldsim does not support ti.{name}: it belongs to {what}. "
+               "See docs/COMPAT.md for what fieldsim supports instead.")
+    else:
+        msg = (f"module 'fieldsim' has no attribute {name!r} (if it is a Taichi name, "
+               "docs/COMPAT.md says whether fieldsim has it)")
+    raise FieldsimAttributeError(msg, user_loc())

@@ -1,0 +1,171 @@
+"""`fs.tools` image helpers and `fs.rgb_to_hex`/`fs.hex_to_rgb`, with Taichi's conventions.
+
+`VideoManager` collects frames as PNGs and builds a GIF (Pillow) and, where an `ffmpeg`
+executable is on PATH, an MP4; without ffmpeg, asking for an MP4 warns and writes the GIF only.
+
+Takes images as numpy arrays or fields of shape (width, height) or (width, height, channels)
+with 1, 3 or 4 channels; `img[x, y]` is the pixel at column x, row y counted from the BOTTOM (as
+in Taichi and `fs.GUI`). Floats are in [0, 1] and are clipped and rounded to 8 bits; integer
+images must be uint8 (other unsigned ints are cast, as in Taichi). Guarantees:
+`imread(imwrite(img))` returns the same uint8 array, in the same (x, y, c) layout. Files are
+written with Pillow (a matplotlib dependency); the format follows the file extension (PNG, JPEG,
+BMP, ...). Bad shapes or dtypes raise ValueError naming the problem.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+
+def rgb_to_hex(c):
+    """`(r, g, b)` floats in [0, 1] (or an array of them, last axis RGB) as `0xRRGGBB`."""
+    if isinstance(c, np.ndarray) and c.ndim > 1:
+        q = np.clip((c * 255).astype(np.int64), 0, 255)
+        return q[..., 0] * 65536 + q[..., 1] * 256 + q[..., 2]
+
+    def convert(x):
+        return max(0, min(255, int(x * 255)))
+
+    return 65536 * convert(c[0]) + 256 * convert(c[1]) + convert(c[2])
+
+
+def hex_to_rgb(color):
+    """`0xRRGGBB` as `(r, g, b)` floats in [0, 1]."""
+    r, g, b = (color >> 16) & 0xFF, (color >> 8) & 0xFF, color & 0xFF
+    return r / 255, g / 255, b / 255
+
+
+def _to_uint8(img) -> np.ndarray:
+    if not isinstance(img, np.ndarray):
+        if not hasattr(img, "to_numpy"):
+            raise ValueError(f"imwrite: expected a numpy array or a field, got {type(img).__name__}")
+        img = img.to_numpy()
+    if img.dtype in (np.uint16, np.uint32, np.uint64):
+        img = img.astype(np.uint8)
+    elif img.dtype.kind == "f":
+        img = (np.clip(img, 0, 1) * 255.0 + 0.5).astype(np.uint8)
+    elif img.dtype != np.uint8:
+        raise ValueError(f"imwrite: image dtype {img.dtype} is not supported; use uint8 or floats "
+                         "in [0, 1]")
+    if img.ndim == 2:
+        img = img[:, :, None]
+    if img.ndim != 3 or img.shape[2] not in (1, 3, 4):
+        raise ValueError(f"imwrite: an image has shape (width, height) or (width, height, 1|3|4), "
+                         f"got {img.shape}")
+    return img
+
+
+def imwrite(img, filename):
+    """Write `img` ((x, y[, c]), origin bottom-left) to `filename`."""
+    from PIL import Image
+    img = _to_uint8(img)
+    rows = np.ascontiguousarray(np.transpose(img, (1, 0, 2))[::-1])  # (height, width, c), top row first
+    mode = {1: "L", 3: "RGB", 4: "RGBA"}[rows.shape[2]]
+    parent = os.path.dirname(os.fspath(filename))
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    Image.fromarray(rows[:, :, 0] if mode == "L" else rows, mode).save(os.fspath(filename))
+
+
+def imread(filename, channels=0) -> np.ndarray:
+    """Read an image as uint8 (width, height, channels), origin bottom-left; `channels` forces
+    1 (grey), 3 (RGB) or 4 (RGBA), 0 keeps the file's."""
+    from PIL import Image
+    with Image.open(os.fspath(filename)) as im:
+        if channels:
+            if channels not in (1, 3, 4):
+                raise ValueError(f"imread: channels must be 0, 1, 3 or 4, got {channels}")
+            im = im.convert({1: "L", 3: "RGB", 4: "RGBA"}[channels])
+        elif im.mode not in ("L", "RGB", "RGBA"):
+            im = im.convert("RGBA" if "A" in im.mode else "RGB")
+        rows = np.asarray(im, dtype=np.uint8)
+    if rows.ndim == 2:
+        rows = rows[:, :, None]
+    return np.ascontiguousarray(np.transpose(rows[::-1], (1, 0, 2)))
+
+
+def imresize(img, w, h=None):
+    """Nearest-neighbour resize of an (x, y[, c]) array to (w, h) (h defaults to w)."""
+    img = img.to_numpy() if hasattr(img, "to_numpy") else np.asarray(img)
+    h = w if h is None else h
+    xs = (np.arange(w) * img.shape[0] // w).astype(int)
+    ys = (np.arange(h) * img.shape[1] // h).astype(int)
+    return img[xs][:, ys]
+
+
+def imshow(img, title="imshow"):
+    """Show an image in a window (matplotlib); headless backends just draw it."""
+    import matplotlib.pyplot as plt
+    rows = np.transpose(_to_uint8(img), (1, 0, 2))[::-1]
+    plt.figure(title)
+    plt.imshow(rows[:, :, 0] if rows.shape[2] == 1 else rows, cmap="gray" if rows.shape[2] == 1 else None)
+    plt.show()
+
+
+class VideoManager:
+    """Taichi's `ti.tools.VideoManager`: `write_frame(img)` per frame, then `make_video()`.
+
+    Frames go to `<output_dir>/frames/0000000.png`, ...; videos to
+    `<output_dir>/<video_filename>.gif` / `.mp4`. `automatic_build` is accepted and ignored:
+    call `make_video()`.
+    """
+
+    def __init__(self, output_dir, video_filename="video", width=None, height=None,
+                 post_processor=None, framerate=24, automatic_build=True):
+        self.output_dir = os.fspath(output_dir)
+        self.video_filename = video_filename
+        self.width, self.height = width, height
+        self.post_processor = post_processor
+        self.framerate = framerate
+        self.frame_counter = 0
+        self.frame_directory = os.path.join(self.output_dir, "frames")
+        os.makedirs(self.frame_directory, exist_ok=True)
+
+    def get_output_filename(self, suffix):
+        return os.path.join(self.output_dir, self.video_filename + suffix)
+
+    def write_frame(self, img):
+        img = _to_uint8(img)
+        if self.post_processor is not None:
+            img = self.post_processor.process(img)
+        if self.width is None:
+            self.width, self.height = img.shape[0], img.shape[1]
+        elif (img.shape[0], img.shape[1]) != (self.width, self.height):
+            raise ValueError(f"VideoManager: frame {self.frame_counter} is {img.shape[0]}x"
+                             f"{img.shape[1]}, the video is {self.width}x{self.height}")
+        imwrite(img, os.path.join(self.frame_directory, f"{self.frame_counter:07d}.png"))
+        self.frame_counter += 1
+
+    def write_frames(self, images):
+        for img in images:
+            self.write_frame(img)
+
+    def _frames(self):
+        return [os.path.join(self.frame_directory, f"{k:07d}.png") for k in range(self.frame_counter)]
+
+    def make_video(self, mp4=True, gif=True):
+        """Build the requested videos from the frames written so far; returns their paths."""
+        import shutil
+        import subprocess
+        import warnings
+        if not self.frame_counter:
+            raise ValueError("VideoManager.make_video: no frames were written")
+        out = []
+        if gif:
+            from fieldsim.gui import frames_to_gif
+            out.append(frames_to_gif(self._frames(), self.get_output_filename(".gif"),
+                                     fps=self.framerate))
+        if mp4:
+            ffmpeg = shutil.which("ffmpeg")
+            if ffmpeg is None:
+                warnings.warn("VideoManager.make_video: no ffmpeg on PATH, so no MP4 was written"
+                              + (" (the GIF was)" if gif else ""), stacklevel=2)
+            else:
+                path = self.get_output_filename(".mp4")
+                subprocess.run([ffmpeg, "-loglevel", "error", "-y", "-framerate", str(self.framerate),
+                                "-i", os.path.join(self.frame_directory, "%07d.png"),
+                                "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-pix_fmt", "yuv420p",
+                                path], check=True)
+                out.append(path)
+        return out

@@ -1,0 +1,33 @@
+"""Taichi names fieldsim lacks: a located `FieldsimAttributeError` (an AttributeError) naming the
+Taichi feature, in Python scope and in kernels; `hasattr` keeps working."""
+import pytest
+
+import fieldsim as fs
+from fieldsim.compat import FieldsimAttributeError
+
+
+def test_unsupported_taichi_name_says_why_and_where():
+    with pytest.raises(FieldsimAttributeError, match="does not support ti.ui: it belongs to GGUI") as info:
+        fs.ui.Window("x", (4, 4))
+    assert "test_compat_names.py" in str(info.value)
+    assert isinstance(info.value, AttributeError)
+    assert not hasattr(fs, "Mesh") and getattr(fs, "aot", None) is None
+
+
+def test_typo_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'feild'"):
+        fs.feild(fs.f32, shape=3)
+
+
+def test_unsupported_name_in_kernel_is_located_at_the_kernel_line():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=4)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            fs.block_local(x)
+
+    with pytest.raises(fs.FieldsimNameError, match="GPU block-local storage") as info:
+        k()
+    assert "fs.block_local(x)" in str(info.value)

@@ -1,0 +1,65 @@
+"""`fs.tools.imwrite/imread` (Taichi's (x, y) bottom-left layout, round trips, float clipping),
+`fs.rgb_to_hex`/`fs.hex_to_rgb`, and errors for bad images."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_png_round_trip_keeps_layout(tmp_path, channels):
+    rng = np.random.default_rng(channels)
+    img = rng.integers(0, 256, size=(7, 5, channels), dtype=np.uint8)
+    fs.tools.imwrite(img, tmp_path / "a.png")
+    back = fs.tools.imread(tmp_path / "a.png")
+    assert back.shape == (7, 5, channels) and np.array_equal(back, img)
+
+
+def test_origin_is_bottom_left(tmp_path):
+    from PIL import Image
+    img = np.zeros((4, 3, 3), dtype=np.uint8)
+    img[0, 0] = (255, 0, 0)  # x=0, y=0: the bottom-left pixel
+    fs.tools.imwrite(img, tmp_path / "b.png")
+    rows = np.asarray(Image.open(tmp_path / "b.png"))
+    assert rows.shape == (3, 4, 3)
+    assert tuple(rows[-1, 0]) == (255, 0, 0) and rows[0].sum() == 0
+
+
+def test_float_field_is_clipped_and_rounded(tmp_path):
+    x = fs.field(fs.f32, shape=(3, 2))
+    x.from_numpy(np.array([[-1.0, 0.0], [0.5, 1.0], [2.0, 0.25]], dtype=np.float32))
+    fs.tools.imwrite(x, tmp_path / "c.png")
+    back = fs.tools.imread(tmp_path / "c.png", channels=1)[:, :, 0]
+    assert back.tolist() == [[0, 0], [128, 255], [255, 64]]
+
+
+def test_bad_images_are_errors(tmp_path):
+    with pytest.raises(ValueError, match="shape"):
+        fs.tools.imwrite(np.zeros((2, 2, 2), np.uint8), tmp_path / "d.png")
+    with pytest.raises(ValueError, match="dtype"):
+        fs.tools.imwrite(np.zeros((2, 2), np.int32), tmp_path / "d.png")
+
+
+def test_rgb_hex_conversions():
+    assert fs.rgb_to_hex((1.0, 0.5, 0.0)) == 0xFF7F00
+    assert fs.rgb_to_hex((2.0, -1.0, 1.0)) == 0xFF00FF  # clamped
+    arr = fs.rgb_to_hex(np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
+    assert arr.tolist() == [0xFF0000, 0x0000FF]
+    assert fs.hex_to_rgb(0xFF0080) == pytest.approx((1.0, 0.0, 128 / 255))
+
+
+def test_video_manager_writes_frames_and_a_gif(tmp_path):
+    from PIL import Image
+    video = fs.tools.VideoManager(tmp_path / "out", framerate=10)
+    for k in range(3):
+        img = np.zeros((8, 6, 3), dtype=np.float32)
+        img[k, 0] = 1.0
+        video.write_frame(img)
+    assert sorted(p.name for p in (tmp_path / "out" / "frames").iterdir()) == \
+        ["0000000.png", "0000001.png", "0000002.png"]
+    paths = video.make_video(mp4=False, gif=True)
+    assert paths == [str(tmp_path / "out" / "video.gif")]
+    with Image.open(paths[0]) as gif:
+        assert gif.n_frames == 3 and gif.size == (8, 6)
+    with pytest.raises(ValueError, match="the video is 8x6"):
+        video.write_frame(np.zeros((4, 4), np.uint8))
