@@ -134,6 +134,6 @@ class _Tangent:
 def _dual(field):
     if not field.dtype.is_float:
         return None
-    if field.dual is None and field.role in ("primal", "hidden"):
-        field.dual = field._twin("dual")
-    return field.dual
+    if field.tangent is None and field.role in ("primal", "hidden"):
+        field._attach("dual")
+    return field.tangent

@@ -130,7 +130,7 @@ def _activates(s: Stmt, active) -> tuple:
     if s.op == Op.CUSTOM_GRAD and has_user_adjoint(s):  # it may pass gradients the code cannot
         return tuple(s.attr.outputs) if any(id(a) in active for a in s.args) else ()
     if s.op == Op.LOAD:
-        return (s,) if s.field.grad is not None else ()
+        return (s,) if s.field.adjoint is not None else ()
     if s.op == Op.LOCAL_LOAD or s.op in RULES:
         return (s,) if any(id(a) in active for a in s.args) else ()
     return ()
@@ -401,10 +401,10 @@ class _TaskAD:
     def rev_load(self, s: Stmt):
         if id(s) in self.adj:
             g = self.consume(s)
-            self.b.atomic("add", s.field.grad, self.indices(s), g)
+            self.b.atomic("add", s.field.adjoint, self.indices(s), g)
 
     def rev_store(self, s: Stmt):
-        grad = s.field.grad
+        grad = s.field.adjoint
         if grad is None or not grad.dtype.is_float:
             return
         idx = self.indices(s)
@@ -414,10 +414,10 @@ class _TaskAD:
 
     def rev_atomic(self, s: Stmt):
         field, kind = s.attr
-        if field.grad is None or id(s.value) not in self.active:
+        if field.adjoint is None or id(s.value) not in self.active:
             return
         if kind in ("add", "sub"):
-            g = self.b.load(field.grad, self.indices(s))
+            g = self.b.load(field.adjoint, self.indices(s))
             self.accumulate(s.value, g if kind == "add" else self.b.neg(g))
         elif kind in ("max", "min"):
             self.rev_atomic_extremum(s)
@@ -429,7 +429,7 @@ class _TaskAD:
         idx = self.indices(s)
         won = self.b.if_(self.b.binary(Op.EQ, self.primal(s.value), self.b.load(s.field, idx)))
         with self.b.into(won.blocks[0]):
-            grad = s.field.grad
+            grad = s.field.adjoint
             self.accumulate(s.value, self.b.atomic("xchg", grad, idx, self.zero(grad.dtype)))
 
     def rev_if(self, s: Stmt):

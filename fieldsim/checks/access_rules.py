@@ -209,7 +209,7 @@ def rule2(accesses: list[Access], env: dict | None = None, kernel: str = "?") ->
     """Rule 2: after a write, only atomic adds (or the same atomic min/max) on fields with grads."""
     out = []
     for group in _by_field(accesses):
-        if getattr(group[0].field, "grad", None) is None:
+        if getattr(group[0].field, "adjoint", None) is None:
             continue
         writes = [w for w in group if w.is_write]
         for w1 in writes:

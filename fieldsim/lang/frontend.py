@@ -21,7 +21,7 @@ from fieldsim.lang import ops
 from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.expr import Emitter, MatVal, describe
-from fieldsim.lang.field import Field
+from fieldsim.lang.field import Field, placed_twin
 from fieldsim.lang.frontend_expr import ExprMixin
 from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, Stmt
 
@@ -387,10 +387,7 @@ class Frontend(ExprMixin):
             if isinstance(inner, StaticRef):
                 obj = inner.obj
                 if isinstance(obj, Field) and node.attr in ("grad", "dual"):
-                    twin = getattr(obj, node.attr)
-                    if twin is None:
-                        raise FieldsimTypeError(f"field {obj.ir_name!r} has no {node.attr}")
-                    return StaticRef(twin)
+                    return StaticRef(placed_twin(obj, node.attr))
                 return StaticRef(getattr(obj, node.attr))
             if node.attr in SWIZZLE:
                 return inner.component(self, [SWIZZLE[node.attr]])
@@ -509,6 +506,8 @@ class Frontend(ExprMixin):
             size = self.e.binop("-", end, begin)
             sizes.append(size)
             total = size if total is None else self.e.binop("*", total, size)
+        if total is None:  # a loop over a 0-D field (`for I in fs.grouped(x)`): one iteration
+            total = 1
         loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)
         self.depth += 1
         self.loop_depth += 1

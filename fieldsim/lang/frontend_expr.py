@@ -11,7 +11,7 @@ from fieldsim.errors import FieldsimNameError, FieldsimSyntaxError, FieldsimType
 from fieldsim.lang import matrix_ops, ops
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
-from fieldsim.lang.field import Field
+from fieldsim.lang.field import Field, placed_twin
 from fieldsim.lang.ir import Op, Stmt
 
 _BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -195,11 +195,7 @@ class ExprMixin:
                 return BoundMethod(base, name)
             raise FieldsimTypeError(f"{describe(base)} has no attribute or method {name!r}")
         if isinstance(base, Field) and name in ("grad", "dual"):
-            twin = getattr(base, name)
-            if twin is None:
-                raise FieldsimTypeError(f"field {base.ir_name!r} has no {name}: declare it with "
-                                        f"needs_{name}=True")
-            return twin
+            return placed_twin(base, name)
         if isinstance(base, (Stmt,)):
             raise FieldsimTypeError(f"a scalar {base.dtype} value has no attribute {name!r}")
         try:

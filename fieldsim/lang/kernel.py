@@ -15,6 +15,7 @@ import typing
 from fieldsim.errors import AccessRuleError, FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
+from fieldsim.lang.enums import AutodiffMode
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Kernel
 from fieldsim.lang.printer import print_kernel
@@ -96,6 +97,8 @@ class CompiledKernel:
 
 
 class KernelObj:
+    autodiff_mode = AutodiffMode.NONE  # Taichi's attribute: VALIDATION while on a validating Tape
+
     def __init__(self, fn):
         self.fn = fn
         self.__name__ = fn.__name__
@@ -259,6 +262,8 @@ def adjoint_program(ck: CompiledKernel, rt):
 
 class _AdjointLauncher:
     """`kernel.grad(*args)`: launch the adjoint with output gradients seeded by the user."""
+
+    autodiff_mode = AutodiffMode.REVERSE
 
     def __init__(self, owner: KernelObj):
         self.owner = owner

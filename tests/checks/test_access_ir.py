@@ -29,6 +29,10 @@ class FakeField:
         self.storage_shape = self.shape + ((n,) if n else ())
         self.grad = FakeField(name + ".grad", shape, n, dtype, False) if needs_grad else None
 
+    @property
+    def adjoint(self):  # fieldsim's name for the placed grad twin (None when there is none)
+        return self.grad
+
 
 class KB:
     """A kernel under construction. `at(text)` starts a new source line: every statement
