@@ -118,7 +118,27 @@ class ExprMixin:
 
     # ---- subscripts and attributes --------------------------------------------------------------
     def expr_Subscript(self, node: ast.Subscript):
-        base = self.expr(node.value)
+        if isinstance(node.value, ast.Subscript):
+            outer = self.expr(node.value.value)
+            if isinstance(outer, Field) and outer.ndim_el > 0:
+                return self.field_component(outer, node)
+            base = self.subscript_of(outer, node.value)
+        else:
+            base = self.expr(node.value)
+        return self.subscript_of(base, node)
+
+    def field_component(self, f: Field, node: ast.Subscript):
+        """`m[i][j, k]`: with a run-time component index, one LOAD of that component (the
+        whole element loaded and selected from would be a read of every component, which the
+        access-rule checker must count as such)."""
+        from fieldsim.lang.frontend import FieldRef
+        indices = self.field_indices(f, self.subscript_indices(node.value.slice))
+        idx = self.subscript_indices(node.slice)
+        if len(idx) == f.ndim_el and any(isinstance(i, Stmt) for i in idx):
+            return FieldRef(f, indices, None).component(self, idx).load(self)
+        return self.matval_get(self.load_field(f, indices), idx)
+
+    def subscript_of(self, base, node: ast.Subscript):
         idx = self.subscript_indices(node.slice)
         if isinstance(base, Field):
             return self.load_field(base, self.field_indices(base, idx))
