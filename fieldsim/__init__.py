@@ -31,6 +31,8 @@ from fieldsim.lang.types import (f16, f32, f64, float16, float32, float64, i8, i
 from fieldsim.gui import GUI
 from fieldsim import ad
 from fieldsim.ad import Tape
+from fieldsim.ad.stop_grad import stop_grad
+from fieldsim.lang.hints import block_local, cache_read_only
 
 types.ndarray = __import__("fieldsim.lang.kernel", fromlist=["NdarrayType"]).NdarrayType
 types.template = template

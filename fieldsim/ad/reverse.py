@@ -62,7 +62,7 @@ from fieldsim.lang.passes.lower_break import lower_break
 from fieldsim.lang.passes.offload import is_task
 from fieldsim.lang.passes.prune import prune
 
-_DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT})
+_DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT, Op.STOP_GRAD})
 _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() value",
                 Op.LOOP: "a while loop's trip count"}
 
@@ -107,11 +107,14 @@ def _refuse_unsupported(k: Kernel):
                 "statement, or compute the value in a kernel outside the Tape)", s.loc)
 
 
-def activity(body) -> set[int]:
-    """ids of the active statements (float values depending on a field with a grad) and of
-    the float ALLOCAs that store one."""
+def activity(body, stopped: set[int] | None = None) -> set[int]:
+    """ids of the active statements (float values depending on a field with a grad, not read
+    under `fs.stop_grad`) and of the float ALLOCAs that store one. `stopped`: the kernel's
+    `stopped_loads`, when `body` is one task of it (a marker may sit in another task)."""
+    from fieldsim.ad.stop_grad import stopped_loads
+    stopped = stopped_loads(body) if stopped is None else stopped
     active: set[int] = set()
-    stmts = list(walk(body))
+    stmts = [s for s in walk(body) if id(s) not in stopped]
     changed = True
     while changed:
         changed = False
@@ -140,7 +143,9 @@ class _KernelAD:
     """The adjoint kernel's top level: prologue copy, then the tasks' adjoints reversed."""
 
     def __init__(self, k: Kernel):
+        from fieldsim.ad.stop_grad import stopped_loads
         self.k = k
+        self.stopped = stopped_loads(k.body)  # LOADs under fs.stop_grad, kernel-wide
         self.b = IRBuilder()
         self.capacities: list[CapacityFormula] = []
         self.prologue: dict[int, Stmt] = {}
@@ -214,7 +219,7 @@ class _TaskAD:
     def build(self, body, index_map) -> list[Stmt]:
         self.direct.update(index_map)
         self.copy.update(index_map)
-        self.active = activity(body)
+        self.active = activity(body, self.kad.stopped)
         replay: list[Stmt] = []
         sweep: list[Stmt] = []
         with self.b.into(replay):

@@ -106,6 +106,10 @@ class Op(enum.IntEnum):
     CUSTOM_GRAD = enum.auto()
     CUSTOM_ADJ_IN = enum.auto()
     CUSTOM_ADJ_OUT = enum.auto()
+    # fs.stop_grad(x): no operands, no value; attr the field. In its block (and the blocks
+    # inside), LOADs of the field carry no derivative (`ad.stop_grad.stopped_loads`). Codegen
+    # emits nothing for it.
+    STOP_GRAD = enum.auto()
 
 
 UNARY = frozenset({Op.NEG, Op.ABS, Op.SQRT, Op.SIN, Op.COS, Op.TAN, Op.ASIN, Op.ACOS, Op.ATAN,
