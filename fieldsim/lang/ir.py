@@ -128,7 +128,7 @@ GLOBAL_WRITE = frozenset({Op.STORE, Op.ATOMIC})
 CONTROL = frozenset({Op.FOR, Op.LOOP, Op.IF, Op.SERIAL, Op.CUSTOM_GRAD})
 # ops whose result carries no derivative
 NONDIFF = (COMPARE | INT_ONLY | frozenset({Op.FLOOR, Op.CEIL, Op.ROUND, Op.NOT, Op.CONST, Op.ARG,
-                                           Op.RAND, Op.FLOORDIV}))
+                                           Op.RAND, Op.FLOORDIV, Op.STOP_GRAD}))
 ATOMIC_KINDS = ("add", "sub", "min", "max", "and", "or", "xor", "mul",
                 "xchg")  # xchg: made by reverse AD only (a winner takes a gradient)
 
