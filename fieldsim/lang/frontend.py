@@ -59,6 +59,9 @@ class Source:
 
 
 def parse_function(fn) -> Source:
+    if getattr(fn, "__name__", None) == "<lambda>":  # a lambda called in a kernel
+        from fieldsim.lang.pyfuncs import LambdaSource
+        return LambdaSource(fn)
     try:
         return Source(fn)
     except (OSError, TypeError) as e:

@@ -4,6 +4,7 @@ attributes and calls, evaluated to frontend values (constants, `Stmt`, `MatVal`,
 from __future__ import annotations
 
 import ast
+import types
 import builtins
 import numbers
 
@@ -302,6 +303,9 @@ class ExprMixin:
         if not callable(fn):
             raise FieldsimTypeError(f"{describe(fn)} is not callable")
         if any(isinstance(v, (Stmt, MatVal)) for v in list(args) + list(kwargs.values())):
+            if isinstance(fn, types.FunctionType):  # as Taichi runs it on its values: inlined
+                from fieldsim.lang.kernel import Func
+                return self.inline_func(Func(fn), args, kwargs, None)
             name = getattr(fn, "__name__", repr(fn))
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
                                       "decorate it with @fs.func to call it from a kernel")

@@ -342,3 +342,26 @@ def test_a_broken_rule_is_a_taichi_assertion_error():
         with fs.ad.Tape(loss=loss, validation=True):
             k()
     assert issubclass(fs.AccessRuleError, fs.FieldsimError)
+
+
+# ---- plain Python functions called in a kernel (Taichi runs them on its values) -------------
+def _helper_cube(v):
+    return v * v * v
+
+
+def test_plain_functions_and_lambdas_are_inlined_and_differentiated():
+    pair = [lambda v: fs.sin(v) * 2.0, lambda w: w * w]  # two on one line: told apart
+    x = fs.field(float, shape=N, needs_grad=True)
+    loss = fs.field(float, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            loss[None] += pair[0](x[i]) + pair[1](x[i]) + _helper_cube(x[i])
+
+    x.from_numpy(_xs())
+    with fs.ad.Tape(loss=loss):
+        k()
+    xs = _xs()
+    assert loss[None] == pytest.approx(float(np.sum(2 * np.sin(xs) + xs ** 2 + xs ** 3)), rel=1e-12)
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * np.cos(xs) + 2 * xs + 3 * xs ** 2, rtol=1e-12)
