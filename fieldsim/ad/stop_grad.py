@@ -1,14 +1,12 @@
 """`fs.stop_grad(x)` (Taichi's `ti.stop_grad`): inside a kernel, reads of field `x` carry no
-gradient in the block where it is called and the blocks inside it.
+gradient in the block where it is called (reads before the call included, as in Taichi) and
+the blocks inside it.
 
 Takes a field (scalar, vector or matrix) in kernel scope and emits one `Op.STOP_GRAD` marker
 statement (no operands, no value; codegen emits nothing). `stopped_loads(body)` is what the AD
 passes ask: the LOADs under a marker of their field. Reverse AD leaves them inactive (no
 adjoint, nothing accumulated into `x.grad`), forward mode gives them a zero tangent. A marker at
 the kernel's top level covers the whole kernel, as Taichi differentiates before offloading.
-
-Difference from Taichi (docs/COMPAT.md): Taichi stops the whole block even for reads written
-before the call; here too (the marker is found per block, wherever it sits in it).
 """
 from __future__ import annotations
 

@@ -129,7 +129,8 @@ class Field:
 
     def _check_live(self):
         if self.generation != runtime.get().generation or self.storage is None:
-            if self.shape is None and self.primal is not None and self.generation == runtime.get().generation:
+            if (self.shape is None and self.primal is not None and self.generation == runtime.get().generation
+                    and self.primal._unplaced.get(self.role) is self):
                 raise FieldsimRuntimeError(unplaced_twin_message(self))
             if self.shape is None and self.generation == runtime.get().generation:
                 raise RuntimeError(f"field {self.ir_name!r} has no shape yet: place it with "

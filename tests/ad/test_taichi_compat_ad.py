@@ -290,6 +290,23 @@ def test_stop_grad_at_the_top_of_a_kernel_stops_every_loop():
     assert not x.grad.to_numpy().any()
 
 
+def test_stop_grad_covers_reads_before_it_in_its_block():
+    x = fs.field(float, shape=N, needs_grad=True)
+    loss = fs.field(float, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            loss[None] += x[i] ** 2
+            fs.stop_grad(x)
+
+    x.from_numpy(_xs())
+    with fs.ad.Tape(loss=loss):
+        k()
+    assert loss[None] == pytest.approx(float(np.sum(_xs() ** 2)), rel=1e-12)
+    assert not x.grad.to_numpy().any()
+
+
 def test_stop_grad_gives_a_zero_tangent_in_forward_mode():
     x, loss, k = _two_loops(stop_first=True)
     v = np.linspace(-1.0, 1.0, N)
