@@ -35,6 +35,8 @@ from fieldsim import profiler, tools
 from fieldsim.tools import hex_to_rgb, rgb_to_hex
 from fieldsim import ad
 from fieldsim.ad import Tape
+from fieldsim.ad.stop_grad import stop_grad
+from fieldsim.lang.hints import block_local, cache_read_only
 
 from fieldsim.lang.ndarray import Ndarray, ndarray
 from fieldsim.lang import ndarray as _nd

@@ -42,8 +42,6 @@ UNSUPPORTED = {
     "length": "dynamic SNodes (fieldsim fields are dense)",
     "rescale_index": "sparse SNode hierarchies (fieldsim fields are dense)",
     "get_addr": "raw SNode addresses",
-    "block_local": "GPU block-local storage",
-    "cache_read_only": "GPU read-only caching hints",
     "no_activate": "sparse SNodes (fieldsim fields are dense)",
     "global_thread_idx": "thread indices of GPU backends",
     "experimental": "Taichi's experimental features",

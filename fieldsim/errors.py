@@ -88,13 +88,16 @@ class FieldsimIndexError(FieldsimError, IndexError):
     pass
 
 
-class AccessRuleError(FieldsimError):
-    """A global data access rule is broken: names the rule, kernel(s), field, and both places."""
-
-
 class ADStackOverflowError(FieldsimRuntimeError):
     pass
 
 
 class FieldsimAssertionError(FieldsimError, AssertionError):
     """A kernel `assert` failed (checked when fs.init(debug=True))."""
+
+
+class AccessRuleError(FieldsimAssertionError):
+    """A global data access rule is broken: names the rule, kernel(s), field, and both places.
+
+    An assertion error, as Taichi's own checker (`Tape(validation=True)`) reports a broken rule
+    with a `TaichiAssertionError`: `pytest.raises(ti.TaichiAssertionError)` catches it."""

@@ -26,8 +26,8 @@ def test_unsupported_name_in_kernel_is_located_at_the_kernel_line():
     @fs.kernel
     def k():
         for i in x:
-            fs.block_local(x)
+            x[i] = fs.global_thread_idx()
 
-    with pytest.raises(fs.FieldsimNameError, match="GPU block-local storage") as info:
+    with pytest.raises(fs.FieldsimNameError, match="thread indices of GPU backends") as info:
         k()
-    assert "fs.block_local(x)" in str(info.value)
+    assert "fs.global_thread_idx()" in str(info.value)

@@ -281,7 +281,7 @@ def _accumulated_then_read(cks, loss) -> list[str]:
 # ---- the comparison ---------------------------------------------------------------------------------
 def _check(fn, inputs, loss, start, opts, what) -> GradcheckReport:
     """`fn` re-runs the forward from `start` (a Rewind); the data hold what the forward left."""
-    ad = {id(f): f.grad.storage.to_numpy() for f in inputs}
+    ad = {id(f): f.adjoint.storage.to_numpy() for f in inputs}
     value = float(loss.storage.to_numpy())
 
     def evaluate(f, arr):
@@ -386,15 +386,15 @@ def _check_entry(k, n, entry, pre, counter, rw, opts) -> EntryCheck:
     """Seed the gradients of every field the entry touches with r, run its adjoint alone; the
     gradients of the fields it reads must equal d(r . F(state))/d field by finite differences."""
     reads, writes = rw
-    touched = [f for f in {**reads, **writes}.values() if f.dtype.is_float and f.grad is not None]
-    inputs = [f for f in reads.values() if f.dtype.is_float and f.grad is not None]
+    touched = [f for f in {**reads, **writes}.values() if f.dtype.is_float and f.adjoint is not None]
+    inputs = [f for f in reads.values() if f.dtype.is_float and f.adjoint is not None]
     seeds = {id(f): opts.rng.uniform(-1, 1, f.storage_shape).astype(f.dtype.np) for f in touched}
     pre.restore()
     run_forward(entry, counter)
     for f in touched:
-        f.grad.storage.from_numpy(seeds[id(f)])
+        f.adjoint.storage.from_numpy(seeds[id(f)])
     entry.backward()
-    ad = {id(f): f.grad.storage.to_numpy() for f in inputs}
+    ad = {id(f): f.adjoint.storage.to_numpy() for f in inputs}
 
     def evaluate(f, arr):
         pre.restore()
@@ -489,7 +489,7 @@ def _check_inputs(inputs) -> list:
     for f in inputs:
         if not isinstance(f, Field):
             raise TypeError(f"gradcheck: inputs must be fields, got {f!r}")
-        if not f.dtype.is_float or f.grad is None:
+        if not f.dtype.is_float or f.adjoint is None:
             raise ValueError(f"gradcheck: input field {f.ir_name!r} needs a gradient: declare it "
                              "as a float field with needs_grad=True")
     return inputs

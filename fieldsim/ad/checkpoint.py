@@ -45,7 +45,7 @@ def data_fields() -> list:
 
 
 def grad_fields(fields) -> list:
-    return [f.grad for f in fields if f.grad is not None and f.grad.storage is not None]
+    return [f.adjoint for f in fields if f.adjoint is not None and f.adjoint.storage is not None]
 
 
 class Snapshot:

@@ -16,7 +16,9 @@ from fieldsim.ir.ir import Kernel, Op, Stmt
 
 
 def make_tangent(kernel: Kernel) -> Kernel:
+    from fieldsim.ad.stop_grad import stopped_loads
     t = _Tangent()
+    t.stopped = stopped_loads(kernel.body)
     body = t.block(kernel.body)
     return Kernel(kernel.name + ".jvp", kernel.params, body, kernel.ret, kernel.loc, dict(kernel.meta))
 
@@ -25,6 +27,7 @@ class _Tangent:
     def __init__(self):
         self.new: dict[int, Stmt] = {}  # primal stmt -> its copy
         self.tan: dict[int, Stmt | None] = {}  # primal stmt -> tangent of its copy
+        self.stopped: set[int] = set()  # LOADs under fs.stop_grad
 
     def block(self, stmts) -> list[Stmt]:
         out: list[Stmt] = []
@@ -100,7 +103,7 @@ class _Tangent:
     # ---- global memory --------------------------------------------------------------------------
     def op_load(self, b, s):
         c = self.copy(b, s)
-        dual = _dual(s.field)
+        dual = _dual(s.field) if id(s) not in self.stopped else None  # fs.stop_grad: no tangent
         if dual is not None:
             self.tan[id(s)] = b.load(dual, c.args)
 
@@ -131,6 +134,6 @@ class _Tangent:
 def _dual(field):
     if not field.dtype.is_float:
         return None
-    if field.dual is None and field.role in ("primal", "hidden"):
-        field.dual = field._twin("dual")
-    return field.dual
+    if field.tangent is None and field.role in ("primal", "hidden"):
+        field._attach("dual")
+    return field.tangent

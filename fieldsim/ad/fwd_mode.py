@@ -23,11 +23,10 @@ class FwdMode:
         for f in (self.param, self.loss):
             if not f.dtype.is_float:
                 raise FieldsimError(f"FwdMode: field {f.ir_name!r} is not a float field")
-            if f.dual is None:
-                f.dual = f._twin("dual")
+            f._attach("dual")
         if self.clear_gradients:
             clear_all_duals()
-        self.param.dual.storage.from_numpy(self._seed_array())
+        self.param.tangent.storage.from_numpy(self._seed_array())
         rt.fwd_mode = self
         return self
 
@@ -46,6 +45,10 @@ class FwdMode:
 
     def __exit__(self, exc_type, exc, tb):
         runtime.get().fwd_mode = None
+        # the seed is cleared on leaving (as Taichi does): a later FwdMode with
+        # clear_gradients=False, or a plain launch, must not see it as a tangent
+        if self.param.tangent is not None and self.param.tangent.storage is not None:
+            self.param.tangent.storage.zero()
         return False
 
 

@@ -38,7 +38,7 @@ def jacobian(fn, inputs, outputs, mode="auto") -> np.ndarray:
     inputs, outputs = _fields(inputs, "inputs"), _fields(outputs, "outputs")
     n_in, n_out = _size(inputs), _size(outputs)
     if mode == "auto":
-        mode = "forward" if n_in < n_out or any(f.grad is None for f in inputs) else "reverse"
+        mode = "forward" if n_in < n_out or any(f.adjoint is None for f in inputs) else "reverse"
     if mode not in ("forward", "reverse"):
         raise ValueError(f"jacobian: mode must be 'auto', 'forward' or 'reverse', got {mode!r}")
     with Rewind(what="fs.ad.jacobian") as start:
@@ -49,35 +49,34 @@ def jacobian(fn, inputs, outputs, mode="auto") -> np.ndarray:
 
 def _reverse(fn, inputs, outputs) -> np.ndarray:
     for f in inputs:
-        if f.grad is None:
+        if f.adjoint is None:
             raise ValueError(f"jacobian(mode='reverse'): input {f.ir_name!r} has no gradient: "
                              "declare it with needs_grad=True, or use mode='forward'")
     with Tape() as tape:
         fn()
     rows = []
     for out in outputs:
-        if out.grad is None:
+        if out.adjoint is None:
             raise ValueError(f"jacobian(mode='reverse'): output {out.ir_name!r} has no gradient: "
                              "declare it with needs_grad=True, or use mode='forward'")
         for r in range(_size([out])):
             tape.zero()
             tape.backward(grads={out: _one_hot(out, r)})
-            rows.append(_concat(f.grad for f in inputs))
+            rows.append(_concat(f.adjoint for f in inputs))
     tape.zero()
     return np.array(rows).reshape(_size(outputs), _size(inputs))
 
 
 def _forward(fn, inputs, outputs, start) -> np.ndarray:
     for o in outputs:
-        if o.dual is None:  # as FwdMode does for its loss; a kernel that never writes o leaves 0
-            o.dual = o._twin("dual")
+        o._attach("dual")  # as FwdMode does for its loss; a kernel that never writes o leaves 0
     cols = []
     for f in inputs:
         for c in range(_size([f])):
             start.reset()
             with FwdMode(loss=outputs[0], param=f, seed=_one_hot(f, c)):
                 fn()
-            cols.append(_concat(o.dual for o in outputs))
+            cols.append(_concat(o.tangent for o in outputs))
     return np.array(cols).reshape(_size(inputs), _size(outputs)).T.copy()
 
 

@@ -63,7 +63,7 @@ from fieldsim.ir.passes.offload import is_task
 from fieldsim.ir.passes.prune import prune
 from fieldsim.ir.passes.run import run_pass
 
-_DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT})
+_DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT, Op.STOP_GRAD})
 _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() value",
                 Op.LOOP: "a while loop's trip count"}
 
@@ -108,11 +108,14 @@ def _refuse_unsupported(k: Kernel):
                 "statement, or compute the value in a kernel outside the Tape)", s.loc)
 
 
-def activity(body) -> set[int]:
-    """ids of the active statements (float values depending on a field with a grad) and of
-    the float ALLOCAs that store one."""
+def activity(body, stopped: set[int] | None = None) -> set[int]:
+    """ids of the active statements (float values depending on a field with a grad, not read
+    under `fs.stop_grad`) and of the float ALLOCAs that store one. `stopped`: the kernel's
+    `stopped_loads`, when `body` is one task of it (a marker may sit in another task)."""
+    from fieldsim.ad.stop_grad import stopped_loads
+    stopped = stopped_loads(body) if stopped is None else stopped
     active: set[int] = set()
-    stmts = list(walk(body))
+    stmts = [s for s in walk(body) if id(s) not in stopped]
     changed = True
     while changed:
         changed = False
@@ -131,7 +134,7 @@ def _activates(s: Stmt, active) -> tuple:
     if s.op == Op.CUSTOM_GRAD and has_user_adjoint(s):  # it may pass gradients the code cannot
         return tuple(s.attr.outputs) if any(id(a) in active for a in s.args) else ()
     if s.op == Op.LOAD:
-        return (s,) if s.field.grad is not None else ()
+        return (s,) if s.field.adjoint is not None else ()
     if s.op == Op.LOCAL_LOAD or s.op in RULES:
         return (s,) if any(id(a) in active for a in s.args) else ()
     return ()
@@ -141,7 +144,9 @@ class _KernelAD:
     """The adjoint kernel's top level: prologue copy, then the tasks' adjoints reversed."""
 
     def __init__(self, k: Kernel):
+        from fieldsim.ad.stop_grad import stopped_loads
         self.k = k
+        self.stopped = stopped_loads(k.body)  # LOADs under fs.stop_grad, kernel-wide
         self.b = IRBuilder()
         self.capacities: list[CapacityFormula] = []
         self.prologue: dict[int, Stmt] = {}
@@ -214,7 +219,7 @@ class _TaskAD:
     def build(self, body, index_map) -> list[Stmt]:
         self.direct.update(index_map)
         self.copy.update(index_map)
-        self.active = activity(body)
+        self.active = activity(body, self.kad.stopped)
         replay: list[Stmt] = []
         sweep: list[Stmt] = []
         with self.b.into(replay):
@@ -399,10 +404,10 @@ class _TaskAD:
     def rev_load(self, s: Stmt):
         if id(s) in self.adj:
             g = self.consume(s)
-            self.b.atomic("add", s.field.grad, self.indices(s), g)
+            self.b.atomic("add", s.field.adjoint, self.indices(s), g)
 
     def rev_store(self, s: Stmt):
-        grad = s.field.grad
+        grad = s.field.adjoint
         if grad is None or not grad.dtype.is_float:
             return
         idx = self.indices(s)
@@ -412,10 +417,10 @@ class _TaskAD:
 
     def rev_atomic(self, s: Stmt):
         field, kind = s.attr
-        if field.grad is None or id(s.value) not in self.active:
+        if field.adjoint is None or id(s.value) not in self.active:
             return
         if kind in ("add", "sub"):
-            g = self.b.load(field.grad, self.indices(s))
+            g = self.b.load(field.adjoint, self.indices(s))
             self.accumulate(s.value, g if kind == "add" else self.b.neg(g))
         elif kind in ("max", "min"):
             self.rev_atomic_extremum(s)
@@ -427,7 +432,7 @@ class _TaskAD:
         idx = self.indices(s)
         won = self.b.if_(self.b.binary(Op.EQ, self.primal(s.value), self.b.load(s.field, idx)))
         with self.b.into(won.blocks[0]):
-            grad = s.field.grad
+            grad = s.field.adjoint
             self.accumulate(s.value, self.b.atomic("xchg", grad, idx, self.zero(grad.dtype)))
 
     def rev_if(self, s: Stmt):

@@ -16,7 +16,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from fieldsim.errors import FieldsimError, Loc
+from fieldsim.errors import FieldsimError, FieldsimRuntimeError, Loc
 from fieldsim.ir.ir import GLOBAL_WRITE, Op, walk
 from fieldsim.lang import runtime
 
@@ -49,7 +49,7 @@ class _PythonWrite:
         self.field, self.idx = field, idx
 
     def backward(self):
-        g = self.field.grad
+        g = self.field.adjoint
         if g is None:
             return
         if self.idx is None:
@@ -90,6 +90,7 @@ class Tape:
     def __exit__(self, exc_type, exc, tb):
         rt = runtime.get()
         rt.tape = None
+        self._restore_modes()
         if exc_type is not None:
             return False
         if self.loss is not None:
@@ -99,6 +100,24 @@ class Tape:
                 tape_grad_check(self, self.grad_check)
         return False
 
+    # ---- Taichi's view of the recording: `calls` and `modes` ---------------------------------------
+    @property
+    def calls(self) -> list:
+        """(callable, args) of each kernel launch and `grad_replaced` call recorded, in order."""
+        return [(e.kernel, e.args) if isinstance(e, _Launch) else (e.fn, e.args)
+                for e in self.entries if isinstance(e, (_Launch, _Custom))]
+
+    @property
+    def modes(self) -> list:
+        """The autodiff mode each recorded call ran in (Taichi's `Tape.modes`)."""
+        return [getattr(fn, "autodiff_mode", _mode_none()) for fn, _ in self.calls]
+
+    def _restore_modes(self):
+        """Kernels leave a validating Tape in AutodiffMode.NONE, as in Taichi."""
+        for e in self.entries:
+            if isinstance(e, _Launch):
+                e.kernel.autodiff_mode = _mode_none()
+
     def on_launch(self, kernel, ck, args, kwargs, values):
         """Check a launch before it runs and record it (a launch inside a `grad_replaced` unit
         is checked, not recorded). Returns None, or under validation the callable that runs
@@ -106,6 +125,9 @@ class Tape:
         run = self.state.launch(kernel, ck, values) if self.state is not None else None
         if self.unit_depth:
             return run
+        if self.validation:
+            from fieldsim.lang.enums import AutodiffMode
+            kernel.autodiff_mode = AutodiffMode.VALIDATION
         entry = _Launch(kernel, args, kwargs, ck)
         self.entries.append(entry)
         if run is not None:
@@ -132,12 +154,12 @@ class Tape:
     def backward(self, loss=None, grads=None):
         """Seed `loss.grad[None] = 1` (or the given `grads`) and run the adjoints in reverse."""
         if loss is not None:
-            if loss.grad is None:
+            if loss.adjoint is None:
                 raise FieldsimError(f"loss field {loss.ir_name!r} has no gradient: declare it with "
                                     "needs_grad=True")
-            loss.grad.storage.fill(1)
+            loss.adjoint.storage.fill(1)
         for f, seed in (grads or {}).items():
-            target = f.grad if f.grad is not None else None
+            target = f.adjoint if f.adjoint is not None else None
             if target is None:
                 raise FieldsimError(f"field {f.ir_name!r} has no gradient to seed")
             target.storage.from_numpy(np.broadcast_to(np.asarray(seed, dtype=f.dtype.np),
@@ -167,6 +189,11 @@ class Tape:
         return write_tape_dot(self, path)
 
 
+def _mode_none():
+    from fieldsim.lang.enums import AutodiffMode
+    return AutodiffMode.NONE
+
+
 def _check_loss(loss):
     from fieldsim.lang.field import Field
     from fieldsim.lang.ndarray import Ndarray
@@ -174,7 +201,7 @@ def _check_loss(loss):
         pass  # Taichi takes an ndarray loss of one element, shape () or (1,)
     elif not isinstance(loss, Field) or loss.shape != () or loss.ndim_el != 0:
         raise ValueError(f"the Tape's loss must be a 0-D scalar field (shape=()), got {loss!r}")
-    if loss.grad is None:
+    if loss.adjoint is None:
         raise RuntimeError(f"the Tape's loss field {loss.ir_name!r} has no gradient: declare it "
                            "with needs_grad=True (or call fs.root.lazy_grad())")
 
@@ -228,16 +255,16 @@ def _warn_cut_chains(entries):
             continue
         reads, writes = field_sets(e.ck)
         for f in reads.values():
-            if id(f) in written_from_grad and f.grad is None:
+            if id(f) in written_from_grad and f.adjoint is None:
                 warnings.warn(f"field {f.ir_name!r} has no gradient (needs_grad=False) but sits in the "
                               f"middle of a differentiated chain: kernel {e.kernel.__name__!r} reads "
                               "it after an earlier kernel wrote it from values with gradients, so the "
                               "gradient stops there. Declare it with needs_grad=True.", UserWarning,
                               stacklevel=4)
                 written_from_grad.pop(id(f))
-        if any(f.grad is not None for f in reads.values()):
+        if any(f.adjoint is not None for f in reads.values()):
             for f in writes.values():
-                if f.grad is None and f.dtype.is_float and f.role == "primal":
+                if f.adjoint is None and f.dtype.is_float and f.role == "primal":
                     written_from_grad[id(f)] = f
 
 
@@ -255,10 +282,27 @@ def field_sets(ck):
     return cached
 
 
-def clear_all_gradients(gradient_type="adjoint"):
+def clear_all_gradients(gradient_type=None):
+    """Zero every gradient field (`gradient_type` ADJOINT, the default: the `.grad` twins) or
+    every dual field (DUAL), as Taichi's `ti.ad.clear_all_gradients` does. A Tape clears the
+    adjoints only: the duals belong to forward mode."""
+    role = _gradient_role(gradient_type)
     for f in runtime.get().fields:
-        if f.role in ("grad", "dual") and f.storage is not None:
+        if f.role == role and f.storage is not None:
             f.storage.zero()
+
+
+def _gradient_role(gradient_type) -> str:
+    from fieldsim.lang.enums import SNodeGradType
+    if gradient_type is None:
+        return "grad"
+    named = {SNodeGradType.ADJOINT: "grad", SNodeGradType.DUAL: "dual", "adjoint": "grad",
+             "grad": "grad", "dual": "dual"}
+    key = gradient_type.lower() if isinstance(gradient_type, str) else gradient_type
+    if key not in named:
+        raise FieldsimError(f"clear_all_gradients: gradient_type must be SNodeGradType.ADJOINT or "
+                            f"SNodeGradType.DUAL, got {gradient_type!r}")
+    return named[key]
 
 
 def grad_replaced(fn):
@@ -306,15 +350,35 @@ def _forward_through_custom(wrapper, fn, args, kwargs):
 
 
 def grad_for(primal):
-    """Register the decorated function as the backward of a `grad_replaced` function."""
+    """Register the decorated function as the backward of a `grad_replaced` function. As in
+    Taichi, a primal that is not a `grad_replaced` function (a plain function, or a kernel, whose
+    `.grad` is its own adjoint) is refused with a RuntimeError: replacing a kernel's adjoint
+    would silently change every `kernel.grad()` and Tape that uses it."""
 
     def decorator(fn):
+        name = getattr(primal, "__name__", repr(primal))
+        loc = _def_loc(fn)
         if not hasattr(primal, "grad"):
-            raise FieldsimError(f"{getattr(primal, '__name__', primal)!r} is not a grad_replaced "
-                                "function; decorate it with @fs.ad.grad_replaced first")
+            raise FieldsimRuntimeError(
+                f"@fs.ad.grad_for({name}): primal function {name!r} must be decorated with "
+                "@fs.ad.grad_replaced", loc)
+        if primal.grad is not None:
+            raise FieldsimRuntimeError(
+                f"@fs.ad.grad_for({name}): the primal must be a Python function decorated with "
+                f"@fs.ad.grad_replaced, not a kernel ({name!r} already has its adjoint "
+                f"`{name}.grad`); wrap the kernel launch in a @fs.ad.grad_replaced function "
+                "and register the backward for that", loc)
         primal.grad = fn
         return fn
     return decorator
+
+
+def _def_loc(fn) -> Loc | None:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    line = linecache.getline(code.co_filename, code.co_firstlineno).rstrip("\n")
+    return Loc(code.co_filename, code.co_firstlineno, 0, None, fn.__name__, line)
 
 
 def no_grad(fn):
@@ -328,6 +392,9 @@ def no_grad(fn):
         finally:
             rt.no_grad_depth -= 1
 
+    def placeholder(*args, **kwargs):  # `forward.grad(...)`: a no_grad function has no adjoint
+        return None
+
     wrapper.__name__ = fn.__name__
-    wrapper.grad = None
+    wrapper.grad = placeholder
     return wrapper

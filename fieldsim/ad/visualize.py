@@ -119,7 +119,7 @@ class _Graph:
     def field_node(self, f) -> str:
         shape = "x".join(str(n) for n in f.shape) if f.shape else "0-D"
         label = _q(f"{f.ir_name}\n{shape} {f.dtype}").replace("\n", "\\n")
-        style = 'style="filled", fillcolor="#cfe2ff"' if f.grad is not None else 'style="dashed"'
+        style = 'style="filled", fillcolor="#cfe2ff"' if f.adjoint is not None else 'style="dashed"'
         red = f", {_RED}" if any(v[1] == f.ir_name for v in self.violations) else ""
         return f'  "f{f.uid}" [label="{label}", shape=box, {style}{red}];'
 

@@ -8,6 +8,9 @@ an ATOMIC whose old value is used), in program order. The rules are pure functio
   element: in the same thread, from another thread of a parallel loop, or in a later task.
 * Rule 2 (accumulate only): on a field with a gradient, a write may follow a write of the same
   element only if it is an atomic add/sub (`+=`, `-=`), or if both are the same atomic min/max.
+  A first write whose value carries no derivative (AD's activity analysis: it depends on no
+  field with a gradient, e.g. `p[i] += i`) may be overwritten later in the same thread: the
+  overwrite's adjoint consumes the element's gradient, and nothing upstream was owed a share.
 
 Each rule returns `Finding`s: 'violation' when index reasoning (`index_expr`) shows the two
 accesses can touch one element, 'undecided' when data-dependent indices leave it open.
@@ -54,6 +57,7 @@ class Access:
     stmt: Stmt | None = None
     loop_vars: tuple = ()  # per loop in `loops`: its index atom (`index_expr.Var`), None for LOOP
     guards: tuple = ()  # forms g >= 0 that the enclosing `if`s guarantee (`Forms.guards`)
+    inert: bool = False  # a write whose value carries no derivative (not active for reverse AD)
 
     @property
     def is_write(self) -> bool:
@@ -74,13 +78,17 @@ class Finding:
 # --------------------------------------------------------------------------------- summary
 def summarize(kernel: Kernel) -> list[Access]:
     """The kernel's effect table: every field access with its symbolic index forms."""
+    from fieldsim.ad.reverse import activity
     ix = _index(kernel)
     forms = Forms(ix.sites, ix.stores)
+    active = activity(kernel.body)
     accesses = []
     for s in ix.access_stmts:
         found = _accesses_of(s, ix.sites[id(s)], forms, kernel, id(s) in ix.used)
         if id(s) in ix.unreplayed:  # its reads are never recomputed: only its writes matter
             found = [a for a in found if a.is_write]
+        if s.op != Op.LOAD and id(s.value) not in active:
+            found = [replace(a, inert=True) if a.is_write else a for a in found]
         accesses.extend(found)
     return [_label_rmw(a, accesses, ix.stores) for a in accesses]
 
@@ -209,17 +217,33 @@ def rule2(accesses: list[Access], env: dict | None = None, kernel: str = "?") ->
     """Rule 2: after a write, only atomic adds (or the same atomic min/max) on fields with grads."""
     out = []
     for group in _by_field(accesses):
-        if getattr(group[0].field, "grad", None) is None:
+        if getattr(group[0].field, "adjoint", None) is None:
             continue
         writes = [w for w in group if w.is_write]
         for w1 in writes:
             for w2 in writes:
                 if _accumulates(w1, w2):
                     continue
-                meet = later_meet(w1, w2, env)
+                meet = rule2_meet(w1, w2, env)
                 if meet.answer:
                     out.append(_finding(2, kernel, w1, w2, meet))
     return out
+
+
+def rule2_meet(w1: Access, w2: Access, env: dict | None = None) -> Meet:
+    """How `w2` can overwrite `w1`'s element, for Rule 2: never, when `w1` writes no
+    derivative and `w2` can only follow it in order."""
+    if w1.inert and _in_order(w1, w2, env):
+        return NO_MEET
+    return later_meet(w1, w2, env)
+
+
+def _in_order(w1: Access, w2: Access, env: dict | None) -> bool:
+    """Can `w2` meet `w1`'s element only after it in program order (the same thread, or a
+    later task), never from another thread running at the same time?"""
+    if w1.task_index != w2.task_index or w1.thread_mode != "parallel":
+        return True
+    return not overlap(w1, w2, False, env).answer
 
 
 def _accumulates(w1: Access, w2: Access) -> bool:
@@ -263,7 +287,7 @@ class KernelCheck:
             return self.symbolic
         found = []
         for f in self.symbolic:
-            meet = later_meet(f.first, f.second, env)
+            meet = (rule2_meet if f.rule == 2 else later_meet)(f.first, f.second, env)
             if meet.answer:
                 found.append(_finding(f.rule, self.kernel.name, f.first, f.second, meet))
         return sorted(found, key=_severity)

@@ -89,6 +89,7 @@ class Forms:
         c = c.const
         if x.is_const():
             return Affine(x.const // c if s.op == Op.FLOORDIV else x.const % c)
+        x = self.merge_digits(x)
         atom = next(iter(x.terms)) if len(x.terms) == 1 else None
         if not isinstance(atom, Var) or x.terms[atom] != 1 or x.const != 0:
             return self.opaque(s)
@@ -97,6 +98,31 @@ class Forms:
         if s.op == Op.MOD and (atom.size is None or atom.size % c == 0):
             return Affine.of(self.loop_var(atom.loop, atom.stride, c))
         return self.opaque(s)
+
+    def merge_digits(self, x: Affine) -> Affine:
+        """Recombine digits of one loop index: `(i//s)%c + c*((i//(s*c))%m)` is `(i//s)%(c*m)`
+        (with m None: no modulo), for integer `i` and positive `s`, `c` (floor semantics). So the
+        flat component index `2*j + k` of `m[i][j, k]`, with j, k the digits of an ndrange loop,
+        is the loop index again, and `(2*j + k) // 2`, `(2*j + k) % 2` are j and k."""
+        terms = dict(x.terms)
+        merged = True
+        while merged:
+            merged = False
+            for a, ca in terms.items():
+                if not isinstance(a, Var) or a.size is None:
+                    continue
+                for b, cb in terms.items():
+                    if (isinstance(b, Var) and b is not a and b.loop is a.loop
+                            and b.stride == a.stride * a.size and cb == ca * a.size):
+                        size = None if b.size is None else a.size * b.size
+                        del terms[a], terms[b]
+                        whole = self.loop_var(a.loop, a.stride, size)
+                        terms[whole] = terms.get(whole, 0) + ca
+                        merged = True
+                        break
+                if merged:
+                    break
+        return Affine(x.const, terms)
 
     def _local(self, s: Stmt) -> Affine:
         stores = self.stores.get(id(s.args[0]), [])

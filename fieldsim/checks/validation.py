@@ -113,7 +113,7 @@ def _class_of(a: Access) -> int:
 
 
 def _has_grad(f) -> bool:
-    return getattr(f, "grad", None) is not None
+    return getattr(f, "adjoint", None) is not None
 
 
 # ------------------------------------------------------------------------------------ the plan

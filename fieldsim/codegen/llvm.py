@@ -314,6 +314,9 @@ class TaskLowering:
                 self.b.branch(merge_bb)
         self.b.position_at_end(merge_bb)
 
+    def op_stop_grad(self, s):  # a marker for the AD passes only
+        return None
+
     def op_break(self, s):
         self.b.branch(self.loops[-1][1])
 

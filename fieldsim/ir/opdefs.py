@@ -99,6 +99,10 @@ class Op(enum.IntEnum):
     CUSTOM_GRAD = enum.auto()
     CUSTOM_ADJ_IN = enum.auto()
     CUSTOM_ADJ_OUT = enum.auto()
+    # fs.stop_grad(x): no operands, no value; attr the field. In its block (and the blocks
+    # inside), LOADs of the field carry no derivative (`ad.stop_grad.stopped_loads`). Codegen
+    # emits nothing for it.
+    STOP_GRAD = enum.auto()
 
 
 class Effect(enum.Enum):
@@ -112,6 +116,7 @@ class Effect(enum.Enum):
     CONTROL = "control"  # owns blocks or transfers control
     STACK = "stack"  # touches a per-thread AD stack
     CHECK = "check"  # may raise at run time (assert)
+    MARKER = "marker"  # marks its block for a pass; nothing at run time
 
 
 class Result(enum.Enum):
@@ -282,6 +287,7 @@ _SPECS = {
     Op.CUSTOM_GRAD: _statement(None, Result.NONE, Effect.CONTROL),
     Op.CUSTOM_ADJ_IN: _spec(arity=0, result=Result.GIVEN, operands=Operands.ANY, effect=Effect.PURE,
                            differentiable=False, lowering=Lowering.REGION),
+    Op.STOP_GRAD: _statement(0, Result.NONE, Effect.MARKER),
     Op.CUSTOM_ADJ_OUT: _spec(arity=None, result=Result.NONE, operands=Operands.ANY,
                             effect=Effect.CONTROL, differentiable=False, lowering=Lowering.REGION),
 }
@@ -302,6 +308,7 @@ _ATTR_TEXT = {
     Op.CUSTOM_GRAD: lambda a: f" {a.name}",
     Op.CUSTOM_ADJ_IN: lambda a: f" out{a}",
     Op.STACK_ALLOCA: lambda a: f" {a.name}#{a.capacity_key}",
+    Op.STOP_GRAD: lambda a: f" {getattr(a, 'ir_name', None) or getattr(a, 'name', '?')}",
 }
 OPDEFS: dict[Op, OpDef] = {op: OpDef(op, **spec, attr_text=_ATTR_TEXT.get(op))
                            for op, spec in _SPECS.items()}
@@ -325,7 +332,8 @@ GLOBAL_ACCESS = GLOBAL_READ | GLOBAL_WRITE
 CONTROL = frozenset({Op.FOR, Op.LOOP, Op.IF, Op.SERIAL, Op.CUSTOM_GRAD})  # ops that own blocks
 NO_VALUE = _ops(lambda d: not d.has_value)
 # ops whose result carries no derivative
-NONDIFF = _ops(lambda d: not d.differentiable and d.effect in (Effect.PURE, Effect.RANDOM)
+NONDIFF = _ops(lambda d: not d.differentiable
+               and d.effect in (Effect.PURE, Effect.RANDOM, Effect.MARKER)
                and d.lowering is not Lowering.REGION)
 ATOMIC_KINDS = ("add", "sub", "min", "max", "and", "or", "xor", "mul",
                 "xchg")  # xchg: made by reverse AD only (a winner takes a gradient)

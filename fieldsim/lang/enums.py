@@ -22,14 +22,16 @@ CPU_EXTENSIONS = frozenset({extension.data64, extension.adstack, extension.asser
                             extension.extfunc})
 
 
-class AutodiffMode(enum.Enum):
+# IntEnums: a program that imports `taichi.lang.enums` while fieldsim stands in for Taichi may
+# load this module a second time under that name; int values keep the two copies' members equal.
+class AutodiffMode(enum.IntEnum):
     NONE = 0
     VALIDATION = 1
     FORWARD = 2
     REVERSE = 3
 
 
-class SNodeGradType(enum.Enum):
+class SNodeGradType(enum.IntEnum):
     PRIMAL = 0
     ADJOINT = 1
     DUAL = 2

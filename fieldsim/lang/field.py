@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from fieldsim.errors import FieldsimError
+from fieldsim.errors import FieldsimError, FieldsimRuntimeError
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 
@@ -31,8 +31,9 @@ class Field:
         self.ir_name = self.name or f"field{self.uid}"
         self.shape = None
         self.storage = None
-        self.grad: Field | None = None
-        self.dual: Field | None = None
+        self._grad: Field | None = None
+        self._dual: Field | None = None
+        self._unplaced: dict = {}  # role -> a twin the user can see but has not placed yet
         self.primal: Field | None = None
         self.needs_grad = needs_grad
         self.needs_dual = needs_dual
@@ -44,20 +45,81 @@ class Field:
         if shape is not None:
             self._place(_normalize_shape(shape, self))
 
-    def _twin(self, role: str) -> Field:
+    # ---- grad and dual twins --------------------------------------------------------------------
+    # `x.grad` / `x.dual` of a float field always exist, as in Taichi, so that
+    # `fs.root.place(x, x.grad)` works; fieldsim's own code asks `x.adjoint` / `x.tangent`,
+    # which are None until the twin is placed (needs_grad=True, lazy_grad, or placed by hand).
+    @property
+    def grad(self) -> Field | None:
+        return self._grad if self._grad is not None else self._unplaced_twin("grad")
+
+    @grad.setter
+    def grad(self, twin):
+        self._grad = twin
+
+    @property
+    def dual(self) -> Field | None:
+        return self._dual if self._dual is not None else self._unplaced_twin("dual")
+
+    @dual.setter
+    def dual(self, twin):
+        self._dual = twin
+
+    @property
+    def adjoint(self) -> Field | None:
+        """The placed gradient twin, or None: what AD and the checker use."""
+        return self._grad
+
+    @property
+    def tangent(self) -> Field | None:
+        """The placed dual twin, or None."""
+        return self._dual
+
+    def _unplaced_twin(self, role: str) -> Field | None:
+        if self.role != "primal" or not self.dtype.is_float:
+            return None
+        twin = self._unplaced.get(role)
+        if twin is None:
+            twin = self._unplaced[role] = self._twin(role, place=False)
+        return twin
+
+    def _attach(self, role: str) -> Field:
+        """The placed twin of `role`, made (or the user's unplaced one placed) if needed."""
+        current = self._grad if role == "grad" else self._dual
+        if current is not None:
+            return current
+        twin = self._unplaced.pop(role, None) or self._twin(role, place=False)
+        setattr(self, "_" + role, twin)
+        if role == "grad":
+            self.needs_grad = True
+        else:
+            self.needs_dual = True
+        if self.shape is not None and twin.shape is None:
+            twin._place(self.shape)
+        return twin
+
+    def _twin(self, role: str, place: bool = True) -> Field:
         twin = Field(self.dtype, None, f"{self.ir_name}.{role}", n=self.n, m=self.m,
                      ndim_el=self.ndim_el, _role=role)
         twin.primal = self
-        if self.shape is not None:
+        if place and self.shape is not None:
             twin._place(self.shape)
         return twin
 
     def _place(self, shape: tuple):
         if self.shape is not None and self.shape != shape:
             raise ValueError(f"field {self.ir_name!r} is already placed with shape {self.shape}")
+        primal = self.primal
+        if primal is not None and primal._unplaced.get(self.role) is self:
+            primal._attach(self.role)  # the user placed x.grad by hand: it is now x's gradient
+            if self.shape is not None:  # placed just now, with its primal's shape
+                if self.shape != shape:
+                    raise ValueError(f"field {self.ir_name!r} must have the shape of "
+                                     f"{primal.ir_name!r}, {self.shape}; got {shape}")
+                return
         self.shape = shape
         self.storage = runtime.get().backend().allocate(self.storage_shape, self.dtype)
-        for twin in (self.grad, self.dual):
+        for twin in (self._grad, self._dual):
             if twin is not None and twin.shape is None:
                 twin._place(shape)
 
@@ -67,6 +129,9 @@ class Field:
 
     def _check_live(self):
         if self.generation != runtime.get().generation or self.storage is None:
+            if (self.shape is None and self.primal is not None and self.generation == runtime.get().generation
+                    and self.primal._unplaced.get(self.role) is self):
+                raise FieldsimRuntimeError(unplaced_twin_message(self))
             if self.shape is None and self.generation == runtime.get().generation:
                 raise RuntimeError(f"field {self.ir_name!r} has no shape yet: place it with "
                                    "fs.root.dense(...).place(...) or give shape=")
@@ -203,6 +268,27 @@ ScalarField = Field
 MatrixField = Field
 
 
+def unplaced_twin_message(twin: Field) -> str:
+    """Taichi's words for a `.grad`/`.dual` twin used before it is placed."""
+    kind = "Gradient" if twin.role == "grad" else "Dual"
+    flag = "needs_grad" if twin.role == "grad" else "needs_dual"
+    return (f"{kind} {twin.ir_name} has not been placed, check whether `{flag}=True` is set "
+            f"for field {twin.primal.ir_name!r} (or place it with fs.root...place({twin.ir_name}), "
+            f"or call fs.root.lazy_{twin.role}())")
+
+
+def placed_twin(f: Field, role: str) -> Field:
+    """`f.grad` / `f.dual` in a kernel: the placed twin, or a clear error."""
+    from fieldsim.errors import FieldsimTypeError
+    twin = f.adjoint if role == "grad" else f.tangent
+    if twin is not None:
+        return twin
+    unplaced = f.grad if role == "grad" else f.dual
+    if unplaced is not None:
+        raise FieldsimTypeError(unplaced_twin_message(unplaced))
+    raise FieldsimTypeError(f"field {f.ir_name!r} has no {role}: only float fields have one")
+
+
 def _index_text(idx) -> str:
     return ", ".join(str(i) for i in idx) if isinstance(idx, tuple) else str(idx)
 
@@ -288,14 +374,13 @@ class SNode:
 
     def lazy_grad(self):
         for f in list(runtime.get().fields):
-            if f.role == "primal" and f.dtype.is_float and f.grad is None:
-                f.grad = f._twin("grad")
-                f.needs_grad = True
+            if f.role == "primal" and f.dtype.is_float:
+                f._attach("grad")
 
     def lazy_dual(self):
         for f in list(runtime.get().fields):
-            if f.role == "primal" and f.dtype.is_float and f.dual is None:
-                f.dual = f._twin("dual")
+            if f.role == "primal" and f.dtype.is_float:
+                f._attach("dual")
 
 
 root = SNode()

@@ -22,7 +22,7 @@ from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
 from fieldsim.lang import ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
-from fieldsim.lang.field import Field
+from fieldsim.lang.field import Field, placed_twin
 from fieldsim.lang.frontend_expr import ExprMixin
 from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
 
@@ -60,6 +60,9 @@ class Source:
 
 
 def parse_function(fn) -> Source:
+    if getattr(fn, "__name__", None) == "<lambda>":  # a lambda called in a kernel
+        from fieldsim.lang.pyfuncs import LambdaSource
+        return LambdaSource(fn)
     try:
         return Source(fn)
     except (OSError, TypeError) as e:
@@ -421,10 +424,7 @@ class Frontend(ExprMixin):
             if isinstance(inner, StaticRef):
                 obj = inner.obj
                 if isinstance(obj, Field) and node.attr in ("grad", "dual"):
-                    twin = getattr(obj, node.attr)
-                    if twin is None:
-                        raise FieldsimTypeError(f"field {obj.ir_name!r} has no {node.attr}")
-                    return StaticRef(twin)
+                    return StaticRef(placed_twin(obj, node.attr))
                 return StaticRef(getattr(obj, node.attr))
             if isinstance(inner, (struct.StructLocalRef, struct.StructFieldRef)):
                 if node.attr not in inner.names():
@@ -550,6 +550,8 @@ class Frontend(ExprMixin):
                 size = self.b.binary(Op.MAX, size, self.e.value(0, size.dtype))
             sizes.append(size)
             total = size if total is None else self.e.binop("*", total, size)
+        if total is None:  # a loop over a 0-D field (`for I in fs.grouped(x)`): one iteration
+            total = 1
         loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)
         self.depth += 1
         self.loop_depth += 1

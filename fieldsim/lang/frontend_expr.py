@@ -6,13 +6,14 @@ from __future__ import annotations
 import ast
 import builtins
 import numbers
+import types
 
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
-from fieldsim.lang.field import Field
+from fieldsim.lang.field import Field, placed_twin
 
 _BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
               ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -142,7 +143,27 @@ class ExprMixin:
 
     # ---- subscripts and attributes --------------------------------------------------------------
     def expr_Subscript(self, node: ast.Subscript):
-        base = self.expr(node.value)
+        if isinstance(node.value, ast.Subscript):
+            outer = self.expr(node.value.value)
+            if isinstance(outer, Field) and outer.ndim_el > 0:
+                return self.field_component(outer, node)
+            base = self.subscript_of(outer, node.value)
+        else:
+            base = self.expr(node.value)
+        return self.subscript_of(base, node)
+
+    def field_component(self, f: Field, node: ast.Subscript):
+        """`m[i][j, k]`: with a run-time component index, one LOAD of that component (the
+        whole element loaded and selected from would be a read of every component, which the
+        access-rule checker must count as such)."""
+        from fieldsim.lang.frontend import FieldRef
+        indices = self.field_indices(f, self.subscript_indices(node.value.slice))
+        idx = self.subscript_indices(node.slice)
+        if len(idx) == f.ndim_el and any(isinstance(i, Stmt) for i in idx):
+            return FieldRef(f, indices, None).component(self, idx).load(self)
+        return self.matval_get(self.load_field(f, indices), idx)
+
+    def subscript_of(self, base, node: ast.Subscript):
         idx = self.subscript_indices(node.slice)
         if isinstance(base, Field):
             return self.load_field(base, self.field_indices(base, idx))
@@ -229,11 +250,7 @@ class ExprMixin:
                 return BoundMethod(base, name)
             raise FieldsimTypeError(f"{describe(base)} has no attribute or method {name!r}")
         if isinstance(base, Field) and name in ("grad", "dual"):
-            twin = getattr(base, name)
-            if twin is None:
-                raise FieldsimTypeError(f"field {base.ir_name!r} has no {name}: declare it with "
-                                        f"needs_{name}=True")
-            return twin
+            return placed_twin(base, name)
         if isinstance(base, (Stmt,)):
             raise FieldsimTypeError(f"a scalar {base.dtype} value has no attribute {name!r}")
         try:
@@ -354,6 +371,9 @@ class ExprMixin:
         if fn is ops.ndrange and not kwargs:  # runtime bounds, e.g. an ndarray's shape
             return fn(*args)
         if any(isinstance(v, (Stmt, MatVal)) for v in list(args) + list(kwargs.values())):
+            if isinstance(fn, types.FunctionType):  # as Taichi runs it on its values: inlined
+                from fieldsim.lang.kernel import Func
+                return self.inline_func(Func(fn), args, kwargs, None)
             name = getattr(fn, "__name__", repr(fn))
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
                                       "decorate it with @fs.func to call it from a kernel")

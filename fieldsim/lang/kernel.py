@@ -16,6 +16,7 @@ from fieldsim.ir.ir import Kernel
 from fieldsim.ir.passes.run import run_pass
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
+from fieldsim.lang.enums import AutodiffMode
 from fieldsim.lang.field import Field
 from fieldsim.lang.ndarray import (
     NdarrayType,
@@ -135,6 +136,8 @@ class CompiledKernel:
 
 
 class KernelObj:
+    autodiff_mode = AutodiffMode.NONE  # Taichi's attribute: VALIDATION while on a validating Tape
+
     def __init__(self, fn):
         self.fn = fn
         self.__name__ = fn.__name__
@@ -320,6 +323,8 @@ def adjoint_program(ck: CompiledKernel, rt):
 
 class _AdjointLauncher:
     """`kernel.grad(*args)`: launch the adjoint with output gradients seeded by the user."""
+
+    autodiff_mode = AutodiffMode.REVERSE
 
     def __init__(self, owner: KernelObj):
         self.owner = owner

@@ -76,13 +76,16 @@ class Ndarray(Field):
         super().__init__(dtype, shape, name or f"ndarray{len(rt.fields)}", needs_grad,
                          n=n, m=m, ndim_el=ndim_el, _role=_role)
 
-    def _twin(self, role: str) -> Ndarray:
+    def _unplaced_twin(self, role: str):
+        return None  # as in Taichi, an ndarray made without needs_grad has no .grad
+
+    def _twin(self, role: str, place: bool = True) -> Ndarray:
         # As in Taichi, a Tape's clear_gradients (and fs.ad.clear_all_gradients) zeroes the
         # fields' gradients, not the ndarrays': their role is not "grad"
         twin = Ndarray(self.dtype, None, f"{self.ir_name}.{role}", n=self.n, m=self.m,
                        ndim_el=self.ndim_el, _role="ndarray_grad" if role == "grad" else role)
         twin.primal = self
-        if self.shape is not None:
+        if place and self.shape is not None:
             twin._place(self.shape)
         return twin
 
@@ -161,10 +164,14 @@ class ExternalArray(Field):
         self.shape = tuple(array.shape[:array.ndim - n_el]) if n_el else tuple(array.shape)
         self.storage = _NumpyStorage(array)
         self.shape_key = array.shape
+        self._unplaced = {}
         self.grad = self.dual = self.primal = None
         self.needs_grad = self.needs_dual = False
 
-    def _twin(self, role):
+    def _unplaced_twin(self, role):
+        return None
+
+    def _twin(self, role, place=True):
         raise FieldsimTypeError(f"numpy array {self.ir_name!r} has no {role}: use "
                                 "fs.ndarray(..., needs_grad=True) for arrays with gradients")
 
@@ -417,10 +424,14 @@ class NdarraySlot(Field):
         self.ptr_pos, self.shape_pos = ptr_pos, tuple(shape_pos)
         self.shape = tuple(shape)
         self.storage = None
+        self._unplaced = {}
         self.grad = self.dual = self.primal = None
         self.needs_grad, self.needs_dual = spec.has_grad, False
 
-    def _twin(self, role):
+    def _unplaced_twin(self, role):
+        return None
+
+    def _twin(self, role, place=True):
         raise FieldsimTypeError(f"ndarray argument {self.ir_name!r}: forward-mode AD "
                                 "(fs.ad.FwdMode) does not support ndarray arguments; use fields")
 

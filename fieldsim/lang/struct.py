@@ -278,7 +278,9 @@ class StructField:
     def _twins(self, role):
         twins = {}
         for k, m in self.members.items():
-            t = m._twins(role) if isinstance(m, StructField) else getattr(m, role)
+            # a member's placed twin (x.grad of a plain float field always exists, unplaced)
+            t = m._twins(role) if isinstance(m, StructField) else \
+                getattr(m, "adjoint" if role == "grad" else "tangent")
             if t is None:
                 return None
             twins[k] = t

@@ -311,7 +311,7 @@ def matrix_entry_stored_after_whole_matrix():
     @fs.kernel
     def k():
         for i in x:
-            M[i] = fs.Matrix([[x[i], 0.0], [0.0, x[i]]])
+            M[i] = fs.Matrix([[x[i], x[i] * 0.5], [0.0, x[i]]])  # [0, 1] carries a gradient
             M[i][0, 1] = x[i] * 3.0
 
     return Bad(loss, k, [x, M])

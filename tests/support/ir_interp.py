@@ -32,6 +32,14 @@ class FakeField:
         self.grad = FakeField(name + ".grad", dtype, shape) if grad else None
         self.dual = FakeField(name + ".dual", dtype, shape) if dual else None
 
+    @property
+    def adjoint(self):  # fieldsim's name for the placed grad twin (None when there is none)
+        return self.grad
+
+    @property
+    def tangent(self):
+        return self.dual
+
     def __repr__(self):
         return f"FakeField({self.name})"
 

@@ -1,0 +1,29 @@
+"""Taichi's cache and scheduling hints, accepted and ignored: `ti.block_local(*fields)` and
+`ti.cache_read_only(*fields)` ask a GPU backend to stage fields in shared memory or the
+read-only cache. They change no result, so on fieldsim's CPU backend they do nothing.
+
+Takes fields (in kernel scope or Python scope); guarantees nothing is emitted.
+"""
+from __future__ import annotations
+
+from fieldsim.errors import FieldsimTypeError
+from fieldsim.lang.field import Field
+from fieldsim.lang.ops import KERNEL_BUILTINS
+
+
+def block_local(*fields):
+    _check(fields, "block_local")
+
+
+def cache_read_only(*fields):
+    _check(fields, "cache_read_only")
+
+
+def _check(fields, name):
+    for f in fields:
+        if not isinstance(f, Field):
+            raise FieldsimTypeError(f"fs.{name} takes fields, got {type(f).__name__}")
+
+
+KERNEL_BUILTINS[block_local] = lambda fe, node, args, kw: block_local(*args)
+KERNEL_BUILTINS[cache_read_only] = lambda fe, node, args, kw: cache_read_only(*args)
