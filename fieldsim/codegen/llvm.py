@@ -340,7 +340,11 @@ class TaskLowering:
                               L.Constant(L.DoubleType(), 2.0 ** -53))
             f = b.uitofp(b.lshr(z, L.Constant(I64, 40)), L.FloatType())
             return b.fmul(f, L.Constant(L.FloatType(), 2.0 ** -24))
-        return b.trunc(b.lshr(z, L.Constant(I64, 33)), ll_type(s.dtype)) if s.dtype.bits < 64 else z
+        # integers: the top bits of the 64-bit draw, reinterpreted, so a signed type spans
+        # its whole range (negative values included), as in Taichi
+        if s.dtype.bits >= 64:
+            return z
+        return b.trunc(b.lshr(z, L.Constant(I64, 64 - max(s.dtype.bits, 8))), ll_type(s.dtype))
 
     # ---- locals -------------------------------------------------------------------------------
     def op_alloca(self, s: Stmt):

@@ -1,0 +1,58 @@
+"""Taichi's smaller language builtins: `fs.randn`, `fs.static_assert`, `fs.block_local`.
+
+Each name works in Python scope (plain numpy/Python behaviour) and is registered in
+`ops.KERNEL_BUILTINS` for kernel scope. Guarantees: `randn` draws standard normal values from the
+same counter-based stream as `fs.random` (so a replayed launch draws the same numbers);
+`static_assert` is decided at compile time and raises a located `FieldsimCompilationError`;
+`block_local` is an accepted hint with no effect on the CPU.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fieldsim.errors import FieldsimCompilationError, FieldsimTypeError
+from fieldsim.lang import ops
+from fieldsim.lang.expr import MatVal
+from fieldsim.lang.ir import Op, Stmt
+
+
+def randn(dtype=None):
+    """A standard normal draw (Box-Muller, as Taichi)."""
+    return float(np.random.standard_normal())
+
+
+def _randn_kernel(fe, node, args, kw):
+    dt = ops._dt(fe, args[0] if args else kw.get("dtype", float))
+    if not dt.is_float:
+        raise FieldsimTypeError(f"fs.randn draws floats; got dtype {dt}")
+    e = fe.e
+    u1 = e.binop("-", e.value(1.0, dt), fe.b.emit(Op.RAND, dt))  # in (0, 1]: log is finite
+    u2 = fe.b.emit(Op.RAND, dt)
+    r = e.unop(Op.SQRT, e.binop("*", e.value(-2.0, dt), e.unop(Op.LOG, u1)))
+    return e.binop("*", r, e.unop(Op.COS, e.binop("*", e.value(2 * math.pi, dt), u2)))
+
+
+def static_assert(cond, msg=None):
+    if not cond:
+        raise FieldsimCompilationError(f"static assertion failed: {msg}" if msg else
+                                       "static assertion failed")
+
+
+def _static_assert_kernel(fe, node, args, kw):
+    cond = args[0]
+    msg = args[1] if len(args) > 1 else kw.get("msg")
+    if isinstance(cond, (Stmt, MatVal)):
+        raise FieldsimTypeError("Static assert with non-static condition: fs.static_assert needs "
+                                "a condition known at compile time (a Python value, fs.static(...))")
+    static_assert(cond, msg)
+
+
+def block_local(*fields):
+    """Taichi's hint to cache fields in GPU shared memory: nothing to do on the CPU."""
+
+
+ops.KERNEL_BUILTINS[randn] = _randn_kernel
+ops.KERNEL_BUILTINS[static_assert] = _static_assert_kernel
+ops.KERNEL_BUILTINS[block_local] = lambda fe, node, args, kw: None
