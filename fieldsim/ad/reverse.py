@@ -62,7 +62,7 @@ from fieldsim.lang.passes.lower_break import lower_break
 from fieldsim.lang.passes.offload import is_task
 from fieldsim.lang.passes.prune import prune
 
-_DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT})
+_DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT, Op.PRINT})  # PRINT: the primal printed
 _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() value",
                 Op.LOOP: "a while loop's trip count"}
 

@@ -442,16 +442,23 @@ class Frontend(ExprMixin):
         self.b.emit(Op.CONTINUE)
 
     def stmt_Assert(self, node: ast.Assert):
+        from fieldsim.lang import formatting
         cond = self.e.truthy(self.expr(node.test))
-        msg = ast.unparse(node.msg) if node.msg is not None else ast.unparse(node.test)
-        if isinstance(node.msg, ast.Constant):
-            msg = str(node.msg.value)
-        if isinstance(cond, int):
-            if not cond:
-                raise FieldsimSyntaxError(f"assertion is always false: {msg}")
+        if not self.rt.debug:  # as in Taichi: asserts are checked with debug=True only
             return
-        if self.rt.debug:
-            self.b.emit(Op.ASSERT, None, (cond,), attr=msg)
+        if isinstance(cond, int) and cond:
+            return
+        values, kinds = (), ()
+        msg = ast.unparse(node.test)
+        if node.msg is not None:
+            text = self.expr(node.msg)
+            if isinstance(text, str):
+                msg = text
+            else:
+                msg, values, kinds = formatting.assert_message(self, text)
+        attr = (msg, tuple(kinds)) if values else msg
+        # a constant-false assert fails when reached, as in Taichi
+        self.b.emit(Op.ASSERT, None, (self.e.value(cond, T.i32), *values), attr=attr)
 
     def stmt_Return(self, node: ast.Return):
         value = self.expr(node.value) if node.value is not None else None

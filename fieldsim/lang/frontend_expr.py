@@ -8,7 +8,7 @@ import builtins
 import numbers
 
 from fieldsim.errors import FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
-from fieldsim.lang import matrix_ops, ops
+from fieldsim.lang import formatting, matrix_ops, ops
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
 from fieldsim.lang.field import Field
@@ -49,6 +49,9 @@ class ExprMixin:
             return node.value
         raise FieldsimSyntaxError(f"unsupported constant {node.value!r}")
 
+    def expr_JoinedStr(self, node):
+        return formatting.joined_str(self, node)
+
     def expr_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)
 
@@ -63,6 +66,8 @@ class ExprMixin:
             return self.e.matmul(a, b)
         if op is None:
             raise FieldsimSyntaxError(f"unsupported operator {type(node.op).__name__}")
+        if op == "%" and isinstance(a, str) and _has_kernel_value(b):
+            return formatting.percent_format(self, a, b)
         if not _is_value(a) or not _is_value(b):
             if not isinstance(a, (Stmt, MatVal)) and not isinstance(b, (Stmt, MatVal)):
                 return _py_binop(op, a, b)
@@ -242,6 +247,9 @@ class ExprMixin:
         handler = _PY_BUILTINS.get(fn) if _hashable(fn) else None
         if handler is not None:
             return handler(self, args, kwargs)
+        if isinstance(getattr(fn, "__self__", None), str) and getattr(fn, "__name__", "") == "format" \
+                and _has_kernel_value((args, kwargs)):
+            return formatting.format_method(self, fn.__self__, args, kwargs)
         special = self.matrix_classmethod(fn, args)
         if special is not None:
             return special
@@ -314,6 +322,17 @@ def _components(field):
     return range(field.n * (field.m or 1)) if field.ndim_el else range(1)
 
 
+def _has_kernel_value(v) -> bool:
+    """Does a (nested) argument hold a runtime value (or text made from one)?"""
+    if isinstance(v, (Stmt, MatVal, formatting.FmtStr)):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_kernel_value(e) for e in v)
+    if isinstance(v, dict):
+        return any(_has_kernel_value(e) for e in v.values())
+    return False
+
+
 def _is_value(v) -> bool:
     return isinstance(v, (Stmt, MatVal, numbers.Number))
 
@@ -374,7 +393,7 @@ def _py_abs(fe, args, kw):
 
 
 _PY_BUILTINS = {int: _int_cast, float: _float_cast, len: _len, min: _py_minmax("min"),
-                max: _py_minmax("max"), abs: _py_abs, print: lambda fe, a, k: None,
+                max: _py_minmax("max"), abs: _py_abs, print: formatting.emit_print,
                 builtins.range: lambda fe, a, k: _static_range(a)}
 
 

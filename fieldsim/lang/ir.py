@@ -90,7 +90,8 @@ class Op(enum.IntEnum):
     CONTINUE = enum.auto()
     RETURN = enum.auto()  # args (value,): the kernel's scalar return value
     SERIAL = enum.auto()  # a top-level task run once, by one thread; blocks [body]
-    ASSERT = enum.auto()  # args (cond, *format args); attr message; checked with debug=True
+    ASSERT = enum.auto()  # args (cond, *format args); attr message, or (message %-format, value
+    # kinds 'i'/'u'/'f') with format args; checked with debug=True
     # per-thread AD stacks (made by reverse AD only)
     STACK_ALLOCA = enum.auto()  # attr StackInfo
     STACK_PUSH = enum.auto()  # args (stack, value)
@@ -106,6 +107,9 @@ class Op(enum.IntEnum):
     CUSTOM_GRAD = enum.auto()
     CUSTOM_ADJ_IN = enum.auto()
     CUSTOM_ADJ_OUT = enum.auto()
+    # `print(...)` in a kernel: args are i64/u64/f64 values, attr the printf format string
+    # (fieldsim.lang.formatting); written to stdout when reached, like Taichi's print
+    PRINT = enum.auto()
 
 
 UNARY = frozenset({Op.NEG, Op.ABS, Op.SQRT, Op.SIN, Op.COS, Op.TAN, Op.ASIN, Op.ACOS, Op.ATAN,
@@ -124,7 +128,7 @@ GLOBAL_WRITE = frozenset({Op.STORE, Op.ATOMIC})
 CONTROL = frozenset({Op.FOR, Op.LOOP, Op.IF, Op.SERIAL, Op.CUSTOM_GRAD})
 # ops whose result carries no derivative
 NONDIFF = (COMPARE | INT_ONLY | frozenset({Op.FLOOR, Op.CEIL, Op.ROUND, Op.NOT, Op.CONST, Op.ARG,
-                                           Op.RAND, Op.FLOORDIV}))
+                                           Op.RAND, Op.FLOORDIV, Op.PRINT}))
 ATOMIC_KINDS = ("add", "sub", "min", "max", "and", "or", "xor", "mul",
                 "xchg")  # xchg: made by reverse AD only (a winner takes a gradient)
 
