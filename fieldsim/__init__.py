@@ -23,6 +23,7 @@ from fieldsim.lang.runtime import (amdgpu, arm64, cpu, cuda, dx11, dx12, gles, g
                                    opengl, reset, sync, vulkan, x64)
 from fieldsim.lang.enums import extension
 from fieldsim.lang.lang_builtins import block_local, randn, static_assert
+from fieldsim.lang.func_args import ref
 from fieldsim.lang.exception import (TaichiAssertionError, TaichiCompilationError, TaichiError,
                                      TaichiIndexError, TaichiNameError, TaichiRuntimeError,
                                      TaichiRuntimeTypeError, TaichiSyntaxError, TaichiTypeError)

@@ -50,7 +50,8 @@ class _Frame:
         self.argbuf = np.zeros(max(len(info.params), 1), dtype=np.int64)
         self.argf = self.argbuf.view(np.float64)
         self.err = np.zeros(ERR_WORDS + MAX_ASSERT_ARGS, dtype=np.int64)
-        self.ret = np.zeros(1, dtype=np.int64)
+        from fieldsim.lang.returns import flat_dtypes
+        self.ret = np.zeros(max(len(flat_dtypes(info.ret)), 1), dtype=np.int64)
         self.ctx = np.zeros(CTX_WORDS, dtype=np.uint64)
         self.ctx[CTX_FIELDS] = self.ptrs.ctypes.data
         self.ctx[CTX_ARGS] = self.argbuf.ctypes.data
@@ -72,7 +73,7 @@ class _Frame:
                 self.argbuf[n] = int(v)
         self.ctx[CTX_RNG] = rng_key & 0xFFFFFFFFFFFFFFFF
         self.err[:ERR_WORDS] = 0
-        self.ret[0] = 0
+        self.ret[:] = 0
 
 
 class Launcher:
@@ -101,8 +102,8 @@ class Launcher:
             rt.stats["launches"] += 1
             if info.ret is None:
                 return None
-            ret = frame.ret
-            return float(ret.view(np.float64)[0]) if info.ret.is_float else int(ret[0])
+            from fieldsim.lang.returns import rebuild
+            return rebuild(info.ret, frame.ret)
         finally:
             frame.busy = False
 

@@ -327,11 +327,10 @@ class TaskLowering:
         self.b.branch(self.loops[-1][0])
 
     def op_return(self, s):
-        v = self.v(s.args[0])
-        dt = s.args[0].dtype
-        slot_ty = L.DoubleType() if dt.is_float else I64
-        v = self.convert(v, dt, T.f64 if dt.is_float else T.i64)
-        self.b.store(v, self.ret_ptr) if slot_ty else None
+        # one 8-byte word per returned scalar: f64 for floats, i64 (zero-extended if unsigned)
+        for k, a in enumerate(s.args):
+            v = self.convert(self.v(a), a.dtype, T.f64 if a.dtype.is_float else T.i64)
+            self.b.store(v, self.b.gep(self.ret_ptr, [L.Constant(I64, k)], source_etype=I64))
         self.b.ret_void()
 
     def op_serial(self, s):

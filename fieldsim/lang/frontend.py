@@ -105,6 +105,8 @@ class ReturnSlot:
         self.vars = None  # list of allocas (flattened) or None
         self.shape = None  # how to rebuild the value: ('scalar',) / ('mat', n, m, ndim) / ('tuple', [...])
         self.direct = None
+        self.flag = None  # an i32 alloca set to 1 by a return that is not in tail position
+        self.rtype = None  # the func's declared return type (values are cast to it)
 
 
 class Frontend(ExprMixin):
@@ -145,8 +147,9 @@ class Frontend(ExprMixin):
                 pos += 1
             self.block(node.body)
         if self.ret is not None and not any(s.op == Op.RETURN for s in self.b.block):
-            raise FieldsimSyntaxError(f"kernel {self.kernel_name!r} declares a return type "
-                                      f"({self.ret}) but does not end with a return statement",
+            raise FieldsimSyntaxError(f"Kernel has a return type but does not have a return "
+                                      f"statement: kernel {self.kernel_name!r} declares {self.ret} "
+                                      f"but does not end with a return statement",
                                       self.source.loc(node))
         return Kernel(self.kernel_name, params, self.b.block, self.ret, self.source.loc(node))
 
@@ -206,6 +209,18 @@ class Frontend(ExprMixin):
                     self.stmt(node)
                     return
                 self.stmt(node)
+                slot = self.frame.ret
+                if slot is not None and slot.flag is not None and rest and _contains_return(node):
+                    # a return may have run inside `node`: what follows runs only if none did
+                    if self.loop_depth > self.inline_stack[-1][1]:
+                        stop = self.b.if_(self.b.local_load(slot.flag))
+                        with self.b.into(stop.blocks[0]):
+                            self.b.emit(Op.BREAK)
+                        continue
+                    go_on = self.b.if_(self.e.unop(Op.NOT, self.b.local_load(slot.flag)))
+                    with self.b.into(go_on.blocks[0]):
+                        self.block(rest)
+                    return
                 if isinstance(node, ast.Return):
                     if rest:
                         raise self._located(FieldsimSyntaxError("code after return is unreachable"), rest[0])
@@ -464,33 +479,45 @@ class Frontend(ExprMixin):
         value = self.expr(node.value) if node.value is not None else None
         slot = self.frame.ret
         if slot is None:  # the kernel's own return
+            if self.depth != 0:
+                raise FieldsimSyntaxError("Return inside non-static if/for is not supported: a "
+                                          "kernel may return only at the end of its body")
             if self.ret is None:
+                if value is None:  # `return` / `return None` in a kernel without a return value
+                    return
                 raise FieldsimSyntaxError("this kernel returns a value but has no return annotation "
                                           "(e.g. `-> fs.f32`)")
-            if self.depth != 0:
-                raise FieldsimSyntaxError("a kernel may return only at the end of its body")
-            self.b.emit(Op.RETURN, None, (self.e.value(value, self.ret),))
+            from fieldsim.lang.returns import flatten
+            self.b.emit(Op.RETURN, None, tuple(flatten(self, self.ret, value, self.kernel_name)))
             return
         self.func_return(slot, value)
 
     def func_return(self, slot: ReturnSlot, value):
-        if self.loop_depth > self.inline_stack[-1][1]:
-            raise FieldsimSyntaxError("return inside a loop of a func is not supported")
+        from fieldsim.lang.func_args import coerce
+        if value is not None and slot.rtype is not None:
+            value = coerce(self, slot.rtype, value, "the return value", self.inline_stack[-1][0])
         if slot.direct is True:
             slot.direct = value
             return
-        flat, shape = _flatten_value(value)
-        if slot.vars is None:
-            slot.shape = shape
-            slot.vars = []
-            for pos, v in enumerate(flat):
-                var = Stmt(Op.ALLOCA, self.e.dtype_of(v), loc=self.b.loc)
-                slot.block.insert(slot.position + pos, var)
-                slot.vars.append(var)
-        if shape != slot.shape:
-            raise FieldsimTypeError("all return statements of a func must return the same kind of value")
-        for var, v in zip(slot.vars, flat):
-            self.b.local_store(var, self.e.value(v, var.dtype))
+        if value is not None:
+            flat, shape = _flatten_value(value)
+            if slot.vars is None:
+                slot.shape = shape
+                slot.vars = []
+                for pos, v in enumerate(flat):
+                    var = Stmt(Op.ALLOCA, self.e.dtype_of(v), loc=self.b.loc)
+                    slot.block.insert(slot.position + pos, var)
+                    slot.vars.append(var)
+            if shape != slot.shape:
+                raise FieldsimTypeError("all return statements of a func must return the same kind of value")
+            for var, v in zip(slot.vars, flat):
+                self.b.local_store(var, self.e.value(v, var.dtype))
+        if slot.flag is not None:
+            self.b.local_store(slot.flag, self.b.const(1, T.i32))
+            if self.loop_depth > self.inline_stack[-1][1]:
+                self.b.emit(Op.BREAK)  # leave the func's loop; the code after it checks the flag
+        elif self.loop_depth > self.inline_stack[-1][1]:
+            raise FieldsimSyntaxError("internal: a return inside a loop of a func needs the return flag")
 
     # ---- for loops ------------------------------------------------------------------------------
     def set_loop_config(self, serialize=False, block_dim=None, parallelize=None, **kw):
@@ -595,7 +622,12 @@ class Frontend(ExprMixin):
             items = list(iterable)
         except TypeError:
             raise FieldsimSyntaxError(f"fs.static loop over {describe(iterable)}: not iterable") from None
-        for item in items:
+        slot = self.frame.ret
+        guard = slot is not None and slot.flag is not None and _contains_return(node)
+        for k, item in enumerate(items):
+            if guard and k:  # an earlier iteration may have returned: the rest of the unrolled loop is skipped
+                go_on = self.b.if_(self.e.unop(Op.NOT, self.b.local_load(slot.flag)))
+                self.b.blocks.append(go_on.blocks[0])
             self.frame.scopes.append({})
             from fieldsim.lang.matrix import Matrix
             if isinstance(item, Matrix):
@@ -615,12 +647,29 @@ class Frontend(ExprMixin):
             self.block(node.body, new_scope=True)
             self.loop_depth = saved
             self.frame.scopes.pop()
+        if guard:
+            for _ in range(len(items) - 1):
+                self.b.blocks.pop()
 
     # ---- funcs ----------------------------------------------------------------------------------
     def inline_func(self, func, args, kwargs, node):
         if func.custom_grad is not None or func.replay is not None:
             return self.inline_custom_grad(func, args, kwargs, node)
-        return self.inline_plain(func, args, kwargs, node)
+        return self.inline_plain(func, args, kwargs, node, refs=self.caller_refs(node))
+
+    def caller_refs(self, node) -> dict:
+        """The caller's variables passed by name (`f(a, b=c)`): a `ti.template()` or `ti.ref`
+        parameter of the func is that variable itself, so assignments reach the caller."""
+        if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
+            return {}
+        refs = {}
+        pairs = list(enumerate(node.args)) + [(kw.arg, kw.value) for kw in node.keywords]
+        for key, a in pairs:
+            if isinstance(a, ast.Name):
+                found, binding = self.frame.lookup(a.id)
+                if found and binding[0] in ("var", "mat", "gvar"):
+                    refs[key] = binding
+        return refs
 
     def inline_custom_grad(self, func, args, kwargs, node):
         """A func with a user adjoint and/or replay: a CUSTOM_GRAD region holding its forward
@@ -669,7 +718,8 @@ class Frontend(ExprMixin):
             self.b.emit(Op.CUSTOM_ADJ_OUT, None, tuple(self.e.value(g, i.dtype) for g, i in zip(flat_grads, inputs)))
         return _rebuild_value([self.b.local_load(o) for o in outputs], out_shape)
 
-    def inline_plain(self, func, args, kwargs, node):
+    def inline_plain(self, func, args, kwargs, node, refs=None):
+        from fieldsim.lang import func_args
         src = _parse_cached(func.fn)
         fdef = src.node
         params = [a.arg for a in fdef.args.args]
@@ -677,13 +727,25 @@ class Frontend(ExprMixin):
             raise FieldsimSyntaxError(f"func {func.fn.__name__!r} recurses too deeply "
                                       "(recursion must terminate through fs.static conditions)")
         bound = _bind_args(func.fn, params, fdef, args, kwargs)
+        ann = func_args.annotations(func, fdef)
         frame = Frame(func.fn, src)
         ret_slot = ReturnSlot(self.b.block, len(self.b.block))
+        ret_slot.rtype = func_args.return_type(self, func, fdef, ann)
         if _single_tail_return(fdef.body):
             ret_slot.direct = True
+        elif not _tail_returns_only(fdef.body):
+            ret_slot.flag = self.b.alloca(T.i32)  # zero: nothing returned yet
         frame.ret = ret_slot
         saved_frame = self.frame
+        by_name = {}
+        for k, p in enumerate(params):
+            by_name[p] = (refs or {}).get(k) or (refs or {}).get(p)
         for name, value in bound.items():
+            a = ann.get(name)
+            if func_args.is_by_reference(a) and by_name.get(name) is not None:
+                frame.bind(name, by_name[name])  # the caller's own variable
+                continue
+            value = func_args.coerce(self, a, value, f"argument {name}", func)
             if isinstance(value, (Stmt, MatVal)) and name in frame.assigned:
                 self.frame = frame
                 self.declare(name, value)
@@ -852,8 +914,10 @@ def _assigned_names(fdef) -> set:
         elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
             targets = [n.target]
         for t in targets:
+            while isinstance(t, (ast.Subscript, ast.Attribute)):  # `a[0] = v` writes a's copy
+                t = t.value
             for sub in ast.walk(t):
-                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                if isinstance(sub, ast.Name) and (isinstance(sub.ctx, ast.Store) or sub is t):
                     names.add(sub.id)
     return names
 
@@ -867,6 +931,30 @@ def _always_returns(stmts) -> bool:
     if isinstance(last, ast.If):
         return _always_returns(last.body) and _always_returns(last.orelse)
     return False
+
+
+def _contains_return(node) -> bool:
+    return any(isinstance(n, ast.Return) for n in ast.walk(node))
+
+
+def _tail_returns_only(stmts) -> bool:
+    """Is every return the last thing its func runs (so it needs no flag)? True for returns
+    that end their block, in ifs that end theirs, and `if c: return a` followed by more code
+    (made an if/else); False for a return inside a loop or before more code."""
+    for idx, s in enumerate(stmts):
+        last = idx == len(stmts) - 1
+        if isinstance(s, ast.Return):
+            return True  # code after it is reported as unreachable
+        if not _contains_return(s):
+            continue
+        if not isinstance(s, ast.If):
+            return False
+        if last:
+            return _tail_returns_only(s.body) and _tail_returns_only(s.orelse)
+        if _always_returns(s.body) and not s.orelse:
+            return _tail_returns_only(s.body) and _tail_returns_only(stmts[idx + 1:])
+        return False
+    return True
 
 
 def _single_tail_return(body) -> bool:

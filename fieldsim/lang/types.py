@@ -137,3 +137,13 @@ def vector(n: int, dtype=None) -> MatrixType:
 
 def matrix(n: int, m: int, dtype=None) -> MatrixType:
     return MatrixType(n, m, dtype, 2)
+
+
+def is_integral(dt) -> bool:
+    """`ti.types.is_integral`: a signed or unsigned integer type."""
+    return isinstance(dt, DataType) and dt.is_int
+
+
+def is_real(dt) -> bool:
+    """`ti.types.is_real`: a floating-point type."""
+    return isinstance(dt, DataType) and dt.is_float
