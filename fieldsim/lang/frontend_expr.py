@@ -119,7 +119,45 @@ class ExprMixin:
         c = self.e.truthy(self.expr(node.test))
         if isinstance(c, int):
             return self.expr(node.body if c else node.orelse)
+        if _may_touch_memory(node.body) or _may_touch_memory(node.orelse):
+            return self.guarded_ifexp(c, node)
         return self.e.select(c, self.expr(node.body), self.expr(node.orelse))
+
+    def guarded_ifexp(self, c, node: ast.IfExp):
+        """`a if c else b` whose sides load or call: only the taken side runs (a guard such as
+        `p[i] if 0 <= i < n else 0.0` must keep the load, and its adjoint, in bounds)."""
+        block = self.b.block
+        if_stmt = self.b.if_(self.e.value(c))
+        self.depth += 1
+        try:
+            with self.b.into(if_stmt.blocks[0]):
+                a = self.expr(node.body)
+            with self.b.into(if_stmt.blocks[1]):
+                b = self.expr(node.orelse)
+        finally:
+            self.depth -= 1
+        if isinstance(a, MatVal) or isinstance(b, MatVal):
+            a, b = self.e.broadcast(a, b)
+            pairs, shape = list(zip(a.entries, b.entries)), a
+        elif _is_value(a) and _is_value(b):
+            pairs, shape = [(a, b)], None
+        else:
+            raise FieldsimTypeError(f"the two sides of a conditional expression must be values, got "
+                                    f"{describe(a)} and {describe(b)}")
+        at = block.index(if_stmt)
+        results = []
+        for x, y in pairs:
+            dt = T.promote(self.e.dtype_of(x), self.e.dtype_of(y))
+            var = Stmt(Op.ALLOCA, dt, loc=self.b.loc)
+            block.insert(at, var)  # declared before the IF, so both branches can store to it
+            at += 1
+            for blk, v in ((if_stmt.blocks[0], x), (if_stmt.blocks[1], y)):
+                with self.b.into(blk):
+                    self.b.local_store(var, self.e.value(v, dt))
+            results.append(self.b.local_load(var))
+        if shape is None:
+            return results[0]
+        return MatVal(results, shape.n, shape.m, shape.ndim)
 
     # ---- subscripts and attributes --------------------------------------------------------------
     def expr_Subscript(self, node: ast.Subscript):
@@ -340,6 +378,11 @@ def _flatten_values(v) -> list:
 
 def _components(field):
     return range(field.n * (field.m or 1)) if field.ndim_el else range(1)
+
+
+def _may_touch_memory(node) -> bool:
+    """Could evaluating this expression load from a field or run a call (with effects)?"""
+    return any(isinstance(n, (ast.Subscript, ast.Call)) for n in ast.walk(node))
 
 
 def _has_kernel_value(v) -> bool:
