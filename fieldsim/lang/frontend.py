@@ -125,6 +125,7 @@ class Frontend(ExprMixin):
         self.loop_depth = 0
         self.loop_config = {}
         self.static_loop_depth = 0
+        self.static_loops: list = []  # (loop_depth, depth) at each enclosing fs.static loop
         self.inline_stack: list = []
         self.hidden_fields: list = []
         self.parallel_depth = -1
@@ -320,8 +321,11 @@ class Frontend(ExprMixin):
         if isinstance(target, ast.Name):
             self.assign_name(target.id, value, node)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            values = value.entries if isinstance(value, MatVal) else list(value) \
-                if isinstance(value, (tuple, list)) else None
+            if isinstance(value, MatVal) and value.ndim == 2:  # a matrix unpacks into its rows
+                values = [MatVal.vector([value.at(r, c) for c in range(value.m)]) for r in range(value.n)]
+            else:
+                values = value.entries if isinstance(value, MatVal) else list(value) \
+                    if isinstance(value, (tuple, list)) else None
             if values is None or len(values) != len(target.elts):
                 raise FieldsimTypeError(f"cannot unpack {describe(value)} into {len(target.elts)} names")
             for t, v in zip(target.elts, values):
@@ -355,6 +359,9 @@ class Frontend(ExprMixin):
         ref.store(self, new)
 
     def atomic_on_target(self, target_node, kind, value, node):
+        if not isinstance(target_node, (ast.Name, ast.Subscript, ast.Attribute)):
+            raise FieldsimSyntaxError(f"cannot use a non-writable target as the first operand of "
+                                      f"'atomic_{kind}' (give a variable or a field element)")
         ref = self.lvalue(target_node)
         if isinstance(ref, FieldRef):
             return ref.atomic(self, kind, value)
@@ -414,7 +421,14 @@ class Frontend(ExprMixin):
     def stmt_If(self, node: ast.If):
         cond = self.e.truthy(self.expr(node.test))
         if isinstance(cond, int):  # constant condition (fs.static or folded): one branch only
-            self.block(node.body if cond else node.orelse, new_scope=True)
+            # as in Taichi, only fs.static(...) splices the branch into the enclosing scope; a
+            # plain `if True:` is a nested block (a loop in it is not a top-level, parallel loop)
+            nested = not (isinstance(node.test, ast.Call) and self._is(node.test.func, ops.static))
+            self.depth += nested
+            try:
+                self.block(node.body if cond else node.orelse, new_scope=True)
+            finally:
+                self.depth -= nested
             return
         if_stmt = self.b.if_(cond)
         self.depth += 1
@@ -440,7 +454,17 @@ class Frontend(ExprMixin):
         self.loop_depth -= 1
         self.depth -= 1
 
+    def _static_jump(self, node, kind):
+        """`break`/`continue` aimed at the innermost fs.static loop: stop or skip unrolling."""
+        if not self.static_loops or self.static_loops[-1][0] != self.loop_depth:
+            return False
+        if self.static_loops[-1][1] != self.depth:
+            raise FieldsimSyntaxError(f"{kind} in an fs.static loop must be under fs.static "
+                                      "conditions only (the loop is unrolled at compile time)")
+        raise (_StaticBreak if kind == "break" else _StaticContinue)()
+
     def stmt_Break(self, node):
+        self._static_jump(node, "break")
         if self.loop_depth == 0:
             raise FieldsimSyntaxError("break outside a loop (or inside an fs.static loop)")
         if self.parallel_depth == self.loop_depth:
@@ -452,6 +476,7 @@ class Frontend(ExprMixin):
         self.b.emit(Op.BREAK)
 
     def stmt_Continue(self, node):
+        self._static_jump(node, "continue")
         if self.loop_depth == 0:
             raise FieldsimSyntaxError("continue outside a loop (or inside an fs.static loop)")
         self.b.emit(Op.CONTINUE)
@@ -644,9 +669,24 @@ class Frontend(ExprMixin):
                     self.frame.bind(n_, ("static", v))
             saved = self.loop_depth
             self.loop_depth = 0 if not self.loop_depth else self.loop_depth
-            self.block(node.body, new_scope=True)
+            self.static_loops.append((self.loop_depth, self.depth))
+            stop = False
+            try:
+                self.block(node.body, new_scope=True)
+            except _StaticContinue:
+                pass
+            except _StaticBreak:
+                stop = True
+            finally:
+                self.static_loops.pop()
             self.loop_depth = saved
             self.frame.scopes.pop()
+            if stop:
+                if guard:
+                    for _ in range(k):
+                        self.b.blocks.pop()
+                    guard = False
+                break
         if guard:
             for _ in range(len(items) - 1):
                 self.b.blocks.pop()
@@ -768,6 +808,14 @@ class Frontend(ExprMixin):
         if ret_slot.vars is None:
             return None
         return _rebuild_value([self.b.local_load(v) for v in ret_slot.vars], ret_slot.shape)
+
+
+class _StaticBreak(Exception):
+    """`break` in an unrolled fs.static loop (under static conditions): stop unrolling."""
+
+
+class _StaticContinue(Exception):
+    """`continue` in an unrolled fs.static loop: go on with the next item."""
 
 
 class StaticRef:

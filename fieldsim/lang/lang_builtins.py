@@ -4,7 +4,8 @@ Each name works in Python scope (plain numpy/Python behaviour) and is registered
 `ops.KERNEL_BUILTINS` for kernel scope. Guarantees: `randn` draws standard normal values from the
 same counter-based stream as `fs.random` (so a replayed launch draws the same numbers);
 `static_assert` is decided at compile time and raises a located `FieldsimCompilationError`;
-`block_local` is an accepted hint with no effect on the CPU.
+`block_local` is an accepted hint with no effect on the CPU; `fs.static(x)` of a runtime value
+raises a located `FieldsimSyntaxError`.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import math
 
 import numpy as np
 
-from fieldsim.errors import FieldsimCompilationError, FieldsimTypeError
+from fieldsim.errors import FieldsimCompilationError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.lang import ops
 from fieldsim.lang.expr import MatVal
 from fieldsim.lang.ir import Op, Stmt
@@ -56,3 +57,14 @@ def block_local(*fields):
 ops.KERNEL_BUILTINS[randn] = _randn_kernel
 ops.KERNEL_BUILTINS[static_assert] = _static_assert_kernel
 ops.KERNEL_BUILTINS[block_local] = lambda fe, node, args, kw: None
+
+
+def _static_kernel(fe, node, args, kw):
+    if any(isinstance(a, (Stmt, MatVal)) for a in list(args) + list(kw.values())):
+        raise FieldsimSyntaxError("fs.static(...) arguments must be compile-time constants (Python "
+                                  "values, template arguments, fields); this one depends on a "
+                                  "runtime value")
+    return ops.static(*args, **kw)
+
+
+ops.KERNEL_BUILTINS[ops.static] = _static_kernel
