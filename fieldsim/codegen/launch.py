@@ -69,8 +69,9 @@ class _Frame:
         for n, (is_float, v) in enumerate(zip(self.float_params, args)):
             if is_float:
                 self.argf[n] = float(v)
-            else:
-                self.argbuf[n] = int(v)
+            else:  # a u64 above 2**63 travels as its two's-complement bit pattern
+                v = int(v)
+                self.argbuf[n] = v - (1 << 64) if v >= (1 << 63) else v
         self.ctx[CTX_RNG] = rng_key & 0xFFFFFFFFFFFFFFFF
         self.err[:ERR_WORDS] = 0
         self.ret[:] = 0

@@ -28,6 +28,10 @@ INT_CONV, FLOAT_CONV = set("diouxXc"), set("eEfFgGaA")
 MAX_ASSERT_ARGS = 16  # an assert message's runtime values travel in the launch's error words
 
 
+class UnsupportedSpec(FieldsimTypeError):
+    """A format spec that is not printf-like (alignment, grouping, ...)."""
+
+
 class FmtStr:
     """Literal text (str) and runtime values ((flags_width_precision, conversion, Stmt))."""
 
@@ -43,10 +47,13 @@ class FmtStr:
         return [p[2] for p in self.parts if not isinstance(p, str)]
 
 
-def value_text(fe, v, spec: str = "") -> FmtStr:
-    """How Taichi prints one value (optionally with a format spec)."""
+def value_text(fe, v, spec: str = "", py_constants=False) -> FmtStr:
+    """How Taichi prints one value (optionally with a format spec). In f-strings and
+    `str.format` (`py_constants`) a Python constant without a spec prints as Python prints it."""
     if isinstance(v, FmtStr):
         return v
+    if py_constants and not spec and not isinstance(v, (Stmt, MatVal, list, tuple)):
+        return FmtStr([str(v)])
     if isinstance(v, str):
         if spec:
             return FmtStr([format(v, spec)])
@@ -87,17 +94,44 @@ def _parse_spec(spec: str, dt) -> tuple[str, str]:
     """A Python/printf format spec as (flags width .precision, printf conversion) for dtype."""
     m = _SPEC.match(spec or "")
     if m is None:
-        raise FieldsimTypeError(f"unsupported format spec {spec!r} in a kernel")
+        raise UnsupportedSpec(f"unsupported format spec {spec!r} in a kernel")
     flags, width, prec, _length, conv = m.groups()
     if conv in ("", "s"):
-        conv = "f" if dt.is_float else "d"
-    if (conv in INT_CONV) == dt.is_float:
+        conv = "f" if dt.is_float else "d" if dt.is_signed else "u"
+    if (conv in INT_CONV) == dt.is_float or (conv == "u" and dt.is_signed) \
+            or (conv in "di" and not dt.is_float and not dt.is_signed):
         raise FieldsimTypeError(f"'{spec}' doesn't match '{dt}'.")
     return flags + width + (prec or ""), conv
 
 
-def format_method(fe, template: str, args, kwargs) -> FmtStr:
-    """`"...{}...".format(...)` with kernel values."""
+def check_format_args(template: str, args, kwargs):
+    """Taichi's checks of `str.format` in a kernel: exactly the positional arguments the
+    template uses, and every keyword used and given."""
+    needed, auto, names = 0, 0, set()
+    for _lit, name, _spec, _conv in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if name == "":
+            auto += 1
+            needed = max(needed, auto)
+        elif name.isdigit():
+            needed = max(needed, int(name) + 1)
+        else:
+            names.add(name)
+    if len(args) != needed:
+        raise FieldsimSyntaxError(f"Expected {needed} positional argument(s), but received "
+                                  f"{len(args)} instead.")
+    for k in kwargs:
+        if k not in names:
+            raise FieldsimSyntaxError(f"Keyword '{k}' not used.")
+    for k in names:
+        if k not in kwargs:
+            raise FieldsimSyntaxError(f"Keyword '{k}' not found.")
+
+
+def format_method(fe, template: str, args, kwargs):
+    """`"...{}...".format(...)` in a kernel (a str when every part is known at compile time)."""
+    check_format_args(template, args, kwargs)
     out, auto = FmtStr(), 0
     for literal, name, spec, conversion in string.Formatter().parse(template):
         out.add(literal)
@@ -113,7 +147,9 @@ def format_method(fe, template: str, args, kwargs) -> FmtStr:
             raise FieldsimSyntaxError(f"format field {{{name}}} has no matching argument")
         if conversion:
             raise FieldsimSyntaxError(f"!{conversion} conversions are not supported in kernels")
-        out.add(value_text(fe, value, spec or ""))
+        out.add(value_text(fe, value, spec or "", py_constants=True))
+    if all(isinstance(p, str) for p in out.parts):
+        return "".join(out.parts)
     return out
 
 
@@ -152,7 +188,7 @@ def joined_str(fe, node: ast.JoinedStr):
                 raise FieldsimSyntaxError("a format spec in a kernel f-string must be constant")
         if part.conversion not in (-1, None):
             raise FieldsimSyntaxError("!r/!s/!a conversions are not supported in kernels")
-        out.add(value_text(fe, value, spec))
+        out.add(value_text(fe, value, spec, py_constants=True))
     if all(isinstance(p, str) for p in out.parts):
         return "".join(out.parts)
     return out
@@ -163,7 +199,7 @@ def _widen(fe, conv, v):
     if v.dtype.is_float:
         return fe.b.cast(v, T.f64), conv
     if not v.dtype.is_signed:
-        return fe.b.cast(v, T.u64), ("u" if conv in "di" else conv)
+        return fe.b.cast(v, T.u64), conv
     return fe.b.cast(v, T.i64), conv
 
 

@@ -285,9 +285,13 @@ class ExprMixin:
         handler = _PY_BUILTINS.get(fn) if _hashable(fn) else None
         if handler is not None:
             return handler(self, args, kwargs)
-        if isinstance(getattr(fn, "__self__", None), str) and getattr(fn, "__name__", "") == "format" \
-                and _has_kernel_value((args, kwargs)):
-            return formatting.format_method(self, fn.__self__, args, kwargs)
+        if isinstance(getattr(fn, "__self__", None), str) and getattr(fn, "__name__", "") == "format":
+            if _has_kernel_value((args, kwargs)):
+                return formatting.format_method(self, fn.__self__, args, kwargs)
+            try:  # constants too: Taichi's numbering and specs (`{:.2}` of 2 is "02")
+                return formatting.format_method(self, fn.__self__, args, kwargs)
+            except formatting.UnsupportedSpec:
+                pass  # alignment and the like: Python's own str.format
         special = self.matrix_classmethod(fn, args)
         if special is not None:
             return special

@@ -128,3 +128,37 @@ def test_asserts_are_not_checked_without_debug():
         return y
 
     assert k(0.5) == 0.5
+
+
+def test_format_constants_and_positional_fields(capfd):
+    @fs.kernel
+    def k(f: fs.f32, big: fs.u64):
+        print(f"{4} {True} {1.23} {2:.3d}")
+        print("{2} {1} {} {k:.1f}".format(3, 2, 1, k=f))
+        print("{:.2}|{:>4}|".format(2, "ab"))
+        print("u =", big)
+
+    k(0.25, 2 ** 64 - 1)
+    assert capfd.readouterr().out == ("4 True 1.23 002\n1 2 3 0.2\n02|  ab|\n"
+                                      "u = 18446744073709551615\n")
+
+
+def test_format_argument_errors():
+    @fs.kernel
+    def more():
+        print("{0} {1}".format(1, 2, 3))
+
+    @fs.kernel
+    def unused(k: fs.f32):
+        print("{}".format(1, k=k))
+
+    @fs.kernel
+    def signed_as_unsigned(i: fs.i32):
+        print("{:u}".format(i + 1))
+
+    with pytest.raises(fs.FieldsimSyntaxError, match=r"Expected 2 positional argument\(s\), but received 3"):
+        more()
+    with pytest.raises(fs.FieldsimSyntaxError, match="Keyword 'k' not used"):
+        unused(1.0)
+    with pytest.raises(fs.FieldsimTypeError, match="'u' doesn't match 'i32'"):
+        signed_as_unsigned(1)
