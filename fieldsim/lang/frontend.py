@@ -269,8 +269,10 @@ class Frontend(ExprMixin):
         if name in self.frame.scopes[-1] or any(name in s for s in self.frame.scopes):
             found, binding = self.frame.lookup(name)
         if not found or binding[0] == "static":
+            # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static)
+            literal_bool = isinstance(value, bool) and isinstance(getattr(node, "value", None), ast.Constant)
             if isinstance(value, (Stmt, MatVal)) or (isinstance(value, (int, float)) and not isinstance(value, bool)) \
-                    or annotation is not None:
+                    or annotation is not None or literal_bool:
                 self.declare(name, value if not isinstance(value, bool) else int(value), annotation)
             else:
                 self.frame.bind(name, ("static", value))

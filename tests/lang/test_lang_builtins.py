@@ -93,3 +93,27 @@ def test_block_local_is_accepted():
 
     k()
     assert a.to_numpy()[7] == 7
+
+
+def test_bool_literal_makes_a_runtime_variable():
+    x = fs.field(fs.i32, shape=5)
+
+    @fs.kernel
+    def any_positive() -> fs.i32:
+        found = False
+        for i in range(5):
+            if x[i] > 0:
+                found = True
+        return found
+
+    assert any_positive() == 0
+    x[3] = 2
+    assert any_positive() == 1
+
+    @fs.kernel
+    def bad():
+        value = False
+        fs.static_assert(value, "never")
+
+    with pytest.raises(fs.FieldsimTypeError, match="non-static condition"):
+        bad()
