@@ -1,10 +1,12 @@
-"""Taichi's smaller language builtins: `fs.randn`, `fs.static_assert`, `fs.block_local`.
+"""Taichi's smaller language builtins: `fs.randn`, `fs.static_assert`, `fs.block_local`,
+`fs.stop_grad`, and the kernel-scope check of `fs.static`.
 
 Each name works in Python scope (plain numpy/Python behaviour) and is registered in
 `ops.KERNEL_BUILTINS` for kernel scope. Guarantees: `randn` draws standard normal values from the
 same counter-based stream as `fs.random` (so a replayed launch draws the same numbers);
 `static_assert` is decided at compile time and raises a located `FieldsimCompilationError`;
-`block_local` is an accepted hint with no effect on the CPU; `fs.static(x)` of a runtime value
+`block_local` is an accepted hint with no effect on the CPU; after `stop_grad(x)` the accesses
+to `x` in the rest of its top-level loop add nothing to `x.grad` (values are unchanged); `fs.static(x)` of a runtime value
 raises a located `FieldsimSyntaxError`.
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 
 from fieldsim.errors import FieldsimCompilationError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.lang import ops
-from fieldsim.lang.expr import MatVal
+from fieldsim.lang.expr import MatVal, describe
 from fieldsim.lang.ir import Op, Stmt
 
 
@@ -68,3 +70,25 @@ def _static_kernel(fe, node, args, kw):
 
 
 ops.KERNEL_BUILTINS[ops.static] = _static_kernel
+
+
+def stop_grad(*fields):
+    """`ti.stop_grad(x)`: in the rest of the enclosing top-level loop (or kernel body), reading
+    or writing `x` passes no gradient to `x.grad`. A no-op in Python scope."""
+
+
+def _stop_grad_kernel(fe, node, args, kw):
+    import copy
+
+    from fieldsim.lang.field import Field
+    for f in args:
+        if not isinstance(f, Field):
+            raise FieldsimTypeError(f"fs.stop_grad takes fields, got {describe(f)}")
+        # the same storage seen through a field without a gradient: reverse AD adds nothing to
+        # x.grad for accesses through it
+        alias = copy.copy(f)
+        alias.grad, alias.needs_grad = None, False
+        fe.no_grad[id(f)] = alias
+
+
+ops.KERNEL_BUILTINS[stop_grad] = _stop_grad_kernel

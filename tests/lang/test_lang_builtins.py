@@ -117,3 +117,24 @@ def test_bool_literal_makes_a_runtime_variable():
 
     with pytest.raises(fs.FieldsimTypeError, match="non-static condition"):
         bad()
+
+
+def test_stop_grad_blocks_gradients_until_the_end_of_its_loop():
+    n = 6
+    x = fs.field(fs.f64, shape=n, needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def k():
+        for i in range(n):
+            fs.stop_grad(x)
+            loss[None] += x[i] ** 3  # counted in the loss, passes no gradient
+        for i in range(n):
+            loss[None] += x[i] ** 2
+
+    vals = np.linspace(-1.0, 1.5, n)
+    x.from_numpy(vals)
+    with fs.Tape(loss):
+        k()
+    assert loss[None] == pytest.approx(float((vals ** 3 + vals ** 2).sum()))
+    assert np.allclose(x.grad.to_numpy(), 2 * vals)
