@@ -1,5 +1,6 @@
 """Taichi's smaller language builtins: `fs.randn`, `fs.static_assert`, `fs.block_local`,
-`fs.stop_grad`, and the kernel-scope check of `fs.static`.
+`fs.stop_grad`, `fs.static_print` (printed while compiling), and the kernel-scope check of
+`fs.static`.
 
 Each name works in Python scope (plain numpy/Python behaviour) and is registered in
 `ops.KERNEL_BUILTINS` for kernel scope. Guarantees: `randn` draws standard normal values from the
@@ -92,3 +93,11 @@ def _stop_grad_kernel(fe, node, args, kw):
 
 
 ops.KERNEL_BUILTINS[stop_grad] = _stop_grad_kernel
+
+
+def _static_print_kernel(fe, node, args, kw):
+    # Taichi's ti.static_print: print while compiling (once per compilation), not at run time
+    print(*[a if not isinstance(a, (Stmt, MatVal)) else f"<{describe(a)}>" for a in args], **kw)
+
+
+ops.KERNEL_BUILTINS[ops.static_print] = _static_print_kernel

@@ -138,3 +138,13 @@ def test_stop_grad_blocks_gradients_until_the_end_of_its_loop():
         k()
     assert loss[None] == pytest.approx(float((vals ** 3 + vals ** 2).sum()))
     assert np.allclose(x.grad.to_numpy(), 2 * vals)
+
+
+def test_static_print_prints_once_while_compiling(capfd):
+    @fs.kernel
+    def k(a: fs.i32):
+        fs.static_print("compiling", 3 * 4)
+
+    k(1)
+    k(2)
+    assert capfd.readouterr().out == "compiling 12\n"
