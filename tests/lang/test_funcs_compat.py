@@ -277,3 +277,40 @@ def test_plain_python_function_is_inlined_with_a_warning():
 
     with pytest.warns(UserWarning, match="_plain_python_helper"):
         assert k(3.0) == 7.0
+
+
+def test_return_from_a_loop_gradient_matches_finite_differences():
+    x = fs.field(fs.f64, shape=4, needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+
+    @fs.func
+    def f(v: fs.f64) -> fs.f64:
+        acc = 0.0
+        for j in range(6):
+            acc += v * j
+            if acc > 3.0:
+                return acc * v  # leaves the loop early: 10 v^2 for v = 0.45
+        return acc  # 15 v when the loop runs to the end
+
+    @fs.kernel
+    def run():
+        for i in x:
+            loss[None] += f(x[i])
+
+    def total(vals):
+        x.from_numpy(vals)
+        loss[None] = 0.0
+        run()
+        return loss[None]
+
+    vals = np.array([0.1, 0.45, 1.3, -0.7])
+    x.from_numpy(vals)
+    with fs.Tape(loss):
+        run()
+    g = x.grad.to_numpy()
+    assert g[0] == pytest.approx(15.0) and g[1] == pytest.approx(20 * 0.45)
+    eps = 1e-6
+    for i in range(4):
+        d = np.zeros(4)
+        d[i] = eps
+        assert g[i] == pytest.approx((total(vals + d) - total(vals - d)) / (2 * eps), rel=1e-6)
