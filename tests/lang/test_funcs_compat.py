@@ -285,7 +285,7 @@ def test_return_from_a_loop_gradient_matches_finite_differences():
 
     @fs.func
     def f(v: fs.f64) -> fs.f64:
-        acc = 0.0
+        acc: fs.f64 = 0.0  # f64 all through: the finite differences need it
         for j in range(6):
             acc += v * j
             if acc > 3.0:
