@@ -51,7 +51,19 @@ def check_real_func(fn):
         if p.annotation is inspect.Parameter.empty:
             raise FieldsimSyntaxError(f"Argument {p.name!r} of real function {fn.__name__!r} must be "
                                       "type annotated (e.g. fs.i32, fs.types.vector(3, fs.f32), "
-                                      "fs.template())")
+                                      "fs.template())", _def_loc(fn))
+
+
+def _def_loc(fn):
+    """The `def` line of a function, for errors raised outside a kernel's compilation."""
+    from fieldsim.errors import Loc
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        idx = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
+        return Loc(inspect.getsourcefile(fn) or "?", start + idx, 0, None, fn.__name__,
+                   lines[idx].rstrip("\n"))
+    except (OSError, TypeError, StopIteration):
+        return None
 
 
 def is_by_reference(a) -> bool:

@@ -235,10 +235,11 @@ def test_void_returns_and_missing_returns():
 
 
 def test_real_func_needs_annotations():
-    with pytest.raises(fs.FieldsimSyntaxError, match="must be type annotated"):
+    with pytest.raises(fs.FieldsimSyntaxError, match="must be type annotated") as info:
         @fs.real_func
         def add(a, b: fs.i32) -> fs.i32:
             return a + b
+    assert "test_funcs_compat.py" in str(info.value)
 
     @fs.real_func
     def add2(a: fs.i32, b: fs.i32):
