@@ -324,7 +324,7 @@ class Frontend(ExprMixin):
         if isinstance(target, ast.Name):
             self.assign_name(target.id, value, node)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            if isinstance(value, MatVal) and value.ndim == 2:  # a matrix unpacks into its rows
+            if isinstance(value, MatVal) and value.ndim == 2:  # as Taichi: a matrix unpacks into rows
                 values = [MatVal.vector([value.at(r, c) for c in range(value.m)]) for r in range(value.n)]
             else:
                 values = value.entries if isinstance(value, MatVal) else list(value) \
