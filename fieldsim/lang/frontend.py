@@ -126,7 +126,6 @@ class Frontend(ExprMixin):
         self.loop_config = {}
         self.static_loop_depth = 0
         self.static_loops: list = []  # (loop_depth, depth) at each enclosing fs.static loop
-        self.no_grad: dict = {}  # id(field) -> its gradient-free alias, after fs.stop_grad(field)
         self.inline_stack: list = []
         self.hidden_fields: list = []
         self.parallel_depth = -1
@@ -401,8 +400,7 @@ class Frontend(ExprMixin):
             idx = self.subscript_indices(node.slice)
             if isinstance(inner, StaticRef):
                 if isinstance(inner.obj, Field):
-                    field = self.no_grad.get(id(inner.obj), inner.obj)  # fs.stop_grad
-                    return FieldRef(field, self.field_indices(field, idx), None)
+                    return FieldRef(inner.obj, self.field_indices(inner.obj, idx), None)
                 if any(isinstance(i, (Stmt, MatVal)) for i in idx):
                     raise FieldsimSyntaxError("a Python container can only be indexed with constants")
                 return StaticRef(inner.obj[idx[0]] if len(idx) == 1 else inner.obj[tuple(idx)])
@@ -561,7 +559,6 @@ class Frontend(ExprMixin):
             return
         config, self.loop_config = self.loop_config, {}
         outermost = self.depth == 0 and not self.inline_stack
-        saved_no_grad = dict(self.no_grad) if self.depth == 0 else None
         iterable = self.expr(it)
         dims, names, grouped = self.loop_dims(iterable, node)
         info = ForInfo(parallel=outermost and not config.get("serialize", False),
@@ -592,8 +589,6 @@ class Frontend(ExprMixin):
             self.parallel_depth = -1
         self.loop_depth -= 1
         self.depth -= 1
-        if saved_no_grad is not None:  # fs.stop_grad lasts until the end of its top-level loop
-            self.no_grad = saved_no_grad
 
     def _is(self, node, obj) -> bool:
         try:

@@ -164,7 +164,6 @@ class ExprMixin:
         base = self.expr(node.value)
         idx = self.subscript_indices(node.slice)
         if isinstance(base, Field):
-            base = self.no_grad.get(id(base), base)  # fs.stop_grad in this loop
             return self.load_field(base, self.field_indices(base, idx))
         if isinstance(base, MatVal):
             return self.matval_get(base, idx)

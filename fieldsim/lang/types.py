@@ -137,21 +137,3 @@ def vector(n: int, dtype=None) -> MatrixType:
 
 def matrix(n: int, m: int, dtype=None) -> MatrixType:
     return MatrixType(n, m, dtype, 2)
-
-
-def is_integral(dt) -> bool:
-    """`ti.types.is_integral`: a signed or unsigned integer type."""
-    return isinstance(dt, DataType) and dt.is_int
-
-
-def is_real(dt) -> bool:
-    """`ti.types.is_real`: a floating-point type."""
-    return isinstance(dt, DataType) and dt.is_float
-
-
-class primitive_types:  # noqa: N801 - Taichi's `ti.types.primitive_types` namespace
-    """`ti.types.primitive_types`: the scalar types, grouped as in Taichi."""
-
-    real_types = [f16, f32, f64, float]
-    integer_types = [i8, i16, i32, i64, u8, u16, u32, u64, int]
-    all_types = real_types + integer_types
