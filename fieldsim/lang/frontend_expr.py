@@ -337,29 +337,9 @@ class ExprMixin:
             raise FieldsimTypeError(f"{describe(fn)} is not callable")
         if any(isinstance(v, (Stmt, MatVal)) for v in list(args) + list(kwargs.values())):
             name = getattr(fn, "__name__", repr(fn))
-            if _user_python_function(fn):
-                # as in Taichi: a plain Python function called with kernel values is compiled
-                # into the kernel like an @fs.func
-                import warnings
-
-                from fieldsim.lang.kernel import Func
-                warnings.warn(f"the Python function {name!r} is called with kernel values and is "
-                              "compiled into the kernel like an @fs.func; decorate it with @fs.func "
-                              "to say so", stacklevel=2)
-                return self.inline_plain(Func(fn), list(args), kwargs, None)
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
                                       "decorate it with @fs.func to call it from a kernel")
         return fn(*args, **kwargs)
-
-
-def _user_python_function(fn) -> bool:
-    """A plain `def` from the user's code (not a builtin, numpy, fieldsim or the stdlib)."""
-    import sys
-    import types
-    if not isinstance(fn, types.FunctionType) or fn.__name__ == "<lambda>":
-        return False
-    top = (getattr(fn, "__module__", None) or "").split(".")[0]
-    return top not in sys.stdlib_module_names and top not in ("numpy", "scipy", "fieldsim", "taichi")
 
 
 def component_indices(fe, field, flat) -> list:

@@ -1,6 +1,5 @@
 """Taichi's func semantics: typed args and returns, template/ref args by reference, returns
-anywhere in a func, kernel return values (unsigned, vectors, matrices, tuples), real_func rules,
-plain Python functions called with kernel values."""
+anywhere in a func, kernel return values (unsigned, vectors, matrices, tuples), real_func rules."""
 import typing
 
 import numpy as np
@@ -265,19 +264,6 @@ def test_matrix_arg_shape_is_checked():
 
     with pytest.raises(fs.FieldsimSyntaxError, match="expected to be a Matrix with n 3, but got 2"):
         k()
-
-
-def _plain_python_helper(a, b):
-    return a * b + 1
-
-
-def test_plain_python_function_is_inlined_with_a_warning():
-    @fs.kernel
-    def k(a: fs.f32) -> fs.f32:
-        return _plain_python_helper(a, 2.0)
-
-    with pytest.warns(UserWarning, match="_plain_python_helper"):
-        assert k(3.0) == 7.0
 
 
 def test_return_from_a_loop_gradient_matches_finite_differences():
