@@ -44,7 +44,7 @@ def test_template_and_ref_args_are_the_callers_variables():
 
     @fs.func
     def set7(x: fs.ref(fs.f32)):
-        x = 7.0
+        x = 7.0  # noqa: F841 - a ref parameter: the caller's variable is assigned
 
     @fs.func
     def by_value(x):
@@ -171,7 +171,7 @@ def test_kernel_return_unsigned_vector_matrix_tuple():
         return a + 1, a * 0.5
 
     @fs.kernel
-    def tup2(a: fs.i32) -> typing.Tuple[fs.f32, fs.types.vector(2, fs.i32)]:
+    def tup2(a: fs.i32) -> typing.Tuple[fs.f32, fs.types.vector(2, fs.i32)]:  # noqa: UP006 - Taichi's spelling
         return a * 0.25, fs.Vector([a, -a])
 
     assert u() == 2 ** 64 - 1

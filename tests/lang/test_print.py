@@ -1,4 +1,6 @@
 """print() inside kernels (written at run time in Taichi's format) and formatted assert messages."""
+# the kernels below use str.format and % on purpose (that is what they test), mismatches included
+# ruff: noqa: UP030, UP031, UP032, F522, F523, F525, PLE1300
 import pytest
 
 import fieldsim as fs
