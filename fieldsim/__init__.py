@@ -24,6 +24,8 @@ from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_
 from fieldsim.lang.runtime import (amdgpu, arm64, cpu, cuda, dx11, dx12, gles, gpu, init, metal,
                                    opengl, reset, sync, vulkan, x64)
 from fieldsim.lang.enums import extension
+from fieldsim.lang.lang_builtins import randn
+from fieldsim.lang.func_args import ref
 from fieldsim.lang.exception import (TaichiAssertionError, TaichiCompilationError, TaichiError,
                                      TaichiIndexError, TaichiNameError, TaichiRuntimeError,
                                      TaichiRuntimeTypeError, TaichiSyntaxError, TaichiTypeError)

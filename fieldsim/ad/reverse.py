@@ -63,7 +63,8 @@ from fieldsim.ir.passes.offload import is_task
 from fieldsim.ir.passes.prune import prune
 from fieldsim.ir.passes.run import run_pass
 
-_DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT, Op.STOP_GRAD})
+_DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT, Op.STOP_GRAD,
+                      Op.PRINT})  # PRINT: the primal printed
 _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() value",
                 Op.LOOP: "a while loop's trip count"}
 

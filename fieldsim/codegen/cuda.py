@@ -383,9 +383,14 @@ class CudaLauncher:
         be.rt.stats["launches"] += 1
         if info.ret is None:
             return None
+        from fieldsim.lang.returns import flat_dtypes, rebuild
+        if len(flat_dtypes(info.ret)) != 1:
+            from fieldsim.errors import FieldsimRuntimeError
+            raise FieldsimRuntimeError(f"kernel {info.name!r}: returning a vector, matrix or tuple "
+                                       "is not supported on the CUDA backend yet")
         ret = np.zeros(1, dtype=np.int64)
         be.drv.dtoh(ret, be.status.ptr + 32)
-        return float(ret.view(np.float64)[0]) if info.ret.is_float else int(ret[0])
+        return rebuild(info.ret, ret)
 
     def field_table(self, program: CudaProgram) -> int:
         ptrs = tuple(launch_common._field_ptr(f, program.info.name) for f in program.info.fields)

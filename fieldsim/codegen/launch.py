@@ -7,6 +7,7 @@ After each task the error words are read; a set error raises the matching user-f
 from __future__ import annotations
 
 import ctypes
+import sys
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from fieldsim.codegen.llvm import (
     ERR_ASSERT,
     ERR_OUT_OF_BOUNDS,
     ERR_STACK_OVERFLOW,
+    ERR_WORDS,
 )
 from fieldsim.errors import (
     ADStackOverflowError,
@@ -33,6 +35,7 @@ from fieldsim.errors import (
 )
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Op, Stmt
+from fieldsim.lang.formatting import MAX_ASSERT_ARGS
 
 
 class _Frame:
@@ -47,8 +50,9 @@ class _Frame:
         self.ptrs = np.zeros(max(len(info.fields), 1), dtype=np.uint64)
         self.argbuf = np.zeros(max(len(info.params), 1), dtype=np.int64)
         self.argf = self.argbuf.view(np.float64)
-        self.err = np.zeros(4, dtype=np.int64)
-        self.ret = np.zeros(1, dtype=np.int64)
+        self.err = np.zeros(ERR_WORDS + MAX_ASSERT_ARGS, dtype=np.int64)
+        from fieldsim.lang.returns import flat_dtypes
+        self.ret = np.zeros(max(len(flat_dtypes(info.ret)), 1), dtype=np.int64)
         self.ctx = np.zeros(CTX_WORDS, dtype=np.uint64)
         self.ctx[CTX_FIELDS] = self.ptrs.ctypes.data
         self.ctx[CTX_ARGS] = self.argbuf.ctypes.data
@@ -66,11 +70,12 @@ class _Frame:
         for n, (is_float, v) in enumerate(zip(self.float_params, args)):
             if is_float:
                 self.argf[n] = float(v)
-            else:
-                self.argbuf[n] = int(v)
+            else:  # a u64 above 2**63 travels as its two's-complement bit pattern
+                v = int(v)
+                self.argbuf[n] = v - (1 << 64) if v >= (1 << 63) else v
         self.ctx[CTX_RNG] = rng_key & 0xFFFFFFFFFFFFFFFF
-        self.err[:] = 0
-        self.ret[0] = 0
+        self.err[:ERR_WORDS] = 0
+        self.ret[:] = 0
 
 
 class Launcher:
@@ -89,6 +94,8 @@ class Launcher:
         frame.busy = True
         try:
             frame.fill(info, args, rng_key)
+            if info.prints:  # the kernel's printf output must follow what Python printed
+                sys.stdout.flush()
             caps = self.set_stacks(frame, info, args, rt.ad_stack_size)
             for n, task in enumerate(info.tasks):
                 self.backend.run_task(program, n, frame.ctx_ptr, size_hint(task.stmt, args))
@@ -97,8 +104,8 @@ class Launcher:
             rt.stats["launches"] += 1
             if info.ret is None:
                 return None
-            ret = frame.ret
-            return float(ret.view(np.float64)[0]) if info.ret.is_float else int(ret[0])
+            from fieldsim.lang.returns import rebuild
+            return rebuild(info.ret, frame.ret)
         finally:
             frame.busy = False
 
@@ -168,6 +175,12 @@ def raise_kernel_error(info, err, caps):
                                  f"{name!r}", loc)
     if code == ERR_ASSERT:
         msg, loc = info.asserts[which]
+        if isinstance(msg, tuple):  # a formatted message: its values follow the error words
+            msg, kinds = msg
+            words = err[ERR_WORDS:ERR_WORDS + len(kinds)]
+            values = [float(w.view(np.float64)) if k == "f" else int(w.view(np.uint64)) if k == "u"
+                      else int(w) for w, k in zip(words, kinds)]
+            msg = msg % tuple(values) if len(values) == len(kinds) else msg.replace("%%", "%")
         raise FieldsimAssertionError(f"kernel {info.name!r}: assertion failed: {msg}", loc)
     raise FieldsimRuntimeError(f"kernel {info.name!r} reported error code {code}")
 

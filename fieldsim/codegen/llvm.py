@@ -13,6 +13,7 @@ raised by the launcher after the launch.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from llvmlite import ir as L
@@ -27,6 +28,7 @@ CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CT
     CTX_STACK_CAPS = range(9)
 CTX_WORDS = 9
 ERR_ASSERT, ERR_STACK_OVERFLOW, ERR_OUT_OF_BOUNDS = 1, 2, 3
+ERR_WORDS = 4  # error code, which, extra, spare; an assert's message values follow
 
 I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
 PTR = L.PointerType()
@@ -45,6 +47,7 @@ class Target:
     of a parallel range; CUDA overrides these (libdevice math, grid-stride loops)."""
 
     triple = ""
+    assert_values = True  # the error words have room for an assert message's values
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""
@@ -58,6 +61,15 @@ class Target:
     def finish_task(self, module: L.Module, fn: L.Function):
         """Called once per task function (CUDA adds its kernel entry point here)."""
 
+    def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args):
+        """printf(fmt, args...) from libc (args are i64 or double), then fflush(NULL) so the
+        text is out before the launch returns (pytest's capfd, Python's own prints)."""
+        printf = module.globals.get("printf") or L.Function(
+            module, L.FunctionType(I32, [PTR], var_arg=True), "printf")
+        fflush = module.globals.get("fflush") or L.Function(module, L.FunctionType(I32, [PTR]), "fflush")
+        b.call(printf, [b.bitcast(_c_string(module, fmt), PTR)] + list(args))
+        b.call(fflush, [L.Constant(PTR, None)])
+
     def math(self, b: L.IRBuilder, module: L.Module, name: str, dt: T.DataType, args):
         fty = ll_type(dt)
         intrinsic = {"sqrt", "sin", "cos", "exp", "log", "pow", "floor", "ceil", "round", "fabs",
@@ -68,6 +80,17 @@ class Target:
             cname = name + ("f" if dt is T.f32 else "")
             fn = _declare(module, cname, fty, len(args))
         return b.call(fn, args)
+
+
+def _c_string(module: L.Module, text: str):
+    """A private NUL-terminated constant (one per distinct text in a module)."""
+    data = bytearray(text.encode("utf-8")) + b"\0"
+    name = ".str." + hashlib.sha1(data).hexdigest()[:16]  # stable: the IR text keys the disk cache
+    if name not in module.globals:
+        ty = L.ArrayType(I8, len(data))
+        g = L.GlobalVariable(module, ty, name)
+        g.global_constant, g.linkage, g.initializer = True, "private", L.Constant(ty, data)
+    return module.globals[name]
 
 
 def _declare(module, name, fty, nargs):
@@ -101,6 +124,7 @@ class KernelInfo:
         self.fields = [f for f in fields_of(kernel) if not is_slot(f)]
         self.tasks: list[TaskInfo] = []
         self.asserts: list = []  # (message, loc)
+        self.prints = False  # has print(): the launcher flushes Python's stdout first
         self.accesses: list = []  # (field name, loc) for bounds errors
         self.stacks = kernel.meta.get("stack_capacities", [])
         self.stack_infos: list = []
@@ -324,11 +348,10 @@ class TaskLowering:
         self.b.branch(self.loops[-1][0])
 
     def op_return(self, s):
-        v = self.v(s.args[0])
-        dt = s.args[0].dtype
-        slot_ty = L.DoubleType() if dt.is_float else I64
-        v = self.convert(v, dt, T.f64 if dt.is_float else T.i64)
-        self.b.store(v, self.ret_ptr) if slot_ty else None
+        # one 8-byte word per returned scalar: f64 for floats, i64 (zero-extended if unsigned)
+        for k, a in enumerate(s.args):
+            v = self.convert(self.v(a), a.dtype, T.f64 if a.dtype.is_float else T.i64)
+            self.b.store(v, self.b.gep(self.ret_ptr, [L.Constant(I64, k)], source_etype=I64))
         self.b.ret_void()
 
     def op_serial(self, s):
@@ -362,7 +385,11 @@ class TaskLowering:
                               L.Constant(L.DoubleType(), 2.0 ** -53))
             f = b.uitofp(b.lshr(z, L.Constant(I64, 40)), L.FloatType())
             return b.fmul(f, L.Constant(L.FloatType(), 2.0 ** -24))
-        return b.trunc(b.lshr(z, L.Constant(I64, 33)), ll_type(s.dtype)) if s.dtype.bits < 64 else z
+        # integers: the top bits of the 64-bit draw, reinterpreted, so a signed type spans
+        # its whole range (negative values included), as in Taichi
+        if s.dtype.bits >= 64:
+            return z
+        return b.trunc(b.lshr(z, L.Constant(I64, 64 - max(s.dtype.bits, 8))), ll_type(s.dtype))
 
     # ---- locals -------------------------------------------------------------------------------
     def op_alloca(self, s: Stmt):
@@ -538,7 +565,17 @@ class TaskLowering:
         self.cg.info.asserts.append((s.attr, s.loc))
         c = self.v(s.args[0])
         with b.if_then(b.icmp_signed("==", c, L.Constant(c.type, 0)), likely=False):
+            # a formatted message's values (i64/u64/f64) go to the error words after the code
+            for k, a in enumerate(s.args[1:] if self.cg.target.assert_values else ()):
+                v = self.v(a)
+                if a.dtype.is_float:
+                    v = b.bitcast(v, I64)
+                b.store(v, b.gep(self.err_ptr, [L.Constant(I64, ERR_WORDS + k)], source_etype=I64))
             self.set_error(ERR_ASSERT, code)
+
+    def op_print(self, s: Stmt):
+        self.cg.info.prints = True
+        self.cg.target.print(self.b, self.cg.module, s.attr, [self.v(a) for a in s.args])
 
     # ---- arithmetic ---------------------------------------------------------------------------
     def op_select(self, s: Stmt):

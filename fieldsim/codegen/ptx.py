@@ -137,6 +137,12 @@ class CudaTarget(Target):
     """Target hooks for NVPTX. One instance per kernel: the entry needs its argument count."""
 
     triple = TRIPLE
+    assert_values = False  # the status buffer holds the error words only
+
+    def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args):
+        from fieldsim.errors import FieldsimCompilationError
+        raise FieldsimCompilationError("print() inside a kernel is not supported on the CUDA "
+                                       "backend yet; run with arch=fs.cpu to see its output")
 
     def __init__(self, nargs: int = 0, libdevice: bool | None = None):
         self.nargs = nargs

@@ -81,9 +81,10 @@ class Op(enum.IntEnum):
     IF = enum.auto()  # args (cond,); blocks [then, else]
     BREAK = enum.auto()
     CONTINUE = enum.auto()
-    RETURN = enum.auto()  # args (value,): the kernel's scalar return value
+    RETURN = enum.auto()  # args: the kernel's returned scalars (one per scalar of its return type)
     SERIAL = enum.auto()  # a top-level task run once, by one thread; blocks [body]
-    ASSERT = enum.auto()  # args (cond, *format args); attr message; checked with debug=True
+    ASSERT = enum.auto()  # args (cond, *format args); attr message, or (message %-format, value
+    # kinds 'i'/'u'/'f') with format args; checked with debug=True
     # per-thread AD stacks (made by reverse AD only)
     STACK_ALLOCA = enum.auto()  # attr StackInfo
     STACK_PUSH = enum.auto()  # args (stack, value)
@@ -103,6 +104,9 @@ class Op(enum.IntEnum):
     # inside), LOADs of the field carry no derivative (`ad.stop_grad.stopped_loads`). Codegen
     # emits nothing for it.
     STOP_GRAD = enum.auto()
+    # `print(...)` in a kernel: args are i64/u64/f64 values, attr the printf format string
+    # (fieldsim.lang.formatting); written to stdout when reached, like Taichi's print
+    PRINT = enum.auto()
 
 
 class Effect(enum.Enum):
@@ -117,6 +121,7 @@ class Effect(enum.Enum):
     STACK = "stack"  # touches a per-thread AD stack
     CHECK = "check"  # may raise at run time (assert)
     MARKER = "marker"  # marks its block for a pass; nothing at run time
+    OUTPUT = "output"  # writes to the process's standard output (print)
 
 
 class Result(enum.Enum):
@@ -277,7 +282,7 @@ _SPECS = {
     Op.IF: _statement(1, Result.NONE, Effect.CONTROL),
     Op.BREAK: _statement(0, Result.NONE, Effect.CONTROL),
     Op.CONTINUE: _statement(0, Result.NONE, Effect.CONTROL),
-    Op.RETURN: _statement(1, Result.NONE, Effect.CONTROL),
+    Op.RETURN: _statement(None, Result.NONE, Effect.CONTROL),
     Op.SERIAL: _statement(0, Result.NONE, Effect.CONTROL),
     Op.ASSERT: _statement(None, Result.NONE, Effect.CHECK),
     Op.STACK_ALLOCA: _statement(0, Result.GIVEN, Effect.STACK),
@@ -288,6 +293,7 @@ _SPECS = {
     Op.CUSTOM_ADJ_IN: _spec(arity=0, result=Result.GIVEN, operands=Operands.ANY, effect=Effect.PURE,
                            differentiable=False, lowering=Lowering.REGION),
     Op.STOP_GRAD: _statement(0, Result.NONE, Effect.MARKER),
+    Op.PRINT: _statement(None, Result.NONE, Effect.OUTPUT),
     Op.CUSTOM_ADJ_OUT: _spec(arity=None, result=Result.NONE, operands=Operands.ANY,
                             effect=Effect.CONTROL, differentiable=False, lowering=Lowering.REGION),
 }
@@ -305,6 +311,7 @@ _ATTR_TEXT = {
     Op.ARG: lambda a: f" arg{a}",
     Op.FOR: _for_text,
     Op.ASSERT: lambda a: f" {a!r}",
+    Op.PRINT: lambda a: f" {a!r}",
     Op.CUSTOM_GRAD: lambda a: f" {a.name}",
     Op.CUSTOM_ADJ_IN: lambda a: f" out{a}",
     Op.STACK_ALLOCA: lambda a: f" {a.name}#{a.capacity_key}",
@@ -333,7 +340,7 @@ CONTROL = frozenset({Op.FOR, Op.LOOP, Op.IF, Op.SERIAL, Op.CUSTOM_GRAD})  # ops 
 NO_VALUE = _ops(lambda d: not d.has_value)
 # ops whose result carries no derivative
 NONDIFF = _ops(lambda d: not d.differentiable
-               and d.effect in (Effect.PURE, Effect.RANDOM, Effect.MARKER)
+               and d.effect in (Effect.PURE, Effect.RANDOM, Effect.MARKER, Effect.OUTPUT)
                and d.lowering is not Lowering.REGION)
 ATOMIC_KINDS = ("add", "sub", "min", "max", "and", "or", "xor", "mul",
                 "xchg")  # xchg: made by reverse AD only (a winner takes a gradient)

@@ -109,6 +109,8 @@ class ReturnSlot:
         self.vars = None  # list of allocas (flattened) or None
         self.shape = None  # how to rebuild the value: ('scalar',) / ('mat', n, m, ndim) / ('tuple', [...])
         self.direct = None
+        self.flag = None  # an i32 alloca set to 1 by a return that is not in tail position
+        self.rtype = None  # the func's declared return type (values are cast to it)
 
 
 class Frontend(ExprMixin):
@@ -127,6 +129,7 @@ class Frontend(ExprMixin):
         self.loop_depth = 0
         self.loop_config = {}
         self.static_loop_depth = 0
+        self.static_loops: list = []  # (loop_depth, depth) at each enclosing fs.static loop
         self.inline_stack: list = []
         self.hidden_fields: list = []
         self.nonneg: set = set()  # ids of runtime values known >= 0 (ndarray shapes)
@@ -156,8 +159,9 @@ class Frontend(ExprMixin):
                 pos += 1
             self.block(node.body)
         if self.ret is not None and not any(s.op == Op.RETURN for s in self.b.block):
-            raise FieldsimSyntaxError(f"kernel {self.kernel_name!r} declares a return type "
-                                      f"({self.ret}) but does not end with a return statement",
+            raise FieldsimSyntaxError(f"Kernel has a return type but does not have a return "
+                                      f"statement: kernel {self.kernel_name!r} declares {self.ret} "
+                                      f"but does not end with a return statement",
                                       self.source.loc(node))
         return Kernel(self.kernel_name, params, self.b.block, self.ret, self.source.loc(node))
 
@@ -217,6 +221,18 @@ class Frontend(ExprMixin):
                     self.stmt(node)
                     return
                 self.stmt(node)
+                slot = self.frame.ret
+                if slot is not None and slot.flag is not None and rest and _contains_return(node):
+                    # a return may have run inside `node`: what follows runs only if none did
+                    if self.loop_depth > self.inline_stack[-1][1]:
+                        stop = self.b.if_(self.b.local_load(slot.flag))
+                        with self.b.into(stop.blocks[0]):
+                            self.b.emit(Op.BREAK)
+                        continue
+                    go_on = self.b.if_(self.e.unop(Op.NOT, self.b.local_load(slot.flag)))
+                    with self.b.into(go_on.blocks[0]):
+                        self.block(rest)
+                    return
                 if isinstance(node, ast.Return):
                     if rest:
                         raise self._located(FieldsimSyntaxError("code after return is unreachable"), rest[0])
@@ -267,8 +283,10 @@ class Frontend(ExprMixin):
             self.assign_struct(name, value, binding if found else None)
             return
         if not found or binding[0] == "static":
+            # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static)
+            literal_bool = isinstance(value, bool) and isinstance(getattr(node, "value", None), ast.Constant)
             if isinstance(value, (Stmt, MatVal)) or (isinstance(value, (int, float)) and not isinstance(value, bool)) \
-                    or annotation is not None:
+                    or annotation is not None or literal_bool:
                 self.declare(name, value if not isinstance(value, bool) else int(value), annotation)
             else:
                 self.frame.bind(name, ("static", value))
@@ -333,8 +351,11 @@ class Frontend(ExprMixin):
         if isinstance(target, ast.Name):
             self.assign_name(target.id, value, node)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            values = value.entries if isinstance(value, MatVal) else list(value) \
-                if isinstance(value, (tuple, list)) else None
+            if isinstance(value, MatVal) and value.ndim == 2:  # as Taichi: a matrix unpacks into rows
+                values = [MatVal.vector([value.at(r, c) for c in range(value.m)]) for r in range(value.n)]
+            else:
+                values = value.entries if isinstance(value, MatVal) else list(value) \
+                    if isinstance(value, (tuple, list)) else None
             if values is None or len(values) != len(target.elts):
                 raise FieldsimTypeError(f"cannot unpack {describe(value)} into {len(target.elts)} names")
             for t, v in zip(target.elts, values):
@@ -368,6 +389,9 @@ class Frontend(ExprMixin):
         ref.store(self, new)
 
     def atomic_on_target(self, target_node, kind, value, node):
+        if not isinstance(target_node, (ast.Name, ast.Subscript, ast.Attribute)):
+            raise FieldsimSyntaxError(f"cannot use a non-writable target as the first operand of "
+                                      f"'atomic_{kind}' (give a variable or a field element)")
         ref = self.lvalue(target_node)
         if isinstance(ref, FieldRef):
             return ref.atomic(self, kind, value)
@@ -437,7 +461,14 @@ class Frontend(ExprMixin):
     def stmt_If(self, node: ast.If):
         cond = self.e.truthy(self.expr(node.test))
         if isinstance(cond, int):  # constant condition (fs.static or folded): one branch only
-            self.block(node.body if cond else node.orelse, new_scope=True)
+            # as in Taichi, only fs.static(...) splices the branch into the enclosing scope; a
+            # plain `if True:` is a nested block (a loop in it is not a top-level, parallel loop)
+            nested = not (isinstance(node.test, ast.Call) and self._is(node.test.func, ops.static))
+            self.depth += nested
+            try:
+                self.block(node.body if cond else node.orelse, new_scope=True)
+            finally:
+                self.depth -= nested
             return
         if_stmt = self.b.if_(cond)
         self.depth += 1
@@ -463,7 +494,17 @@ class Frontend(ExprMixin):
         self.loop_depth -= 1
         self.depth -= 1
 
+    def _static_jump(self, node, kind):
+        """`break`/`continue` aimed at the innermost fs.static loop: stop or skip unrolling."""
+        if not self.static_loops or self.static_loops[-1][0] != self.loop_depth:
+            return False
+        if self.static_loops[-1][1] != self.depth:
+            raise FieldsimSyntaxError(f"{kind} in an fs.static loop must be under fs.static "
+                                      "conditions only (the loop is unrolled at compile time)")
+        raise (_StaticBreak if kind == "break" else _StaticContinue)()
+
     def stmt_Break(self, node):
+        self._static_jump(node, "break")
         if self.loop_depth == 0:
             raise FieldsimSyntaxError("break outside a loop (or inside an fs.static loop)")
         if self.parallel_depth == self.loop_depth:
@@ -475,53 +516,73 @@ class Frontend(ExprMixin):
         self.b.emit(Op.BREAK)
 
     def stmt_Continue(self, node):
+        self._static_jump(node, "continue")
         if self.loop_depth == 0:
             raise FieldsimSyntaxError("continue outside a loop (or inside an fs.static loop)")
         self.b.emit(Op.CONTINUE)
 
     def stmt_Assert(self, node: ast.Assert):
+        from fieldsim.lang import formatting
         cond = self.e.truthy(self.expr(node.test))
-        msg = ast.unparse(node.msg) if node.msg is not None else ast.unparse(node.test)
-        if isinstance(node.msg, ast.Constant):
-            msg = str(node.msg.value)
-        if isinstance(cond, int):
-            if not cond:
-                raise FieldsimSyntaxError(f"assertion is always false: {msg}")
+        if not self.rt.debug:  # as in Taichi: asserts are checked with debug=True only
             return
-        if self.rt.debug:
-            self.b.emit(Op.ASSERT, None, (cond,), attr=msg)
+        if isinstance(cond, int) and cond:
+            return
+        values, kinds = (), ()
+        msg = ast.unparse(node.test)
+        if node.msg is not None:
+            text = self.expr(node.msg)
+            if isinstance(text, str):
+                msg = text
+            else:
+                msg, values, kinds = formatting.assert_message(self, text)
+        attr = (msg, tuple(kinds)) if values else msg
+        # a constant-false assert fails when reached, as in Taichi
+        self.b.emit(Op.ASSERT, None, (self.e.value(cond, T.i32), *values), attr=attr)
 
     def stmt_Return(self, node: ast.Return):
         value = self.expr(node.value) if node.value is not None else None
         slot = self.frame.ret
         if slot is None:  # the kernel's own return
+            if self.depth != 0:
+                raise FieldsimSyntaxError("Return inside non-static if/for is not supported: a "
+                                          "kernel may return only at the end of its body")
             if self.ret is None:
+                if value is None:  # `return` / `return None` in a kernel without a return value
+                    return
                 raise FieldsimSyntaxError("this kernel returns a value but has no return annotation "
                                           "(e.g. `-> fs.f32`)")
-            if self.depth != 0:
-                raise FieldsimSyntaxError("a kernel may return only at the end of its body")
-            self.b.emit(Op.RETURN, None, (self.e.value(value, self.ret),))
+            from fieldsim.lang.returns import flatten
+            self.b.emit(Op.RETURN, None, tuple(flatten(self, self.ret, value, self.kernel_name)))
             return
         self.func_return(slot, value)
 
     def func_return(self, slot: ReturnSlot, value):
-        if self.loop_depth > self.inline_stack[-1][1]:
-            raise FieldsimSyntaxError("return inside a loop of a func is not supported")
+        from fieldsim.lang.func_args import coerce
+        if value is not None and slot.rtype is not None:
+            value = coerce(self, slot.rtype, value, "the return value", self.inline_stack[-1][0])
         if slot.direct is True:
             slot.direct = value
             return
-        flat, shape = _flatten_value(value)
-        if slot.vars is None:
-            slot.shape = shape
-            slot.vars = []
-            for pos, v in enumerate(flat):
-                var = Stmt(Op.ALLOCA, self.e.dtype_of(v), loc=self.b.loc)
-                slot.block.insert(slot.position + pos, var)
-                slot.vars.append(var)
-        if shape != slot.shape:
-            raise FieldsimTypeError("all return statements of a func must return the same kind of value")
-        for var, v in zip(slot.vars, flat):
-            self.b.local_store(var, self.e.value(v, var.dtype))
+        if value is not None:
+            flat, shape = _flatten_value(value)
+            if slot.vars is None:
+                slot.shape = shape
+                slot.vars = []
+                for pos, v in enumerate(flat):
+                    var = Stmt(Op.ALLOCA, self.e.dtype_of(v), loc=self.b.loc)
+                    slot.block.insert(slot.position + pos, var)
+                    slot.vars.append(var)
+            if shape != slot.shape:
+                raise FieldsimTypeError("all return statements of a func must return the same kind of value")
+            for var, v in zip(slot.vars, flat):
+                self.b.local_store(var, self.e.value(v, var.dtype))
+        if slot.flag is not None:
+            self.b.local_store(slot.flag, self.b.const(1, T.i32))
+            if self.loop_depth > self.inline_stack[-1][1]:
+                self.b.emit(Op.BREAK)  # leave the func's loop; the code after it checks the flag
+        elif self.loop_depth > self.inline_stack[-1][1]:
+            raise FieldsimSyntaxError("internal: a return inside a loop of a func needs the return flag")
 
     # ---- for loops ------------------------------------------------------------------------------
     def set_loop_config(self, serialize=False, block_dim=None, parallelize=None, **kw):
@@ -631,7 +692,12 @@ class Frontend(ExprMixin):
             items = list(iterable)
         except TypeError:
             raise FieldsimSyntaxError(f"fs.static loop over {describe(iterable)}: not iterable") from None
-        for item in items:
+        slot = self.frame.ret
+        guard = slot is not None and slot.flag is not None and _contains_return(node)
+        for k, item in enumerate(items):
+            if guard and k:  # an earlier iteration may have returned: the rest of the unrolled loop is skipped
+                go_on = self.b.if_(self.e.unop(Op.NOT, self.b.local_load(slot.flag)))
+                self.b.blocks.append(go_on.blocks[0])
             self.frame.scopes.append({})
             from fieldsim.lang.matrix import Matrix
             if isinstance(item, Matrix):
@@ -648,15 +714,47 @@ class Frontend(ExprMixin):
                     self.frame.bind(n_, ("static", v))
             saved = self.loop_depth
             self.loop_depth = 0 if not self.loop_depth else self.loop_depth
-            self.block(node.body, new_scope=True)
+            self.static_loops.append((self.loop_depth, self.depth))
+            stop = False
+            try:
+                self.block(node.body, new_scope=True)
+            except _StaticContinue:
+                pass
+            except _StaticBreak:
+                stop = True
+            finally:
+                self.static_loops.pop()
             self.loop_depth = saved
             self.frame.scopes.pop()
+            if stop:
+                if guard:
+                    for _ in range(k):
+                        self.b.blocks.pop()
+                    guard = False
+                break
+        if guard:
+            for _ in range(len(items) - 1):
+                self.b.blocks.pop()
 
     # ---- funcs ----------------------------------------------------------------------------------
     def inline_func(self, func, args, kwargs, node):
         if func.custom_grad is not None or func.replay is not None:
             return self.inline_custom_grad(func, args, kwargs, node)
-        return self.inline_plain(func, args, kwargs, node)
+        return self.inline_plain(func, args, kwargs, node, refs=self.caller_refs(node))
+
+    def caller_refs(self, node) -> dict:
+        """The caller's variables passed by name (`f(a, b=c)`): a `ti.template()` or `ti.ref`
+        parameter of the func is that variable itself, so assignments reach the caller."""
+        if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
+            return {}
+        refs = {}
+        pairs = list(enumerate(node.args)) + [(kw.arg, kw.value) for kw in node.keywords]
+        for key, a in pairs:
+            if isinstance(a, ast.Name):
+                found, binding = self.frame.lookup(a.id)
+                if found and binding[0] in ("var", "mat", "gvar"):
+                    refs[key] = binding
+        return refs
 
     def inline_custom_grad(self, func, args, kwargs, node):
         """A func with a user adjoint and/or replay: a CUSTOM_GRAD region holding its forward
@@ -705,7 +803,8 @@ class Frontend(ExprMixin):
             self.b.emit(Op.CUSTOM_ADJ_OUT, None, tuple(self.e.value(g, i.dtype) for g, i in zip(flat_grads, inputs)))
         return _rebuild_value([self.b.local_load(o) for o in outputs], out_shape)
 
-    def inline_plain(self, func, args, kwargs, node):
+    def inline_plain(self, func, args, kwargs, node, refs=None):
+        from fieldsim.lang import func_args
         src = _parse_cached(func.fn)
         fdef = src.node
         params = [a.arg for a in fdef.args.args]
@@ -714,13 +813,26 @@ class Frontend(ExprMixin):
                                       "(recursion must terminate through fs.static conditions)")
         bound = _bind_args(func.fn, params, fdef, args, kwargs)
         check_func_args(func.fn, bound)  # parameters annotated fs.types.ndarray(...)
+        ann = func_args.annotations(func, fdef)
         frame = Frame(func.fn, src)
         ret_slot = ReturnSlot(self.b.block, len(self.b.block))
+        ret_slot.rtype = func_args.return_type(self, func, fdef, ann)
         if _single_tail_return(fdef.body):
             ret_slot.direct = True
+        elif not _tail_returns_only(fdef.body):
+            ret_slot.flag = self.b.alloca(T.i32)  # zero: nothing returned yet
         frame.ret = ret_slot
         saved_frame = self.frame
+        by_name = {}
+        for k, p in enumerate(params):
+            by_name[p] = (refs or {}).get(k) or (refs or {}).get(p)
         for name, value in bound.items():
+            a = ann.get(name)
+            if func_args.is_by_reference(a) and by_name.get(name) is not None:
+                frame.bind(name, by_name[name])  # the caller's own variable
+                continue
+            if not isinstance(value, struct.StructValue):
+                value = func_args.coerce(self, a, value, f"argument {name}", func)
             if isinstance(value, struct.StructValue) and name in frame.assigned:
                 self.frame = frame  # a struct argument the func reassigns: its own copy
                 frame.bind(name, ("struct", struct.declare(self, name, value)))
@@ -749,6 +861,14 @@ class Frontend(ExprMixin):
         if ret_slot.vars is None:
             return None
         return _rebuild_value([self.b.local_load(v) for v in ret_slot.vars], ret_slot.shape)
+
+
+class _StaticBreak(Exception):
+    """`break` in an unrolled fs.static loop (under static conditions): stop unrolling."""
+
+
+class _StaticContinue(Exception):
+    """`continue` in an unrolled fs.static loop: go on with the next item."""
 
 
 class StaticRef:
@@ -895,8 +1015,10 @@ def _assigned_names(fdef) -> set:
         elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
             targets = [n.target]
         for t in targets:
+            while isinstance(t, (ast.Subscript, ast.Attribute)):  # `a[0] = v` writes a's copy
+                t = t.value
             for sub in ast.walk(t):
-                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                if isinstance(sub, ast.Name) and (isinstance(sub.ctx, ast.Store) or sub is t):
                     names.add(sub.id)
     return names
 
@@ -910,6 +1032,30 @@ def _always_returns(stmts) -> bool:
     if isinstance(last, ast.If):
         return _always_returns(last.body) and _always_returns(last.orelse)
     return False
+
+
+def _contains_return(node) -> bool:
+    return any(isinstance(n, ast.Return) for n in ast.walk(node))
+
+
+def _tail_returns_only(stmts) -> bool:
+    """Is every return the last thing its func runs (so it needs no flag)? True for returns
+    that end their block, in ifs that end theirs, and `if c: return a` followed by more code
+    (made an if/else); False for a return inside a loop or before more code."""
+    for idx, s in enumerate(stmts):
+        last = idx == len(stmts) - 1
+        if isinstance(s, ast.Return):
+            return True  # code after it is reported as unreachable
+        if not _contains_return(s):
+            continue
+        if not isinstance(s, ast.If):
+            return False
+        if last:
+            return _tail_returns_only(s.body) and _tail_returns_only(s.orelse)
+        if _always_returns(s.body) and not s.orelse:
+            return _tail_returns_only(s.body) and _tail_returns_only(stmts[idx + 1:])
+        return False
+    return True
 
 
 def _single_tail_return(body) -> bool:

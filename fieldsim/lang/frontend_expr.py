@@ -10,7 +10,7 @@ import types
 
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.lang import matrix_ops, ops, struct
+from fieldsim.lang import formatting, matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
 from fieldsim.lang.field import Field, placed_twin
@@ -74,6 +74,9 @@ class ExprMixin:
                                       "(e.g. fs.Struct({'a': x}))")
         return {k: self.expr(v) for k, v in zip(keys, node.values)}
 
+    def expr_JoinedStr(self, node):
+        return formatting.joined_str(self, node)
+
     def expr_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)
 
@@ -88,6 +91,8 @@ class ExprMixin:
             return self.e.matmul(a, b)
         if op is None:
             raise FieldsimSyntaxError(f"unsupported operator {type(node.op).__name__}")
+        if op == "%" and isinstance(a, str) and _has_kernel_value(b):
+            return formatting.percent_format(self, a, b)
         if not _is_value(a) or not _is_value(b):
             if not isinstance(a, (Stmt, MatVal)) and not isinstance(b, (Stmt, MatVal)):
                 return _py_binop(op, a, b)
@@ -139,7 +144,45 @@ class ExprMixin:
         c = self.e.truthy(self.expr(node.test))
         if isinstance(c, int):
             return self.expr(node.body if c else node.orelse)
+        if _may_touch_memory(node.body) or _may_touch_memory(node.orelse):
+            return self.guarded_ifexp(c, node)
         return self.e.select(c, self.expr(node.body), self.expr(node.orelse))
+
+    def guarded_ifexp(self, c, node: ast.IfExp):
+        """`a if c else b` whose sides load or call: only the taken side runs (a guard such as
+        `p[i] if 0 <= i < n else 0.0` must keep the load, and its adjoint, in bounds)."""
+        block = self.b.block
+        if_stmt = self.b.if_(self.e.value(c))
+        self.depth += 1
+        try:
+            with self.b.into(if_stmt.blocks[0]):
+                a = self.expr(node.body)
+            with self.b.into(if_stmt.blocks[1]):
+                b = self.expr(node.orelse)
+        finally:
+            self.depth -= 1
+        if isinstance(a, MatVal) or isinstance(b, MatVal):
+            a, b = self.e.broadcast(a, b)
+            pairs, shape = list(zip(a.entries, b.entries)), a
+        elif _is_value(a) and _is_value(b):
+            pairs, shape = [(a, b)], None
+        else:
+            raise FieldsimTypeError(f"the two sides of a conditional expression must be values, got "
+                                    f"{describe(a)} and {describe(b)}")
+        at = block.index(if_stmt)
+        results = []
+        for x, y in pairs:
+            dt = T.promote(self.e.dtype_of(x), self.e.dtype_of(y))
+            var = Stmt(Op.ALLOCA, dt, loc=self.b.loc)
+            block.insert(at, var)  # declared before the IF, so both branches can store to it
+            at += 1
+            for blk, v in ((if_stmt.blocks[0], x), (if_stmt.blocks[1], y)):
+                with self.b.into(blk):
+                    self.b.local_store(var, self.e.value(v, dt))
+            results.append(self.b.local_load(var))
+        if shape is None:
+            return results[0]
+        return MatVal(results, shape.n, shape.m, shape.ndim)
 
     # ---- subscripts and attributes --------------------------------------------------------------
     def expr_Subscript(self, node: ast.Subscript):
@@ -325,6 +368,13 @@ class ExprMixin:
         handler = _PY_BUILTINS.get(fn) if _hashable(fn) else None
         if handler is not None:
             return handler(self, args, kwargs)
+        if isinstance(getattr(fn, "__self__", None), str) and getattr(fn, "__name__", "") == "format":
+            if _has_kernel_value((args, kwargs)):
+                return formatting.format_method(self, fn.__self__, args, kwargs)
+            try:  # constants too: Taichi's numbering and specs (`{:.2}` of 2 is "02")
+                return formatting.format_method(self, fn.__self__, args, kwargs)
+            except formatting.UnsupportedSpec:
+                pass  # alignment and the like: Python's own str.format
         special = self.matrix_classmethod(fn, args)
         if special is not None:
             return special
@@ -431,6 +481,22 @@ def _components(field):
     return range(field.n * (field.m or 1)) if field.ndim_el else range(1)
 
 
+def _may_touch_memory(node) -> bool:
+    """Could evaluating this expression load from a field or run a call (with effects)?"""
+    return any(isinstance(n, (ast.Subscript, ast.Call)) for n in ast.walk(node))
+
+
+def _has_kernel_value(v) -> bool:
+    """Does a (nested) argument hold a runtime value (or text made from one)?"""
+    if isinstance(v, (Stmt, MatVal, formatting.FmtStr)):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_kernel_value(e) for e in v)
+    if isinstance(v, dict):
+        return any(_has_kernel_value(e) for e in v.values())
+    return False
+
+
 def _is_value(v) -> bool:
     return isinstance(v, (Stmt, MatVal, numbers.Number))
 
@@ -498,7 +564,7 @@ def _getattr(fe, args, kw):
 
 _PY_BUILTINS = {getattr: _getattr, int: _int_cast, float: _float_cast, len: _len, min: _py_minmax("min"),
                 max: _py_minmax("max"), abs: _py_abs, all: _py_all_any("all"),
-                any: _py_all_any("any"), print: lambda fe, a, k: None,
+                any: _py_all_any("any"), print: formatting.emit_print,
                 builtins.range: lambda fe, a, k: _static_range(a)}
 
 

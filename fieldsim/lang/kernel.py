@@ -80,8 +80,15 @@ pyfunc = func
 
 def real_func(fn=None):
     """`ti.real_func`: Taichi compiles it as a separate function; fieldsim inlines it like any
-    `@func` (same results; recursion is not supported)."""
-    return func(fn)
+    `@func` (same results; recursion must end through fs.static conditions). As in Taichi, its
+    parameters must be annotated, and so must its return value if it has one."""
+    if fn is None:
+        return real_func
+    from fieldsim.lang.func_args import check_real_func
+    check_real_func(fn)
+    f = func(fn)
+    f.is_real = True
+    return f
 
 
 def data_oriented(cls):
@@ -212,7 +219,8 @@ class KernelObj:
             dt = _scalar_dtype(a, rt, self.__name__, p.name)
             dtypes[p.name] = dt
             values.append(_convert_arg(v, dt, self.__name__, p.name))
-        ret_dt = None if ret is None else _scalar_dtype(ret, rt, self.__name__, "return value")
+        from fieldsim.lang.returns import ret_spec
+        ret_dt = ret_spec(ret, rt, self.__name__)
         return templates, tuple(key), values, dtypes, ret_dt
 
     # ---- compile and launch ----------------------------------------------------------------------

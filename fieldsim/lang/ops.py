@@ -139,7 +139,10 @@ def static_print(*args):
 
 
 def random(dtype=float):
-    return np.random.random() if dtype in (float, T.f32, T.f64) else np.random.randint(0, 2**31)
+    if dtype in (float, T.f16, T.f32, T.f64):
+        return np.random.random()
+    info = np.iinfo((dtype if isinstance(dtype, T.DataType) else T.i32).np)
+    return int(np.random.randint(info.min, info.max, dtype=np.int64 if info.bits < 64 else info.dtype))
 
 
 def _random_kernel(fe, node, args, kw):

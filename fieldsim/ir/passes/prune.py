@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fieldsim.ir.ir import Op, Stmt, walk
 
-_ROOTS = frozenset({Op.STORE, Op.ATOMIC, Op.RAND, Op.RETURN, Op.ASSERT})
+_ROOTS = frozenset({Op.STORE, Op.ATOMIC, Op.RAND, Op.RETURN, Op.ASSERT, Op.PRINT})
 
 
 def prune(body: list[Stmt]):

@@ -1,0 +1,121 @@
+"""Typed arguments and returns of `@fs.func` / `fs.real_func` (Taichi's func semantics).
+
+Takes a func's annotations and the values a call passes; gives the values the inlined body sees.
+Guarantees, as in Taichi: a parameter annotated with a scalar type (`fs.f32`, `int`) receives
+the value cast to that type, one annotated with a vector/matrix type a copy of that shape
+(another shape raises `FieldsimSyntaxError`), a `fs.template()` or `fs.ref(...)` parameter
+passed a caller's variable *is* that variable (`x += 1` in the func changes the caller's `x`),
+and a declared return type casts what the func returns (`-> fs.i32` returning 1.5 gives 1).
+`fs.real_func` needs every parameter annotated (checked when decorated) and a return
+annotation when it returns a value.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import numbers
+
+from fieldsim.errors import FieldsimCompilationError, FieldsimSyntaxError, FieldsimTypeError
+from fieldsim.ir.ir import Stmt
+from fieldsim.lang import types as T
+from fieldsim.lang.expr import MatVal, describe
+
+
+class RefType:
+    """`fs.ref(dtype)`: the parameter is the caller's variable (assignments reach the caller)."""
+
+    def __init__(self, dtype=None):
+        self.dtype = dtype
+
+    def __repr__(self):
+        return f"ref({self.dtype})"
+
+
+def ref(dtype=None):
+    return RefType(dtype)
+
+
+def annotations(func, fdef) -> dict:
+    """{parameter name or 'return': resolved annotation} of a func."""
+    if getattr(func, "_ann_cache", None) is None:
+        from fieldsim.lang.kernel import _resolve_annotation
+        raw = getattr(func.fn, "__annotations__", {}) or {}
+        func._ann_cache = {k: _resolve_annotation(v, func.fn) for k, v in raw.items()}
+    return func._ann_cache
+
+
+def check_real_func(fn):
+    """`fs.real_func` parameters must all be annotated (Taichi checks this when decorating)."""
+    sig = inspect.signature(fn)
+    for p in sig.parameters.values():
+        if p.annotation is inspect.Parameter.empty:
+            raise FieldsimSyntaxError(f"Argument {p.name!r} of real function {fn.__name__!r} must be "
+                                      "type annotated (e.g. fs.i32, fs.types.vector(3, fs.f32), "
+                                      "fs.template())", _def_loc(fn))
+
+
+def _def_loc(fn):
+    """The `def` line of a function, for errors raised outside a kernel's compilation."""
+    from fieldsim.errors import Loc
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        idx = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
+        return Loc(inspect.getsourcefile(fn) or "?", start + idx, 0, None, fn.__name__,
+                   lines[idx].rstrip("\n"))
+    except (OSError, TypeError, StopIteration):
+        return None
+
+
+def is_by_reference(a) -> bool:
+    from fieldsim.lang.kernel import Template
+    return isinstance(a, (Template, RefType)) or a is Template
+
+
+def return_type(fe, func, fdef, ann):
+    """The declared return type (None if undeclared), checked against the body's returns."""
+    returns_value = any(isinstance(n, ast.Return) and n.value is not None
+                        and not (isinstance(n.value, ast.Constant) and n.value.value is None)
+                        for n in ast.walk(fdef))
+    rtype = ann.get("return")
+    if rtype is None or rtype is type(None):
+        if returns_value and getattr(func, "is_real", False):
+            raise FieldsimCompilationError(f"real function {func.fn.__name__!r}: its return value "
+                                           "must be annotated (e.g. `-> fs.i32`)")
+        return None
+    if not returns_value:
+        raise FieldsimCompilationError(f"Function has a return type but does not have a return "
+                                       f"statement: func {func.fn.__name__!r} declares {rtype!r}")
+    return rtype
+
+
+def _dtype(fe, a):
+    return fe.e.fp if a is float else fe.e.ip if a is int else a
+
+
+def coerce(fe, a, value, what: str, func):
+    """`value` as the parameter/return annotated `a` receives it."""
+    name = getattr(getattr(func, "fn", func), "__name__", "?")
+    if isinstance(a, RefType):
+        a = a.dtype
+    if a is float or a is int or isinstance(a, T.DataType):
+        dt = _dtype(fe, a)
+        if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
+            raise FieldsimTypeError(f"func {name!r}: {what} is annotated {dt} but is {describe(value)}")
+        if not isinstance(value, Stmt):  # a constant stays one (static conditions still fold)
+            return dt.np.type(value if dt.is_float else int(value)).item()
+        return fe.e.cast(value, dt)
+    if isinstance(a, T.MatrixType):
+        if not isinstance(value, MatVal):
+            raise FieldsimTypeError(f"func {name!r}: {what} is annotated {a!r} but is {describe(value)}")
+        if value.n != a.n:
+            raise FieldsimSyntaxError(f"func {name!r}: {what} is expected to be a Matrix with n "
+                                      f"{a.n}, but got {value.n}")
+        if a.ndim == 2 and value.m != a.m:
+            raise FieldsimSyntaxError(f"func {name!r}: {what} is expected to be a Matrix with m "
+                                      f"{a.m}, but got {value.m}")
+        if a.dtype is not None:
+            value = fe.e.cast(value, _dtype(fe, a.dtype))
+        return value
+    if isinstance(a, tuple) and isinstance(value, tuple) and len(a) == len(value):
+        return tuple(coerce(fe, ai, v, what, func) for ai, v in zip(a, value))
+    return value

@@ -1,0 +1,166 @@
+"""print() inside kernels (written at run time in Taichi's format) and formatted assert messages."""
+# the kernels below use str.format and % on purpose (that is what they test), mismatches included
+# ruff: noqa: UP030, UP031, UP032, F522, F523, F525, PLE1300
+import pytest
+
+import fieldsim as fs
+
+
+def test_print_scalars_sep_end(capfd):
+    @fs.kernel
+    def k(n: fs.i32, x: fs.f32):
+        print("n =", n, "x =", x)
+        print(n, 2, 1234.5, sep="|", end="!\n")
+        print("100%", end="")
+        print()
+
+    print("before", flush=False)
+    k(7, 0.5)
+    out, err = capfd.readouterr()
+    assert out == "before\nn = 7 x = 0.500000\n7|2|1234.500000!\n100%\n"
+    assert err == ""
+
+
+def test_print_types(capfd):
+    @fs.kernel
+    def k():
+        print(fs.u64(2 ** 64 - 1), fs.i8(-3), fs.cast(-2.5, fs.f64), fs.u8(200))
+
+    k()
+    assert capfd.readouterr().out == "18446744073709551615 -3 -2.500000 200\n"
+
+
+def test_print_vectors_matrices_and_formats(capfd):
+    m = fs.Matrix.field(2, 2, fs.f32, shape=())
+    iv = fs.Vector.field(2, fs.i32, shape=())
+
+    @fs.kernel
+    def k(s: fs.f32):
+        m[None] = fs.Matrix([[1.0, -2.0], [3.0, 4.5]])
+        iv[None] = fs.Vector([3, 4])
+        print("m =", m[None] * s)
+        print(f"v = {iv[None]} w = {m[None][1, 1]:.1f} {iv[None]:.3d}")
+        print("a {} b {:.2e} c {name}".format(iv[None][0], s, name=7))
+        print("%d items at %.2f" % (iv[None][1], s))
+        print([1, s, iv[None]])
+
+    k(2.0)
+    assert capfd.readouterr().out == (
+        "m = [[2.000000, -4.000000], [6.000000, 9.000000]]\n"
+        "v = [3, 4] w = 4.5 [003, 004]\n"
+        "a 3 b 2.00e+00 c 7\n"
+        "4 items at 2.00\n"
+        "[1, 2.000000, [3, 4]]\n")
+
+
+def test_print_in_a_parallel_loop_prints_every_iteration(capfd):
+    x = fs.field(fs.i32, shape=50)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            print("item", i)
+
+    k()
+    lines = capfd.readouterr().out.splitlines()
+    assert sorted(lines) == sorted(f"item {i}" for i in range(50))
+
+
+def test_print_spec_mismatch_is_a_type_error():
+    x = fs.field(fs.f32, shape=())
+
+    @fs.kernel
+    def k():
+        print(f"{x[None]:.2d}")
+
+    with pytest.raises(fs.FieldsimTypeError, match=r"'.2d' doesn't match 'f32'.") as info:
+        k()
+    assert "test_print.py" in str(info.value)
+
+
+def test_print_does_not_change_gradients():
+    x = fs.field(fs.f32, shape=4, needs_grad=True)
+    loss = fs.field(fs.f32, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            print(x[i])
+            loss[None] += x[i] ** 2
+
+    x.from_numpy(__import__("numpy").arange(4, dtype="float32"))
+    with fs.Tape(loss):
+        k()
+    assert list(x.grad.to_numpy()) == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_assert_messages_show_kernel_values():
+    fs.init(arch=fs.cpu, debug=True)
+    x = fs.field(fs.i32, shape=8)
+    x[5] = 42
+
+    @fs.kernel
+    def pct():
+        for i in x:
+            assert x[i] == 0, "x[%d] = %d" % (i, x[i])
+
+    @fs.kernel
+    def fstr(y: fs.f32):
+        assert y < 0, f"y = {y} (must be negative)"
+
+    @fs.kernel
+    def always():
+        assert False
+
+    with pytest.raises(AssertionError, match=r"x\[5\] = 42"):
+        pct()
+    with pytest.raises(fs.FieldsimAssertionError, match=r"y = 0.500000 \(must be negative\)"):
+        fstr(0.5)
+    with pytest.raises(AssertionError):
+        always()
+    x[5] = 0
+    pct()
+    fstr(-1.0)
+
+
+def test_asserts_are_not_checked_without_debug():
+    @fs.kernel
+    def k(y: fs.f32) -> fs.f32:
+        assert y < 0, f"y = {y}"
+        return y
+
+    assert k(0.5) == 0.5
+
+
+def test_format_constants_and_positional_fields(capfd):
+    @fs.kernel
+    def k(f: fs.f32, big: fs.u64):
+        print(f"{4} {True} {1.23} {2:.3d}")
+        print("{2} {1} {} {k:.1f}".format(3, 2, 1, k=f))
+        print("{:.2}|{:>4}|".format(2, "ab"))
+        print("u =", big)
+
+    k(0.25, 2 ** 64 - 1)
+    assert capfd.readouterr().out == ("4 True 1.23 002\n1 2 3 0.2\n02|  ab|\n"
+                                      "u = 18446744073709551615\n")
+
+
+def test_format_argument_errors():
+    @fs.kernel
+    def more():
+        print("{0} {1}".format(1, 2, 3))
+
+    @fs.kernel
+    def unused(k: fs.f32):
+        print("{}".format(1, k=k))
+
+    @fs.kernel
+    def signed_as_unsigned(i: fs.i32):
+        print("{:u}".format(i + 1))
+
+    with pytest.raises(fs.FieldsimSyntaxError, match=r"Expected 2 positional argument\(s\), but received 3"):
+        more()
+    with pytest.raises(fs.FieldsimSyntaxError, match="Keyword 'k' not used"):
+        unused(1.0)
+    with pytest.raises(fs.FieldsimTypeError, match="'u' doesn't match 'i32'"):
+        signed_as_unsigned(1)
