@@ -253,8 +253,12 @@ def field_sets(ck):
 
 
 def clear_all_gradients(gradient_type="adjoint"):
+    """Zero every gradient field of one kind: adjoints (`x.grad`, the default, as in Taichi; a
+    Tape clears only these) or duals (`SNodeGradType.DUAL` / "dual")."""
+    kind = getattr(gradient_type, "name", gradient_type)
+    role = "dual" if str(kind).lower() == "dual" else "grad"
     for f in runtime.get().fields:
-        if f.role in ("grad", "dual") and f.storage is not None:
+        if f.role == role and f.storage is not None:
             f.storage.zero()
 
 

@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-from fieldsim.errors import FieldsimError
+from fieldsim.errors import (FieldsimCompilationError, FieldsimError, FieldsimIndexError,
+                             FieldsimRuntimeError, FieldsimTypeError)
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 
@@ -20,7 +21,7 @@ class Field:
     """A scalar (`ndim_el == 0`), vector (1) or matrix (2) field."""
 
     def __init__(self, dtype, shape=None, name="", needs_grad=False, needs_dual=False,
-                 n=None, m=None, ndim_el=0, _role="primal"):
+                 n=None, m=None, ndim_el=0, _role="primal", offset=None):
         rt = runtime.get()
         self.dtype = _resolve_dtype(dtype, rt)
         self.name = name or ""
@@ -30,36 +31,110 @@ class Field:
         self.role = _role
         self.ir_name = self.name or f"field{self.uid}"
         self.shape = None
+        self.offset = None  # per-axis index of the first cell; None when all zero
         self.storage = None
-        self.grad: Field | None = None
-        self.dual: Field | None = None
+        self._snode = None  # the PLACE node in the layout tree
+        self._frozen = False  # set by the first use: see `materialize`
+        self._grad: Field | None = None
+        self._dual: Field | None = None
         self.primal: Field | None = None
         self.needs_grad = needs_grad
         self.needs_dual = needs_dual
+        if (needs_grad or needs_dual) and not self.dtype.is_float:
+            raise FieldsimRuntimeError(
+                f"field {self.ir_name!r}: dtype {self.dtype} is not supported for field with "
+                "`needs_grad=True` or `needs_dual=True`. (only float fields have gradients)")
+        if offset is not None and shape is None:
+            raise FieldsimCompilationError(f"field {self.ir_name!r}: shape cannot be None when "
+                                           "offset is set")
         rt.fields.append(self)
-        if needs_grad and self.dtype.is_float:
-            self.grad = self._twin("grad")
-        if needs_dual and self.dtype.is_float:
-            self.dual = self._twin("dual")
+        if needs_grad:
+            self._grad = self._twin("grad")
+        if needs_dual:
+            self._dual = self._twin("dual")
         if shape is not None:
-            self._place(_normalize_shape(shape, self))
+            self._place(_normalize_shape(shape, self), offset=offset)
+
+    # `x.grad` / `x.dual`: a twin that exists (unplaced) for every float field until the layout
+    # is fixed, so Taichi's `fs.root.place(x, x.grad)` can place it; afterwards only placed
+    # twins are visible (None means "this field has no gradient").
+    @property
+    def grad(self):
+        return self._visible_twin("grad")
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = value
+
+    @property
+    def dual(self):
+        return self._visible_twin("dual")
+
+    @dual.setter
+    def dual(self, value):
+        self._dual = value
+
+    def _visible_twin(self, role):
+        twin = getattr(self, "_" + role)
+        if twin is not None and twin.shape is not None:
+            return twin
+        if self.role != "primal" or not self.dtype.is_float or self._frozen:
+            return None
+        if twin is None:
+            twin = self._twin(role)
+            setattr(self, "_" + role, twin)
+        return twin
+
+    def _enable_twin(self, role):
+        """`lazy_grad`/`lazy_dual`: give this field a placed twin (placed with it if unplaced)."""
+        twin = getattr(self, "_" + role)
+        if twin is None:
+            twin = self._twin(role)
+            setattr(self, "_" + role, twin)
+        setattr(self, "needs_" + role, True)
+        if self.shape is not None and twin.shape is None:
+            twin._place(self.shape, offset=self.offset)
 
     def _twin(self, role: str) -> Field:
         twin = Field(self.dtype, None, f"{self.ir_name}.{role}", n=self.n, m=self.m,
                      ndim_el=self.ndim_el, _role=role)
         twin.primal = self
-        if self.shape is not None:
-            twin._place(self.shape)
+        if self.shape is not None and getattr(self, "needs_" + role):
+            twin._place(self.shape, offset=self.offset)
         return twin
 
-    def _place(self, shape: tuple):
-        if self.shape is not None and self.shape != shape:
-            raise ValueError(f"field {self.ir_name!r} is already placed with shape {self.shape}")
+    def _place(self, shape: tuple, offset=None, snode=None):
+        if self.shape is not None:
+            raise FieldsimError(f"field {self.ir_name!r} is already placed (shape {self.shape})")
+        offset = _normalize_offset(offset, shape, self)
+        if snode is None:  # `shape=`: Taichi's root.dense(axes, shape).place(x)
+            from fieldsim.lang.snode import root
+            parent = root.dense(Axis(*range(len(shape))), shape) if shape else root
+            parent.place(self, offset=offset)
+            return
         self.shape = shape
+        self.offset = offset
+        self._snode = snode
         self.storage = runtime.get().backend().allocate(self.storage_shape, self.dtype)
-        for twin in (self.grad, self.dual):
-            if twin is not None and twin.shape is None:
-                twin._place(shape)
+        for role in ("grad", "dual"):
+            twin = getattr(self, "_" + role)
+            if twin is not None and twin.shape is None and getattr(self, "needs_" + role):
+                twin._place(shape, offset=offset)
+
+    @property
+    def snode(self):
+        return self._snode
+
+    @property
+    def _name(self) -> str:
+        return self.name
+
+    def parent(self, n=1):
+        return self._snode.parent(n) if self._snode is not None else None
+
+    @property
+    def _offset(self) -> tuple:
+        return self.offset if self.offset is not None else (0,) * len(self.shape or ())
 
     def _invalidate(self):
         self.storage = None
@@ -72,6 +147,7 @@ class Field:
                                    "fs.root.dense(...).place(...) or give shape=")
             raise RuntimeError(f"field {self.ir_name!r} belongs to an earlier fs.init(); "
                                "fields are dropped when fs.init is called again")
+        self._frozen = True
 
     # ---- shape ------------------------------------------------------------------------------
     @property
@@ -96,31 +172,40 @@ class Field:
     def get_field_members(self):
         return [self]
 
-    def snode(self):
-        return self
+    _get_field_members = get_field_members
 
-    def parent(self, n=1):
-        return self
+    def __iter__(self):
+        raise NotImplementedError(f"field {self.ir_name!r}: Struct for is only available in Taichi "
+                                  "scope (iterate over fs.ndrange(*x.shape) in Python)")
 
     # ---- Python-scope access ----------------------------------------------------------------
     def _index(self, key) -> tuple:
+        """Storage indices (offset removed) of a user's key, checked against the field."""
         self._check_live()
-        if key is None or key == ():
+        if key is None or (isinstance(key, tuple) and len(key) == 0):
             key = ()
         elif not isinstance(key, tuple):
             key = (key,)
+        for axis, k in enumerate(key):
+            if isinstance(k, slice) or k is Ellipsis:
+                raise FieldsimTypeError(
+                    f"field {self.ir_name!r}: Detected illegal element of type: {type(k).__name__} "
+                    f"on axis {axis}. Please be aware that slicing a ti.field is not supported so far.")
         if len(key) != len(self.shape):
-            raise IndexError(f"field {self.ir_name!r} has {len(self.shape)} dimension(s) "
-                             f"(shape {self.shape}) but was indexed with {len(key)} index(es)"
-                             + ("; use x[None] for a 0-D field" if not self.shape else ""))
+            raise FieldIndexCountError(
+                f"field {self.ir_name!r} has {len(self.shape)} dimension(s) (shape {self.shape}) "
+                f"but was indexed with {len(key)} index(es)"
+                + ("; use x[None] for a 0-D field" if not self.shape else "")
+                + " (Slicing is not supported on ti.field)")
         out = []
-        for axis, (k, n) in enumerate(zip(key, self.shape)):
+        for axis, (k, n, off) in enumerate(zip(key, self.shape, self._offset)):
             if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
                 raise TypeError(f"field {self.ir_name!r}: index {k!r} on axis {axis} is not an int")
-            if not 0 <= int(k) < n:
+            if not off <= int(k) < off + n:
                 raise IndexError(f"field {self.ir_name!r}: index {int(k)} is out of range "
-                                 f"[0, {n}) on axis {axis} (shape {self.shape})")
-            out.append(int(k))
+                                 f"[{off}, {off + n}) on axis {axis} (shape {self.shape}"
+                                 + (f", offset {self.offset})" if self.offset else ")"))
+            out.append(int(k) - off)
         return tuple(out)
 
     def __getitem__(self, key):
@@ -129,15 +214,18 @@ class Field:
         if self.ndim_el == 0:
             return value.item() if hasattr(value, "item") else value
         from fieldsim.lang.matrix import Matrix, Vector
-        if self.ndim_el == 1:
-            return Vector(list(value), dt=self.dtype)
-        return Matrix([list(r) for r in value], dt=self.dtype)
+        cls = _element_class(Vector if self.ndim_el == 1 else Matrix)
+        out = cls(list(value) if self.ndim_el == 1 else [list(r) for r in value], dt=self.dtype)
+        out._home = (self, key)  # `x[i][k] = v` writes through to the field
+        return out
 
     def __setitem__(self, key, value):
         idx = self._index(key)
         arr = self._coerce(value, self.element_shape, f"element {idx}")
         _record_python_write(self, idx, f"{self.ir_name}[{_index_text(idx)}] = ...")
         self.storage.write_element(idx, arr)
+        from fieldsim.lang import sparse
+        sparse.activate_python(self, idx)
 
     def _coerce(self, value, shape, what, broadcast=False) -> np.ndarray:
         if hasattr(value, "to_numpy") and not isinstance(value, Field):
@@ -162,16 +250,21 @@ class Field:
                                  f"got a value of shape {arr.shape}")
         return arr.astype(self.dtype.np)
 
-    def to_numpy(self, dtype=None) -> np.ndarray:
+    def to_numpy(self, dtype=None, keep_dims=False) -> np.ndarray:
         self._check_live()
         arr = self.storage.to_numpy()
-        return arr.astype(dtype) if dtype is not None else arr
+        if keep_dims and self.ndim_el == 1:  # Taichi: a vector field as n x 1 matrices
+            arr = arr.reshape(tuple(self.shape) + (self.n, 1))
+        return arr.astype(_np_dtype(dtype)) if dtype is not None else arr
 
     def from_numpy(self, arr):
         self._check_live()
         if hasattr(arr, "to_numpy") and not isinstance(arr, np.ndarray):
             arr = arr.to_numpy()
         a = np.asarray(arr)
+        if a.shape != self.storage_shape and self.ndim_el == 1 and \
+                a.shape == tuple(self.shape) + (self.n, 1):
+            a = a.reshape(self.storage_shape)
         if a.shape != self.storage_shape:
             raise ValueError(f"field {self.ir_name!r}.from_numpy: expected an array of shape "
                              f"{self.storage_shape}, got {a.shape}")
@@ -179,20 +272,29 @@ class Field:
             raise TypeError(f"field {self.ir_name!r}.from_numpy: unsupported dtype {a.dtype}")
         _record_python_write(self, None, f"{self.ir_name}.from_numpy(...)")
         self.storage.from_numpy(np.ascontiguousarray(a, dtype=self.dtype.np))
+        from fieldsim.lang import sparse
+        sparse.activate_python(self, None)
 
     def fill(self, value):
         self._check_live()
         arr = self._coerce(value, self.element_shape, "fill value", broadcast=True)
         _record_python_write(self, None, f"{self.ir_name}.fill(...)")
         self.storage.fill(arr)
+        from fieldsim.lang import sparse
+        sparse.activate_python(self, None)
 
     def copy_from(self, other: Field):
         self._check_live()
-        if not isinstance(other, Field) or other.storage_shape != self.storage_shape:
+        if not isinstance(other, Field):
+            raise TypeError(f"field {self.ir_name!r}.copy_from: needs a field, got "
+                            f"{type(other).__name__}")
+        if other.storage_shape != self.storage_shape:
             raise ValueError(f"field {self.ir_name!r}.copy_from: needs a field of storage shape "
                              f"{self.storage_shape}")
         _record_python_write(self, None, f"{self.ir_name}.copy_from(...)")
         self.storage.from_numpy(other.to_numpy().astype(self.dtype.np))
+        from fieldsim.lang import sparse
+        sparse.activate_python(self, None)
 
     def __repr__(self):
         kind = {0: "field", 1: f"Vector.field({self.n})", 2: f"Matrix.field({self.n}, {self.m})"}
@@ -231,6 +333,53 @@ def _resolve_dtype(dtype, rt) -> T.DataType:
         raise TypeError(f"unsupported field dtype {dtype!r}") from None
 
 
+class FieldIndexCountError(FieldsimIndexError, AssertionError):
+    """A field indexed with the wrong number of indices (Taichi raises AssertionError here)."""
+
+
+def _element_class(base):
+    """`base` (Vector or Matrix) whose item assignment also writes the field element it came
+    from, so `x[i][k] = v` and `m[None][r, c] = v` change the field as in Taichi."""
+    cls = _ELEMENT_CLASSES.get(base)
+    if cls is None:
+        def __setitem__(self, k, v):
+            base.__setitem__(self, k, v)
+            home = getattr(self, "_home", None)
+            if home is not None:
+                home[0][home[1]] = self._a
+
+        cls = type(base.__name__, (base,), {"__setitem__": __setitem__,
+                                             "__module__": base.__module__})
+        _ELEMENT_CLASSES[base] = cls
+    return cls
+
+
+_ELEMENT_CLASSES: dict = {}
+
+
+def _np_dtype(dtype):
+    return dtype.np if isinstance(dtype, T.DataType) else dtype
+
+
+def materialize(field: Field):
+    """Fix `field`'s layout: from its first use (in a kernel or Python scope) on, an unplaced
+    grad/dual twin is no longer offered, so `x.grad is None` means "no gradient"."""
+    field._frozen = True
+
+
+def _normalize_offset(offset, shape, field):
+    if offset is None:
+        return None
+    if isinstance(offset, numbers.Integral):
+        offset = (int(offset),)
+    offset = tuple(int(o) for o in offset)
+    if len(offset) != len(shape):
+        raise FieldsimCompilationError(
+            f"field {field.ir_name!r}: The dimensionality of shape and offset must be the same "
+            f"(shape {shape}, offset {offset})")
+    return offset if any(offset) else None
+
+
 def _normalize_shape(shape, field=None) -> tuple:
     if isinstance(shape, numbers.Integral):
         shape = (int(shape),)
@@ -245,57 +394,11 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
           order=None, layout=None) -> Field:
     if isinstance(dtype, T.MatrixType):
         if dtype.ndim == 1:
-            return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, ndim_el=1)
+            return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, ndim_el=1,
+                         offset=offset)
         return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, m=dtype.m,
-                     ndim_el=2)
-    return Field(dtype, shape, name, needs_grad, needs_dual)
+                     ndim_el=2, offset=offset)
+    return Field(dtype, shape, name, needs_grad, needs_dual, offset=offset)
 
 
-# ---- placement: fs.root.dense(fs.ij, (n, m)).place(x, y) -------------------------------------
-class Axis:
-    def __init__(self, *dims):
-        self.dims = dims
-
-
-i, j, k, l = Axis(0), Axis(1), Axis(2), Axis(3)
-ij, ik, jk, ijk, ijkl = Axis(0, 1), Axis(0, 2), Axis(1, 2), Axis(0, 1, 2), Axis(0, 1, 2, 3)
-
-
-def axes(*dims):
-    return Axis(*dims)
-
-
-class SNode:
-    def __init__(self, shape=()):
-        self.shape = tuple(shape)
-
-    def dense(self, axis, dims) -> SNode:
-        dims = _normalize_shape(dims)
-        n_axes = len(axis.dims) if isinstance(axis, Axis) else 1
-        if len(dims) == 1 and n_axes > 1:
-            dims = dims * n_axes
-        if len(dims) != n_axes:
-            raise ValueError(f"dense: {n_axes} axes but {len(dims)} sizes {dims}")
-        return SNode(self.shape + dims)
-
-    pointer = bitmasked = dense
-
-    def place(self, *fields, offset=None) -> SNode:
-        for f in fields:
-            for member in (f if isinstance(f, (list, tuple)) else [f]):
-                member._place(self.shape)
-        return self
-
-    def lazy_grad(self):
-        for f in list(runtime.get().fields):
-            if f.role == "primal" and f.dtype.is_float and f.grad is None:
-                f.grad = f._twin("grad")
-                f.needs_grad = True
-
-    def lazy_dual(self):
-        for f in list(runtime.get().fields):
-            if f.role == "primal" and f.dtype.is_float and f.dual is None:
-                f.dual = f._twin("dual")
-
-
-root = SNode()
+from fieldsim.lang.snode import SNode, Axis, axes, i, j, k, l, ij, ik, jk, ijk, ijkl, root  # noqa: E402,F401

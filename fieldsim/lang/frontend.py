@@ -22,6 +22,7 @@ from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field
+from fieldsim.lang.snode import SNode
 from fieldsim.lang.frontend_expr import ExprMixin
 from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, Stmt
 
@@ -507,8 +508,12 @@ class Frontend(ExprMixin):
         sizes = []
         for begin, end in dims:
             size = self.e.binop("-", end, begin)
+            if not (isinstance(size, int) and size >= 0):  # begin > end: no iterations
+                size = self.e.binop("max", size, 0)
             sizes.append(size)
             total = size if total is None else self.e.binop("*", total, size)
+        if total is None:  # a 0-D field or fs.ndrange(): one iteration, with an empty index
+            total = 1
         loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)
         self.depth += 1
         self.loop_depth += 1
@@ -544,6 +549,11 @@ class Frontend(ExprMixin):
         if grouped:
             iterable = iterable.target
         if isinstance(iterable, Field):
+            if iterable.shape is None:
+                raise FieldsimTypeError(f"field {iterable.ir_name!r} is used before it has a shape "
+                                        "(place it with fs.root.dense(...).place(...))")
+            dims = [(o, o + s) for s, o in zip(iterable.shape, iterable._offset)]
+        elif isinstance(iterable, SNode):
             dims = [(0, s) for s in iterable.shape]
         elif isinstance(iterable, ops.ndrange):
             dims = list(iterable.bounds)
@@ -560,6 +570,11 @@ class Frontend(ExprMixin):
             if len(names) != 1:
                 raise FieldsimSyntaxError("fs.grouped(...) binds a single vector index")
         elif len(names) != len(dims):
+            if isinstance(iterable, ops.ndrange):
+                raise FieldsimSyntaxError(
+                    f"Ndrange for loop with number of the loop variables not equal to the "
+                    f"dimension of the ndrange is not supported ({len(names)} loop variable(s), "
+                    f"{len(dims)} dimension(s))")
             raise FieldsimSyntaxError(f"the loop has {len(names)} index name(s) but iterates "
                                       f"{len(dims)} dimension(s)")
         return dims, names, grouped

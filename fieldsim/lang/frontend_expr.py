@@ -11,7 +11,7 @@ from fieldsim.errors import FieldsimNameError, FieldsimSyntaxError, FieldsimType
 from fieldsim.lang import matrix_ops, ops
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
-from fieldsim.lang.field import Field
+from fieldsim.lang.field import Field, materialize
 from fieldsim.lang.ir import Op, Stmt
 
 _BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -142,6 +142,7 @@ class ExprMixin:
         if field.shape is None:
             raise FieldsimTypeError(f"field {field.ir_name!r} is used before it has a shape "
                                     "(place it with fs.root.dense(...).place(...))")
+        materialize(field)
         if idx == [None]:
             idx = []
         if len(idx) != len(field.shape):
@@ -156,6 +157,9 @@ class ExprMixin:
             if isinstance(v, MatVal) or not (isinstance(v, (Stmt, numbers.Integral))):
                 raise FieldsimTypeError(f"bad index for field {field.ir_name!r}: {describe(v)}")
             out.append(self.e.value(v, T.i32))
+        if field.offset is not None:  # storage index = user index - offset
+            out = [v if o == 0 else self.e.value(self.e.binop("-", v, o), T.i32)
+                   for v, o in zip(out, field.offset)]
         return out
 
     def load_field(self, field: Field, indices: list):
