@@ -34,7 +34,6 @@ class Field:
         self.offset = None  # per-axis index of the first cell; None when all zero
         self.storage = None
         self._snode = None  # the PLACE node in the layout tree
-        self._frozen = False  # set by the first use: see `materialize`
         self._grad: Field | None = None
         self._dual: Field | None = None
         self.primal: Field | None = None
@@ -55,9 +54,9 @@ class Field:
         if shape is not None:
             self._place(_normalize_shape(shape, self), offset=offset)
 
-    # `x.grad` / `x.dual`: a twin that exists (unplaced) for every float field until the layout
-    # is fixed, so Taichi's `fs.root.place(x, x.grad)` can place it; afterwards only placed
-    # twins are visible (None means "this field has no gradient").
+    # `x.grad` / `x.dual`: until the field is placed, every float field offers an unplaced twin
+    # so that Taichi's `fs.root.dense(...).place(x, x.grad)` can place it; once the field is
+    # placed only a placed twin is visible (None means "this field has no gradient").
     @property
     def grad(self):
         return self._visible_twin("grad")
@@ -78,7 +77,7 @@ class Field:
         twin = getattr(self, "_" + role)
         if twin is not None and twin.shape is not None:
             return twin
-        if self.role != "primal" or not self.dtype.is_float or self._frozen:
+        if self.role != "primal" or not self.dtype.is_float or self.shape is not None:
             return None
         if twin is None:
             twin = self._twin(role)
@@ -87,19 +86,18 @@ class Field:
 
     def _enable_twin(self, role):
         """`lazy_grad`/`lazy_dual`: give this field a placed twin (placed with it if unplaced)."""
+        setattr(self, "needs_" + role, True)
         twin = getattr(self, "_" + role)
         if twin is None:
-            twin = self._twin(role)
-            setattr(self, "_" + role, twin)
-        setattr(self, "needs_" + role, True)
-        if self.shape is not None and twin.shape is None:
+            setattr(self, "_" + role, self._twin(role))
+        elif self.shape is not None and twin.shape is None:
             twin._place(self.shape, offset=self.offset)
 
     def _twin(self, role: str) -> Field:
         twin = Field(self.dtype, None, f"{self.ir_name}.{role}", n=self.n, m=self.m,
                      ndim_el=self.ndim_el, _role=role)
         twin.primal = self
-        if self.shape is not None and getattr(self, "needs_" + role):
+        if self.shape is not None:
             twin._place(self.shape, offset=self.offset)
         return twin
 
@@ -147,7 +145,6 @@ class Field:
                                    "fs.root.dense(...).place(...) or give shape=")
             raise RuntimeError(f"field {self.ir_name!r} belongs to an earlier fs.init(); "
                                "fields are dropped when fs.init is called again")
-        self._frozen = True
 
     # ---- shape ------------------------------------------------------------------------------
     @property
@@ -359,12 +356,6 @@ _ELEMENT_CLASSES: dict = {}
 
 def _np_dtype(dtype):
     return dtype.np if isinstance(dtype, T.DataType) else dtype
-
-
-def materialize(field: Field):
-    """Fix `field`'s layout: from its first use (in a kernel or Python scope) on, an unplaced
-    grad/dual twin is no longer offered, so `x.grad is None` means "no gradient"."""
-    field._frozen = True
 
 
 def _normalize_offset(offset, shape, field):

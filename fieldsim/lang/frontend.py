@@ -534,6 +534,30 @@ class Frontend(ExprMixin):
         self.loop_depth -= 1
         self.depth -= 1
 
+    def field_fill(self, field: Field, value):
+        """`x.fill(v)` in a kernel: a loop over every cell (parallel when outermost) storing v."""
+        if field.shape is None:
+            raise FieldsimTypeError(f"field {field.ir_name!r} is used before it has a shape "
+                                    "(place it with fs.root.dense(...).place(...))")
+        info = ForInfo(parallel=self.depth == 0 and not self.inline_stack, serialize=False,
+                       block_dim=None)
+        sizes = list(field.shape)
+        total = 1
+        for size in sizes:
+            total *= size
+        loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)
+        self.depth += 1
+        self.loop_depth += 1
+        if info.parallel:
+            self.parallel_depth = self.loop_depth
+        with self.b.into(loop.body):  # storage indices: the field's offset plays no part
+            FieldRef(field, self.delinearize(loop, [(0, n) for n in sizes], sizes), None).store(
+                self, value)
+        if info.parallel:
+            self.parallel_depth = -1
+        self.loop_depth -= 1
+        self.depth -= 1
+
     def _is(self, node, obj) -> bool:
         try:
             return self.expr(node) is obj

@@ -11,7 +11,7 @@ from fieldsim.errors import FieldsimNameError, FieldsimSyntaxError, FieldsimType
 from fieldsim.lang import matrix_ops, ops
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
-from fieldsim.lang.field import Field, materialize
+from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Op, Stmt
 
 _BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -66,7 +66,7 @@ class ExprMixin:
         if not _is_value(a) or not _is_value(b):
             if not isinstance(a, (Stmt, MatVal)) and not isinstance(b, (Stmt, MatVal)):
                 return _py_binop(op, a, b)
-            raise FieldsimTypeError(f"unsupported operands for {op}: {describe(a)} and {describe(b)}")
+            raise FieldsimTypeError(f"unsupported operand type(s) for {op}: {describe(a)} and {describe(b)}")
         return self.e.binop(op, a, b)
 
     def expr_UnaryOp(self, node: ast.UnaryOp):
@@ -142,7 +142,6 @@ class ExprMixin:
         if field.shape is None:
             raise FieldsimTypeError(f"field {field.ir_name!r} is used before it has a shape "
                                     "(place it with fs.root.dense(...).place(...))")
-        materialize(field)
         if idx == [None]:
             idx = []
         if len(idx) != len(field.shape):
@@ -243,6 +242,10 @@ class ExprMixin:
             return self.e.cast(args[0], fn)
         if isinstance(fn, KernelObj):
             raise FieldsimSyntaxError("a kernel cannot call another kernel; make it an @fs.func")
+        if isinstance(getattr(fn, "__self__", None), Field) and fn.__name__ == "fill":
+            if len(args) != 1 or kwargs:
+                raise FieldsimTypeError("field.fill takes one value")
+            return self.field_fill(fn.__self__, args[0])
         handler = _PY_BUILTINS.get(fn) if _hashable(fn) else None
         if handler is not None:
             return handler(self, args, kwargs)

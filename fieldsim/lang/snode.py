@@ -141,6 +141,10 @@ class SNode:
     def place(self, *fields, offset=None) -> SNode:
         for f in fields:
             for member in (f if isinstance(f, (list, tuple)) else [f]):
+                if member is None:
+                    raise FieldsimError(
+                        "place: got None; a field's .grad/.dual can be placed only together "
+                        "with the field (place(x, x.grad)) or with needs_grad=True / lazy_grad()")
                 if not hasattr(member, "_place"):
                     raise FieldsimError(f"place: {member!r} is not a field")
                 node = SNode(PLACE, self)
