@@ -278,7 +278,7 @@ class Field:
         _record_python_write(self, None, f"{self.ir_name}.fill(...)")
         self.storage.fill(arr)
         from fieldsim.lang import sparse
-        sparse.activate_python(self, None)
+        sparse.after_fill(self)
 
     def copy_from(self, other: Field):
         self._check_live()

@@ -17,7 +17,7 @@ import textwrap
 from functools import cache
 
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
-from fieldsim.lang import ops
+from fieldsim.lang import ops, sparse
 from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.expr import Emitter, MatVal, describe
@@ -522,12 +522,21 @@ class Frontend(ExprMixin):
         self.frame.scopes.append({})
         with self.b.into(loop.body):
             indices = self.delinearize(loop, dims, sizes)
+            target = iterable.target if grouped else iterable
+            active, indices = sparse.struct_for_guard(self, target, indices)
             if grouped:
                 self.frame.bind(names[0], ("val", MatVal.vector(indices)))
             else:
                 for name, idx in zip(names, indices):
                     self.frame.bind(name, ("val", idx))
-            self.block(node.body, new_scope=True)
+            if active is None:
+                self.block(node.body, new_scope=True)
+            else:  # a sparse struct-for visits active cells only
+                guard = self.b.if_(active)
+                self.depth += 1
+                with self.b.into(guard.blocks[0]):
+                    self.block(node.body, new_scope=True)
+                self.depth -= 1
         self.frame.scopes.pop()
         if info.parallel:
             self.parallel_depth = -1
@@ -852,11 +861,13 @@ class FieldRef:
         targets, values = self._values(fe, value)
         for idx, v in zip(targets, values):
             fe.b.store(self.field, idx, fe.e.value(v, self.field.dtype))
+        sparse.activate_kernel(fe, self.field, self.indices)
 
     def atomic(self, fe, kind, value):
         targets, values = self._values(fe, value)
         olds = [fe.b.atomic(kind, self.field, idx, fe.e.value(v, self.field.dtype))
                 for idx, v in zip(targets, values)]
+        sparse.activate_kernel(fe, self.field, self.indices)
         if len(olds) == 1 and (self.comp is not None or self.field.ndim_el == 0):
             return olds[0]
         return MatVal(olds, self.field.n, self.field.m or 1, self.field.ndim_el)

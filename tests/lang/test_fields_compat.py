@@ -322,9 +322,3 @@ def test_ndrange_bad_arguments():
     with pytest.raises(fs.FieldsimSyntaxError, match="number of the loop variables"):
         too_few_names()
     assert list(fs.ndrange((np.int64(1), np.int32(3)))) == [(1,), (2,)]
-
-
-# --------------------------------------------------------------------------- sparse
-def test_sparse_nodes_are_refused_clearly():
-    with pytest.raises(fs.FieldsimError, match="pointer"):
-        fs.root.pointer(fs.i, 4)
