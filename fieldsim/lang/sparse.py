@@ -86,11 +86,7 @@ def activate_python(field, idx):
     if idx is None:
         for node in path:
             st = node.sparse
-            arr = st.flag.storage.array
-            if node.kind == DYNAMIC:
-                arr[...] = node.own[st.axis]
-            else:
-                arr[...] = 1
+            st.flag.storage.fill(node.own[st.axis] if node.kind == DYNAMIC else 1)
         return
     for node in path:
         _activate_cell_py(node, leaf, idx)
@@ -98,13 +94,13 @@ def activate_python(field, idx):
 
 def _activate_cell_py(node, leaf, idx):
     st = node.sparse
-    arr = st.flag.storage.array
+    store = st.flag.storage
     if node.kind == DYNAMIC:
         j = _node_index(node, leaf, idx, _py_div)[sorted(node.axis_sizes).index(st.axis)]
         p = tuple(_node_index(node._parent, leaf, idx, _py_div))
-        arr[p] = max(int(arr[p]), j + 1)
+        store.write_element(p, max(int(store.read_element(p)), j + 1))
     else:
-        arr[tuple(_node_index(node, leaf, idx, _py_div))] = 1
+        store.write_element(tuple(_node_index(node, leaf, idx, _py_div)), 1)
 
 
 def _active_cells(field) -> np.ndarray:
@@ -115,7 +111,7 @@ def _active_cells(field) -> np.ndarray:
     idx = [grids[d] for d in range(len(field.shape))]
     for node in _path(field):
         st = node.sparse
-        arr = st.flag.storage.array
+        arr = st.flag.storage.to_numpy()
         if node.kind == DYNAMIC:
             j = _node_index(node, leaf, idx, _py_div)[sorted(node.axis_sizes).index(st.axis)]
             p = tuple(_node_index(node._parent, leaf, idx, _py_div))
@@ -129,8 +125,9 @@ def after_fill(field):
     """`x.fill(v)` fills active cells only (Taichi's fill is a struct-for)."""
     if not _path(field):
         return
-    arr = field.storage.array
+    arr = field.storage.to_numpy()
     arr[~_active_cells(field)] = 0
+    field.storage.from_numpy(arr)
 
 
 def deactivate_all(node: SNode):
@@ -267,7 +264,7 @@ def is_active(node, indices):
     for n in node.sparse_path():
         if n.kind == DYNAMIC:
             continue
-        if n.sparse.flag.storage.array[tuple(_node_index(n, leaf, idx, _py_div))] == 0:
+        if n.sparse.flag.storage.read_element(tuple(_node_index(n, leaf, idx, _py_div))) == 0:
             return 0
     return 1
 
@@ -277,22 +274,22 @@ def activate(node, indices):
     idx, leaf = _global_index(node, indices)
     for n in node.sparse_path():
         if n.kind != DYNAMIC:
-            n.sparse.flag.storage.array[tuple(_node_index(n, leaf, idx, _py_div))] = 1
+            n.sparse.flag.storage.write_element(tuple(_node_index(n, leaf, idx, _py_div)), 1)
 
 
 def deactivate(node, indices):
     _check_sparse(node, "deactivate")
     if node.kind == DYNAMIC:
         p = tuple(_dyn_parent_index(node, indices, _py_div))
-        node.sparse.flag.storage.array[p] = 0
+        node.sparse.flag.storage.write_element(p, 0)
         f = _placed_child(node)
         sl = list(p)
         sl.insert(sorted(node.axis_sizes).index(node.sparse.axis), slice(None))
-        f.storage.array[tuple(sl)] = 0
+        _zero_host(f, tuple(sl))
         return
     idx, leaf = _global_index(node, indices)
     cell = _node_index(node, leaf, idx, _py_div)
-    node.sparse.flag.storage.array[tuple(cell)] = 0
+    node.sparse.flag.storage.write_element(tuple(cell), 0)
     for fld, sizes in _below(node):
         sl = []
         for a in sorted(sizes):
@@ -302,7 +299,13 @@ def deactivate(node, indices):
                 sl.append(slice(c * blk, (c + 1) * blk))
             else:
                 sl.append(slice(None))
-        fld.storage.array[tuple(sl)] = 0
+        _zero_host(fld, tuple(sl))
+
+
+def _zero_host(fld, sl):
+    arr = fld.storage.to_numpy()  # any backend's storage: round trip through the host
+    arr[sl] = 0
+    fld.storage.from_numpy(arr)
 
 
 def _below(node):
@@ -323,13 +326,13 @@ def append(node, indices, value):
         raise FieldsimTypeError("fs.append needs a dynamic node")
     p = tuple(_dyn_parent_index(node, indices, _py_div))
     f = _placed_child(node)
-    arr = node.sparse.flag.storage.array
-    old = int(arr[p])
+    store = node.sparse.flag.storage
+    old = int(store.read_element(p))
     if old < node.own[node.sparse.axis]:
-        arr[p] = old + 1
+        store.write_element(p, old + 1)
         full = list(p)
         full.insert(sorted(node.axis_sizes).index(node.sparse.axis), old)
-        f.storage.array[tuple(full)] = value
+        f[tuple(v + o for v, o in zip(full, f._offset))] = value  # user (offset) indices
     return old
 
 
@@ -337,7 +340,8 @@ def length(node, indices):
     _check_sparse(node, "length")
     if node.kind != DYNAMIC:
         raise FieldsimTypeError("fs.length needs a dynamic node")
-    return int(node.sparse.flag.storage.array[tuple(_dyn_parent_index(node, indices, _py_div))])
+    return int(node.sparse.flag.storage.read_element(
+        tuple(_dyn_parent_index(node, indices, _py_div))))
 
 
 def _k_is_active(fe, call, args, kw):
