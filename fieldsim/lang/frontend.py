@@ -508,7 +508,9 @@ class Frontend(ExprMixin):
         sizes = []
         for begin, end in dims:
             size = self.e.binop("-", end, begin)
-            if not (isinstance(size, int) and size >= 0):  # begin > end: no iterations
+            # begin > end runs nothing; a 1-D loop from 0 to a negative count already does,
+            # a product of two negative sizes would not
+            if len(dims) > 1 and not (isinstance(size, int) and size >= 0):
                 size = self.e.binop("max", size, 0)
             sizes.append(size)
             total = size if total is None else self.e.binop("*", total, size)
