@@ -105,6 +105,9 @@ class Field:
         if self.shape is not None:
             raise FieldsimError(f"field {self.ir_name!r} is already placed (shape {self.shape})")
         offset = _normalize_offset(offset, shape, self)
+        if snode is None and self.role in ("hidden", "mask"):  # fieldsim's own: not in fs.root
+            from fieldsim.lang.snode import PLACE
+            snode = SNode(PLACE, None)
         if snode is None:  # `shape=`: Taichi's root.dense(axes, shape).place(x)
             from fieldsim.lang.snode import root
             parent = root.dense(Axis(*range(len(shape))), shape) if shape else root
@@ -293,9 +296,94 @@ class Field:
         from fieldsim.lang import sparse
         sparse.activate_python(self, None)
 
+    def get_scalar_field(self, i, j=0):
+        """Component (i, j) of a vector/matrix field as a scalar field sharing its data."""
+        if self.ndim_el == 0:
+            raise FieldsimTypeError(f"field {self.ir_name!r} is a scalar field: it has no "
+                                    "components")
+        if not (0 <= i < self.n and 0 <= j < (self.m or 1)):
+            raise FieldsimIndexError(f"field {self.ir_name!r}: component ({i}, {j}) is out of "
+                                     f"range for elements of shape {self.element_shape}")
+        return ComponentField(self, i * (self.m or 1) + j)
+
     def __repr__(self):
         kind = {0: "field", 1: f"Vector.field({self.n})", 2: f"Matrix.field({self.n}, {self.m})"}
         return f"<fs.{kind[self.ndim_el]} {self.ir_name!r} shape={self.shape} dtype={self.dtype}>"
+
+
+class ComponentField(Field):
+    """`m.get_scalar_field(i, j)`: one component of a vector/matrix field, as a scalar field
+    whose data is the owner's. Kernels see it as the owner's component (the frontend redirects
+    every access), Python scope through `_ComponentStorage`. Placing it places the owner (Taichi
+    lets components go to different SNodes; here all components share one shape, or it raises).
+    """
+
+    def __init__(self, owner: Field, comp: int):  # a view: not registered with the runtime
+        self.owner, self.comp = owner, comp
+        self.dtype, self.n, self.m, self.ndim_el = owner.dtype, None, None, 0
+        self.name = f"{owner.name}[{comp}]" if owner.name else ""
+        self.ir_name = f"{owner.ir_name}[{comp}]"
+        self.uid, self.role, self.primal = (owner.uid, comp), owner.role, None
+        self.needs_grad = self.needs_dual = False
+        self._grad = self._dual = None
+        self._own_snode = None
+
+    generation = property(lambda self: self.owner.generation)
+    shape = property(lambda self: self.owner.shape)
+    offset = property(lambda self: self.owner.offset)
+    _snode = property(lambda self: self._own_snode or self.owner._snode)
+
+    @property
+    def storage(self):
+        return None if self.owner.storage is None else _ComponentStorage(self.owner, self.comp)
+
+    def component_indices(self) -> tuple:
+        m = self.owner.m or 1
+        return (self.comp,) if self.owner.ndim_el == 1 else (self.comp // m, self.comp % m)
+
+    def _visible_twin(self, role):
+        twin = getattr(self.owner, role)
+        return None if twin is None else ComponentField(twin, self.comp)
+
+    def _place(self, shape: tuple, offset=None, snode=None):
+        if self.owner.shape is None:
+            self.owner._place(shape, offset=offset, snode=snode)
+        elif tuple(shape) != self.owner.shape or \
+                _normalize_offset(offset, shape, self) != self.owner.offset:
+            raise FieldsimError(
+                f"field {self.ir_name!r}: the components of {self.owner.ir_name!r} must all be "
+                f"placed with one shape and offset (it has {self.owner.shape}, this placement "
+                f"{tuple(shape)}); fieldsim stores a matrix field's components together")
+        self._own_snode = snode
+
+
+class _ComponentStorage:
+    """One component of a matrix field's storage, with the storage interface `Field` uses."""
+
+    def __init__(self, owner: Field, comp: int):
+        m = owner.m or 1
+        self.owner = owner
+        self.cidx = (comp,) if owner.ndim_el == 1 else (comp // m, comp % m)
+
+    def read_element(self, idx):
+        return self.owner.storage.read_element(tuple(idx) + self.cidx)
+
+    def write_element(self, idx, value):
+        self.owner.storage.write_element(tuple(idx) + self.cidx, value)
+
+    def to_numpy(self):
+        return np.ascontiguousarray(self.owner.storage.to_numpy()[(Ellipsis,) + self.cidx])
+
+    def from_numpy(self, arr):
+        full = self.owner.storage.to_numpy()
+        full[(Ellipsis,) + self.cidx] = arr
+        self.owner.storage.from_numpy(full)
+
+    def fill(self, value):
+        self.from_numpy(np.broadcast_to(np.asarray(value), self.owner.shape))
+
+    def zero(self):
+        self.fill(0)
 
 
 ScalarField = Field
@@ -308,6 +396,8 @@ def _index_text(idx) -> str:
 
 def _record_python_write(field: Field, idx, what: str):
     rt = runtime.get()
+    if isinstance(field, ComponentField):  # the checker knows the owner (element granularity)
+        field = field.owner
     if rt.tape is not None:
         try:
             rt.tape.record_python_write(field, idx, what)

@@ -21,7 +21,7 @@ from fieldsim.lang import ops, sparse
 from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.expr import Emitter, MatVal, describe
-from fieldsim.lang.field import Field
+from fieldsim.lang.field import ComponentField, Field
 from fieldsim.lang.snode import SNode
 from fieldsim.lang.frontend_expr import ExprMixin
 from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, Stmt
@@ -825,6 +825,8 @@ class FieldRef:
     """An element of a field (all components for a vector/matrix field, or one component)."""
 
     def __init__(self, field: Field, indices, comp):
+        if isinstance(field, ComponentField):  # a component view: its owner's component
+            field, comp = field.owner, field.comp
         self.field, self.indices, self.comp = field, indices, comp
 
     def _targets(self, fe):

@@ -11,7 +11,7 @@ from fieldsim.errors import FieldsimNameError, FieldsimSyntaxError, FieldsimType
 from fieldsim.lang import matrix_ops, ops
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
-from fieldsim.lang.field import Field
+from fieldsim.lang.field import ComponentField, Field
 from fieldsim.lang.ir import Op, Stmt
 
 _BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -162,6 +162,8 @@ class ExprMixin:
         return out
 
     def load_field(self, field: Field, indices: list):
+        if isinstance(field, ComponentField):  # a component view: load from its owner
+            return self.b.load(field.owner, indices + component_indices(self, field.owner, field.comp))
         if field.ndim_el == 0:
             return self.b.load(field, indices)
         comps = [self.b.load(field, indices + component_indices(self, field, c))

@@ -322,3 +322,39 @@ def test_ndrange_bad_arguments():
     with pytest.raises(fs.FieldsimSyntaxError, match="number of the loop variables"):
         too_few_names()
     assert list(fs.ndrange((np.int64(1), np.int32(3)))) == [(1,), (2,)]
+
+
+# --------------------------------------------------------------------------- component fields
+def test_get_scalar_field_places_and_shares_data():
+    v = fs.Vector.field(3, fs.i32)
+    comps = [v.get_scalar_field(c) for c in range(3)]
+    for c in comps:
+        fs.root.dense(fs.i, 6).place(c)
+    assert v.shape == (6,)
+
+    @fs.kernel
+    def go():
+        for i in comps[1]:
+            comps[1][i] = i * 2
+            fs.atomic_add(comps[2][i], 7)
+            v[i][0] = comps[1][i] + 1
+
+    go()
+    np.testing.assert_array_equal(v.to_numpy()[:, 1], np.arange(6) * 2)
+    np.testing.assert_array_equal(comps[0].to_numpy(), np.arange(6) * 2 + 1)
+    assert comps[2][5] == 7
+    comps[2].fill(-1)
+    assert v[3][2] == -1
+
+
+def test_get_scalar_field_of_matrix_python_scope_and_errors():
+    m = fs.Matrix.field(2, 3, fs.f32, shape=4)
+    c = m.get_scalar_field(1, 2)
+    c[3] = 2.5
+    assert m[3][1, 2] == 2.5 and m.to_numpy().sum() == 2.5
+    with pytest.raises(IndexError):
+        m.get_scalar_field(2, 0)
+    w = fs.Vector.field(2, fs.f32)
+    fs.root.dense(fs.i, 4).place(w.get_scalar_field(0))
+    with pytest.raises(fs.FieldsimError, match="one shape"):
+        fs.root.dense(fs.i, 5).place(w.get_scalar_field(1))
