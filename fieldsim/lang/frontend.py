@@ -562,8 +562,16 @@ class Frontend(ExprMixin):
         if info.parallel:
             self.parallel_depth = self.loop_depth
         with self.b.into(loop.body):  # storage indices: the field's offset plays no part
-            FieldRef(field, self.delinearize(loop, [(0, n) for n in sizes], sizes), None).store(
-                self, value)
+            indices = self.delinearize(loop, [(0, n) for n in sizes], sizes)
+            user = [i if o == 0 else self.e.value(self.e.binop("+", i, o), T.i32)
+                    for i, o in zip(indices, field._offset)]
+            active, _ = sparse.struct_for_guard(self, field, user)
+            if active is None:
+                FieldRef(field, indices, None).store(self, value)
+            else:  # as Taichi's fill (a struct-for): active cells only
+                guard = self.b.if_(active)
+                with self.b.into(guard.blocks[0]):
+                    FieldRef(field, indices, None).store(self, value)
         if info.parallel:
             self.parallel_depth = -1
         self.loop_depth -= 1

@@ -134,3 +134,18 @@ def test_sparse_misuse_is_a_clear_error():
     node = fs.root.pointer(fs.i, 2)
     with pytest.raises(fs.FieldsimTypeError, match="dynamic"):
         fs.length(node, [0])
+
+
+def test_fill_in_kernel_fills_active_cells_only():
+    x = fs.field(fs.f32)
+    blk = fs.root.pointer(fs.i, 4)
+    blk.dense(fs.i, 2).place(x)
+    x[3] = 1.0  # block 1
+
+    @fs.kernel
+    def k(v: fs.f32):
+        x.fill(v)
+
+    k(2.5)
+    np.testing.assert_array_equal(x.to_numpy(), [0, 0, 2.5, 2.5, 0, 0, 0, 0])
+    assert fs.is_active(blk, [0]) == 0
