@@ -9,8 +9,8 @@ from fieldsim.errors import (AccessRuleError, FieldsimCompilationError, Fieldsim
                              FieldsimRuntimeError, FieldsimSyntaxError, FieldsimTypeError,
                              FieldsimAssertionError)
 from fieldsim.lang import types
-from fieldsim.lang.field import (Field, MatrixField, ScalarField, SNode, axes, field, i, ij, ijk,
-                                 ijkl, ik, j, jk, k, l, root)
+from fieldsim.lang.field import Field, MatrixField, ScalarField, field
+from fieldsim.lang.snode import SNode, axes, i, ij, ijk, ijkl, ik, j, jk, k, l, root
 from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, pyfunc, real_func,
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector

@@ -11,8 +11,13 @@ import numbers
 
 import numpy as np
 
-from fieldsim.errors import (FieldsimCompilationError, FieldsimError, FieldsimIndexError,
-                             FieldsimRuntimeError, FieldsimTypeError)
+from fieldsim.errors import (
+    FieldsimCompilationError,
+    FieldsimError,
+    FieldsimIndexError,
+    FieldsimRuntimeError,
+    FieldsimTypeError,
+)
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 
@@ -175,7 +180,7 @@ class Field:
     _get_field_members = get_field_members
 
     def __iter__(self):
-        raise NotImplementedError(f"field {self.ir_name!r}: Struct for is only available in Taichi "
+        raise FieldScopeError(f"field {self.ir_name!r}: Struct for is only available in Taichi "
                                   "scope (iterate over fs.ndrange(*x.shape) in Python)")
 
     # ---- Python-scope access ----------------------------------------------------------------
@@ -286,7 +291,7 @@ class Field:
     def copy_from(self, other: Field):
         self._check_live()
         if not isinstance(other, Field):
-            raise TypeError(f"field {self.ir_name!r}.copy_from: needs a field, got "
+            raise FieldsimTypeError(f"field {self.ir_name!r}.copy_from: needs a field, got "
                             f"{type(other).__name__}")
         if other.storage_shape != self.storage_shape:
             raise ValueError(f"field {self.ir_name!r}.copy_from: needs a field of storage shape "
@@ -420,6 +425,10 @@ def _resolve_dtype(dtype, rt) -> T.DataType:
         raise TypeError(f"unsupported field dtype {dtype!r}") from None
 
 
+class FieldScopeError(FieldsimError, NotImplementedError):
+    """A kernel-only field operation (a struct-for) tried in Python scope."""
+
+
 class FieldIndexCountError(FieldsimIndexError, AssertionError):
     """A field indexed with the wrong number of indices (Taichi raises AssertionError here)."""
 
@@ -482,4 +491,4 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
     return Field(dtype, shape, name, needs_grad, needs_dual, offset=offset)
 
 
-from fieldsim.lang.snode import SNode, Axis, axes, i, j, k, l, ij, ik, jk, ijk, ijkl, root  # noqa: E402,F401
+from fieldsim.lang.snode import Axis, SNode

@@ -22,9 +22,9 @@ from fieldsim.lang import types as T
 from fieldsim.lang.builder import IRBuilder
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import ComponentField, Field
-from fieldsim.lang.snode import SNode
 from fieldsim.lang.frontend_expr import ExprMixin
 from fieldsim.lang.ir import ForInfo, Kernel, Op, Param, Stmt
+from fieldsim.lang.snode import SNode
 
 
 @cache

@@ -135,9 +135,9 @@ def deactivate_all(node: SNode):
     for n in _subtree(node):
         if n.kind in SPARSE_KINDS:
             n.sparse.flag.storage.zero()
-        if n.kind == PLACE and n.field is not None and n.field.storage is not None:
-            if node.kind in SPARSE_KINDS or any(p.kind in SPARSE_KINDS for p in n.sparse_path()):
-                n.field.storage.zero()
+        live = n.kind == PLACE and n.field is not None and n.field.storage is not None
+        if live and n.sparse_path():  # data under a sparse node: its cells are all inactive now
+            n.field.storage.zero()
 
 
 def _subtree(node):
@@ -393,7 +393,7 @@ def _k_deactivate(fe, call, args, kw):
         ext = [1] * len(p)
         ext.insert(pos, node.own[node.sparse.axis])
         _zero_loop(fe, f, base, ext)
-        return None
+        return
     idx, leaf = _global_index(node, args[1])
     cell = [_i32(fe, v) for v in _node_index(node, leaf, idx, _div(fe))]
     fe.b.store(node.sparse.flag, cell, fe.b.const(0, T.i32))
@@ -409,7 +409,6 @@ def _k_deactivate(fe, call, args, kw):
                 base.append(fe.b.const(0, T.i32))
                 ext.append(sizes[a])
         _zero_loop(fe, fld, base, ext)
-    return None
 
 
 def _k_append(fe, call, args, kw):
