@@ -187,8 +187,12 @@ class Field:
     def _index(self, key) -> tuple:
         """Storage indices (offset removed) of a user's key, checked against the field."""
         self._check_live()
-        if key is None or (isinstance(key, tuple) and len(key) == 0):
+        if hasattr(key, "_a") and hasattr(key, "entries"):  # a Vector index (fs.grouped)
+            key = tuple(key.entries)
+        if key is None or (isinstance(key, (tuple, list)) and len(key) == 0):
             key = ()
+        elif isinstance(key, list):
+            key = tuple(key)
         elif not isinstance(key, tuple):
             key = (key,)
         for axis, k in enumerate(key):

@@ -217,10 +217,12 @@ class grouped:
         import itertools
 
         from fieldsim.lang.matrix import Vector
-        shape = self.target.shape if not isinstance(self.target, ndrange) else None
-        if shape is not None:
-            return (Vector(list(ix)) for ix in itertools.product(*[range(s) for s in shape]))
-        return (Vector(list(ix)) for ix in self.target)
+        if isinstance(self.target, ndrange):
+            return (Vector(list(ix)) for ix in self.target)
+        # a field (its indices start at its offset) or a layout node
+        offset = getattr(self.target, "_offset", None) or (0,) * len(self.target.shape)
+        ranges = [range(o, o + s) for s, o in zip(self.target.shape, offset)]
+        return (Vector(list(ix)) for ix in itertools.product(*ranges))
 
 
 _pending_loop_config: dict = {}

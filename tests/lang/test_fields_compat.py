@@ -358,3 +358,13 @@ def test_get_scalar_field_of_matrix_python_scope_and_errors():
     fs.root.dense(fs.i, 4).place(w.get_scalar_field(0))
     with pytest.raises(fs.FieldsimError, match="one shape"):
         fs.root.dense(fs.i, 5).place(w.get_scalar_field(1))
+
+
+def test_python_scope_grouped_uses_offset_and_vector_index():
+    a = fs.field(fs.i32, shape=(2, 3), offset=(5, -1))
+    seen = []
+    for I in fs.grouped(a):
+        a[I] = I[0] * 10 + I[1]
+        seen.append(tuple(I))
+    assert seen[0] == (5, -1) and seen[-1] == (6, 1) and len(seen) == 6
+    assert a[6, 0] == 60 and a[[5, 1]] == 51
