@@ -82,7 +82,7 @@ class KernelInfo:
         self.fields = fields_of(kernel)
         self.tasks: list[dict] = []
         self.asserts: list = []  # (message, loc)
-        self.accesses: list = []  # (field name, loc) for bounds errors
+        self.accesses: list = []  # (field name, loc, offset) for bounds errors
         self.stacks = kernel.meta.get("stack_capacities", [])
         self.stack_infos: list = []
         self.ret = kernel.ret
@@ -382,7 +382,8 @@ class TaskLowering:
         b = self.b
         bad = b.icmp_unsigned(">=", i, L.Constant(I64, n))
         code = len(self.cg.info.accesses)
-        self.cg.info.accesses.append((s.field.ir_name, s.loc))
+        offset = getattr(s.field, "offset", None)  # kernels index storage: user index - offset
+        self.cg.info.accesses.append((s.field.ir_name, s.loc, offset))
         with b.if_then(bad, likely=False):
             self.set_error(ERR_OUT_OF_BOUNDS, code, i)
         # the access still happens (the error is raised after the launch): keep it in bounds
