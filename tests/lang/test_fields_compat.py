@@ -368,3 +368,17 @@ def test_python_scope_grouped_uses_offset_and_vector_index():
         seen.append(tuple(I))
     assert seen[0] == (5, -1) and seen[-1] == (6, 1) and len(seen) == 6
     assert a[6, 0] == 60 and a[[5, 1]] == 51
+
+
+def test_debug_bounds_error_on_offset_field_explains_the_index():
+    fs.init(arch=fs.cpu, debug=True)
+    a = fs.field(fs.i32, shape=4, offset=10, name="shifted")
+
+    @fs.kernel
+    def put(i: fs.i32):
+        a[i] = 1
+
+    put(13)
+    assert a[13] == 1
+    with pytest.raises(IndexError, match="shifted.*offset"):
+        put(14)
