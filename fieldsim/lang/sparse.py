@@ -27,7 +27,8 @@ class SparseState:
     def __init__(self, node: SNode):
         from fieldsim.lang.field import Field
         self.node = node
-        label = f"{node.kind}{id(node) % 100000}"
+        from fieldsim.lang import runtime
+        label = f"{node.kind}{len(runtime.get().fields)}"  # deterministic: the disk cache keys on IR
         if node.kind == DYNAMIC:
             (axis,) = node.own
             if axis in node._parent.axis_sizes:
