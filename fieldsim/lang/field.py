@@ -110,7 +110,8 @@ class Field:
         if self.shape is not None:
             raise FieldsimError(f"field {self.ir_name!r} is already placed (shape {self.shape})")
         offset = _normalize_offset(offset, shape, self)
-        if snode is None and self.role in ("hidden", "mask"):  # fieldsim's own: not in fs.root
+        own = self.role in ("hidden", "mask") or getattr(self.primal, "role", None) == "hidden"
+        if snode is None and own:  # fieldsim's own fields (and their twins): not in fs.root
             from fieldsim.lang.snode import PLACE
             snode = SNode(PLACE, None)
         if snode is None:  # `shape=`: Taichi's root.dense(axes, shape).place(x)
@@ -496,3 +497,11 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
 
 
 from fieldsim.lang.snode import Axis, SNode
+
+
+def __getattr__(name):
+    """The layout names that lived here before `fieldsim.lang.snode` (`root`, `i`, `ij`, ...)."""
+    from fieldsim.lang import snode
+    if name in ("root", "axes", "i", "j", "k", "l", "ij", "ik", "jk", "ijk", "ijkl"):
+        return getattr(snode, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
