@@ -108,6 +108,8 @@ class Field:
 
     def _place(self, shape: tuple, offset=None, snode=None):
         if self.shape is not None:
+            if self.role in ("grad", "dual") and tuple(shape) == self.shape:
+                return  # needs_grad placed it with its field; Taichi programs place it again
             raise FieldsimError(f"field {self.ir_name!r} is already placed (shape {self.shape})")
         offset = _normalize_offset(offset, shape, self)
         own = self.role in ("hidden", "mask") or getattr(self.primal, "role", None) == "hidden"

@@ -382,3 +382,13 @@ def test_debug_bounds_error_on_offset_field_explains_the_index():
     assert a[13] == 1
     with pytest.raises(IndexError, match="shifted.*offset"):
         put(14)
+
+
+def test_needs_grad_field_placed_with_its_grad_explicitly():
+    x = fs.field(fs.f32, needs_grad=True)
+    fs.root.dense(fs.i, 3).place(x, x.grad)
+    assert x.grad.shape == (3,)
+    y = fs.field(fs.f32)
+    fs.root.dense(fs.i, 2).place(y)
+    with pytest.raises(fs.FieldsimError, match="already placed"):
+        fs.root.dense(fs.i, 2).place(y)
