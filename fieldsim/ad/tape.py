@@ -80,6 +80,8 @@ class Tape:
         if self.loss is not None:
             self.loss.storage.zero()
         self.state = _CheckerAdapter(self.validation)
+        if self.validation:  # fields with gradients now carry validation state (snode.ptr)
+            rt.adjoint_checkbits = True
         if self.grad_check:
             from fieldsim.ad.check import begin_tape_grad_check
             begin_tape_grad_check(self)

@@ -184,7 +184,11 @@ class _SNodePtr:
             role, SNodeGradType.PRIMAL)
 
     def has_adjoint_checkbit(self):
-        return False
+        """Taichi allocates a check bit for each field with a gradient once a Tape validates;
+        fieldsim's validation covers the same fields."""
+        f = self.node.field
+        return bool(f is not None and f.role == "primal" and f.grad is not None
+                    and getattr(runtime.get(), "adjoint_checkbits", False))
 
 
 root = SNode()

@@ -392,3 +392,19 @@ def test_needs_grad_field_placed_with_its_grad_explicitly():
     fs.root.dense(fs.i, 2).place(y)
     with pytest.raises(fs.FieldsimError, match="already placed"):
         fs.root.dense(fs.i, 2).place(y)
+
+
+def test_adjoint_checkbit_after_a_validating_tape():
+    x = fs.field(fs.f32)
+    y = fs.field(fs.f32)
+    fs.root.place(x, x.grad, y)
+    assert not x.snode.ptr.has_adjoint_checkbit()
+
+    @fs.kernel
+    def k():
+        x[None] = 1.0
+
+    with fs.ad.Tape(loss=x, validation=True):
+        k()
+    assert x.snode.ptr.has_adjoint_checkbit()
+    assert not y.snode.ptr.has_adjoint_checkbit()
