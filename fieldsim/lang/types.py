@@ -114,6 +114,11 @@ class MatrixType:
         rows = [flat[r * self.m:(r + 1) * self.m] for r in range(self.n)]
         return Matrix(rows, dt=self.dtype)
 
+    def field(self, shape=None, **kwargs):
+        """`vec3.field(shape=n)`: a field of this vector/matrix type (as `fs.field(vec3, ...)`)."""
+        from fieldsim.lang.field import field
+        return field(self, shape=shape, **kwargs)
+
     def __repr__(self) -> str:
         if self.ndim == 1:
             return f"vector({self.n}, {self.dtype})"

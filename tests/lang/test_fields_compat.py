@@ -408,3 +408,13 @@ def test_adjoint_checkbit_after_a_validating_tape():
         k()
     assert x.snode.ptr.has_adjoint_checkbit()
     assert not y.snode.ptr.has_adjoint_checkbit()
+
+
+def test_matrix_type_field_constructor():
+    vec3i = fs.types.vector(3, fs.i32)
+    x = vec3i.field()
+    fs.root.dense(fs.i, 4).place(x)
+    m = fs.types.matrix(2, 2, fs.f32).field(shape=(3,), offset=1)
+    assert x.shape == (4,) and x.n == 3 and x.dtype == fs.i32
+    m[3] = [[1, 2], [3, 4]]
+    assert m.to_numpy()[2, 1, 0] == 3
