@@ -14,7 +14,7 @@ from fieldsim.lang.snode import SNode, axes, i, ij, ijk, ijkl, ik, j, jk, k, l, 
 from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, pyfunc, real_func,
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector
-from fieldsim.lang.sparse import activate, append, deactivate, is_active, length
+from fieldsim.lang.sparse import activate, append, deactivate, is_active, length, rescale_index
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,

@@ -9,16 +9,18 @@ full dense array; what sparsity changes:
 - a struct-for (`for I in x`, `for I in fs.grouped(node)`) visits active cells only;
 - `fs.deactivate(node, I)` / `node.deactivate_all()` deactivate and zero the data below, so an
   inactive cell reads 0 (as a Taichi pointer cell does); `fill` leaves inactive cells at 0;
-- `fs.is_active`, `fs.activate`, `fs.append`, `fs.length` work in kernels and Python scope.
-Indices given to these functions are the global cell coordinates a struct-for over the node
-yields (a block's first cell), as in Taichi. Memory is not saved: a sparse field costs as much as
-a dense one.
+- `fs.is_active`, `fs.activate`, `fs.deactivate`, `fs.append`, `fs.length` work in kernels and
+  Python scope.
+As in Taichi 1.7, those functions take the node's own cell coordinates (`fs.rescale_index(x,
+node, I)` maps a field index to them; a dynamic node takes its parent's), while a struct-for
+over a node yields global coordinates (each cell's first field index). Memory is not saved: a
+sparse field costs as much as a dense one.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.errors import FieldsimError, FieldsimTypeError
+from fieldsim.errors import FieldsimError, FieldsimIndexError, FieldsimTypeError
 from fieldsim.lang import types as T
 from fieldsim.lang.snode import DYNAMIC, PLACE, SPARSE_KINDS, SNode
 
@@ -156,16 +158,29 @@ def _check_sparse(node, what):
                                 f"(e.g. x.parent()), got {node!r}")
 
 
-def _global_index(node, idx) -> list:
-    if not isinstance(idx, (list, tuple)):
-        idx = [idx]
-    idx = list(idx.entries) if hasattr(idx, "entries") else list(idx)
-    leaf = _leaf_sizes(node)
-    if len(idx) == len(node.axis_sizes) and len(idx) != len(leaf):  # node-level coordinates
-        leaf = node.axis_sizes
-    if len(idx) != len(leaf):
-        raise FieldsimTypeError(f"{node!r} takes {len(leaf)} index(es), got {len(idx)}")
-    return idx, leaf
+def _as_list(idx) -> list:
+    if hasattr(idx, "entries"):  # a Vector / kernel vector value
+        return list(idx.entries)
+    return list(idx) if isinstance(idx, (list, tuple)) else [idx]
+
+
+def _global_index(node, idx):
+    """(`idx`, the index space it is in) for a cell of `node`: node-level coordinates, as
+    Taichi's activate/is_active/deactivate take them (fs.rescale_index maps a field's index)."""
+    idx = _as_list(idx)
+    if len(idx) != len(node.axis_sizes):
+        raise FieldsimTypeError(f"{node!r} takes {len(node.axis_sizes)} index(es) (its own cell "
+                                f"coordinates), got {len(idx)}")
+    _check_range(node, idx, node.axis_sizes)
+    return idx, node.axis_sizes
+
+
+def _check_range(node, idx, sizes):
+    for v, a in zip(idx, sorted(sizes)):
+        if isinstance(v, (int, np.integer)) and not 0 <= int(v) < sizes[a]:
+            raise FieldsimIndexError(f"{node!r}: cell index {int(v)} is out of range "
+                                     f"[0, {sizes[a]}) on axis {a} (indices are the node's own "
+                                     "cell coordinates: see fs.rescale_index)")
 
 
 # ---- kernel scope -----------------------------------------------------------------------------
@@ -237,16 +252,14 @@ def struct_for_guard(fe, iterable, indices):
 
 
 # ---- fs.is_active / activate / deactivate / append / length ------------------------------------
-def _dyn_parent_index(node, idx, div):
-    """A dynamic node's length slot for `idx`: global coordinates of its parent's axes."""
-    if not isinstance(idx, (list, tuple)):
-        idx = list(idx.entries) if hasattr(idx, "entries") else [idx]
-    leaf = dict(_leaf_sizes(node))
-    leaf.pop(node.sparse.axis, None)
-    if len(idx) != len(leaf):
-        raise FieldsimTypeError(f"{node!r}: expected {len(leaf)} index(es) for the cells of its "
-                                f"parent, got {len(idx)}")
-    return _node_index(node._parent, leaf, list(idx), div)
+def _dyn_parent_index(node, idx):
+    """A dynamic node's length slot: the cell coordinates of its parent node."""
+    idx = _as_list(idx)
+    if len(idx) != len(node._parent.axis_sizes):
+        raise FieldsimTypeError(f"{node!r}: expected {len(node._parent.axis_sizes)} index(es) "
+                                f"for the cells of its parent, got {len(idx)}")
+    _check_range(node._parent, idx, node._parent.axis_sizes)
+    return idx
 
 
 def _placed_child(node):
@@ -281,7 +294,7 @@ def activate(node, indices):
 def deactivate(node, indices):
     _check_sparse(node, "deactivate")
     if node.kind == DYNAMIC:
-        p = tuple(_dyn_parent_index(node, indices, _py_div))
+        p = tuple(_dyn_parent_index(node, indices))
         node.sparse.flag.storage.write_element(p, 0)
         f = _placed_child(node)
         sl = list(p)
@@ -325,7 +338,7 @@ def append(node, indices, value):
     _check_sparse(node, "append")
     if node.kind != DYNAMIC:
         raise FieldsimTypeError("fs.append needs a dynamic node")
-    p = tuple(_dyn_parent_index(node, indices, _py_div))
+    p = tuple(_dyn_parent_index(node, indices))
     f = _placed_child(node)
     store = node.sparse.flag.storage
     old = int(store.read_element(p))
@@ -342,7 +355,7 @@ def length(node, indices):
     if node.kind != DYNAMIC:
         raise FieldsimTypeError("fs.length needs a dynamic node")
     return int(node.sparse.flag.storage.read_element(
-        tuple(_dyn_parent_index(node, indices, _py_div))))
+        tuple(_dyn_parent_index(node, indices))))
 
 
 def _k_is_active(fe, call, args, kw):
@@ -385,7 +398,7 @@ def _k_deactivate(fe, call, args, kw):
     node = args[0]
     _check_sparse(node, "deactivate")
     if node.kind == DYNAMIC:
-        p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1], _div(fe))]
+        p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
         fe.b.store(node.sparse.flag, p, fe.b.const(0, T.i32))
         f = _placed_child(node)
         pos = sorted(node.axis_sizes).index(node.sparse.axis)
@@ -418,7 +431,7 @@ def _k_append(fe, call, args, kw):
     _check_sparse(node, "append")
     if node.kind != DYNAMIC:
         raise FieldsimTypeError("fs.append needs a dynamic node")
-    p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1], _div(fe))]
+    p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
     f = _placed_child(node)
     old = fe.b.atomic("add", node.sparse.flag, p, fe.b.const(1, T.i32))
     fits = fe.e.compare("<", old, node.own[node.sparse.axis])
@@ -437,12 +450,38 @@ def _k_length(fe, call, args, kw):
     _check_sparse(node, "length")
     if node.kind != DYNAMIC:
         raise FieldsimTypeError("fs.length needs a dynamic node")
-    p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1], _div(fe))]
+    p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
     return fe.b.load(node.sparse.flag, p)
+
+
+def rescale_index(a, b, index):
+    """Taichi's `fs.rescale_index(x, node, I)`: the index of `node`'s cell holding cell `I` of
+    the field or node `a` (per axis, scaled by the ratio of their shapes)."""
+    out = _as_list(index)
+    for n in range(min(len(out), len(a.shape), len(b.shape))):
+        if a.shape[n] > b.shape[n]:
+            out[n] = out[n] // (a.shape[n] // b.shape[n])
+        elif a.shape[n] < b.shape[n]:
+            out[n] = out[n] * (b.shape[n] // a.shape[n])
+    from fieldsim.lang.matrix import Vector
+    return Vector(out)
+
+
+def _k_rescale_index(fe, call, args, kw):
+    from fieldsim.lang.expr import MatVal
+    a, b, index = args
+    out = _as_list(index)
+    for n in range(min(len(out), len(a.shape), len(b.shape))):
+        if a.shape[n] > b.shape[n]:
+            out[n] = fe.e.binop("//", out[n], a.shape[n] // b.shape[n])
+        elif a.shape[n] < b.shape[n]:
+            out[n] = fe.e.binop("*", out[n], b.shape[n] // a.shape[n])
+    return MatVal.vector([_i32(fe, v) for v in out])
 
 
 def _register():
     from fieldsim.lang import ops
+    ops.KERNEL_BUILTINS[rescale_index] = _k_rescale_index
     ops.KERNEL_BUILTINS[is_active] = _k_is_active
     ops.KERNEL_BUILTINS[activate] = _k_activate
     ops.KERNEL_BUILTINS[deactivate] = _k_deactivate

@@ -31,8 +31,11 @@ def test_struct_for_visits_active_cells_only(kind):
 
     write()
     assert count() == 8  # blocks 1 and 3, four cells each
-    assert fs.is_active(blk, [5]) == 1 and fs.is_active(blk, [1]) == 0
-    assert fs.is_active(blk, [13]) == 1
+    # the node's own cell coordinates, as in Taichi; fs.rescale_index maps field indices
+    assert fs.is_active(blk, [1]) == 1 and fs.is_active(blk, [0]) == 0
+    assert fs.is_active(blk, fs.rescale_index(x, blk, [14])) == 1
+    with pytest.raises(IndexError, match="rescale_index"):
+        fs.is_active(blk, [5])
 
     @fs.kernel
     def total() -> fs.i32:
@@ -73,7 +76,7 @@ def test_deactivate_in_kernel_zeroes_block_and_python_deactivate_all():
     def drop(i: fs.i32):
         fs.deactivate(blk, [i])
 
-    drop(2)  # block 1: cells 2, 3
+    drop(1)  # block 1: cells 2, 3
     assert count() == 4
     np.testing.assert_array_equal(x.to_numpy(), [1, 2, 0, 0, 5, 6])
     x.fill(9.0)  # fills active cells only
@@ -87,11 +90,11 @@ def test_python_scope_write_activates():
     x = fs.field(fs.i32)
     blk = fs.root.bitmasked(fs.ij, 2)
     blk.dense(fs.ij, 2).place(x)
-    x[3, 0] = 1
+    x[3, 0] = 1  # block (1, 0)
     assert _count_cells(x)() == 4
     fs.activate(blk, [0, 0])
     assert _count_cells(x)() == 8
-    fs.deactivate(blk, [3, 1])
+    fs.deactivate(blk, [1, 0])
     assert x[3, 0] == 0 and _count_cells(x)() == 4
 
 
@@ -149,3 +152,34 @@ def test_fill_in_kernel_fills_active_cells_only():
     k(2.5)
     np.testing.assert_array_equal(x.to_numpy(), [0, 0, 2.5, 2.5, 0, 0, 0, 0])
     assert fs.is_active(blk, [0]) == 0
+
+
+def test_rescale_index_and_is_active_in_a_kernel():
+    x = fs.field(fs.i32)
+    b1 = fs.root.pointer(fs.ij, 2)
+    b2 = b1.pointer(fs.ij, 2)
+    b2.dense(fs.ij, 2).place(x)  # x is 8 x 8; b2 cells are 2 x 2 blocks, b1 cells 4 x 4
+    out = fs.field(fs.i32, shape=(8, 8))
+
+    @fs.kernel
+    def mark():
+        fs.activate(b2, [1, 2])  # cells [2..3, 4..5] of x; activates b1 cell (0, 1) too
+        for i, j in out:
+            out[i, j] = fs.is_active(b2, fs.rescale_index(x, b2, [i, j])) * 2 + \
+                fs.is_active(b1, fs.rescale_index(x, b1, [i, j]))
+
+    mark()
+    got = out.to_numpy()
+    want = np.zeros((8, 8), np.int32)
+    want[0:4, 4:8] = 1
+    want[2:4, 4:6] = 3
+    np.testing.assert_array_equal(got, want)
+
+    @fs.kernel
+    def origins() -> fs.i32:
+        acc = 0
+        for i, j in b2:  # global coordinates of each active b2 cell
+            acc += i * 10 + j
+        return acc
+
+    assert origins() == 24
