@@ -418,3 +418,34 @@ def test_matrix_type_field_constructor():
     assert x.shape == (4,) and x.n == 3 and x.dtype == fs.i32
     m[3] = [[1, 2], [3, 4]]
     assert m.to_numpy()[2, 1, 0] == 3
+
+
+def test_offset_stencil_gradient_matches_finite_differences():
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    n = 6
+    x = fs.field(float, shape=n, offset=-3, needs_grad=True)
+    y = fs.field(float, shape=n - 2, offset=-2, needs_grad=True)
+    loss = fs.field(float, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def stencil():
+        for i in y:
+            y[i] = x[i - 1] * x[i + 1]
+
+    @fs.kernel
+    def reduce():
+        for i in y:
+            loss[None] += y[i] ** 2
+
+    x0 = np.linspace(0.3, 1.7, n)
+    x.from_numpy(x0)
+    with fs.ad.Tape(loss=loss, validation=True):
+        stencil()
+        reduce()
+
+    def f(v):
+        return ((v[:-2] * v[2:]) ** 2).sum()
+
+    h = 1e-6
+    fd = np.array([(f(x0 + e) - f(x0 - e)) / (2 * h) for e in np.eye(n) * h])
+    np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6)
