@@ -1,9 +1,12 @@
 """Fields: dense n-D arrays of scalars, vectors or matrices, with optional grad and dual twins.
 
 A field's data lives in one contiguous row-major buffer of shape `storage_shape` = `shape` plus
-the element's component dims ((n,) for vectors, (n, m) for matrices). Placement (`fs.root`)
-fixes the shape of fields declared without one. Python-scope access checks indices, shapes and
-dtypes and raises IndexError/ValueError/TypeError naming the field, leaving its data unchanged.
+the element's component dims ((n,) for vectors, (n, m) for matrices). Placement (`fs.root`, see
+`fieldsim.lang.snode`) fixes the shape of fields declared without one; `offset` shifts the
+indices a program uses (storage index = index - offset, in kernels and Python scope alike).
+Python-scope access checks indices, shapes and dtypes and raises IndexError/ValueError/TypeError
+naming the field, leaving its data unchanged; `x[i][k] = v` writes through to the field.
+`get_scalar_field` gives one component of a vector/matrix field as a scalar field view.
 """
 from __future__ import annotations
 
@@ -11,13 +14,8 @@ import numbers
 
 import numpy as np
 
-from fieldsim.errors import (
-    FieldsimCompilationError,
-    FieldsimError,
-    FieldsimIndexError,
-    FieldsimRuntimeError,
-    FieldsimTypeError,
-)
+from fieldsim.errors import (FieldsimCompilationError, FieldsimError, FieldsimIndexError,
+                             FieldsimRuntimeError, FieldsimTypeError)
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 
