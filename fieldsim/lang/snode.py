@@ -153,15 +153,27 @@ class SNode:
                 self._live_children().append(node)
         return self
 
+    def _float_fields(self) -> list:
+        """The float primal fields `lazy_grad` covers: for `fs.root` every one (also those placed
+        later), for another node the fields placed below it."""
+        if self.kind == ROOT:
+            fields = list(runtime.get().fields)
+        else:
+            fields, stack = [], [self]
+            while stack:
+                n = stack.pop()
+                if n.field is not None:
+                    fields.append(n.field)
+                stack.extend(n._children)
+        return [f for f in fields if f.role == "primal" and f.dtype.is_float]
+
     def lazy_grad(self):
-        for f in list(runtime.get().fields):
-            if f.role == "primal" and f.dtype.is_float:
-                f._enable_twin("grad")
+        for f in self._float_fields():
+            f._enable_twin("grad")
 
     def lazy_dual(self):
-        for f in list(runtime.get().fields):
-            if f.role == "primal" and f.dtype.is_float:
-                f._enable_twin("dual")
+        for f in self._float_fields():
+            f._enable_twin("dual")
 
     def deactivate_all(self):
         from fieldsim.lang import sparse

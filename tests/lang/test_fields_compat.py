@@ -449,3 +449,13 @@ def test_offset_stencil_gradient_matches_finite_differences():
     h = 1e-6
     fd = np.array([(f(x0 + e) - f(x0 - e)) / (2 * h) for e in np.eye(n) * h])
     np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6)
+
+
+def test_lazy_grad_on_a_node_covers_its_subtree_only():
+    a, b = fs.field(fs.f32), fs.field(fs.f32)
+    blk = fs.root.dense(fs.i, 3)
+    blk.place(a)
+    fs.root.dense(fs.i, 3).place(b)
+    blk.lazy_grad()
+    assert a.grad is not None and a.grad.shape == (3,)
+    assert b.grad is None
