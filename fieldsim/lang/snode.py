@@ -162,8 +162,8 @@ class SNode:
             fields, stack = [], [self]
             while stack:
                 n = stack.pop()
-                if n.field is not None:
-                    fields.append(n.field)
+                if n.field is not None:  # a component view stands for its owner
+                    fields.append(getattr(n.field, "owner", n.field))
                 stack.extend(n._children)
         return [f for f in fields if f.role == "primal" and f.dtype.is_float]
 
