@@ -150,7 +150,8 @@ class SNode:
                 node = SNode(PLACE, self)
                 node.field = member
                 member._place(self.shape, offset=offset, snode=node)
-                self._live_children().append(node)
+                if member._snode is node:  # not an already-placed twin placed again
+                    self._live_children().append(node)
         return self
 
     def _float_fields(self) -> list:
