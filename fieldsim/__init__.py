@@ -9,13 +9,14 @@ from fieldsim.errors import (AccessRuleError, FieldsimCompilationError, Fieldsim
                              FieldsimRuntimeError, FieldsimSyntaxError, FieldsimTypeError,
                              FieldsimAssertionError)
 from fieldsim.lang import types
-from fieldsim.lang.field import (Field, MatrixField, ScalarField, SNode, axes, field, i, ij, ijk,
-                                 ijkl, ik, j, jk, k, l, root)
+from fieldsim.lang.field import Field, MatrixField, ScalarField, field
+from fieldsim.lang.snode import SNode, axes, i, ij, ijk, ijkl, ik, j, jk, k, l, root
 from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, pyfunc, real_func,
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector
 from fieldsim.lang.struct import Struct, StructField, dataclass
 from fieldsim.lang.extra_ops import bit_shr, raw_div, raw_mod, static_assert
+from fieldsim.lang.sparse import activate, append, deactivate, is_active, length, rescale_index
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,

@@ -80,6 +80,8 @@ class Tape:
         if self.loss is not None:
             self.loss.storage.zero()
         self.state = _CheckerAdapter(self.validation)
+        if self.validation:  # fields with gradients now carry validation state (snode.ptr)
+            rt.adjoint_checkbits = True
         if self.grad_check:
             from fieldsim.ad.check import begin_tape_grad_check
             begin_tape_grad_check(self)
@@ -283,9 +285,8 @@ def field_sets(ck):
 
 
 def clear_all_gradients(gradient_type=None):
-    """Zero every gradient field (`gradient_type` ADJOINT, the default: the `.grad` twins) or
-    every dual field (DUAL), as Taichi's `ti.ad.clear_all_gradients` does. A Tape clears the
-    adjoints only: the duals belong to forward mode."""
+    """Zero every gradient field of one kind: adjoints (`x.grad`, the default, as in Taichi; a
+    Tape clears only these) or duals (`SNodeGradType.DUAL` / "dual")."""
     role = _gradient_role(gradient_type)
     for f in runtime.get().fields:
         if f.role == role and f.storage is not None:
@@ -293,12 +294,11 @@ def clear_all_gradients(gradient_type=None):
 
 
 def _gradient_role(gradient_type) -> str:
-    from fieldsim.lang.enums import SNodeGradType
     if gradient_type is None:
         return "grad"
-    named = {SNodeGradType.ADJOINT: "grad", SNodeGradType.DUAL: "dual", "adjoint": "grad",
-             "grad": "grad", "dual": "dual"}
-    key = gradient_type.lower() if isinstance(gradient_type, str) else gradient_type
+    named = {"adjoint": "grad", "grad": "grad", "dual": "dual"}
+    # by name: a program may hold SNodeGradType from a second copy of the enums module
+    key = str(getattr(gradient_type, "name", gradient_type)).lower()
     if key not in named:
         raise FieldsimError(f"clear_all_gradients: gradient_type must be SNodeGradType.ADJOINT or "
                             f"SNodeGradType.DUAL, got {gradient_type!r}")

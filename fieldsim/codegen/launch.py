@@ -170,9 +170,12 @@ def raise_kernel_error(info, err, caps):
             "count is not known at launch), or give the loop bounds from constants or kernel arguments "
             "so the stack is sized from them.", loc)
     if code == ERR_OUT_OF_BOUNDS:
-        name, loc = info.accesses[which]
+        name, loc = info.accesses[which][:2]
+        offset = info.accesses[which][2] if len(info.accesses[which]) > 2 else None
+        note = (f" (the field has offset {offset}; the index shown is the user's index minus "
+                "the offset)") if offset else ""
         raise FieldsimIndexError(f"kernel {info.name!r}: index {extra} is out of range for field "
-                                 f"{name!r}", loc)
+                                 f"{name!r}{note}", loc)
     if code == ERR_ASSERT:
         msg, loc = info.asserts[which]
         if isinstance(msg, tuple):  # a formatted message: its values follow the error words

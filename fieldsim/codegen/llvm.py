@@ -125,7 +125,7 @@ class KernelInfo:
         self.tasks: list[TaskInfo] = []
         self.asserts: list = []  # (message, loc)
         self.prints = False  # has print(): the launcher flushes Python's stdout first
-        self.accesses: list = []  # (field name, loc) for bounds errors
+        self.accesses: list = []  # (field name, loc, offset) for bounds errors
         self.stacks = kernel.meta.get("stack_capacities", [])
         self.stack_infos: list = []
         self.ret = kernel.ret
@@ -450,7 +450,8 @@ class TaskLowering:
         b = self.b
         bad = b.icmp_unsigned(">=", i, n)
         code = len(self.cg.info.accesses)
-        self.cg.info.accesses.append((s.field.ir_name, s.loc))
+        offset = getattr(s.field, "offset", None)  # kernels index storage: user index - offset
+        self.cg.info.accesses.append((s.field.ir_name, s.loc, offset))
         with b.if_then(bad, likely=False):
             self.set_error(ERR_OUT_OF_BOUNDS, code, i)
         # the access still happens (the error is raised after the launch): keep it in bounds

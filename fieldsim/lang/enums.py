@@ -36,3 +36,12 @@ class SNodeGradType(enum.IntEnum):
     ADJOINT = 1
     DUAL = 2
     ADJOINT_CHECKBIT = 3
+
+    # A program may load this module twice under two names (an `import fieldsim as taichi`
+    # alias re-imports `taichi.lang.enums`): members of either copy compare equal by name.
+    def __eq__(self, other):
+        return isinstance(other, enum.Enum) and type(other).__name__ == "SNodeGradType" and \
+            other.name == self.name
+
+    def __hash__(self):
+        return hash(("SNodeGradType", self.name))

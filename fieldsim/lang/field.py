@@ -1,9 +1,12 @@
 """Fields: dense n-D arrays of scalars, vectors or matrices, with optional grad and dual twins.
 
 A field's data lives in one contiguous row-major buffer of shape `storage_shape` = `shape` plus
-the element's component dims ((n,) for vectors, (n, m) for matrices). Placement (`fs.root`)
-fixes the shape of fields declared without one. Python-scope access checks indices, shapes and
-dtypes and raises IndexError/ValueError/TypeError naming the field, leaving its data unchanged.
+the element's component dims ((n,) for vectors, (n, m) for matrices). Placement (`fs.root`, see
+`fieldsim.lang.snode`) fixes the shape of fields declared without one; `offset` shifts the
+indices a program uses (storage index = index - offset, in kernels and Python scope alike).
+Python-scope access checks indices, shapes and dtypes and raises IndexError/ValueError/TypeError
+naming the field, leaving its data unchanged; `x[i][k] = v` writes through to the field.
+`get_scalar_field` gives one component of a vector/matrix field as a scalar field view.
 """
 from __future__ import annotations
 
@@ -11,7 +14,13 @@ import numbers
 
 import numpy as np
 
-from fieldsim.errors import FieldsimError, FieldsimRuntimeError
+from fieldsim.errors import (
+    FieldsimCompilationError,
+    FieldsimError,
+    FieldsimIndexError,
+    FieldsimRuntimeError,
+    FieldsimTypeError,
+)
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 
@@ -20,7 +29,7 @@ class Field:
     """A scalar (`ndim_el == 0`), vector (1) or matrix (2) field."""
 
     def __init__(self, dtype, shape=None, name="", needs_grad=False, needs_dual=False,
-                 n=None, m=None, ndim_el=0, _role="primal"):
+                 n=None, m=None, ndim_el=0, _role="primal", offset=None):
         rt = runtime.get()
         self.dtype = _resolve_dtype(dtype, rt)
         self.name = name or ""
@@ -30,25 +39,35 @@ class Field:
         self.role = _role
         self.ir_name = self.name or f"field{self.uid}"
         self.shape = None
+        self.offset = None  # per-axis index of the first cell; None when all zero
         self.storage = None
+        self._snode = None  # the PLACE node in the layout tree
         self._grad: Field | None = None
         self._dual: Field | None = None
-        self._unplaced: dict = {}  # role -> a twin the user can see but has not placed yet
+        self._unplaced: dict = {}  # role -> a twin the user can see but has not attached yet
         self.primal: Field | None = None
         self.needs_grad = needs_grad
         self.needs_dual = needs_dual
+        if (needs_grad or needs_dual) and not self.dtype.is_float:
+            raise FieldsimRuntimeError(
+                f"field {self.ir_name!r}: dtype {self.dtype} is not supported for field with "
+                "`needs_grad=True` or `needs_dual=True`. (only float fields have gradients)")
+        if offset is not None and shape is None:
+            raise FieldsimCompilationError(f"field {self.ir_name!r}: shape cannot be None when "
+                                           "offset is set")
         rt.fields.append(self)
-        if needs_grad and self.dtype.is_float:
-            self.grad = self._twin("grad")
-        if needs_dual and self.dtype.is_float:
-            self.dual = self._twin("dual")
+        if needs_grad:
+            self._grad = self._twin("grad")
+        if needs_dual:
+            self._dual = self._twin("dual")
         if shape is not None:
-            self._place(_normalize_shape(shape, self))
+            self._place(_normalize_shape(shape, self), offset=offset)
 
     # ---- grad and dual twins --------------------------------------------------------------------
     # `x.grad` / `x.dual` of a float field always exist, as in Taichi, so that
-    # `fs.root.place(x, x.grad)` works; fieldsim's own code asks `x.adjoint` / `x.tangent`,
-    # which are None until the twin is placed (needs_grad=True, lazy_grad, or placed by hand).
+    # `fs.root.dense(...).place(x, x.grad)` works; fieldsim's own code asks `x.adjoint` /
+    # `x.tangent`, which are None until the twin is attached (needs_grad=True, lazy_grad, or
+    # placed by hand).
     @property
     def grad(self) -> Field | None:
         return self._grad if self._grad is not None else self._unplaced_twin("grad")
@@ -67,12 +86,12 @@ class Field:
 
     @property
     def adjoint(self) -> Field | None:
-        """The placed gradient twin, or None: what AD and the checker use."""
+        """The attached gradient twin, or None: what AD and the checker use."""
         return self._grad
 
     @property
     def tangent(self) -> Field | None:
-        """The placed dual twin, or None."""
+        """The attached dual twin, or None."""
         return self._dual
 
     def _unplaced_twin(self, role: str) -> Field | None:
@@ -83,45 +102,72 @@ class Field:
             twin = self._unplaced[role] = self._twin(role, place=False)
         return twin
 
-    def _attach(self, role: str) -> Field:
-        """The placed twin of `role`, made (or the user's unplaced one placed) if needed."""
+    def _attach(self, role: str, place: bool = True) -> Field:
+        """The attached twin of `role`, made (or the user's unplaced one taken) if needed, and
+        placed with this field when it is placed (`lazy_grad`, FwdMode, a twin placed by hand)."""
         current = self._grad if role == "grad" else self._dual
-        if current is not None:
-            return current
-        twin = self._unplaced.pop(role, None) or self._twin(role, place=False)
-        setattr(self, "_" + role, twin)
-        if role == "grad":
-            self.needs_grad = True
-        else:
-            self.needs_dual = True
-        if self.shape is not None and twin.shape is None:
-            twin._place(self.shape)
-        return twin
+        if current is None:
+            current = self._unplaced.pop(role, None) or self._twin(role, place=False)
+            setattr(self, "_" + role, current)
+        setattr(self, "needs_" + role, True)
+        if place and self.shape is not None and current.shape is None:
+            current._place(self.shape, offset=self.offset)
+        return current
+
+    _enable_twin = _attach
 
     def _twin(self, role: str, place: bool = True) -> Field:
         twin = Field(self.dtype, None, f"{self.ir_name}.{role}", n=self.n, m=self.m,
                      ndim_el=self.ndim_el, _role=role)
         twin.primal = self
         if place and self.shape is not None:
-            twin._place(self.shape)
+            twin._place(self.shape, offset=self.offset)
         return twin
 
-    def _place(self, shape: tuple):
-        if self.shape is not None and self.shape != shape:
-            raise ValueError(f"field {self.ir_name!r} is already placed with shape {self.shape}")
+    def _place(self, shape: tuple, offset=None, snode=None):
         primal = self.primal
         if primal is not None and primal._unplaced.get(self.role) is self:
-            primal._attach(self.role)  # the user placed x.grad by hand: it is now x's gradient
-            if self.shape is not None:  # placed just now, with its primal's shape
-                if self.shape != shape:
-                    raise ValueError(f"field {self.ir_name!r} must have the shape of "
-                                     f"{primal.ir_name!r}, {self.shape}; got {shape}")
-                return
+            primal._attach(self.role, place=False)  # the user placed x.grad by hand
+            if primal.shape is not None and tuple(shape) != primal.shape:
+                raise ValueError(f"field {self.ir_name!r} must have the shape of "
+                                 f"{primal.ir_name!r}, {primal.shape}; got {tuple(shape)}")
+        if self.shape is not None:
+            if self.role in ("grad", "dual") and tuple(shape) == self.shape:
+                return  # needs_grad placed it with its field; Taichi programs place it again
+            raise FieldsimError(f"field {self.ir_name!r} is already placed (shape {self.shape})")
+        offset = _normalize_offset(offset, shape, self)
+        own = self.role in ("hidden", "mask") or getattr(self.primal, "role", None) == "hidden"
+        if snode is None and own:  # fieldsim's own fields (and their twins): not in fs.root
+            from fieldsim.lang.snode import PLACE
+            snode = SNode(PLACE, None)
+        if snode is None:  # `shape=`: Taichi's root.dense(axes, shape).place(x)
+            from fieldsim.lang.snode import root
+            parent = root.dense(Axis(*range(len(shape))), shape) if shape else root
+            parent.place(self, offset=offset)
+            return
         self.shape = shape
+        self.offset = offset
+        self._snode = snode
         self.storage = runtime.get().backend().allocate(self.storage_shape, self.dtype)
-        for twin in (self._grad, self._dual):
-            if twin is not None and twin.shape is None:
-                twin._place(shape)
+        for role in ("grad", "dual"):
+            twin = getattr(self, "_" + role)
+            if twin is not None and twin.shape is None and getattr(self, "needs_" + role):
+                twin._place(shape, offset=offset)
+
+    @property
+    def snode(self):
+        return self._snode
+
+    @property
+    def _name(self) -> str:
+        return self.name
+
+    def parent(self, n=1):
+        return self._snode.parent(n) if self._snode is not None else None
+
+    @property
+    def _offset(self) -> tuple:
+        return self.offset if self.offset is not None else (0,) * len(self.shape or ())
 
     def _invalidate(self):
         self.storage = None
@@ -161,31 +207,44 @@ class Field:
     def get_field_members(self):
         return [self]
 
-    def snode(self):
-        return self
+    _get_field_members = get_field_members
 
-    def parent(self, n=1):
-        return self
+    def __iter__(self):
+        raise FieldScopeError(f"field {self.ir_name!r}: Struct for is only available in Taichi "
+                                  "scope (iterate over fs.ndrange(*x.shape) in Python)")
 
     # ---- Python-scope access ----------------------------------------------------------------
     def _index(self, key) -> tuple:
+        """Storage indices (offset removed) of a user's key, checked against the field."""
         self._check_live()
-        if key is None or key == ():
+        if hasattr(key, "_a") and hasattr(key, "entries"):  # a Vector index (fs.grouped)
+            key = tuple(key.entries)
+        if key is None or (isinstance(key, (tuple, list)) and len(key) == 0):
             key = ()
+        elif isinstance(key, list):
+            key = tuple(key)
         elif not isinstance(key, tuple):
             key = (key,)
+        for axis, k in enumerate(key):
+            if isinstance(k, slice) or k is Ellipsis:
+                raise FieldsimTypeError(
+                    f"field {self.ir_name!r}: Detected illegal element of type: {type(k).__name__} "
+                    f"on axis {axis}. Please be aware that slicing a ti.field is not supported so far.")
         if len(key) != len(self.shape):
-            raise IndexError(f"field {self.ir_name!r} has {len(self.shape)} dimension(s) "
-                             f"(shape {self.shape}) but was indexed with {len(key)} index(es)"
-                             + ("; use x[None] for a 0-D field" if not self.shape else ""))
+            raise FieldIndexCountError(
+                f"field {self.ir_name!r} has {len(self.shape)} dimension(s) (shape {self.shape}) "
+                f"but was indexed with {len(key)} index(es)"
+                + ("; use x[None] for a 0-D field" if not self.shape else "")
+                + " (Slicing is not supported on ti.field)")
         out = []
-        for axis, (k, n) in enumerate(zip(key, self.shape)):
+        for axis, (k, n, off) in enumerate(zip(key, self.shape, self._offset)):
             if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
                 raise TypeError(f"field {self.ir_name!r}: index {k!r} on axis {axis} is not an int")
-            if not 0 <= int(k) < n:
+            if not off <= int(k) < off + n:
                 raise IndexError(f"field {self.ir_name!r}: index {int(k)} is out of range "
-                                 f"[0, {n}) on axis {axis} (shape {self.shape})")
-            out.append(int(k))
+                                 f"[{off}, {off + n}) on axis {axis} (shape {self.shape}"
+                                 + (f", offset {self.offset})" if self.offset else ")"))
+            out.append(int(k) - off)
         return tuple(out)
 
     def __getitem__(self, key):
@@ -194,15 +253,18 @@ class Field:
         if self.ndim_el == 0:
             return value.item() if hasattr(value, "item") else value
         from fieldsim.lang.matrix import Matrix, Vector
-        if self.ndim_el == 1:
-            return Vector(list(value), dt=self.dtype)
-        return Matrix([list(r) for r in value], dt=self.dtype)
+        cls = _element_class(Vector if self.ndim_el == 1 else Matrix)
+        out = cls(list(value) if self.ndim_el == 1 else [list(r) for r in value], dt=self.dtype)
+        out._home = (self, key)  # `x[i][k] = v` writes through to the field
+        return out
 
     def __setitem__(self, key, value):
         idx = self._index(key)
         arr = self._coerce(value, self.element_shape, f"element {idx}")
         _record_python_write(self, idx, f"{self.ir_name}[{_index_text(idx)}] = ...")
         self.storage.write_element(idx, arr)
+        from fieldsim.lang import sparse
+        sparse.activate_python(self, idx)
 
     def _coerce(self, value, shape, what, broadcast=False) -> np.ndarray:
         if hasattr(value, "to_numpy") and not isinstance(value, Field):
@@ -227,16 +289,21 @@ class Field:
                                  f"got a value of shape {arr.shape}")
         return arr.astype(self.dtype.np)
 
-    def to_numpy(self, dtype=None) -> np.ndarray:
+    def to_numpy(self, dtype=None, keep_dims=False) -> np.ndarray:
         self._check_live()
         arr = self.storage.to_numpy()
-        return arr.astype(dtype) if dtype is not None else arr
+        if keep_dims and self.ndim_el == 1:  # Taichi: a vector field as n x 1 matrices
+            arr = arr.reshape(tuple(self.shape) + (self.n, 1))
+        return arr.astype(_np_dtype(dtype)) if dtype is not None else arr
 
     def from_numpy(self, arr):
         self._check_live()
         if hasattr(arr, "to_numpy") and not isinstance(arr, np.ndarray):
             arr = arr.to_numpy()
         a = np.asarray(arr)
+        if a.shape != self.storage_shape and self.ndim_el == 1 and \
+                a.shape == tuple(self.shape) + (self.n, 1):
+            a = a.reshape(self.storage_shape)
         if a.shape != self.storage_shape:
             raise ValueError(f"field {self.ir_name!r}.from_numpy: expected an array of shape "
                              f"{self.storage_shape}, got {a.shape}")
@@ -244,24 +311,118 @@ class Field:
             raise TypeError(f"field {self.ir_name!r}.from_numpy: unsupported dtype {a.dtype}")
         _record_python_write(self, None, f"{self.ir_name}.from_numpy(...)")
         self.storage.from_numpy(np.ascontiguousarray(a, dtype=self.dtype.np))
+        from fieldsim.lang import sparse
+        sparse.activate_python(self, None)
 
     def fill(self, value):
         self._check_live()
         arr = self._coerce(value, self.element_shape, "fill value", broadcast=True)
         _record_python_write(self, None, f"{self.ir_name}.fill(...)")
         self.storage.fill(arr)
+        from fieldsim.lang import sparse
+        sparse.after_fill(self)
 
     def copy_from(self, other: Field):
         self._check_live()
-        if not isinstance(other, Field) or other.storage_shape != self.storage_shape:
+        if not isinstance(other, Field):
+            raise FieldsimTypeError(f"field {self.ir_name!r}.copy_from: needs a field, got "
+                            f"{type(other).__name__}")
+        if other.storage_shape != self.storage_shape:
             raise ValueError(f"field {self.ir_name!r}.copy_from: needs a field of storage shape "
                              f"{self.storage_shape}")
         _record_python_write(self, None, f"{self.ir_name}.copy_from(...)")
         self.storage.from_numpy(other.to_numpy().astype(self.dtype.np))
+        from fieldsim.lang import sparse
+        sparse.activate_python(self, None)
+
+    def get_scalar_field(self, i, j=0):
+        """Component (i, j) of a vector/matrix field as a scalar field sharing its data."""
+        if self.ndim_el == 0:
+            raise FieldsimTypeError(f"field {self.ir_name!r} is a scalar field: it has no "
+                                    "components")
+        if not (0 <= i < self.n and 0 <= j < (self.m or 1)):
+            raise FieldsimIndexError(f"field {self.ir_name!r}: component ({i}, {j}) is out of "
+                                     f"range for elements of shape {self.element_shape}")
+        return ComponentField(self, i * (self.m or 1) + j)
 
     def __repr__(self):
         kind = {0: "field", 1: f"Vector.field({self.n})", 2: f"Matrix.field({self.n}, {self.m})"}
         return f"<fs.{kind[self.ndim_el]} {self.ir_name!r} shape={self.shape} dtype={self.dtype}>"
+
+
+class ComponentField(Field):
+    """`m.get_scalar_field(i, j)`: one component of a vector/matrix field, as a scalar field
+    whose data is the owner's. Kernels see it as the owner's component (the frontend redirects
+    every access), Python scope through `_ComponentStorage`. Placing it places the owner (Taichi
+    lets components go to different SNodes; here all components share one shape, or it raises).
+    """
+
+    def __init__(self, owner: Field, comp: int):  # a view: not registered with the runtime
+        self.owner, self.comp = owner, comp
+        self.dtype, self.n, self.m, self.ndim_el = owner.dtype, None, None, 0
+        self.name = f"{owner.name}[{comp}]" if owner.name else ""
+        self.ir_name = f"{owner.ir_name}[{comp}]"
+        self.uid, self.role, self.primal = (owner.uid, comp), owner.role, None
+        self.needs_grad = self.needs_dual = False
+        self._grad = self._dual = None
+        self._own_snode = None
+
+    generation = property(lambda self: self.owner.generation)
+    shape = property(lambda self: self.owner.shape)
+    offset = property(lambda self: self.owner.offset)
+    _snode = property(lambda self: self._own_snode or self.owner._snode)
+
+    @property
+    def storage(self):
+        return None if self.owner.storage is None else _ComponentStorage(self.owner, self.comp)
+
+    def component_indices(self) -> tuple:
+        m = self.owner.m or 1
+        return (self.comp,) if self.owner.ndim_el == 1 else (self.comp // m, self.comp % m)
+
+    def _visible_twin(self, role):
+        twin = getattr(self.owner, role)
+        return None if twin is None else ComponentField(twin, self.comp)
+
+    def _place(self, shape: tuple, offset=None, snode=None):
+        if self.owner.shape is None:
+            self.owner._place(shape, offset=offset, snode=snode)
+        elif tuple(shape) != self.owner.shape or \
+                _normalize_offset(offset, shape, self) != self.owner.offset:
+            raise FieldsimError(
+                f"field {self.ir_name!r}: the components of {self.owner.ir_name!r} must all be "
+                f"placed with one shape and offset (it has {self.owner.shape}, this placement "
+                f"{tuple(shape)}); fieldsim stores a matrix field's components together")
+        self._own_snode = snode
+
+
+class _ComponentStorage:
+    """One component of a matrix field's storage, with the storage interface `Field` uses."""
+
+    def __init__(self, owner: Field, comp: int):
+        m = owner.m or 1
+        self.owner = owner
+        self.cidx = (comp,) if owner.ndim_el == 1 else (comp // m, comp % m)
+
+    def read_element(self, idx):
+        return self.owner.storage.read_element(tuple(idx) + self.cidx)
+
+    def write_element(self, idx, value):
+        self.owner.storage.write_element(tuple(idx) + self.cidx, value)
+
+    def to_numpy(self):
+        return np.ascontiguousarray(self.owner.storage.to_numpy()[(Ellipsis,) + self.cidx])
+
+    def from_numpy(self, arr):
+        full = self.owner.storage.to_numpy()
+        full[(Ellipsis,) + self.cidx] = arr
+        self.owner.storage.from_numpy(full)
+
+    def fill(self, value):
+        self.from_numpy(np.broadcast_to(np.asarray(value), self.owner.shape))
+
+    def zero(self):
+        self.fill(0)
 
 
 ScalarField = Field
@@ -295,6 +456,8 @@ def _index_text(idx) -> str:
 
 def _record_python_write(field: Field, idx, what: str):
     rt = runtime.get()
+    if isinstance(field, ComponentField):  # the checker knows the owner (element granularity)
+        field = field.owner
     if rt.tape is not None:
         try:
             rt.tape.record_python_write(field, idx, what)
@@ -317,6 +480,51 @@ def _resolve_dtype(dtype, rt) -> T.DataType:
         raise TypeError(f"unsupported field dtype {dtype!r}") from None
 
 
+class FieldScopeError(FieldsimError, NotImplementedError):
+    """A kernel-only field operation (a struct-for) tried in Python scope."""
+
+
+class FieldIndexCountError(FieldsimIndexError, AssertionError):
+    """A field indexed with the wrong number of indices (Taichi raises AssertionError here)."""
+
+
+def _element_class(base):
+    """`base` (Vector or Matrix) whose item assignment also writes the field element it came
+    from, so `x[i][k] = v` and `m[None][r, c] = v` change the field as in Taichi."""
+    cls = _ELEMENT_CLASSES.get(base)
+    if cls is None:
+        def __setitem__(self, k, v):
+            base.__setitem__(self, k, v)
+            home = getattr(self, "_home", None)
+            if home is not None:
+                home[0][home[1]] = self._a
+
+        cls = type(base.__name__, (base,), {"__setitem__": __setitem__,
+                                             "__module__": base.__module__})
+        _ELEMENT_CLASSES[base] = cls
+    return cls
+
+
+_ELEMENT_CLASSES: dict = {}
+
+
+def _np_dtype(dtype):
+    return dtype.np if isinstance(dtype, T.DataType) else dtype
+
+
+def _normalize_offset(offset, shape, field):
+    if offset is None:
+        return None
+    if isinstance(offset, numbers.Integral):
+        offset = (int(offset),)
+    offset = tuple(int(o) for o in offset)
+    if len(offset) != len(shape):
+        raise FieldsimCompilationError(
+            f"field {field.ir_name!r}: The dimensionality of shape and offset must be the same "
+            f"(shape {shape}, offset {offset})")
+    return offset if any(offset) else None
+
+
 def _normalize_shape(shape, field=None) -> tuple:
     if isinstance(shape, numbers.Integral):
         shape = (int(shape),)
@@ -331,56 +539,19 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
           order=None, layout=None) -> Field:
     if isinstance(dtype, T.MatrixType):
         if dtype.ndim == 1:
-            return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, ndim_el=1)
+            return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, ndim_el=1,
+                         offset=offset)
         return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, m=dtype.m,
-                     ndim_el=2)
-    return Field(dtype, shape, name, needs_grad, needs_dual)
+                     ndim_el=2, offset=offset)
+    return Field(dtype, shape, name, needs_grad, needs_dual, offset=offset)
 
 
-# ---- placement: fs.root.dense(fs.ij, (n, m)).place(x, y) -------------------------------------
-class Axis:
-    def __init__(self, *dims):
-        self.dims = dims
+from fieldsim.lang.snode import Axis, SNode
 
 
-i, j, k, l = Axis(0), Axis(1), Axis(2), Axis(3)
-ij, ik, jk, ijk, ijkl = Axis(0, 1), Axis(0, 2), Axis(1, 2), Axis(0, 1, 2), Axis(0, 1, 2, 3)
-
-
-def axes(*dims):
-    return Axis(*dims)
-
-
-class SNode:
-    def __init__(self, shape=()):
-        self.shape = tuple(shape)
-
-    def dense(self, axis, dims) -> SNode:
-        dims = _normalize_shape(dims)
-        n_axes = len(axis.dims) if isinstance(axis, Axis) else 1
-        if len(dims) == 1 and n_axes > 1:
-            dims = dims * n_axes
-        if len(dims) != n_axes:
-            raise ValueError(f"dense: {n_axes} axes but {len(dims)} sizes {dims}")
-        return SNode(self.shape + dims)
-
-    pointer = bitmasked = dense
-
-    def place(self, *fields, offset=None) -> SNode:
-        for f in fields:
-            for member in (f if isinstance(f, (list, tuple)) else [f]):
-                member._place(self.shape)
-        return self
-
-    def lazy_grad(self):
-        for f in list(runtime.get().fields):
-            if f.role == "primal" and f.dtype.is_float:
-                f._attach("grad")
-
-    def lazy_dual(self):
-        for f in list(runtime.get().fields):
-            if f.role == "primal" and f.dtype.is_float:
-                f._attach("dual")
-
-
-root = SNode()
+def __getattr__(name):
+    """The layout names that lived here before `fieldsim.lang.snode` (`root`, `i`, `ij`, ...)."""
+    from fieldsim.lang import snode
+    if name in ("root", "axes", "i", "j", "k", "l", "ij", "ik", "jk", "ijk", "ijkl"):
+        return getattr(snode, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

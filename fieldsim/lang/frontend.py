@@ -19,12 +19,13 @@ from functools import cache
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
-from fieldsim.lang import ops, struct
+from fieldsim.lang import ops, sparse, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
-from fieldsim.lang.field import Field, placed_twin
+from fieldsim.lang.field import ComponentField, Field, placed_twin
 from fieldsim.lang.frontend_expr import ExprMixin
 from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
+from fieldsim.lang.snode import SNode
 
 
 @cache
@@ -606,12 +607,14 @@ class Frontend(ExprMixin):
         sizes = []
         for begin, end in dims:
             size = self.e.binop("-", end, begin)
-            if len(dims) > 1 and isinstance(size, Stmt) and id(size) not in self.nonneg:
-                # a runtime axis that is empty (end <= begin) empties the whole ndrange
-                size = self.b.binary(Op.MAX, size, self.e.value(0, size.dtype))
+            # begin > end runs nothing; a 1-D loop from 0 to a negative count already does,
+            # a product of two negative sizes would not
+            known_nonneg = (isinstance(size, int) and size >= 0) or id(size) in self.nonneg
+            if len(dims) > 1 and not known_nonneg:  # (an ndarray's extent is never negative)
+                size = self.e.binop("max", size, 0)
             sizes.append(size)
             total = size if total is None else self.e.binop("*", total, size)
-        if total is None:  # a loop over a 0-D field (`for I in fs.grouped(x)`): one iteration
+        if total is None:  # a 0-D field or fs.ndrange(): one iteration, with an empty index
             total = 1
         loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)
         self.depth += 1
@@ -621,13 +624,54 @@ class Frontend(ExprMixin):
         self.frame.scopes.append({})
         with self.b.into(loop.body):
             indices = self.delinearize(loop, dims, sizes)
+            target = iterable.target if grouped else iterable
+            active, indices = sparse.struct_for_guard(self, target, indices)
             if grouped:
                 self.frame.bind(names[0], ("val", MatVal.vector(indices)))
             else:
                 for name, idx in zip(names, indices):
                     self.frame.bind(name, ("val", idx))
-            self.block(node.body, new_scope=True)
+            if active is None:
+                self.block(node.body, new_scope=True)
+            else:  # a sparse struct-for visits active cells only
+                guard = self.b.if_(active)
+                self.depth += 1
+                with self.b.into(guard.blocks[0]):
+                    self.block(node.body, new_scope=True)
+                self.depth -= 1
         self.frame.scopes.pop()
+        if info.parallel:
+            self.parallel_depth = -1
+        self.loop_depth -= 1
+        self.depth -= 1
+
+    def field_fill(self, field: Field, value):
+        """`x.fill(v)` in a kernel: a loop over every cell (parallel when outermost) storing v."""
+        if field.shape is None:
+            raise FieldsimTypeError(f"field {field.ir_name!r} is used before it has a shape "
+                                    "(place it with fs.root.dense(...).place(...))")
+        info = ForInfo(parallel=self.depth == 0 and not self.inline_stack, serialize=False,
+                       block_dim=None)
+        sizes = list(field.shape)
+        total = 1
+        for size in sizes:
+            total *= size
+        loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)
+        self.depth += 1
+        self.loop_depth += 1
+        if info.parallel:
+            self.parallel_depth = self.loop_depth
+        with self.b.into(loop.body):  # storage indices: the field's offset plays no part
+            indices = self.delinearize(loop, [(0, n) for n in sizes], sizes)
+            user = [i if o == 0 else self.e.value(self.e.binop("+", i, o), T.i32)
+                    for i, o in zip(indices, field._offset)]
+            active, _ = sparse.struct_for_guard(self, field, user)
+            if active is None:
+                FieldRef(field, indices, None).store(self, value)
+            else:  # as Taichi's fill (a struct-for): active cells only
+                guard = self.b.if_(active)
+                with self.b.into(guard.blocks[0]):
+                    FieldRef(field, indices, None).store(self, value)
         if info.parallel:
             self.parallel_depth = -1
         self.loop_depth -= 1
@@ -647,7 +691,16 @@ class Frontend(ExprMixin):
         grouped = isinstance(iterable, ops.grouped)
         if grouped:
             iterable = iterable.target
-        if isinstance(iterable, (Field, struct.StructField)):
+        if isinstance(iterable, struct.StructField):
+            dims = [(0, s) for s in iterable.shape]
+        elif isinstance(iterable, Field):
+            if iterable.shape is None:
+                raise FieldsimTypeError(f"field {iterable.ir_name!r} is used before it has a shape "
+                                        "(place it with fs.root.dense(...).place(...))")
+            # (an ndarray argument's extents are runtime values)
+            dims = [(o, s if o == 0 else self.e.binop("+", s, o))
+                    for s, o in zip(iterable.shape, iterable._offset)]
+        elif isinstance(iterable, SNode):
             dims = [(0, s) for s in iterable.shape]
         elif isinstance(iterable, ops.ndrange):
             dims = list(iterable.bounds)
@@ -664,6 +717,11 @@ class Frontend(ExprMixin):
             if len(names) != 1:
                 raise FieldsimSyntaxError("fs.grouped(...) binds a single vector index")
         elif len(names) != len(dims):
+            if isinstance(iterable, ops.ndrange):
+                raise FieldsimSyntaxError(
+                    f"Ndrange for loop with number of the loop variables not equal to the "
+                    f"dimension of the ndrange is not supported ({len(names)} loop variable(s), "
+                    f"{len(dims)} dimension(s))")
             raise FieldsimSyntaxError(f"the loop has {len(names)} index name(s) but iterates "
                                       f"{len(dims)} dimension(s)")
         return dims, names, grouped
@@ -945,6 +1003,8 @@ class FieldRef:
     """An element of a field (all components for a vector/matrix field, or one component)."""
 
     def __init__(self, field: Field, indices, comp):
+        if isinstance(field, ComponentField):  # a component view: its owner's component
+            field, comp = field.owner, field.comp
         self.field, self.indices, self.comp = field, indices, comp
 
     def _targets(self, fe):
@@ -983,11 +1043,13 @@ class FieldRef:
         targets, values = self._values(fe, value)
         for idx, v in zip(targets, values):
             fe.b.store(self.field, idx, fe.e.value(v, self.field.dtype))
+        sparse.activate_kernel(fe, self.field, self.indices)
 
     def atomic(self, fe, kind, value):
         targets, values = self._values(fe, value)
         olds = [fe.b.atomic(kind, self.field, idx, fe.e.value(v, self.field.dtype))
                 for idx, v in zip(targets, values)]
+        sparse.activate_kernel(fe, self.field, self.indices)
         if len(olds) == 1 and (self.comp is not None or self.field.ndim_el == 0):
             return olds[0]
         return MatVal(olds, self.field.n, self.field.m or 1, self.field.ndim_el)

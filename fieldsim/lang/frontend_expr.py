@@ -13,7 +13,7 @@ from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import formatting, matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
-from fieldsim.lang.field import Field, placed_twin
+from fieldsim.lang.field import ComponentField, Field, placed_twin
 
 _BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
               ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -96,7 +96,7 @@ class ExprMixin:
         if not _is_value(a) or not _is_value(b):
             if not isinstance(a, (Stmt, MatVal)) and not isinstance(b, (Stmt, MatVal)):
                 return _py_binop(op, a, b)
-            raise FieldsimTypeError(f"unsupported operands for {op}: {describe(a)} and {describe(b)}")
+            raise FieldsimTypeError(f"unsupported operand type(s) for {op}: {describe(a)} and {describe(b)}")
         return self.e.binop(op, a, b)
 
     def expr_UnaryOp(self, node: ast.UnaryOp):
@@ -246,6 +246,9 @@ class ExprMixin:
             if isinstance(v, MatVal) or not (isinstance(v, (Stmt, numbers.Integral))):
                 raise FieldsimTypeError(f"bad index for field {field.ir_name!r}: {describe(v)}")
             out.append(self.e.value(v, T.i32))
+        if field.offset is not None:  # storage index = user index - offset
+            out = [v if o == 0 else self.e.value(self.e.binop("-", v, o), T.i32)
+                   for v, o in zip(out, field.offset)]
         return out
 
     def struct_indices(self, sfield, idx: list) -> list:
@@ -255,6 +258,8 @@ class ExprMixin:
         return self.field_indices(leaves[0], idx)
 
     def load_field(self, field: Field, indices: list):
+        if isinstance(field, ComponentField):  # a component view: load from its owner
+            return self.b.load(field.owner, indices + component_indices(self, field.owner, field.comp))
         if field.ndim_el == 0:
             return self.b.load(field, indices)
         comps = [self.b.load(field, indices + component_indices(self, field, c))
@@ -365,6 +370,10 @@ class ExprMixin:
             return self.e.cast(args[0], fn)
         if isinstance(fn, KernelObj):
             raise FieldsimSyntaxError("a kernel cannot call another kernel; make it an @fs.func")
+        if isinstance(getattr(fn, "__self__", None), Field) and fn.__name__ == "fill":
+            if len(args) != 1 or kwargs:
+                raise FieldsimTypeError("field.fill takes one value")
+            return self.field_fill(fn.__self__, args[0])
         handler = _PY_BUILTINS.get(fn) if _hashable(fn) else None
         if handler is not None:
             return handler(self, args, kwargs)

@@ -44,7 +44,8 @@ class Matrix:
     @staticmethod
     def field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None, ndim=None):
-        return F.Field(dtype, shape, name, needs_grad, needs_dual, n=n, m=m, ndim_el=2)
+        return F.Field(dtype, shape, name, needs_grad, needs_dual, n=n, m=m, ndim_el=2,
+                       offset=offset)
 
     # -- numpy-like value behaviour
     @property
@@ -135,7 +136,7 @@ class Vector(Matrix):
     @staticmethod
     def field(n, dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None):
-        return F.Field(dtype, shape, name, needs_grad, needs_dual, n=n, ndim_el=1)
+        return F.Field(dtype, shape, name, needs_grad, needs_dual, n=n, ndim_el=1, offset=offset)
 
     @classmethod
     def zero(cls, dt, n):

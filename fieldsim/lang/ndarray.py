@@ -165,6 +165,7 @@ class ExternalArray(Field):
         self.storage = _NumpyStorage(array)
         self.shape_key = array.shape
         self._unplaced = {}
+        self.offset, self._snode = None, None
         self.grad = self.dual = self.primal = None
         self.needs_grad = self.needs_dual = False
 
@@ -425,6 +426,7 @@ class NdarraySlot(Field):
         self.shape = tuple(shape)
         self.storage = None
         self._unplaced = {}
+        self.offset, self._snode = None, None
         self.grad = self.dual = self.primal = None
         self.needs_grad, self.needs_dual = spec.has_grad, False
 

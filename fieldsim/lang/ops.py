@@ -181,11 +181,34 @@ class ndrange:
     """`fs.ndrange(n, (b, e), ...)`: a multi-dimensional range; parallel when outermost."""
 
     def __init__(self, *dims):
-        self.bounds = [((0, d) if not isinstance(d, (tuple, list)) else tuple(d)) for d in dims]
+        self.bounds = [_ndrange_bound(d) for d in dims]
 
     def __iter__(self):
         import itertools
         return itertools.product(*[range(b, e) for b, e in self.bounds])
+
+
+def _ndrange_int(v):
+    from fieldsim.ir.ir import Stmt
+    if isinstance(v, Stmt) and not v.dtype.is_float:
+        return v
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise FieldsimTypeError("Every argument of ndrange should be an integer scalar or a "
+                                f"tuple/list of (int, int); got {v!r}")
+    return int(v)
+
+
+def _ndrange_bound(d):
+    if isinstance(d, (tuple, list)):
+        if len(d) != 2:
+            raise FieldsimSyntaxError("Every argument of ndrange should be a scalar or a tuple/list "
+                                      f"like (begin, end); got {tuple(d)!r}")
+        return (_ndrange_int(d[0]), _ndrange_int(d[1]))
+    return (0, _ndrange_int(d))
+
+
+# In kernels fs.ndrange takes runtime bounds (`fs.ndrange(n[None], m)`) as well.
+KERNEL_BUILTINS[ndrange] = lambda fe, node, args, kw: ndrange(*args)
 
 
 class grouped:
@@ -198,10 +221,12 @@ class grouped:
         import itertools
 
         from fieldsim.lang.matrix import Vector
-        shape = self.target.shape if not isinstance(self.target, ndrange) else None
-        if shape is not None:
-            return (Vector(list(ix)) for ix in itertools.product(*[range(s) for s in shape]))
-        return (Vector(list(ix)) for ix in self.target)
+        if isinstance(self.target, ndrange):
+            return (Vector(list(ix)) for ix in self.target)
+        # a field (its indices start at its offset) or a layout node
+        offset = getattr(self.target, "_offset", None) or (0,) * len(self.target.shape)
+        ranges = [range(o, o + s) for s, o in zip(self.target.shape, offset)]
+        return (Vector(list(ix)) for ix in itertools.product(*ranges))
 
 
 _pending_loop_config: dict = {}

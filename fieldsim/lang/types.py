@@ -66,11 +66,10 @@ class MatrixType:
         rows = [flat[r * self.m:(r + 1) * self.m] for r in range(self.n)]
         return Matrix(rows, dt=self.dtype)
 
-    def field(self, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
-              layout=None):
-        """`vec3.field(shape=...)`: a vector/matrix field of this type."""
+    def field(self, shape=None, **kwargs):
+        """`vec3.field(shape=n)`: a field of this vector/matrix type (as `fs.field(vec3, ...)`)."""
         from fieldsim.lang.field import field
-        return field(self, shape, name, offset, needs_grad, needs_dual, layout=layout)
+        return field(self, shape=shape, **kwargs)
 
     def __repr__(self) -> str:
         if self.ndim == 1:

@@ -1,0 +1,211 @@
+"""The layout tree (`fs.root.dense(fs.ij, (n, m)).place(x)`): Taichi's SNode API over fieldsim's
+row-major field storage.
+
+A node records, per axis (`fs.i` = 0, `fs.j` = 1, ...), how many cells it has along that axis
+counting all its ancestors: `dense(fs.i, a).dense(fs.i, b)` is ONE axis of a*b cells. A field
+placed under a node gets the node's shape: one dimension per axis used, in axis order (so
+`dense(fs.l, n).dense(fs.i, m)` gives shape (m, n), as in Taichi). Storage is the logical
+row-major array either way; the hierarchy only decides shapes (and, for sparse nodes, which
+cells are active: see `fieldsim.lang.sparse`).
+"""
+from __future__ import annotations
+
+import numbers
+
+from fieldsim.errors import FieldsimError, FieldsimRuntimeError
+from fieldsim.lang import runtime
+from fieldsim.lang.enums import SNodeGradType
+
+DENSE, POINTER, BITMASKED, DYNAMIC, PLACE, ROOT = ("dense", "pointer", "bitmasked", "dynamic",
+                                                   "place", "root")
+SPARSE_KINDS = (POINTER, BITMASKED, DYNAMIC)
+
+
+class Axis:
+    def __init__(self, *dims):
+        self.dims = dims
+
+    def __repr__(self):
+        return f"fs.axes{self.dims}"
+
+
+i, j, k, l = Axis(0), Axis(1), Axis(2), Axis(3)
+ij, ik, jk, ijk, ijkl = Axis(0, 1), Axis(0, 2), Axis(1, 2), Axis(0, 1, 2), Axis(0, 1, 2, 3)
+
+
+def axes(*dims):
+    return Axis(*dims)
+
+
+class SNode:
+    """One node of the layout tree; `fs.root` is the tree's root (fresh after each fs.init)."""
+
+    def __init__(self, kind=ROOT, parent=None, own=None, chunk_size=None):
+        self.kind = kind
+        self._parent = parent
+        self._children: list = []
+        self._generation = runtime.get().generation if parent is not None else None
+        self.own = dict(own or {})  # axis -> cells at this level
+        self.axis_sizes = dict(parent.axis_sizes) if parent is not None else {}
+        for a, s in self.own.items():
+            self.axis_sizes[a] = self.axis_sizes.get(a, 1) * s
+        self.chunk_size = chunk_size
+        self.field = None  # the field of a PLACE node
+        self.ptr = _SNodePtr(self)
+        self.sparse = None  # the activation state of a sparse node (fieldsim.lang.sparse)
+
+    # ---- tree -------------------------------------------------------------------------------
+    def _live_children(self) -> list:
+        if self.kind == ROOT:  # fs.root outlives fs.init: drop the children of earlier inits
+            gen = runtime.get().generation
+            self._children = [c for c in self._children if c._generation == gen]
+        return self._children
+
+    def get_children(self) -> list:
+        return list(self._live_children())
+
+    @property
+    def num_children(self) -> int:
+        return len(self._live_children())
+
+    def parent(self, n=1):
+        node = self
+        for _ in range(n):
+            if node is None:
+                return None
+            node = node._parent
+        return node
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.axis_sizes[a] for a in sorted(self.axis_sizes))
+
+    @property
+    def dim(self) -> int:
+        return len(self.axis_sizes)
+
+    @property
+    def _name(self) -> str:
+        return self.field.name if self.field is not None else ""
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def is_place(self) -> bool:
+        return self.kind == PLACE
+
+    def sparse_path(self) -> list:
+        """The sparse nodes from the root down to this one."""
+        out, node = [], self
+        while node is not None:
+            if node.kind in SPARSE_KINDS:
+                out.append(node)
+            node = node._parent
+        return out[::-1]
+
+    def _child(self, kind, axis, dims, chunk_size=None) -> SNode:
+        if self.kind == PLACE:
+            raise FieldsimError(f"cannot add a {kind} node under the place node of field "
+                                f"{self._name!r}")
+        dims_t = (int(dims),) if isinstance(dims, numbers.Integral) else tuple(int(d) for d in dims)
+        if any(d <= 0 for d in dims_t):
+            raise FieldsimRuntimeError(f"{kind}: every dimension of a field should be positive, "
+                                       f"got {dims_t}")
+        axes_t = axis.dims if isinstance(axis, Axis) else (int(axis),)
+        if len(dims_t) == 1 and len(axes_t) > 1:
+            dims_t = dims_t * len(axes_t)
+        if len(dims_t) != len(axes_t):
+            raise FieldsimError(f"{kind}: {len(axes_t)} axes but {len(dims_t)} sizes {dims_t}")
+        child = SNode(kind, self, dict(zip(axes_t, dims_t)), chunk_size)
+        self._live_children().append(child)
+        if kind in SPARSE_KINDS:
+            from fieldsim.lang import sparse
+            sparse.declare(child)
+        return child
+
+    def dense(self, axis, dims) -> SNode:
+        return self._child(DENSE, axis, dims)
+
+    def pointer(self, axis, dims) -> SNode:
+        return self._child(POINTER, axis, dims)
+
+    def bitmasked(self, axis, dims) -> SNode:
+        return self._child(BITMASKED, axis, dims)
+
+    def dynamic(self, axis, dims, chunk_size=None) -> SNode:
+        if isinstance(axis, Axis) and len(axis.dims) != 1:
+            raise FieldsimError("dynamic: a dynamic node has exactly one axis")
+        return self._child(DYNAMIC, axis, dims, chunk_size)
+
+    def place(self, *fields, offset=None) -> SNode:
+        for f in fields:
+            members = f if isinstance(f, (list, tuple)) else [f]
+            # a struct field places its member fields, each in its own place node
+            members = [leaf for m in members
+                       for leaf in (m.leaves() if hasattr(m, "leaves") else [m])]
+            for member in members:
+                if member is None:
+                    raise FieldsimError(
+                        "place: got None; a field's .grad/.dual can be placed only together "
+                        "with the field (place(x, x.grad)) or with needs_grad=True / lazy_grad()")
+                if not hasattr(member, "_place"):
+                    raise FieldsimError(f"place: {member!r} is not a field")
+                node = SNode(PLACE, self)
+                node.field = member
+                member._place(self.shape, offset=offset, snode=node)
+                if member._snode is node:  # not an already-placed twin placed again
+                    self._live_children().append(node)
+        return self
+
+    def _float_fields(self) -> list:
+        """The float primal fields `lazy_grad` covers: for `fs.root` every one (also those placed
+        later), for another node the fields placed below it."""
+        if self.kind == ROOT:
+            fields = list(runtime.get().fields)
+        else:
+            fields, stack = [], [self]
+            while stack:
+                n = stack.pop()
+                if n.field is not None:  # a component view stands for its owner
+                    fields.append(getattr(n.field, "owner", n.field))
+                stack.extend(n._children)
+        return [f for f in fields if f.role == "primal" and f.dtype.is_float]
+
+    def lazy_grad(self):
+        for f in self._float_fields():
+            f._enable_twin("grad")
+
+    def lazy_dual(self):
+        for f in self._float_fields():
+            f._enable_twin("dual")
+
+    def deactivate_all(self):
+        from fieldsim.lang import sparse
+        sparse.deactivate_all(self)
+
+    def __repr__(self):
+        return f"<fs.SNode {self.kind} shape={self.shape}>"
+
+
+class _SNodePtr:
+    """What Taichi programs reach through `snode.ptr` (the C++ node): its gradient type."""
+
+    def __init__(self, node: SNode):
+        self.node = node
+
+    def get_snode_grad_type(self):
+        f = self.node.field
+        role = f.role if f is not None else "primal"
+        return {"grad": SNodeGradType.ADJOINT, "dual": SNodeGradType.DUAL}.get(
+            role, SNodeGradType.PRIMAL)
+
+    def has_adjoint_checkbit(self):
+        """Taichi allocates a check bit for each field with a gradient once a Tape validates;
+        fieldsim's validation covers the same fields."""
+        f = self.node.field
+        return bool(f is not None and f.role == "primal" and f.adjoint is not None
+                    and getattr(runtime.get(), "adjoint_checkbits", False))
+
+
+root = SNode()

@@ -1,0 +1,185 @@
+"""Sparse layout nodes: pointer/bitmasked activation, struct-for over active cells only,
+deactivation (which zeroes the data below), dynamic nodes with append/length."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+
+def _count_cells(x):
+    @fs.kernel
+    def count() -> fs.i32:
+        n = 0
+        for I in fs.grouped(x):
+            n += 1
+        return n
+    return count
+
+
+@pytest.mark.parametrize("kind", ["pointer", "bitmasked"])
+def test_struct_for_visits_active_cells_only(kind):
+    x = fs.field(fs.i32)
+    blk = getattr(fs.root, kind)(fs.i, 4)
+    blk.dense(fs.i, 4).place(x)
+    count = _count_cells(x)
+    assert count() == 0
+
+    @fs.kernel
+    def write():
+        x[5] = 3
+        x[14] = 4
+
+    write()
+    assert count() == 8  # blocks 1 and 3, four cells each
+    # the node's own cell coordinates, as in Taichi; fs.rescale_index maps field indices
+    assert fs.is_active(blk, [1]) == 1 and fs.is_active(blk, [0]) == 0
+    assert fs.is_active(blk, fs.rescale_index(x, blk, [14])) == 1
+    with pytest.raises(IndexError, match="rescale_index"):
+        fs.is_active(blk, [5])
+
+    @fs.kernel
+    def total() -> fs.i32:
+        s = 0
+        for i in x:
+            s += x[i]
+        return s
+
+    assert total() == 7
+
+
+def test_struct_for_over_a_pointer_node_yields_block_origins():
+    f = fs.field(fs.f32)
+    blk = fs.root.pointer(fs.ij, 4)
+    blk.dense(fs.ij, 8).place(f)
+    f[9, 30] = 1.0  # block (1, 3)
+    f[10, 31] = 2.0  # same block
+
+    @fs.kernel
+    def origins() -> fs.i32:
+        acc = 0
+        for i, j in blk:
+            acc += i * 100 + j + 1
+        return acc
+
+    assert origins() == 8 * 100 + 24 + 1
+
+
+def test_deactivate_in_kernel_zeroes_block_and_python_deactivate_all():
+    x = fs.field(fs.f32)
+    blk = fs.root.pointer(fs.i, 3)
+    blk.dense(fs.i, 2).place(x)
+    x.from_numpy(np.arange(6, dtype=np.float32) + 1)  # activates everything
+    count = _count_cells(x)
+    assert count() == 6
+
+    @fs.kernel
+    def drop(i: fs.i32):
+        fs.deactivate(blk, [i])
+
+    drop(1)  # block 1: cells 2, 3
+    assert count() == 4
+    np.testing.assert_array_equal(x.to_numpy(), [1, 2, 0, 0, 5, 6])
+    x.fill(9.0)  # fills active cells only
+    np.testing.assert_array_equal(x.to_numpy(), [9, 9, 0, 0, 9, 9])
+    blk.deactivate_all()
+    assert count() == 0
+    np.testing.assert_array_equal(x.to_numpy(), np.zeros(6))
+
+
+def test_python_scope_write_activates():
+    x = fs.field(fs.i32)
+    blk = fs.root.bitmasked(fs.ij, 2)
+    blk.dense(fs.ij, 2).place(x)
+    x[3, 0] = 1  # block (1, 0)
+    assert _count_cells(x)() == 4
+    fs.activate(blk, [0, 0])
+    assert _count_cells(x)() == 8
+    fs.deactivate(blk, [1, 0])
+    assert x[3, 0] == 0 and _count_cells(x)() == 4
+
+
+def test_dynamic_append_length_and_struct_for():
+    d = fs.field(fs.i32)
+    node = fs.root.dense(fs.i, 3).dynamic(fs.j, 5)
+    node.place(d)
+    assert d.shape == (3, 5) and d.parent() is node
+
+    @fs.kernel
+    def fill():
+        for i in range(3):
+            for k in range(3 * i + 1):  # row 2 asks for 7 cells: only the first 5 fit
+                fs.append(d.parent(), i, k + 1)
+
+    @fs.kernel
+    def stats() -> fs.i32:
+        s = 0
+        for i, j in d:
+            s += d[i, j]
+        return s
+
+    fill()
+    assert [fs.length(node, i) for i in range(3)] == [1, 4, 5]
+    assert stats() == 1 + (1 + 2 + 3 + 4) + (1 + 2 + 3 + 4 + 5)
+    fs.deactivate(node, [1])
+    assert fs.length(node, 1) == 0 and stats() == 1 + 15
+    assert fs.append(node, [1], 7) == 0 and d[1, 0] == 7
+
+
+def test_sparse_misuse_is_a_clear_error():
+    x = fs.field(fs.i32, shape=4)
+
+    @fs.kernel
+    def bad():
+        fs.is_active(x.parent(), [0])
+
+    with pytest.raises(fs.FieldsimTypeError, match="pointer, bitmasked or dynamic"):
+        bad()
+    node = fs.root.pointer(fs.i, 2)
+    with pytest.raises(fs.FieldsimTypeError, match="dynamic"):
+        fs.length(node, [0])
+
+
+def test_fill_in_kernel_fills_active_cells_only():
+    x = fs.field(fs.f32)
+    blk = fs.root.pointer(fs.i, 4)
+    blk.dense(fs.i, 2).place(x)
+    x[3] = 1.0  # block 1
+
+    @fs.kernel
+    def k(v: fs.f32):
+        x.fill(v)
+
+    k(2.5)
+    np.testing.assert_array_equal(x.to_numpy(), [0, 0, 2.5, 2.5, 0, 0, 0, 0])
+    assert fs.is_active(blk, [0]) == 0
+
+
+def test_rescale_index_and_is_active_in_a_kernel():
+    x = fs.field(fs.i32)
+    b1 = fs.root.pointer(fs.ij, 2)
+    b2 = b1.pointer(fs.ij, 2)
+    b2.dense(fs.ij, 2).place(x)  # x is 8 x 8; b2 cells are 2 x 2 blocks, b1 cells 4 x 4
+    out = fs.field(fs.i32, shape=(8, 8))
+
+    @fs.kernel
+    def mark():
+        fs.activate(b2, [1, 2])  # cells [2..3, 4..5] of x; activates b1 cell (0, 1) too
+        for i, j in out:
+            out[i, j] = fs.is_active(b2, fs.rescale_index(x, b2, [i, j])) * 2 + \
+                fs.is_active(b1, fs.rescale_index(x, b1, [i, j]))
+
+    mark()
+    got = out.to_numpy()
+    want = np.zeros((8, 8), np.int32)
+    want[0:4, 4:8] = 1
+    want[2:4, 4:6] = 3
+    np.testing.assert_array_equal(got, want)
+
+    @fs.kernel
+    def origins() -> fs.i32:
+        acc = 0
+        for i, j in b2:  # global coordinates of each active b2 cell
+            acc += i * 10 + j
+        return acc
+
+    assert origins() == 24
