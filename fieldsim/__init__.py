@@ -14,6 +14,8 @@ from fieldsim.lang.field import (Field, MatrixField, ScalarField, SNode, axes, f
 from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, pyfunc, real_func,
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector
+from fieldsim.lang import math
+from fieldsim.lang.ops_int import bit_cast, bit_sar, bit_shl, bit_shr, raw_div, raw_mod
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
@@ -35,6 +37,11 @@ from fieldsim.ad import Tape
 types.ndarray = __import__("fieldsim.lang.kernel", fromlist=["NdarrayType"]).NdarrayType
 types.template = template
 types.f32, types.f64, types.i32, types.i64 = f32, f64, i32, i64
+from fieldsim.lang import types_extra as _types_extra  # noqa: E402
+
+types.is_integral, types.is_real, types.is_signed = (_types_extra.is_integral,
+                                                     _types_extra.is_real, _types_extra.is_signed)
+types.quant, types.primitive_types = _types_extra.quant, _types_extra.primitive_types
 
 from fieldsim.lang import linalg as _linalg
 

@@ -506,6 +506,8 @@ class TaskLowering:
                              self.v(s.args[1]), self.v(s.args[2]))
 
     def op_cast(self, s: Stmt):
+        if s.attr == "bit":  # ti.bit_cast: same width, reinterpret the bits
+            return self.b.bitcast(self.v(s.args[0]), ll_type(s.dtype))
         return self.convert(self.v(s.args[0]), s.args[0].dtype, s.dtype)
 
     def convert(self, v, src: T.DataType, dst: T.DataType):

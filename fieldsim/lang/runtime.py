@@ -21,13 +21,15 @@ OTHER_BACKENDS = (vulkan, metal, opengl, gles, dx11, dx12, amdgpu)
 class Runtime:
     def __init__(self, arch=cpu, default_fp=T.f32, default_ip=T.i32, random_seed=0,
                  cpu_max_num_threads=None, debug=False, offline_cache=True, ad_stack_size=0,
-                 offline_cache_file_path=None, **ignored):
+                 offline_cache_file_path=None, fast_math=True, **ignored):
         self.arch = _resolve_arch(arch)
         self.default_fp = _dtype(default_fp, T.f32)
         self.default_ip = _dtype(default_ip, T.i32)
         self.random_seed = int(random_seed)
         self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
         self.debug = bool(debug)
+        # recorded for Taichi programs that read it back; codegen never relaxes IEEE semantics
+        self.fast_math = bool(fast_math)
         self.offline_cache = bool(offline_cache) and os.environ.get("FIELDSIM_OFFLINE_CACHE", "1") != "0"
         self.cache_dir = offline_cache_file_path or os.environ.get(
             "FIELDSIM_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "fieldsim"))
