@@ -77,6 +77,9 @@ class ExprMixin:
             return {ast.USub: lambda x: -x, ast.Not: lambda x: not x,
                     ast.Invert: lambda x: ~x}[type(node.op)](v)
         op = {ast.USub: Op.NEG, ast.Not: Op.NOT, ast.Invert: Op.BIT_NOT}[type(node.op)]
+        if op == Op.NOT and isinstance(v, MatVal):  # Taichi: element-wise logical not
+            return v.map(lambda x: self.e.unop(Op.NOT, self.e.truthy(x)) if isinstance(x, Stmt)
+                         else int(not x))
         if op == Op.NOT:
             return self.e.unop(Op.NOT, self.e.truthy(v))
         return self.e.unop(op, v)
@@ -209,6 +212,10 @@ class ExprMixin:
 
     # ---- calls ------------------------------------------------------------------------------------
     def expr_Call(self, node: ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "fill" and \
+                len(node.args) == 1 and not node.keywords:
+            if self.fill_in_place(node):
+                return None
         fn = self.expr(node.func)
         if fn in ops.LVALUE_BUILTINS:
             args = [None] + [self.expr(a) for a in node.args[1:]]
@@ -221,6 +228,25 @@ class ExprMixin:
                 args.append(self.expr(a))
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
         return self.call(fn, args, kwargs, node)
+
+    def fill_in_place(self, node: ast.Call):
+        """`v.fill(x)` on a local vector/matrix or a vector/matrix field element: store x into
+        every entry. False when the receiver is something else (e.g. a field: its own method)."""
+        from fieldsim.lang.frontend import StaticRef
+        try:
+            ref = self._lvalue(node.func.value)
+        except FieldsimSyntaxError:
+            return False
+        if isinstance(ref, StaticRef):
+            return False
+        current = ref.load(self)
+        if not isinstance(current, MatVal):
+            raise FieldsimTypeError(f"fill() needs a vector or matrix, got {describe(current)}")
+        value = self.expr(node.args[0])
+        if isinstance(value, MatVal):
+            raise FieldsimTypeError(f"fill() takes a scalar, got {describe(value)}")
+        ref.store(self, current.map(lambda _: value))
+        return True
 
     def call(self, fn, args, kwargs, node):
         from fieldsim.lang.kernel import Func, KernelObj
