@@ -129,9 +129,10 @@ class Field:
         if self.ndim_el == 0:
             return value.item() if hasattr(value, "item") else value
         from fieldsim.lang.matrix import Matrix, Vector
+        # bound to the element: `x[i][0, 1] = v` and `x[i].y = v` write through, as in Taichi
         if self.ndim_el == 1:
-            return Vector(list(value), dt=self.dtype)
-        return Matrix([list(r) for r in value], dt=self.dtype)
+            return Vector(list(value), dt=self.dtype)._bind(self, key)
+        return Matrix([list(r) for r in value], dt=self.dtype)._bind(self, key)
 
     def __setitem__(self, key, value):
         idx = self._index(key)
@@ -162,9 +163,11 @@ class Field:
                                  f"got a value of shape {arr.shape}")
         return arr.astype(self.dtype.np)
 
-    def to_numpy(self, dtype=None) -> np.ndarray:
+    def to_numpy(self, dtype=None, keep_dims=False) -> np.ndarray:
         self._check_live()
         arr = self.storage.to_numpy()
+        if self.ndim_el == 2 and self.m == 1 and not keep_dims:  # Taichi: an n x 1 matrix as a vector
+            arr = arr.reshape(arr.shape[:-1])
         return arr.astype(dtype) if dtype is not None else arr
 
     def from_numpy(self, arr):
@@ -172,6 +175,8 @@ class Field:
         if hasattr(arr, "to_numpy") and not isinstance(arr, np.ndarray):
             arr = arr.to_numpy()
         a = np.asarray(arr)
+        if self.ndim_el == 2 and self.m == 1 and a.shape == self.storage_shape[:-1]:
+            a = a.reshape(self.storage_shape)  # what to_numpy() gives for an n x 1 matrix field
         if a.shape != self.storage_shape:
             raise ValueError(f"field {self.ir_name!r}.from_numpy: expected an array of shape "
                              f"{self.storage_shape}, got {a.shape}")

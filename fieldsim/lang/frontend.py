@@ -270,6 +270,9 @@ class Frontend(ExprMixin):
                 raise FieldsimTypeError(f"cannot assign {describe(value)} to the scalar variable {name!r}")
             self.b.local_store(var, self.e.value(value, var.dtype))
             return
+        if isinstance(value, (list, tuple)):
+            from fieldsim.lang.frontend_expr import to_matval
+            value = to_matval(value)
         if not isinstance(value, MatVal) or value.shape != var.shape:
             raise FieldsimTypeError(f"cannot assign {describe(value)} to {name!r}, "
                                     f"a {'vector' if var.ndim == 1 else 'matrix'} of shape {var.shape}")
@@ -336,6 +339,9 @@ class Frontend(ExprMixin):
             ref.atomic(self, "add" if op == "+" else "sub", value)
             return
         current = ref.load(self)
+        if isinstance(current, MatVal):
+            from fieldsim.lang.frontend_expr import to_matval
+            value = to_matval(value)
         new = self.e.matmul(current, value) if op == "@" else self.e.binop(op, current, value)
         ref.store(self, new)
 
@@ -723,6 +729,8 @@ class LocalRef:
         return self.mat.map(fe.b.local_load)
 
     def store(self, fe, value):
+        from fieldsim.lang.frontend_expr import to_matval
+        value = to_matval(value)
         if self.mat is None:
             if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
                 raise FieldsimTypeError(f"cannot assign {describe(value)} to a scalar variable")
@@ -791,6 +799,8 @@ class FieldRef:
         return fe.load_field(self.field, self.indices)
 
     def _values(self, fe, value):
+        from fieldsim.lang.frontend_expr import to_matval
+        value = to_matval(value)
         targets = self._targets(fe)
         if len(targets) == 1 and (self.comp is not None or self.field.ndim_el == 0):
             if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):

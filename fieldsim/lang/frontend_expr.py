@@ -59,6 +59,7 @@ class ExprMixin:
     def expr_BinOp(self, node: ast.BinOp):
         op = _BINOP_AST.get(type(node.op))
         a, b = self.expr(node.left), self.expr(node.right)
+        a, b = coerce_pair(a, b)
         if op == "@":
             return self.e.matmul(a, b)
         if op is None:
@@ -100,6 +101,7 @@ class ExprMixin:
         result = None
         for op_node, right_node in zip(node.ops, node.comparators):
             right = self.expr(right_node)
+            left, right = coerce_pair(left, right)
             op = _CMP_AST.get(type(op_node))
             if op is None:
                 raise FieldsimSyntaxError(f"unsupported comparison {type(op_node).__name__}")
@@ -268,17 +270,38 @@ class ExprMixin:
         handler = _PY_BUILTINS.get(fn) if _hashable(fn) else None
         if handler is not None:
             return handler(self, args, kwargs)
-        special = self.matrix_classmethod(fn, args)
+        special = self.matrix_classmethod(fn, args, kwargs)
         if special is not None:
             return special
         return self.call_python(fn, args, kwargs)
 
-    def matrix_classmethod(self, fn, args):
-        from fieldsim.lang.matrix import Matrix
+    def matrix_classmethod(self, fn, args, kwargs=None):
+        from fieldsim.lang.matrix import Matrix, Vector
+        kwargs = kwargs or {}
+        name = getattr(fn, "__name__", None)
+        if name in matrix_ops.METHODS and args and isinstance(args[0], MatVal) and \
+                (getattr(Matrix, name, None) is fn or getattr(Vector, name, None) is fn):
+            # `fs.Vector.normalized(v, eps)`: a method called on the class
+            return matrix_ops.METHODS[name](self.e, args[0], *args[1:], **kwargs)
         owner = getattr(fn, "__self__", None)
         if not (isinstance(owner, type) and issubclass(owner, Matrix)):
             return None
         name = fn.__name__
+        if name == "diag":
+            dim, val = (args + [None, None])[:2]
+            dim = kwargs.get("dim", dim)
+            val = kwargs.get("val", val)
+            zero = self.e.cast(0, self.e.dtype_of(val)) if isinstance(val, Stmt) else 0 * val
+            return MatVal([val if r == c else zero for r in range(dim) for c in range(dim)],
+                          dim, dim, 2)
+        if name in ("rows", "cols"):
+            if len(args) != 1 or not isinstance(args[0], (list, tuple)):
+                raise FieldsimTypeError(f"fs.Matrix.{name} takes one list of vectors or lists")
+            lines = [list(v.entries) if isinstance(v, MatVal) else _flatten_values(v) for v in args[0]]
+            if any(len(r) != len(lines[0]) for r in lines):
+                raise FieldsimTypeError(f"fs.Matrix.{name}: all {name} must have the same length")
+            m = MatVal.rows(lines)
+            return m if name == "rows" else matrix_ops.transpose(self.e, m)
         if name in ("zero", "one"):
             dt, shape = args[0], args[1:]
             fill = 0 if name == "zero" else 1
@@ -326,6 +349,30 @@ def component_indices(fe, field, flat) -> list:
     if isinstance(flat, Stmt):
         return [fe.e.value(fe.e.binop("//", flat, m), T.i32), fe.e.value(fe.e.binop("%", flat, m), T.i32)]
     return [fe.b.const(flat // m, T.i32), fe.b.const(flat % m, T.i32)]
+
+
+def to_matval(v):
+    """A list/tuple of kernel scalars (or of rows) as a vector (or matrix), as Taichi reads
+    `x[i] = [0, 0]` and `v + (1, 2)`; anything else unchanged."""
+    if not isinstance(v, (list, tuple)) or not v:
+        return v
+    if all(isinstance(e, (Stmt, numbers.Number)) for e in v):
+        return MatVal.vector(list(v))
+    if all(isinstance(r, (list, tuple, MatVal)) for r in v):
+        rows = [list(r.entries) if isinstance(r, MatVal) else list(r) for r in v]
+        if all(len(r) == len(rows[0]) for r in rows) and rows[0] and \
+                all(isinstance(e, (Stmt, numbers.Number)) for r in rows for e in r):
+            return MatVal.rows(rows)
+    return v
+
+
+def coerce_pair(a, b):
+    """With a vector/matrix on one side, a list/tuple on the other is a vector/matrix too."""
+    if isinstance(a, MatVal) and isinstance(b, (list, tuple)):
+        return a, to_matval(b)
+    if isinstance(b, MatVal) and isinstance(a, (list, tuple)):
+        return to_matval(a), b
+    return a, b
 
 
 def _flatten_values(v) -> list:
@@ -399,7 +446,17 @@ def _py_abs(fe, args, kw):
     return fe.e.unop(Op.ABS, args[0])
 
 
-_PY_BUILTINS = {int: _int_cast, float: _float_cast, len: _len, min: _py_minmax("min"),
+def _py_anyall(name):
+    def handler(fe, args, kw):
+        if len(args) == 1 and isinstance(args[0], MatVal):
+            return matrix_ops.METHODS[name](fe.e, args[0])
+        if any(isinstance(a, (Stmt, MatVal)) for a in args):
+            raise FieldsimTypeError(f"{name}() takes a vector/matrix or a Python iterable")
+        return int(getattr(builtins, name)(*args))
+    return handler
+
+
+_PY_BUILTINS = {any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast, float: _float_cast, len: _len, min: _py_minmax("min"),
                 max: _py_minmax("max"), abs: _py_abs, print: lambda fe, a, k: None,
                 builtins.range: lambda fe, a, k: _static_range(a)}
 

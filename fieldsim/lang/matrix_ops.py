@@ -23,8 +23,16 @@ def norm(e: Emitter, a: MatVal, eps=0):
 
 
 def normalized(e: Emitter, a: MatVal, eps=0):
-    inv = e.binop("/", 1.0, norm(e, a, eps))
+    # Taichi 1.7.4: invlen = 1 / (self.norm() + eps): eps is added to the norm, not under the root
+    n = norm(e, a)
+    if not (isinstance(eps, (int, float)) and eps == 0):
+        n = e.binop("+", n, eps)
+    inv = e.binop("/", 1.0, n)
     return e.elementwise("*", a, inv)
+
+
+def norm_inv(e: Emitter, a: MatVal, eps=0):
+    return e.binop("/", 1.0, norm(e, a, eps))
 
 
 def transpose(e: Emitter, a: MatVal):
@@ -85,7 +93,17 @@ def inverse(e: Emitter, a: MatVal):
                 cof = _det2(e, a.at(r1, c1), a.at(r1, c2), a.at(r2, c1), a.at(r2, c2))
                 out.append(e.binop("*", cof, inv_det))
         return MatVal(out, 3, 3, 2)
-    raise FieldsimTypeError(f"inverse supports matrices up to 3x3, got {a.shape}")
+    # larger: the adjugate (cofactors by Laplace expansion) over the determinant
+    out = []
+    for r in range(a.n):
+        for c in range(a.n):  # entry (r, c) is the cofactor of (c, r)
+            minor = MatVal.rows([[a.at(i, j) for j in range(a.n) if j != r]
+                                 for i in range(a.n) if i != c])
+            cof = determinant(e, minor)
+            if (r + c) % 2:
+                cof = e.unop(Op.NEG, cof) if not isinstance(cof, (int, float)) else -cof
+            out.append(e.binop("*", cof, inv_det))
+    return MatVal(out, a.n, a.n, 2)
 
 
 def cross(e: Emitter, a: MatVal, b: MatVal):
@@ -111,7 +129,7 @@ def _cast(e: Emitter, a: MatVal, dtype):
 
 
 METHODS = {
-    "norm": norm, "norm_sqr": norm_sqr, "normalized": normalized, "transpose": transpose,
+    "norm": norm, "norm_sqr": norm_sqr, "norm_inv": norm_inv, "normalized": normalized, "transpose": transpose,
     "trace": trace, "determinant": determinant, "inverse": inverse, "cross": cross,
     "outer_product": outer_product, "dot": lambda e, a, b: e.dot(a, b),
     "sum": lambda e, a: e.reduce("+", a), "max": lambda e, a: e.reduce("max", a),

@@ -211,6 +211,10 @@ KERNEL_BUILTINS[loop_config] = lambda fe, n, a, k: fe.set_loop_config(**k)
 
 
 def _matval_ctor(fe, node, args, kw, ndim):
+    kw = dict(kw)
+    if len(args) == 2 and (isinstance(args[1], T.DataType) or args[1] in (int, float)):
+        kw["dt"] = args[1]  # fs.Vector([...], fs.f32): the dtype given positionally
+        args = args[:1]
     if len(args) != 1:
         entries = list(args)
     else:
