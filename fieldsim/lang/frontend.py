@@ -167,7 +167,7 @@ class Frontend(ExprMixin):
                 f"unsupported expression in a kernel: {type(node).__name__}"), node)
         with self.b.at(self.loc(node)):
             try:
-                return visit(node)
+                return self.kernel_value(visit(node))
             except FieldsimError as err:
                 raise self._located(err, node) from None
             except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, AttributeError) as err:
@@ -745,14 +745,12 @@ class LocalRef:
     def component(self, fe, idx):
         if self.mat is None:
             raise FieldsimTypeError("cannot index a scalar variable")
+        from fieldsim.lang.frontend_expr import check_index_count
+        check_index_count(self.mat, idx)
         r = idx[0]
         c = idx[1] if len(idx) > 1 else 0
-        if len(idx) == 1 and self.mat.ndim == 2 and self.mat.m > 1:
-            if isinstance(r, Stmt):
-                raise FieldsimSyntaxError("a matrix row assignment needs a constant row index")
-            row = [self.mat.at(r, k) for k in range(self.mat.m)]
-            return LocalRef(row, MatVal.vector(row))
         if isinstance(r, Stmt) or isinstance(c, Stmt):
+            fe.check_dynamic_index(self.mat, r, c)
             return DynamicLocalRef(self.mat, r, c)
         if not (0 <= r < self.mat.n and 0 <= c < self.mat.m):
             raise FieldsimSyntaxError(f"index ({r}, {c}) out of range for shape {self.mat.shape}")
@@ -835,10 +833,16 @@ class FieldRef:
     def component(self, fe, idx):
         if self.field.ndim_el == 0 or self.comp is not None:
             raise FieldsimTypeError(f"field {self.field.ir_name!r} elements are scalars")
+        if len(idx) != self.field.ndim_el:
+            raise FieldsimSyntaxError(f"Expected {self.field.ndim_el} indices, got {len(idx)}: the "
+                                      f"elements of field {self.field.ir_name!r} are "
+                                      f"{'vectors' if self.field.ndim_el == 1 else 'matrices'}")
         if any(isinstance(i, Stmt) for i in idx):
             r = idx[0]
             c = idx[1] if len(idx) > 1 else 0
             m = self.field.m or 1
+            fe.check_dynamic_index(MatVal([0] * (self.field.n * m), self.field.n, m,
+                                          self.field.ndim_el), r, c)
             flat = fe.e.binop("+", fe.e.binop("*", r, m), c)
             return FieldRef(self.field, self.indices, flat)
         r = idx[0]

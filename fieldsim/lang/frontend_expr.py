@@ -27,6 +27,17 @@ class BoundMethod:
 
 
 class ExprMixin:
+    def kernel_value(self, v):
+        """A Python-scope `fs.Vector`/`fs.Matrix` met in a kernel is a constant vector/matrix."""
+        from fieldsim.lang.matrix import Matrix
+        if not isinstance(v, Matrix):
+            return v
+        dt = v.dtype
+        dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
+        entries = [self.b.const(x.item(), dt) if isinstance(dt, T.DataType) else x.item()
+                   for x in v.to_numpy().reshape(-1)]
+        return MatVal(entries, v.n, v.m, 1 if v.ndim == 1 or v.to_numpy().ndim == 1 else 2)
+
     # ---- names ----------------------------------------------------------------------------------
     def expr_Name(self, node: ast.Name):
         found, value = self.frame.lookup(node.id)
@@ -171,20 +182,78 @@ class ExprMixin:
         return MatVal(comps, field.n, field.m or 1, field.ndim_el)
 
     def matval_get(self, m: MatVal, idx: list):
-        if len(idx) == 1 and m.ndim == 2 and m.m > 1:  # a row of a matrix
-            return MatVal.vector([self.matval_get(m, [idx[0], c]) for c in range(m.m)])
-        if len(idx) not in (1, 2) or (len(idx) == 2 and m.ndim == 1):
-            raise FieldsimSyntaxError(f"{describe(m)} indexed with {len(idx)} indices")
+        check_index_count(m, idx)
         r, c = idx[0], (idx[1] if len(idx) == 2 else 0)
         if not isinstance(r, Stmt) and not isinstance(c, Stmt):
             if not (0 <= r < m.n and 0 <= c < m.m):
                 raise FieldsimSyntaxError(f"index ({r}, {c}) is out of range for {describe(m)}")
             return m.at(r, c)
+        self.check_dynamic_index(m, r, c)
         flat = self.e.binop("+", self.e.binop("*", r, m.m), c)
         acc = m.entries[-1]
         for k in range(len(m.entries) - 2, -1, -1):
             acc = self.e.select(self.e.compare("==", flat, k), m.entries[k], acc)
         return acc
+
+    def check_dynamic_index(self, m: MatVal, r, c):
+        """With debug=True, a runtime index into a local vector/matrix is bounds-checked."""
+        if not self.rt.debug:
+            return
+        ok = None
+        for v, size in ((r, m.n), (c, m.m)):
+            if not isinstance(v, Stmt):
+                continue
+            inside = self.e.binop("&", self.e.compare(">=", v, 0), self.e.compare("<", v, size))
+            ok = inside if ok is None else self.e.binop("&", ok, inside)
+        if ok is not None:
+            self.b.emit(Op.ASSERT, None, (ok,),
+                        attr=f"Out of bound access to {describe(m)}")
+
+    def expr_ListComp(self, node: ast.ListComp):
+        """A list comprehension over compile-time iterables (`[x * 2 for x in range(3)]`),
+        unrolled; `fs.Vector`/`fs.Matrix` turn the list into a vector/matrix."""
+        out = []
+
+        def gen(k):
+            if k == len(node.generators):
+                out.append(self.expr(node.elt))
+                return
+            g = node.generators[k]
+            it = self.expr(g.iter)
+            if isinstance(it, MatVal):
+                it = it.entries if it.ndim == 1 else [MatVal.vector([it.at(r, c) for c in range(it.m)])
+                                                      for r in range(it.n)]
+            if isinstance(it, Stmt) or not hasattr(it, "__iter__") or \
+                    type(it).__name__ == "RangeSpec":
+                raise FieldsimSyntaxError("a list comprehension in a kernel must iterate over a "
+                                          "compile-time range or list (e.g. range(3))")
+            for v in it:
+                self.frame.scopes.append({})
+                try:
+                    self.bind_comprehension_target(g.target, v)
+                    conds = [self.e.truthy(self.expr(c)) for c in g.ifs]
+                    if any(not isinstance(c, int) for c in conds):
+                        raise FieldsimSyntaxError("a list comprehension condition must be a "
+                                                  "compile-time constant")
+                    if all(conds):
+                        gen(k + 1)
+                finally:
+                    self.frame.scopes.pop()
+        gen(0)
+        return out
+
+    def bind_comprehension_target(self, target, v):
+        if isinstance(target, ast.Name):
+            self.frame.bind(target.id, ("val", v) if isinstance(v, (Stmt, MatVal)) else ("static", v))
+            return
+        if isinstance(target, (ast.Tuple, ast.List)):
+            vals = v.entries if isinstance(v, MatVal) else list(v)
+            if len(vals) != len(target.elts):
+                raise FieldsimTypeError(f"cannot unpack {describe(v)} into {len(target.elts)} names")
+            for t, x in zip(target.elts, vals):
+                self.bind_comprehension_target(t, x)
+            return
+        raise FieldsimSyntaxError("unsupported comprehension target")
 
     def expr_Attribute(self, node: ast.Attribute):
         base = self.expr(node.value)
@@ -196,6 +265,9 @@ class ExprMixin:
                 return getattr(base, name)
             if name == "T":
                 return matrix_ops.transpose(self.e, base)
+            if name == "fill":
+                raise FieldsimTypeError("fill() needs a variable or field element as its "
+                                        "receiver (e.g. v.fill(0) or x[i].fill(0))")
             if name in matrix_ops.METHODS:
                 return BoundMethod(base, name)
             raise FieldsimTypeError(f"{describe(base)} has no attribute or method {name!r}")
@@ -349,6 +421,13 @@ def component_indices(fe, field, flat) -> list:
     if isinstance(flat, Stmt):
         return [fe.e.value(fe.e.binop("//", flat, m), T.i32), fe.e.value(fe.e.binop("%", flat, m), T.i32)]
     return [fe.b.const(flat // m, T.i32), fe.b.const(flat % m, T.i32)]
+
+
+def check_index_count(m: MatVal, idx: list):
+    """As Taichi: a vector takes exactly one index and a matrix exactly two."""
+    if len(idx) != m.ndim:
+        raise FieldsimSyntaxError(f"Expected {m.ndim} indices, got {len(idx)}: {describe(m)} "
+                                  f"is indexed as {'v[i]' if m.ndim == 1 else 'm[i, j]'}")
 
 
 def to_matval(v):

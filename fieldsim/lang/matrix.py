@@ -176,7 +176,13 @@ class Matrix:
         return _wrap(self._a * (1.0 / (np.sqrt(np.sum(self._a ** 2)) + eps)))
 
     def transpose(self): return Matrix(self._a.reshape(self.n, -1).T)
-    def trace(self): return np.trace(self._a).item()
+    def trace(self):
+        if self._a.ndim != 2 or self.n != self.m:
+            from fieldsim.ad.tape import _user_loc
+            from fieldsim.errors import FieldsimTypeError
+            raise FieldsimTypeError(f"trace: expected a square matrix, got shape {self._a.shape}",
+                                    _user_loc())
+        return np.trace(self._a).item()
     def determinant(self): return float(np.linalg.det(self._a))
     def inverse(self): return Matrix(np.linalg.inv(self._a))
     def sum(self): return self._a.sum().item()

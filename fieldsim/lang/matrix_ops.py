@@ -36,12 +36,14 @@ def norm_inv(e: Emitter, a: MatVal, eps=0):
 
 
 def transpose(e: Emitter, a: MatVal):
-    if a.ndim == 1:
-        return MatVal(a.entries, 1, a.n, 2)
+    if a.ndim == 1:  # as Taichi: a vector has no transpose
+        raise FieldsimTypeError("`transpose()` cannot apply to a vector. If you want something like "
+                                "`a @ b.transpose()`, write `a.outer_product(b)` instead.")
     return MatVal([a.at(c, r) for r in range(a.m) for c in range(a.n)], a.m, a.n, 2)
 
 
 def trace(e: Emitter, a: MatVal):
+    _square(a, "trace")
     return e.reduce("+", MatVal.vector([a.at(i, i) for i in range(min(a.n, a.m))]))
 
 
@@ -121,7 +123,7 @@ def outer_product(e: Emitter, a: MatVal, b: MatVal):
 
 def _square(a: MatVal, what):
     if a.ndim != 2 or a.n != a.m:
-        raise FieldsimTypeError(f"{what} needs a square matrix, got shape {a.shape}")
+        raise FieldsimTypeError(f"{what}: expected a square matrix, got shape {a.shape}")
 
 
 def _cast(e: Emitter, a: MatVal, dtype):

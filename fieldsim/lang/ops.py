@@ -22,10 +22,22 @@ LVALUE_BUILTINS: set = set()
 def _np_unary(fn):
     def apply(x):
         if hasattr(x, "to_numpy"):
-            from fieldsim.lang.matrix import Matrix
-            return Matrix(fn(np.asarray(x.to_numpy(), dtype=float)))
+            from fieldsim.lang.matrix import _wrap
+            return _wrap(fn(np.asarray(x.to_numpy(), dtype=float)))
         r = fn(np.asarray(x, dtype=float))
         return r.item() if np.ndim(r) == 0 else r
+    return apply
+
+
+def _py_matrix_aware(fn):
+    """Python scope: numpy `fn` over scalars and fs.Vector/fs.Matrix values (result wrapped back)."""
+    def apply(*args):
+        like = any(hasattr(a, "to_numpy") for a in args)
+        r = fn(*[np.asarray(a.to_numpy()) if hasattr(a, "to_numpy") else a for a in args])
+        if like and np.ndim(r) > 0:
+            from fieldsim.lang.matrix import _wrap
+            return _wrap(np.asarray(r))
+        return r.item() if isinstance(r, np.generic) or (np.ndim(r) == 0 and hasattr(r, "item")) else r
     return apply
 
 
@@ -73,6 +85,8 @@ KERNEL_BUILTINS[rsqrt] = lambda fe, n, a, k: fe.e.binop("/", 1.0, fe.e.unop(Op.S
 
 
 def atan2(y, x):
+    if hasattr(y, "to_numpy") or hasattr(x, "to_numpy"):
+        return _py_matrix_aware(np.arctan2)(y, x)
     return math.atan2(y, x)
 
 
@@ -81,11 +95,15 @@ def pow(x, y):
 
 
 def min(*args):
-    return np.minimum.reduce(args) if len(args) > 1 else args[0]
+    if len(args) == 1:
+        return args[0].min() if hasattr(args[0], "to_numpy") else args[0]
+    return _py_matrix_aware(lambda *a: np.minimum.reduce(np.broadcast_arrays(*a)))(*args)
 
 
 def max(*args):
-    return np.maximum.reduce(args) if len(args) > 1 else args[0]
+    if len(args) == 1:
+        return args[0].max() if hasattr(args[0], "to_numpy") else args[0]
+    return _py_matrix_aware(lambda *a: np.maximum.reduce(np.broadcast_arrays(*a)))(*args)
 
 
 def _fold(op):
@@ -104,7 +122,7 @@ KERNEL_BUILTINS[max] = _fold("max")
 
 
 def select(cond, a, b):
-    return np.where(cond, a, b)
+    return _py_matrix_aware(np.where)(cond, a, b)
 
 
 KERNEL_BUILTINS[select] = lambda fe, n, a, k: fe.e.select(a[0], a[1], a[2])

@@ -163,3 +163,46 @@ def _bit_cast_kernel(fe, node, args, kw):
 
 
 KERNEL_BUILTINS[bit_cast] = _bit_cast_kernel
+
+
+# ---- Python's `operator` functions and Taichi's `ti.lang.ops.add`-style names in kernels -------
+def _operator_builtins():
+    import operator
+
+    from fieldsim.lang import ops as ops_module
+
+    binary = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+              operator.floordiv: "//", operator.mod: "%", operator.pow: "**",
+              operator.lshift: "<<", operator.rshift: ">>", operator.and_: "&",
+              operator.or_: "|", operator.xor: "^", operator.eq: "==", operator.ne: "!=",
+              operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
+
+    def lower(op):
+        def handler(fe, node, args, kw):
+            from fieldsim.lang.frontend_expr import coerce_pair
+            a, b = coerce_pair(*args)
+            if not isinstance(a, (Stmt, MatVal)) and not isinstance(b, (Stmt, MatVal)):
+                from fieldsim.lang.expr import _PY
+                return _PY[op](a, b)
+            return fe.e.binop(op, a, b)
+        return handler
+
+    for fn, op in binary.items():
+        KERNEL_BUILTINS[fn] = lower(op)
+    KERNEL_BUILTINS[operator.matmul] = lambda fe, node, args, kw: fe.e.matmul(args[0], args[1])
+    KERNEL_BUILTINS[operator.neg] = lambda fe, node, args, kw: fe.e.unop(Op.NEG, args[0]) \
+        if isinstance(args[0], (Stmt, MatVal)) else -args[0]
+    # Taichi's `ti.lang.ops` module names (Python scope: the operator itself)
+    for name, fn in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                     ("truediv", operator.truediv), ("floordiv", operator.floordiv),
+                     ("mod", operator.mod), ("neg", operator.neg), ("matmul", operator.matmul),
+                     ("bit_and", operator.and_), ("bit_or", operator.or_),
+                     ("bit_xor", operator.xor)):
+        if not hasattr(ops_module, name):
+            setattr(ops_module, name, fn)
+    ops_module.raw_div, ops_module.raw_mod = raw_div, raw_mod
+    ops_module.bit_shl, ops_module.bit_sar, ops_module.bit_shr = bit_shl, bit_sar, bit_shr
+    ops_module.bit_cast = bit_cast
+
+
+_operator_builtins()
