@@ -388,7 +388,6 @@ class Frontend(ExprMixin):
                 return StaticRef(inner.obj[idx[0]] if len(idx) == 1 else inner.obj[tuple(idx)])
             return inner.component(self, idx)
         if isinstance(node, ast.Attribute):
-            from fieldsim.lang.matrix_ops import SWIZZLE
             inner = self._lvalue(node.value)
             if isinstance(inner, StaticRef):
                 obj = inner.obj
@@ -398,8 +397,15 @@ class Frontend(ExprMixin):
                         raise FieldsimTypeError(f"field {obj.ir_name!r} has no {node.attr}")
                     return StaticRef(twin)
                 return StaticRef(getattr(obj, node.attr))
-            if node.attr in SWIZZLE:
-                return inner.component(self, [SWIZZLE[node.attr]])
+            from fieldsim.lang.matrix_ops import swizzle_indices
+            sw = swizzle_indices(node.attr)
+            if sw is not None and len(sw) == 1:
+                return inner.component(self, [sw[0]])
+            if sw is not None:
+                if len(set(sw)) != len(sw):
+                    raise FieldsimSyntaxError(f"cannot assign to the swizzle .{node.attr}: it "
+                                              "repeats a component")
+                return SwizzleRef([inner.component(self, [k]) for k in sw])
         raise FieldsimSyntaxError(f"cannot assign to this expression ({type(node).__name__})")
 
     def stmt_If(self, node: ast.If):
@@ -755,6 +761,29 @@ class LocalRef:
         if not (0 <= r < self.mat.n and 0 <= c < self.mat.m):
             raise FieldsimSyntaxError(f"index ({r}, {c}) out of range for shape {self.mat.shape}")
         return LocalRef([self.mat.at(r, c)], None)
+
+
+class SwizzleRef:
+    """`v.xy = ...`: several components of a local vector or vector field element."""
+
+    def __init__(self, refs):
+        self.refs = refs
+
+    def load(self, fe):
+        return MatVal.vector([r.load(fe) for r in self.refs])
+
+    def store(self, fe, value):
+        from fieldsim.lang.frontend_expr import to_matval
+        value = to_matval(value)
+        if isinstance(value, MatVal):
+            if len(value.entries) != len(self.refs):
+                raise FieldsimTypeError(f"cannot assign {describe(value)} to a swizzle of "
+                                        f"{len(self.refs)} components")
+            values = value.entries
+        else:
+            values = [value] * len(self.refs)
+        for r, v in zip(self.refs, values):
+            r.store(fe, v)
 
 
 class DynamicLocalRef:

@@ -259,8 +259,13 @@ class ExprMixin:
         base = self.expr(node.value)
         name = node.attr
         if isinstance(base, MatVal):
-            if name in matrix_ops.SWIZZLE and base.ndim == 1:
-                return base.entries[matrix_ops.SWIZZLE[name]]
+            sw = matrix_ops.swizzle_indices(name) if base.ndim == 1 else None
+            if sw is not None:
+                if max(sw) >= base.n:
+                    raise FieldsimTypeError(f"swizzle .{name} reaches past the end of {describe(base)}")
+                if len(sw) == 1:
+                    return base.entries[sw[0]]
+                return MatVal.vector([base.entries[k] for k in sw])
             if name in ("n", "m"):
                 return getattr(base, name)
             if name == "T":

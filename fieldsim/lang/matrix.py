@@ -263,6 +263,24 @@ class Vector(Matrix):
     def one(cls, dt, n):
         return Vector(np.ones(n), dt=dt)
 
+    def __getattr__(self, name):  # multi-letter swizzles: v.xy, v.zyx, v.rgb
+        from fieldsim.lang.matrix_ops import swizzle_indices
+        sw = swizzle_indices(name) if not name.startswith("_") else None
+        if sw is None or max(sw) >= len(self._a):
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return Vector(self._a[sw])
+
+    def __setattr__(self, name, value):
+        from fieldsim.lang.matrix_ops import swizzle_indices
+        sw = swizzle_indices(name) if len(name) > 1 and not name.startswith("_") else None
+        if sw is None or name in ("dtype",):
+            object.__setattr__(self, name, value)
+            return
+        if max(sw) >= len(self._a):
+            raise AttributeError(f"{type(self).__name__} of size {len(self._a)} has no .{name}")
+        self._a[sw] = _np(value)
+        self._write_back()
+
     x = r = _swizzle(0)
     y = g = _swizzle(1)
     z = b = _swizzle(2)
