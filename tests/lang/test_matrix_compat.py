@@ -1,0 +1,270 @@
+"""Taichi-compatible vector/matrix behaviour: list stores, comprehensions, any/all, Matrix.rows/
+cols/diag, swizzles, dynamic indexing, normalized(eps) and its gradient, raw/bit builtins, casts,
+element-wise ops, and Python-scope matrix values (write-through, element-wise comparisons)."""
+import math
+import operator
+
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+
+@pytest.fixture(autouse=True)
+def _init():
+    fs.init(arch=fs.cpu)
+
+
+def test_store_lists_and_list_augassign():
+    m = fs.Matrix.field(2, 2, fs.i32, shape=3)
+    v = fs.Vector.field(2, fs.i32, shape=3)
+    avg = fs.Vector.field(2, fs.f32, shape=())
+
+    @fs.kernel
+    def k():
+        m[1] = [[1, 2], [3, 4]]
+        v[1] = [5, 6]
+        m[1] += [[1, 2], [3, 4]]
+        v[1] += (5, 6)
+        avg[None] = [0, 0]
+        loc = fs.Vector([7, 7])
+        loc = [1, 2]
+        v[2] = loc
+
+    avg[None] = [3.0, 4.0]
+    k()
+    np.testing.assert_array_equal(m.to_numpy()[1], [[2, 4], [6, 8]])
+    np.testing.assert_array_equal(v.to_numpy()[1], [10, 12])
+    np.testing.assert_array_equal(v.to_numpy()[2], [1, 2])
+    np.testing.assert_array_equal(avg.to_numpy(), [0, 0])
+
+
+def test_comprehensions_rows_cols_diag_any_all():
+    out = fs.Matrix.field(3, 3, fs.f32, shape=4)
+    flags = fs.field(fs.i32, shape=4)
+    a = fs.Matrix.field(2, 2, fs.i32, shape=())
+
+    @fs.kernel
+    def k():
+        out[0] = fs.Matrix([[r * 3 + c for c in range(3)] for r in range(3)])
+        x = fs.Vector([1.0, 4.0, 7.0])
+        y = fs.Vector([2.0, 5.0, 8.0])
+        z = fs.Vector([3.0, 6.0, 9.0])
+        out[1] = fs.Matrix.rows([x, y, z])
+        out[2] = fs.Matrix.cols([x, y, z])
+        out[3] = fs.Matrix.diag(dim=3, val=1.5)
+        flags[0] = any(a[None])
+        flags[1] = all(a[None])
+        flags[2] = a[None].any()
+        flags[3] = fs.Vector([e * 2 for e in range(3) if e != 1]).sum()
+
+    a[None] = [[0, 1], [0, 0]]
+    k()
+    o = out.to_numpy()
+    np.testing.assert_array_equal(o[0], np.arange(9).reshape(3, 3))
+    rows = np.array([[1, 4, 7], [2, 5, 8], [3, 6, 9]])
+    np.testing.assert_array_equal(o[1], rows)
+    np.testing.assert_array_equal(o[2], rows.T)
+    np.testing.assert_allclose(o[3], np.eye(3) * 1.5)
+    assert list(flags.to_numpy()) == [1, 0, 1, 4]
+
+
+def test_swizzles_fill_and_dynamic_index():
+    v = fs.Vector.field(4, fs.i32, shape=2)
+    s = fs.field(fs.i32, shape=3)
+
+    @fs.kernel
+    def k(j: fs.i32):
+        a = fs.Vector([1, 2, 3, 4])
+        a.xy = a.yx
+        a.w = a.x * 10
+        v[0] = a
+        v[1].fill(7)
+        v[1].zw = [8, 9]
+        for i in range(3):
+            b = fs.Vector([i, i + 1, i + 2])
+            b[j] = 100
+            s[i] = b[j] + b[(j + 1) % 3]
+
+    k(1)
+    np.testing.assert_array_equal(v.to_numpy(), [[2, 1, 3, 20], [7, 7, 8, 9]])
+    np.testing.assert_array_equal(s.to_numpy(), [100 + 2, 100 + 3, 100 + 4])
+
+
+def test_index_count_errors_name_the_line():
+    @fs.kernel
+    def row():
+        m = fs.Matrix([[1, 2], [3, 4]])
+        print(m[0])
+
+    with pytest.raises(fs.FieldsimCompilationError, match="Expected 2 indices, got 1") as e:
+        row()
+    assert "test_matrix_compat.py" in str(e.value)
+
+    @fs.kernel
+    def vec():
+        v = fs.Vector([1, 2])
+        print(v[0, 0])
+
+    with pytest.raises(fs.FieldsimCompilationError, match="Expected 1 indices, got 2"):
+        vec()
+
+    @fs.kernel
+    def tr():
+        print(fs.Vector([1, 2]).transpose())
+
+    with pytest.raises(fs.FieldsimCompilationError, match="outer_product"):
+        tr()
+
+
+def test_runtime_index_out_of_range_is_an_assertion_in_debug():
+    fs.init(arch=fs.cpu, debug=True)
+
+    @fs.kernel
+    def k(i: fs.i32) -> fs.i32:
+        x = fs.Vector([1, 0])
+        x[i] = 42
+        return x[i]
+
+    assert k(1) == 42
+    with pytest.raises(AssertionError, match="Out of bound access"):
+        k(2)
+
+
+def test_normalized_eps_matches_taichi_and_its_gradient():
+    fs.init(arch=fs.cpu, default_fp=fs.f64)  # the literals below are f64 too
+    eps = 0.5
+    x = fs.Vector.field(3, fs.f64, shape=(), needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+    w = np.array([0.3, -1.2, 2.0])
+
+    @fs.kernel
+    def f():
+        n = x[None].normalized(eps)
+        m = fs.Vector.normalized(x[None], eps)  # called on the class, as Taichi allows
+        loss[None] = n.dot(fs.Vector([0.3, -1.2, 2.0])) + 0.0 * m.sum()
+
+    x0 = np.array([1.0, 2.0, -2.0])
+    x.from_numpy(x0)
+    with fs.Tape(loss):
+        f()
+    # Taichi 1.7.4: v / (|v| + eps)
+    r = np.linalg.norm(x0)
+    assert loss[None] == pytest.approx(w @ x0 / (r + eps), rel=1e-12)
+    # d/dx (w.x / (|x| + eps)) = w / (r + eps) - (w.x) x / (r (r + eps)^2)
+    expected = w / (r + eps) - (w @ x0) * x0 / (r * (r + eps) ** 2)
+    np.testing.assert_allclose(x.grad.to_numpy(), expected, rtol=1e-10)
+    py = fs.Vector(list(x0)).normalized(eps).to_numpy()
+    np.testing.assert_allclose(py, x0 / (r + eps))
+
+
+def test_raw_div_mod_and_shifts():
+    out = fs.field(fs.i32, shape=8)
+    fo = fs.field(fs.f32, shape=2)
+    uo = fs.field(fs.u32, shape=1)
+
+    @fs.kernel
+    def k(a: fs.i32, b: fs.i32, u: fs.u32):
+        out[0] = fs.raw_div(a, b)
+        out[1] = fs.raw_mod(a, b)
+        out[2] = a // b
+        out[3] = a % b
+        out[4] = fs.bit_sar(a, 1)
+        out[5] = fs.bit_shr(a, 28)
+        out[6] = fs.bit_shl(a, 2)
+        out[7] = fs.bit_cast(fs.bit_cast(a, fs.f32), fs.i32)
+        fo[0] = fs.raw_mod(-7.5, 2.0)
+        fo[1] = fs.bit_cast(1065353216, fs.f32)
+        uo[0] = fs.bit_sar(u, 1)
+
+    k(-7, 2, 0x80000000)
+    assert list(out.to_numpy()) == [-3, -1, -4, 1, -4, (-7 & 0xFFFFFFFF) >> 28, -28, -7]
+    assert fo[0] == pytest.approx(math.fmod(-7.5, 2.0))
+    assert fo[1] == 1.0
+    assert uo[0] == 0xC0000000  # arithmetic shift whatever the signedness
+    assert fs.raw_div(-7, 2) == -3 and fs.raw_mod(-7, 2) == -1
+    assert fs.bit_cast(1.0, fs.i32) == 1065353216
+
+
+def test_elementwise_not_abs_and_casts_on_matrices():
+    y = fs.Matrix.field(2, 2, fs.i32, shape=())
+    out = fs.Matrix.field(2, 2, fs.i32, shape=3)
+    f = fs.Matrix.field(2, 2, fs.f32, shape=())
+
+    @fs.kernel
+    def k():
+        out[0] = not y[None]
+        out[1] = abs(y[None])
+        out[2] = fs.Matrix([[1.7, -2.7], [3.2, 0.0]], fs.i32)
+        f[None] = fs.cast(y[None], fs.f32) / 2
+
+    y[None] = [[0, -3], [5, 0]]
+    k()
+    o = out.to_numpy()
+    np.testing.assert_array_equal(o[0], [[1, 0], [0, 1]])
+    np.testing.assert_array_equal(o[1], [[0, 3], [5, 0]])
+    np.testing.assert_array_equal(o[2], [[1, -2], [3, 0]])
+    np.testing.assert_allclose(f.to_numpy(), [[0, -1.5], [2.5, 0]])
+
+
+def test_python_scope_values_write_through_and_compare_elementwise():
+    m = fs.Matrix.field(2, 2, fs.i32, shape=4)
+    v = fs.Vector.field(3, fs.f32, shape=())
+    m[1][0, 1] = 5
+    v[None].y = 2.5
+    v[None][2] = -1.0
+    assert m[1][0, 1] == 5 and m.to_numpy()[1, 0, 1] == 5
+    np.testing.assert_allclose(v.to_numpy(), [0, 2.5, -1])
+    a = fs.Matrix([[1, 2], [3, 4]])
+    b = fs.Matrix([[1, 0], [3, 0]])
+    assert (a == b).to_list() == [[1, 0], [1, 0]]
+    assert [list(r) for r in (a == b)] == [[1, 0], [1, 0]]
+    for op in (operator.floordiv, operator.mod, operator.lshift, operator.and_, operator.xor):
+        np.testing.assert_array_equal(op(a, fs.Matrix([[2, 1], [1, 3]])).to_numpy(),
+                                      op(np.array([[1, 2], [3, 4]]), np.array([[2, 1], [1, 3]])))
+    assert fs.Matrix.diag(2, 3.0).to_list() == [[3, 0], [0, 3]]
+    assert fs.Matrix.cols([[1, 2], [3, 4]]).to_list() == [[1, 3], [2, 4]]
+    with pytest.raises(fs.FieldsimTypeError, match="square matrix"):
+        fs.Matrix([[1, 2], [3, 4], [5, 6]]).trace()
+
+
+def test_python_scope_matrix_in_kernel_and_operator_functions():
+    g = fs.Vector([3, 4])
+    gm = fs.Matrix([[1, 2], [3, 4]])
+    out = fs.Vector.field(2, fs.i32, shape=3)
+
+    @fs.kernel
+    def k():
+        out[0] = operator.add(g, fs.Vector([1, 1]))
+        out[1] = gm @ g
+        out[2] = g @ gm  # a vector on the left is a row
+
+    k()
+    np.testing.assert_array_equal(out.to_numpy(), [[4, 5], [11, 25], [15, 22]])
+
+
+def test_inverse_4x4_and_norm_inv():
+    a = fs.Matrix.field(4, 4, fs.f64, shape=())
+    r = fs.field(fs.f64, shape=())
+    M = np.array([[4.0, 1, 0, 2], [1, 5, 1, 0], [0, 1, 6, 1], [2, 0, 1, 7]])
+
+    @fs.kernel
+    def k():
+        a[None] = a[None].inverse()
+        r[None] = fs.Vector([3.0, 4.0]).norm_inv()
+
+    a.from_numpy(M)
+    k()
+    np.testing.assert_allclose(a.to_numpy(), np.linalg.inv(M), rtol=1e-12)
+    assert r[None] == pytest.approx(0.2)
+
+
+def test_types_predicates_and_quant_error():
+    assert fs.types.is_integral(fs.u8) and not fs.types.is_integral(fs.f32)
+    assert fs.types.is_real(fs.f64) and not fs.types.is_real(fs.i64)
+    with pytest.raises(fs.FieldsimTypeError, match="quant") as e:
+        fs.types.quant.int(5, True)
+    assert "test_matrix_compat.py" in str(e.value)
+    fs.init(arch=fs.cpu, fast_math=False)
+    from fieldsim.lang import runtime
+    assert runtime.get().fast_math is False
