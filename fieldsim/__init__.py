@@ -42,6 +42,7 @@ from fieldsim.lang import types_extra as _types_extra  # noqa: E402
 types.is_integral, types.is_real, types.is_signed = (_types_extra.is_integral,
                                                      _types_extra.is_real, _types_extra.is_signed)
 types.quant, types.primitive_types = _types_extra.quant, _types_extra.primitive_types
+sym_eig, eig = _types_extra.sym_eig, _types_extra.eig
 
 from fieldsim.lang import linalg as _linalg
 

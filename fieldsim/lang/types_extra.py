@@ -53,3 +53,24 @@ def _unsupported(kind):
 
 quant = SimpleNamespace(int=_unsupported("int"), fixed=_unsupported("fixed"),
                         float=_unsupported("float"))
+
+
+# ---- linear algebra Taichi has and fieldsim does not (yet): a clear error in both scopes -----
+def _unsupported_linalg(name, hint):
+    from fieldsim.lang import ops
+
+    def fn(*args, **kwargs):
+        from fieldsim.ad.tape import _user_loc
+        raise FieldsimTypeError(f"ti.{name} is not supported by fieldsim; {hint}", _user_loc())
+
+    def kernel(fe, node, args, kw):
+        raise FieldsimTypeError(f"ti.{name} is not supported by fieldsim; {hint}")
+
+    fn.__name__ = name
+    ops.KERNEL_BUILTINS[fn] = kernel
+    return fn
+
+
+sym_eig = _unsupported_linalg("sym_eig", "use ti.svd (for a symmetric positive semi-definite "
+                                         "matrix its singular values are the eigenvalues)")
+eig = _unsupported_linalg("eig", "use ti.svd or ti.polar_decompose")

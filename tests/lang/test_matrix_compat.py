@@ -268,3 +268,17 @@ def test_types_predicates_and_quant_error():
     fs.init(arch=fs.cpu, fast_math=False)
     from fieldsim.lang import runtime
     assert runtime.get().fast_math is False
+
+
+def test_eigen_solvers_are_a_clear_error():
+    m = fs.Matrix.field(2, 2, fs.f32, shape=())
+
+    @fs.kernel
+    def k():
+        print(fs.sym_eig(m[None]))
+
+    with pytest.raises(fs.FieldsimTypeError, match="sym_eig is not supported") as e:
+        k()
+    assert "test_matrix_compat.py" in str(e.value)
+    with pytest.raises(fs.FieldsimTypeError, match="eig is not supported"):
+        fs.eig(fs.Matrix([[1.0, 0.0], [0.0, 1.0]]))
