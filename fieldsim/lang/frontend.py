@@ -308,8 +308,11 @@ class Frontend(ExprMixin):
         if isinstance(target, ast.Name):
             self.assign_name(target.id, value, node)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            values = value.entries if isinstance(value, MatVal) else list(value) \
-                if isinstance(value, (tuple, list)) else None
+            if isinstance(value, MatVal) and value.ndim == 2:  # as Taichi: a matrix unpacks into rows
+                values = [MatVal.vector([value.at(r, c) for c in range(value.m)]) for r in range(value.n)]
+            else:
+                values = value.entries if isinstance(value, MatVal) else list(value) \
+                    if isinstance(value, (tuple, list)) else None
             if values is None or len(values) != len(target.elts):
                 raise FieldsimTypeError(f"cannot unpack {describe(value)} into {len(target.elts)} names")
             for t, v in zip(target.elts, values):

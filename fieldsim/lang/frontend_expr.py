@@ -78,7 +78,8 @@ class ExprMixin:
         if not _is_value(a) or not _is_value(b):
             if not isinstance(a, (Stmt, MatVal)) and not isinstance(b, (Stmt, MatVal)):
                 return _py_binop(op, a, b)
-            raise FieldsimTypeError(f"unsupported operands for {op}: {describe(a)} and {describe(b)}")
+            raise FieldsimTypeError(f"unsupported operand type(s) for {op}: {describe(a)} and "
+                                    f"{describe(b)}")
         return self.e.binop(op, a, b)
 
     def expr_UnaryOp(self, node: ast.UnaryOp):

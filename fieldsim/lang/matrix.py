@@ -14,6 +14,7 @@ from fieldsim.lang import types as T
 
 class Matrix:
     ndim = 2
+    __array_priority__ = 1000  # `np.float64(1) + v` calls v.__radd__: the result stays a Matrix
     _owner = None  # (field, key) when this value is a field element: writes go through to it
 
     def __init__(self, arr, dt=None, **kwargs):

@@ -114,6 +114,13 @@ class MatrixType:
         rows = [flat[r * self.m:(r + 1) * self.m] for r in range(self.n)]
         return Matrix(rows, dt=self.dtype)
 
+    def field(self, shape=None, **kwargs):
+        """`vec3.field(shape=...)`: a vector/matrix field of this type."""
+        from fieldsim.lang.matrix import Matrix, Vector
+        if self.ndim == 1:
+            return Vector.field(self.n, self.dtype, shape=shape, **kwargs)
+        return Matrix.field(self.n, self.m, self.dtype, shape=shape, **kwargs)
+
     def __repr__(self) -> str:
         if self.ndim == 1:
             return f"vector({self.n}, {self.dtype})"

@@ -282,3 +282,39 @@ def test_eigen_solvers_are_a_clear_error():
     assert "test_matrix_compat.py" in str(e.value)
     with pytest.raises(fs.FieldsimTypeError, match="eig is not supported"):
         fs.eig(fs.Matrix([[1.0, 0.0], [0.0, 1.0]]))
+
+
+def test_matrix_unpacks_into_rows_and_type_field():
+    vec2 = fs.types.vector(2, fs.i32)
+    rows = vec2.field(shape=2)
+    s = fs.field(fs.f32, shape=4)
+
+    @fs.kernel
+    def k():
+        r0, r1 = fs.Matrix([[1, 2], [3, 4]])
+        rows[0] = r0
+        rows[1] = r1
+
+    @fs.kernel
+    def bad():
+        s[0], s[1], s[2], s[3] = fs.Matrix([[1, 2], [3, 4]])
+
+    k()
+    assert rows.to_numpy().tolist() == [[1, 2], [3, 4]]
+    with pytest.raises(fs.FieldsimCompilationError, match="unpack"):
+        bad()
+
+
+def test_numpy_scalars_combine_with_vectors():
+    scalar = np.cos(0.0)
+    vec = fs.Vector([1, 2])
+    assert isinstance(scalar + vec, fs.Vector) and isinstance(vec * np.float32(2), fs.Vector)
+    assert (scalar / vec).to_list() == [1.0, 0.5]
+    out = fs.Vector.field(2, fs.f32, shape=())
+
+    @fs.kernel
+    def k():
+        out[None] = scalar / vec
+
+    k()
+    assert out.to_numpy().tolist() == [1.0, 0.5]
