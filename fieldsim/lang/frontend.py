@@ -605,9 +605,7 @@ class Frontend(ExprMixin):
             raise FieldsimSyntaxError(f"fs.static loop over {describe(iterable)}: not iterable") from None
         for item in items:
             self.frame.scopes.append({})
-            from fieldsim.lang.matrix import Matrix
-            if isinstance(item, Matrix):
-                item = MatVal.vector([int(x) for x in item.entries])
+            item = self.kernel_value(item)  # a Python Vector/Matrix keeps its values and shape
             if isinstance(node.target, ast.Name):
                 self.frame.bind(node.target.id, ("val", item) if isinstance(item, (Stmt, MatVal))
                                 else ("static", item))

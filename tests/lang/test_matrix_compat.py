@@ -318,3 +318,18 @@ def test_numpy_scalars_combine_with_vectors():
 
     k()
     assert out.to_numpy().tolist() == [1.0, 0.5]
+
+
+def test_static_loop_over_python_vectors_keeps_float_values():
+    out = fs.Vector.field(2, fs.f32, shape=())
+    offsets = [fs.Vector([0.5, 0.25]), fs.Vector([1.5, -0.75])]
+
+    @fs.kernel
+    def k():
+        acc = fs.Vector([0.0, 0.0])
+        for off in fs.static(offsets):
+            acc += off
+        out[None] = acc
+
+    k()
+    np.testing.assert_allclose(out.to_numpy(), [2.0, -0.5])
