@@ -20,11 +20,14 @@ LVALUE_BUILTINS: set = set()
 
 
 def _np_unary(fn):
-    def apply(x):
+    def apply(x, dtype=None):
         if hasattr(x, "to_numpy"):
             from fieldsim.lang.matrix import _wrap
-            return _wrap(fn(np.asarray(x.to_numpy(), dtype=float)))
+            r = fn(np.asarray(x.to_numpy(), dtype=float))
+            return _wrap(r.astype(dtype.np) if dtype is not None else r)
         r = fn(np.asarray(x, dtype=float))
+        if dtype is not None:
+            r = r.astype(dtype.np if isinstance(dtype, T.DataType) else dtype)
         return r.item() if np.ndim(r) == 0 else r
     return apply
 
@@ -51,7 +54,13 @@ def _def_unary(name, op, np_fn, float_only=True):
     def handler(fe, node, args, kw):
         if op in _REAL_ONLY:  # as in Taichi: these take real inputs only
             _require_real(fe, args[0], name)
-        return fe.e.unop(op, args[0], float_only)
+        out = fe.e.unop(op, args[0], float_only)
+        dtype = args[1] if len(args) > 1 else kw.get("dtype")
+        if dtype is not None and op in (Op.FLOOR, Op.CEIL, Op.ROUND):  # ti.floor(x, ti.i32)
+            return fe.e.cast(out, _dt(fe, dtype))
+        if len(args) > 1 or set(kw) - {"dtype"}:
+            raise FieldsimTypeError(f"fs.{name} takes one argument")
+        return out
 
     KERNEL_BUILTINS[fn] = handler
     return fn

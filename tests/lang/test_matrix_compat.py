@@ -333,3 +333,17 @@ def test_static_loop_over_python_vectors_keeps_float_values():
 
     k()
     np.testing.assert_allclose(out.to_numpy(), [2.0, -0.5])
+
+
+def test_floor_ceil_with_a_dtype():
+    r = fs.field(fs.i32, shape=3)
+
+    @fs.kernel
+    def k(x: fs.f32):
+        r[0] = fs.floor(x, fs.i32)
+        r[1] = fs.ceil(x, dtype=fs.i32)
+        r[2] = fs.floor(fs.Vector([x, -x]), fs.i32)[1]
+
+    k(2.5)
+    assert r.to_numpy().tolist() == [2, 3, -3]
+    assert fs.floor(-2.5, fs.i32) == -3
