@@ -93,16 +93,20 @@ class Matrix:
 
     def __setitem__(self, k, v):
         self._a[k] = _np(v)
-        self._write_back()
+        self._write_back(k)
 
     def _bind(self, field, key):
         self._owner = (field, key)
         return self
 
-    def _write_back(self):
+    def _write_back(self, k=Ellipsis):
+        """Store entries `k` (all by default) into the field element this value was read from;
+        the other entries are re-read, so a stale copy never overwrites newer values."""
         if self._owner is not None:
             field, key = self._owner
-            field[key] = self._a
+            fresh = np.array(field.storage.read_element(field._index(key)))
+            fresh[k] = self._a[k]
+            field[key] = fresh
 
     def fill(self, v):
         self._a[...] = v
@@ -237,7 +241,7 @@ def _swizzle(i):
 
     def set(self, v):
         self._a[i] = v
-        self._write_back()
+        self._write_back(i)
     return property(get, set)
 
 
@@ -280,7 +284,7 @@ class Vector(Matrix):
         if max(sw) >= len(self._a):
             raise AttributeError(f"{type(self).__name__} of size {len(self._a)} has no .{name}")
         self._a[sw] = _np(value)
-        self._write_back()
+        self._write_back(sw)
 
     x = r = _swizzle(0)
     y = g = _swizzle(1)

@@ -347,3 +347,16 @@ def test_floor_ceil_with_a_dtype():
     k(2.5)
     assert r.to_numpy().tolist() == [2, 3, -3]
     assert fs.floor(-2.5, fs.i32) == -3
+
+
+def test_write_through_of_a_stale_copy_changes_one_entry():
+    x = fs.Vector.field(2, fs.i32, shape=2)
+    v = x[0]
+    x[0] = [9, 9]
+    v[1] = 5
+    v.x = 4
+    assert x[0].to_list() == [4, 5]
+    w = x[1]
+    x[1] = [7, 7]
+    w.y = 1
+    assert x[1].to_list() == [7, 1]
