@@ -26,7 +26,7 @@ __all__ = ["vec2", "vec3", "vec4", "ivec2", "ivec3", "ivec4", "uvec2", "uvec3", 
            "mat3", "mat4", "pi", "e", "inf", "nan", "clamp", "mix", "length", "normalize", "dot",
            "cross", "step", "smoothstep", "fract", "sign", "degrees", "radians", "isinf", "isnan",
            "distance", "reflect", "refract", "log2", "exp2", "determinant", "inverse",
-           "rotation2d", "eye", "acos", "asin", "atan", "atan2", "ceil", "cos", "exp", "floor",
+           "rotation2d", "eye", "cmul", "cconj", "cdiv", "cinv", "cexp", "clog", "csqrt", "acos", "asin", "atan", "atan2", "ceil", "cos", "exp", "floor",
            "log", "max", "min", "pow", "round", "rsqrt", "sin", "sqrt", "tan", "tanh"]
 
 vec2, vec3, vec4 = T.vector(2, float), T.vector(3, float), T.vector(4, float)
@@ -152,7 +152,7 @@ def _k_distance(fe, x, y):
 def _k_normalize(fe, x):
     if not isinstance(x, MatVal):
         raise FieldsimTypeError("ti.math.normalize needs a vector")
-    return matrix_ops.normalized(fe.e, x)
+    return fe.e.binop("/", x, matrix_ops.norm(fe.e, x))  # Taichi: v / v.norm()
 
 
 def _k_dot(fe, x, y):
@@ -248,3 +248,82 @@ determinant = _define("determinant", _py(np.linalg.det),
 inverse = _define("inverse", _py(np.linalg.inv), lambda fe, x: matrix_ops.inverse(fe.e, x))
 rotation2d = _define("rotation2d", _py_rotation2d, _k_rotation2d)
 eye = _define("eye", _py_eye, _k_eye)
+
+
+# ---- complex numbers as vec2 (x + iy), as Taichi's ti.math.c* -----------------------------------
+def _vec2(x):
+    if not isinstance(x, MatVal) or x.shape != (2,):
+        raise FieldsimTypeError("ti.math complex functions take 2-D vectors (x + iy)")
+    return x.entries
+
+
+def _k_cmul(fe, a, b):
+    e = fe.e
+    (ax, ay), (bx, by) = _vec2(a), _vec2(b)
+    return MatVal.vector([e.binop("-", e.binop("*", ax, bx), e.binop("*", ay, by)),
+                          e.binop("+", e.binop("*", ax, by), e.binop("*", ay, bx))])
+
+
+def _k_cconj(fe, a):
+    ax, ay = _vec2(a)
+    return MatVal.vector([ax, fe.e.unop(Op.NEG, ay) if isinstance(ay, Stmt) else -ay])
+
+
+def _k_cinv(fe, a):
+    e = fe.e
+    ax, ay = _vec2(a)
+    d = e.binop("+", e.binop("*", ax, ax), e.binop("*", ay, ay))
+    return e.binop("/", _k_cconj(fe, a), d)
+
+
+def _k_cdiv(fe, a, b):
+    return _k_cmul(fe, a, _k_cinv(fe, b))
+
+
+def _k_cexp(fe, a):
+    e = fe.e
+    ax, ay = _vec2(a)
+    r = e.unop(Op.EXP, ax, True)
+    return MatVal.vector([e.binop("*", r, e.unop(Op.COS, ay, True)),
+                          e.binop("*", r, e.unop(Op.SIN, ay, True))])
+
+
+def _k_clog(fe, a):
+    e = fe.e
+    ax, ay = _vec2(a)
+    r2 = e.binop("+", e.binop("*", ax, ax), e.binop("*", ay, ay))
+    return MatVal.vector([e.binop("*", 0.5, e.unop(Op.LOG, r2, True)),
+                          e.binop("atan2", _require_float(fe, ay), _require_float(fe, ax))])
+
+
+def _k_csqrt(fe, a):
+    e = fe.e
+    ax, ay = _vec2(a)
+    r = e.unop(Op.SQRT, e.binop("+", e.binop("*", ax, ax), e.binop("*", ay, ay)), True)
+    half = e.binop("*", 0.5, e.binop("atan2", _require_float(fe, ay), _require_float(fe, ax)))
+    sr = e.unop(Op.SQRT, r, True)
+    return MatVal.vector([e.binop("*", sr, e.unop(Op.COS, half, True)),
+                          e.binop("*", sr, e.unop(Op.SIN, half, True))])
+
+
+def _py_complex(fn):
+    def apply(*args):
+        from fieldsim.lang.matrix import Vector
+        zs = []
+        for a in args:
+            v = _np(a).reshape(-1)
+            if v.shape != (2,):
+                raise FieldsimTypeError("ti.math complex functions take 2-D vectors (x + iy)")
+            zs.append(complex(v[0], v[1]))
+        z = fn(*zs)
+        return Vector([z.real, z.imag])
+    return apply
+
+
+cmul = _define("cmul", _py_complex(lambda a, b: a * b), _k_cmul)
+cconj = _define("cconj", _py_complex(lambda a: a.conjugate()), _k_cconj)
+cdiv = _define("cdiv", _py_complex(lambda a, b: a / b), _k_cdiv)
+cinv = _define("cinv", _py_complex(lambda a: 1 / a), _k_cinv)
+cexp = _define("cexp", _py_complex(lambda a: __import__("cmath").exp(a)), _k_cexp)
+clog = _define("clog", _py_complex(lambda a: __import__("cmath").log(a)), _k_clog)
+csqrt = _define("csqrt", _py_complex(lambda a: __import__("cmath").sqrt(a)), _k_csqrt)
