@@ -818,6 +818,8 @@ class FieldRef:
         if f.ndim_el == 0:
             return [self.indices]
         from fieldsim.lang.frontend_expr import component_indices
+        if isinstance(self.comp, tuple):  # a runtime (row, col) of a matrix element
+            return [self.indices + [fe.e.value(self.comp[0], T.i32), fe.e.value(self.comp[1], T.i32)]]
         comps = [self.comp] if self.comp is not None else range(f.n * (f.m or 1))
         return [self.indices + component_indices(fe, f, c) for c in comps]
 
@@ -873,11 +875,18 @@ class FieldRef:
             m = self.field.m or 1
             fe.check_dynamic_index(MatVal([0] * (self.field.n * m), self.field.n, m,
                                           self.field.ndim_el), r, c)
-            flat = fe.e.binop("+", fe.e.binop("*", r, m), c)
-            return FieldRef(self.field, self.indices, flat)
+            if self.field.ndim_el == 2:  # keep (row, col) apart: the access checker reads them as given
+                return FieldRef(self.field, self.indices, (r, c))
+            return FieldRef(self.field, self.indices, r)
         r = idx[0]
         c = idx[1] if len(idx) > 1 else 0
-        return FieldRef(self.field, self.indices, r * (self.field.m or 1) + c)
+        m = self.field.m or 1
+        if not (isinstance(r, numbers.Integral) and isinstance(c, numbers.Integral)) or \
+                not (0 <= r < self.field.n and 0 <= c < m):
+            raise FieldsimSyntaxError(f"index {tuple(idx) if len(idx) > 1 else idx[0]!r} is out of "
+                                      f"range for the elements of field {self.field.ir_name!r} "
+                                      f"(shape {self.field.element_shape})")
+        return FieldRef(self.field, self.indices, r * m + c)
 
 
 def _assigned_names(fdef) -> set:

@@ -134,7 +134,23 @@ class ExprMixin:
         return self.e.select(c, self.expr(node.body), self.expr(node.orelse))
 
     # ---- subscripts and attributes --------------------------------------------------------------
+    def field_element(self, node):
+        """`x[i]` with x a vector/matrix field (x a plain name or attribute): its FieldRef, so
+        that `x[i][j, k]` and `x[i].y` load one component, not the whole element (the access
+        checker then sees exactly what is read). None for anything else."""
+        from fieldsim.lang.frontend import FieldRef
+        if not (isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute))):
+            return None
+        with self.b.at(self.loc(node)):
+            base = self.expr(node.value)
+            if not isinstance(base, Field) or not base.ndim_el:
+                return None
+            return FieldRef(base, self.field_indices(base, self.subscript_indices(node.slice)), None)
+
     def expr_Subscript(self, node: ast.Subscript):
+        elem = self.field_element(node.value)
+        if elem is not None:
+            return elem.component(self, self.subscript_indices(node.slice)).load(self)
         base = self.expr(node.value)
         idx = self.subscript_indices(node.slice)
         if isinstance(base, Field):
@@ -257,6 +273,13 @@ class ExprMixin:
         raise FieldsimSyntaxError("unsupported comprehension target")
 
     def expr_Attribute(self, node: ast.Attribute):
+        sw = matrix_ops.swizzle_indices(node.attr)
+        elem = self.field_element(node.value) if sw is not None and len(sw) == 1 else None
+        if elem is not None and elem.field.ndim_el == 1:
+            if sw[0] >= elem.field.n:
+                raise FieldsimTypeError(f"swizzle .{node.attr} reaches past the end of the "
+                                        f"{elem.field.n}-vectors of field {elem.field.ir_name!r}")
+            return elem.component(self, [sw[0]]).load(self)
         base = self.expr(node.value)
         name = node.attr
         if isinstance(base, MatVal):

@@ -360,3 +360,35 @@ def test_write_through_of_a_stale_copy_changes_one_entry():
     x[1] = [7, 7]
     w.y = 1
     assert x[1].to_list() == [7, 1]
+
+
+def test_gradient_through_runtime_components_of_a_matrix_field():
+    m = fs.Matrix.field(2, 2, fs.f32, shape=3, needs_grad=True)
+    n = fs.Matrix.field(2, 2, fs.f32, shape=3, needs_grad=True)
+    loss = fs.field(fs.f32, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def f():
+        for i in range(3):
+            for j, k in fs.ndrange(2, 2):
+                m[i][j, k] = (j + 1) * (k + 2) * n[i][j, k]
+                loss[None] += m[i][j, k]
+
+    n.from_numpy(np.random.default_rng(0).random((3, 2, 2)).astype(np.float32))
+    with fs.Tape(loss):
+        f()
+    # d loss / d n[i][j, k] = (j + 1) * (k + 2)
+    expected = np.broadcast_to(np.array([[2.0, 3.0], [4.0, 6.0]]), (3, 2, 2))
+    np.testing.assert_allclose(n.grad.to_numpy(), expected)
+
+
+def test_constant_component_out_of_range_is_a_compile_error():
+    x = fs.Vector.field(3, fs.f32, shape=2)
+
+    @fs.kernel
+    def k():
+        x[0][0] = x[1][3]
+
+    with pytest.raises(fs.FieldsimCompilationError, match="out of range") as e:
+        k()
+    assert "test_matrix_compat.py" in str(e.value)
