@@ -1,8 +1,12 @@
 """`fs.Vector` / `fs.Matrix` in Python scope, and their `.field` constructors.
 
 In kernels the frontend never instantiates these classes: calls such as `fs.Vector([...])` are
-scalarised into IR (see `fieldsim.lang.matrix_ops`). Here they are small numpy-backed values
-with Taichi's Python-scope behaviour: arithmetic, indexing, `to_numpy`, and the usual methods.
+scalarised into IR (see `fieldsim.lang.matrix_ops`), and a Python-scope value met in a kernel
+becomes a constant vector/matrix. Here they are small numpy-backed values with Taichi's
+Python-scope behaviour: arithmetic (every operator, element-wise comparisons returning a
+Vector/Matrix of 0/1), indexing, swizzles (`v.x`, `v.xy`), `to_numpy`, and the usual methods.
+A value read from a field element (`x[i]`) is bound to it: `x[i][0, 1] = v` and `x[i].y = v`
+write the entries they change back to the field, as Taichi's element proxies do.
 """
 from __future__ import annotations
 
