@@ -150,7 +150,10 @@ class ExprMixin:
     def expr_Subscript(self, node: ast.Subscript):
         elem = self.field_element(node.value)
         if elem is not None:
-            return elem.component(self, self.subscript_indices(node.slice)).load(self)
+            idx = self.subscript_indices(node.slice)
+            if any(isinstance(i, slice) for i in idx):
+                return self.matval_slice(elem.load(self), idx)
+            return elem.component(self, idx).load(self)
         base = self.expr(node.value)
         idx = self.subscript_indices(node.slice)
         if isinstance(base, Field):
@@ -198,7 +201,30 @@ class ExprMixin:
                  for c in range(len(_components(field)))]
         return MatVal(comps, field.n, field.m or 1, field.ndim_el)
 
+    def expr_Slice(self, node: ast.Slice):
+        parts = [self.expr(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        if any(isinstance(p, (Stmt, MatVal)) for p in parts):
+            raise FieldsimSyntaxError("a slice of a vector/matrix needs compile-time bounds")
+        return slice(*parts)
+
+    def matval_slice(self, m: MatVal, idx: list):
+        """`v[a:b]`, `m[i, :]`, `m[:, j]`, `m[a:b, c:d]` with compile-time bounds (as Taichi)."""
+        check_index_count(m, idx)
+        if any(isinstance(i, Stmt) for i in idx):
+            raise FieldsimSyntaxError("slicing a vector/matrix cannot mix in runtime indices")
+        rows = range(m.n)[idx[0]] if isinstance(idx[0], slice) else [idx[0]]
+        cols = (range(m.m)[idx[1]] if isinstance(idx[1], slice) else [idx[1]]) if m.ndim == 2 else [0]
+        for r in rows:
+            for c in cols:
+                if not (0 <= r < m.n and 0 <= c < m.m):
+                    raise FieldsimSyntaxError(f"index ({r}, {c}) is out of range for {describe(m)}")
+        if m.ndim == 1 or not isinstance(idx[0], slice) or not isinstance(idx[1], slice):
+            return MatVal.vector([m.at(r, c) for r in rows for c in cols])
+        return MatVal([m.at(r, c) for r in rows for c in cols], len(rows), len(cols), 2)
+
     def matval_get(self, m: MatVal, idx: list):
+        if any(isinstance(i, slice) for i in idx):
+            return self.matval_slice(m, idx)
         check_index_count(m, idx)
         r, c = idx[0], (idx[1] if len(idx) == 2 else 0)
         if not isinstance(r, Stmt) and not isinstance(c, Stmt):

@@ -392,3 +392,24 @@ def test_constant_component_out_of_range_is_a_compile_error():
     with pytest.raises(fs.FieldsimCompilationError, match="out of range") as e:
         k()
     assert "test_matrix_compat.py" in str(e.value)
+
+
+def test_static_slices_of_vectors_and_matrices():
+    out = fs.Vector.field(2, fs.f32, shape=4)
+    sub = fs.Matrix.field(2, 2, fs.f32, shape=())
+    mf = fs.Matrix.field(3, 3, fs.f32, shape=())
+    M = np.array([[1.0, 2, 0], [3, 4, 0], [5, 6, 7]])
+
+    @fs.kernel
+    def k():
+        m = mf[None]
+        out[0] = m[0, :2]
+        out[1] = m[1:, 1]
+        sub[None] = m[1:, :2]
+        out[2] = fs.Vector([1.0, 2.0, 3.0, 4.0])[::2]
+        out[3] = mf[None][2, 1:]
+
+    mf.from_numpy(M)
+    k()
+    np.testing.assert_array_equal(out.to_numpy(), [M[0, :2], M[1:, 1], [1, 3], M[2, 1:]])
+    np.testing.assert_array_equal(sub.to_numpy(), M[1:, :2])
