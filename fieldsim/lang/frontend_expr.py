@@ -438,11 +438,12 @@ class ExprMixin:
             return MatVal(vals, n, m, 2 if len(shape) > 1 else 1)
         if name == "identity":
             dt, n = args
-            dt = self.e.fp if dt is float else dt
+            dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
             return MatVal([self.b.const(int(r == c), dt) for r in range(n) for c in range(n)], n, n, 2)
         if name == "unit":
             n, i = args[0], args[1]
-            dt = args[2] if len(args) > 2 else self.e.fp
+            dt = args[2] if len(args) > 2 else kwargs.get("dt", self.e.fp)
+            dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
             return MatVal.vector([self.b.const(int(k == i), dt) for k in range(n)])
         return None
 

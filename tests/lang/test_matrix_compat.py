@@ -46,7 +46,8 @@ def test_comprehensions_rows_cols_diag_any_all():
 
     @fs.kernel
     def k():
-        out[0] = fs.Matrix([[r * 3 + c for c in range(3)] for r in range(3)])
+        out[0] = fs.Matrix([[r * 3 + c for c in range(3)] for r in range(3)]) + \
+            fs.Matrix.identity(int, 3) - fs.Matrix.identity(float, 3)
         x = fs.Vector([1.0, 4.0, 7.0])
         y = fs.Vector([2.0, 5.0, 8.0])
         z = fs.Vector([3.0, 6.0, 9.0])
