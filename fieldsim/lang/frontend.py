@@ -797,7 +797,8 @@ class DynamicLocalRef:
         return fe.e.binop("+", fe.e.binop("*", self.r, self.mat.m), self.c)
 
     def load(self, fe):
-        return fe.matval_get(self.mat.map(fe.b.local_load), [self.r, self.c])
+        idx = [self.r] if self.mat.ndim == 1 else [self.r, self.c]
+        return fe.matval_get(self.mat.map(fe.b.local_load), idx)
 
     def store(self, fe, value):
         flat = self._flat(fe)

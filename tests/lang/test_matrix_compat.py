@@ -414,3 +414,25 @@ def test_static_slices_of_vectors_and_matrices():
     k()
     np.testing.assert_array_equal(out.to_numpy(), [M[0, :2], M[1:, 1], [1, 3], M[2, 1:]])
     np.testing.assert_array_equal(sub.to_numpy(), M[1:, :2])
+
+
+def test_augmented_assignment_on_swizzles_and_runtime_indices():
+    o = fs.Vector.field(3, fs.f32, shape=3)
+
+    @fs.kernel
+    def k():
+        v = fs.Vector([1.0, 2.0, 3.0])
+        v.xy += 1
+        v.zx *= fs.Vector([2.0, 3.0])
+        o[0] = v
+        for i in range(3):
+            w = fs.Vector.zero(fs.f32, 3)
+            w[i] += i * 1.5
+            fs.atomic_add(w[(i + 1) % 3], 1.0)
+            o[1] += w
+        o[2].yz += [5.0, 6.0]
+        for e in fs.static(v):
+            o[2].x += e
+
+    k()
+    np.testing.assert_allclose(o.to_numpy(), [[6, 3, 6], [1, 2.5, 4], [15, 5, 6]])
