@@ -246,12 +246,17 @@ def _matval_ctor(fe, node, args, kw, ndim):
         entries = list(args)
     else:
         entries = args[0]
+    dt = kw.get("dt")
     if isinstance(entries, MatVal):
-        return entries
+        return fe.e.cast(entries, _dt(fe, dt)) if dt is not None else entries
     if not isinstance(entries, (list, tuple)):
         raise FieldsimTypeError("fs.Vector/fs.Matrix need a list of values")
-    dt = kw.get("dt")
-    if ndim == 2 or (entries and isinstance(entries[0], (list, tuple, MatVal))):
+    if not entries:
+        raise FieldsimTypeError("fs.Vector/fs.Matrix need at least one value")
+    flat = not isinstance(entries[0], (list, tuple, MatVal))
+    if ndim == 2 and flat:  # as Taichi: fs.Matrix([1, 2, 3]) is a vector
+        ndim = 1
+    if ndim == 2 or not flat:
         rows = [list(r.entries) if isinstance(r, MatVal) else list(r) for r in entries]
         if ndim == 1 or any(len(r) != len(rows[0]) for r in rows):
             if ndim == 1:

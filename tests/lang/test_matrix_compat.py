@@ -436,3 +436,17 @@ def test_augmented_assignment_on_swizzles_and_runtime_indices():
 
     k()
     np.testing.assert_allclose(o.to_numpy(), [[6, 3, 6], [1, 2.5, 4], [15, 5, 6]])
+
+
+def test_matrix_of_a_flat_list_is_a_vector_in_kernels():
+    o = fs.Vector.field(3, fs.f32, shape=2)
+
+    @fs.kernel
+    def k():
+        x = fs.Matrix([3, 4, 5])
+        x[0] = 20
+        o[0] = x
+        o[1] = fs.Vector(x, fs.f32) / 2
+
+    k()
+    np.testing.assert_allclose(o.to_numpy(), [[20, 4, 5], [10, 2, 2.5]])
