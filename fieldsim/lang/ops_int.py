@@ -33,12 +33,12 @@ def _elementwise2(fe, a, b, scalar_fn):
 def _py_elementwise(fn):
     def apply(a, b):
         if hasattr(a, "to_numpy") or hasattr(b, "to_numpy"):
-            from fieldsim.lang.matrix import Matrix
-            av = np.asarray(a.to_numpy() if hasattr(a, "to_numpy") else a)
-            bv = np.asarray(b.to_numpy() if hasattr(b, "to_numpy") else b)
-            out = np.vectorize(fn)(av, bv)
-            return Matrix(out) if out.ndim == 2 else __import__(
-                "fieldsim.lang.matrix", fromlist=["Vector"]).Vector(out)
+            from fieldsim.lang.matrix import _wrap
+            av = np.asarray(a.to_numpy() if hasattr(a, "to_numpy") else a).tolist()
+            bv = np.asarray(b.to_numpy() if hasattr(b, "to_numpy") else b).tolist()
+            # element by element on Python numbers: C semantics, no numpy overflow surprises
+            return _wrap(np.vectorize(fn, otypes=[object])(av, bv).astype(
+                np.result_type(np.asarray(av), np.asarray(bv))))
         return fn(a, b)
     return apply
 

@@ -450,3 +450,10 @@ def test_matrix_of_a_flat_list_is_a_vector_in_kernels():
 
     k()
     np.testing.assert_allclose(o.to_numpy(), [[20, 4, 5], [10, 2, 2.5]])
+
+
+def test_python_scope_raw_and_bit_builtins_on_vectors():
+    assert fs.raw_div(fs.Vector([-7, 7]), 2).to_list() == [-3, 3]
+    assert fs.raw_mod(fs.Vector([-7.5, 7.5]), 2.0).to_list() == [-1.5, 1.5]
+    assert fs.bit_shr(fs.Vector([-1, 8]), 1).to_list() == [0x7FFFFFFF, 4]
+    assert fs.bit_sar(-8, 1) == -4 and fs.bit_shl(3, 2) == 12
