@@ -26,7 +26,7 @@ __all__ = ["vec2", "vec3", "vec4", "ivec2", "ivec3", "ivec4", "uvec2", "uvec3", 
            "mat3", "mat4", "pi", "e", "inf", "nan", "clamp", "mix", "length", "normalize", "dot",
            "cross", "step", "smoothstep", "fract", "sign", "degrees", "radians", "isinf", "isnan",
            "distance", "reflect", "refract", "log2", "exp2", "determinant", "inverse",
-           "rotation2d", "eye", "cmul", "cconj", "cdiv", "cinv", "cexp", "clog", "csqrt", "acos", "asin", "atan", "atan2", "ceil", "cos", "exp", "floor",
+           "rotation2d", "eye", "cmul", "cconj", "cdiv", "cinv", "cexp", "clog", "csqrt", "cpow", "mod", "translate", "scale", "acos", "asin", "atan", "atan2", "ceil", "cos", "exp", "floor",
            "log", "max", "min", "pow", "round", "rsqrt", "sin", "sqrt", "tan", "tanh"]
 
 vec2, vec3, vec4 = T.vector(2, float), T.vector(3, float), T.vector(4, float)
@@ -327,3 +327,42 @@ cinv = _define("cinv", _py_complex(lambda a: 1 / a), _k_cinv)
 cexp = _define("cexp", _py_complex(lambda a: __import__("cmath").exp(a)), _k_cexp)
 clog = _define("clog", _py_complex(lambda a: __import__("cmath").log(a)), _k_clog)
 csqrt = _define("csqrt", _py_complex(lambda a: __import__("cmath").sqrt(a)), _k_csqrt)
+
+
+def _k_cpow(fe, a, n):
+    # z^n = exp(n log z) for a real exponent n (0^n = 0)
+    e = fe.e
+    lg = _k_clog(fe, a)
+    r = _k_cexp(fe, e.binop("*", lg, n))
+    ax, ay = _vec2(a)
+    zero = e.binop("&", e.compare("==", ax, 0), e.compare("==", ay, 0))
+    return e.select(zero, e.binop("*", 0.0, a), r)
+
+
+def _k_mod(fe, x, y):
+    # GLSL: x - y * floor(x / y)
+    e = fe.e
+    return e.binop("-", x, e.binop("*", y, e.unop(Op.FLOOR, e.binop("/", x, y))))
+
+
+def _k_translate(fe, dx, dy, dz):
+    rows = [[1.0, 0.0, 0.0, dx], [0.0, 1.0, 0.0, dy], [0.0, 0.0, 1.0, dz], [0.0, 0.0, 0.0, 1.0]]
+    return fe.e.cast(MatVal.rows(rows), fe.e.fp)
+
+
+def _k_scale(fe, sx, sy, sz):
+    rows = [[sx, 0.0, 0.0, 0.0], [0.0, sy, 0.0, 0.0], [0.0, 0.0, sz, 0.0], [0.0, 0.0, 0.0, 1.0]]
+    return fe.e.cast(MatVal.rows(rows), fe.e.fp)
+
+
+def _py_mat4(rows):
+    from fieldsim.lang.matrix import Matrix
+    return Matrix(rows)
+
+
+cpow = _define("cpow", lambda z, n: _py_complex(lambda a: 0j if a == 0 else a ** n)(z), _k_cpow)
+mod = _define("mod", _py(lambda x, y: x - y * np.floor(x / y)), _k_mod)
+translate = _define("translate", lambda dx, dy, dz: _py_mat4(
+    [[1.0, 0, 0, dx], [0, 1.0, 0, dy], [0, 0, 1.0, dz], [0, 0, 0, 1.0]]), _k_translate)
+scale = _define("scale", lambda sx, sy, sz: _py_mat4(
+    [[sx, 0, 0, 0.0], [0, sy, 0, 0.0], [0, 0, sz, 0.0], [0, 0, 0, 1.0]]), _k_scale)

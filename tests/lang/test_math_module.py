@@ -156,3 +156,28 @@ def test_complex_functions_match_python_complex():
     np.testing.assert_allclose(out.to_numpy(), [[z.real, z.imag] for z in ref], rtol=1e-12)
     py = fs.math.cmul(fs.math.vec2(1.5, -2.0), fs.math.vec2(-0.5, 0.75))
     np.testing.assert_allclose(py.to_numpy(), [(a * b).real, (a * b).imag])
+
+
+def test_cpow_mod_translate_scale():
+    out = fs.Vector.field(2, fs.f64, shape=2)
+    m = fs.field(fs.f64, shape=2)
+    t = fs.Matrix.field(4, 4, fs.f64, shape=2)
+
+    @fs.kernel
+    def k():
+        out[0] = fs.math.cpow(fs.math.vec2(1.5, -2.0), 3.0)
+        out[1] = fs.math.cpow(fs.math.vec2(0.0, 0.0), 2.0)
+        m[0] = fs.math.mod(-7.5, 2.0)
+        m[1] = fs.math.mod(7.5, -2.0)
+        t[0] = fs.math.translate(1.0, 2.0, 3.0)
+        t[1] = fs.math.scale(2.0, 3.0, 4.0)
+
+    k()
+    z = complex(1.5, -2.0) ** 3
+    np.testing.assert_allclose(out.to_numpy(), [[z.real, z.imag], [0, 0]], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(m.to_numpy(), [-7.5 - 2.0 * math.floor(-7.5 / 2.0),
+                                              7.5 + 2.0 * math.floor(7.5 / -2.0)])
+    tr = np.eye(4)
+    tr[:3, 3] = [1, 2, 3]
+    np.testing.assert_allclose(t.to_numpy(), [tr, np.diag([2.0, 3.0, 4.0, 1.0])])
+    np.testing.assert_allclose(fs.math.translate(1.0, 2.0, 3.0).to_numpy(), tr)
