@@ -349,6 +349,9 @@ class Frontend(ExprMixin):
         ref.store(self, new)
 
     def atomic_on_target(self, target_node, kind, value, node):
+        if not isinstance(target_node, (ast.Name, ast.Subscript, ast.Attribute)):
+            raise FieldsimSyntaxError(f"cannot use a non-writable target as the first operand of "
+                                      f"fs.atomic_{kind} (a field element or a local variable)")
         ref = self.lvalue(target_node)
         if isinstance(ref, FieldRef):
             return ref.atomic(self, kind, value)

@@ -457,3 +457,13 @@ def test_python_scope_raw_and_bit_builtins_on_vectors():
     assert fs.raw_mod(fs.Vector([-7.5, 7.5]), 2.0).to_list() == [-1.5, 1.5]
     assert fs.bit_shr(fs.Vector([-1, 8]), 1).to_list() == [0x7FFFFFFF, 4]
     assert fs.bit_sar(-8, 1) == -4 and fs.bit_shl(3, 2) == 12
+
+
+def test_atomic_on_a_literal_is_a_clear_error():
+    @fs.kernel
+    def k():
+        y = fs.Vector([1, 2, 3])
+        print(fs.atomic_min([3, 2, 1], y))
+
+    with pytest.raises(fs.FieldsimSyntaxError, match="non-writable target.*atomic_min"):
+        k()
