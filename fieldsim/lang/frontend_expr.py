@@ -13,6 +13,7 @@ from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
 from fieldsim.lang.field import Field
 from fieldsim.lang.ir import Op, Stmt
+from fieldsim.lang.matrix import Matrix as PyMatrix
 
 _BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
               ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -29,8 +30,7 @@ class BoundMethod:
 class ExprMixin:
     def kernel_value(self, v):
         """A Python-scope `fs.Vector`/`fs.Matrix` met in a kernel is a constant vector/matrix."""
-        from fieldsim.lang.matrix import Matrix
-        if not isinstance(v, Matrix):
+        if not isinstance(v, PyMatrix):
             return v
         dt = v.dtype
         dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
