@@ -37,7 +37,7 @@ from fieldsim.ad import Tape
 types.ndarray = __import__("fieldsim.lang.kernel", fromlist=["NdarrayType"]).NdarrayType
 types.template = template
 types.f32, types.f64, types.i32, types.i64 = f32, f64, i32, i64
-from fieldsim.lang import types_extra as _types_extra  # noqa: E402
+from fieldsim.lang import types_extra as _types_extra
 
 types.is_integral, types.is_real, types.is_signed = (_types_extra.is_integral,
                                                      _types_extra.is_real, _types_extra.is_signed)

@@ -342,9 +342,8 @@ class ExprMixin:
     # ---- calls ------------------------------------------------------------------------------------
     def expr_Call(self, node: ast.Call):
         if isinstance(node.func, ast.Attribute) and node.func.attr == "fill" and \
-                len(node.args) == 1 and not node.keywords:
-            if self.fill_in_place(node):
-                return None
+                len(node.args) == 1 and not node.keywords and self.fill_in_place(node):
+            return None
         fn = self.expr(node.func)
         if fn in ops.LVALUE_BUILTINS:
             args = [None] + [self.expr(a) for a in node.args[1:]]

@@ -19,15 +19,97 @@ from fieldsim.lang import matrix_ops, ops
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal
 from fieldsim.lang.ir import Op, Stmt
-from fieldsim.lang.ops import (acos, asin, atan, atan2, ceil, cos, exp, floor, log, max, min,
-                               pow, round, rsqrt, sin, sqrt, tan, tanh)
+from fieldsim.lang.ops import (
+    acos,
+    asin,
+    atan,
+    atan2,
+    ceil,
+    cos,
+    exp,
+    floor,
+    log,
+    max,
+    min,
+    pow,
+    round,
+    rsqrt,
+    sin,
+    sqrt,
+    tan,
+    tanh,
+)
 
-__all__ = ["vec2", "vec3", "vec4", "ivec2", "ivec3", "ivec4", "uvec2", "uvec3", "uvec4", "mat2",
-           "mat3", "mat4", "pi", "e", "inf", "nan", "clamp", "mix", "length", "normalize", "dot",
-           "cross", "step", "smoothstep", "fract", "sign", "degrees", "radians", "isinf", "isnan",
-           "distance", "reflect", "refract", "log2", "exp2", "determinant", "inverse",
-           "rotation2d", "eye", "cmul", "cconj", "cdiv", "cinv", "cexp", "clog", "csqrt", "cpow", "mod", "translate", "scale", "acos", "asin", "atan", "atan2", "ceil", "cos", "exp", "floor",
-           "log", "max", "min", "pow", "round", "rsqrt", "sin", "sqrt", "tan", "tanh"]
+__all__ = [
+    "acos",
+    "asin",
+    "atan",
+    "atan2",
+    "cconj",
+    "cdiv",
+    "ceil",
+    "cexp",
+    "cinv",
+    "clamp",
+    "clog",
+    "cmul",
+    "cos",
+    "cpow",
+    "cross",
+    "csqrt",
+    "degrees",
+    "determinant",
+    "distance",
+    "dot",
+    "e",
+    "exp",
+    "exp2",
+    "eye",
+    "floor",
+    "fract",
+    "inf",
+    "inverse",
+    "isinf",
+    "isnan",
+    "ivec2",
+    "ivec3",
+    "ivec4",
+    "length",
+    "log",
+    "log2",
+    "mat2",
+    "mat3",
+    "mat4",
+    "max",
+    "min",
+    "mix",
+    "mod",
+    "nan",
+    "normalize",
+    "pi",
+    "pow",
+    "radians",
+    "reflect",
+    "refract",
+    "rotation2d",
+    "round",
+    "rsqrt",
+    "scale",
+    "sign",
+    "sin",
+    "smoothstep",
+    "sqrt",
+    "step",
+    "tan",
+    "tanh",
+    "translate",
+    "uvec2",
+    "uvec3",
+    "uvec4",
+    "vec2",
+    "vec3",
+    "vec4",
+]
 
 vec2, vec3, vec4 = T.vector(2, float), T.vector(3, float), T.vector(4, float)
 ivec2, ivec3, ivec4 = T.vector(2, int), T.vector(3, int), T.vector(4, int)
@@ -124,7 +206,7 @@ def _k_sign(fe, x):
 
 def _k_isnan(fe, x):
     e = fe.e
-    return _lift(fe, lambda v: e.compare("!=", v, v) if isinstance(v, Stmt) else int(v != v), x)
+    return _lift(fe, lambda v: e.compare("!=", v, v) if isinstance(v, Stmt) else int(_m.isnan(v)), x)
 
 
 def _k_isinf(fe, x):
@@ -219,10 +301,12 @@ _LN2 = _m.log(2.0)
 clamp = _define("clamp", _py(lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi)), _k_clamp)
 mix = _define("mix", _py(lambda x, y, a: x * (1 - a) + y * a), _k_mix)
 step = _define("step", _py(lambda edge, x: np.where(x < edge, 0.0, 1.0)), _k_step)
-smoothstep = _define(
-    "smoothstep",
-    _py(lambda e0, e1, x: (lambda t: t * t * (3 - 2 * t))(np.clip((x - e0) / (e1 - e0), 0, 1))),
-    _k_smoothstep)
+def _py_smoothstep(e0, e1, x):
+    t = np.clip((x - e0) / (e1 - e0), 0, 1)
+    return t * t * (3 - 2 * t)
+
+
+smoothstep = _define("smoothstep", _py(_py_smoothstep), _k_smoothstep)
 fract = _define("fract", _py(lambda x: x - np.floor(x)), _k_fract)
 sign = _define("sign", _py(_py_sign), _k_sign)
 degrees = _define("degrees", _py(lambda x: x * (180.0 / _m.pi)),

@@ -71,7 +71,7 @@ def _common(fe, a, b):
 def _raw_div_scalar(fe, a, b):
     if not isinstance(a, Stmt) and not isinstance(b, Stmt):
         return _py_raw_div(a, b)
-    av, bv, dt = _common(fe, a, b)
+    av, bv, _ = _common(fe, a, b)
     return fe.b.binary(Op.DIV, av, bv)  # IR DIV: true division for floats, C division for ints
 
 
