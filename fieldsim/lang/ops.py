@@ -138,6 +138,8 @@ KERNEL_BUILTINS[select] = lambda fe, n, a, k: fe.e.select(a[0], a[1], a[2])
 
 
 def cast(value, dtype):
+    if hasattr(value, "to_numpy") and hasattr(value, "cast"):  # a Python-scope Vector/Matrix
+        return value.cast(dtype)
     if isinstance(value, (int, float)):
         return dtype.np.type(value).item()
     return np.asarray(value).astype(dtype.np)

@@ -467,3 +467,9 @@ def test_atomic_on_a_literal_is_a_clear_error():
 
     with pytest.raises(fs.FieldsimSyntaxError, match="non-writable target.*atomic_min"):
         k()
+
+
+def test_python_scope_cast_keeps_vectors():
+    v = fs.cast(fs.Vector([1.5, -2.7]), fs.i32)
+    assert isinstance(v, fs.Vector) and v.to_list() == [1, -2]
+    assert fs.Matrix([[1.5, 2.5]]).cast(fs.i32).to_list() == [[1, 2]]
