@@ -19,13 +19,15 @@ KERNEL_BUILTINS: dict = {}
 LVALUE_BUILTINS: set = set()
 
 
-def _np_unary(fn):
+def _np_unary(fn, keep_int=False):
     def apply(x, dtype=None):
         if hasattr(x, "to_numpy"):
             from fieldsim.lang.matrix import _wrap
-            r = fn(np.asarray(x.to_numpy(), dtype=float))
+            a = np.asarray(x.to_numpy())
+            r = fn(a if keep_int and a.dtype.kind in "iu" else a.astype(float))
             return _wrap(r.astype(dtype.np) if dtype is not None else r)
-        r = fn(np.asarray(x, dtype=float))
+        a = np.asarray(x)
+        r = fn(a if keep_int and a.dtype.kind in "iu" else a.astype(float))
         if dtype is not None:
             r = r.astype(dtype.np if isinstance(dtype, T.DataType) else dtype)
         return r.item() if np.ndim(r) == 0 else r
@@ -48,7 +50,7 @@ _REAL_ONLY = {Op.SIN, Op.COS, Op.TAN, Op.TANH, Op.ASIN, Op.ACOS, Op.FLOOR, Op.CE
 
 
 def _def_unary(name, op, np_fn, float_only=True):
-    fn = _np_unary(np_fn)
+    fn = _np_unary(np_fn, keep_int=not float_only and op == Op.ABS)  # abs(-3) stays an int
     fn.__name__ = name
 
     def handler(fe, node, args, kw):

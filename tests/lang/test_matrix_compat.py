@@ -473,3 +473,9 @@ def test_python_scope_cast_keeps_vectors():
     v = fs.cast(fs.Vector([1.5, -2.7]), fs.i32)
     assert isinstance(v, fs.Vector) and v.to_list() == [1, -2]
     assert fs.Matrix([[1.5, 2.5]]).cast(fs.i32).to_list() == [[1, 2]]
+
+
+def test_python_scope_abs_keeps_integers():
+    assert fs.abs(-3) == 3 and isinstance(fs.abs(-3), int)
+    assert fs.abs(fs.Vector([-1, 2])).to_list() == [1, 2]
+    assert fs.abs(-2.5) == 2.5
