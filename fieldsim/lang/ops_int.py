@@ -6,6 +6,8 @@ semantics: `raw_div`/`raw_mod` are C's (truncating) division and remainder, not 
 floor versions; `bit_sar` is an arithmetic and `bit_shr` a logical right shift whatever the
 signedness of the operand; `bit_cast` reinterprets the bits of a scalar as another type of the
 same width. Kernel-scope lowering only combines existing IR ops (plus `CAST` with attr "bit").
+Also registers Python's `operator.add`-style functions as kernel builtins (Taichi programs call
+`ops(a, b)` with `ops = operator.add`) and Taichi's `ti.lang.ops.add`-style names.
 """
 from __future__ import annotations
 
