@@ -15,8 +15,10 @@ from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, 
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector
 from fieldsim.lang.struct import Struct, StructField, dataclass
-from fieldsim.lang.extra_ops import bit_shr, raw_div, raw_mod, static_assert
+from fieldsim.lang.extra_ops import static_assert
 from fieldsim.lang.sparse import activate, append, deactivate, is_active, length, rescale_index
+from fieldsim.lang import math
+from fieldsim.lang.ops_int import bit_cast, bit_sar, bit_shl, bit_shr, raw_div, raw_mod
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
@@ -52,6 +54,13 @@ types.f32, types.f64, types.i32, types.i64 = f32, f64, i32, i64
 from fieldsim.lang import struct as _struct
 
 types.struct = _struct.struct
+
+from fieldsim.lang import types_extra as _types_extra
+
+types.is_integral, types.is_real, types.is_signed = (_types_extra.is_integral,
+                                                     _types_extra.is_real, _types_extra.is_signed)
+types.quant, types.primitive_types = _types_extra.quant, _types_extra.primitive_types
+sym_eig, eig = _types_extra.sym_eig, _types_extra.eig
 
 from fieldsim.lang import linalg as _linalg
 

@@ -459,9 +459,12 @@ class TaskLowering:
 
     def set_error(self, code, info, extra=None):
         b = self.b
-        for k, v in ((0, L.Constant(I64, code)), (1, L.Constant(I64, info)),
-                     (2, extra if extra is not None else L.Constant(I64, 0))):
-            b.store(v, b.gep(self.err_ptr, [L.Constant(I64, k)], source_etype=I64))
+        # the first failure is the one reported: later ones are often its consequences
+        first = b.icmp_signed("==", b.load(self.err_ptr, typ=I64), L.Constant(I64, 0))
+        with b.if_then(first):
+            for k, v in ((0, L.Constant(I64, code)), (1, L.Constant(I64, info)),
+                         (2, extra if extra is not None else L.Constant(I64, 0))):
+                b.store(v, b.gep(self.err_ptr, [L.Constant(I64, k)], source_etype=I64))
 
     def op_load(self, s: Stmt):
         return self.b.load(self.element_ptr(s), typ=ll_type(s.dtype))
@@ -585,6 +588,8 @@ class TaskLowering:
                              self.v(s.args[1]), self.v(s.args[2]))
 
     def op_cast(self, s: Stmt):
+        if s.attr == "bit":  # ti.bit_cast: same width, reinterpret the bits
+            return self.b.bitcast(self.v(s.args[0]), ll_type(s.dtype))
         return self.convert(self.v(s.args[0]), s.args[0].dtype, s.dtype)
 
     def convert(self, v, src: T.DataType, dst: T.DataType):

@@ -194,10 +194,14 @@ class Emitter:
     def matmul(self, a: MatVal, b: MatVal):
         if not isinstance(a, MatVal) or not isinstance(b, MatVal):
             raise FieldsimTypeError("@ needs a matrix/vector on both sides")
-        if a.m != b.n and not (a.ndim == 1 and b.ndim == 1):
-            raise FieldsimTypeError(f"matmul shape mismatch: {a.shape} @ {b.shape}")
         if a.ndim == 1 and b.ndim == 1:
             return self.dot(a, b)
+        if a.ndim == 1:  # as Taichi: vector @ matrix reads the vector as a row, gives a vector
+            if a.n != b.n:
+                raise FieldsimTypeError(f"matmul shape mismatch: {a.shape} @ {b.shape}")
+            return MatVal.vector(self.matmul(MatVal(a.entries, 1, a.n, 2), b).entries)
+        if a.m != b.n:
+            raise FieldsimTypeError(f"matmul shape mismatch: {a.shape} @ {b.shape}")
         out = []
         for r in range(a.n):
             for c in range(b.m):

@@ -253,10 +253,10 @@ class Field:
         if self.ndim_el == 0:
             return value.item() if hasattr(value, "item") else value
         from fieldsim.lang.matrix import Matrix, Vector
-        cls = _element_class(Vector if self.ndim_el == 1 else Matrix)
-        out = cls(list(value) if self.ndim_el == 1 else [list(r) for r in value], dt=self.dtype)
-        out._home = (self, key)  # `x[i][k] = v` writes through to the field
-        return out
+        # bound to the element: `x[i][0, 1] = v` and `x[i].y = v` write through, as in Taichi
+        if self.ndim_el == 1:
+            return Vector(list(value), dt=self.dtype)._bind(self, key)
+        return Matrix([list(r) for r in value], dt=self.dtype)._bind(self, key)
 
     def __setitem__(self, key, value):
         idx = self._index(key)
@@ -292,8 +292,12 @@ class Field:
     def to_numpy(self, dtype=None, keep_dims=False) -> np.ndarray:
         self._check_live()
         arr = self.storage.to_numpy()
-        if keep_dims and self.ndim_el == 1:  # Taichi: a vector field as n x 1 matrices
+        # as Taichi: a vector field is n x 1 matrices with keep_dims; an n x 1 matrix field is
+        # vectors without it
+        if keep_dims and self.ndim_el == 1:
             arr = arr.reshape(tuple(self.shape) + (self.n, 1))
+        elif self.ndim_el == 2 and self.m == 1 and not keep_dims:
+            arr = arr.reshape(arr.shape[:-1])
         return arr.astype(_np_dtype(dtype)) if dtype is not None else arr
 
     def from_numpy(self, arr):
@@ -304,6 +308,8 @@ class Field:
         if a.shape != self.storage_shape and self.ndim_el == 1 and \
                 a.shape == tuple(self.shape) + (self.n, 1):
             a = a.reshape(self.storage_shape)
+        if self.ndim_el == 2 and self.m == 1 and a.shape == self.storage_shape[:-1]:
+            a = a.reshape(self.storage_shape)  # what to_numpy() gives for an n x 1 matrix field
         if a.shape != self.storage_shape:
             raise ValueError(f"field {self.ir_name!r}.from_numpy: expected an array of shape "
                              f"{self.storage_shape}, got {a.shape}")
@@ -486,26 +492,6 @@ class FieldScopeError(FieldsimError, NotImplementedError):
 
 class FieldIndexCountError(FieldsimIndexError, AssertionError):
     """A field indexed with the wrong number of indices (Taichi raises AssertionError here)."""
-
-
-def _element_class(base):
-    """`base` (Vector or Matrix) whose item assignment also writes the field element it came
-    from, so `x[i][k] = v` and `m[None][r, c] = v` change the field as in Taichi."""
-    cls = _ELEMENT_CLASSES.get(base)
-    if cls is None:
-        def __setitem__(self, k, v):
-            base.__setitem__(self, k, v)
-            home = getattr(self, "_home", None)
-            if home is not None:
-                home[0][home[1]] = self._a
-
-        cls = type(base.__name__, (base,), {"__setitem__": __setitem__,
-                                             "__module__": base.__module__})
-        _ELEMENT_CLASSES[base] = cls
-    return cls
-
-
-_ELEMENT_CLASSES: dict = {}
 
 
 def _np_dtype(dtype):

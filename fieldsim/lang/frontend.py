@@ -183,7 +183,7 @@ class Frontend(ExprMixin):
                 f"unsupported expression in a kernel: {type(node).__name__}"), node)
         with self.b.at(self.loc(node)):
             try:
-                return visit(node)
+                return self.kernel_value(visit(node))
             except FieldsimError as err:
                 raise self._located(err, node) from None
             except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, AttributeError) as err:
@@ -303,6 +303,9 @@ class Frontend(ExprMixin):
                 raise FieldsimTypeError(f"cannot assign {describe(value)} to the scalar variable {name!r}")
             self.b.local_store(var, self.e.value(value, var.dtype))
             return
+        if isinstance(value, (list, tuple)):
+            from fieldsim.lang.frontend_expr import to_matval
+            value = to_matval(value)
         if not isinstance(value, MatVal) or value.shape != var.shape:
             raise FieldsimTypeError(f"cannot assign {describe(value)} to {name!r}, "
                                     f"a {'vector' if var.ndim == 1 else 'matrix'} of shape {var.shape}")
@@ -386,6 +389,9 @@ class Frontend(ExprMixin):
             ref.atomic(self, "add" if op == "+" else "sub", value)
             return
         current = ref.load(self)
+        if isinstance(current, MatVal):
+            from fieldsim.lang.frontend_expr import to_matval
+            value = to_matval(value)
         new = self.e.matmul(current, value) if op == "@" else self.e.binop(op, current, value)
         ref.store(self, new)
 
@@ -444,7 +450,6 @@ class Frontend(ExprMixin):
                 return StaticRef(inner.obj[idx[0]] if len(idx) == 1 else inner.obj[tuple(idx)])
             return inner.component(self, idx)
         if isinstance(node, ast.Attribute):
-            from fieldsim.lang.matrix_ops import SWIZZLE
             inner = self._lvalue(node.value)
             if isinstance(inner, StaticRef):
                 obj = inner.obj
@@ -455,8 +460,15 @@ class Frontend(ExprMixin):
                 if node.attr not in inner.names():
                     raise FieldsimTypeError(f"{inner.describe()} has no member {node.attr!r}")
                 return inner.member_ref(self, node.attr)
-            if node.attr in SWIZZLE:
-                return inner.component(self, [SWIZZLE[node.attr]])
+            from fieldsim.lang.matrix_ops import swizzle_indices
+            sw = swizzle_indices(node.attr)
+            if sw is not None and len(sw) == 1:
+                return inner.component(self, [sw[0]])
+            if sw is not None:
+                if len(set(sw)) != len(sw):
+                    raise FieldsimSyntaxError(f"cannot assign to the swizzle .{node.attr}: it "
+                                              "repeats a component")
+                return SwizzleRef([inner.component(self, [k]) for k in sw])
         raise FieldsimSyntaxError(f"cannot assign to this expression ({type(node).__name__})")
 
     def stmt_If(self, node: ast.If):
@@ -757,9 +769,7 @@ class Frontend(ExprMixin):
                 go_on = self.b.if_(self.e.unop(Op.NOT, self.b.local_load(slot.flag)))
                 self.b.blocks.append(go_on.blocks[0])
             self.frame.scopes.append({})
-            from fieldsim.lang.matrix import Matrix
-            if isinstance(item, Matrix):
-                item = MatVal.vector([int(x) for x in item.entries])
+            item = self.kernel_value(item)  # a Python Vector/Matrix keeps its values and shape
             if isinstance(node.target, ast.Name):
                 self.frame.bind(node.target.id, ("val", item) if isinstance(item, (Stmt, MatVal))
                                 else ("static", item))
@@ -951,6 +961,8 @@ class LocalRef:
         return self.mat.map(fe.b.local_load)
 
     def store(self, fe, value):
+        from fieldsim.lang.frontend_expr import to_matval
+        value = to_matval(value)
         if self.mat is None:
             if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
                 raise FieldsimTypeError(f"cannot assign {describe(value)} to a scalar variable")
@@ -965,18 +977,39 @@ class LocalRef:
     def component(self, fe, idx):
         if self.mat is None:
             raise FieldsimTypeError("cannot index a scalar variable")
+        from fieldsim.lang.frontend_expr import check_index_count
+        check_index_count(self.mat, idx)
         r = idx[0]
         c = idx[1] if len(idx) > 1 else 0
-        if len(idx) == 1 and self.mat.ndim == 2 and self.mat.m > 1:
-            if isinstance(r, Stmt):
-                raise FieldsimSyntaxError("a matrix row assignment needs a constant row index")
-            row = [self.mat.at(r, k) for k in range(self.mat.m)]
-            return LocalRef(row, MatVal.vector(row))
         if isinstance(r, Stmt) or isinstance(c, Stmt):
+            fe.check_dynamic_index(self.mat, r, c)
             return DynamicLocalRef(self.mat, r, c)
         if not (0 <= r < self.mat.n and 0 <= c < self.mat.m):
             raise FieldsimSyntaxError(f"index ({r}, {c}) out of range for shape {self.mat.shape}")
         return LocalRef([self.mat.at(r, c)], None)
+
+
+class SwizzleRef:
+    """`v.xy = ...`: several components of a local vector or vector field element."""
+
+    def __init__(self, refs):
+        self.refs = refs
+
+    def load(self, fe):
+        return MatVal.vector([r.load(fe) for r in self.refs])
+
+    def store(self, fe, value):
+        from fieldsim.lang.frontend_expr import to_matval
+        value = to_matval(value)
+        if isinstance(value, MatVal):
+            if len(value.entries) != len(self.refs):
+                raise FieldsimTypeError(f"cannot assign {describe(value)} to a swizzle of "
+                                        f"{len(self.refs)} components")
+            values = value.entries
+        else:
+            values = [value] * len(self.refs)
+        for r, v in zip(self.refs, values):
+            r.store(fe, v)
 
 
 class DynamicLocalRef:
@@ -989,7 +1022,8 @@ class DynamicLocalRef:
         return fe.e.binop("+", fe.e.binop("*", self.r, self.mat.m), self.c)
 
     def load(self, fe):
-        return fe.matval_get(self.mat.map(fe.b.local_load), [self.r, self.c])
+        idx = [self.r] if self.mat.ndim == 1 else [self.r, self.c]
+        return fe.matval_get(self.mat.map(fe.b.local_load), idx)
 
     def store(self, fe, value):
         flat = self._flat(fe)
@@ -1012,6 +1046,8 @@ class FieldRef:
         if f.ndim_el == 0:
             return [self.indices]
         from fieldsim.lang.frontend_expr import component_indices
+        if isinstance(self.comp, tuple):  # a runtime (row, col) of a matrix element
+            return [self.indices + [fe.e.value(self.comp[0], T.i32), fe.e.value(self.comp[1], T.i32)]]
         comps = [self.comp] if self.comp is not None else range(f.n * (f.m or 1))
         return [self.indices + component_indices(fe, f, c) for c in comps]
 
@@ -1021,6 +1057,8 @@ class FieldRef:
         return fe.load_field(self.field, self.indices)
 
     def _values(self, fe, value):
+        from fieldsim.lang.frontend_expr import to_matval
+        value = to_matval(value)
         targets = self._targets(fe)
         if len(targets) == 1 and (self.comp is not None or self.field.ndim_el == 0):
             if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
@@ -1057,15 +1095,28 @@ class FieldRef:
     def component(self, fe, idx):
         if self.field.ndim_el == 0 or self.comp is not None:
             raise FieldsimTypeError(f"field {self.field.ir_name!r} elements are scalars")
+        if len(idx) != self.field.ndim_el:
+            raise FieldsimSyntaxError(f"Expected {self.field.ndim_el} indices, got {len(idx)}: the "
+                                      f"elements of field {self.field.ir_name!r} are "
+                                      f"{'vectors' if self.field.ndim_el == 1 else 'matrices'}")
         if any(isinstance(i, Stmt) for i in idx):
             r = idx[0]
             c = idx[1] if len(idx) > 1 else 0
             m = self.field.m or 1
-            flat = fe.e.binop("+", fe.e.binop("*", r, m), c)
-            return FieldRef(self.field, self.indices, flat)
+            fe.check_dynamic_index(MatVal([0] * (self.field.n * m), self.field.n, m,
+                                          self.field.ndim_el), r, c)
+            if self.field.ndim_el == 2:  # keep (row, col) apart: the access checker reads them as given
+                return FieldRef(self.field, self.indices, (r, c))
+            return FieldRef(self.field, self.indices, r)
         r = idx[0]
         c = idx[1] if len(idx) > 1 else 0
-        return FieldRef(self.field, self.indices, r * (self.field.m or 1) + c)
+        m = self.field.m or 1
+        if not (isinstance(r, numbers.Integral) and isinstance(c, numbers.Integral)) or \
+                not (0 <= r < self.field.n and 0 <= c < m):
+            raise FieldsimSyntaxError(f"index {tuple(idx) if len(idx) > 1 else idx[0]!r} is out of "
+                                      f"range for the elements of field {self.field.ir_name!r} "
+                                      f"(shape {self.field.element_shape})")
+        return FieldRef(self.field, self.indices, r * m + c)
 
 
 def _assigned_names(fdef) -> set:

@@ -14,6 +14,7 @@ from fieldsim.lang import formatting, matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
 from fieldsim.lang.field import ComponentField, Field, placed_twin
+from fieldsim.lang.matrix import Matrix as PyMatrix
 
 _BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
               ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -28,6 +29,16 @@ class BoundMethod:
 
 
 class ExprMixin:
+    def kernel_value(self, v):
+        """A Python-scope `fs.Vector`/`fs.Matrix` met in a kernel is a constant vector/matrix."""
+        if not isinstance(v, PyMatrix):
+            return v
+        dt = v.dtype
+        dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
+        entries = [self.b.const(x.item(), dt) if isinstance(dt, T.DataType) else x.item()
+                   for x in v.to_numpy().reshape(-1)]
+        return MatVal(entries, v.n, v.m, 1 if v.ndim == 1 or v.to_numpy().ndim == 1 else 2)
+
     # ---- names ----------------------------------------------------------------------------------
     def expr_Name(self, node: ast.Name):
         found, value = self.frame.lookup(node.id)
@@ -87,6 +98,7 @@ class ExprMixin:
     def expr_BinOp(self, node: ast.BinOp):
         op = _BINOP_AST.get(type(node.op))
         a, b = self.expr(node.left), self.expr(node.right)
+        a, b = coerce_pair(a, b)
         if op == "@":
             return self.e.matmul(a, b)
         if op is None:
@@ -96,7 +108,8 @@ class ExprMixin:
         if not _is_value(a) or not _is_value(b):
             if not isinstance(a, (Stmt, MatVal)) and not isinstance(b, (Stmt, MatVal)):
                 return _py_binop(op, a, b)
-            raise FieldsimTypeError(f"unsupported operand type(s) for {op}: {describe(a)} and {describe(b)}")
+            raise FieldsimTypeError(f"unsupported operand type(s) for {op}: {describe(a)} and "
+                                    f"{describe(b)}")
         return self.e.binop(op, a, b)
 
     def expr_UnaryOp(self, node: ast.UnaryOp):
@@ -107,6 +120,9 @@ class ExprMixin:
             return {ast.USub: lambda x: -x, ast.Not: lambda x: not x,
                     ast.Invert: lambda x: ~x}[type(node.op)](v)
         op = {ast.USub: Op.NEG, ast.Not: Op.NOT, ast.Invert: Op.BIT_NOT}[type(node.op)]
+        if op == Op.NOT and isinstance(v, MatVal):  # Taichi: element-wise logical not
+            return v.map(lambda x: self.e.unop(Op.NOT, self.e.truthy(x)) if isinstance(x, Stmt)
+                         else int(not x))
         if op == Op.NOT:
             return self.e.unop(Op.NOT, self.e.truthy(v))
         return self.e.unop(op, v)
@@ -127,6 +143,7 @@ class ExprMixin:
         result = None
         for op_node, right_node in zip(node.ops, node.comparators):
             right = self.expr(right_node)
+            left, right = coerce_pair(left, right)
             op = _CMP_AST.get(type(op_node))
             if op is None:
                 raise FieldsimSyntaxError(f"unsupported comparison {type(op_node).__name__}")
@@ -185,28 +202,27 @@ class ExprMixin:
         return MatVal(results, shape.n, shape.m, shape.ndim)
 
     # ---- subscripts and attributes --------------------------------------------------------------
-    def expr_Subscript(self, node: ast.Subscript):
-        if isinstance(node.value, ast.Subscript):
-            outer = self.expr(node.value.value)
-            if isinstance(outer, Field) and outer.ndim_el > 0:
-                return self.field_component(outer, node)
-            base = self.subscript_of(outer, node.value)
-        else:
-            base = self.expr(node.value)
-        return self.subscript_of(base, node)
-
-    def field_component(self, f: Field, node: ast.Subscript):
-        """`m[i][j, k]`: with a run-time component index, one LOAD of that component (the
-        whole element loaded and selected from would be a read of every component, which the
-        access-rule checker must count as such)."""
+    def field_element(self, node):
+        """`x[i]` with x a vector/matrix field (x a plain name or attribute): its FieldRef, so
+        that `x[i][j, k]` and `x[i].y` load one component, not the whole element (the access
+        checker then sees exactly what is read). None for anything else."""
         from fieldsim.lang.frontend import FieldRef
-        indices = self.field_indices(f, self.subscript_indices(node.value.slice))
-        idx = self.subscript_indices(node.slice)
-        if len(idx) == f.ndim_el and any(isinstance(i, Stmt) for i in idx):
-            return FieldRef(f, indices, None).component(self, idx).load(self)
-        return self.matval_get(self.load_field(f, indices), idx)
+        if not (isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute))):
+            return None
+        with self.b.at(self.loc(node)):
+            base = self.expr(node.value)
+            if not isinstance(base, Field) or not base.ndim_el:
+                return None
+            return FieldRef(base, self.field_indices(base, self.subscript_indices(node.slice)), None)
 
-    def subscript_of(self, base, node: ast.Subscript):
+    def expr_Subscript(self, node: ast.Subscript):
+        elem = self.field_element(node.value)
+        if elem is not None:
+            idx = self.subscript_indices(node.slice)
+            if any(isinstance(i, slice) for i in idx):
+                return self.matval_slice(elem.load(self), idx)
+            return elem.component(self, idx).load(self)
+        base = self.expr(node.value)
         idx = self.subscript_indices(node.slice)
         if isinstance(base, Field):
             return self.load_field(base, self.field_indices(base, idx))
@@ -266,34 +282,130 @@ class ExprMixin:
                  for c in range(len(_components(field)))]
         return MatVal(comps, field.n, field.m or 1, field.ndim_el)
 
+    def expr_Slice(self, node: ast.Slice):
+        parts = [self.expr(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        if any(isinstance(p, (Stmt, MatVal)) for p in parts):
+            raise FieldsimSyntaxError("a slice of a vector/matrix needs compile-time bounds")
+        return slice(*parts)
+
+    def matval_slice(self, m: MatVal, idx: list):
+        """`v[a:b]`, `m[i, :]`, `m[:, j]`, `m[a:b, c:d]` with compile-time bounds (as Taichi)."""
+        check_index_count(m, idx)
+        if any(isinstance(i, Stmt) for i in idx):
+            raise FieldsimSyntaxError("slicing a vector/matrix cannot mix in runtime indices")
+        rows = range(m.n)[idx[0]] if isinstance(idx[0], slice) else [idx[0]]
+        cols = (range(m.m)[idx[1]] if isinstance(idx[1], slice) else [idx[1]]) if m.ndim == 2 else [0]
+        for r in rows:
+            for c in cols:
+                if not (0 <= r < m.n and 0 <= c < m.m):
+                    raise FieldsimSyntaxError(f"index ({r}, {c}) is out of range for {describe(m)}")
+        if m.ndim == 1 or not isinstance(idx[0], slice) or not isinstance(idx[1], slice):
+            return MatVal.vector([m.at(r, c) for r in rows for c in cols])
+        return MatVal([m.at(r, c) for r in rows for c in cols], len(rows), len(cols), 2)
+
     def matval_get(self, m: MatVal, idx: list):
-        if len(idx) == 1 and m.ndim == 2 and m.m > 1:  # a row of a matrix
-            return MatVal.vector([self.matval_get(m, [idx[0], c]) for c in range(m.m)])
-        if len(idx) not in (1, 2) or (len(idx) == 2 and m.ndim == 1):
-            raise FieldsimSyntaxError(f"{describe(m)} indexed with {len(idx)} indices")
+        if any(isinstance(i, slice) for i in idx):
+            return self.matval_slice(m, idx)
+        check_index_count(m, idx)
         r, c = idx[0], (idx[1] if len(idx) == 2 else 0)
         if not isinstance(r, Stmt) and not isinstance(c, Stmt):
             if not (0 <= r < m.n and 0 <= c < m.m):
                 raise FieldsimSyntaxError(f"index ({r}, {c}) is out of range for {describe(m)}")
             return m.at(r, c)
+        self.check_dynamic_index(m, r, c)
         flat = self.e.binop("+", self.e.binop("*", r, m.m), c)
         acc = m.entries[-1]
         for k in range(len(m.entries) - 2, -1, -1):
             acc = self.e.select(self.e.compare("==", flat, k), m.entries[k], acc)
         return acc
 
+    def check_dynamic_index(self, m: MatVal, r, c):
+        """With debug=True, a runtime index into a local vector/matrix is bounds-checked."""
+        if not self.rt.debug:
+            return
+        ok = None
+        for v, size in ((r, m.n), (c, m.m)):
+            if not isinstance(v, Stmt):
+                continue
+            inside = self.e.binop("&", self.e.compare(">=", v, 0), self.e.compare("<", v, size))
+            ok = inside if ok is None else self.e.binop("&", ok, inside)
+        if ok is not None:
+            self.b.emit(Op.ASSERT, None, (ok,),
+                        attr=f"Out of bound access to {describe(m)}")
+
+    def expr_ListComp(self, node: ast.ListComp):
+        """A list comprehension over compile-time iterables (`[x * 2 for x in range(3)]`),
+        unrolled; `fs.Vector`/`fs.Matrix` turn the list into a vector/matrix."""
+        out = []
+
+        def gen(k):
+            if k == len(node.generators):
+                out.append(self.expr(node.elt))
+                return
+            g = node.generators[k]
+            it = self.expr(g.iter)
+            if isinstance(it, MatVal):
+                it = it.entries if it.ndim == 1 else [MatVal.vector([it.at(r, c) for c in range(it.m)])
+                                                      for r in range(it.n)]
+            if isinstance(it, Stmt) or not hasattr(it, "__iter__") or \
+                    type(it).__name__ == "RangeSpec":
+                raise FieldsimSyntaxError("a list comprehension in a kernel must iterate over a "
+                                          "compile-time range or list (e.g. range(3))")
+            for v in it:
+                self.frame.scopes.append({})
+                try:
+                    self.bind_comprehension_target(g.target, v)
+                    conds = [self.e.truthy(self.expr(c)) for c in g.ifs]
+                    if any(not isinstance(c, int) for c in conds):
+                        raise FieldsimSyntaxError("a list comprehension condition must be a "
+                                                  "compile-time constant")
+                    if all(conds):
+                        gen(k + 1)
+                finally:
+                    self.frame.scopes.pop()
+        gen(0)
+        return out
+
+    def bind_comprehension_target(self, target, v):
+        if isinstance(target, ast.Name):
+            self.frame.bind(target.id, ("val", v) if isinstance(v, (Stmt, MatVal)) else ("static", v))
+            return
+        if isinstance(target, (ast.Tuple, ast.List)):
+            vals = v.entries if isinstance(v, MatVal) else list(v)
+            if len(vals) != len(target.elts):
+                raise FieldsimTypeError(f"cannot unpack {describe(v)} into {len(target.elts)} names")
+            for t, x in zip(target.elts, vals):
+                self.bind_comprehension_target(t, x)
+            return
+        raise FieldsimSyntaxError("unsupported comprehension target")
+
     def expr_Attribute(self, node: ast.Attribute):
+        sw = matrix_ops.swizzle_indices(node.attr)
+        elem = self.field_element(node.value) if sw is not None and len(sw) == 1 else None
+        if elem is not None and elem.field.ndim_el == 1:
+            if sw[0] >= elem.field.n:
+                raise FieldsimTypeError(f"swizzle .{node.attr} reaches past the end of the "
+                                        f"{elem.field.n}-vectors of field {elem.field.ir_name!r}")
+            return elem.component(self, [sw[0]]).load(self)
         base = self.expr(node.value)
         name = node.attr
         if isinstance(base, struct.StructValue):
             return struct.attribute(self, base, name)
         if isinstance(base, MatVal):
-            if name in matrix_ops.SWIZZLE and base.ndim == 1:
-                return base.entries[matrix_ops.SWIZZLE[name]]
+            sw = matrix_ops.swizzle_indices(name) if base.ndim == 1 else None
+            if sw is not None:
+                if max(sw) >= base.n:
+                    raise FieldsimTypeError(f"swizzle .{name} reaches past the end of {describe(base)}")
+                if len(sw) == 1:
+                    return base.entries[sw[0]]
+                return MatVal.vector([base.entries[k] for k in sw])
             if name in ("n", "m"):
                 return getattr(base, name)
             if name == "T":
                 return matrix_ops.transpose(self.e, base)
+            if name == "fill":
+                raise FieldsimTypeError("fill() needs a variable or field element as its "
+                                        "receiver (e.g. v.fill(0) or x[i].fill(0))")
             if name in matrix_ops.METHODS:
                 return BoundMethod(base, name)
             raise FieldsimTypeError(f"{describe(base)} has no attribute or method {name!r}")
@@ -328,7 +440,8 @@ class ExprMixin:
 
     def fill_in_place(self, node: ast.Call):
         """`v.fill(c)` on an assignable vector/matrix (a field element, a local, a struct
-        member): every entry becomes `c`, as in Taichi. None when `node` is not such a call."""
+        member): every entry becomes `c`, as in Taichi. None when `node` is not such a call
+        (e.g. a field's own `fill`)."""
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr == "fill" and len(node.args) == 1
                 and not node.keywords):
@@ -344,6 +457,8 @@ class ExprMixin:
         if not isinstance(current, MatVal):
             return None
         value = self.expr(node.args[0])
+        if isinstance(value, MatVal):
+            raise FieldsimTypeError(f"fill() takes a scalar, got {describe(value)}")
         ref.store(self, current.map(lambda _: value))
         return True
 
@@ -384,17 +499,38 @@ class ExprMixin:
                 return formatting.format_method(self, fn.__self__, args, kwargs)
             except formatting.UnsupportedSpec:
                 pass  # alignment and the like: Python's own str.format
-        special = self.matrix_classmethod(fn, args)
+        special = self.matrix_classmethod(fn, args, kwargs)
         if special is not None:
             return special
         return self.call_python(fn, args, kwargs)
 
-    def matrix_classmethod(self, fn, args):
-        from fieldsim.lang.matrix import Matrix
+    def matrix_classmethod(self, fn, args, kwargs=None):
+        from fieldsim.lang.matrix import Matrix, Vector
+        kwargs = kwargs or {}
+        name = getattr(fn, "__name__", None)
+        if name in matrix_ops.METHODS and args and isinstance(args[0], MatVal) and \
+                (getattr(Matrix, name, None) is fn or getattr(Vector, name, None) is fn):
+            # `fs.Vector.normalized(v, eps)`: a method called on the class
+            return matrix_ops.METHODS[name](self.e, args[0], *args[1:], **kwargs)
         owner = getattr(fn, "__self__", None)
         if not (isinstance(owner, type) and issubclass(owner, Matrix)):
             return None
         name = fn.__name__
+        if name == "diag":
+            dim, val = (args + [None, None])[:2]
+            dim = kwargs.get("dim", dim)
+            val = kwargs.get("val", val)
+            zero = self.e.cast(0, self.e.dtype_of(val)) if isinstance(val, Stmt) else 0 * val
+            return MatVal([val if r == c else zero for r in range(dim) for c in range(dim)],
+                          dim, dim, 2)
+        if name in ("rows", "cols"):
+            if len(args) != 1 or not isinstance(args[0], (list, tuple)):
+                raise FieldsimTypeError(f"fs.Matrix.{name} takes one list of vectors or lists")
+            lines = [list(v.entries) if isinstance(v, MatVal) else _flatten_values(v) for v in args[0]]
+            if any(len(r) != len(lines[0]) for r in lines):
+                raise FieldsimTypeError(f"fs.Matrix.{name}: all {name} must have the same length")
+            m = MatVal.rows(lines)
+            return m if name == "rows" else matrix_ops.transpose(self.e, m)
         if name in ("zero", "one"):
             dt, shape = args[0], args[1:]
             fill = 0 if name == "zero" else 1
@@ -404,11 +540,12 @@ class ExprMixin:
             return MatVal(vals, n, m, 2 if len(shape) > 1 else 1)
         if name == "identity":
             dt, n = args
-            dt = self.e.fp if dt is float else dt
+            dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
             return MatVal([self.b.const(int(r == c), dt) for r in range(n) for c in range(n)], n, n, 2)
         if name == "unit":
             n, i = args[0], args[1]
-            dt = args[2] if len(args) > 2 else self.e.fp
+            dt = args[2] if len(args) > 2 else kwargs.get("dt", self.e.fp)
+            dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
             return MatVal.vector([self.b.const(int(k == i), dt) for k in range(n)])
         return None
 
@@ -449,6 +586,37 @@ def component_indices(fe, field, flat) -> list:
     return [fe.b.const(flat // m, T.i32), fe.b.const(flat % m, T.i32)]
 
 
+def check_index_count(m: MatVal, idx: list):
+    """As Taichi: a vector takes exactly one index and a matrix exactly two."""
+    if len(idx) != m.ndim:
+        raise FieldsimSyntaxError(f"Expected {m.ndim} indices, got {len(idx)}: {describe(m)} "
+                                  f"is indexed as {'v[i]' if m.ndim == 1 else 'm[i, j]'}")
+
+
+def to_matval(v):
+    """A list/tuple of kernel scalars (or of rows) as a vector (or matrix), as Taichi reads
+    `x[i] = [0, 0]` and `v + (1, 2)`; anything else unchanged."""
+    if not isinstance(v, (list, tuple)) or not v:
+        return v
+    if all(isinstance(e, (Stmt, numbers.Number)) for e in v):
+        return MatVal.vector(list(v))
+    if all(isinstance(r, (list, tuple, MatVal)) for r in v):
+        rows = [list(r.entries) if isinstance(r, MatVal) else list(r) for r in v]
+        if all(len(r) == len(rows[0]) for r in rows) and rows[0] and \
+                all(isinstance(e, (Stmt, numbers.Number)) for r in rows for e in r):
+            return MatVal.rows(rows)
+    return v
+
+
+def coerce_pair(a, b):
+    """With a vector/matrix on one side, a list/tuple on the other is a vector/matrix too."""
+    if isinstance(a, MatVal) and isinstance(b, (list, tuple)):
+        return a, to_matval(b)
+    if isinstance(b, MatVal) and isinstance(a, (list, tuple)):
+        return to_matval(a), b
+    return a, b
+
+
 def _flatten_values(v) -> list:
     if isinstance(v, MatVal):
         return list(v.entries)
@@ -464,26 +632,6 @@ def _as_matval(v, like):
         if len(flat) == len(like.entries):
             return MatVal(flat, like.n, like.m, like.ndim)
     return v
-
-
-def _py_all_any(name):
-    def handler(fe, args, kw):
-        v = args[0]
-        if not isinstance(v, MatVal):
-            if isinstance(v, Stmt):
-                return fe.e.truthy(v)
-            return getattr(builtins, name)(v)
-        acc = None
-        for e in v.entries:
-            t = fe.e.truthy(e)
-            if acc is None:
-                acc = t
-            elif isinstance(acc, int) and isinstance(t, int):
-                acc = int(acc and t) if name == "all" else int(acc or t)
-            else:
-                acc = fe.e.binop("&" if name == "all" else "|", fe.e.value(acc), fe.e.value(t))
-        return acc
-    return handler
 
 
 def _components(field):
@@ -571,9 +719,19 @@ def _getattr(fe, args, kw):
     return getattr(*args)
 
 
-_PY_BUILTINS = {getattr: _getattr, int: _int_cast, float: _float_cast, len: _len, min: _py_minmax("min"),
-                max: _py_minmax("max"), abs: _py_abs, all: _py_all_any("all"),
-                any: _py_all_any("any"), print: formatting.emit_print,
+def _py_anyall(name):
+    def handler(fe, args, kw):
+        if len(args) == 1 and isinstance(args[0], MatVal):
+            return matrix_ops.METHODS[name](fe.e, args[0])
+        if any(isinstance(a, (Stmt, MatVal)) for a in args):
+            raise FieldsimTypeError(f"{name}() takes a vector/matrix or a Python iterable")
+        return int(getattr(builtins, name)(*args))
+    return handler
+
+
+_PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
+                float: _float_cast, len: _len, min: _py_minmax("min"),
+                max: _py_minmax("max"), abs: _py_abs, print: formatting.emit_print,
                 builtins.range: lambda fe, a, k: _static_range(a)}
 
 

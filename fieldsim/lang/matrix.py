@@ -1,8 +1,12 @@
 """`fs.Vector` / `fs.Matrix` in Python scope, and their `.field` constructors.
 
 In kernels the frontend never instantiates these classes: calls such as `fs.Vector([...])` are
-scalarised into IR (see `fieldsim.lang.matrix_ops`). Here they are small numpy-backed values
-with Taichi's Python-scope behaviour: arithmetic, indexing, `to_numpy`, and the usual methods.
+scalarised into IR (see `fieldsim.lang.matrix_ops`), and a Python-scope value met in a kernel
+becomes a constant vector/matrix. Here they are small numpy-backed values with Taichi's
+Python-scope behaviour: arithmetic (every operator, element-wise comparisons returning a
+Vector/Matrix of 0/1), indexing, swizzles (`v.x`, `v.xy`), `to_numpy`, and the usual methods.
+A value read from a field element (`x[i]`) is bound to it: `x[i][0, 1] = v` and `x[i].y = v`
+write the entries they change back to the field, as Taichi's element proxies do.
 """
 from __future__ import annotations
 
@@ -14,12 +18,16 @@ from fieldsim.lang import types as T
 
 class Matrix:
     ndim = 2
+    __array_priority__ = 1000  # `np.float64(1) + v` calls v.__radd__: the result stays a Matrix
+    _owner = None  # (field, key) when this value is a field element: writes go through to it
 
     def __init__(self, arr, dt=None, **kwargs):
-        a = np.array(arr.to_numpy() if hasattr(arr, "to_numpy") else arr)
+        if isinstance(dt, (list, tuple)) or (dt is not None and not _is_dtype(dt)):
+            raise TypeError(f"fs.Matrix: bad dtype {dt!r}")
+        a = np.array(arr.to_numpy() if hasattr(arr, "to_numpy") else _rows(arr))
         if a.ndim == 1 and type(self) is Matrix:
             a = a.reshape(-1, 1)
-        self._a = a.astype(dt.np) if isinstance(dt, T.DataType) else a
+        self._a = _as_dtype(a, dt)
         self.dtype = dt
 
     # -- constructors used in both scopes
@@ -41,6 +49,18 @@ class Matrix:
         v[i] = 1
         return Vector(v, dt=dt)
 
+    @classmethod
+    def diag(cls, dim, val):
+        return Matrix(np.eye(dim) * val)
+
+    @classmethod
+    def rows(cls, rows):
+        return Matrix([list(np.asarray(_np(r)).reshape(-1)) for r in rows])
+
+    @classmethod
+    def cols(cls, cols):
+        return Matrix.rows(cols).transpose()
+
     @staticmethod
     def field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None, ndim=None):
@@ -56,11 +76,14 @@ class Matrix:
     def m(self):
         return self._a.shape[1] if self._a.ndim > 1 else 1
 
+    def get_shape(self):
+        return self._a.shape
+
     @property
     def entries(self):
-        return list(self._a.reshape(-1))
+        return self._a.reshape(-1)
 
-    def to_numpy(self):
+    def to_numpy(self, keep_dims=False):
         return self._a.copy()
 
     def to_list(self):
@@ -71,10 +94,28 @@ class Matrix:
 
     def __getitem__(self, k):
         v = self._a[k]
-        return v.item() if np.ndim(v) == 0 else type(self)(v)
+        return v.item() if np.ndim(v) == 0 else _wrap(v)
 
     def __setitem__(self, k, v):
-        self._a[k] = v
+        self._a[k] = _np(v)
+        self._write_back(k)
+
+    def _bind(self, field, key):
+        self._owner = (field, key)
+        return self
+
+    def _write_back(self, k=Ellipsis):
+        """Store entries `k` (all by default) into the field element this value was read from;
+        the other entries are re-read, so a stale copy never overwrites newer values."""
+        if self._owner is not None:
+            field, key = self._owner
+            fresh = np.array(field.storage.read_element(field._index(key)))
+            fresh[k] = self._a[k]
+            field[key] = fresh
+
+    def fill(self, v):
+        self._a[...] = v
+        self._write_back()
 
     def __len__(self):
         return self.n
@@ -82,17 +123,23 @@ class Matrix:
     def __iter__(self):
         return iter(self._a.tolist())
 
-    def __eq__(self, other):
-        return np.array_equal(self._a, np.asarray(other))
-
     def __repr__(self):
         return f"{type(self).__name__}({self._a.tolist()})"
 
-    def _wrap(self, a):
-        return Vector(a) if a.ndim == 1 else Matrix(a)
+    def __str__(self):
+        return str(self._a.tolist())
 
     def _bin(self, other, fn):
-        return self._wrap(fn(self._a, np.asarray(other)))
+        return _wrap(fn(self._a, _np(other)))
+
+    # element-wise comparisons, as in Taichi: `all(a == b)`
+    def __eq__(self, o): return self._bin(o, lambda a, b: (a == b).astype(np.int32))
+    def __ne__(self, o): return self._bin(o, lambda a, b: (a != b).astype(np.int32))
+    def __lt__(self, o): return self._bin(o, lambda a, b: (a < b).astype(np.int32))
+    def __le__(self, o): return self._bin(o, lambda a, b: (a <= b).astype(np.int32))
+    def __gt__(self, o): return self._bin(o, lambda a, b: (a > b).astype(np.int32))
+    def __ge__(self, o): return self._bin(o, lambda a, b: (a >= b).astype(np.int32))
+    __hash__ = object.__hash__
 
     def __add__(self, o): return self._bin(o, np.add)
     def __radd__(self, o): return self._bin(o, lambda a, b: b + a)
@@ -102,35 +149,115 @@ class Matrix:
     def __rmul__(self, o): return self._bin(o, lambda a, b: b * a)
     def __truediv__(self, o): return self._bin(o, np.true_divide)
     def __rtruediv__(self, o): return self._bin(o, lambda a, b: b / a)
+    def __floordiv__(self, o): return self._bin(o, np.floor_divide)
+    def __rfloordiv__(self, o): return self._bin(o, lambda a, b: b // a)
+    def __mod__(self, o): return self._bin(o, np.mod)
+    def __rmod__(self, o): return self._bin(o, lambda a, b: b % a)
     def __pow__(self, o): return self._bin(o, np.power)
-    def __neg__(self): return self._wrap(-self._a)
-    def __matmul__(self, o): return self._wrap(self._a @ np.asarray(o))
+    def __rpow__(self, o): return self._bin(o, lambda a, b: b ** a)
+    def __lshift__(self, o): return self._bin(o, np.left_shift)
+    def __rshift__(self, o): return self._bin(o, np.right_shift)
+    def __and__(self, o): return self._bin(o, np.bitwise_and)
+    def __or__(self, o): return self._bin(o, np.bitwise_or)
+    def __xor__(self, o): return self._bin(o, np.bitwise_xor)
+    def __rand__(self, o): return self._bin(o, lambda a, b: b & a)
+    def __ror__(self, o): return self._bin(o, lambda a, b: b | a)
+    def __rxor__(self, o): return self._bin(o, lambda a, b: b ^ a)
+    def __neg__(self): return _wrap(-self._a)
+    def __pos__(self): return _wrap(self._a.copy())
+    def __invert__(self): return _wrap(~self._a)
+    def __abs__(self): return _wrap(np.abs(self._a))
 
-    def dot(self, o): return float(np.dot(self._a.reshape(-1), np.asarray(o).reshape(-1)))
+    def __matmul__(self, o):
+        r = self._a @ _np(o)
+        return r.item() if np.ndim(r) == 0 else _wrap(r)
+
+    def __rmatmul__(self, o):
+        r = _np(o) @ self._a
+        return r.item() if np.ndim(r) == 0 else _wrap(r)
+
+    def dot(self, o): return np.dot(self._a.reshape(-1), _np(o).reshape(-1)).item()
     def norm(self, eps=0): return float(np.sqrt(np.sum(self._a ** 2) + eps))
-    def norm_sqr(self): return float(np.sum(self._a ** 2))
-    def normalized(self, eps=0): return self._wrap(self._a / self.norm(eps))
+    def norm_inv(self, eps=0): return 1.0 / self.norm(eps)
+    def norm_sqr(self): return np.sum(self._a ** 2).item()
+
+    def normalized(self, eps=0):
+        # Taichi 1.7.4: v * (1 / (|v| + eps)), the norm without eps inside the root
+        return _wrap(self._a * (1.0 / (np.sqrt(np.sum(self._a ** 2)) + eps)))
+
     def transpose(self): return Matrix(self._a.reshape(self.n, -1).T)
-    def trace(self): return float(np.trace(self._a))
+    def trace(self):
+        if self._a.ndim != 2 or self.n != self.m:
+            from fieldsim.ad.tape import _user_loc
+            from fieldsim.errors import FieldsimTypeError
+            raise FieldsimTypeError(f"trace: expected a square matrix, got shape {self._a.shape}",
+                                    _user_loc())
+        return np.trace(self._a).item()
     def determinant(self): return float(np.linalg.det(self._a))
     def inverse(self): return Matrix(np.linalg.inv(self._a))
     def sum(self): return self._a.sum().item()
     def max(self): return self._a.max().item()
     def min(self): return self._a.min().item()
-    def cross(self, o): return self._wrap(np.cross(self._a, np.asarray(o)))
-    def outer_product(self, o): return Matrix(np.outer(self._a, np.asarray(o)))
+    def any(self): return int(np.any(self._a))
+    def all(self): return int(np.all(self._a))
+    def cross(self, o):
+        r = np.cross(self._a, _np(o))
+        return r.item() if np.ndim(r) == 0 else _wrap(r)
+    def outer_product(self, o): return Matrix(np.outer(self._a, _np(o)))
+    def cast(self, dt): return type(self)(self._a, dt=dt)
 
     @property
     def T(self):
         return self.transpose()
 
 
+def _is_dtype(dt):
+    return isinstance(dt, T.DataType) or dt in (int, float)
+
+
+def _as_dtype(a, dt):
+    if isinstance(dt, T.DataType):
+        return a.astype(dt.np)
+    if dt is int:
+        return a.astype(np.int32)
+    if dt is float:
+        return a.astype(np.float32) if a.dtype.kind != "f" else a
+    return a
+
+
+def _rows(arr):
+    """Rows given as vectors become lists (`fs.Matrix([v0, v1])`)."""
+    if isinstance(arr, (list, tuple)):
+        return [_np(r).tolist() if isinstance(r, Matrix) else r for r in arr]
+    return arr
+
+
+def _np(v):
+    return v._a if isinstance(v, Matrix) else np.asarray(v)
+
+
+def _wrap(a):
+    return Vector(a) if a.ndim == 1 else Matrix(a)
+
+
+def _swizzle(i):
+    def get(self):
+        return self._a[i].item()
+
+    def set(self, v):
+        self._a[i] = v
+        self._write_back(i)
+    return property(get, set)
+
+
 class Vector(Matrix):
     ndim = 1
 
     def __init__(self, arr, dt=None, **kwargs):
+        if dt is not None and not _is_dtype(dt):
+            raise TypeError(f"fs.Vector: bad dtype {dt!r}")
         a = np.array(arr.to_numpy() if hasattr(arr, "to_numpy") else arr).reshape(-1)
-        self._a = a.astype(dt.np) if isinstance(dt, T.DataType) else a
+        self._a = _as_dtype(a, dt)
         self.dtype = dt
 
     @staticmethod
@@ -142,11 +269,29 @@ class Vector(Matrix):
     def zero(cls, dt, n):
         return Vector(np.zeros(n), dt=dt)
 
-    @property
-    def x(self): return self._a[0].item()
-    @property
-    def y(self): return self._a[1].item()
-    @property
-    def z(self): return self._a[2].item()
-    @property
-    def w(self): return self._a[3].item()
+    @classmethod
+    def one(cls, dt, n):
+        return Vector(np.ones(n), dt=dt)
+
+    def __getattr__(self, name):  # multi-letter swizzles: v.xy, v.zyx, v.rgb
+        from fieldsim.lang.matrix_ops import swizzle_indices
+        sw = swizzle_indices(name) if not name.startswith("_") else None
+        if sw is None or max(sw) >= len(self._a):
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return Vector(self._a[sw])
+
+    def __setattr__(self, name, value):
+        from fieldsim.lang.matrix_ops import swizzle_indices
+        sw = swizzle_indices(name) if len(name) > 1 and not name.startswith("_") else None
+        if sw is None or name in ("dtype",):
+            object.__setattr__(self, name, value)
+            return
+        if max(sw) >= len(self._a):
+            raise AttributeError(f"{type(self).__name__} of size {len(self._a)} has no .{name}")
+        self._a[sw] = _np(value)
+        self._write_back(sw)
+
+    x = r = _swizzle(0)
+    y = g = _swizzle(1)
+    z = b = _swizzle(2)
+    w = a = _swizzle(3)

@@ -23,17 +23,27 @@ def norm(e: Emitter, a: MatVal, eps=0):
 
 
 def normalized(e: Emitter, a: MatVal, eps=0):
-    inv = e.binop("/", 1.0, norm(e, a, eps))
+    # Taichi 1.7.4: invlen = 1 / (self.norm() + eps): eps is added to the norm, not under the root
+    n = norm(e, a)
+    if not (isinstance(eps, (int, float)) and eps == 0):
+        n = e.binop("+", n, eps)
+    inv = e.binop("/", 1.0, n)
     return e.elementwise("*", a, inv)
 
 
+def norm_inv(e: Emitter, a: MatVal, eps=0):
+    return e.binop("/", 1.0, norm(e, a, eps))
+
+
 def transpose(e: Emitter, a: MatVal):
-    if a.ndim == 1:
-        return MatVal(a.entries, 1, a.n, 2)
+    if a.ndim == 1:  # as Taichi: a vector has no transpose
+        raise FieldsimTypeError("`transpose()` cannot apply to a vector. If you want something like "
+                                "`a @ b.transpose()`, write `a.outer_product(b)` instead.")
     return MatVal([a.at(c, r) for r in range(a.m) for c in range(a.n)], a.m, a.n, 2)
 
 
 def trace(e: Emitter, a: MatVal):
+    _square(a, "trace")
     return e.reduce("+", MatVal.vector([a.at(i, i) for i in range(min(a.n, a.m))]))
 
 
@@ -85,7 +95,17 @@ def inverse(e: Emitter, a: MatVal):
                 cof = _det2(e, a.at(r1, c1), a.at(r1, c2), a.at(r2, c1), a.at(r2, c2))
                 out.append(e.binop("*", cof, inv_det))
         return MatVal(out, 3, 3, 2)
-    raise FieldsimTypeError(f"inverse supports matrices up to 3x3, got {a.shape}")
+    # larger: the adjugate (cofactors by Laplace expansion) over the determinant
+    out = []
+    for r in range(a.n):
+        for c in range(a.n):  # entry (r, c) is the cofactor of (c, r)
+            minor = MatVal.rows([[a.at(i, j) for j in range(a.n) if j != r]
+                                 for i in range(a.n) if i != c])
+            cof = determinant(e, minor)
+            if (r + c) % 2:
+                cof = e.unop(Op.NEG, cof) if not isinstance(cof, (int, float)) else -cof
+            out.append(e.binop("*", cof, inv_det))
+    return MatVal(out, a.n, a.n, 2)
 
 
 def cross(e: Emitter, a: MatVal, b: MatVal):
@@ -103,7 +123,7 @@ def outer_product(e: Emitter, a: MatVal, b: MatVal):
 
 def _square(a: MatVal, what):
     if a.ndim != 2 or a.n != a.m:
-        raise FieldsimTypeError(f"{what} needs a square matrix, got shape {a.shape}")
+        raise FieldsimTypeError(f"{what}: expected a square matrix, got shape {a.shape}")
 
 
 def _cast(e: Emitter, a: MatVal, dtype):
@@ -111,7 +131,7 @@ def _cast(e: Emitter, a: MatVal, dtype):
 
 
 METHODS = {
-    "norm": norm, "norm_sqr": norm_sqr, "normalized": normalized, "transpose": transpose,
+    "norm": norm, "norm_sqr": norm_sqr, "norm_inv": norm_inv, "normalized": normalized, "transpose": transpose,
     "trace": trace, "determinant": determinant, "inverse": inverse, "cross": cross,
     "outer_product": outer_product, "dot": lambda e, a, b: e.dot(a, b),
     "sum": lambda e, a: e.reduce("+", a), "max": lambda e, a: e.reduce("max", a),
@@ -120,3 +140,13 @@ METHODS = {
     "all": lambda e, a: e.truthy(e.reduce("&", a.map(e.truthy))),
 }
 SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
+
+
+def swizzle_indices(name: str):
+    """Component indices of a swizzle such as `xy`, `zyx` or `rgba` (one letter group), or None."""
+    if not 1 <= len(name) <= 4:
+        return None
+    for group in ("xyzw", "rgba"):
+        if all(ch in group for ch in name):
+            return [group.index(ch) for ch in name]
+    return None

@@ -20,13 +20,30 @@ KERNEL_BUILTINS: dict = {}
 LVALUE_BUILTINS: set = set()
 
 
-def _np_unary(fn):
-    def apply(x):
+def _np_unary(fn, keep_int=False):
+    def apply(x, dtype=None):
         if hasattr(x, "to_numpy"):
-            from fieldsim.lang.matrix import Matrix
-            return Matrix(fn(np.asarray(x.to_numpy(), dtype=float)))
-        r = fn(np.asarray(x, dtype=float))
+            from fieldsim.lang.matrix import _wrap
+            a = np.asarray(x.to_numpy())
+            r = fn(a if keep_int and a.dtype.kind in "iu" else a.astype(float))
+            return _wrap(r.astype(dtype.np) if dtype is not None else r)
+        a = np.asarray(x)
+        r = fn(a if keep_int and a.dtype.kind in "iu" else a.astype(float))
+        if dtype is not None:
+            r = r.astype(dtype.np if isinstance(dtype, T.DataType) else dtype)
         return r.item() if np.ndim(r) == 0 else r
+    return apply
+
+
+def _py_matrix_aware(fn):
+    """Python scope: numpy `fn` over scalars and fs.Vector/fs.Matrix values (result wrapped back)."""
+    def apply(*args):
+        like = any(hasattr(a, "to_numpy") for a in args)
+        r = fn(*[np.asarray(a.to_numpy()) if hasattr(a, "to_numpy") else a for a in args])
+        if like and np.ndim(r) > 0:
+            from fieldsim.lang.matrix import _wrap
+            return _wrap(np.asarray(r))
+        return r.item() if isinstance(r, np.generic) or (np.ndim(r) == 0 and hasattr(r, "item")) else r
     return apply
 
 
@@ -34,13 +51,19 @@ _REAL_ONLY = REAL_ONLY
 
 
 def _def_unary(name, op, np_fn, float_only=True):
-    fn = _np_unary(np_fn)
+    fn = _np_unary(np_fn, keep_int=not float_only and op == Op.ABS)  # abs(-3) stays an int
     fn.__name__ = name
 
     def handler(fe, node, args, kw):
         if op in _REAL_ONLY:  # as in Taichi: these take real inputs only
             _require_real(fe, args[0], name)
-        return fe.e.unop(op, args[0], float_only)
+        out = fe.e.unop(op, args[0], float_only)
+        dtype = args[1] if len(args) > 1 else kw.get("dtype")
+        if dtype is not None and op in (Op.FLOOR, Op.CEIL, Op.ROUND):  # ti.floor(x, ti.i32)
+            return fe.e.cast(out, _dt(fe, dtype))
+        if len(args) > 1 or set(kw) - {"dtype"}:
+            raise FieldsimTypeError(f"fs.{name} takes one argument")
+        return out
 
     KERNEL_BUILTINS[fn] = handler
     return fn
@@ -74,6 +97,8 @@ KERNEL_BUILTINS[rsqrt] = lambda fe, n, a, k: fe.e.binop("/", 1.0, fe.e.unop(Op.S
 
 
 def atan2(y, x):
+    if hasattr(y, "to_numpy") or hasattr(x, "to_numpy"):
+        return _py_matrix_aware(np.arctan2)(y, x)
     return math.atan2(y, x)
 
 
@@ -82,11 +107,15 @@ def pow(x, y):
 
 
 def min(*args):
-    return np.minimum.reduce(args) if len(args) > 1 else args[0]
+    if len(args) == 1:
+        return args[0].min() if hasattr(args[0], "to_numpy") else args[0]
+    return _py_matrix_aware(lambda *a: np.minimum.reduce(np.broadcast_arrays(*a)))(*args)
 
 
 def max(*args):
-    return np.maximum.reduce(args) if len(args) > 1 else args[0]
+    if len(args) == 1:
+        return args[0].max() if hasattr(args[0], "to_numpy") else args[0]
+    return _py_matrix_aware(lambda *a: np.maximum.reduce(np.broadcast_arrays(*a)))(*args)
 
 
 def _fold(op):
@@ -105,13 +134,15 @@ KERNEL_BUILTINS[max] = _fold("max")
 
 
 def select(cond, a, b):
-    return np.where(cond, a, b)
+    return _py_matrix_aware(np.where)(cond, a, b)
 
 
 KERNEL_BUILTINS[select] = lambda fe, n, a, k: fe.e.select(a[0], a[1], a[2])
 
 
 def cast(value, dtype):
+    if hasattr(value, "to_numpy") and hasattr(value, "cast"):  # a Python-scope Vector/Matrix
+        return value.cast(dtype)
     if isinstance(value, (int, float)):
         return dtype.np.type(value).item()
     return np.asarray(value).astype(dtype.np)
@@ -240,16 +271,25 @@ KERNEL_BUILTINS[loop_config] = lambda fe, n, a, k: fe.set_loop_config(**k)
 
 
 def _matval_ctor(fe, node, args, kw, ndim):
+    kw = dict(kw)
+    if len(args) == 2 and (isinstance(args[1], T.DataType) or args[1] in (int, float)):
+        kw["dt"] = args[1]  # fs.Vector([...], fs.f32): the dtype given positionally
+        args = args[:1]
     if len(args) != 1:
         entries = list(args)
     else:
         entries = args[0]
+    dt = kw.get("dt")
     if isinstance(entries, MatVal):
-        return entries
+        return fe.e.cast(entries, _dt(fe, dt)) if dt is not None else entries
     if not isinstance(entries, (list, tuple)):
         raise FieldsimTypeError("fs.Vector/fs.Matrix need a list of values")
-    dt = kw.get("dt")
-    if ndim == 2 or (entries and isinstance(entries[0], (list, tuple, MatVal))):
+    if not entries:
+        raise FieldsimTypeError("fs.Vector/fs.Matrix need at least one value")
+    flat = not isinstance(entries[0], (list, tuple, MatVal))
+    if ndim == 2 and flat:  # as Taichi: fs.Matrix([1, 2, 3]) is a vector
+        ndim = 1
+    if ndim == 2 or not flat:
         rows = [list(r.entries) if isinstance(r, MatVal) else list(r) for r in entries]
         if ndim == 1 or any(len(r) != len(rows[0]) for r in rows):
             if ndim == 1:

@@ -116,6 +116,7 @@ class Runtime:
         self.random_seed = int(random_seed)
         self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
         self.debug = bool(debug)
+        # recorded for Taichi programs that read it back; codegen never relaxes IEEE semantics
         self.offline_cache = bool(offline_cache) and os.environ.get("FIELDSIM_OFFLINE_CACHE", "1") != "0"
         self.cache_dir = offline_cache_file_path or os.environ.get(
             "FIELDSIM_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "fieldsim"))

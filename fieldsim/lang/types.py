@@ -67,9 +67,11 @@ class MatrixType:
         return Matrix(rows, dt=self.dtype)
 
     def field(self, shape=None, **kwargs):
-        """`vec3.field(shape=n)`: a field of this vector/matrix type (as `fs.field(vec3, ...)`)."""
-        from fieldsim.lang.field import field
-        return field(self, shape=shape, **kwargs)
+        """`vec3.field(shape=...)`: a vector/matrix field of this type."""
+        from fieldsim.lang.matrix import Matrix, Vector
+        if self.ndim == 1:
+            return Vector.field(self.n, self.dtype, shape=shape, **kwargs)
+        return Matrix.field(self.n, self.m, self.dtype, shape=shape, **kwargs)
 
     def __repr__(self) -> str:
         if self.ndim == 1:

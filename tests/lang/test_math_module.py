@@ -1,0 +1,183 @@
+"""`fs.math` (Taichi's `ti.math`): vector/matrix types and GLSL-style functions in kernels and
+Python scope, compared with numpy; gradients of a few against analytic derivatives."""
+import math
+
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+
+@pytest.fixture(autouse=True)
+def _init():
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+
+
+def test_types_in_both_scopes():
+    v = fs.math.vec3(1, 2, 3)
+    assert isinstance(v, fs.Vector) and v.to_list() == [1, 2, 3]
+    assert fs.math.ivec2(7).to_list() == [7, 7]
+    assert fs.math.mat2([[1, 2], [3, 4]]).to_list() == [[1, 2], [3, 4]]
+    out = fs.Matrix.field(2, 2, fs.f64, shape=())
+    iv = fs.Vector.field(3, fs.i32, shape=())
+
+    @fs.kernel
+    def k():
+        a = fs.math.vec2(1.5, 2.5)
+        out[None] = fs.math.mat2(a, a * 2)
+        iv[None] = fs.math.ivec3(1, 2, 3) * 2
+
+    k()
+    np.testing.assert_allclose(out.to_numpy(), [[1.5, 2.5], [3.0, 5.0]])
+    assert iv.to_numpy().tolist() == [2, 4, 6]
+
+
+def test_elementwise_functions_match_numpy():
+    x = np.array([-1.25, 0.0, 0.4, 2.75])
+    out = fs.Vector.field(4, fs.f64, shape=9)
+
+    @fs.kernel
+    def k():
+        v = fs.Vector([-1.25, 0.0, 0.4, 2.75])
+        out[0] = fs.math.clamp(v, -1.0, 1.0)
+        out[1] = fs.math.mix(v, v * 3.0, 0.25)
+        out[2] = fs.math.step(0.3, v)
+        out[3] = fs.math.smoothstep(-1.0, 2.0, v)
+        out[4] = fs.math.fract(v)
+        out[5] = fs.math.sign(v)
+        out[6] = fs.math.degrees(v)
+        out[7] = fs.math.radians(v)
+        out[8] = fs.math.exp2(v) + fs.math.log2(fs.math.exp2(v))
+
+    k()
+    t = np.clip((x + 1) / 3, 0, 1)
+    ref = [np.clip(x, -1, 1), x * 0.75 + 3 * x * 0.25, np.where(x < 0.3, 0, 1), t * t * (3 - 2 * t),
+           x - np.floor(x), np.sign(x), np.degrees(x), np.radians(x), np.exp2(x) + x]
+    np.testing.assert_allclose(out.to_numpy(), np.array(ref), rtol=1e-12, atol=1e-12)
+    py = fs.math.clamp(fs.Vector(list(x)), -1.0, 1.0)
+    np.testing.assert_allclose(py.to_numpy(), ref[0])
+    assert fs.math.sign(0.0) == 0 and fs.math.sign(-2) == -1
+
+
+def test_geometry_functions():
+    out = fs.Vector.field(3, fs.f64, shape=4)
+    s = fs.field(fs.f64, shape=3)
+    r = fs.Matrix.field(2, 2, fs.f64, shape=())
+
+    @fs.kernel
+    def k():
+        a = fs.Vector([1.0, 2.0, 2.0])
+        b = fs.Vector([0.0, 1.0, 0.0])
+        out[0] = fs.math.normalize(a)
+        out[1] = fs.math.cross(a, b)
+        out[2] = fs.math.reflect(a, b)
+        out[3] = fs.math.refract(fs.Vector([0.6, -0.8, 0.0]), b, 0.5)
+        s[0] = fs.math.length(a)
+        s[1] = fs.math.distance(a, b)
+        s[2] = fs.math.dot(a, b)
+        r[None] = fs.math.rotation2d(fs.math.pi / 3)
+
+    k()
+    a, b = np.array([1.0, 2, 2]), np.array([0.0, 1, 0])
+    i = np.array([0.6, -0.8, 0.0])
+    d = b @ i
+    kk = 1 - 0.25 * (1 - d * d)
+    refr = 0.5 * i - (0.5 * d + math.sqrt(kk)) * b
+    np.testing.assert_allclose(out.to_numpy(), [a / 3, np.cross(a, b), a - 2 * (b @ a) * b, refr],
+                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(s.to_numpy(), [3.0, np.linalg.norm(a - b), 2.0])
+    c, sn = 0.5, math.sqrt(3) / 2
+    np.testing.assert_allclose(r.to_numpy(), [[c, -sn], [sn, c]], rtol=1e-12)
+
+
+def test_isnan_isinf_and_constants():
+    f = fs.field(fs.f64, shape=3)
+    flags = fs.field(fs.i32, shape=4)
+
+    @fs.kernel
+    def k():
+        for i in range(3):
+            flags[i] = fs.math.isnan(f[i]) + 2 * fs.math.isinf(f[i])
+        flags[3] = fs.math.isinf(fs.math.inf)
+
+    f.from_numpy(np.array([np.nan, np.inf, 1.0]))
+    k()
+    assert flags.to_numpy().tolist() == [1, 2, 0, 1]
+    assert fs.math.pi == math.pi and fs.math.e == math.e and math.isnan(fs.math.nan)
+
+
+def test_gradients_of_mix_and_length():
+    x = fs.Vector.field(3, fs.f64, shape=(), needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def f():
+        v = x[None]
+        loss[None] = fs.math.length(v) + fs.math.mix(v, v * v, 0.25).sum()
+
+    x0 = np.array([0.5, -1.5, 2.0])
+    x.from_numpy(x0)
+    with fs.Tape(loss):
+        f()
+    # d/dx (|x| + sum(0.75 x + 0.25 x^2)) = x / |x| + 0.75 + 0.5 x
+    np.testing.assert_allclose(x.grad.to_numpy(), x0 / np.linalg.norm(x0) + 0.75 + 0.5 * x0,
+                               rtol=1e-12)
+
+
+def test_bad_arguments_are_clear_errors():
+    @fs.kernel
+    def k():
+        print(fs.math.dot(fs.Vector([1.0, 2.0]), fs.Vector([1.0, 2.0, 3.0])))
+
+    with pytest.raises(fs.FieldsimTypeError, match="dot") as e:
+        k()
+    assert "test_math_module.py" in str(e.value)
+
+
+def test_complex_functions_match_python_complex():
+    import cmath
+    out = fs.Vector.field(2, fs.f64, shape=7)
+    a, b = complex(1.5, -2.0), complex(-0.5, 0.75)
+
+    @fs.kernel
+    def k():
+        za = fs.math.vec2(1.5, -2.0)
+        zb = fs.math.vec2(-0.5, 0.75)
+        out[0] = fs.math.cmul(za, zb)
+        out[1] = fs.math.cconj(za)
+        out[2] = fs.math.cdiv(za, zb)
+        out[3] = fs.math.cinv(za)
+        out[4] = fs.math.cexp(za)
+        out[5] = fs.math.clog(za)
+        out[6] = fs.math.csqrt(za)
+
+    k()
+    ref = [a * b, a.conjugate(), a / b, 1 / a, cmath.exp(a), cmath.log(a), cmath.sqrt(a)]
+    np.testing.assert_allclose(out.to_numpy(), [[z.real, z.imag] for z in ref], rtol=1e-12)
+    py = fs.math.cmul(fs.math.vec2(1.5, -2.0), fs.math.vec2(-0.5, 0.75))
+    np.testing.assert_allclose(py.to_numpy(), [(a * b).real, (a * b).imag])
+
+
+def test_cpow_mod_translate_scale():
+    out = fs.Vector.field(2, fs.f64, shape=2)
+    m = fs.field(fs.f64, shape=2)
+    t = fs.Matrix.field(4, 4, fs.f64, shape=2)
+
+    @fs.kernel
+    def k():
+        out[0] = fs.math.cpow(fs.math.vec2(1.5, -2.0), 3.0)
+        out[1] = fs.math.cpow(fs.math.vec2(0.0, 0.0), 2.0)
+        m[0] = fs.math.mod(-7.5, 2.0)
+        m[1] = fs.math.mod(7.5, -2.0)
+        t[0] = fs.math.translate(1.0, 2.0, 3.0)
+        t[1] = fs.math.scale(2.0, 3.0, 4.0)
+
+    k()
+    z = complex(1.5, -2.0) ** 3
+    np.testing.assert_allclose(out.to_numpy(), [[z.real, z.imag], [0, 0]], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(m.to_numpy(), [-7.5 - 2.0 * math.floor(-7.5 / 2.0),
+                                              7.5 + 2.0 * math.floor(7.5 / -2.0)])
+    tr = np.eye(4)
+    tr[:3, 3] = [1, 2, 3]
+    np.testing.assert_allclose(t.to_numpy(), [tr, np.diag([2.0, 3.0, 4.0, 1.0])])
+    np.testing.assert_allclose(fs.math.translate(1.0, 2.0, 3.0).to_numpy(), tr)
