@@ -41,6 +41,11 @@ Vector.ndarray = staticmethod(_nd.vector_ndarray)
 types.template = template
 types.f32, types.f64, types.i32, types.i64 = f32, f64, i32, i64
 
+from fieldsim.lang import interop as _interop
+
+_interop.install()  # to_torch/from_torch/__dlpack__ on fields and ndarrays
+from_dlpack = _interop.from_dlpack
+
 from fieldsim.lang import linalg as _linalg
 
 polar_decompose = _linalg.polar_decompose
