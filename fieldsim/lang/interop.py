@@ -64,6 +64,8 @@ def to_torch(self, device=None):
     """A torch tensor copy of the field (shape `shape + element shape`), as in Taichi."""
     import torch
     t = torch.from_numpy(_host_array(self, "to_torch").copy())
+    if _grad_provider:  # inside fs.ad.torch_function: the copy's gradient flows to the field
+        _grad_provider[-1].on_to_torch(self, t)
     return t if device is None else t.to(device)
 
 
@@ -79,6 +81,8 @@ def from_torch(self, tensor):
     if tensor.is_complex() or tensor.dtype == torch.bool:
         raise InteropError(f"field {self.ir_name!r}.from_torch: unsupported dtype {tensor.dtype}")
     self.from_numpy(tensor.detach().cpu().resolve_conj().numpy())
+    if _grad_provider:  # inside fs.ad.torch_function: the field's gradient flows to the tensor
+        _grad_provider[-1].on_from_torch(self, tensor)
 
 
 # ---- arrays in --------------------------------------------------------------------------------
@@ -117,14 +121,15 @@ def is_external(x) -> bool:
                             and not isinstance(x, np.ndarray))
 
 
-# gradient buffers for tensors bound inside fs.ad.torch_function (set by the bridge)
+# the bridge call recording or replaying (fs.ad.torch_function / jax_function): it supplies
+# the gradient buffers of tensors and records to_torch/from_torch
 _grad_provider = []
 
 
 def tensor_grad_view(x, arr: np.ndarray):
     """The host array that a tensor argument's adjoint accumulates into, or None."""
     if _grad_provider:
-        return _grad_provider[-1](x, arr)
+        return _grad_provider[-1].grad_for(x, arr)
     if _is_torch(x) and x.requires_grad:
         import torch
         if x.grad is None:
