@@ -314,6 +314,9 @@ def _bind_arg(ann, value, kname, pname, rt):
             raise bad(f"the {type(owner).__name__} is not C-contiguous (strides {value.strides}); "
                       "call .contiguous() first (fieldsim never copies it silently)")
         grad_arr = interop.tensor_grad_view(owner, value)
+    elif isinstance(value, np.ndarray) and interop._grad_provider and value.flags.c_contiguous:
+        owner = value  # inside fs.ad.jax_function: the bridge's buffer is its gradient
+        grad_arr = interop.tensor_grad_view(value, value)
     if isinstance(value, Field):
         if value.generation != rt.generation or value.storage is None:
             raise bad(f"{value.ir_name!r} has no data (from an earlier fs.init(), or not placed)")
