@@ -15,8 +15,9 @@ Guarantees:
   only read (copied into the buffers), never aliased or zeroed.
 * An input passed twice gets its gradient once (not double-counted by torch's accumulation).
 * A tensor input or output modified in place after the forward makes backward raise (torch's
-  version counters, through `save_for_backward`); a field the call wrote that a later call (or
-  a later `torch_function`) overwrote before this backward makes it raise too.
+  version counters, through `save_for_backward`). Fields the call's kernels use are snapshot at
+  the end of its forward and put back around its backward (then restored), so a later call that
+  overwrites them before this backward does not change this call's gradients.
 * Only fieldsim kernels (and `from_torch`/`to_torch`) are differentiated: torch operations inside
   `fn` are not (do them outside `fn`, where torch's autograd sees them).
 """
@@ -31,7 +32,6 @@ from fieldsim.errors import FieldsimError
 from fieldsim.lang import interop, runtime
 
 _CALL_IDS = itertools.count(1)
-_FIELD_WRITER: dict = {}  # field uid -> id of the last bridge call that wrote it
 
 
 class BridgeError(FieldsimError):
@@ -67,7 +67,7 @@ class Recording:
         self.ranges: dict = {}    # key -> (start, end) of the tensor's memory
         self.keep: list = []      # tensors whose memory keys the buffers
         self.tape = None
-        self.written_fields: dict = {}
+        self.snapshots: dict = {}  # field uid -> (field, its values at the end of the forward)
 
     # ---- the gradient provider (interop calls these while this call records or replays) ----
     @staticmethod
@@ -115,7 +115,7 @@ class Recording:
 
     # ---- forward and backward -------------------------------------------------------------------
     def forward(self, args):
-        from fieldsim.ad.tape import Tape, _Launch, _PythonWrite, field_sets
+        from fieldsim.ad.tape import Tape, _Launch, field_sets
         rt = runtime.get()
         if rt.tape is not None:
             raise BridgeError(f"{_name(self.fn)}: called inside a fieldsim Tape; a bridged "
@@ -127,41 +127,38 @@ class Recording:
                 out = self.fn(*args)
         finally:
             interop._grad_provider.pop()
-        for entry in self.tape.entries:
-            fields = []
-            if isinstance(entry, _Launch):
-                fields = [f for f in field_sets(entry.ck)[1].values() if f.role == "primal"]
-            elif isinstance(entry, _PythonWrite):
-                fields = [entry.field]
-            for f in fields:
-                if getattr(f, "uid", -1) >= 0:
-                    self.written_fields[f.uid] = f
-                    _FIELD_WRITER[f.uid] = self.id
+        # the fields' values at the end of this call: the replay reads them, and a later call
+        # may overwrite them before this backward (snapshot, restored around the replay)
+        self.snapshots = {f.uid: (f, f.storage.to_numpy()) for f in self._fields(field_sets, _Launch)}
         return out
+
+    def _fields(self, field_sets, launch_type):
+        """The fields (not arrays) this call's Tape reads or writes."""
+        found = {}
+        for entry in self.tape.entries:
+            parts = field_sets(entry.ck) if isinstance(entry, launch_type) else \
+                [{0: getattr(entry, "field", None)}]
+            for part in parts:
+                for f in part.values():
+                    f = f.primal if f is not None and f.role != "primal" and f.primal is not None else f
+                    if f is not None and getattr(f, "uid", -1) >= 0 and f.storage is not None:
+                        found[f.uid] = f
+        return found.values()
 
     def backward(self, seeds, inputs):
         """`seeds`: [(output array, its incoming gradient as numpy)]; `inputs`: the input arrays
         (None for non-float inputs). Returns a numpy gradient (or None) per input."""
-        for uid, f in self.written_fields.items():
-            if _FIELD_WRITER.get(uid) != self.id:
-                raise BridgeError(f"{_name(self.fn)}: field {f.ir_name!r}, written by this call, "
-                                  "was overwritten by a later bridged call before this backward; "
-                                  "its values are gone (run backward first, or keep the state in "
-                                  "tensors)")
         for buf in self.buffers.values():
             buf.fill(0)
-        touched = set()
-        for entry in self.tape.entries:  # the fields' gradients here are this call's
-            ck = getattr(entry, "ck", None)
-            if ck is not None:
-                from fieldsim.ad.tape import field_sets
-                for part in field_sets(ck):
-                    touched.update(f for f in part.values() if f.role == "primal"
-                                   and getattr(f, "uid", -1) >= 0 and f.grad is not None)
-            elif getattr(entry, "field", None) is not None and entry.field.grad is not None:
-                touched.add(entry.field)
-        for f in touched:
-            f.grad.storage.zero()
+        current = {}
+        for uid, (f, values) in self.snapshots.items():  # this call's field values and gradients
+            if f.storage is None:
+                raise BridgeError(f"{_name(self.fn)}: field {f.ir_name!r} is gone (fs.init was "
+                                  "called after the forward)")
+            current[uid] = f.storage.to_numpy()
+            f.storage.from_numpy(values)
+            if f.grad is not None:
+                f.grad.storage.zero()
         for arr, g in seeds:
             buf = self.buffer(self.key(arr), arr, arr)
             buf += g.reshape(buf.shape).astype(buf.dtype, copy=False)  # reads g, never aliases it
@@ -170,6 +167,8 @@ class Recording:
             self.tape.backward()
         finally:
             interop._grad_provider.pop()
+            for uid, values in current.items():
+                self.snapshots[uid][0].storage.from_numpy(values)
         grads, seen = [], set()
         for arr in inputs:
             if arr is None:

@@ -388,9 +388,11 @@ def check_writable(ck, templates, kname):
     for name, t in templates.items():
         if isinstance(t, BoundNdarray) and name in written and isinstance(t.proxy, ExternalArray) \
                 and not t.proxy.array.flags.writeable:
+            owner = getattr(t.proxy, "owner", None)
+            what = "numpy array" if owner is None or isinstance(owner, np.ndarray) else \
+                f"{type(owner).__name__} (e.g. a JAX array: immutable)"
             raise NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {name} - the "
-                                       "kernel writes it but the array is read-only (a read-only numpy array, or a JAX "
-                                       "array: JAX arrays are immutable)",
+                                       f"kernel writes it but the {what} is read-only",
                                        _call_loc())
 
 
