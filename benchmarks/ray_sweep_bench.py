@@ -21,17 +21,19 @@ SWEEP = os.path.join(HERE, "..", "examples", "distributed")
 
 
 def _serial(n, iters, steps):
-    code = ("import sys, time; sys.path.insert(0, %r); import ray_sweep as s; t = time.perf_counter(); "
-            "s.run_serial(s.configs(%d, %d, %d), progress=False); print(time.perf_counter() - t)"
-            % (SWEEP, n, iters, steps))
+    code = (f"import sys, time; sys.path.insert(0, {SWEEP!r}); import ray_sweep as s; "
+            "t = time.perf_counter(); "
+            f"s.run_serial(s.configs({n}, {iters}, {steps}), progress=False); "
+            "print(time.perf_counter() - t)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
 def _ray(n, iters, steps, num_cpus):
-    code = ("import sys, time; sys.path.insert(0, %r); import ray_sweep as s; t = time.perf_counter(); "
-            "s.connect(None, %d); t1 = time.perf_counter(); s.run_ray(s.configs(%d, %d, %d), progress=False); "
-            "print(t1 - t, time.perf_counter() - t1)" % (SWEEP, num_cpus, n, iters, steps))
+    code = (f"import sys, time; sys.path.insert(0, {SWEEP!r}); import ray_sweep as s; "
+            f"t = time.perf_counter(); s.connect(None, {num_cpus}); t1 = time.perf_counter(); "
+            f"s.run_ray(s.configs({n}, {iters}, {steps}), progress=False); "
+            "print(t1 - t, time.perf_counter() - t1)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     init_s, run_s = map(float, out.stdout.strip().splitlines()[-1].split())
     return init_s, run_s

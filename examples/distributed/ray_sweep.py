@@ -22,7 +22,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import shots  # noqa: E402  (the task's code: importable by the workers, see _runtime_env)
+import shots
 
 
 class SweepConfigError(RuntimeError):

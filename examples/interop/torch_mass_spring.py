@@ -23,7 +23,7 @@ import torch
 import fieldsim as fs
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "simulation"))
-import mass_spring as ms  # noqa: E402  (the robot and its physical constants)
+import mass_spring as ms
 
 vec2 = fs.types.vector(2, fs.f64)
 spring_a = spring_b = rest = gain = None

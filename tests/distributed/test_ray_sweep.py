@@ -42,7 +42,8 @@ def test_distributed_equals_serial_bit_for_bit(sweep, local_ray, tmp_path):
         assert sum(r["compiled_here"] for r in distributed if r["pid"] == pid) <= 1
     paths = sweep.report(distributed, str(tmp_path))
     assert os.path.getsize(paths["plot"]) > 1000
-    assert len(open(paths["table"]).read().splitlines()) == N + 1
+    with open(paths["table"]) as f:
+        assert len(f.read().splitlines()) == N + 1
 
 
 def test_a_worker_killed_mid_run_still_yields_every_result(sweep, local_ray, tmp_path):

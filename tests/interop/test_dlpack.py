@@ -92,3 +92,22 @@ def test_jax_arrays_are_read_in_place_and_never_written():
         double(b, a)  # JAX arrays are immutable: writing one is refused, not a crash
     with pytest.raises(fs.FieldsimTypeError, match="read-only"):
         fs.from_dlpack(a)
+
+
+def test_tape_takes_a_one_element_tensor_loss():
+    @fs.kernel
+    def energy(x: fs.types.ndarray(), y: fs.types.ndarray()):
+        for i in x:
+            y[0] += fs.sin(x[i]) * x[i]
+
+    x = torch.linspace(0, 1, 5, dtype=torch.float64, requires_grad=True)
+    loss = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+    with fs.ad.Tape(loss=loss):
+        energy(x, loss)
+    xs = x.detach().numpy()
+    assert loss.item() == pytest.approx(np.sum(np.sin(xs) * xs))
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(xs) * xs + np.sin(xs), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="only contains one element"):
+        fs.ad.Tape(loss=torch.zeros(2, requires_grad=True)).__enter__()
+    with pytest.raises(RuntimeError, match="requires_grad=True"):
+        fs.ad.Tape(loss=torch.zeros(1)).__enter__()
