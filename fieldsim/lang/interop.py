@@ -94,10 +94,11 @@ def _is_torch(x) -> bool:
 def host_view(x, what: str) -> np.ndarray:
     """A numpy view (zero copy) of a torch tensor or a DLPack array in host memory."""
     if _is_torch(x):
+        import torch
         if x.device.type != "cpu":
             raise InteropError(f"{what}: the tensor is on {x.device}; fieldsim's kernels take host "
                                "(CPU) tensors: move it with .cpu() first")
-        if x.is_sparse or x.layout.__repr__() != "torch.strided":
+        if x.layout != torch.strided:
             raise InteropError(f"{what}: sparse tensors are not supported")
         try:
             return x.detach().resolve_conj().numpy()

@@ -187,7 +187,9 @@ def _external(array, dtype, n, m, ndim_el, name):
     return proxy
 
 
-_TENSORS: dict = {}  # (memory, layout, gradient memory) -> ExternalArray of a tensor argument
+# (memory, layout, gradient memory) -> ExternalArray of a tensor argument; it keeps up to 64
+# recent tensors alive (so their addresses stay theirs while cached)
+_TENSORS: dict = {}
 
 
 def _external_tensor(owner, array, grad_arr, dtype, n, m, ndim_el, name):

@@ -111,3 +111,15 @@ def test_tape_takes_a_one_element_tensor_loss():
         fs.ad.Tape(loss=torch.zeros(2, requires_grad=True)).__enter__()
     with pytest.raises(RuntimeError, match="requires_grad=True"):
         fs.ad.Tape(loss=torch.zeros(1)).__enter__()
+
+
+def test_sparse_tensors_and_lists_are_refused():
+    @fs.kernel
+    def k(a: fs.types.ndarray()):
+        for i in a:
+            a[i] += 1.0
+
+    with pytest.raises(fs.FieldsimTypeError, match="sparse"):
+        k(torch.zeros(3, dtype=torch.float64).to_sparse())
+    with pytest.raises(fs.FieldsimTypeError, match="fs.types.ndarray"):
+        k([1.0, 2.0])
