@@ -17,7 +17,8 @@ Guarantees:
 * A tensor input or output modified in place after the forward makes backward raise (torch's
   version counters, through `save_for_backward`). Fields the call's kernels use are snapshot at
   the end of its forward and put back around its backward (then restored), so a later call that
-  overwrites them before this backward does not change this call's gradients.
+  overwrites them before this backward does not change this call's gradients. Their `.grad`s
+  accumulate across backwards (as torch's `.grad`): each backward adds its call's part.
 * Only fieldsim kernels (and `from_torch`/`to_torch`) are differentiated: torch operations inside
   `fn` are not (do them outside `fn`, where torch's autograd sees them).
 """
@@ -150,14 +151,15 @@ class Recording:
         (None for non-float inputs). Returns a numpy gradient (or None) per input."""
         for buf in self.buffers.values():
             buf.fill(0)
-        current = {}
-        for uid, (f, values) in self.snapshots.items():  # this call's field values and gradients
+        current, grads_before = {}, {}
+        for uid, (f, values) in self.snapshots.items():  # this call's field values
             if f.storage is None:
                 raise BridgeError(f"{_name(self.fn)}: field {f.ir_name!r} is gone (fs.init was "
                                   "called after the forward)")
             current[uid] = f.storage.to_numpy()
             f.storage.from_numpy(values)
-            if f.grad is not None:
+            if f.grad is not None:  # replay from zero; what was there is added back after
+                grads_before[uid] = f.grad.storage.to_numpy()
                 f.grad.storage.zero()
         for arr, g in seeds:
             buf = self.buffer(self.key(arr), arr, arr)
@@ -169,6 +171,9 @@ class Recording:
             interop._grad_provider.pop()
             for uid, values in current.items():
                 self.snapshots[uid][0].storage.from_numpy(values)
+            for uid, before in grads_before.items():  # field gradients accumulate, as torch's
+                g = self.snapshots[uid][0].grad.storage
+                g.from_numpy(g.to_numpy() + before)
         grads, seen = [], set()
         for arr in inputs:
             if arr is None:

@@ -142,3 +142,26 @@ def test_overlapping_views_are_refused():
 
     with pytest.raises(fs.FieldsimError, match="overlap"):
         f(torch.ones(4, dtype=torch.float64, requires_grad=True))
+
+
+def test_field_parameters_accumulate_their_gradient_across_backwards():
+    w = fs.field(fs.f64, shape=3, needs_grad=True)
+    w.from_numpy(np.array([0.5, -1.0, 2.0]))
+
+    @fs.kernel
+    def weigh(a: fs.types.ndarray(), out: fs.types.ndarray()):
+        for i in a:
+            out[None] += w[i] * a[i] ** 2
+
+    @fs.ad.torch_function
+    def f(a):
+        out = torch.zeros((), dtype=a.dtype)
+        weigh(a, out)
+        return out
+
+    a1 = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    a2 = torch.tensor([0.5, 0.0, -1.0], dtype=torch.float64, requires_grad=True)
+    f(a1).backward()
+    f(a2).backward()
+    np.testing.assert_allclose(w.grad.to_numpy(), a1.detach().numpy() ** 2 + a2.detach().numpy() ** 2)
+    np.testing.assert_allclose(a1.grad.numpy(), 2 * w.to_numpy() * a1.detach().numpy())
