@@ -123,3 +123,11 @@ def test_sparse_tensors_and_lists_are_refused():
         k(torch.zeros(3, dtype=torch.float64).to_sparse())
     with pytest.raises(fs.FieldsimTypeError, match="fs.types.ndarray"):
         k([1.0, 2.0])
+
+
+def test_fs_ndarray_shares_memory_through_dlpack():
+    nd = fs.ndarray(fs.f32, shape=(3, 2))
+    t = torch.from_dlpack(nd)
+    t[2, 1] = 5.0
+    assert nd[2, 1] == 5.0
+    assert nd.to_torch().shape == (3, 2)

@@ -65,3 +65,11 @@ def test_two_forwards_before_their_backwards():
 def test_missing_out_shapes_is_a_clear_error():
     with pytest.raises(fs.FieldsimError, match="out_shapes"):
         fs.ad.jax_function(_sim)
+
+
+def test_vmap_runs_once_per_batch_element():
+    batch = jnp.arange(6.0).reshape(2, 3) / 4.0
+    w = jnp.ones(3)
+    got = jax.vmap(jax.grad(energy), in_axes=(0, None))(batch, w)
+    want = jax.vmap(jax.grad(_ref), in_axes=(0, None))(batch, w)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
