@@ -143,9 +143,10 @@ def tensor_grad_view(x, arr: np.ndarray):
 
 
 def from_dlpack(x, element_dim: int = 0):
-    """`fs.from_dlpack(x)`: an `fs.ndarray` sharing `x`'s memory (a torch tensor, a numpy or JAX
-    array, or a DLPack capsule). The last `element_dim` axes become vector (1) or matrix (2)
-    elements. Read-only arrays (JAX's) are refused: pass them to kernels directly, read-only."""
+    """`fs.from_dlpack(x)`: an `fs.ndarray` sharing `x`'s memory (a torch tensor, a numpy array,
+    anything with `__dlpack__`). The last `element_dim` axes become vector (1) or matrix (2)
+    elements. Read-only memory is refused (JAX arrays; bare DLPack capsules, which cannot say
+    whether they may be written): pass JAX arrays to kernels directly, to be read in place."""
     from fieldsim.lang.ndarray import Ndarray, _NumpyStorage
     if type(x).__name__ == "PyCapsule":
         arr = np.from_dlpack(_Capsule(x))
@@ -156,6 +157,10 @@ def from_dlpack(x, element_dim: int = 0):
     if not arr.flags.c_contiguous:
         raise InteropError("fs.from_dlpack: the array is not C-contiguous (strides "
                            f"{arr.strides}); make it contiguous first (a copy) or pass a view that is")
+    if not arr.flags.writeable and type(x).__name__ == "PyCapsule":
+        raise InteropError("fs.from_dlpack: a bare DLPack capsule carries no read-only flag, so it "
+                           "is taken as read-only; pass the array itself (fs.from_dlpack(t)), whose "
+                           "__dlpack__ says whether it may be written")
     if not arr.flags.writeable:
         raise InteropError("fs.from_dlpack: the array is read-only (e.g. a JAX array); pass it to "
                            "a kernel's fs.types.ndarray() argument directly to read it in place")

@@ -131,3 +131,17 @@ def test_fs_ndarray_shares_memory_through_dlpack():
     t[2, 1] = 5.0
     assert nd[2, 1] == 5.0
     assert nd.to_torch().shape == (3, 2)
+
+
+def test_from_dlpack_refuses_what_it_cannot_share():
+    with pytest.raises(fs.FieldsimTypeError, match="not C-contiguous"):
+        fs.from_dlpack(torch.zeros(4, 2).t())
+    with pytest.raises(fs.FieldsimTypeError, match="complex64"):
+        fs.from_dlpack(np.zeros(3, dtype=np.complex64))
+    with pytest.raises(fs.FieldsimTypeError, match="capsule"):
+        fs.from_dlpack(torch.zeros(3).__dlpack__())
+    with pytest.raises(fs.FieldsimTypeError, match="element_dim"):
+        fs.from_dlpack(torch.zeros(3), element_dim=2)
+    x = fs.field(fs.f32, shape=3)
+    with pytest.raises(fs.FieldsimTypeError, match="torch.Tensor"):
+        x.from_torch(np.zeros(3))
