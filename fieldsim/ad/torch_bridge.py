@@ -146,6 +146,27 @@ class Recording:
                         found[f.uid] = f
         return found.values()
 
+    def _recache_views(self):
+        """Put this call's launch views (and their tensors' proxies) back in the caches the
+        replay looks them up in, so that it reuses their access checks instead of redoing them
+        (later calls may have evicted them: those caches are small)."""
+        from fieldsim.ad.tape import _Launch
+        from fieldsim.lang import ndarray as nd
+        for entry in self.tape.entries:
+            view = entry.ck if isinstance(entry, _Launch) else None
+            proxies = getattr(view, "proxies", None)
+            if not proxies:
+                continue
+            base = next((c for c in entry.kernel._cache.values() if c.program is view.program
+                         and c is not view), None)
+            if base is None or getattr(base, "nd_views", None) is None:
+                continue
+            for p in proxies:
+                key = getattr(p, "cache_key", None)
+                if key is not None:
+                    nd._TENSORS[key] = p
+            base.nd_views[tuple((id(p), p.shape) for p in proxies)] = view
+
     def backward(self, seeds, inputs):
         """`seeds`: [(output array, its incoming gradient as numpy)]; `inputs`: the input arrays
         (None for non-float inputs). Returns a numpy gradient (or None) per input."""
@@ -164,6 +185,7 @@ class Recording:
         for arr, g in seeds:
             buf = self.buffer(self.key(arr), arr, arr)
             buf += g.reshape(buf.shape).astype(buf.dtype, copy=False)  # reads g, never aliases it
+        self._recache_views()
         interop._grad_provider.append(self)
         try:
             self.tape.backward()

@@ -205,7 +205,7 @@ def _external_tensor(owner, array, grad_arr, dtype, n, m, ndim_el, name):
     if len(_TENSORS) > 64:
         _TENSORS.clear()
     proxy = ExternalArray(array, dtype, n, m, ndim_el, name)
-    proxy.owner = owner
+    proxy.owner, proxy.cache_key = owner, key
     if grad_arr is not None:
         if grad_arr.shape != array.shape or grad_arr.dtype != array.dtype \
                 or not grad_arr.flags.c_contiguous:
