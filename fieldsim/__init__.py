@@ -62,6 +62,11 @@ types.is_integral, types.is_real, types.is_signed = (_types_extra.is_integral,
 types.quant, types.primitive_types = _types_extra.quant, _types_extra.primitive_types
 sym_eig, eig = _types_extra.sym_eig, _types_extra.eig
 
+from fieldsim.lang import interop as _interop
+
+_interop.install()  # to_torch/from_torch/__dlpack__ on fields and ndarrays
+from_dlpack = _interop.from_dlpack
+
 from fieldsim.lang import linalg as _linalg
 
 polar_decompose = _linalg.polar_decompose

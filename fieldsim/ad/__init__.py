@@ -11,3 +11,18 @@ __all__ = ["CheckpointInfo", "FwdMode", "GradcheckError", "GradcheckReport", "Ta
            "clear_all_duals", "clear_all_gradients", "func_grad", "func_replay", "grad_for",
            "grad_replaced", "gradcheck", "jacobian", "jacobian_fd", "jvp_for", "no_grad",
            "plot_jacobian", "write_tape_dot"]
+
+
+def torch_function(fn=None):
+    """`fs.ad.torch_function`: see fieldsim.ad.torch_bridge (imports torch on first use)."""
+    from fieldsim.ad.torch_bridge import torch_function as impl
+    return impl(fn)
+
+
+def jax_function(fn=None, **kwargs):
+    """`fs.ad.jax_function`: see fieldsim.ad.jax_bridge (imports JAX on first use)."""
+    from fieldsim.ad.jax_bridge import jax_function as impl
+    return impl(fn, **kwargs) if fn is not None else (lambda f: impl(f, **kwargs))
+
+
+__all__ += ["jax_function", "torch_function"]

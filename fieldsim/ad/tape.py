@@ -78,7 +78,12 @@ class Tape:
         if self.clear_gradients:
             clear_all_gradients()
         if self.loss is not None:
-            self.loss.storage.zero()
+            if _is_torch(self.loss):  # a torch tensor loss (Taichi takes one): zeroed in place
+                import torch
+                with torch.no_grad():
+                    self.loss.zero_()
+            else:
+                self.loss.storage.zero()
         self.state = _CheckerAdapter(self.validation)
         if self.validation:  # fields with gradients now carry validation state (snode.ptr)
             rt.adjoint_checkbits = True
@@ -155,7 +160,12 @@ class Tape:
     # ---- backward ---------------------------------------------------------------------------------
     def backward(self, loss=None, grads=None):
         """Seed `loss.grad[None] = 1` (or the given `grads`) and run the adjoints in reverse."""
-        if loss is not None:
+        if loss is not None and _is_torch(loss):
+            import torch
+            if loss.grad is None:  # the kernels' adjoints read it (fieldsim.lang.interop)
+                loss.grad = torch.zeros_like(loss)
+            loss.grad.fill_(1)
+        elif loss is not None:
             if loss.adjoint is None:
                 raise FieldsimError(f"loss field {loss.ir_name!r} has no gradient: declare it with "
                                     "needs_grad=True")
@@ -196,11 +206,33 @@ def _mode_none():
     return AutodiffMode.NONE
 
 
+class TapeLossError(FieldsimRuntimeError, ValueError):
+    """A Tape's loss that is not one differentiable element (Taichi raises a RuntimeError)."""
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "requires_grad")
+
+
 def _check_loss(loss):
     from fieldsim.lang.field import Field
     from fieldsim.lang.ndarray import Ndarray
-    if isinstance(loss, Ndarray) and loss.ndim_el == 0 and loss.shape in ((), (1,)):
-        pass  # Taichi takes an ndarray loss of one element, shape () or (1,)
+    if _is_torch(loss):  # Taichi's messages
+        if loss.numel() != 1:
+            raise TapeLossError("The loss of `Tape` must be a tensor only contains one element, got "
+                                f"shape {tuple(loss.shape)}")
+        if not loss.requires_grad:
+            raise TapeLossError("Gradients of loss are not allocated, please set requires_grad=True "
+                                "for all tensors that are required by autodiff.")
+        return
+    if isinstance(loss, Ndarray) and (loss.ndim_el != 0 or int(np.prod(loss.shape)) != 1):
+        raise TapeLossError("The loss of `Tape` must be an ndarray with only one element, got "
+                            f"{loss!r}")
+    if isinstance(loss, Ndarray) and loss.grad is None:
+        raise TapeLossError("Gradients of loss are not allocated, please set needs_grad=True for "
+                            "all ndarrays that are required by autodiff.")
+    if isinstance(loss, Ndarray):
+        pass  # Taichi takes an ndarray loss of one element
     elif not isinstance(loss, Field) or loss.shape != () or loss.ndim_el != 0:
         raise ValueError(f"the Tape's loss must be a 0-D scalar field (shape=()), got {loss!r}")
     if loss.adjoint is None:

@@ -463,6 +463,8 @@ class ExprMixin:
         return True
 
     def call(self, fn, args, kwargs, node):
+        if fn is builtins.print:  # whatever print is now (Ray, for one, replaces it at ray.init)
+            fn = _PRINT
         from fieldsim.lang.kernel import BoundFunc, Func, KernelObj
         from fieldsim.lang.matrix import Matrix, Vector
         if _hashable(fn) and fn in ops.KERNEL_BUILTINS:
@@ -729,9 +731,10 @@ def _py_anyall(name):
     return handler
 
 
+_PRINT = builtins.print  # as imported, before any tool replaced it
 _PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
                 float: _float_cast, len: _len, min: _py_minmax("min"),
-                max: _py_minmax("max"), abs: _py_abs, print: formatting.emit_print,
+                max: _py_minmax("max"), abs: _py_abs, _PRINT: formatting.emit_print,
                 builtins.range: lambda fe, a, k: _static_range(a)}
 
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError, Loc
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.lang import runtime
+from fieldsim.lang import interop, runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field, _resolve_dtype
 
@@ -195,6 +195,38 @@ def _external(array, dtype, n, m, ndim_el, name):
     return proxy
 
 
+# (memory, layout, gradient memory) -> ExternalArray of a tensor argument; it keeps up to 64
+# recent tensors alive (so their addresses stay theirs while cached)
+_TENSORS: dict = {}
+
+
+def _external_tensor(owner, array, grad_arr, dtype, n, m, ndim_el, name):
+    """A tensor argument as a field, one per memory (so two launches on one tensor are one
+    array to the checker and the Tape); it keeps the tensor alive, so its memory is not reused
+    while it is cached."""
+    gen = runtime.get().generation
+    key = (array.ctypes.data, array.shape, array.dtype.str, n, m, ndim_el, gen,
+           None if grad_arr is None else (grad_arr.ctypes.data, grad_arr.shape, grad_arr.dtype.str))
+    proxy = _TENSORS.get(key)
+    if proxy is not None:
+        return proxy
+    if len(_TENSORS) > 64:
+        _TENSORS.clear()
+    proxy = ExternalArray(array, dtype, n, m, ndim_el, name)
+    proxy.owner, proxy.cache_key = owner, key
+    if grad_arr is not None:
+        if grad_arr.shape != array.shape or grad_arr.dtype != array.dtype \
+                or not grad_arr.flags.c_contiguous:
+            raise NdarrayArgumentError(f"argument {name}: its gradient buffer does not match the "
+                                       f"array ({grad_arr.shape} {grad_arr.dtype} vs {array.shape} "
+                                       f"{array.dtype})")
+        g = ExternalArray(grad_arr, dtype, n, m, ndim_el, f"{name}.grad")
+        g.role, g.primal = "ndarray_grad", proxy
+        proxy.grad, proxy.needs_grad = g, True
+    _TENSORS[key] = proxy
+    return proxy
+
+
 # ---- binding a launch's array ---------------------------------------------------------------------
 class NdarraySpec:
     """What a compiled kernel is specialised on for one ndarray argument."""
@@ -280,6 +312,21 @@ def _bind_arg(ann, value, kname, pname, rt):
                                    _call_loc())
 
     copy_back = None
+    grad_arr = owner = None
+    if not isinstance(value, (Field, np.ndarray)) and interop.is_external(value):
+        # a torch tensor or a DLPack array (JAX): its host memory, in place; never a copy
+        owner = value
+        try:
+            value = interop.host_view(owner, f"kernel {kname!r} argument {pname}")
+        except interop.InteropError as err:
+            raise NdarrayArgumentError(err.message) from None
+        if not value.flags.c_contiguous:
+            raise bad(f"the {type(owner).__name__} is not C-contiguous (strides {value.strides}); "
+                      "call .contiguous() first (fieldsim never copies it silently)")
+        grad_arr = interop.tensor_grad_view(owner, value)
+    elif isinstance(value, np.ndarray) and interop._grad_provider and value.flags.c_contiguous:
+        owner = value  # inside fs.ad.jax_function: the bridge's buffer is its gradient
+        grad_arr = interop.tensor_grad_view(value, value)
     if isinstance(value, Field):
         if value.generation != rt.generation or value.storage is None:
             raise bad(f"{value.ir_name!r} has no data (from an earlier fs.init(), or not placed)")
@@ -314,10 +361,13 @@ def _bind_arg(ann, value, kname, pname, rt):
                           "provided")
             n, m, ndim_el = mt.n, (mt.m if mt.ndim == 2 else None), mt.ndim
         _check_element(ann, dtype, n, m, ndim_el, bad)
-        proxy = _external(value, dtype, n, m, ndim_el, pname)
+        if grad_arr is not None or owner is not None:
+            proxy = _external_tensor(owner, value, grad_arr, dtype, n, m, ndim_el, pname)
+        else:
+            proxy = _external(value, dtype, n, m, ndim_el, pname)
     else:
         raise bad(f"it is an ndarray (fs.types.ndarray()) but got {type(value).__name__}; pass "
-                  "an fs.ndarray or a numpy array")
+                  "an fs.ndarray, a numpy array, a torch tensor or a DLPack array")
     ndim = len(proxy.shape)
     if ann.ndim is not None and ann.ndim != ndim:
         raise bad(f"required array has ndim={ann.ndim}, array with {ndim + ndim_el} dimensions "
@@ -348,8 +398,11 @@ def check_writable(ck, templates, kname):
     for name, t in templates.items():
         if isinstance(t, BoundNdarray) and name in written and isinstance(t.proxy, ExternalArray) \
                 and not t.proxy.array.flags.writeable:
+            owner = getattr(t.proxy, "owner", None)
+            what = "numpy array" if owner is None or isinstance(owner, np.ndarray) else \
+                f"{type(owner).__name__} (e.g. a JAX array: immutable)"
             raise NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {name} - the "
-                                       "kernel writes it but the numpy array is read-only",
+                                       f"kernel writes it but the {what} is read-only",
                                        _call_loc())
 
 

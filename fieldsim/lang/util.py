@@ -1,7 +1,7 @@
 """`taichi.lang.util`'s helpers that Taichi programs import: which array libraries are present.
 
-fieldsim takes numpy arrays and its own `fs.ndarray`s as ndarray arguments; torch and paddle
-tensors are not accepted (`has_pytorch()` still says whether torch is installed, as in Taichi).
+fieldsim takes numpy arrays, its own `fs.ndarray`s, torch tensors and DLPack arrays (JAX) as
+ndarray arguments (fieldsim.lang.interop); paddle tensors are not accepted.
 """
 from __future__ import annotations
 

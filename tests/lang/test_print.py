@@ -164,3 +164,23 @@ def test_format_argument_errors():
         unused(1.0)
     with pytest.raises(fs.FieldsimTypeError, match="'u' doesn't match 'i32'"):
         signed_as_unsigned(1)
+
+
+def test_print_is_the_kernels_print_even_when_builtins_print_was_replaced(capfd, monkeypatch):
+    # ray.init (and other tools) replace builtins.print; a kernel's print must still compile
+    import builtins
+    original = builtins.print
+
+    def safe_print(*args, **kwargs):
+        original(*args, **kwargs)
+
+    monkeypatch.setattr(builtins, "print", safe_print)
+    fs.init(arch=fs.cpu)
+
+    @fs.kernel
+    def k(n: fs.i32):
+        print("n =", n)
+
+    k(7)
+    fs.sync()
+    assert "n = 7" in capfd.readouterr().out
