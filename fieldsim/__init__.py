@@ -36,44 +36,31 @@ from fieldsim.lang.types import (f16, f32, f64, float16, float32, float64, i8, i
                                  int8, int16, int32, int64, u1, u8, u16, u32, u64, uint8, uint16,
                                  uint32, uint64)
 from fieldsim.gui import GUI
-from fieldsim import profiler, tools
+from fieldsim import tools
+from fieldsim.lang import profiler
 from fieldsim.tools import hex_to_rgb, rgb_to_hex
 from fieldsim import ad
 from fieldsim.ad import Tape
-from fieldsim.ad.stop_grad import stop_grad
+from fieldsim.lang.stop_grad import stop_grad
 from fieldsim.lang.hints import block_local, cache_read_only
 
 from fieldsim.lang.ndarray import Ndarray, ndarray
-from fieldsim.lang import ndarray as _nd
-
-types.ndarray = _nd.NdarrayType
-Matrix.ndarray = staticmethod(_nd.matrix_ndarray)
-Vector.ndarray = staticmethod(_nd.vector_ndarray)
-types.template = template
-types.f32, types.f64, types.i32, types.i64 = f32, f64, i32, i64
-from fieldsim.lang import struct as _struct
-
-types.struct = _struct.struct
-
-from fieldsim.lang import types_extra as _types_extra
-
-types.is_integral, types.is_real, types.is_signed = (_types_extra.is_integral,
-                                                     _types_extra.is_real, _types_extra.is_signed)
-types.quant, types.primitive_types = _types_extra.quant, _types_extra.primitive_types
-sym_eig, eig = _types_extra.sym_eig, _types_extra.eig
+from fieldsim.lang.types_extra import eig, sym_eig
 
 from fieldsim.lang import interop as _interop
 
 _interop.install()  # to_torch/from_torch/__dlpack__ on fields and ndarrays
 from_dlpack = _interop.from_dlpack
 
-from fieldsim.lang import linalg as _linalg
+from fieldsim import linalg as _linalg
 
 polar_decompose = _linalg.polar_decompose
 svd = _linalg.svd
 
+import fieldsim.runtime
+
 __version__ = "0.1.0"
 
-from fieldsim import compat as _compat
+from fieldsim.lang import compat as _compat
 
 __getattr__ = _compat.module_getattr  # Taichi names fieldsim lacks: a clear, located error

@@ -3,7 +3,7 @@ Taichi feature, in Python scope and in kernels; `hasattr` keeps working."""
 import pytest
 
 import fieldsim as fs
-from fieldsim.compat import FieldsimAttributeError
+from fieldsim.lang.compat import FieldsimAttributeError
 
 
 def test_unsupported_taichi_name_says_why_and_where():

@@ -11,12 +11,12 @@ draws and task structure are copied unchanged, so the primal results are bit-ide
 from __future__ import annotations
 
 from fieldsim.ad.rules import RULES
+from fieldsim.ir.activity import stopped_loads
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import Kernel, Op, Stmt
 
 
 def make_tangent(kernel: Kernel) -> Kernel:
-    from fieldsim.ad.stop_grad import stopped_loads
     t = _Tangent()
     t.stopped = stopped_loads(kernel.body)
     body = t.block(kernel.body)

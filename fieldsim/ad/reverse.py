@@ -46,6 +46,7 @@ from fieldsim.ad.rules import RULES
 from fieldsim.ad.stack import CapacityFormula
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.ir import dtypes as T
+from fieldsim.ir.activity import activity, stopped_loads
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import (
     PURE,
@@ -109,43 +110,10 @@ def _refuse_unsupported(k: Kernel):
                 "statement, or compute the value in a kernel outside the Tape)", s.loc)
 
 
-def activity(body, stopped: set[int] | None = None) -> set[int]:
-    """ids of the active statements (float values depending on a field with a grad, not read
-    under `fs.stop_grad`) and of the float ALLOCAs that store one. `stopped`: the kernel's
-    `stopped_loads`, when `body` is one task of it (a marker may sit in another task)."""
-    from fieldsim.ad.stop_grad import stopped_loads
-    stopped = stopped_loads(body) if stopped is None else stopped
-    active: set[int] = set()
-    stmts = [s for s in walk(body) if id(s) not in stopped]
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            for v in _activates(s, active):
-                if id(v) not in active and v.dtype is not None and v.dtype.is_float:
-                    active.add(id(v))
-                    changed = True
-    return active
-
-
-def _activates(s: Stmt, active) -> tuple:
-    """The statements (`s`, or the ALLOCAs it writes) that `s` makes active."""
-    if s.op == Op.LOCAL_STORE:
-        return (s.args[0],) if id(s.value) in active else ()
-    if s.op == Op.CUSTOM_GRAD and has_user_adjoint(s):  # it may pass gradients the code cannot
-        return tuple(s.attr.outputs) if any(id(a) in active for a in s.args) else ()
-    if s.op == Op.LOAD:
-        return (s,) if s.field.adjoint is not None else ()
-    if s.op == Op.LOCAL_LOAD or s.op in RULES:
-        return (s,) if any(id(a) in active for a in s.args) else ()
-    return ()
-
-
 class _KernelAD:
     """The adjoint kernel's top level: prologue copy, then the tasks' adjoints reversed."""
 
     def __init__(self, k: Kernel):
-        from fieldsim.ad.stop_grad import stopped_loads
         self.k = k
         self.stopped = stopped_loads(k.body)  # LOADs under fs.stop_grad, kernel-wide
         self.b = IRBuilder()

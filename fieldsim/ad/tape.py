@@ -9,8 +9,6 @@ A Tape whose body raised runs no backward.
 from __future__ import annotations
 
 import linecache
-import os
-import sys
 import warnings
 from contextlib import nullcontext
 
@@ -19,6 +17,7 @@ import numpy as np
 from fieldsim.errors import FieldsimError, FieldsimRuntimeError, Loc
 from fieldsim.ir.ir import GLOBAL_WRITE, Op, walk
 from fieldsim.lang import runtime
+from fieldsim.lang.compat import user_loc as _user_loc
 
 
 class _Launch:
@@ -249,8 +248,8 @@ class _CheckerAdapter:
         self.state = TapeState(validation=validation)
 
     def launch(self, kernel, ck, values):
+        from fieldsim.checks.access_rules import kernel_check
         from fieldsim.checks.validation import runner
-        from fieldsim.lang.kernel import kernel_check
         found = self.state.launch(ck.ir, kernel.__name__, kernel_check(ck), list(values))
         run = runner(ck, kernel.__name__, found, self.state)
         if run is None and found.kernel_checked:
@@ -262,22 +261,6 @@ class _CheckerAdapter:
 
     def unit(self, name, loc):
         return self.state.unit(name, loc)
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _user_loc() -> Loc | None:
-    """The innermost caller outside fieldsim (walking frames: `inspect.stack()` would read
-    the source of every frame on each Python-scope write)."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE):
-            line = linecache.getline(filename, frame.f_lineno).rstrip("\n")
-            return Loc(filename, frame.f_lineno, 0, None, frame.f_code.co_name, line)
-        frame = frame.f_back
-    return None
 
 
 def _warn_cut_chains(entries):

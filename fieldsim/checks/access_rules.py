@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Meet, exclusive, overlap
 from fieldsim.checks.index_forms import Forms, Site
 from fieldsim.errors import AccessRuleError, Loc
+from fieldsim.ir.activity import activity
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, replayed_block, walk
 from fieldsim.ir.printer import field_name
 
@@ -75,10 +76,18 @@ class Finding:
     how: str = ""  # 'same', 'iteration', 'thread' or 'task': how the second access follows
 
 
+def kernel_check(ck) -> KernelCheck:
+    """A compiled kernel's `KernelCheck` (effect table and symbolic findings), made once and
+    kept on it; `.run(values)` re-judges only the flagged pairs with a launch's argument
+    values."""
+    if ck.access_check is None:
+        ck.access_check = KernelCheck(ck.ir)
+    return ck.access_check
+
+
 # --------------------------------------------------------------------------------- summary
 def summarize(kernel: Kernel) -> list[Access]:
     """The kernel's effect table: every field access with its symbolic index forms."""
-    from fieldsim.ad.reverse import activity
     ix = _index(kernel)
     forms = Forms(ix.sites, ix.stores)
     active = activity(kernel.body)

@@ -101,7 +101,7 @@ class Op(enum.IntEnum):
     CUSTOM_ADJ_IN = enum.auto()
     CUSTOM_ADJ_OUT = enum.auto()
     # fs.stop_grad(x): no operands, no value; attr the field. In its block (and the blocks
-    # inside), LOADs of the field carry no derivative (`ad.stop_grad.stopped_loads`). Codegen
+    # inside), LOADs of the field carry no derivative (`ir.activity.stopped_loads`). Codegen
     # emits nothing for it.
     STOP_GRAD = enum.auto()
     # `print(...)` in a kernel: args are i64/u64/f64 values, attr the printf format string

@@ -8,10 +8,9 @@ made lazily from the same IR. Errors from compilation reach the user without int
 from __future__ import annotations
 
 import inspect
-import time
 import typing
 
-from fieldsim.errors import AccessRuleError, FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
+from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.ir import Kernel
 from fieldsim.ir.passes.run import run_pass
 from fieldsim.lang import runtime
@@ -21,10 +20,6 @@ from fieldsim.lang.field import Field
 from fieldsim.lang.ndarray import (
     NdarrayType,
     bind_arg,
-    bound_view,
-    check_writable,
-    copy_back,
-    refuse_grad_reads,
 )
 
 
@@ -243,90 +238,28 @@ class KernelObj:
         return run_pass("offload", offload, ir, verify=rt.debug, show=show), fe.hidden_fields
 
     def _compile(self, rt, templates, dtypes, ret) -> CompiledKernel:
-        t0 = time.perf_counter()
-        ir, hidden_fields = self.build_ir(rt, templates, dtypes, ret)
-        ck = CompiledKernel(self, ir, hidden_fields, [dtypes[p.name] for p in ir.params
-                                                        if not p.template], ret)
-        ck.program = rt.backend().compile(ir, rt)
-        rt.stats["compile_s"] += time.perf_counter() - t0
-        return ck
+        return _driver().compile(self, rt, templates, dtypes, ret)
 
     def __call__(self, *args, **kwargs):
-        rt = runtime.get()
-        checked_run = None  # Tape(validation=True): runs the launch checked per element
-        try:
-            templates, key, values, dtypes, ret = self.bind(args, kwargs)
-            ck = self.compiled(templates, key, dtypes, ret)
-            if templates:
-                check_writable(ck, templates, self.__name__)
-            if rt.tape is not None and rt.no_grad_depth == 0:
-                checked_run = rt.tape.on_launch(self, bound_view(ck, templates), args, kwargs, values)
-        except FieldsimError as err:
-            raise err.with_traceback(None) from None
-        rt.launch_counter += 1
-        rng_key = _rng_key(rt.random_seed, rt.launch_counter)
-        self.last_rng_key = rng_key
-        if rt.tape is not None and rt.no_grad_depth == 0:
-            rt.tape.set_last_rng_key(rng_key)
-        program = ck.program
-        if rt.fwd_mode is not None and rt.no_grad_depth == 0:
-            from fieldsim.ad.fwd_mode import tangent_program
-            try:
-                program = tangent_program(ck, rt)
-            except FieldsimError as err:
-                raise err.with_traceback(None) from None
-        if checked_run is not None:
-            try:
-                result = checked_run(program, values, rng_key)
-            except AccessRuleError as err:
-                raise err.with_traceback(None) from None
-        else:
-            from fieldsim.profiler import timed
-            result = timed(rt, self.__name__, lambda: rt.backend().launch(program, values, rng_key))
-        if templates:  # ndarray arguments given as Fortran-order numpy arrays
-            copy_back(templates)
-        return result
+        return _driver().launch(self, args, kwargs)
 
     def launch_adjoint(self, args, kwargs=None, rng_key=None, check=False):
         """Run the adjoint. The access rules are judged with this launch's argument values
         when `check` (a user's `kernel.grad(...)`) or when no Tape launch has judged them."""
-        rt = runtime.get()
-        try:
-            templates, key, values, dtypes, ret = self.bind(args, kwargs or {})
-            ck = self.compiled(templates, key, dtypes, ret)
-            checked = bound_view(ck, templates)  # ndarray arguments: judged on this launch's arrays
-            if checked is not ck:
-                refuse_grad_reads(ck, self.__name__)
-            if check or not checked.checked:
-                kernel_check(checked).run(values)
-            program = adjoint_program(ck, rt)
-        except FieldsimError as err:
-            raise err.with_traceback(None) from None
-        from fieldsim.profiler import timed
-        rng = self.last_rng_key if rng_key is None else rng_key
-        timed(rt, f"{self.__name__}.grad",
-              lambda: rt.backend().launch(program, values, rng, adjoint=True))
+        _driver().launch_adjoint(self, args, kwargs, rng_key, check)
 
 
-def kernel_check(ck: CompiledKernel):
-    """The kernel's `checks.access_rules.KernelCheck` (effect table and symbolic findings), made
-    once; `.run(values)` re-judges only the flagged pairs with a launch's argument values."""
-    if ck.access_check is None:
-        from fieldsim.checks.access_rules import KernelCheck
-        ck.access_check = KernelCheck(ck.ir)
-    return ck.access_check
+_DRIVER = []  # the pipeline driver `fieldsim.runtime` installs (compile, launch, adjoint)
 
 
-def adjoint_program(ck: CompiledKernel, rt):
-    """The adjoint of a compiled kernel (reverse AD, compiled; made once). Callers judge the
-    access rules first (`kernel_check`)."""
-    if ck.adjoint is None:
-        from fieldsim.ad.reverse import make_adjoint
-        t0 = time.perf_counter()
-        adj_ir = run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)
-        ck.adjoint = (adj_ir, rt.backend().compile(adj_ir, rt))
-        rt.stats["compile_s"] += time.perf_counter() - t0
-    return ck.adjoint[1]
+def install_driver(driver):
+    """Called once by `fieldsim.runtime`: kernel objects hand compiling and launching to it,
+    so this module needs nothing of the passes above the language layer."""
+    _DRIVER[:] = [driver]
+
+
+def _driver():
+    return _DRIVER[0]  # `import fieldsim` (the parent package of every module) installed it
 
 
 class _AdjointLauncher:
@@ -393,7 +326,8 @@ def _hashkey(v):
         return id(v)
 
 
-def _rng_key(seed: int, counter: int) -> int:
+def rng_key_of(seed: int, counter: int) -> int:
+    """The random stream key of one launch (a kernel's `fs.random` draws from it)."""
     x = (seed * 0x9E3779B97F4A7C15 + counter * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
     x ^= x >> 31
     return x & 0x7FFFFFFFFFFFFFFF

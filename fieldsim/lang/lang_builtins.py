@@ -6,7 +6,7 @@ Each name works in Python scope (plain numpy/Python behaviour) and is registered
 same counter-based stream as `fs.random` (so a replayed launch draws the same numbers);
 `fs.static(x)` of a runtime value raises a located `FieldsimSyntaxError`. (`fs.static_assert`,
 `fs.block_local` and `fs.stop_grad` live with their owners: lang/extra_ops.py, lang/hints.py,
-ad/stop_grad.py.)
+lang/stop_grad.py.)
 """
 from __future__ import annotations
 

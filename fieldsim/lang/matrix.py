@@ -67,6 +67,12 @@ class Matrix:
         return F.Field(dtype, shape, name, needs_grad, needs_dual, n=n, m=m, ndim_el=2,
                        offset=offset)
 
+    @staticmethod
+    def ndarray(n, m, dtype, shape, needs_grad=False, layout=None):
+        """`fs.Matrix.ndarray(n, m, dtype, shape)`: an ndarray of n x m matrices."""
+        from fieldsim.lang.ndarray import matrix_ndarray
+        return matrix_ndarray(n, m, dtype, shape, needs_grad, layout)
+
     # -- numpy-like value behaviour
     @property
     def n(self):
@@ -188,8 +194,8 @@ class Matrix:
     def transpose(self): return Matrix(self._a.reshape(self.n, -1).T)
     def trace(self):
         if self._a.ndim != 2 or self.n != self.m:
-            from fieldsim.ad.tape import _user_loc
             from fieldsim.errors import FieldsimTypeError
+            from fieldsim.lang.compat import user_loc as _user_loc
             raise FieldsimTypeError(f"trace: expected a square matrix, got shape {self._a.shape}",
                                     _user_loc())
         return np.trace(self._a).item()
@@ -264,6 +270,12 @@ class Vector(Matrix):
     def field(n, dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None):
         return F.Field(dtype, shape, name, needs_grad, needs_dual, n=n, ndim_el=1, offset=offset)
+
+    @staticmethod
+    def ndarray(n, dtype, shape, needs_grad=False, layout=None):
+        """`fs.Vector.ndarray(n, dtype, shape)`: an ndarray of n-vectors."""
+        from fieldsim.lang.ndarray import vector_ndarray
+        return vector_ndarray(n, dtype, shape, needs_grad, layout)
 
     @classmethod
     def zero(cls, dt, n):

@@ -102,13 +102,13 @@ class Runtime:
                  offline_cache_file_path=None, kernel_profiler=False, **taichi_options):
         unknown = sorted(k for k in taichi_options if k not in TAICHI_ONLY_OPTIONS)
         if unknown:
-            from fieldsim.compat import user_loc
+            from fieldsim.lang.compat import user_loc
             raise InitOptionError(f"fs.init() got unknown option(s) {', '.join(unknown)}; valid options: "
                             f"{', '.join(FIELDSIM_OPTIONS)} (and Taichi's, accepted without "
                             f"effect: {', '.join(sorted(TAICHI_ONLY_OPTIONS))})", user_loc())
         self.ignored_options = dict(taichi_options)  # accepted for Taichi programs; see above
         self.kernel_profiler = bool(kernel_profiler)
-        from fieldsim.profiler import KernelProfile
+        from fieldsim.lang.profiler import KernelProfile
         self.profile = KernelProfile()
         self.arch = _resolve_arch(arch)
         self.default_fp = _dtype(default_fp, T.f32)
@@ -141,12 +141,7 @@ class Runtime:
 
     def backend(self):
         if self.device is None:
-            if self.arch == cuda:
-                from fieldsim.codegen.cuda import CudaBackend
-                self.device = CudaBackend(self)
-            else:
-                from fieldsim.codegen.cpu import CpuBackend
-                self.device = CpuBackend(self)
+            self.device = HOOKS["make_backend"](self)
         return self.device
 
 
@@ -193,12 +188,13 @@ def _resolve_arch(arch):
 
 def _cuda_reason():
     """None when a CUDA device can be used, else why not."""
-    from fieldsim.codegen import cuda as cuda_backend
-    try:
-        cuda_backend.driver()
-        return None
-    except Exception as err:  # noqa: BLE001 - whatever the driver bindings say
-        return str(err) or type(err).__name__
+    return HOOKS["cuda_reason"]()
+
+
+# What this layer asks of the backends, installed by `fieldsim.runtime` (which may import
+# them): `make_backend(rt)` -> the device object for rt.arch; `cuda_reason()` -> None or why
+# no CUDA device can be used.
+HOOKS: dict = {}
 
 
 _current: Runtime | None = None

@@ -121,3 +121,25 @@ def is_signed(dt) -> bool:
 
 
 primitive_types = __import__("sys").modules[__name__]  # `ti.types.primitive_types.all_types`
+
+
+# Names of `fs.types` defined in modules that import this one: resolved on first use.
+_ELSEWHERE = {
+    "ndarray": ("fieldsim.lang.ndarray", "NdarrayType"),
+    "template": ("fieldsim.lang.kernel", "template"),
+    "struct": ("fieldsim.lang.struct", "struct"),
+    "is_integral": ("fieldsim.lang.types_extra", "is_integral"),
+    "is_real": ("fieldsim.lang.types_extra", "is_real"),
+    "is_signed": ("fieldsim.lang.types_extra", "is_signed"),
+    "quant": ("fieldsim.lang.types_extra", "quant"),
+    "primitive_types": ("fieldsim.lang.types_extra", "primitive_types"),
+}
+
+
+def __getattr__(name):
+    where = _ELSEWHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'fieldsim.types' has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(where[0]), where[1])
+

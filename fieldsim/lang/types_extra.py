@@ -43,7 +43,7 @@ primitive_types = SimpleNamespace(
 
 def _unsupported(kind):
     def make(*args, **kwargs):
-        from fieldsim.ad.tape import _user_loc
+        from fieldsim.lang.compat import user_loc as _user_loc
         raise FieldsimTypeError(
             f"ti.types.quant.{kind} (quantized types stored in bit-packed fields) is not "
             "supported by fieldsim; use a primitive type such as ti.i8/ti.i16/ti.f16", _user_loc())
@@ -60,7 +60,7 @@ def _unsupported_linalg(name, hint):
     from fieldsim.lang import ops
 
     def fn(*args, **kwargs):
-        from fieldsim.ad.tape import _user_loc
+        from fieldsim.lang.compat import user_loc as _user_loc
         raise FieldsimTypeError(f"ti.{name} is not supported by fieldsim; {hint}", _user_loc())
 
     def kernel(fe, node, args, kw):

@@ -12,7 +12,7 @@ import random
 import pytest
 
 from fieldsim.checks import Answer, TapeState, check_kernel, same_element_possible, summarize
-from fieldsim.ad.reverse import activity
+from fieldsim.ir.activity import activity
 from fieldsim.checks.access_rules import KernelCheck, findings
 from fieldsim.errors import AccessRuleError, Loc
 from fieldsim.ir.builder import IRBuilder

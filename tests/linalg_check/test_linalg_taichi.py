@@ -1,4 +1,4 @@
-"""Validates fieldsim/lang/linalg.py (fs.svd, fs.polar_decompose) by compiling it with Taichi.
+"""Validates fieldsim/linalg.py (fs.svd, fs.polar_decompose) by compiling it with Taichi.
 
 The module is plain DSL code using names that Taichi also has (func, static, select, sqrt, abs,
 max, cast, Matrix, Vector), so it is imported with `fieldsim` aliased to `taichi` and run in
@@ -17,7 +17,7 @@ import pytest
 
 ti = pytest.importorskip("taichi")
 
-_PATH = pathlib.Path(__file__).resolve().parents[2] / "fieldsim" / "lang" / "linalg.py"
+_PATH = pathlib.Path(__file__).resolve().parents[2] / "fieldsim" / "linalg.py"
 
 
 def _load_linalg():

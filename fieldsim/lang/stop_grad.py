@@ -3,15 +3,15 @@ gradient in the block where it is called (reads before the call included, as in 
 the blocks inside it.
 
 Takes a field (scalar, vector or matrix) in kernel scope and emits one `Op.STOP_GRAD` marker
-statement (no operands, no value; codegen emits nothing). `stopped_loads(body)` is what the AD
-passes ask: the LOADs under a marker of their field. Reverse AD leaves them inactive (no
+statement (no operands, no value; codegen emits nothing). `fieldsim.ir.activity.stopped_loads(body)` is what
+the AD passes ask: the LOADs under a marker of their field. Reverse AD leaves them inactive (no
 adjoint, nothing accumulated into `x.grad`), forward mode gives them a zero tangent. A marker at
 the kernel's top level covers the whole kernel, as Taichi differentiates before offloading.
 """
 from __future__ import annotations
 
 from fieldsim.errors import FieldsimError, FieldsimTypeError
-from fieldsim.ir.ir import Op, Stmt
+from fieldsim.ir.ir import Op
 from fieldsim.lang.field import Field
 from fieldsim.lang.ops import KERNEL_BUILTINS
 
@@ -33,32 +33,3 @@ def _stop_grad_kernel(fe, node, args, kwargs):
 
 
 KERNEL_BUILTINS[stop_grad] = _stop_grad_kernel
-
-
-def stopped_loads(body: list[Stmt]) -> set[int]:
-    """ids of the LOADs whose gradient is stopped by an `fs.stop_grad` marker."""
-    top = set()
-    for s in body:  # the kernel's own block: offload put its statements in SERIAL tasks
-        blocks = s.blocks[:1] if s.op == Op.SERIAL else [[s]]
-        top.update(id(m.attr) for blk in blocks for m in blk if m.op == Op.STOP_GRAD)
-    if not top and not any(s.op == Op.STOP_GRAD for s in _walk(body)):
-        return set()
-    out: set[int] = set()
-
-    def visit(block, stopped):
-        here = stopped | {id(s.attr) for s in block if s.op == Op.STOP_GRAD}
-        for s in block:
-            if s.op == Op.LOAD and id(s.field) in here:
-                out.add(id(s))
-            for blk in s.blocks:
-                visit(blk, here)
-
-    visit(body, frozenset(top))
-    return out
-
-
-def _walk(body):
-    for s in body:
-        yield s
-        for blk in s.blocks:
-            yield from _walk(blk)

@@ -49,11 +49,14 @@ UNSUPPORTED = {
 }
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fieldsim/
+
+
 def user_loc() -> Loc | None:
-    """The first frame outside fieldsim: the user's line that asked for the name."""
-    pkg = os.path.dirname(os.path.abspath(__file__))
+    """The innermost caller outside fieldsim: the user's line (walking frames: `inspect.stack()`
+    would read the source of every frame)."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
         frame = frame.f_back
     if frame is None:
         return None

@@ -1,0 +1,104 @@
+"""The pipeline driver: what runs when a kernel is compiled, launched, or differentiated.
+
+Takes a kernel object (`lang.kernel.KernelObj`) and a launch's arguments. Compiling a
+specialisation runs frontend -> offload (the kernel object's `build_ir`, through `run_pass`) ->
+the backend's `compile`; the adjoint (reverse AD) and tangent (forward AD) programs are made
+from the same IR on first use. A launch binds the arguments, lets an active Tape judge and
+record it (the access-rule checker, before anything runs), picks the primal or tangent
+program, and runs it on the backend, timed by the kernel profiler. An adjoint launch judges the
+access rules with its own argument values first when asked (`kernel.grad(...)`) or when no Tape
+launch has. Errors reach the user without fieldsim's frames.
+"""
+from __future__ import annotations
+
+import time
+
+from fieldsim.ad.fwd_mode import tangent_program
+from fieldsim.ad.reverse import make_adjoint
+from fieldsim.checks.access_rules import kernel_check
+from fieldsim.errors import AccessRuleError, FieldsimError
+from fieldsim.ir.passes.run import run_pass
+from fieldsim.lang import runtime
+from fieldsim.lang.kernel import CompiledKernel, rng_key_of
+from fieldsim.lang.ndarray import bound_view, check_writable, copy_back, refuse_grad_reads
+from fieldsim.lang.profiler import timed
+
+
+class Driver:
+    """Installed into `lang.kernel` by `fieldsim.runtime`; kernel objects call it."""
+
+    def compile(self, kernel, rt, templates, dtypes, ret) -> CompiledKernel:
+        t0 = time.perf_counter()
+        ir, hidden_fields = kernel.build_ir(rt, templates, dtypes, ret)
+        ck = CompiledKernel(kernel, ir, hidden_fields,
+                            [dtypes[p.name] for p in ir.params if not p.template], ret)
+        ck.program = rt.backend().compile(ir, rt)
+        rt.stats["compile_s"] += time.perf_counter() - t0
+        return ck
+
+    def launch(self, kernel, args, kwargs):
+        rt = runtime.get()
+        recording = rt.tape is not None and rt.no_grad_depth == 0
+        checked_run = None  # Tape(validation=True): runs the launch checked per element
+        try:
+            templates, key, values, dtypes, ret = kernel.bind(args, kwargs)
+            ck = kernel.compiled(templates, key, dtypes, ret)
+            if templates:
+                check_writable(ck, templates, kernel.__name__)
+            if recording:
+                checked_run = rt.tape.on_launch(kernel, bound_view(ck, templates), args, kwargs,
+                                                values)
+        except FieldsimError as err:
+            raise err.with_traceback(None) from None
+        rt.launch_counter += 1
+        rng_key = rng_key_of(rt.random_seed, rt.launch_counter)
+        kernel.last_rng_key = rng_key
+        if recording:
+            rt.tape.set_last_rng_key(rng_key)
+        program = ck.program
+        if rt.fwd_mode is not None and rt.no_grad_depth == 0:
+            try:
+                program = tangent_program(ck, rt)
+            except FieldsimError as err:
+                raise err.with_traceback(None) from None
+        if checked_run is not None:
+            try:
+                result = checked_run(program, values, rng_key)
+            except AccessRuleError as err:
+                raise err.with_traceback(None) from None
+        else:
+            result = timed(rt, kernel.__name__,
+                           lambda: rt.backend().launch(program, values, rng_key))
+        if templates:  # ndarray arguments given as Fortran-order numpy arrays
+            copy_back(templates)
+        return result
+
+    def launch_adjoint(self, kernel, args, kwargs=None, rng_key=None, check=False):
+        """Run the adjoint. The access rules are judged with this launch's argument values
+        when `check` (a user's `kernel.grad(...)`) or when no Tape launch has judged them."""
+        rt = runtime.get()
+        try:
+            templates, key, values, dtypes, ret = kernel.bind(args, kwargs or {})
+            ck = kernel.compiled(templates, key, dtypes, ret)
+            checked = bound_view(ck, templates)  # ndarray arguments: judged on this launch's arrays
+            if checked is not ck:
+                refuse_grad_reads(ck, kernel.__name__)
+            if check or not checked.checked:
+                kernel_check(checked).run(values)
+            program = adjoint_program(ck, rt)
+        except FieldsimError as err:
+            raise err.with_traceback(None) from None
+        rng = kernel.last_rng_key if rng_key is None else rng_key
+        timed(rt, f"{kernel.__name__}.grad",
+              lambda: rt.backend().launch(program, values, rng, adjoint=True))
+
+
+def adjoint_program(ck: CompiledKernel, rt):
+    """The adjoint of a compiled kernel (reverse AD, compiled; made once). Callers judge the
+    access rules first (`kernel_check`)."""
+    if ck.adjoint is None:
+        t0 = time.perf_counter()
+        adj_ir = run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)
+        ck.adjoint = (adj_ir, rt.backend().compile(adj_ir, rt))
+        rt.stats["compile_s"] += time.perf_counter() - t0
+    return ck.adjoint[1]
