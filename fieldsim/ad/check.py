@@ -59,7 +59,7 @@ from fieldsim.ad.checkpoint import (
     kernel_fields,
     run_forward,
 )
-from fieldsim.ad.tape import Tape, _Custom, _Launch, _PythonWrite
+from fieldsim.ad.tape import CustomEntry, LaunchEntry, PythonWriteEntry, Tape
 from fieldsim.errors import FieldsimError
 from fieldsim.ir.ir import Op, walk
 from fieldsim.lang import runtime
@@ -218,7 +218,7 @@ def tape_grad_check(tape, fields, eps=None, rtol=1e-2, atol=1e-4, n_directions=N
     if tape.loss is None:
         raise FieldsimError("Tape(grad_check=...) needs the Tape's loss")
     for e in tape.entries:
-        if isinstance(e, _PythonWrite):
+        if isinstance(e, PythonWriteEntry):
             raise FieldsimError(f"Tape(grad_check=...): a Python-scope write to {e.field.ir_name!r} "
                                 "was recorded on the Tape and cannot be replayed; use "
                                 "fs.ad.gradcheck(fn, inputs), which re-runs your function")
@@ -374,7 +374,7 @@ def _narrow(fn, loss, start, opts):
         fn()
     n = len(rec.entries)
     for k, (entry, pre, counter) in enumerate(zip(rec.entries, rec.snaps, rec.counters)):
-        if isinstance(entry, _PythonWrite):
+        if isinstance(entry, PythonWriteEntry):
             continue
         check = _check_entry(k, n, entry, pre, counter, rec.entry_fields(k), opts)
         if not check.ok:
@@ -415,11 +415,11 @@ def _check_entry(k, n, entry, pre, counter, rw, opts) -> EntryCheck:
 
 def describe_entry(entry) -> str:
     """'kernel 'name'(args) (file:line)' or 'grad_replaced function 'name' (backward 'g')'."""
-    if isinstance(entry, _Launch):
+    if isinstance(entry, LaunchEntry):
         loc = entry.kernel.def_loc()
         where = f" ({loc.file}:{loc.line})" if loc is not None else ""
         return f"kernel {entry.kernel.__name__!r}({format_args(entry.args, entry.kwargs)}){where}"
-    if isinstance(entry, _Custom):
+    if isinstance(entry, CustomEntry):
         grad = getattr(entry.fn, "grad", None)
         back = f" (its backward {getattr(grad, '__name__', grad)!r})" if grad is not None else ""
         return (f"grad_replaced function {entry.fn.__name__!r}"
@@ -442,7 +442,7 @@ def _fmt(v) -> str:
 
 
 def _custom_grad_note(entry) -> str:
-    if not isinstance(entry, _Launch):
+    if not isinstance(entry, LaunchEntry):
         return ""
     names = sorted({s.attr.name for s in walk(entry.ck.ir.body) if s.op == Op.CUSTOM_GRAD})
     if not names:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import weakref
 
-from fieldsim.ad.tape import Tape, _Custom, _Launch, field_sets, grad_replaced
+from fieldsim.ad.tape import CustomEntry, LaunchEntry, Tape, field_sets, grad_replaced
 from fieldsim.errors import FieldsimError
 from fieldsim.ir.ir import Op, walk
 from fieldsim.lang import runtime
@@ -132,10 +132,10 @@ def atomic_kinds(ck) -> dict:
 def touched_fields(entry) -> list:
     """The data fields a recorded entry may read or write, known before it runs (every data
     field for a grad_replaced unit)."""
-    if isinstance(entry, _Launch):
+    if isinstance(entry, LaunchEntry):
         reads, writes = kernel_fields(entry.ck)
         return list({**reads, **writes}.values())
-    if isinstance(entry, _Custom):
+    if isinstance(entry, CustomEntry):
         return data_fields()
     return [entry.field]
 
@@ -145,9 +145,9 @@ def run_forward(entry, counter=None):
     rt = runtime.get()
     if counter is not None:
         rt.launch_counter = counter
-    if isinstance(entry, _Launch):
+    if isinstance(entry, LaunchEntry):
         entry.kernel(*entry.args, **(entry.kwargs or {}))
-    elif isinstance(entry, _Custom):
+    elif isinstance(entry, CustomEntry):
         entry.fn(*entry.args, **(entry.kwargs or {}))
     else:
         raise FieldsimError(f"a Python-scope write to {entry.field.ir_name!r} recorded on a Tape "
@@ -205,9 +205,9 @@ class Recorder(Tape):
     def entry_fields(self, k) -> tuple[dict, dict]:
         """(reads, writes) of entry k: from the kernel's IR, or seen inside a unit."""
         e = self.entries[k]
-        if isinstance(e, _Launch):
+        if isinstance(e, LaunchEntry):
             return kernel_fields(e.ck)
-        if isinstance(e, _Custom):
+        if isinstance(e, CustomEntry):
             return self.inside.get(k, ({}, {}))
         return {}, {id(e.field): e.field}
 

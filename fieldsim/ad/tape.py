@@ -20,7 +20,11 @@ from fieldsim.lang import runtime
 from fieldsim.lang.compat import user_loc as _user_loc
 
 
-class _Launch:
+# ---- what a Tape records (`tape.entries`, in launch order); each knows its own backward ----------
+class LaunchEntry:
+    """A kernel launch: the kernel, its arguments, its compiled specialisation and the random
+    stream key it ran with (the adjoint replays the same stream)."""
+
     def __init__(self, kernel, args, kwargs, ck):
         self.kernel, self.args, self.kwargs, self.ck = kernel, args, kwargs, ck
         self.rng_key = None
@@ -29,7 +33,9 @@ class _Launch:
         self.kernel.launch_adjoint(self.args, self.kwargs, self.rng_key)
 
 
-class _Custom:
+class CustomEntry:
+    """A call of a `grad_replaced` function: one unit, differentiated by its `grad_for`."""
+
     def __init__(self, fn, args, kwargs):
         self.fn, self.args, self.kwargs = fn, args, kwargs
 
@@ -41,7 +47,7 @@ class _Custom:
         grad(*self.args, **self.kwargs)
 
 
-class _PythonWrite:
+class PythonWriteEntry:
     """A Python-scope write: its adjoint consumes the written elements' gradient."""
 
     def __init__(self, field, idx):
@@ -110,8 +116,8 @@ class Tape:
     @property
     def calls(self) -> list:
         """(callable, args) of each kernel launch and `grad_replaced` call recorded, in order."""
-        return [(e.kernel, e.args) if isinstance(e, _Launch) else (e.fn, e.args)
-                for e in self.entries if isinstance(e, (_Launch, _Custom))]
+        return [(e.kernel, e.args) if isinstance(e, LaunchEntry) else (e.fn, e.args)
+                for e in self.entries if isinstance(e, (LaunchEntry, CustomEntry))]
 
     @property
     def modes(self) -> list:
@@ -121,7 +127,7 @@ class Tape:
     def _restore_modes(self):
         """Kernels leave a validating Tape in AutodiffMode.NONE, as in Taichi."""
         for e in self.entries:
-            if isinstance(e, _Launch):
+            if isinstance(e, LaunchEntry):
                 e.kernel.autodiff_mode = _mode_none()
 
     def on_launch(self, kernel, ck, args, kwargs, values):
@@ -134,14 +140,14 @@ class Tape:
         if self.validation:
             from fieldsim.lang.enums import AutodiffMode
             kernel.autodiff_mode = AutodiffMode.VALIDATION
-        entry = _Launch(kernel, args, kwargs, ck)
+        entry = LaunchEntry(kernel, args, kwargs, ck)
         self.entries.append(entry)
         if run is not None:
             run.undo = lambda: self.entries.remove(entry)
         return run
 
     def set_last_rng_key(self, key):
-        if self.entries and isinstance(self.entries[-1], _Launch) and self.entries[-1].rng_key is None:
+        if self.entries and isinstance(self.entries[-1], LaunchEntry) and self.entries[-1].rng_key is None:
             self.entries[-1].rng_key = key
 
     def record_python_write(self, field, idx, what):
@@ -149,12 +155,12 @@ class Tape:
             self.state.python_write(field, idx, _user_loc(), what)
         if self.unit_depth:
             return
-        self.entries.append(_PythonWrite(field, idx))
+        self.entries.append(PythonWriteEntry(field, idx))
 
     def record_custom(self, fn, args, kwargs):
         if self.unit_depth:  # a grad_replaced call inside another: the outer backward covers it
             return
-        self.entries.append(_Custom(fn, args, kwargs))
+        self.entries.append(CustomEntry(fn, args, kwargs))
 
     # ---- backward ---------------------------------------------------------------------------------
     def backward(self, loss=None, grads=None):
@@ -268,7 +274,7 @@ def _warn_cut_chains(entries):
     kernels: the gradient would silently stop there."""
     written_from_grad: dict[int, object] = {}
     for e in entries:
-        if not isinstance(e, _Launch):
+        if not isinstance(e, LaunchEntry):
             continue
         reads, writes = field_sets(e.ck)
         for f in reads.values():

@@ -116,7 +116,7 @@ class Recording:
 
     # ---- forward and backward -------------------------------------------------------------------
     def forward(self, args):
-        from fieldsim.ad.tape import Tape, _Launch, field_sets
+        from fieldsim.ad.tape import LaunchEntry, Tape, field_sets
         rt = runtime.get()
         if rt.tape is not None:
             raise BridgeError(f"{_name(self.fn)}: called inside a fieldsim Tape; a bridged "
@@ -130,7 +130,7 @@ class Recording:
             interop._grad_provider.pop()
         # the fields' values at the end of this call: the replay reads them, and a later call
         # may overwrite them before this backward (snapshot, restored around the replay)
-        self.snapshots = {f.uid: (f, f.storage.to_numpy()) for f in self._fields(field_sets, _Launch)}
+        self.snapshots = {f.uid: (f, f.storage.to_numpy()) for f in self._fields(field_sets, LaunchEntry)}
         return out
 
     def _fields(self, field_sets, launch_type):
@@ -150,10 +150,10 @@ class Recording:
         """Put this call's launch views (and their tensors' proxies) back in the caches the
         replay looks them up in, so that it reuses their access checks instead of redoing them
         (later calls may have evicted them: those caches are small)."""
-        from fieldsim.ad.tape import _Launch
+        from fieldsim.ad.tape import LaunchEntry
         from fieldsim.lang import ndarray as nd
         for entry in self.tape.entries:
-            view = entry.ck if isinstance(entry, _Launch) else None
+            view = entry.ck if isinstance(entry, LaunchEntry) else None
             proxies = getattr(view, "proxies", None)
             if not proxies:
                 continue

@@ -24,7 +24,7 @@ import subprocess
 
 from fieldsim.ad.check import format_args
 from fieldsim.ad.checkpoint import atomic_kinds, is_data, kernel_fields
-from fieldsim.ad.tape import _Custom, _Launch, _PythonWrite
+from fieldsim.ad.tape import CustomEntry, LaunchEntry, PythonWriteEntry
 
 __all__ = ["write_tape_dot"]
 
@@ -67,11 +67,11 @@ class _Graph:
 
     # ---- entries ----
     def entry(self, k, entry):
-        if isinstance(entry, _Launch):
+        if isinstance(entry, LaunchEntry):
             self.launch(k, entry)
-        elif isinstance(entry, _Custom):
+        elif isinstance(entry, CustomEntry):
             self.custom(k, entry)
-        elif isinstance(entry, _PythonWrite):
+        elif isinstance(entry, PythonWriteEntry):
             self.python_write(k, entry)
 
     def launch(self, k, e):

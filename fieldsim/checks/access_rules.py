@@ -20,6 +20,7 @@ pairs with each launch's argument values; `check_kernel` is the one-shot form. B
 """
 from __future__ import annotations
 
+import enum
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -32,7 +33,26 @@ from fieldsim.ir.activity import activity
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, replayed_block, walk
 from fieldsim.ir.printer import field_name
 
-WRITES = frozenset({"store", "atomic_add", "atomic_other", "rmw"})
+
+class AccessKind(str, enum.Enum):
+    """What an `Access` does to its element (a str, so older comparisons with the text hold)."""
+
+    LOAD = "load"
+    STORE = "store"
+    ATOMIC_ADD = "atomic_add"  # add/sub
+    ATOMIC_OTHER = "atomic_other"  # min/max/mul/and/or/xor
+    RMW = "rmw"  # a store of a value computed from a load of the same element
+
+
+class Verdict(str, enum.Enum):
+    """How sure a `Finding` is: the rule is broken, or the analysis cannot decide."""
+
+    VIOLATION = "violation"
+    UNDECIDED = "undecided"
+
+
+WRITES = frozenset({AccessKind.STORE, AccessKind.ATOMIC_ADD, AccessKind.ATOMIC_OTHER,
+                    AccessKind.RMW})
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,7 +67,7 @@ class Access:
 
     field: Any
     indices: tuple[Affine, ...]
-    kind: str
+    kind: AccessKind
     task_index: int
     position: int
     thread_mode: str  # 'parallel' or 'serial'
@@ -68,7 +88,7 @@ class Access:
 @dataclass(frozen=True, eq=False)
 class Finding:
     rule: int  # 1 or 2
-    verdict: str  # 'violation' or 'undecided'
+    verdict: Verdict
     field: Any
     first: Access
     second: Access
@@ -154,24 +174,25 @@ def _accesses_of(s: Stmt, site: Site, forms: Forms, kernel: Kernel, used: bool) 
                                  for lp in site.loops),
               "guards": forms.guards(site.path)}
     if s.op == Op.LOAD:
-        return [Access(kind="load", **common)]
+        return [Access(kind=AccessKind.LOAD, **common)]
     if s.op == Op.STORE:
-        return [Access(kind="store", **common)]
+        return [Access(kind=AccessKind.STORE, **common)]
     op = s.attr[1]
-    write = Access(kind="atomic_add" if op in ("add", "sub") else "atomic_other", op=op, **common)
-    return [Access(kind="load", op=op, **common), write] if used else [write]
+    write = Access(kind=AccessKind.ATOMIC_ADD if op in ("add", "sub") else AccessKind.ATOMIC_OTHER,
+                   op=op, **common)
+    return [Access(kind=AccessKind.LOAD, op=op, **common), write] if used else [write]
 
 
 def _label_rmw(a: Access, accesses: list[Access], stores: dict) -> Access:
     """A store whose value comes from a load of the same element, same thread, same iteration."""
-    if a.kind != "store":
+    if a.kind is not AccessKind.STORE:
         return a
     for r in accesses:
-        if (r.kind == "load" and r.op is None and r.field is a.field and r.position < a.position
+        if (r.kind is AccessKind.LOAD and r.op is None and r.field is a.field and r.position < a.position
                 and r.task_index == a.task_index and r.indices == a.indices
                 and not exclusive(r.path, a.path)
                 and _depends(a.stmt.value, r.stmt, stores)):
-            return replace(a, kind="rmw")
+            return replace(a, kind=AccessKind.RMW)
     return a
 
 
@@ -214,7 +235,7 @@ def rule1(accesses: list[Access], env: dict | None = None, kernel: str = "?") ->
     out = []
     for group in _by_field(accesses):
         writes = [w for w in group if w.is_write]
-        for r in (a for a in group if a.kind == "load"):
+        for r in (a for a in group if a.kind is AccessKind.LOAD):
             for w in writes:
                 meet = later_meet(r, w, env)
                 if meet.answer:
@@ -256,9 +277,9 @@ def _in_order(w1: Access, w2: Access, env: dict | None) -> bool:
 
 
 def _accumulates(w1: Access, w2: Access) -> bool:
-    if w2.kind == "atomic_add":
+    if w2.kind is AccessKind.ATOMIC_ADD:
         return True
-    return w1.kind == w2.kind == "atomic_other" and w1.op == w2.op and w1.op in ("min", "max")
+    return w1.kind == w2.kind is AccessKind.ATOMIC_OTHER and w1.op == w2.op and w1.op in ("min", "max")
 
 
 def _by_field(accesses: list[Access]) -> list[list[Access]]:
@@ -275,7 +296,7 @@ def findings(accesses: list[Access], env: dict | None = None, kernel: str = "?")
 
 
 def _severity(f: Finding) -> tuple:
-    return (f.verdict != "violation", f.how == "thread", f.second.position, -f.rule,
+    return (f.verdict is not Verdict.VIOLATION, f.how == "thread", f.second.position, -f.rule,
             f.first.position)
 
 
@@ -306,7 +327,7 @@ class KernelCheck:
         `allow_undecided`); return the undecided findings (empty when everything is proven)."""
         found = self.judge(arg_values)
         for f in found:
-            if f.verdict == "violation" or not allow_undecided:
+            if f.verdict is Verdict.VIOLATION or not allow_undecided:
                 raise to_error(f)
         return found
 
@@ -349,11 +370,11 @@ def source(loc: Loc | None) -> str:
 def describe(a: Access) -> str:
     """What an access does to its field, as a verb phrase: 'reads x', 'stores to x', ..."""
     name = field_name(a.field)
-    if a.kind == "load":
+    if a.kind is AccessKind.LOAD:
         return f"reads the old value of {name} returned by atomic_{a.op}" if a.op else f"reads {name}"
-    return {"store": f"stores to {name}",
-            "rmw": f"updates {name} in place (read-modify-write)",
-            "atomic_add": f"atomically {'subtracts from' if a.op == 'sub' else 'adds to'} {name}",
+    return {AccessKind.STORE: f"stores to {name}",
+            AccessKind.RMW: f"updates {name} in place (read-modify-write)",
+            AccessKind.ATOMIC_ADD: f"atomically {'subtracts from' if a.op == 'sub' else 'adds to'} {name}",
             }.get(a.kind, f"applies atomic_{a.op} to {name}")
 
 
@@ -384,12 +405,12 @@ def _relation(rule: int, meet: Meet) -> str:
 
 def fix_hint(rule: int, second: Access, how: str = "", first: Access | None = None) -> str:
     """What to change, for a finding of `rule` whose offending access is `second`."""
-    if rule == 1 and first is not None and first.kind == "load" and first.op is not None:
+    if rule == 1 and first is not None and first.kind is AccessKind.LOAD and first.op is not None:
         return ("the adjoint cannot recompute the value an atomic returned (a counter, a slot): "
                 "put the atomic in an `@fs.func` and give it an `@fs.ad.func_replay` that "
                 "returns the value the forward pass stored (e.g. `slot[i]`), or compute the "
                 "value in a kernel outside the Tape.")
-    if rule == 2 and second.kind == "store":
+    if rule == 2 and second.kind is AccessKind.STORE:
         return ("write each element once per kernel: accumulate with `+=` (an atomic add), or "
                 "combine the values in a local and store it once; or split the kernel, since a "
                 "later kernel on the Tape may overwrite an element that nobody has read yet.")
@@ -397,7 +418,7 @@ def fix_hint(rule: int, second: Access, how: str = "", first: Access | None = No
         return ("`*=`, `/=` and atomic_mul/min/max are not linear in the earlier writes: compute "
                 "the whole value in a local and write it once, or write the result to another "
                 "field in a separate kernel (`loss2[None] = loss[None] * x[i]`).")
-    if second.kind == "rmw":
+    if second.kind is AccessKind.RMW:
         return ("do not update in place: write the result to another field (`y[i] = x[i] * 2`), "
                 "or keep one slice per time step (`x[t+1, i] = f(x[t, i])`).")
     if how == "thread":
@@ -409,9 +430,9 @@ def fix_hint(rule: int, second: Access, how: str = "", first: Access | None = No
 
 
 def _finding(rule: int, kernel: str, first: Access, second: Access, meet: Meet) -> Finding:
-    verdict = "violation" if meet.answer >= Answer.MAYBE else "undecided"
+    verdict = Verdict.VIOLATION if meet.answer >= Answer.MAYBE else Verdict.UNDECIDED
     hint = fix_hint(rule, second, meet.how, first)
-    fix = UNDECIDED_TEXT + hint if verdict == "undecided" else "To fix: " + hint
+    fix = UNDECIDED_TEXT + hint if verdict is Verdict.UNDECIDED else "To fix: " + hint
     message = "\n".join([
         RULE_TEXT[rule],
         f"Kernel '{kernel}' breaks it on field '{field_name(first.field)}':",

@@ -40,6 +40,7 @@ from fieldsim.checks.access_rules import (
     Access,
     Finding,
     KernelCheck,
+    Verdict,
     arg_env,
     describe,
     source,
@@ -351,11 +352,11 @@ def _message(first: Origin, second: Origin, element_line: str, tail: str) -> str
 
 
 def _finding(read_box: tuple, first: Origin, box: tuple, second: Origin, sure: list) -> Finding:
-    verdict = "violation" if sure else "undecided"
+    verdict = Verdict.VIOLATION if sure else Verdict.UNDECIDED
     name = field_name(first.access.field)
     elements = ", ".join(x.text(y) for x, y in zip(read_box, box))
     line = f"  elements in both: {name}[{elements}]" if elements else f"  element: {name}[None]"
-    tail = (UNDECIDED_TEXT if verdict == "undecided" else "To fix: ") + _FIX
+    tail = (UNDECIDED_TEXT if verdict is Verdict.UNDECIDED else "To fix: ") + _FIX
     return Finding(1, verdict, first.access.field, first.access, second.access,
                    _message(first, second, line, tail))
 
@@ -369,5 +370,5 @@ def _exact_finding(first: Origin, second: Origin, element: tuple, count: int,
     done = ("the offending launch was undone: the fields it writes hold their earlier values"
             if ran else "the offending write was refused before it ran")
     line = f"  element in both: {name}[{text}]{more}, found by Tape(validation=True); {done}."
-    return Finding(1, "violation", first.access.field, first.access, second.access,
+    return Finding(1, Verdict.VIOLATION, first.access.field, first.access, second.access,
                    _message(first, second, line, "To fix: " + _FIX))

@@ -42,7 +42,9 @@ import numpy as np
 from fieldsim.checks.access_rules import (
     RULE_TEXT,
     Access,
+    AccessKind,
     Finding,
+    Verdict,
     access_lines,
     fix_hint,
     is_parallel_task,
@@ -105,9 +107,9 @@ class FieldTags:
 
 
 def _class_of(a: Access) -> int:
-    if a.kind == "atomic_add":
+    if a.kind is AccessKind.ATOMIC_ADD:
         return ADD
-    if a.kind == "atomic_other" and a.op in ("min", "max"):
+    if a.kind is AccessKind.ATOMIC_OTHER and a.op in ("min", "max"):
         return MIN if a.op == "min" else MAX
     return STORE
 
@@ -120,7 +122,7 @@ def _has_grad(f) -> bool:
 def watched_sites(check) -> list[Site]:
     """Accesses named in an undecided finding, and reads/writes whose element set some launch
     may find inexact (the Tape then asks for the elements they touched)."""
-    chosen = {id(a): a for f in check.symbolic if f.verdict == "undecided" for a in (f.first, f.second)}
+    chosen = {id(a): a for f in check.symbolic if f.verdict is Verdict.UNDECIDED for a in (f.first, f.second)}
     for a in check.accesses:
         if _may_be_inexact(a):
             chosen.setdefault(id(a), a)
