@@ -12,6 +12,7 @@ generation entirely.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import itertools
 import math
 import os
@@ -25,6 +26,7 @@ import numpy as np
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import Target, lower_kernel
+from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Kernel, Op
 
@@ -95,7 +97,7 @@ class CpuBackend:
         self.pool = None
         self.threads = max(1, rt.num_threads)
         self.launcher = launch_common.Launcher(self)
-        self.counter = 0
+        self.loaded = {}  # symbol -> task function addresses of objects in the engine
 
     # ---- storage ---------------------------------------------------------------------------------
     def allocate(self, shape, dtype):
@@ -111,16 +113,33 @@ class CpuBackend:
 
     # ---- compile ---------------------------------------------------------------------------------
     def compile(self, kernel: Kernel, rt) -> CpuProgram:
-        self.counter += 1
-        symbol = f"fs_{safe_symbol(kernel.name)}_{self.counter}"
-        module, info = lower_kernel(kernel, symbol, self.target, rt.debug)
+        # The symbol is named after the IR's content, not a compile counter, so the cache key
+        # does not depend on compile order and a cached object always defines the symbols
+        # looked up below. The same IR compiled twice shares one loaded object.
+        placeholder = f"fs_{safe_symbol(kernel.name)}_SYMBOL"
+        module, info = lower_kernel(kernel, placeholder, self.target, rt.debug)
         text = str(module)
-        obj = self._cached_object(text, rt)
+        symbol = f"fs_{safe_symbol(kernel.name)}_{hashlib.sha256(text.encode()).hexdigest()[:20]}"
+        text = text.replace(placeholder, symbol)
+        info.symbol = symbol
+        for t in info.tasks:
+            t["symbol"] = t["symbol"].replace(placeholder, symbol)
         with _llvm_lock:
-            self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            self.engine.finalize_object()
-            fns = [_TASK_FN(self.engine.get_function_address(t["symbol"])) for t in info.tasks]
-        return CpuProgram(info, fns)
+            addrs = self.loaded.get(symbol)
+        if addrs is None:
+            obj = self._cached_object(text, rt)
+            with _llvm_lock:
+                addrs = self.loaded.get(symbol)
+                if addrs is None:
+                    self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+                    self.engine.finalize_object()
+                    addrs = [self.engine.get_function_address(t["symbol"]) for t in info.tasks]
+                    self.loaded[symbol] = addrs
+        if not all(addrs):
+            raise FieldsimRuntimeError(f"kernel {kernel.name!r}: its compiled object lacks a task "
+                                       "function (an invalid compile cache entry?); run "
+                                       "`python -m fieldsim cache clear`")
+        return CpuProgram(info, [_TASK_FN(a) for a in addrs])
 
     def _cached_object(self, ir_text: str, rt) -> bytes:
         parts = [COMPILER_VERSION, llvmlite.__version__, self.cpu, self.features, ir_text]

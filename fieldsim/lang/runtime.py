@@ -29,8 +29,9 @@ class Runtime:
         self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
         self.debug = bool(debug)
         self.offline_cache = bool(offline_cache) and os.environ.get("FIELDSIM_OFFLINE_CACHE", "1") != "0"
-        self.cache_dir = offline_cache_file_path or os.environ.get(
-            "FIELDSIM_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "fieldsim"))
+        # An empty FIELDSIM_CACHE_DIR means the default, not the working directory.
+        self.cache_dir = offline_cache_file_path or os.environ.get("FIELDSIM_CACHE_DIR") or \
+            os.path.join(os.path.expanduser("~"), ".cache", "fieldsim")
         self.ad_stack_size = int(ad_stack_size) if ad_stack_size else 256
         self.fields: list = []
         self.generation = _next_generation()
