@@ -515,7 +515,14 @@ class TaskLowering:
         if src.is_float and dst.is_float:
             return b.fpext(v, ty) if dst.bits > src.bits else b.fptrunc(v, ty)
         if src.is_float:
-            return b.fptosi(v, ty) if dst.is_signed else b.fptoui(v, ty)
+            # Saturating: NaN gives 0 and out-of-range values the nearest bound (plain fptosi
+            # gives poison, i.e. arbitrary values, for `int(nan)` or `int(1e30)`).
+            kind = "si" if dst.is_signed else "ui"
+            fname = {"half": "f16", "float": "f32", "double": "f64"}[str(v.type)]
+            name = f"llvm.fpto{kind}.sat.i{ty.width}.{fname}"
+            module = self.cg.module
+            fn = module.globals.get(name) or L.Function(module, L.FunctionType(ty, [v.type]), name)
+            return b.call(fn, [v])
         if dst.is_float:
             return b.sitofp(v, ty) if src.is_signed else b.uitofp(v, ty)
         if dst.bits > src.bits:
