@@ -7,6 +7,7 @@ After each task the error words are read; a set error raises the matching user-f
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 
@@ -33,6 +34,10 @@ from fieldsim.errors import (
 )
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Op, Stmt
+
+
+_EMPTY = np.zeros(0, dtype=np.uint8)
+_frame_lock = threading.Lock()
 
 
 class _Frame:
@@ -74,19 +79,32 @@ class _Frame:
 
 
 class Launcher:
+    """Launches programs on a backend. The AD-stack scratch buffer belongs to the launching
+    thread: launches from several Python threads never share (or free) each other's stacks,
+    and a buffer only grows between launches of its own thread."""
+
     def __init__(self, backend):
         self.backend = backend
-        self.scratch = np.zeros(0, dtype=np.uint8)
+        self._local = threading.local()
+
+    @property
+    def scratch(self):
+        return getattr(self._local, "scratch", _EMPTY)
+
+    @scratch.setter
+    def scratch(self, value):
+        self._local.scratch = value
 
     def launch(self, program, args, rng_key):
         info = program.info
         rt = self.backend.rt
-        frame = program.frame
-        if frame is None or frame.busy:  # busy: a launch of it from another Python thread
-            frame = _Frame(info)
-            if program.frame is None:
-                program.frame = frame
-        frame.busy = True
+        with _frame_lock:  # test-and-set: two threads must never both take a free frame
+            frame = program.frame
+            if frame is None or frame.busy:  # busy: a launch of it from another Python thread
+                frame = _Frame(info)
+                if program.frame is None:
+                    program.frame = frame
+            frame.busy = True
         try:
             frame.fill(info, args, rng_key)
             caps = self.set_stacks(frame, info, args, rt.ad_stack_size)

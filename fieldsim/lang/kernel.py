@@ -16,7 +16,7 @@ from fieldsim.ir.ir import Kernel
 from fieldsim.ir.passes.run import run_pass
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
-from fieldsim.lang.field import Field
+from fieldsim.lang.template_key import template_key
 
 
 class Template:
@@ -146,7 +146,7 @@ class KernelObj:
         for p, a, v in zip(self.params, ann, args):
             if isinstance(a, Template) or a is Template or isinstance(a, NdarrayType):
                 templates[p.name] = v
-                key.append(("f", v.uid, v.generation) if isinstance(v, Field) else ("v", _hashkey(v)))
+                key.append(template_key(v))
                 continue
             dt = _scalar_dtype(a, rt, self.__name__, p.name)
             dtypes[p.name] = dt
@@ -284,14 +284,6 @@ def _convert_arg(v, dt, kname, pname):
         raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects a {dt} scalar, "
                                 f"got {type(v).__name__}")
     return float(v) if dt.is_float else int(v)
-
-
-def _hashkey(v):
-    try:
-        hash(v)
-        return v
-    except TypeError:
-        return id(v)
 
 
 def _rng_key(seed: int, counter: int) -> int:

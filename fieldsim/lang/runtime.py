@@ -1,11 +1,13 @@
 """Process-wide runtime state: what `fs.init` configured, the fields and kernels it owns.
 
 `init` starts afresh: fields and compiled kernels of an earlier `init` are dropped (using one
-afterwards raises). Everything else reads the current `Runtime` through `get()`.
+afterwards raises). Everything else reads the current `Runtime` through `get()`. The AD
+contexts (`tape`, `fwd_mode`, `no_grad_depth`) are per thread; the rest is shared.
 """
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 
 from fieldsim.lang import types as T
@@ -36,11 +38,18 @@ class Runtime:
         self.fields: list = []
         self.generation = _next_generation()
         self.launch_counter = 0
-        self.tape = None  # the active Tape, if any
-        self.fwd_mode = None
-        self.no_grad_depth = 0
+        self._per_thread = _PerThread()  # tape, fwd_mode, no_grad_depth: see below
         self.device = None  # a backend object (cpu or cuda) made lazily
         self.stats = {"compile_s": 0.0, "launches": 0}
+
+    # The active Tape (and forward-mode context, and no_grad depth) belong to the thread that
+    # opened them: another thread's launches and writes are neither recorded nor refused.
+    tape = property(lambda self: self._per_thread.tape,
+                    lambda self, v: setattr(self._per_thread, "tape", v))
+    fwd_mode = property(lambda self: self._per_thread.fwd_mode,
+                        lambda self, v: setattr(self._per_thread, "fwd_mode", v))
+    no_grad_depth = property(lambda self: self._per_thread.no_grad_depth,
+                             lambda self, v: setattr(self._per_thread, "no_grad_depth", v))
 
     def backend(self):
         if self.device is None:
@@ -51,6 +60,12 @@ class Runtime:
                 from fieldsim.codegen.cpu import CpuBackend
                 self.device = CpuBackend(self)
         return self.device
+
+
+class _PerThread(threading.local):
+    tape = None  # the active Tape, if any
+    fwd_mode = None
+    no_grad_depth = 0
 
 
 _generation = [0]
