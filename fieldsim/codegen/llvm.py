@@ -118,6 +118,7 @@ class TaskLowering:
         self.entry = self.fn.append_basic_block("entry")
         self.b = L.IRBuilder(self.fn.append_basic_block("start"))
         self.alloca_b = L.IRBuilder(self.entry)
+        self.oob_slots = {}  # element type -> a dummy slot for out-of-range debug accesses
         self.vals: dict[int, L.Value] = {}
         self.loops: list[tuple] = []
         self.field_ptrs: dict[int, L.Value] = {}
@@ -368,25 +369,34 @@ class TaskLowering:
         b = self.b
         field = s.field
         shape = field.storage_shape
-        lin = None
+        lin, oob = None, None
         for d, ix in enumerate(s.indices):
             i = b.sext(self.v(ix), I64)
             if self.cg.debug:
-                i = self.bounds_check(i, shape[d], s)
+                bad = self.bounds_check(i, shape[d], s)
+                oob = bad if oob is None else b.or_(oob, bad)
             lin = i if lin is None else b.add(b.mul(lin, L.Constant(I64, shape[d])), i)
         if lin is None:
             lin = L.Constant(I64, 0)
-        return b.gep(self.field_ptr(field), [lin], source_etype=ll_type(field.dtype))
+        ty = ll_type(field.dtype)
+        ptr = b.gep(self.field_ptr(field), [lin], source_etype=ty)
+        if oob is not None:
+            # An out-of-range access goes to a private dummy slot, never to the field (the
+            # error is raised after the task): no element is written, not even element 0.
+            if ty not in self.oob_slots:
+                self.oob_slots[ty] = self.alloca_b.alloca(ty)
+            ptr = b.select(oob, self.oob_slots[ty], ptr)
+        return ptr
 
     def bounds_check(self, i, n, s):
+        """Flags (err words) and returns whether index `i` is outside [0, n)."""
         b = self.b
         bad = b.icmp_unsigned(">=", i, L.Constant(I64, n))
         code = len(self.cg.info.accesses)
         self.cg.info.accesses.append((s.field.ir_name, s.loc))
         with b.if_then(bad, likely=False):
             self.set_error(ERR_OUT_OF_BOUNDS, code, i)
-        # the access still happens (the error is raised after the launch): keep it in bounds
-        return b.select(bad, L.Constant(I64, 0), i)
+        return bad
 
     def set_error(self, code, info, extra=None):
         b = self.b

@@ -275,15 +275,38 @@ def _scalar_dtype(a, rt, kname, pname):
 
 
 def _convert_arg(v, dt, kname, pname):
+    """A scalar argument as the Python value the launch stores: never wrapped, truncated or
+    rounded silently (an integer argument out of the type's range, a fractional or NaN value
+    for an integer, a complex number: a FieldsimTypeError naming the argument)."""
+    import math
     import numbers
     if hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
         v = v.item()
-    if isinstance(v, bool) or not isinstance(v, numbers.Number):
-        if isinstance(v, bool):
-            return int(v)
+    if isinstance(v, bool):
+        return int(v)
+    if not isinstance(v, numbers.Real):
         raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects a {dt} scalar, "
-                                f"got {type(v).__name__}")
-    return float(v) if dt.is_float else int(v)
+                                f"got {type(v).__name__}" + (f" {v!r}" if isinstance(v, complex) else ""))
+    if dt.is_float:
+        try:
+            return float(v)
+        except OverflowError:
+            raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} ({dt}) got an integer "
+                                    "too large for any float") from None
+    if isinstance(v, numbers.Integral):
+        iv = int(v)
+    else:
+        f = float(v)
+        if not math.isfinite(f) or f != math.floor(f):
+            raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects an integer "
+                                    f"({dt}), got {v!r}")
+        iv = int(f)
+    lo, hi = (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.is_signed else (0, (1 << dt.bits) - 1)
+    hi = min(hi, (1 << 63) - 1)  # arguments travel in a signed 64-bit word
+    if not lo <= iv <= hi:
+        raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} = {iv} is out of range "
+                                f"for {dt} [{lo}, {hi}]")
+    return iv
 
 
 def _rng_key(seed: int, counter: int) -> int:
