@@ -171,33 +171,72 @@ class CpuBackend:
         if size_hint is not None and (size_hint < SMALL_LAUNCH
                                       or size_hint * _body_cost(task) < SMALL_WORK):
             workers = 1
-        if workers == 1:
+        # A task with a `while` loop may never end: launched from the main thread, it runs on
+        # pool threads while the main thread waits, so Ctrl-C reaches Python and can stop it.
+        runaway = _has_while(task) and threading.current_thread() is threading.main_thread()
+        if workers == 1 and not runaway:
             fn(ctx_ptr, 0, 1)
             return
         if self.pool is None:
             with _llvm_lock:
                 if self.pool is None:
-                    self.pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="fieldsim")
+                    self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="fieldsim")
         # Dynamic scheduling: the range is cut into more chunks than threads and each thread
         # takes the next chunk until none is left, so a thread the OS does not run soon (a busy
         # machine) delays nothing: the others take its share. Chunk c uses AD-stack scratch c.
-        chunks = workers * CHUNKS_PER_THREAD
+        chunks = workers * CHUNKS_PER_THREAD if workers > 1 else 1
         counter = itertools.count()
+        stop = []
 
         def work():
             for c in counter:
-                if c >= chunks:
+                if c >= chunks or stop:  # stop: the launch was interrupted
                     return
                 fn(ctx_ptr, c, chunks)
-        futures = [self.pool.submit(work) for _ in range(1, workers)]
-        work()
-        for f in futures:
-            if not f.cancel():  # a helper that never started has nothing left to do
-                f.result()
+        futures = [self.pool.submit(work) for _ in range(workers if runaway else workers - 1)]
+        try:
+            if not runaway:
+                work()
+            for f in futures:
+                # A helper that never started has nothing left to do once this thread ran out
+                # of chunks; when this thread only waits (runaway), every helper must run.
+                if runaway or not f.cancel():
+                    f.result()
+        except BaseException:
+            # Ctrl-C (or an error): no chunk starts any more, running `while` loops leave at
+            # their next iteration, and the launch returns only when no thread writes.
+            stop.append(True)
+            launch_common.request_stop(ctx_ptr)
+            _wait_quietly(futures)
+            raise
 
     def max_workers(self) -> int:
-        """How many task invocations of one launch may hold AD-stack scratch at once."""
+        """How many task invocations of one launch may hold AD-stack scratch at once (one per
+        chunk)."""
         return self.threads * CHUNKS_PER_THREAD
+
+
+def _wait_quietly(futures):
+    """Wait for every future, through further Ctrl-Cs and whatever the helpers raised."""
+    for f in futures:
+        while True:
+            try:
+                if not f.cancel():
+                    f.exception()
+                break
+            except KeyboardInterrupt:
+                continue
+
+
+def _has_while(task: dict) -> bool:
+    """Whether a task contains a `while` loop (cached on the task)."""
+    if "has_while" not in task:
+        task["has_while"] = _contains_loop(task["stmt"].blocks)
+    return task["has_while"]
+
+
+def _contains_loop(blocks) -> bool:
+    return any(s.op == Op.LOOP or _contains_loop(s.blocks) for blk in blocks for s in blk)
 
 
 def _body_cost(task: dict) -> float:

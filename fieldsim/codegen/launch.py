@@ -23,8 +23,10 @@ from fieldsim.codegen.llvm import (
     CTX_STACK_STRIDE,
     CTX_WORDS,
     ERR_ASSERT,
+    ERR_INTERRUPTED,
     ERR_OUT_OF_BOUNDS,
     ERR_STACK_OVERFLOW,
+    ERR_WORD_STOP,
 )
 from fieldsim.errors import (
     ADStackOverflowError,
@@ -165,8 +167,16 @@ def size_hint(task: Stmt, args):
     return trip_count(task, args)
 
 
+def request_stop(ctx_ptr: int):
+    """Set a running launch's stop word: its `while` loops return at their next iteration."""
+    err = ctypes.c_uint64.from_address(ctx_ptr + 8 * CTX_ERR).value
+    ctypes.c_int64.from_address(err + 8 * ERR_WORD_STOP).value = 1
+
+
 def raise_kernel_error(info, err, caps):
     code, which, extra = int(err[0]), int(err[1]), int(err[2])
+    if code == ERR_INTERRUPTED:
+        raise KeyboardInterrupt(f"kernel {info.name!r} was interrupted")
     if code == ERR_STACK_OVERFLOW:
         stack = info.stack_infos[0] if info.stack_infos else None
         for s in info.stack_infos:
@@ -189,5 +199,3 @@ def raise_kernel_error(info, err, caps):
         raise FieldsimAssertionError(f"kernel {info.name!r}: assertion failed: {msg}", loc)
     raise FieldsimRuntimeError(f"kernel {info.name!r} reported error code {code}")
 
-
-_ = ctypes

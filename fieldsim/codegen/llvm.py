@@ -24,6 +24,8 @@ CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CT
     CTX_STACK_CAPS = range(9)
 CTX_WORDS = 9
 ERR_ASSERT, ERR_STACK_OVERFLOW, ERR_OUT_OF_BOUNDS = 1, 2, 3
+ERR_INTERRUPTED = 4  # the launch's interrupt word (err[ERR_WORD_STOP]) was set: Ctrl-C
+ERR_WORD_STOP = 3  # err[3]: set by the host to stop a running launch; polled by `while` loops
 
 I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
 PTR = L.PointerType()
@@ -42,6 +44,9 @@ class Target:
     of a parallel range; CUDA overrides these (libdevice math, grid-stride loops)."""
 
     triple = ""
+    # `while` loops poll the launch's stop word (host memory the launching thread sets on
+    # Ctrl-C); the CUDA target cannot see host writes during a launch.
+    polls_interrupt = True
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""
@@ -275,12 +280,25 @@ class TaskLowering:
         exit_bb = self.fn.append_basic_block("loop.exit")
         self.b.branch(body_bb)
         self.b.position_at_end(body_bb)
+        if self.cg.target.polls_interrupt:
+            self.poll_interrupt()
         self.loops.append((body_bb, exit_bb))
         self.block(s.body)
         self.loops.pop()
         if not self.b.block.is_terminated:
             self.b.branch(body_bb)
         self.b.position_at_end(exit_bb)
+
+    def poll_interrupt(self):
+        """Leave the task when the host set the stop word: one relaxed load and a branch per
+        iteration of a `while` loop, so a runaway loop can be stopped by Ctrl-C."""
+        b = self.b
+        p = b.gep(self.err_ptr, [L.Constant(I64, ERR_WORD_STOP)], source_etype=I64)
+        stop = b.load_atomic(p, "monotonic", 8, typ=I64)
+        with b.if_then(b.icmp_signed("!=", stop, L.Constant(I64, 0)), likely=False):
+            self.set_error(ERR_INTERRUPTED, 0)
+            b.ret_void()
+        # (if_then continues in a fresh block after the early return)
 
     def op_if(self, s: Stmt):
         b = self.b

@@ -137,6 +137,7 @@ class CudaTarget(Target):
     """Target hooks for NVPTX. One instance per kernel: the entry needs its argument count."""
 
     triple = TRIPLE
+    polls_interrupt = False  # the host cannot write the stop word during a launch
 
     def __init__(self, nargs: int = 0, libdevice: bool | None = None):
         self.nargs = nargs
