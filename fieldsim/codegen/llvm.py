@@ -230,7 +230,7 @@ class TaskLowering:
         if s.attr.parallel:
             self.find_reductions(s)
         b = self.b
-        begin, end = b.sext(self.v(s.args[0]), I64), b.sext(self.v(s.args[1]), I64)
+        begin, end = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         if s.attr.parallel:
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
         else:
@@ -238,6 +238,11 @@ class TaskLowering:
         # an adjoint's serialized loop (attr.reverse) runs from end-1 down to begin
         self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse)
         self.flush_reductions()
+
+    def as_i64(self, a: Stmt):
+        """A loop bound as i64 (sign-extended from i32; i64 bounds as they are)."""
+        v = self.v(a)
+        return v if v.type.width == 64 else self.b.sext(v, I64)
 
     def counted_loop(self, s: Stmt, lo, hi, outermost=False, step=None, descending=False):
         """`for i in range(lo, hi, step)`, or from hi-1 down to lo when `descending`. An
@@ -256,7 +261,7 @@ class TaskLowering:
         b.cbranch(b.icmp_signed(">=", i, lo) if descending else b.icmp_signed("<", i, hi),
                   body_bb, exit_bb)
         b.position_at_end(body_bb)
-        self.vals[id(s)] = b.trunc(i, I32)
+        self.vals[id(s)] = i if s.dtype.bits == 64 else b.trunc(i, I32)
         if outermost:
             self.tid = i
             b.store(L.Constant(I64, 0), self.rng_counter)
@@ -272,7 +277,7 @@ class TaskLowering:
         b.position_at_end(exit_bb)
 
     def op_for(self, s: Stmt):
-        lo, hi = self.b.sext(self.v(s.args[0]), I64), self.b.sext(self.v(s.args[1]), I64)
+        lo, hi = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         self.counted_loop(s, lo, hi)
 
     def op_loop(self, s: Stmt):
@@ -389,7 +394,8 @@ class TaskLowering:
         shape = field.storage_shape
         lin, oob = None, None
         for d, ix in enumerate(s.indices):
-            i = b.sext(self.v(ix), I64)
+            i = self.v(ix)
+            i = i if i.type.width == 64 else b.sext(i, I64)
             if self.cg.debug:
                 bad = self.bounds_check(i, shape[d], s)
                 oob = bad if oob is None else b.or_(oob, bad)

@@ -509,7 +509,10 @@ class Frontend(ExprMixin):
             size = self.e.binop("-", end, begin)
             sizes.append(size)
             total = size if total is None else self.e.binop("*", total, size)
-        loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)
+        # 64-bit iteration only where the range may pass 2^31 (a constant that large, or an
+        # i64 bound); i32 elsewhere, where it is cheaper (divisions for multi-dim loops).
+        ldt = T.i64 if _may_exceed_i32(total) else T.i32
+        loop = self.b.for_(self.e.value(0, ldt), self.e.value(total, ldt), info)
         self.depth += 1
         self.loop_depth += 1
         if info.parallel:
@@ -573,8 +576,11 @@ class Frontend(ExprMixin):
                 stride = self.e.binop("*", stride, s)
             q = t if isinstance(stride, int) and stride == 1 else self.e.binop("//", t, stride)
             d = q if k == 0 else self.e.binop("%", q, sizes[k])
+            wide = _may_exceed_i32(_end) or _may_exceed_i32(begin)  # the index itself may
+            if wide:
+                d = self.e.value(d, T.i64)
             idx = d if isinstance(begin, int) and begin == 0 else self.e.binop("+", d, begin)
-            out.append(self.e.value(idx, T.i32))
+            out.append(self.e.value(idx, T.i64 if wide else T.i32))
         return out
 
     def static_for(self, node: ast.For, iterable):
@@ -913,3 +919,10 @@ def _bind_args(fn, params, fdef, args, kwargs) -> dict:
     if missing:
         raise FieldsimTypeError(f"func {fn.__name__!r} is missing argument(s) {', '.join(missing)}")
     return bound
+
+
+def _may_exceed_i32(v) -> bool:
+    """Whether a loop bound (a Python int or an IR value) may lie outside the i32 range."""
+    if isinstance(v, int):
+        return not -(1 << 31) <= v < (1 << 31)
+    return getattr(v, "dtype", None) in (T.i64, T.u64, T.u32)

@@ -1,0 +1,62 @@
+"""Loops whose trip count or indices pass 2^31 run every iteration with 64-bit indices (a range
+with an i64 bound, a constant ndrange that large); loops known to be small keep 32-bit indices."""
+import fieldsim as fs
+
+BIG = 2**31 + 10
+
+
+def test_range_with_an_i64_bound_runs_every_iteration():
+    fs.init(arch=fs.cpu, offline_cache=False)
+    c = fs.field(fs.i64, shape=3)
+
+    @fs.kernel
+    def count(n: fs.i64):
+        for i in range(n):
+            c[0] += 1
+
+    @fs.kernel
+    def last(n: fs.i64):
+        for i in range(n - 3, n):
+            fs.atomic_max(c[1], i)
+            c[2] += 1
+
+    count(BIG)
+    last(BIG)
+    assert c.to_numpy().tolist() == [BIG, BIG - 1, 3]
+
+
+def test_constant_ndrange_past_2_31_runs_every_iteration():
+    fs.init(arch=fs.cpu, offline_cache=False)
+    c = fs.field(fs.i64, shape=3)
+
+    @fs.kernel
+    def count():
+        for i, j in fs.ndrange((0, 2), (5, 2**31 + 5)):
+            c[0] += 1
+
+    @fs.kernel
+    def indices():
+        for i, j in fs.ndrange((0, 2), (2**31 + 2, 2**31 + 5)):
+            fs.atomic_max(c[1], j)
+            c[2] += i
+
+    count()
+    indices()
+    assert c.to_numpy().tolist() == [2 * 2**31, 2**31 + 4, 3]
+
+
+def test_small_loops_keep_32_bit_indices():
+    fs.init(arch=fs.cpu, offline_cache=False)
+    x = fs.field(fs.i32, shape=(4, 5))
+
+    @fs.kernel
+    def put(n: fs.i32):
+        for i, j in x:
+            x[i, j] = i * 10 + j
+        for k in range(n):
+            x[0, 0] += 0
+
+    put(3)
+    loops = [s for s in put._cache[next(iter(put._cache))].ir.body if s.op.name == "FOR"]
+    assert loops and all(s.dtype is fs.i32 for s in loops)
+    assert x[3, 4] == 34
