@@ -170,7 +170,7 @@ class Frontend(ExprMixin):
                 return visit(node)
             except FieldsimError as err:
                 raise self._located(err, node) from None
-            except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, AttributeError) as err:
+            except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, AttributeError) as err:
                 raise self._located(FieldsimSyntaxError(f"{type(err).__name__}: {err}"), node) from None
 
     def stmt(self, node):
@@ -183,8 +183,12 @@ class Frontend(ExprMixin):
                 visit(node)
             except FieldsimError as err:
                 raise self._located(err, node) from None
-            except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, AttributeError) as err:
+            except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, AttributeError) as err:
                 raise self._located(FieldsimSyntaxError(f"{type(err).__name__}: {err}"), node) from None
+            except RecursionError:  # ArithmeticError above includes OverflowError (10**400)
+                raise self._located(FieldsimSyntaxError(
+                    "this statement's expression is nested too deeply to compile; split it "
+                    "into several statements"), node) from None
 
     def _located(self, err: FieldsimError, node):
         if err.loc is None:
