@@ -8,6 +8,8 @@ made lazily from the same IR. Errors from compilation reach the user without int
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 import time
 import typing
 
@@ -278,8 +280,20 @@ def _convert_arg(v, dt, kname, pname):
     """A scalar argument as the Python value the launch stores: never wrapped, truncated or
     rounded silently (an integer argument out of the type's range, a fractional or NaN value
     for an integer, a complex number: a FieldsimTypeError naming the argument)."""
-    import math
-    import numbers
+    t = type(v)
+    if dt.is_float:
+        if t is float:  # the common cases first: launches are frequent
+            return v
+        if t is int and -(1 << 1023) < v < (1 << 1023):
+            return float(v)
+    elif t is int:
+        lo, hi = _int_range(dt)
+        if lo <= v <= hi:
+            return v
+    return _convert_arg_slow(v, dt, kname, pname)
+
+
+def _convert_arg_slow(v, dt, kname, pname):
     if hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
         v = v.item()
     if isinstance(v, bool):
@@ -301,12 +315,24 @@ def _convert_arg(v, dt, kname, pname):
             raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects an integer "
                                     f"({dt}), got {v!r}")
         iv = int(f)
-    lo, hi = (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.is_signed else (0, (1 << dt.bits) - 1)
-    hi = min(hi, (1 << 63) - 1)  # arguments travel in a signed 64-bit word
+    lo, hi = _int_range(dt)
     if not lo <= iv <= hi:
         raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} = {iv} is out of range "
                                 f"for {dt} [{lo}, {hi}]")
     return iv
+
+
+_INT_RANGES: dict = {}
+
+
+def _int_range(dt):
+    """[lo, hi] an integer argument of `dt` may take (at most a signed 64-bit word, which is
+    what arguments travel in)."""
+    r = _INT_RANGES.get(dt.name)
+    if r is None:
+        lo, hi = (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.is_signed else (0, (1 << dt.bits) - 1)
+        r = _INT_RANGES[dt.name] = (lo, min(hi, (1 << 63) - 1))
+    return r
 
 
 def _rng_key(seed: int, counter: int) -> int:

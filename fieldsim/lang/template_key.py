@@ -13,6 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 
+_field = [None]
+
+
 class _Identity:
     """Keys an unhashable object by identity while keeping it alive."""
 
@@ -29,8 +32,10 @@ class _Identity:
 
 
 def template_key(v):
-    from fieldsim.lang.field import Field
-    if isinstance(v, Field):
+    if _field[0] is None:  # imported late: lang.field imports the kernel module's neighbours
+        from fieldsim.lang.field import Field
+        _field[0] = Field
+    if isinstance(v, _field[0]):
         return ("f", v.uid, v.generation)
     if isinstance(v, (list, tuple)):
         return (type(v).__name__, tuple(template_key(x) for x in v))
