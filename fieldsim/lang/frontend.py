@@ -511,6 +511,8 @@ class Frontend(ExprMixin):
         sizes = []
         for begin, end in dims:
             size = self.e.binop("-", end, begin)
+            if len(dims) > 1:  # an empty dimension empties the product (two negatives would not)
+                size = self.e.binop("max", size, 0)
             sizes.append(size)
             total = size if total is None else self.e.binop("*", total, size)
         # 64-bit iteration only where the range may pass 2^31 (a constant that large, or an

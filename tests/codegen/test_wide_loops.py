@@ -60,3 +60,19 @@ def test_small_loops_keep_32_bit_indices():
     loops = [s for s in put._cache[next(iter(put._cache))].ir.body if s.op.name == "FOR"]
     assert loops and all(s.dtype is fs.i32 for s in loops)
     assert x[3, 4] == 34
+
+
+def test_ndrange_with_empty_dimensions_runs_nothing():
+    fs.init(arch=fs.cpu, offline_cache=False)
+
+    @fs.kernel
+    def count(i1: fs.i32, i2: fs.i32, j1: fs.i32, j2: fs.i32) -> fs.i32:
+        n = 0
+        for i, j in fs.ndrange((i1, i2), (j1, j2)):
+            n += 1
+        return n
+
+    assert count(0, 3, 0, 4) == 12
+    assert count(3, 0, 0, 4) == 0
+    assert count(0, 3, 4, 0) == 0
+    assert count(3, 0, 4, 0) == 0  # (-3) * (-4) must not become 12 iterations
