@@ -23,6 +23,7 @@ import llvmlite
 import llvmlite.binding as llvm
 import numpy as np
 
+from fieldsim.codegen import interrupt
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import Target, lower_kernel
@@ -171,9 +172,24 @@ class CpuBackend:
         if size_hint is not None and (size_hint < SMALL_LAUNCH
                                       or size_hint * _body_cost(task) < SMALL_WORK):
             workers = 1
-        # A task with a `while` loop may never end: launched from the main thread, it runs on
-        # pool threads while the main thread waits, so Ctrl-C reaches Python and can stop it.
-        runaway = _has_while(task) and threading.current_thread() is threading.main_thread()
+        # A task with a `while` loop may never end. Launched from the main thread, Ctrl-C sets
+        # its stop word through the interrupt watcher; where that cannot be installed, it runs
+        # on pool threads while the main thread waits, so Ctrl-C reaches Python.
+        runaway = False
+        if _has_while(task) and threading.current_thread() is threading.main_thread():
+            if interrupt.install():
+                interrupt.active.add(ctx_ptr)
+                try:
+                    return self._run_chunks(fn, ctx_ptr, workers, False)
+                finally:
+                    interrupt.active.discard(ctx_ptr)
+            runaway = True
+        if workers == 1 and not runaway:
+            fn(ctx_ptr, 0, 1)
+            return
+        self._run_chunks(fn, ctx_ptr, workers, runaway)
+
+    def _run_chunks(self, fn, ctx_ptr, workers, runaway):
         if workers == 1 and not runaway:
             fn(ctx_ptr, 0, 1)
             return

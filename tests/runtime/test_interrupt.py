@@ -1,12 +1,15 @@
 """Ctrl-C during a launch: a child process is sent SIGINT while a kernel runs. The launch raises
 KeyboardInterrupt only after every pool thread stopped writing (a field reset right after stays
-reset), and a runaway `while` loop inside a kernel is stopped too."""
+reset), and a runaway `while` loop inside a kernel is stopped too, also when another library
+holds the signal wakeup fd (then the loop runs on a pool thread while the main thread waits)."""
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -34,6 +37,11 @@ CHILD = textwrap.dedent("""
             x[i] = 1.0
 
     which = sys.argv[1]
+    if which == "spin_taken":  # another library holds the signal wakeup fd
+        import os, signal
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        signal.set_wakeup_fd(w)
     heavy(1)  # compiled before the parent is told to interrupt
     spin(0)
     x.fill(0)
@@ -78,8 +86,9 @@ def test_ctrl_c_stops_a_parallel_launch_before_returning(tmp_path):
     assert "after 1.0" in out
 
 
-def test_ctrl_c_stops_a_runaway_while_loop(tmp_path):
-    rc, out, err = _interrupt(tmp_path, "spin")
+@pytest.mark.parametrize("which", ["spin", "spin_taken"])
+def test_ctrl_c_stops_a_runaway_while_loop(tmp_path, which):
+    rc, out, err = _interrupt(tmp_path, which)
     assert rc == 0, err[-2000:]
     assert "interrupted" in out and "nonzero=0" in out, out
     secs = float(out.split("interrupted after ")[1].split("s")[0])
