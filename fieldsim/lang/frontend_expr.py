@@ -149,13 +149,18 @@ class ExprMixin:
                 f"field {field.ir_name!r} has {len(field.shape)} dimension(s) but is indexed with "
                 f"{len(idx)} index(es)" + ("; index a 0-D field with x[None]" if not field.shape else ""))
         out = []
-        for v in idx:
+        for d, v in enumerate(idx):
             if isinstance(v, float) or (isinstance(v, Stmt) and v.dtype.is_float):
                 raise FieldsimTypeError(f"field {field.ir_name!r} index must be an integer, "
                                         f"got {describe(v)}; use int(...)")
             if isinstance(v, MatVal) or not (isinstance(v, (Stmt, numbers.Integral))):
                 raise FieldsimTypeError(f"bad index for field {field.ir_name!r}: {describe(v)}")
-            out.append(self.e.value(v, T.i32))
+            # i32 unless the index may not fit (an i64 value, a big constant, a dimension of
+            # 2^31 or more): truncating would reach the wrong element, or 2 GiB before the data.
+            wide = (field.shape[d] > (1 << 31) - 1
+                    or (isinstance(v, Stmt) and v.dtype.bits == 64)
+                    or (not isinstance(v, Stmt) and not -(1 << 31) <= v < (1 << 31)))
+            out.append(self.e.value(v, T.i64 if wide else T.i32))
         return out
 
     def load_field(self, field: Field, indices: list):

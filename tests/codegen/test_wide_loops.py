@@ -76,3 +76,34 @@ def test_ndrange_with_empty_dimensions_runs_nothing():
     assert count(3, 0, 0, 4) == 0
     assert count(0, 3, 4, 0) == 0
     assert count(3, 0, 4, 0) == 0  # (-3) * (-4) must not become 12 iterations
+
+
+def test_indices_past_2_31_reach_their_element():
+    # np.zeros of 2 GiB is lazily mapped: only the pages written here are ever touched
+    fs.init(arch=fs.cpu, offline_cache=False)
+    n = 2**31 + 16
+    x = fs.field(fs.u8, shape=n)
+
+    @fs.kernel
+    def put(i: fs.i64):
+        x[2**31 + 5] = 7
+        x[i] = 9
+        for k in range(2**31 + 8, 2**31 + 11):
+            x[k] = 3
+
+    put(2**31 + 6)
+    assert [x[2**31 + 5], x[2**31 + 6], x[2**31 + 9], x[0], x[5], x[6]] == [7, 9, 3, 0, 0, 0]
+
+
+def test_debug_sees_a_64_bit_index_untruncated():
+    import pytest
+    fs.init(arch=fs.cpu, offline_cache=False, debug=True)
+    x = fs.field(fs.i32, shape=4)
+
+    @fs.kernel
+    def put(i: fs.i64):
+        x[i] = 1
+
+    with pytest.raises(fs.FieldsimIndexError, match="4294967297"):
+        put(2**32 + 1)  # truncated to i32 this would be index 1, in range
+    assert not x.to_numpy().any()
