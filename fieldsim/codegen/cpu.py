@@ -196,7 +196,8 @@ class CpuBackend:
         if self.pool is None:
             with _llvm_lock:
                 if self.pool is None:
-                    self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="fieldsim")
+                    self.pool = ThreadPoolExecutor(max(1, self.threads - 1),
+                                                   thread_name_prefix="fieldsim")
         # Dynamic scheduling: the range is cut into more chunks than threads and each thread
         # takes the next chunk until none is left, so a thread the OS does not run soon (a busy
         # machine) delays nothing: the others take its share. Chunk c uses AD-stack scratch c.

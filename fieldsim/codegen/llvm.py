@@ -549,14 +549,7 @@ class TaskLowering:
         if src.is_float and dst.is_float:
             return b.fpext(v, ty) if dst.bits > src.bits else b.fptrunc(v, ty)
         if src.is_float:
-            # Saturating: NaN gives 0 and out-of-range values the nearest bound (plain fptosi
-            # gives poison, i.e. arbitrary values, for `int(nan)` or `int(1e30)`).
-            kind = "si" if dst.is_signed else "ui"
-            fname = {"half": "f16", "float": "f32", "double": "f64"}[str(v.type)]
-            name = f"llvm.fpto{kind}.sat.i{ty.width}.{fname}"
-            module = self.cg.module
-            fn = module.globals.get(name) or L.Function(module, L.FunctionType(ty, [v.type]), name)
-            return b.call(fn, [v])
+            return self.float_to_int(v, src, dst, ty)
         if dst.is_float:
             return b.sitofp(v, ty) if src.is_signed else b.uitofp(v, ty)
         if dst.bits > src.bits:
@@ -564,6 +557,25 @@ class TaskLowering:
         if dst.bits < src.bits:
             return b.trunc(v, ty)
         return v
+
+    def float_to_int(self, v, src: T.DataType, dst: T.DataType, ty):
+        """Defined conversion (plain fptosi gives poison, i.e. arbitrary values, for `int(nan)`
+        or `int(1e30)`): the value is clamped in the float domain to [type min, the largest
+        float below 2^k] and NaN becomes the type's minimum (0 for unsigned types), then
+        converted. The two selects lower to one max and one min instruction (vectorisable;
+        LLVM's fpto*i.sat intrinsics cost far more)."""
+        import numpy as np
+        b = self.b
+        bits = dst.bits if dst.bits > 1 else 8
+        lo, hi = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if dst.is_signed else (0.0, 2.0 ** bits)
+        npt = {16: np.float16, 32: np.float32, 64: np.float64}[src.bits]
+        big = float(np.finfo(npt).max)
+        hi = min(float(np.nextafter(npt(min(hi, big)), npt(0))), big)
+        lo = max(lo, -big)
+        lo_c, hi_c = L.Constant(v.type, lo), L.Constant(v.type, hi)
+        v = b.select(b.fcmp_unordered("<", v, lo_c), lo_c, v)  # NaN, too small: lo
+        v = b.select(b.fcmp_ordered(">", v, hi_c), hi_c, v)
+        return b.fptosi(v, ty) if dst.is_signed else b.fptoui(v, ty)
 
     def arith(self, s: Stmt):
         from fieldsim.codegen.llvm_arith import lower_arith

@@ -1,5 +1,5 @@
 """Integer division, modulo, shifts and float-to-int casts are defined for every input: no trap
-(SIGFPE), no LLVM poison. The reference is Python's arithmetic wrapped to the type's width
+(SIGFPE), no LLVM poison (float-to-int clamps to the type's range, NaN gives its minimum). The reference is Python's arithmetic wrapped to the type's width
 (two's complement), with x // 0 == x % 0 == 0; the op table's evaluators agree with it.
 """
 import os
@@ -106,29 +106,42 @@ def test_shifts_by_any_amount_are_defined(dt, bits):
     np.testing.assert_array_equal(out.to_numpy(), want)
 
 
-def test_float_to_int_saturates_and_nan_gives_zero():
-    vals = [float("nan"), float("inf"), -float("inf"), 1e30, -1e30, 3.7, -3.7, 2.0**31, -2.0**31]
+def test_float_to_int_clamps_and_nan_gives_the_minimum():
+    vals = [float("nan"), float("inf"), -float("inf"), 1e30, -1e30, 3.7, -3.7, 2.0**31, -2.0**31,
+            2.0**40]
     x = fs.field(fs.f64, shape=len(vals))
+    xf = fs.field(fs.f32, shape=len(vals))
     o32 = fs.field(fs.i32, shape=len(vals))
     o64 = fs.field(fs.i64, shape=len(vals))
+    of = fs.field(fs.i32, shape=len(vals))
+    ou = fs.field(fs.u8, shape=len(vals))
     x.from_numpy(np.array(vals))
+    xf.from_numpy(np.array(vals, dtype=np.float32))
 
     @fs.kernel
     def conv():
         for i in x:
             o32[i] = int(x[i])
             o64[i] = fs.cast(x[i], fs.i64)
+            of[i] = int(xf[i])
+            ou[i] = fs.cast(x[i], fs.u8)
 
     conv()
 
-    def sat(v, bits):
+    def clamp(v, lo, hi):
+        """The documented semantics: NaN -> lo, else truncate, clamped to [lo, hi], where hi
+        is the largest value of the float type below the integer type's bound."""
         if v != v:
-            return 0
-        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+            return lo
         return lo if v <= lo else hi if v >= hi else int(v)
 
-    np.testing.assert_array_equal(o32.to_numpy(), [sat(v, 32) for v in vals])
-    np.testing.assert_array_equal(o64.to_numpy(), [sat(v, 64) for v in vals])
+    f32_i32_hi = int(np.nextafter(np.float32(2.0**31), np.float32(0)))  # 2^31 - 128
+    f64_i64_hi = int(np.nextafter(2.0**63, 0))  # 2^63 - 1024
+    np.testing.assert_array_equal(o32.to_numpy(), [clamp(v, -2**31, 2**31 - 1) for v in vals])
+    np.testing.assert_array_equal(o64.to_numpy(), [clamp(v, -2**63, f64_i64_hi) for v in vals])
+    np.testing.assert_array_equal(of.to_numpy(), [clamp(float(np.float32(v)), -2**31, f32_i32_hi)
+                                                  for v in vals])
+    np.testing.assert_array_equal(ou.to_numpy(), [clamp(v, 0, 255) for v in vals])
 
 
 @pytest.mark.parametrize("op,fn", [(Op.FLOORDIV, "//"), (Op.MOD, "%"), (Op.SHL, "<<"),
