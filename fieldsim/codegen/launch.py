@@ -39,7 +39,6 @@ from fieldsim.ir.ir import Op, Stmt
 
 
 _EMPTY = np.zeros(0, dtype=np.uint8)
-_frame_lock = threading.Lock()
 
 
 class _Frame:
@@ -49,7 +48,7 @@ class _Frame:
     the kernels."""
 
     def __init__(self, info):
-        self.busy = False
+        self.busy = threading.Lock()
         self.fields_key = None
         self.ptrs = np.zeros(max(len(info.fields), 1), dtype=np.uint64)
         self.argbuf = np.zeros(max(len(info.params), 1), dtype=np.int64)
@@ -100,13 +99,14 @@ class Launcher:
     def launch(self, program, args, rng_key):
         info = program.info
         rt = self.backend.rt
-        with _frame_lock:  # test-and-set: two threads must never both take a free frame
-            frame = program.frame
-            if frame is None or frame.busy:  # busy: a launch of it from another Python thread
-                frame = _Frame(info)
-                if program.frame is None:
-                    program.frame = frame
-            frame.busy = True
+        frame = program.frame
+        # busy.acquire(False) is an atomic test-and-set: two threads never share a frame; a
+        # launch that finds the frame taken (another Python thread's) makes its own.
+        if frame is None or not frame.busy.acquire(False):
+            frame = _Frame(info)
+            frame.busy.acquire()
+            if program.frame is None:
+                program.frame = frame
         try:
             frame.fill(info, args, rng_key)
             caps = self.set_stacks(frame, info, args, rt.ad_stack_size)
@@ -120,7 +120,7 @@ class Launcher:
             ret = frame.ret
             return float(ret.view(np.float64)[0]) if info.ret.is_float else int(ret[0])
         finally:
-            frame.busy = False
+            frame.busy.release()
 
     def set_stacks(self, frame, info, args, default):
         """Point the frame's stack words at this launch's AD-stack layout; returns capacities."""

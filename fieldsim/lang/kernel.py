@@ -18,6 +18,7 @@ from fieldsim.ir.ir import Kernel
 from fieldsim.ir.passes.run import run_pass
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
+from fieldsim.lang.field import Field
 from fieldsim.lang.template_key import template_key
 
 
@@ -148,7 +149,7 @@ class KernelObj:
         for p, a, v in zip(self.params, ann, args):
             if isinstance(a, Template) or a is Template or isinstance(a, NdarrayType):
                 templates[p.name] = v
-                key.append(template_key(v))
+                key.append(("f", v.uid, v.generation) if type(v) is Field else template_key(v))
                 continue
             dt = _scalar_dtype(a, rt, self.__name__, p.name)
             dtypes[p.name] = dt
@@ -185,21 +186,22 @@ class KernelObj:
 
     def __call__(self, *args, **kwargs):
         rt = runtime.get()
+        ad = rt._per_thread  # this thread's tape/fwd_mode/no_grad (read directly: hot path)
         checked_run = None  # Tape(validation=True): runs the launch checked per element
         try:
             templates, key, values, dtypes, ret = self.bind(args, kwargs)
             ck = self.compiled(templates, key, dtypes, ret)
-            if rt.tape is not None and rt.no_grad_depth == 0:
-                checked_run = rt.tape.on_launch(self, ck, args, kwargs, values)
+            if ad.tape is not None and ad.no_grad_depth == 0:
+                checked_run = ad.tape.on_launch(self, ck, args, kwargs, values)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
         rt.launch_counter += 1
         rng_key = _rng_key(rt.random_seed, rt.launch_counter)
         self.last_rng_key = rng_key
-        if rt.tape is not None and rt.no_grad_depth == 0:
-            rt.tape.set_last_rng_key(rng_key)
+        if ad.tape is not None and ad.no_grad_depth == 0:
+            ad.tape.set_last_rng_key(rng_key)
         program = ck.program
-        if rt.fwd_mode is not None and rt.no_grad_depth == 0:
+        if ad.fwd_mode is not None and ad.no_grad_depth == 0:
             from fieldsim.ad.fwd_mode import tangent_program
             try:
                 program = tangent_program(ck, rt)
