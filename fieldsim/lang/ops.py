@@ -174,11 +174,30 @@ atomic_xor = _atomic("xor")
 atomic_mul = _atomic("mul")
 
 
+def _is_int_bound(v) -> bool:
+    """An ndrange bound: a Python or numpy integer, or an integer kernel value."""
+    import numbers
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, numbers.Integral) or isinstance(v, np.integer):
+        return True
+    dt = getattr(v, "dtype", None)
+    return dt is not None and hasattr(dt, "is_float") and not dt.is_float and not isinstance(v, MatVal)
+
+
 class ndrange:
     """`fs.ndrange(n, (b, e), ...)`: a multi-dimensional range; parallel when outermost."""
 
     def __init__(self, *dims):
         self.bounds = [((0, d) if not isinstance(d, (tuple, list)) else tuple(d)) for d in dims]
+        # A float bound would be truncated silently: refuse it (Taichi's wording).
+        for b in self.bounds:
+            if len(b) != 2:
+                raise FieldsimSyntaxError("Every argument of ndrange should be a scalar or a "
+                                          f"tuple/list like (begin, end); got {b}")
+            if not all(_is_int_bound(v) for v in b):
+                raise FieldsimTypeError("Every argument of ndrange should be an integer scalar or "
+                                        f"a tuple/list of (int, int); got {b}")
 
     def __iter__(self):
         import itertools

@@ -107,3 +107,23 @@ def test_debug_sees_a_64_bit_index_untruncated():
     with pytest.raises(fs.FieldsimIndexError, match="4294967297"):
         put(2**32 + 1)  # truncated to i32 this would be index 1, in range
     assert not x.to_numpy().any()
+
+
+def test_ndrange_refuses_float_and_malformed_bounds():
+    import pytest
+    fs.init(arch=fs.cpu, offline_cache=False)
+
+    @fs.kernel
+    def floats():
+        for i in fs.ndrange((1.1, 10.5)):
+            pass
+
+    @fs.kernel
+    def three():
+        for i in fs.ndrange((1, 2, 3)):
+            pass
+
+    with pytest.raises(fs.FieldsimTypeError, match="integer scalar"):
+        floats()
+    with pytest.raises(fs.FieldsimSyntaxError, match=r"like \(begin, end\)"):
+        three()
