@@ -68,8 +68,9 @@ def test_in_memory_cache_per_template_argument():
     inc(a)
     rt = fs.lang.runtime.get()
     assert rt.stats.get("llvm_compiles") == 1
-    inc(b)
-    assert rt.stats.get("llvm_compiles") == 2
+    inc(b)  # a second specialisation; its LLVM IR equals a's (fields are passed by pointer),
+    assert len(inc._cache) == 2  # so the backend reuses the object it already loaded
+    assert rt.stats.get("llvm_compiles") == 1
     np.testing.assert_array_equal(a.to_numpy(), [2, 2, 2, 2])
     np.testing.assert_array_equal(b.to_numpy(), [1, 1, 1, 1])
 

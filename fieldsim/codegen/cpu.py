@@ -12,6 +12,7 @@ generation entirely.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import itertools
 import math
 import os
@@ -22,9 +23,11 @@ import llvmlite
 import llvmlite.binding as llvm
 import numpy as np
 
+from fieldsim.codegen import interrupt
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import Target, TaskInfo, lower_kernel
+from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Kernel, Op
 
@@ -95,7 +98,7 @@ class CpuBackend:
         self.pool = None
         self.threads = max(1, rt.num_threads)
         self.launcher = launch_common.Launcher(self)
-        self.counter = 0
+        self.loaded = {}  # symbol -> task function addresses of objects in the engine
 
     # ---- storage ---------------------------------------------------------------------------------
     def allocate(self, shape, dtype):
@@ -111,16 +114,33 @@ class CpuBackend:
 
     # ---- compile ---------------------------------------------------------------------------------
     def compile(self, kernel: Kernel, rt) -> CpuProgram:
-        self.counter += 1
-        symbol = f"fs_{safe_symbol(kernel.name)}_{self.counter}"
-        module, info = lower_kernel(kernel, symbol, self.target, rt.debug)
+        # The symbol is named after the IR's content, not a compile counter, so the cache key
+        # does not depend on compile order and a cached object always defines the symbols
+        # looked up below. The same IR compiled twice shares one loaded object.
+        placeholder = f"fs_{safe_symbol(kernel.name)}_SYMBOL"
+        module, info = lower_kernel(kernel, placeholder, self.target, rt.debug)
         text = str(module)
-        obj = self._cached_object(text, rt)
+        symbol = f"fs_{safe_symbol(kernel.name)}_{hashlib.sha256(text.encode()).hexdigest()[:20]}"
+        text = text.replace(placeholder, symbol)
+        info.symbol = symbol
+        for t in info.tasks:
+            t.symbol = t.symbol.replace(placeholder, symbol)
         with _llvm_lock:
-            self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            self.engine.finalize_object()
-            fns = [_TASK_FN(self.engine.get_function_address(t.symbol)) for t in info.tasks]
-        return CpuProgram(info, fns)
+            addrs = self.loaded.get(symbol)
+        if addrs is None:
+            obj = self._cached_object(text, rt)
+            with _llvm_lock:
+                addrs = self.loaded.get(symbol)
+                if addrs is None:
+                    self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+                    self.engine.finalize_object()
+                    addrs = [self.engine.get_function_address(t.symbol) for t in info.tasks]
+                    self.loaded[symbol] = addrs
+        if not all(addrs):
+            raise FieldsimRuntimeError(f"kernel {kernel.name!r}: its compiled object lacks a task "
+                                       "function (an invalid compile cache entry?); run "
+                                       "`python -m fieldsim cache clear`")
+        return CpuProgram(info, [_TASK_FN(a) for a in addrs])
 
     def _cached_object(self, ir_text: str, rt) -> bytes:
         parts = [COMPILER_VERSION, llvmlite.__version__, self.cpu, self.features, ir_text]
@@ -152,31 +172,88 @@ class CpuBackend:
         if size_hint is not None and (size_hint < SMALL_LAUNCH
                                       or size_hint * _body_cost(task) < SMALL_WORK):
             workers = 1
-        if workers == 1:
+        # A task with a `while` loop may never end. Launched from the main thread, Ctrl-C sets
+        # its stop word through the interrupt watcher; where that cannot be installed, it runs
+        # on pool threads while the main thread waits, so Ctrl-C reaches Python.
+        runaway = False
+        if _has_while(task) and threading.current_thread() is threading.main_thread():
+            if interrupt.install():
+                interrupt.active.add(ctx_ptr)
+                try:
+                    return self._run_chunks(fn, ctx_ptr, workers, False)
+                finally:
+                    interrupt.active.discard(ctx_ptr)
+            runaway = True
+        if workers == 1 and not runaway:
+            fn(ctx_ptr, 0, 1)
+            return
+        self._run_chunks(fn, ctx_ptr, workers, runaway)
+
+    def _run_chunks(self, fn, ctx_ptr, workers, runaway):
+        if workers == 1 and not runaway:
             fn(ctx_ptr, 0, 1)
             return
         if self.pool is None:
-            self.pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="fieldsim")
+            with _llvm_lock:
+                if self.pool is None:
+                    self.pool = ThreadPoolExecutor(max(1, self.threads - 1),
+                                                   thread_name_prefix="fieldsim")
         # Dynamic scheduling: the range is cut into more chunks than threads and each thread
         # takes the next chunk until none is left, so a thread the OS does not run soon (a busy
         # machine) delays nothing: the others take its share. Chunk c uses AD-stack scratch c.
-        chunks = workers * CHUNKS_PER_THREAD
+        chunks = workers * CHUNKS_PER_THREAD if workers > 1 else 1
         counter = itertools.count()
+        stop = []
 
         def work():
             for c in counter:
-                if c >= chunks:
+                if c >= chunks or stop:  # stop: the launch was interrupted
                     return
                 fn(ctx_ptr, c, chunks)
-        futures = [self.pool.submit(work) for _ in range(1, workers)]
-        work()
-        for f in futures:
-            if not f.cancel():  # a helper that never started has nothing left to do
-                f.result()
+        futures = [self.pool.submit(work) for _ in range(workers if runaway else workers - 1)]
+        try:
+            if not runaway:
+                work()
+            for f in futures:
+                # A helper that never started has nothing left to do once this thread ran out
+                # of chunks; when this thread only waits (runaway), every helper must run.
+                if runaway or not f.cancel():
+                    f.result()
+        except BaseException:
+            # Ctrl-C (or an error): no chunk starts any more, running `while` loops leave at
+            # their next iteration, and the launch returns only when no thread writes.
+            stop.append(True)
+            launch_common.request_stop(ctx_ptr)
+            _wait_quietly(futures)
+            raise
 
     def max_workers(self) -> int:
-        """How many task invocations of one launch may hold AD-stack scratch at once."""
+        """How many task invocations of one launch may hold AD-stack scratch at once (one per
+        chunk)."""
         return self.threads * CHUNKS_PER_THREAD
+
+
+def _wait_quietly(futures):
+    """Wait for every future, through further Ctrl-Cs and whatever the helpers raised."""
+    for f in futures:
+        while True:
+            try:
+                if not f.cancel():
+                    f.exception()
+                break
+            except KeyboardInterrupt:
+                continue
+
+
+def _has_while(task: TaskInfo) -> bool:
+    """Whether a task contains a `while` loop (cached on the task)."""
+    if task.has_while is None:
+        task.has_while = _contains_loop(task.stmt.blocks)
+    return task.has_while
+
+
+def _contains_loop(blocks) -> bool:
+    return any(s.op == Op.LOOP or _contains_loop(s.blocks) for blk in blocks for s in blk)
 
 
 def _body_cost(task: TaskInfo) -> float:

@@ -464,7 +464,9 @@ class CudaBackend:
     # ---- compile ---------------------------------------------------------------------------------
     def compile(self, kernel: Kernel, rt) -> CudaProgram:
         self.counter += 1
-        symbol = f"fs_{safe_symbol(kernel.name)}_{self.counter}"
+        # Each kernel is its own CUDA module, so its symbols need not be unique: a name without
+        # a compile counter keeps the cache key independent of compile order.
+        symbol = f"fs_{safe_symbol(kernel.name)}"
         ptx, info = self._cached_ptx(kernel, symbol, rt)
         module = self.drv.load(ptx)
         nwords = CTX_WORDS + len(info.params)

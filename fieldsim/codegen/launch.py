@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import threading
 
 import numpy as np
 
@@ -23,8 +24,10 @@ from fieldsim.codegen.llvm import (
     CTX_STACK_STRIDE,
     CTX_WORDS,
     ERR_ASSERT,
+    ERR_INTERRUPTED,
     ERR_OUT_OF_BOUNDS,
     ERR_STACK_OVERFLOW,
+    ERR_WORD_STOP,
     ERR_WORDS,
 )
 from fieldsim.errors import (
@@ -37,6 +40,8 @@ from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang.formatting import MAX_ASSERT_ARGS
 
+_EMPTY = np.zeros(0, dtype=np.uint8)
+
 
 class _Frame:
     """One program's launch buffers (ctx words, field table, arguments, error and return
@@ -45,7 +50,7 @@ class _Frame:
     the kernels."""
 
     def __init__(self, info):
-        self.busy = False
+        self.busy = threading.Lock()
         self.fields_key = None
         self.ptrs = np.zeros(max(len(info.fields), 1), dtype=np.uint64)
         self.argbuf = np.zeros(max(len(info.params), 1), dtype=np.int64)
@@ -79,19 +84,33 @@ class _Frame:
 
 
 class Launcher:
+    """Launches programs on a backend. The AD-stack scratch buffer belongs to the launching
+    thread: launches from several Python threads never share (or free) each other's stacks,
+    and a buffer only grows between launches of its own thread."""
+
     def __init__(self, backend):
         self.backend = backend
-        self.scratch = np.zeros(0, dtype=np.uint8)
+        self._local = threading.local()
+
+    @property
+    def scratch(self):
+        return getattr(self._local, "scratch", _EMPTY)
+
+    @scratch.setter
+    def scratch(self, value):
+        self._local.scratch = value
 
     def launch(self, program, args, rng_key):
         info = program.info
         rt = self.backend.rt
         frame = program.frame
-        if frame is None or frame.busy:  # busy: a launch of it from another Python thread
+        # busy.acquire(False) is an atomic test-and-set: two threads never share a frame; a
+        # launch that finds the frame taken (another Python thread's) makes its own.
+        if frame is None or not frame.busy.acquire(False):
             frame = _Frame(info)
+            frame.busy.acquire()
             if program.frame is None:
                 program.frame = frame
-        frame.busy = True
         try:
             frame.fill(info, args, rng_key)
             if info.prints:  # the kernel's printf output must follow what Python printed
@@ -107,7 +126,7 @@ class Launcher:
             from fieldsim.lang.returns import rebuild
             return rebuild(info.ret, frame.ret)
         finally:
-            frame.busy = False
+            frame.busy.release()
 
     def set_stacks(self, frame, info, args, default):
         """Point the frame's stack words at this launch's AD-stack layout; returns capacities."""
@@ -154,8 +173,16 @@ def size_hint(task: Stmt, args):
     return trip_count(task, args)
 
 
+def request_stop(ctx_ptr: int):
+    """Set a running launch's stop word: its `while` loops return at their next iteration."""
+    err = ctypes.c_uint64.from_address(ctx_ptr + 8 * CTX_ERR).value
+    ctypes.c_int64.from_address(err + 8 * ERR_WORD_STOP).value = 1
+
+
 def raise_kernel_error(info, err, caps):
     code, which, extra = int(err[0]), int(err[1]), int(err[2])
+    if code == ERR_INTERRUPTED:
+        raise KeyboardInterrupt(f"kernel {info.name!r} was interrupted")
     if code == ERR_STACK_OVERFLOW:
         stack = info.stack_infos[0] if info.stack_infos else None
         for s in info.stack_infos:
@@ -187,5 +214,3 @@ def raise_kernel_error(info, err, caps):
         raise FieldsimAssertionError(f"kernel {info.name!r}: assertion failed: {msg}", loc)
     raise FieldsimRuntimeError(f"kernel {info.name!r} reported error code {code}")
 
-
-_ = ctypes

@@ -29,6 +29,8 @@ CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CT
 CTX_WORDS = 9
 ERR_ASSERT, ERR_STACK_OVERFLOW, ERR_OUT_OF_BOUNDS = 1, 2, 3
 ERR_WORDS = 4  # error code, which, extra, spare; an assert's message values follow
+ERR_INTERRUPTED = 4  # the launch's interrupt word (err[ERR_WORD_STOP]) was set: Ctrl-C
+ERR_WORD_STOP = 3  # err[3]: set by the host to stop a running launch; polled by `while` loops
 
 I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
 PTR = L.PointerType()
@@ -48,6 +50,9 @@ class Target:
 
     triple = ""
     assert_values = True  # the error words have room for an assert message's values
+    # `while` loops poll the launch's stop word (host memory the launching thread sets on
+    # Ctrl-C); the CUDA target cannot see host writes during a launch.
+    polls_interrupt = True
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""
@@ -107,6 +112,7 @@ class TaskInfo:
     parallel: bool  # split across threads (a parallel FOR), else run by one thread
     stmt: Stmt
     body_cost: float | None = None  # statements per iteration, at most (the CPU scheduler's)
+    has_while: bool | None = None  # whether it holds a `while` loop (Ctrl-C polling; cached)
 
     @property
     def entry(self) -> str:
@@ -161,6 +167,7 @@ class TaskLowering:
         self.entry = self.fn.append_basic_block("entry")
         self.b = L.IRBuilder(self.fn.append_basic_block("start"))
         self.alloca_b = L.IRBuilder(self.entry)
+        self.oob_slots = {}  # element type -> a dummy slot for out-of-range debug accesses
         self.vals: dict[int, L.Value] = {}
         self.loops: list[tuple] = []
         self.field_ptrs: dict[int, L.Value] = {}
@@ -267,7 +274,7 @@ class TaskLowering:
         if s.attr.parallel:
             self.find_reductions(s)
         b = self.b
-        begin, end = b.sext(self.v(s.args[0]), I64), b.sext(self.v(s.args[1]), I64)
+        begin, end = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         if s.attr.parallel:
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
         else:
@@ -275,6 +282,11 @@ class TaskLowering:
         # an adjoint's serialized loop (attr.reverse) runs from end-1 down to begin
         self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse)
         self.flush_reductions()
+
+    def as_i64(self, a: Stmt):
+        """A loop bound as i64 (sign-extended from i32; i64 bounds as they are)."""
+        v = self.v(a)
+        return v if v.type.width == 64 else self.b.sext(v, I64)
 
     def counted_loop(self, s: Stmt, lo, hi, outermost=False, step=None, descending=False):
         """`for i in range(lo, hi, step)`, or from hi-1 down to lo when `descending`. An
@@ -293,7 +305,7 @@ class TaskLowering:
         b.cbranch(b.icmp_signed(">=", i, lo) if descending else b.icmp_signed("<", i, hi),
                   body_bb, exit_bb)
         b.position_at_end(body_bb)
-        self.vals[id(s)] = b.trunc(i, I32)
+        self.vals[id(s)] = i if s.dtype.bits == 64 else b.trunc(i, I32)
         if outermost:
             self.tid = i
             b.store(L.Constant(I64, 0), self.rng_counter)
@@ -309,7 +321,7 @@ class TaskLowering:
         b.position_at_end(exit_bb)
 
     def op_for(self, s: Stmt):
-        lo, hi = self.b.sext(self.v(s.args[0]), I64), self.b.sext(self.v(s.args[1]), I64)
+        lo, hi = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         self.counted_loop(s, lo, hi)
 
     def op_loop(self, s: Stmt):
@@ -317,12 +329,25 @@ class TaskLowering:
         exit_bb = self.fn.append_basic_block("loop.exit")
         self.b.branch(body_bb)
         self.b.position_at_end(body_bb)
+        if self.cg.target.polls_interrupt:
+            self.poll_interrupt()
         self.loops.append((body_bb, exit_bb))
         self.block(s.body)
         self.loops.pop()
         if not self.b.block.is_terminated:
             self.b.branch(body_bb)
         self.b.position_at_end(exit_bb)
+
+    def poll_interrupt(self):
+        """Leave the task when the host set the stop word: one relaxed load and a branch per
+        iteration of a `while` loop, so a runaway loop can be stopped by Ctrl-C."""
+        b = self.b
+        p = b.gep(self.err_ptr, [L.Constant(I64, ERR_WORD_STOP)], source_etype=I64)
+        stop = b.load_atomic(p, "monotonic", 8, typ=I64)
+        with b.if_then(b.icmp_signed("!=", stop, L.Constant(I64, 0)), likely=False):
+            self.set_error(ERR_INTERRUPTED, 0)
+            b.ret_void()
+        # (if_then continues in a fresh block after the early return)
 
     def op_if(self, s: Stmt):
         b = self.b
@@ -435,18 +460,29 @@ class TaskLowering:
     def element_ptr(self, s: Stmt):
         b = self.b
         field = s.field
-        lin = None
+        lin, oob = None, None
         for d, ix in enumerate(s.indices):
-            i = b.sext(self.v(ix), I64)
+            i = self.v(ix)
+            i = i if i.type.width == 64 else b.sext(i, I64)
             n = self.dim_size(field, d)
             if self.cg.debug:
-                i = self.bounds_check(i, n, s)
+                bad = self.bounds_check(i, n, s)
+                oob = bad if oob is None else b.or_(oob, bad)
             lin = i if lin is None else b.add(b.mul(lin, n), i)
         if lin is None:
             lin = L.Constant(I64, 0)
-        return b.gep(self.field_ptr(field), [lin], source_etype=ll_type(field.dtype))
+        ty = ll_type(field.dtype)
+        ptr = b.gep(self.field_ptr(field), [lin], source_etype=ty)
+        if oob is not None:
+            # An out-of-range access goes to a private dummy slot, never to the field (the
+            # error is raised after the task): no element is written, not even element 0.
+            if ty not in self.oob_slots:
+                self.oob_slots[ty] = self.alloca_b.alloca(ty)
+            ptr = b.select(oob, self.oob_slots[ty], ptr)
+        return ptr
 
     def bounds_check(self, i, n, s):
+        """Flags (err words) and returns whether index `i` is outside [0, n)."""
         b = self.b
         bad = b.icmp_unsigned(">=", i, n)
         code = len(self.cg.info.accesses)
@@ -454,8 +490,7 @@ class TaskLowering:
         self.cg.info.accesses.append((s.field.ir_name, s.loc, offset))
         with b.if_then(bad, likely=False):
             self.set_error(ERR_OUT_OF_BOUNDS, code, i)
-        # the access still happens (the error is raised after the launch): keep it in bounds
-        return b.select(bad, L.Constant(I64, 0), i)
+        return bad
 
     def set_error(self, code, info, extra=None):
         b = self.b
@@ -599,7 +634,7 @@ class TaskLowering:
         if src.is_float and dst.is_float:
             return b.fpext(v, ty) if dst.bits > src.bits else b.fptrunc(v, ty)
         if src.is_float:
-            return b.fptosi(v, ty) if dst.is_signed else b.fptoui(v, ty)
+            return self.float_to_int(v, src, dst, ty)
         if dst.is_float:
             return b.sitofp(v, ty) if src.is_signed else b.uitofp(v, ty)
         if dst.bits > src.bits:
@@ -607,6 +642,25 @@ class TaskLowering:
         if dst.bits < src.bits:
             return b.trunc(v, ty)
         return v
+
+    def float_to_int(self, v, src: T.DataType, dst: T.DataType, ty):
+        """Defined conversion (plain fptosi gives poison, i.e. arbitrary values, for `int(nan)`
+        or `int(1e30)`): the value is clamped in the float domain to [type min, the largest
+        float below 2^k] and NaN becomes the type's minimum (0 for unsigned types), then
+        converted. The two selects lower to one max and one min instruction (vectorisable;
+        LLVM's fpto*i.sat intrinsics cost far more)."""
+        import numpy as np
+        b = self.b
+        bits = dst.bits if dst.bits > 1 else 8
+        lo, hi = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if dst.is_signed else (0.0, 2.0 ** bits)
+        npt = {16: np.float16, 32: np.float32, 64: np.float64}[src.bits]
+        big = float(np.finfo(npt).max)
+        hi = min(float(np.nextafter(npt(min(hi, big)), npt(0))), big)
+        lo = max(lo, -big)
+        lo_c, hi_c = L.Constant(v.type, lo), L.Constant(v.type, hi)
+        v = b.select(b.fcmp_unordered("<", v, lo_c), lo_c, v)  # NaN, too small: lo
+        v = b.select(b.fcmp_ordered(">", v, hi_c), hi_c, v)
+        return b.fptosi(v, ty) if dst.is_signed else b.fptoui(v, ty)
 
     def arith(self, s: Stmt):
         from fieldsim.codegen.llvm_arith import lower_arith

@@ -1,7 +1,10 @@
 """Arithmetic lowering table: `LOWER_FLOAT[Op]` / `LOWER_INT[Op]` map a scalar op to llvmlite.
 
 Each entry takes `(lowering, builder, dtype, *operands)`. Comparisons return i32 0/1. Integer
-division and modulo by zero give 0 (x86 would trap). Python semantics for `//` and `%`.
+division and modulo never trap: by zero they give 0, and INT_MIN / -1 wraps to INT_MIN (x86
+would raise SIGFPE for both). Python semantics for `//` and `%`. Shifts by an amount outside
+[0, bits) give what Python's shift truncated to the type gives (0, or -1 for a negative signed
+value shifted right), never LLVM's poison.
 """
 from __future__ import annotations
 
@@ -22,12 +25,19 @@ def _zero(v):
 
 
 def _safe_divisor(b, d):
-    return b.select(b.icmp_signed("==", d, _zero(d)), L.Constant(d.type, 1), d)
+    """`d`, with 0 and -1 replaced by 1: `sdiv`/`srem` trap (SIGFPE on x86) for a zero divisor
+    and for INT_MIN / -1; the callers select the defined results for those cases."""
+    bad = b.or_(b.icmp_signed("==", d, _zero(d)), b.icmp_signed("==", d, L.Constant(d.type, -1)))
+    return b.select(bad, L.Constant(d.type, 1), d)
 
 
 def _int_div(lw, b, dt, x, y):
-    y1 = _safe_divisor(b, y)
-    q = b.sdiv(x, y1) if dt.is_signed else b.udiv(x, y1)
+    if not dt.is_signed:
+        y1 = b.select(b.icmp_unsigned("==", y, _zero(y)), L.Constant(y.type, 1), y)
+        return b.select(b.icmp_unsigned("==", y, _zero(y)), _zero(x), b.udiv(x, y1))
+    q = b.sdiv(x, _safe_divisor(b, y))
+    # x / -1 is -x, wrapping for INT_MIN as two's-complement hardware would
+    q = b.select(b.icmp_signed("==", y, L.Constant(y.type, -1)), b.neg(x), q)
     return b.select(b.icmp_signed("==", y, _zero(y)), _zero(x), q)
 
 
@@ -39,18 +49,19 @@ def _int_floordiv(lw, b, dt, x, y):
     adjust = b.and_(b.icmp_signed("!=", r, _zero(r)),
                     b.icmp_signed("!=", b.icmp_signed("<", r, _zero(r)), b.icmp_signed("<", y1, _zero(y1))))
     q = b.select(adjust, b.sub(q, L.Constant(q.type, 1)), q)
+    q = b.select(b.icmp_signed("==", y, L.Constant(y.type, -1)), b.neg(x), q)
     return b.select(b.icmp_signed("==", y, _zero(y)), _zero(x), q)
 
 
 def _int_mod(lw, b, dt, x, y):
-    y1 = _safe_divisor(b, y)
     if not dt.is_signed:
-        r = b.urem(x, y1)
-    else:
-        r = b.srem(x, y1)
-        adjust = b.and_(b.icmp_signed("!=", r, _zero(r)),
-                        b.icmp_signed("!=", b.icmp_signed("<", r, _zero(r)), b.icmp_signed("<", y1, _zero(y1))))
-        r = b.select(adjust, b.add(r, y1), r)
+        y1 = b.select(b.icmp_unsigned("==", y, _zero(y)), L.Constant(y.type, 1), y)
+        return b.select(b.icmp_unsigned("==", y, _zero(y)), _zero(x), b.urem(x, y1))
+    y1 = _safe_divisor(b, y)  # x % -1 is 0, and srem(x, 1) is 0
+    r = b.srem(x, y1)
+    adjust = b.and_(b.icmp_signed("!=", r, _zero(r)),
+                    b.icmp_signed("!=", b.icmp_signed("<", r, _zero(r)), b.icmp_signed("<", y1, _zero(y1))))
+    r = b.select(adjust, b.add(r, y1), r)
     return b.select(b.icmp_signed("==", y, _zero(y)), _zero(x), r)
 
 
@@ -67,8 +78,23 @@ def _int_minmax(pred):
     return lower
 
 
+def _shift_too_far(b, y):
+    """A shift amount outside [0, bits) (negative amounts compare as huge unsigned ones);
+    LLVM's shifts give poison there, so these are defined explicitly."""
+    return b.icmp_unsigned(">=", y, L.Constant(y.type, y.type.width))
+
+
+def _shl(lw, b, dt, x, y):
+    far = _shift_too_far(b, y)
+    # As Python's `x << y` truncated to the type: every bit shifted out.
+    return b.select(far, _zero(x), b.shl(x, b.select(far, _zero(y), y)))
+
+
 def _shr(lw, b, dt, x, y):
-    return b.ashr(x, y) if dt.is_signed else b.lshr(x, y)
+    far = _shift_too_far(b, y)
+    if dt.is_signed:  # the sign fills every bit: 0 or -1, as Python's `x >> y`
+        return b.ashr(x, b.select(far, L.Constant(y.type, y.type.width - 1), y))
+    return b.select(far, _zero(x), b.lshr(x, b.select(far, _zero(y), y)))
 
 
 LOWER_FLOAT = {
@@ -90,7 +116,7 @@ LOWER_INT = {
     Op.MUL: lambda lw, b, dt, x, y: b.mul(x, y), Op.DIV: _int_div, Op.FLOORDIV: _int_floordiv,
     Op.MOD: _int_mod, Op.MIN: _int_minmax("<"), Op.MAX: _int_minmax(">"),
     Op.BIT_AND: lambda lw, b, dt, x, y: b.and_(x, y), Op.BIT_OR: lambda lw, b, dt, x, y: b.or_(x, y),
-    Op.BIT_XOR: lambda lw, b, dt, x, y: b.xor(x, y), Op.SHL: lambda lw, b, dt, x, y: b.shl(x, y),
+    Op.BIT_XOR: lambda lw, b, dt, x, y: b.xor(x, y), Op.SHL: _shl,
     Op.SHR: _shr,
 }
 

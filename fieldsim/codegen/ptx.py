@@ -137,6 +137,7 @@ class CudaTarget(Target):
     """Target hooks for NVPTX. One instance per kernel: the entry needs its argument count."""
 
     triple = TRIPLE
+    polls_interrupt = False  # the host cannot write the stop word during a launch
     assert_values = False  # the status buffer holds the error words only
 
     def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args):

@@ -128,7 +128,9 @@ class IRBuilder:
 
     # control flow: the caller fills the returned statement's blocks with `into`
     def for_(self, begin, end, info: ForInfo | None = None) -> Stmt:
-        return self.emit(Op.FOR, T.i32, (begin, end), attr=info or ForInfo(False), blocks=[[]])
+        # The loop value is i64 when its bounds are (a range that may pass 2^31), else i32.
+        dtype = T.i64 if end.dtype is T.i64 else T.i32
+        return self.emit(Op.FOR, dtype, (begin, end), attr=info or ForInfo(False), blocks=[[]])
 
     def loop(self) -> Stmt:
         return self.emit(Op.LOOP, None, blocks=[[]])

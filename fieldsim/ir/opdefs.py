@@ -200,6 +200,14 @@ def _mod(a, b):
     return a % b if b else 0
 
 
+def _shl(a, b):
+    return a << b if b >= 0 else 0  # a negative amount is a huge unsigned one, as lowered
+
+
+def _shr(a, b):
+    return a >> b if b >= 0 else (-1 if a < 0 else 0)
+
+
 def _unary_math(fn, diff=True, real_only=False, int_ok=False):
     return _spec(arity=1, result=Result.OPERAND, operands=Operands.FLOAT if not int_ok else Operands.ANY,
                 effect=Effect.PURE, differentiable=diff, lowering=Lowering.ARITH, evaluate=fn,
@@ -261,8 +269,8 @@ _SPECS = {
     Op.BIT_AND: _binary(operator.and_, diff=False, float_ok=False),
     Op.BIT_OR: _binary(operator.or_, diff=False, float_ok=False),
     Op.BIT_XOR: _binary(operator.xor, diff=False, float_ok=False),
-    Op.SHL: _binary(operator.lshift, diff=False, float_ok=False),
-    Op.SHR: _binary(operator.rshift, diff=False, float_ok=False),
+    Op.SHL: _binary(_shl, diff=False, float_ok=False),
+    Op.SHR: _binary(_shr, diff=False, float_ok=False),
     Op.LT: _compare(operator.lt),
     Op.LE: _compare(operator.le),
     Op.GT: _compare(operator.gt),

@@ -186,7 +186,7 @@ class Frontend(ExprMixin):
                 return self.kernel_value(visit(node))
             except FieldsimError as err:
                 raise self._located(err, node) from None
-            except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, AttributeError) as err:
+            except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, AttributeError) as err:
                 raise self._located(FieldsimSyntaxError(f"{type(err).__name__}: {err}"), node) from None
 
     def stmt(self, node):
@@ -199,8 +199,12 @@ class Frontend(ExprMixin):
                 visit(node)
             except FieldsimError as err:
                 raise self._located(err, node) from None
-            except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, AttributeError) as err:
+            except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, AttributeError) as err:
                 raise self._located(FieldsimSyntaxError(f"{type(err).__name__}: {err}"), node) from None
+            except RecursionError:  # ArithmeticError above includes OverflowError (10**400)
+                raise self._located(FieldsimSyntaxError(
+                    "this statement's expression is nested too deeply to compile; split it "
+                    "into several statements"), node) from None
 
     def _located(self, err: FieldsimError, node):
         if err.loc is None:
@@ -619,16 +623,19 @@ class Frontend(ExprMixin):
         sizes = []
         for begin, end in dims:
             size = self.e.binop("-", end, begin)
-            # begin > end runs nothing; a 1-D loop from 0 to a negative count already does,
-            # a product of two negative sizes would not
             known_nonneg = (isinstance(size, int) and size >= 0) or id(size) in self.nonneg
-            if len(dims) > 1 and not known_nonneg:  # (an ndarray's extent is never negative)
+            # an empty dimension empties the product (two negative sizes would not); an
+            # ndarray's extent is never negative
+            if len(dims) > 1 and not known_nonneg:
                 size = self.e.binop("max", size, 0)
             sizes.append(size)
             total = size if total is None else self.e.binop("*", total, size)
         if total is None:  # a 0-D field or fs.ndrange(): one iteration, with an empty index
             total = 1
-        loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)
+        # 64-bit iteration only where the range may pass 2^31 (a constant that large, or an
+        # i64 bound); i32 elsewhere, where it is cheaper (divisions for multi-dim loops).
+        ldt = T.i64 if _may_exceed_i32(total) else T.i32
+        loop = self.b.for_(self.e.value(0, ldt), self.e.value(total, ldt), info)
         self.depth += 1
         self.loop_depth += 1
         if info.parallel:
@@ -747,8 +754,11 @@ class Frontend(ExprMixin):
                 stride = self.e.binop("*", stride, s)
             q = t if isinstance(stride, int) and stride == 1 else self.e.binop("//", t, stride)
             d = q if k == 0 else self.e.binop("%", q, sizes[k])
+            wide = _may_exceed_i32(_end) or _may_exceed_i32(begin)  # the index itself may
+            if wide:
+                d = self.e.value(d, T.i64)
             idx = d if isinstance(begin, int) and begin == 0 else self.e.binop("+", d, begin)
-            out.append(self.e.value(idx, T.i32))
+            out.append(self.e.value(idx, T.i64 if wide else T.i32))
         return out
 
     def static_for(self, node: ast.For, iterable):
@@ -1222,3 +1232,10 @@ def _bind_args(fn, params, fdef, args, kwargs) -> dict:
     if missing:
         raise FieldsimTypeError(f"func {fn.__name__!r} is missing argument(s) {', '.join(missing)}")
     return bound
+
+
+def _may_exceed_i32(v) -> bool:
+    """Whether a loop bound (a Python int or an IR value) may lie outside the i32 range."""
+    if isinstance(v, int):
+        return not -(1 << 31) <= v < (1 << 31)
+    return getattr(v, "dtype", None) in (T.i64, T.u64, T.u32)

@@ -255,15 +255,21 @@ class ExprMixin:
                 f"field {field.ir_name!r} has {len(field.shape)} dimension(s) but is indexed with "
                 f"{len(idx)} index(es)" + ("; index a 0-D field with x[None]" if not field.shape else ""))
         out = []
-        for v in idx:
+        for d, v in enumerate(idx):
             if isinstance(v, float) or (isinstance(v, Stmt) and v.dtype.is_float):
                 raise FieldsimTypeError(f"field {field.ir_name!r} index must be an integer, "
                                         f"got {describe(v)}; use int(...)")
             if isinstance(v, MatVal) or not (isinstance(v, (Stmt, numbers.Integral))):
                 raise FieldsimTypeError(f"bad index for field {field.ir_name!r}: {describe(v)}")
-            out.append(self.e.value(v, T.i32))
+            # i32 unless the index may not fit (an i64 value, a big constant, a dimension of
+            # 2^31 or more): truncating would reach the wrong element, or 2 GiB before the data.
+            extent = field.shape[d]  # (an ndarray argument's extent is a runtime value)
+            wide = ((isinstance(extent, int) and extent > (1 << 31) - 1)
+                    or (isinstance(v, Stmt) and v.dtype.bits == 64)
+                    or (not isinstance(v, Stmt) and not -(1 << 31) <= v < (1 << 31)))
+            out.append(self.e.value(v, T.i64 if wide else T.i32))
         if field.offset is not None:  # storage index = user index - offset
-            out = [v if o == 0 else self.e.value(self.e.binop("-", v, o), T.i32)
+            out = [v if o == 0 else self.e.value(self.e.binop("-", v, o), v.dtype)
                    for v, o in zip(out, field.offset)]
         return out
 

@@ -8,6 +8,8 @@ made lazily from the same IR. Errors from compilation reach the user without int
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 import typing
 
 from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError, Loc
@@ -21,6 +23,7 @@ from fieldsim.lang.ndarray import (
     NdarrayType,
     bind_arg,
 )
+from fieldsim.lang.template_key import template_key
 
 
 class Template:
@@ -209,7 +212,7 @@ class KernelObj:
                 continue
             if isinstance(a, (Template, _SelfArg)) or a is Template:
                 templates[p.name] = v
-                key.append(("f", v.uid, v.generation) if isinstance(v, Field) else ("v", _hashkey(v)))
+                key.append(("f", v.uid, v.generation) if type(v) is Field else template_key(v))
                 continue
             dt = _scalar_dtype(a, rt, self.__name__, p.name)
             dtypes[p.name] = dt
@@ -307,23 +310,62 @@ def _scalar_dtype(a, rt, kname, pname):
 
 
 def _convert_arg(v, dt, kname, pname):
-    import numbers
+    """A scalar argument as the Python value the launch stores: never wrapped, truncated or
+    rounded silently (an integer argument out of the type's range, a fractional or NaN value
+    for an integer, a complex number: a FieldsimTypeError naming the argument)."""
+    t = type(v)
+    if dt.is_float:
+        if t is float:  # the common cases first: launches are frequent
+            return v
+        if t is int and -(1 << 1023) < v < (1 << 1023):
+            return float(v)
+    elif t is int:
+        lo, hi = _int_range(dt)
+        if lo <= v <= hi:
+            return v
+    return _convert_arg_slow(v, dt, kname, pname)
+
+
+def _convert_arg_slow(v, dt, kname, pname):
     if hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
         v = v.item()
-    if isinstance(v, bool) or not isinstance(v, numbers.Number):
-        if isinstance(v, bool):
-            return int(v)
+    if isinstance(v, bool):
+        return int(v)
+    if not isinstance(v, numbers.Real):
         raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects a {dt} scalar, "
-                                f"got {type(v).__name__}")
-    return float(v) if dt.is_float else int(v)
+                                f"got {type(v).__name__}" + (f" {v!r}" if isinstance(v, complex) else ""))
+    if dt.is_float:
+        try:
+            return float(v)
+        except OverflowError:
+            raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} ({dt}) got an integer "
+                                    "too large for any float") from None
+    if isinstance(v, numbers.Integral):
+        iv = int(v)
+    else:
+        f = float(v)
+        if not math.isfinite(f) or f != math.floor(f):
+            raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects an integer "
+                                    f"({dt}), got {v!r}")
+        iv = int(f)
+    lo, hi = _int_range(dt)
+    if not lo <= iv <= hi:
+        raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} = {iv} is out of range "
+                                f"for {dt} [{lo}, {hi}]")
+    return iv
 
 
-def _hashkey(v):
-    try:
-        hash(v)
-        return v
-    except TypeError:
-        return id(v)
+_INT_RANGES: dict = {}
+
+
+def _int_range(dt):
+    """[lo, hi] an integer argument of `dt` may take (a u64 above 2**63 travels in its 64-bit
+    word as its two's-complement bit pattern)."""
+    r = _INT_RANGES.get(dt.name)
+    if r is None:
+        lo, hi = (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.is_signed else (0, (1 << dt.bits) - 1)
+        r = _INT_RANGES[dt.name] = (lo, hi)
+    return r
 
 
 def rng_key_of(seed: int, counter: int) -> int:

@@ -1,11 +1,13 @@
 """Process-wide runtime state: what `fs.init` configured, the fields and kernels it owns.
 
 `init` starts afresh: fields and compiled kernels of an earlier `init` are dropped (using one
-afterwards raises). Everything else reads the current `Runtime` through `get()`.
+afterwards raises). Everything else reads the current `Runtime` through `get()`. The AD
+contexts (`tape`, `fwd_mode`, `no_grad_depth`) are per thread; the rest is shared.
 """
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 
 from fieldsim.errors import FieldsimError
@@ -118,15 +120,14 @@ class Runtime:
         self.debug = bool(debug)
         # recorded for Taichi programs that read it back; codegen never relaxes IEEE semantics
         self.offline_cache = bool(offline_cache) and os.environ.get("FIELDSIM_OFFLINE_CACHE", "1") != "0"
-        self.cache_dir = offline_cache_file_path or os.environ.get(
-            "FIELDSIM_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "fieldsim"))
+        # An empty FIELDSIM_CACHE_DIR means the default, not the working directory.
+        self.cache_dir = offline_cache_file_path or os.environ.get("FIELDSIM_CACHE_DIR") or \
+            os.path.join(os.path.expanduser("~"), ".cache", "fieldsim")
         self.ad_stack_size = int(ad_stack_size) if ad_stack_size else 256
         self.fields: list = []
         self.generation = _next_generation()
         self.launch_counter = 0
-        self.tape = None  # the active Tape, if any
-        self.fwd_mode = None
-        self.no_grad_depth = 0
+        self._per_thread = _PerThread()  # tape, fwd_mode, no_grad_depth: see below
         self.device = None  # a backend object (cpu or cuda) made lazily
         self.stats = {"compile_s": 0.0, "launches": 0}
 
@@ -139,10 +140,25 @@ class Runtime:
             return _EFFECTIVE[name]
         return self.__dict__.get("ignored_options", {}).get(name)
 
+    # The active Tape (and forward-mode context, and no_grad depth) belong to the thread that
+    # opened them: another thread's launches and writes are neither recorded nor refused.
+    tape = property(lambda self: self._per_thread.tape,
+                    lambda self, v: setattr(self._per_thread, "tape", v))
+    fwd_mode = property(lambda self: self._per_thread.fwd_mode,
+                        lambda self, v: setattr(self._per_thread, "fwd_mode", v))
+    no_grad_depth = property(lambda self: self._per_thread.no_grad_depth,
+                             lambda self, v: setattr(self._per_thread, "no_grad_depth", v))
+
     def backend(self):
         if self.device is None:
             self.device = HOOKS["make_backend"](self)
         return self.device
+
+
+class _PerThread(threading.local):
+    tape = None  # the active Tape, if any
+    fwd_mode = None
+    no_grad_depth = 0
 
 
 _generation = [0]

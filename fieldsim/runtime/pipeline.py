@@ -38,7 +38,8 @@ class Driver:
 
     def launch(self, kernel, args, kwargs):
         rt = runtime.get()
-        recording = rt.tape is not None and rt.no_grad_depth == 0
+        ad = rt._per_thread  # this thread's tape / fwd_mode / no_grad depth (read once: hot path)
+        recording = ad.tape is not None and ad.no_grad_depth == 0
         checked_run = None  # Tape(validation=True): runs the launch checked per element
         try:
             templates, key, values, dtypes, ret = kernel.bind(args, kwargs)
@@ -46,7 +47,7 @@ class Driver:
             if templates:
                 check_writable(ck, templates, kernel.__name__)
             if recording:
-                checked_run = rt.tape.on_launch(kernel, bound_view(ck, templates), args, kwargs,
+                checked_run = ad.tape.on_launch(kernel, bound_view(ck, templates), args, kwargs,
                                                 values)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
@@ -54,9 +55,9 @@ class Driver:
         rng_key = rng_key_of(rt.random_seed, rt.launch_counter)
         kernel.last_rng_key = rng_key
         if recording:
-            rt.tape.set_last_rng_key(rng_key)
+            ad.tape.set_last_rng_key(rng_key)
         program = ck.program
-        if rt.fwd_mode is not None and rt.no_grad_depth == 0:
+        if ad.fwd_mode is not None and ad.no_grad_depth == 0:
             try:
                 program = tangent_program(ck, rt)
             except FieldsimError as err:
