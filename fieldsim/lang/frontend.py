@@ -154,6 +154,14 @@ class Frontend(ExprMixin):
                     params.append(Param(a.arg, None, template=True))
                     continue
                 dt = self.arg_types[a.arg]
+                if isinstance(dt, T.MatrixType):  # entries came as scalar arguments
+                    entries = []
+                    for k in range(dt.n * dt.m):
+                        entries.append(self.b.emit(Op.ARG, dt.dtype, attr=pos, loc=self.source.loc(a)))
+                        params.append(Param(f"{a.arg}[{k}]", dt.dtype))
+                        pos += 1
+                    self.bind_value(a.arg, MatVal(entries, dt.n, dt.m, dt.ndim), self.source.loc(a))
+                    continue
                 arg = self.b.emit(Op.ARG, dt, attr=pos, loc=self.source.loc(a))
                 self.bind_value(a.arg, arg, self.source.loc(a))
                 params.append(Param(a.arg, dt))

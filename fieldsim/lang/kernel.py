@@ -216,6 +216,14 @@ class KernelObj:
                 templates[p.name] = v
                 key.append(("f", v.uid, v.generation) if isinstance(v, Field) else ("v", _hashkey(v)))
                 continue
+            if isinstance(a, T.MatrixType):  # its entries travel as scalar arguments
+                from fieldsim.lang.kernel_args import bind_matrix_arg
+                dtypes[p.name], flat = bind_matrix_arg(a, v, rt, self.__name__, p.name,
+                                                             self.def_loc())
+                for k, x in enumerate(flat):
+                    dtypes[f"{p.name}[{k}]"] = dtypes[p.name].dtype
+                    values.append(_convert_arg(x, dtypes[p.name].dtype, self.__name__, p.name))
+                continue
             dt = _scalar_dtype(a, rt, self.__name__, p.name)
             dtypes[p.name] = dt
             values.append(_convert_arg(v, dt, self.__name__, p.name))
@@ -370,7 +378,8 @@ def _scalar_dtype(a, rt, kname, pname):
     if isinstance(a, T.DataType):
         return a
     raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} has an unsupported annotation "
-                            f"{a!r}; use a scalar type (fs.f32, fs.i32, float, int) or fs.template()")
+                            f"{a!r}; use a scalar type (fs.f32, fs.i32, float, int), fs.types.vector/matrix, "
+                            "an ndarray type or fs.template()")
 
 
 def _convert_arg(v, dt, kname, pname):
