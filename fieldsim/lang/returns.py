@@ -75,6 +75,17 @@ def flat_dtypes(spec) -> list:
     return [d for item in spec.items for d in flat_dtypes(item)]
 
 
+def _signature(spec):
+    """A comparable form of a return spec (member names, shapes and dtypes)."""
+    if isinstance(spec, StructType):
+        return ("struct", tuple((k, _signature(t)) for k, t in spec.members.items()))
+    if isinstance(spec, T.MatrixType):
+        return ("mat", spec.n, spec.m, spec.ndim, str(spec.dtype))
+    if isinstance(spec, RetTuple):
+        return ("tuple", tuple(_signature(t) for t in spec.items))
+    return str(spec)
+
+
 def flatten(fe, spec, value, kname: str) -> list:
     """The returned value as scalars cast to the spec's dtypes."""
     if isinstance(spec, T.DataType):
@@ -89,7 +100,10 @@ def flatten(fe, spec, value, kname: str) -> list:
                                     f"{describe(value)}")
         return [fe.e.value(fe.e.cast(v, spec.dtype), spec.dtype) for v in value.entries]
     if isinstance(spec, StructType):
-        if not isinstance(value, StructValue) or value.names() != list(spec.members):
+        # as Taichi: a struct of another type (even one that would cast) is refused
+        if not isinstance(value, StructValue) or value.names() != list(spec.members) or (
+                value.stype is not None
+                and _signature(ret_spec(value.stype, fe.rt, kname)) != _signature(spec)):
             raise FieldsimTypeError(f"kernel {kname!r} returns a {spec!r} but the value is "
                                     f"{describe(value)}")
         return [s for k, t in spec.members.items()

@@ -153,3 +153,15 @@ def test_struct_return_of_a_scalar_is_a_clear_error():
 
     with pytest.raises(fs.FieldsimTypeError, match="kernel 'foo'"):
         foo()
+
+
+def test_struct_return_of_another_struct_type_is_refused():
+    sphere = fs.types.struct(center=vec3, radius=fs.f32)
+    sphere_i = fs.types.struct(center=vec3, radius=fs.i32)
+
+    @fs.kernel
+    def bar() -> sphere:
+        return sphere_i(center=fs.Vector([1.0, 2.0, 3.0]), radius=2)
+
+    with pytest.raises(fs.FieldsimTypeError, match="kernel 'bar'"):
+        bar()
