@@ -104,8 +104,9 @@ def flatten(fe, spec, value, kname: str) -> list:
         if not isinstance(value, StructValue) or value.names() != list(spec.members) or (
                 value.stype is not None
                 and _signature(ret_spec(value.stype, fe.rt, kname)) != _signature(spec)):
-            raise FieldsimTypeError(f"kernel {kname!r} returns a {spec!r} but the value is "
-                                    f"{describe(value)}")
+            what = f"a {value.stype!r}" if getattr(value, "stype", None) is not None \
+                else describe(value)
+            raise FieldsimTypeError(f"kernel {kname!r} returns a {spec!r} but the value is {what}")
         return [s for k, t in spec.members.items()
                 for s in flatten(fe, t, value.member(fe, k), kname)]
     if not isinstance(value, (tuple, list)) or len(value) != len(spec.items):
