@@ -885,8 +885,12 @@ class Frontend(ExprMixin):
         fdef = src.node
         params = [a.arg for a in fdef.args.args]
         if len(self.inline_stack) > 64:
-            raise FieldsimSyntaxError(f"func {func.fn.__name__!r} recurses too deeply "
-                                      "(recursion must terminate through fs.static conditions)")
+            kind = "real function" if getattr(func, "is_real", False) else "func"
+            raise FieldsimSyntaxError(
+                f"{kind} {func.fn.__name__!r} recurses too deeply (more than 64 nested calls): "
+                "fieldsim inlines funcs and real functions into the kernel, so recursion must end "
+                "through fs.static conditions; recursion whose depth depends on a runtime value "
+                "(e.g. an argument) is not supported; write it as a loop")
         bound = _bind_args(func.fn, params, fdef, args, kwargs)
         check_func_args(func.fn, bound)  # parameters annotated fs.types.ndarray(...)
         ann = func_args.annotations(func, fdef)
