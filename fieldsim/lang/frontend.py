@@ -162,6 +162,13 @@ class Frontend(ExprMixin):
                         pos += 1
                     self.bind_value(a.arg, MatVal(entries, dt.n, dt.m, dt.ndim), self.source.loc(a))
                     continue
+                if isinstance(dt, struct.StructType):  # leaves came as scalar arguments
+                    value, pos = self._struct_arg(a, dt, params, pos, pos)
+                    if a.arg in self.frame.assigned:
+                        self.frame.bind(a.arg, ("struct", struct.declare(self, a.arg, value)))
+                    else:
+                        self.frame.bind(a.arg, ("val", value))
+                    continue
                 arg = self.b.emit(Op.ARG, dt, attr=pos, loc=self.source.loc(a))
                 self.bind_value(a.arg, arg, self.source.loc(a))
                 params.append(Param(a.arg, dt))
@@ -173,6 +180,23 @@ class Frontend(ExprMixin):
                                       f"but does not end with a return statement",
                                       self.source.loc(node))
         return Kernel(self.kernel_name, params, self.b.block, self.ret, self.source.loc(node))
+
+    def _struct_arg(self, a, spec, params, pos, base):
+        """A struct kernel argument rebuilt from its scalar arguments (leaves in member order)."""
+        members = {}
+        for k, t in spec.members.items():
+            if isinstance(t, struct.StructType):
+                members[k], pos = self._struct_arg(a, t, params, pos, base)
+                continue
+            dt, count = (t.dtype, t.n * t.m) if isinstance(t, T.MatrixType) else (t, 1)
+            entries = []
+            for _ in range(count):
+                entries.append(self.b.emit(Op.ARG, dt, attr=pos, loc=self.source.loc(a)))
+                params.append(Param(f"{a.arg}[{pos - base}]", dt))  # as kernel.bind names them
+                pos += 1
+            members[k] = MatVal(entries, t.n, t.m, t.ndim) if isinstance(t, T.MatrixType) \
+                else entries[0]
+        return struct.StructVal(spec, members), pos
 
     def bind_value(self, name, value, loc):
         if name in self.frame.assigned and isinstance(value, (Stmt, MatVal)):

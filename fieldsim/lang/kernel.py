@@ -26,6 +26,7 @@ from fieldsim.lang.ndarray import (
     copy_back,
     refuse_grad_reads,
 )
+from fieldsim.lang.struct import StructType
 
 
 class Template:
@@ -223,6 +224,14 @@ class KernelObj:
                 for k, x in enumerate(flat):
                     dtypes[f"{p.name}[{k}]"] = dtypes[p.name].dtype
                     values.append(_convert_arg(x, dtypes[p.name].dtype, self.__name__, p.name))
+                continue
+            if isinstance(a, StructType):  # its leaves travel as scalar arguments
+                from fieldsim.lang.kernel_args import bind_struct_arg
+                dtypes[p.name], flat = bind_struct_arg(a, v, rt, self.__name__, p.name,
+                                                       self.def_loc())
+                for k, (dt, x) in enumerate(flat):
+                    dtypes[f"{p.name}[{k}]"] = dt
+                    values.append(_convert_arg(x, dt, self.__name__, p.name))
                 continue
             dt = _scalar_dtype(a, rt, self.__name__, p.name)
             dtypes[p.name] = dt

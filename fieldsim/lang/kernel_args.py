@@ -1,11 +1,13 @@
-"""Kernel arguments annotated with a vector/matrix type (`v: fs.types.vector(3, fs.f32)`).
+"""Kernel arguments annotated with a vector/matrix type (`v: fs.types.vector(3, fs.f32)`) or a
+struct type (`s: my_struct`).
 
-Takes the annotation and the value a launch passes (a fs.Vector/Matrix, a list, a numpy array);
-gives the resolved `MatrixType` and its entries in row-major order, which travel to the kernel
-as that many scalar arguments (the frontend rebuilds the vector/matrix value from them).
-Guarantees: a value of another shape, or with non-numeric entries, raises a FieldsimTypeError
-naming the kernel and the argument; a float given to an integer matrix truncates, as Taichi's
-argument cast does.
+Takes the annotation and the value a launch passes (a fs.Vector/Matrix, a list, a numpy array;
+for a struct, a struct value, a field element or a dict); gives the resolved type and its
+scalars (vector/matrix entries row-major, struct leaves in member order), which travel to the
+kernel as that many scalar arguments (the frontend rebuilds the vector/matrix or struct value).
+Guarantees: a value of another shape, with non-numeric entries or unknown members, raises a
+FieldsimTypeError naming the kernel and the argument; a float given to an integer entry or
+member truncates, as Taichi's argument cast does. No gradient flows to these arguments.
 """
 from __future__ import annotations
 
@@ -43,3 +45,37 @@ def bind_matrix_arg(ann: T.MatrixType, value, rt, kname: str, pname: str, loc=No
     if spec.dtype.is_int and flat.dtype.kind == "f":
         flat = np.trunc(flat)
     return spec, flat.tolist()
+
+
+def bind_struct_arg(ann, value, rt, kname: str, pname: str, loc=None):
+    """(resolved StructType, [(dtype, Python scalar)] in member order, nested members and
+    vector/matrix entries flattened) for a kernel argument annotated with a struct type."""
+    from fieldsim.lang.returns import ret_spec
+    from fieldsim.lang.struct import _py_cast
+    spec = ret_spec(ann, rt, kname)
+    try:
+        py = _py_cast(ann, value)  # dicts, fs.Struct values and field elements, cast per member
+    except (TypeError, ValueError, FieldsimTypeError) as e:
+        msg = e.message if isinstance(e, FieldsimTypeError) else str(e)
+        raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects a {ann!r}: {msg}",
+                                loc) from None
+    out: list = []
+    _flatten_struct(spec, py, out)
+    return spec, out
+
+
+def _flatten_struct(spec, py, out):
+    for k, t in spec.members.items():
+        v = getattr(py, k)
+        if isinstance(t, T.MatrixType):
+            out.extend((t.dtype, x) for x in np.asarray(v.to_numpy()).reshape(-1).tolist())
+        elif isinstance(t, T.DataType):
+            out.append((t, v))
+        else:
+            _flatten_struct(t, v, out)
+
+
+def leaf_dtypes(spec) -> list:
+    """The dtypes of a struct spec's scalar arguments, in the order `bind_struct_arg` gives."""
+    from fieldsim.lang.returns import flat_dtypes
+    return flat_dtypes(spec)

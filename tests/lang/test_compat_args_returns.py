@@ -165,3 +165,38 @@ def test_struct_return_of_another_struct_type_is_refused():
 
     with pytest.raises(fs.FieldsimTypeError, match="kernel 'bar'"):
         bar()
+
+
+s0 = fs.types.struct(a=vec3, b=fs.i16)
+s1 = fs.types.struct(a=fs.f32, b=s0)
+
+
+def test_struct_argument_members_reach_the_kernel():
+    @fs.kernel
+    def k(t: fs.f32, s: s1, u: fs.i32) -> fs.f32:
+        return t + s.a + s.b.a[1] * 10 + s.b.b * 100 + u * 1000
+
+    val = s1(a=1, b=s0(a=fs.Vector([0.0, 2.0, 0.0]), b=3))
+    assert k(0.5, val, 4) == pytest.approx(4321.5)
+    # a dict works as in Taichi; members are cast (the float 3.9 truncates into the i16 member)
+    assert k(0.5, {"a": 1, "b": {"a": [0, 2, 0], "b": 3.9}}, 4) == pytest.approx(4321.5)
+
+
+def test_struct_argument_can_be_modified_and_returned():
+    @fs.kernel
+    def bump(s: s1) -> s1:
+        s.a += 1
+        s.b.a[2] = s.a * 2
+        return s
+
+    r = bump(s1(a=1.5))
+    assert r.a == pytest.approx(2.5) and r.b.a[2] == pytest.approx(5.0)
+
+
+def test_struct_argument_with_unknown_member_is_a_clear_error():
+    @fs.kernel
+    def k(s: s1) -> fs.f32:
+        return s.a
+
+    with pytest.raises(fs.FieldsimTypeError, match=r"kernel 'k'.*argument 's'.*no member"):
+        k({"q": 1})
