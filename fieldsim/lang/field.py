@@ -266,7 +266,7 @@ class Field:
         from fieldsim.lang import sparse
         sparse.activate_python(self, idx)
 
-    def _coerce(self, value, shape, what, broadcast=False) -> np.ndarray:
+    def _coerce(self, value, shape, what, broadcast=False, truncate=False) -> np.ndarray:
         if hasattr(value, "to_numpy") and not isinstance(value, Field):
             value = value.to_numpy()
         try:
@@ -276,7 +276,9 @@ class Field:
                             f"into {what}") from None
         if arr.dtype == object or arr.dtype.kind not in "biuf":
             raise TypeError(f"field {self.ir_name!r}: cannot store {value!r} into {what}")
-        if self.dtype.is_int and arr.dtype.kind == "f":
+        if self.dtype.is_int and arr.dtype.kind == "f" and truncate:
+            arr = np.trunc(arr)  # fill assigns in a kernel as Taichi's does: floats truncate
+        elif self.dtype.is_int and arr.dtype.kind == "f":
             raise TypeError(f"field {self.ir_name!r} holds {self.dtype} values: cannot store the float "
                             f"{value!r} into {what} (cast it with int() first)")
         if arr.shape != tuple(shape):
@@ -322,7 +324,7 @@ class Field:
 
     def fill(self, value):
         self._check_live()
-        arr = self._coerce(value, self.element_shape, "fill value", broadcast=True)
+        arr = self._coerce(value, self.element_shape, "fill value", broadcast=True, truncate=True)
         _record_python_write(self, None, f"{self.ir_name}.fill(...)")
         self.storage.fill(arr)
         from fieldsim.lang import sparse

@@ -154,6 +154,21 @@ class Frontend(ExprMixin):
                     params.append(Param(a.arg, None, template=True))
                     continue
                 dt = self.arg_types[a.arg]
+                if isinstance(dt, T.MatrixType):  # entries came as scalar arguments
+                    entries = []
+                    for k in range(dt.n * dt.m):
+                        entries.append(self.b.emit(Op.ARG, dt.dtype, attr=pos, loc=self.source.loc(a)))
+                        params.append(Param(f"{a.arg}[{k}]", dt.dtype))
+                        pos += 1
+                    self.bind_value(a.arg, MatVal(entries, dt.n, dt.m, dt.ndim), self.source.loc(a))
+                    continue
+                if isinstance(dt, struct.StructType):  # leaves came as scalar arguments
+                    value, pos = self._struct_arg(a, dt, params, pos, pos)
+                    if a.arg in self.frame.assigned:
+                        self.frame.bind(a.arg, ("struct", struct.declare(self, a.arg, value)))
+                    else:
+                        self.frame.bind(a.arg, ("val", value))
+                    continue
                 arg = self.b.emit(Op.ARG, dt, attr=pos, loc=self.source.loc(a))
                 self.bind_value(a.arg, arg, self.source.loc(a))
                 params.append(Param(a.arg, dt))
@@ -165,6 +180,23 @@ class Frontend(ExprMixin):
                                       f"but does not end with a return statement",
                                       self.source.loc(node))
         return Kernel(self.kernel_name, params, self.b.block, self.ret, self.source.loc(node))
+
+    def _struct_arg(self, a, spec, params, pos, base):
+        """A struct kernel argument rebuilt from its scalar arguments (leaves in member order)."""
+        members = {}
+        for k, t in spec.members.items():
+            if isinstance(t, struct.StructType):
+                members[k], pos = self._struct_arg(a, t, params, pos, base)
+                continue
+            dt, count = (t.dtype, t.n * t.m) if isinstance(t, T.MatrixType) else (t, 1)
+            entries = []
+            for _ in range(count):
+                entries.append(self.b.emit(Op.ARG, dt, attr=pos, loc=self.source.loc(a)))
+                params.append(Param(f"{a.arg}[{pos - base}]", dt))  # as kernel.bind names them
+                pos += 1
+            members[k] = MatVal(entries, t.n, t.m, t.ndim) if isinstance(t, T.MatrixType) \
+                else entries[0]
+        return struct.StructVal(spec, members), pos
 
     def bind_value(self, name, value, loc):
         if name in self.frame.assigned and isinstance(value, (Stmt, MatVal)):
@@ -887,8 +919,12 @@ class Frontend(ExprMixin):
         fdef = src.node
         params = [a.arg for a in fdef.args.args]
         if len(self.inline_stack) > 64:
-            raise FieldsimSyntaxError(f"func {func.fn.__name__!r} recurses too deeply "
-                                      "(recursion must terminate through fs.static conditions)")
+            kind = "real function" if getattr(func, "is_real", False) else "func"
+            raise FieldsimSyntaxError(
+                f"{kind} {func.fn.__name__!r} recurses too deeply (more than 64 nested calls): "
+                "fieldsim inlines funcs and real functions into the kernel, so recursion must end "
+                "through fs.static conditions; recursion whose depth depends on a runtime value "
+                "(e.g. an argument) is not supported; write it as a loop")
         bound = _bind_args(func.fn, params, fdef, args, kwargs)
         check_func_args(func.fn, bound)  # parameters annotated fs.types.ndarray(...)
         ann = func_args.annotations(func, fdef)

@@ -47,7 +47,11 @@ def annotations(func, fdef) -> dict:
 def check_real_func(fn):
     """`fs.real_func` parameters must all be annotated (Taichi checks this when decorating)."""
     sig = inspect.signature(fn)
-    for p in sig.parameters.values():
+    parts = getattr(fn, "__qualname__", "").split(".")
+    in_class = len(parts) >= 2 and parts[-2] != "<locals>"
+    for pos, p in enumerate(sig.parameters.values()):
+        if pos == 0 and in_class:
+            continue  # a method's `self` (a data-oriented object) is bound at compile time
         if p.annotation is inspect.Parameter.empty:
             raise FieldsimSyntaxError(f"Argument {p.name!r} of real function {fn.__name__!r} must be "
                                       "type annotated (e.g. fs.i32, fs.types.vector(3, fs.f32), "

@@ -23,6 +23,7 @@ from fieldsim.lang.ndarray import (
     NdarrayType,
     bind_arg,
 )
+from fieldsim.lang.struct import StructType
 from fieldsim.lang.template_key import template_key
 
 
@@ -214,6 +215,22 @@ class KernelObj:
                 templates[p.name] = v
                 key.append(("f", v.uid, v.generation) if type(v) is Field else template_key(v))
                 continue
+            if isinstance(a, T.MatrixType):  # its entries travel as scalar arguments
+                from fieldsim.lang.kernel_args import bind_matrix_arg
+                dtypes[p.name], flat = bind_matrix_arg(a, v, rt, self.__name__, p.name,
+                                                             self.def_loc())
+                for k, x in enumerate(flat):
+                    dtypes[f"{p.name}[{k}]"] = dtypes[p.name].dtype
+                    values.append(_convert_arg(x, dtypes[p.name].dtype, self.__name__, p.name))
+                continue
+            if isinstance(a, StructType):  # its leaves travel as scalar arguments
+                from fieldsim.lang.kernel_args import bind_struct_arg
+                dtypes[p.name], flat = bind_struct_arg(a, v, rt, self.__name__, p.name,
+                                                       self.def_loc())
+                for k, (dt, x) in enumerate(flat):
+                    dtypes[f"{p.name}[{k}]"] = dt
+                    values.append(_convert_arg(x, dt, self.__name__, p.name))
+                continue
             dt = _scalar_dtype(a, rt, self.__name__, p.name)
             dtypes[p.name] = dt
             values.append(_convert_arg(v, dt, self.__name__, p.name))
@@ -306,7 +323,8 @@ def _scalar_dtype(a, rt, kname, pname):
     if isinstance(a, T.DataType):
         return a
     raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} has an unsupported annotation "
-                            f"{a!r}; use a scalar type (fs.f32, fs.i32, float, int) or fs.template()")
+                            f"{a!r}; use a scalar type (fs.f32, fs.i32, float, int), fs.types.vector/matrix, "
+                            "an ndarray type or fs.template()")
 
 
 def _convert_arg(v, dt, kname, pname):
