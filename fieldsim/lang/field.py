@@ -21,7 +21,7 @@ from fieldsim.errors import (
     FieldsimRuntimeError,
     FieldsimTypeError,
 )
-from fieldsim.lang import runtime
+from fieldsim.lang import naming, runtime
 from fieldsim.lang import types as T
 
 
@@ -37,7 +37,10 @@ class Field:
         self.uid = len(rt.fields)
         self.generation = rt.generation
         self.role = _role
-        self.ir_name = self.name or f"field{self.uid}"
+        # the name messages, repr and tape pictures use: name=, else the variable the user's
+        # code assigns the field to (`x = fs.field(...)`), else field<uid>
+        self.ir_name = self.name or (_role == "primal" and naming.assigned_name()) or \
+            f"field{self.uid}"
         self.shape = None
         self.offset = None  # per-axis index of the first cell; None when all zero
         self.storage = None

@@ -1,0 +1,82 @@
+"""Names for fields from the user's code: `x = fs.field(...)` makes a field called 'x'.
+
+`assigned_name()` is called while a field (or ndarray, struct field) is being constructed. It
+finds the first frame outside the fieldsim package, the exact call expression that frame is
+running (Python 3.11's instruction positions), and the assignment that call is the whole
+right-hand side of, in that file's AST:
+
+    x = fs.field(...)                      -> 'x'
+    self.x = fs.Vector.field(3, ...)       -> 'self.x'
+    x, y = fs.field(...), fs.field(...)    -> 'x', 'y' (matched by position)
+    x: fs.Field = fs.field(...)            -> 'x'
+
+Anything else (a call nested in another call, a comprehension, a `return`, code without source
+such as `python -c`) gives None, and the caller falls back to `field<N>`. The parsed index of a
+file is cached per file, so naming costs a frame walk and a dict look-up. Never raises.
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+import linecache
+import sys
+
+# filename -> (the linecache lines object it was built from, {(line, end_line, col, end_col): name})
+_INDEX: dict[str, tuple[list, dict]] = {}
+
+
+def assigned_name() -> str | None:
+    try:
+        frame = sys._getframe(1)
+        while frame is not None and _is_ours(frame):
+            frame = frame.f_back
+        if frame is None:
+            return None
+        code = frame.f_code
+        pos = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+        if pos is None or None in pos:
+            return None
+        return _index(code.co_filename).get(tuple(pos))
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError, MemoryError):
+        # naming is a courtesy: it never breaks field creation
+        return None
+
+
+def _is_ours(frame) -> bool:
+    mod = frame.f_globals.get("__name__", "")
+    return mod == "fieldsim" or mod.startswith("fieldsim.")
+
+
+def _index(filename: str) -> dict:
+    lines = linecache.getlines(filename)
+    if not lines:
+        return {}
+    hit = _INDEX.get(filename)
+    if hit is not None and hit[0] is lines:
+        return hit[1]
+    spans: dict = {}
+    try:
+        tree = ast.parse("".join(lines), filename)
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                _pair(node.targets[0], node.value, spans)
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                _pair(node.target, node.value, spans)
+    _INDEX[filename] = (lines, spans)
+    return spans
+
+
+def _pair(target, value, spans: dict) -> None:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+            for t, v in zip(target.elts, value.elts):
+                _pair(t, v, spans)
+        return
+    if not isinstance(value, ast.Call) or not isinstance(target, (ast.Name, ast.Attribute,
+                                                                   ast.Subscript)):
+        return
+    spans[(value.lineno, value.end_lineno, value.col_offset, value.end_col_offset)] = \
+        ast.unparse(target)
