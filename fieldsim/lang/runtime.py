@@ -119,7 +119,7 @@ class Runtime:
         # recorded for Taichi programs that read it back; codegen never relaxes IEEE semantics
         self.offline_cache = bool(offline_cache) and os.environ.get("FIELDSIM_OFFLINE_CACHE", "1") != "0"
         self.cache_dir = offline_cache_file_path or os.environ.get(
-            "FIELDSIM_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "fieldsim"))
+            "FIELDSIM_CACHE_DIR", os.path.join(_xdg_cache_home(), "fieldsim"))
         self.ad_stack_size = int(ad_stack_size) if ad_stack_size else 256
         self.fields: list = []
         self.generation = _next_generation()
@@ -237,3 +237,10 @@ def sync():
     rt = get()
     if rt.device is not None:
         rt.device.sync()
+
+
+def _xdg_cache_home() -> str:
+    """$XDG_CACHE_HOME when set to an absolute path (the XDG spec ignores relative ones), else
+    ~/.cache."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
