@@ -96,6 +96,31 @@ class InitOptionError(FieldsimError, TypeError, KeyError):
     """An unknown `fs.init` keyword (a TypeError; also a KeyError, which is what Taichi raises)."""
 
 
+class IgnoredOptionWarning(UserWarning):
+    """A Taichi `init` option that fieldsim accepts and does not need: the one-line note."""
+
+
+# options that are Taichi's test harness or logging plumbing, or that fieldsim honours: no note
+_QUIET_OPTIONS = {"_test_mode", "print_ir", "log_level", "excepthook", "print_full_traceback",
+                  "verbose", "require_version"}
+
+
+def _note_ignored(options: dict) -> None:
+    # no note where the value asked for is what fieldsim does anyway (fast_math=False)
+    noted = sorted(k for k, v in options.items() if k not in _QUIET_OPTIONS
+                   and not (k in _EFFECTIVE and v == _EFFECTIVE[k]))
+    if not noted:
+        return
+    from fieldsim.compat import user_loc
+    loc = user_loc()
+    why = "; ".join(f"{k}: {TAICHI_ONLY_OPTIONS[k]}" for k in noted)
+    msg = f"fs.init: Taichi option(s) accepted without effect in fieldsim ({why})"
+    if loc is None:
+        warnings.warn(msg, IgnoredOptionWarning, stacklevel=3)
+    else:
+        warnings.warn_explicit(msg, IgnoredOptionWarning, loc.file, loc.line)
+
+
 class Runtime:
     def __init__(self, arch=cpu, default_fp=T.f32, default_ip=T.i32, random_seed=0,
                  cpu_max_num_threads=None, debug=False, offline_cache=True, ad_stack_size=0,
@@ -107,6 +132,7 @@ class Runtime:
                             f"{', '.join(FIELDSIM_OPTIONS)} (and Taichi's, accepted without "
                             f"effect: {', '.join(sorted(TAICHI_ONLY_OPTIONS))})", user_loc())
         self.ignored_options = dict(taichi_options)  # accepted for Taichi programs; see above
+        _note_ignored(taichi_options)
         self.kernel_profiler = bool(kernel_profiler)
         from fieldsim.profiler import KernelProfile
         self.profile = KernelProfile()
