@@ -25,11 +25,17 @@ import sys
 _INDEX: dict[str, tuple[list, dict]] = {}
 
 
+def user_frame():
+    """The innermost frame outside the fieldsim package (the user's code), or None."""
+    frame = sys._getframe(1)
+    while frame is not None and _is_ours(frame):
+        frame = frame.f_back
+    return frame
+
+
 def assigned_name() -> str | None:
     try:
-        frame = sys._getframe(1)
-        while frame is not None and _is_ours(frame):
-            frame = frame.f_back
+        frame = user_frame()
         if frame is None:
             return None
         code = frame.f_code

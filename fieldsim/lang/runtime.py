@@ -111,14 +111,14 @@ def _note_ignored(options: dict) -> None:
                    and not (k in _EFFECTIVE and v == _EFFECTIVE[k]))
     if not noted:
         return
-    from fieldsim.compat import user_loc
-    loc = user_loc()
+    from fieldsim.lang.naming import user_frame
+    frame = user_frame()
     why = "; ".join(f"{k}: {TAICHI_ONLY_OPTIONS[k]}" for k in noted)
     msg = f"fs.init: Taichi option(s) accepted without effect in fieldsim ({why})"
-    if loc is None:
+    if frame is None:
         warnings.warn(msg, IgnoredOptionWarning, stacklevel=3)
-    else:
-        warnings.warn_explicit(msg, IgnoredOptionWarning, loc.file, loc.line)
+    else:  # at the user's fs.init line, shown every time (each init is a fresh start)
+        warnings.warn_explicit(msg, IgnoredOptionWarning, frame.f_code.co_filename, frame.f_lineno)
 
 
 class Runtime:
