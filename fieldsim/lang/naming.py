@@ -11,8 +11,10 @@ right-hand side of, in that file's AST:
     x: fs.Field = fs.field(...)            -> 'x'
 
 Anything else (a call nested in another call, a comprehension, a `return`, code without source
-such as `python -c`) gives None, and the caller falls back to `field<N>`. The parsed index of a
-file is cached per file, so naming costs a frame walk and a dict look-up. Never raises.
+such as `python -c`) gives None, and the caller falls back to `field<N>`. A file's parsed index
+is cached per file and the answer per call site, so a repeated call costs a frame walk and a
+dict look-up (a first one about 30 us). A file edited after it was imported can give no name
+(or, rarely, a stale one): names are a courtesy, never used for identity. Never raises.
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ import sys
 
 # filename -> (the linecache lines object it was built from, {(line, end_line, col, end_col): name})
 _INDEX: dict[str, tuple[list, dict]] = {}
+# (code object, instruction offset) -> the name found for that call site
+_SITES: dict = {}
 
 
 def user_frame():
@@ -38,11 +42,15 @@ def assigned_name() -> str | None:
         frame = user_frame()
         if frame is None:
             return None
-        code = frame.f_code
-        pos = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
-        if pos is None or None in pos:
-            return None
-        return _index(code.co_filename).get(tuple(pos))
+        code, site = frame.f_code, frame.f_lasti
+        key = (code, site)
+        if key in _SITES:  # a call site seen before (fields made in a loop)
+            return _SITES[key]
+        pos = next(itertools.islice(code.co_positions(), site // 2, None), None)
+        name = None if pos is None or None in pos else _index(code.co_filename).get(tuple(pos))
+        if len(_SITES) < 100_000:
+            _SITES[key] = name
+        return name
     except (OSError, ValueError, TypeError, AttributeError, RecursionError, MemoryError):
         # naming is a courtesy: it never breaks field creation
         return None
