@@ -180,12 +180,14 @@ class Field:
         if self.generation != runtime.get().generation or self.storage is None:
             if (self.shape is None and self.primal is not None and self.generation == runtime.get().generation
                     and self.primal._unplaced.get(self.role) is self):
-                raise FieldsimRuntimeError(unplaced_twin_message(self))
+                raise FieldsimRuntimeError(unplaced_twin_message(self), naming.user_loc())
             if self.shape is None and self.generation == runtime.get().generation:
-                raise RuntimeError(f"field {self.ir_name!r} has no shape yet: place it with "
-                                   "fs.root.dense(...).place(...) or give shape=")
-            raise RuntimeError(f"field {self.ir_name!r} belongs to an earlier fs.init(); "
-                               "fields are dropped when fs.init is called again")
+                raise FieldsimRuntimeError(f"field {self.ir_name!r} has no shape yet: place it with "
+                                           "fs.root.dense(...).place(...) or give shape=",
+                                           naming.user_loc())
+            raise FieldsimRuntimeError(f"field {self.ir_name!r} belongs to an earlier fs.init(); "
+                                       "fields are dropped when fs.init is called again",
+                                       naming.user_loc())
 
     # ---- shape ------------------------------------------------------------------------------
     @property

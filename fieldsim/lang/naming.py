@@ -23,6 +23,8 @@ import itertools
 import linecache
 import sys
 
+from fieldsim.errors import Loc
+
 # filename -> (the linecache lines object it was built from, {(line, end_line, col, end_col): name})
 _INDEX: dict[str, tuple[list, dict]] = {}
 # (code object, instruction offset) -> the name found for that call site
@@ -35,6 +37,15 @@ def user_frame():
     while frame is not None and _is_ours(frame):
         frame = frame.f_back
     return frame
+
+
+def user_loc() -> Loc | None:
+    """The user's line as a Loc (for errors raised deep inside a Python-scope call)."""
+    frame = user_frame()
+    if frame is None:
+        return None
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).rstrip("\n")
+    return Loc(frame.f_code.co_filename, frame.f_lineno, 0, None, frame.f_code.co_name, line)
 
 
 def assigned_name() -> str | None:

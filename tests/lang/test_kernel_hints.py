@@ -99,6 +99,7 @@ def test_grad_of_a_field_without_gradients_says_which_and_how():
     msg = str(info.value)
     assert "pressure.grad has not been placed" in msg
     assert "needs_grad=True" in msg and "'pressure'" in msg and "lazy_grad" in msg
+    assert "test_kernel_hints.py" in msg and "pressure.grad.to_numpy()" in msg  # the user's line
 
 
 def test_taichi_only_init_option_gives_a_one_line_note():
