@@ -79,7 +79,10 @@ class Tape:
         if rt.tape is not None:
             raise FieldsimError("Tapes cannot be nested")
         if self.loss is not None:
-            _check_loss(self.loss)
+            try:
+                _check_loss(self.loss)
+            except FieldsimError as err:  # the user's mistake: shown without fieldsim's frames
+                raise err.with_traceback(None) from None
         if self.clear_gradients:
             clear_all_gradients()
         if self.loss is not None:
@@ -239,10 +242,13 @@ def _check_loss(loss):
     if isinstance(loss, Ndarray):
         pass  # Taichi takes an ndarray loss of one element
     elif not isinstance(loss, Field) or loss.shape != () or loss.ndim_el != 0:
-        raise ValueError(f"the Tape's loss must be a 0-D scalar field (shape=()), got {loss!r}")
+        raise TapeLossError(f"the Tape's loss must be a 0-D scalar field (shape=()), got "
+                            f"{loss!r}", _user_loc())
     if loss.adjoint is None:
-        raise RuntimeError(f"the Tape's loss field {loss.ir_name!r} has no gradient: declare it "
-                           "with needs_grad=True (or call fs.root.lazy_grad())")
+        raise TapeLossError(
+            f"the Tape's loss field {loss.ir_name!r} has no gradient: declare it with "
+            f"needs_grad=True ({loss.ir_name} = fs.field(..., needs_grad=True)), or call "
+            "fs.root.lazy_grad() after declaring the fields", _user_loc())
 
 
 class _CheckerAdapter:

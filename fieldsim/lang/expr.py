@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import types
 
 from fieldsim.errors import FieldsimTypeError
 from fieldsim.ir.builder import IRBuilder
@@ -256,4 +257,9 @@ def describe(v) -> str:
     from fieldsim.lang.field import Field
     if isinstance(v, Field):
         return f"field {v.ir_name!r} (index it, e.g. x[i])"
-    return f"{type(v).__name__} {v!r}"[:80]
+    if isinstance(v, types.ModuleType):  # its repr carries a long path: the name says enough
+        return f"module {v.__name__!r}"
+    text = repr(v)
+    if len(text) > 80:  # shorten long reprs visibly, never mid-name without a mark
+        text = text[:77] + "..."
+    return f"{type(v).__name__} {text}"

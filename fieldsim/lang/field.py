@@ -21,7 +21,7 @@ from fieldsim.errors import (
     FieldsimRuntimeError,
     FieldsimTypeError,
 )
-from fieldsim.lang import runtime
+from fieldsim.lang import naming, runtime
 from fieldsim.lang import types as T
 
 
@@ -37,7 +37,10 @@ class Field:
         self.uid = len(rt.fields)
         self.generation = rt.generation
         self.role = _role
-        self.ir_name = self.name or f"field{self.uid}"
+        # the name messages, repr and tape pictures use: name=, else the variable the user's
+        # code assigns the field to (`x = fs.field(...)`), else field<uid>
+        self.ir_name = self.name or (_role == "primal" and naming.assigned_name()) or \
+            f"field{self.uid}"
         self.shape = None
         self.offset = None  # per-axis index of the first cell; None when all zero
         self.storage = None
@@ -177,12 +180,14 @@ class Field:
         if self.generation != runtime.get().generation or self.storage is None:
             if (self.shape is None and self.primal is not None and self.generation == runtime.get().generation
                     and self.primal._unplaced.get(self.role) is self):
-                raise FieldsimRuntimeError(unplaced_twin_message(self))
+                raise FieldsimRuntimeError(unplaced_twin_message(self), naming.user_loc())
             if self.shape is None and self.generation == runtime.get().generation:
-                raise RuntimeError(f"field {self.ir_name!r} has no shape yet: place it with "
-                                   "fs.root.dense(...).place(...) or give shape=")
-            raise RuntimeError(f"field {self.ir_name!r} belongs to an earlier fs.init(); "
-                               "fields are dropped when fs.init is called again")
+                raise FieldsimRuntimeError(f"field {self.ir_name!r} has no shape yet: place it with "
+                                           "fs.root.dense(...).place(...) or give shape=",
+                                           naming.user_loc())
+            raise FieldsimRuntimeError(f"field {self.ir_name!r} belongs to an earlier fs.init(); "
+                                       "fields are dropped when fs.init is called again",
+                                       naming.user_loc())
 
     # ---- shape ------------------------------------------------------------------------------
     @property

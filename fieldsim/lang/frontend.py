@@ -19,7 +19,7 @@ from functools import cache
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
-from fieldsim.lang import ops, sparse, struct
+from fieldsim.lang import kernel_hints, ops, sparse, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import ComponentField, Field, placed_twin
@@ -211,8 +211,8 @@ class Frontend(ExprMixin):
     def expr(self, node):
         visit = getattr(self, "expr_" + type(node).__name__, None)
         if visit is None:
-            raise self._located(FieldsimSyntaxError(
-                f"unsupported expression in a kernel: {type(node).__name__}"), node)
+            raise self._located(FieldsimSyntaxError(kernel_hints.unsupported(node, "expression")),
+                                node)
         with self.b.at(self.loc(node)):
             try:
                 return self.kernel_value(visit(node))
@@ -224,8 +224,8 @@ class Frontend(ExprMixin):
     def stmt(self, node):
         visit = getattr(self, "stmt_" + type(node).__name__, None)
         if visit is None:
-            raise self._located(FieldsimSyntaxError(
-                f"unsupported statement in a kernel: {type(node).__name__}"), node)
+            raise self._located(FieldsimSyntaxError(kernel_hints.unsupported(node, "statement")),
+                                node)
         with self.b.at(self.loc(node)):
             try:
                 visit(node)

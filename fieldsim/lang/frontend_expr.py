@@ -10,7 +10,7 @@ import types
 
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.lang import formatting, matrix_ops, ops, struct
+from fieldsim.lang import formatting, kernel_hints, matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import CMPOPS, MatVal, describe
 from fieldsim.lang.field import ComponentField, Field, placed_twin
@@ -580,7 +580,7 @@ class ExprMixin:
                 return self.inline_func(Func(fn), args, kwargs, None)
             name = getattr(fn, "__name__", repr(fn))
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
-                                      "decorate it with @fs.func to call it from a kernel")
+                                      + kernel_hints.python_call_hint(fn))
         return fn(*args, **kwargs)
 
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError, Loc
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.lang import interop, runtime
+from fieldsim.lang import interop, naming, runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field, _resolve_dtype
 
@@ -73,7 +73,8 @@ class Ndarray(Field):
         if needs_grad and not dt.is_float:
             raise FieldsimRuntimeError(f"{dt} is not supported for ndarray with needs_grad=True: "
                                        "gradients need a float dtype")
-        super().__init__(dtype, shape, name or f"ndarray{len(rt.fields)}", needs_grad,
+        name = name or (_role == "primal" and naming.assigned_name()) or f"ndarray{len(rt.fields)}"
+        super().__init__(dtype, shape, name, needs_grad,
                          n=n, m=m, ndim_el=ndim_el, _role=_role)
 
     def _unplaced_twin(self, role: str):

@@ -98,6 +98,31 @@ class InitOptionError(FieldsimError, TypeError, KeyError):
     """An unknown `fs.init` keyword (a TypeError; also a KeyError, which is what Taichi raises)."""
 
 
+class IgnoredOptionWarning(UserWarning):
+    """A Taichi `init` option that fieldsim accepts and does not need: the one-line note."""
+
+
+# options that are Taichi's test harness or logging plumbing, or that fieldsim honours: no note
+_QUIET_OPTIONS = {"_test_mode", "print_ir", "log_level", "excepthook", "print_full_traceback",
+                  "verbose", "require_version"}
+
+
+def _note_ignored(options: dict) -> None:
+    # no note where the value asked for is what fieldsim does anyway (fast_math=False)
+    noted = sorted(k for k, v in options.items() if k not in _QUIET_OPTIONS
+                   and not (k in _EFFECTIVE and v == _EFFECTIVE[k]))
+    if not noted:
+        return
+    from fieldsim.lang.naming import user_frame
+    frame = user_frame()
+    why = "; ".join(f"{k}: {TAICHI_ONLY_OPTIONS[k]}" for k in noted)
+    msg = f"fs.init: Taichi option(s) accepted without effect in fieldsim ({why})"
+    if frame is None:
+        warnings.warn(msg, IgnoredOptionWarning, stacklevel=3)
+    else:  # at the user's fs.init line, shown every time (each init is a fresh start)
+        warnings.warn_explicit(msg, IgnoredOptionWarning, frame.f_code.co_filename, frame.f_lineno)
+
+
 class Runtime:
     def __init__(self, arch=cpu, default_fp=T.f32, default_ip=T.i32, random_seed=0,
                  cpu_max_num_threads=None, debug=False, offline_cache=True, ad_stack_size=0,
@@ -109,6 +134,7 @@ class Runtime:
                             f"{', '.join(FIELDSIM_OPTIONS)} (and Taichi's, accepted without "
                             f"effect: {', '.join(sorted(TAICHI_ONLY_OPTIONS))})", user_loc())
         self.ignored_options = dict(taichi_options)  # accepted for Taichi programs; see above
+        _note_ignored(taichi_options)
         self.kernel_profiler = bool(kernel_profiler)
         from fieldsim.lang.profiler import KernelProfile
         self.profile = KernelProfile()
@@ -122,7 +148,7 @@ class Runtime:
         self.offline_cache = bool(offline_cache) and os.environ.get("FIELDSIM_OFFLINE_CACHE", "1") != "0"
         # An empty FIELDSIM_CACHE_DIR means the default, not the working directory.
         self.cache_dir = offline_cache_file_path or os.environ.get("FIELDSIM_CACHE_DIR") or \
-            os.path.join(os.path.expanduser("~"), ".cache", "fieldsim")
+            os.path.join(_xdg_cache_home(), "fieldsim")
         self.ad_stack_size = int(ad_stack_size) if ad_stack_size else 256
         self.fields: list = []
         self.generation = _next_generation()
@@ -249,3 +275,10 @@ def sync():
     rt = get()
     if rt.device is not None:
         rt.device.sync()
+
+
+def _xdg_cache_home() -> str:
+    """$XDG_CACHE_HOME when set to an absolute path (the XDG spec ignores relative ones), else
+    ~/.cache."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")

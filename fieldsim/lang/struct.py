@@ -19,7 +19,7 @@ import numpy as np
 
 from fieldsim.errors import FieldsimTypeError
 from fieldsim.lang import field as F
-from fieldsim.lang import runtime
+from fieldsim.lang import naming, runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.matrix import Matrix, Vector
 
@@ -215,7 +215,7 @@ class StructField:
             _check_differentiable(stype, name or stype.name)
         # members are named after the struct field (unnamed ones after their first field's
         # uid) so that errors and tape pictures say `struct5.pos`, not `field6`
-        base = name or f"{stype.name.lower()}{len(runtime.get().fields)}"
+        base = name or naming.assigned_name() or f"{stype.name.lower()}{len(runtime.get().fields)}"
         object.__setattr__(self, "_base", base)
         if _members is None:
             _members = {}
