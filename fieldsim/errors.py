@@ -65,7 +65,6 @@ class FieldsimCompilationError(FieldsimError):
     >>> issubclass(fs.FieldsimTypeError, fs.FieldsimCompilationError)
     True
     """
-    pass
 
 
 class FieldsimSyntaxError(FieldsimCompilationError, SyntaxError):
@@ -99,7 +98,6 @@ class FieldsimTypeError(FieldsimCompilationError, TypeError):
     >>> issubclass(fs.FieldsimTypeError, TypeError)
     True
     """
-    pass
 
 
 class FieldsimNameError(FieldsimCompilationError, NameError):
@@ -108,7 +106,6 @@ class FieldsimNameError(FieldsimCompilationError, NameError):
     >>> issubclass(fs.FieldsimNameError, NameError)
     True
     """
-    pass
 
 
 class FieldsimRuntimeError(FieldsimError, RuntimeError):
@@ -117,7 +114,6 @@ class FieldsimRuntimeError(FieldsimError, RuntimeError):
     >>> issubclass(fs.FieldsimRuntimeError, RuntimeError)
     True
     """
-    pass
 
 
 class FieldsimIndexError(FieldsimError, IndexError):
@@ -126,7 +122,6 @@ class FieldsimIndexError(FieldsimError, IndexError):
     >>> issubclass(fs.FieldsimIndexError, IndexError)
     True
     """
-    pass
 
 
 class ADStackOverflowError(FieldsimRuntimeError):
@@ -135,7 +130,6 @@ class ADStackOverflowError(FieldsimRuntimeError):
     >>> issubclass(fs.ADStackOverflowError, fs.FieldsimRuntimeError)
     True
     """
-    pass
 
 
 class FieldsimAssertionError(FieldsimError, AssertionError):

@@ -20,17 +20,16 @@ MODULES = {"fs": fs, "fs.ad": fs.ad, "fs.types": fs.types, "fs.math": fs.math}
 def _public():
     seen, out = set(), []
     for mname, mod in MODULES.items():
-        for name in sorted(dir(mod)):
+        for name in sorted(getattr(mod, "__all__", None) or dir(mod)):
             if name.startswith("_"):
                 continue
             obj = getattr(mod, name)
             if isinstance(obj, types.ModuleType):
                 continue
-            if not (inspect.isclass(obj) or inspect.isroutine(obj) or callable(obj)):
+            if not (inspect.isclass(obj) or inspect.isroutine(obj)):
+                if type(obj).__module__ == "builtins":
+                    continue  # a constant (fs.math.pi) or a plain container
                 obj = type(obj)  # an instance (fs.f32, fs.ij, fs.cpu): its class carries the doc
-            if type(obj).__module__ == "builtins" and not inspect.isclass(obj) \
-                    and not inspect.isroutine(obj):
-                continue
             if id(obj) in seen:
                 continue
             seen.add(id(obj))
