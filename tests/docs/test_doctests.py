@@ -7,6 +7,7 @@ Public names: what `dir(fieldsim)` exposes without a leading underscore, and the
 """
 import doctest
 import inspect
+import pathlib
 import types
 
 import numpy as np
@@ -61,3 +62,15 @@ def test_examples_run(name, obj):
         out = []
         runner.run(t, out=out.append)
         assert runner.failures == 0, "".join(out)
+
+
+GUIDES = sorted((pathlib.Path(__file__).resolve().parents[2] / "docs" / "reference").glob("*.rst"))
+
+
+@pytest.mark.parametrize("path", GUIDES, ids=[p.stem for p in GUIDES])
+def test_guide_examples_run(path):
+    """The `>>>` examples of the site's guides (docs/reference/*.rst) run as written."""
+    fs.init(arch=fs.cpu)
+    r = doctest.testfile(str(path), module_relative=False, globs={"fs": fs, "np": np},
+                         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, report=True)
+    assert r.failed == 0, f"{path.name}: {r.failed} of {r.attempted} examples failed (see the output)"
