@@ -73,6 +73,13 @@ def _generate(app):
             path.write_text(text)
 
 
+def _skip_internal(app, what, name, obj, skip, options):
+    """Methods documented as internal hooks (e.g. `Tape.on_launch`) are not user API."""
+    doc = getattr(obj, "__doc__", None) or ""
+    return True if doc.lstrip().startswith("Internal hook") else None
+
+
 def setup(app):
     app.connect("builder-inited", _generate)
+    app.connect("autodoc-skip-member", _skip_internal)
     os.environ.setdefault("MPLBACKEND", "Agg")

@@ -69,7 +69,8 @@ class Tape:
     Args:
         loss: a 0-D field with `needs_grad=True` (or None: call `tape.backward(loss)` yourself).
         clear_gradients: zero all gradients on entry.
-        validation: also check, element by element, that no value is overwritten after it was read.
+        validation: check at run time, element by element, the accesses the static checker
+        cannot decide (data-dependent indices).
         grad_check: compare the gradients with finite differences after the backward.
 
     >>> x = fs.field(fs.f32, shape=3, needs_grad=True)

@@ -171,8 +171,8 @@ class CompiledKernel:
 class KernelObj:
     """What `@fs.kernel` returns: call it to compile (once per signature) and launch.
 
-    `k.grad(*args)` runs the reverse-mode adjoint kernel, and `k.fwd(...)` is not needed:
-    forward mode runs inside `fs.ad.FwdMode`.
+    `k.grad(*args)` runs its reverse-mode adjoint; inside `fs.ad.FwdMode` a call also computes
+    the forward-mode tangents.
 
     >>> @fs.kernel
     ... def noop():

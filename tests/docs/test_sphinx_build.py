@@ -16,7 +16,7 @@ def test_site_builds_without_warnings(tmp_path):
     out = tmp_path / "site"
     r = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
                         "-d", str(tmp_path / "doctrees"), str(ROOT / "docs" / "reference"), str(out)],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     api = (out / "api" / "fieldsim.html").read_text()
     assert 'id="fieldsim.Tape"' in api and "Record kernel launches for reverse-mode AD" in api
