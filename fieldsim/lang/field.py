@@ -528,8 +528,8 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
     Args:
         dtype: a scalar dtype (`fs.f32`, `float`, ...) or `fs.types.vector/matrix(...)`.
         shape: an int or a tuple; `()` makes a 0-D field (`x[None]`); None: place it yourself
-        with `fs.root.dense(...).place(x)`.
-        name: the name used in messages (default: the variable it is assigned to).
+            with `fs.root.dense(...).place(x)`.
+        name: the name used in messages.
         offset: per-axis index offsets.
         needs_grad: also make `x.grad` for reverse-mode AD.
         needs_dual: also make `x.dual` for forward-mode AD.
