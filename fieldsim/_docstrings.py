@@ -259,9 +259,26 @@ EXAMPLE.update({
     "fs.ad.write_tape_dot": _AD + ">>> with fs.Tape(loss) as tape:\n...     compute()\n"
                             ">>> fs.ad.write_tape_dot(tape).startswith('digraph')\nTrue\n",
 })
-for _k in ("func_grad", "func_replay", "jvp_for", "grad_for", "torch_function", "jax_function"):
-    EXAMPLE.setdefault(f"fs.ad.{_k}", "See the example of `fs.ad.grad_replaced`:\n\n"
-                       ">>> callable(fs.ad." + _k + ")\nTrue\n")
+EXAMPLE["fs.ad.func_grad"] = (
+    _X + ">>> @fs.func\n... def cube(v):\n...     return v * v * v\n"
+    ">>> @fs.ad.func_grad(cube)\n... def cube_grad(v, adj_ret):\n...     return adj_ret * 3.0 * v * v\n"
+    ">>> @fs.kernel\n... def compute():\n...     for i in x:\n...         loss[None] += cube(x[i])\n"
+    ">>> x.fill(2.0)\n>>> with fs.Tape(loss):\n...     compute()\n>>> x.grad.to_numpy().tolist()\n"
+    "[12.0, 12.0, 12.0]\n")
+EXAMPLE["fs.ad.jvp_for"] = (
+    _AD + ">>> @fs.ad.grad_replaced\n... def forward():\n...     compute()\n"
+    ">>> @fs.ad.jvp_for(forward)\n... def forward_jvp():\n...     compute()\n"
+    ">>> with fs.ad.FwdMode(loss=loss, param=x, seed=[0.0, 0.0, 1.0]):\n...     forward()\n"
+    ">>> loss.dual[None]\n6.0\n")
+EXAMPLE["fs.ad.grad_for"] = EXAMPLE["fs.ad.grad_replaced"]
+EXAMPLE["fs.ad.func_replay"] = (
+    ">>> count = fs.field(fs.i32, shape=())\n>>> slot = fs.field(fs.i32, shape=4)\n"
+    ">>> @fs.func\n... def claim(i):\n...     k = fs.atomic_add(count[None], 1)\n"
+    "...     slot[i] = k\n...     return k\n"
+    ">>> @fs.ad.func_replay(claim)\n... def claim_again(i):\n...     return slot[i]\n"
+    ">>> @fs.kernel\n... def k():\n...     for i in slot:\n...         claim(i)\n"
+    ">>> k(); count[None]\n4\n")
+
 
 SUMMARY.update({
     "fs.Matrix": "A small matrix value (Taichi's `ti.Matrix`): in kernels it lives in registers; in Python "
