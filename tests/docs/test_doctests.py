@@ -3,7 +3,9 @@
 Public names: what `dir(fieldsim)` exposes without a leading underscore, and the same for
 `fieldsim.ad`, `fieldsim.types` and `fieldsim.math`. Values that are instances (dtypes such as
 `fs.f32`, the axes `fs.ij`, `fs.cpu`) are documented by their class. Each example runs with `fs`
-(fieldsim) and `np` (numpy) in scope after `fs.init(arch=fs.cpu)`.
+(fieldsim) and `np` (numpy) in scope after `fs.init(arch=fs.cpu)`; so do the `>>>` examples of the
+site's guides (docs/reference/*.rst). A public name added without an example fails here: give it
+a docstring with one at its definition (or in fieldsim/_docstrings.py for factory-made names).
 """
 import doctest
 import inspect
