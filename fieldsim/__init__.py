@@ -64,3 +64,10 @@ __version__ = "0.1.0"
 from fieldsim.lang import compat as _compat
 
 __getattr__ = _compat.module_getattr  # Taichi names fieldsim lacks: a clear, located error
+
+from fieldsim import _docstrings
+
+_docstrings._apply({**{f'fs.{n}': v for n, v in globals().items()}, 'fs.DataType': type(f32),
+                     'fs.Axis': type(i), **{f'fs.ad.{n}': getattr(ad, n) for n in dir(ad)},
+                     **{f'fs.types.{n}': getattr(types, n) for n in dir(types)},
+                     **{f'fs.math.{n}': getattr(math, n) for n in math.__all__}})

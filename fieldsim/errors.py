@@ -58,10 +58,30 @@ class FieldsimError(Exception):
 
 
 class FieldsimCompilationError(FieldsimError):
-    pass
+    """A kernel or func that cannot be compiled (Taichi's `TaichiCompilationError`).
+
+    The message names the kernel and the user's file:line.
+
+    >>> issubclass(fs.FieldsimTypeError, fs.FieldsimCompilationError)
+    True
+    """
 
 
 class FieldsimSyntaxError(FieldsimCompilationError, SyntaxError):
+    """Python syntax a kernel does not support, located at the user's line (`TaichiSyntaxError`).
+
+    >>> @fs.kernel
+    ... def bad():
+    ...     try:
+    ...         pass
+    ...     except ValueError:
+    ...         pass
+    >>> try:
+    ...     bad()
+    ... except fs.FieldsimSyntaxError as e:
+    ...     print(type(e).__name__)
+    FieldsimSyntaxError
+    """
     def __init__(self, message: str, loc: Loc | None = None, related: tuple = ()):
         FieldsimError.__init__(self, message, loc, related)
         self.msg = self.render()
@@ -73,23 +93,43 @@ class FieldsimSyntaxError(FieldsimCompilationError, SyntaxError):
 
 
 class FieldsimTypeError(FieldsimCompilationError, TypeError):
-    pass
+    """A type mismatch found while compiling: wrong dtype, shape or argument (`TaichiTypeError`).
+
+    >>> issubclass(fs.FieldsimTypeError, TypeError)
+    True
+    """
 
 
 class FieldsimNameError(FieldsimCompilationError, NameError):
-    pass
+    """An undefined name used in a kernel (`TaichiNameError`).
+
+    >>> issubclass(fs.FieldsimNameError, NameError)
+    True
+    """
 
 
 class FieldsimRuntimeError(FieldsimError, RuntimeError):
-    pass
+    """An error while a kernel runs or is launched, e.g. wrong arguments (`TaichiRuntimeError`).
+
+    >>> issubclass(fs.FieldsimRuntimeError, RuntimeError)
+    True
+    """
 
 
 class FieldsimIndexError(FieldsimError, IndexError):
-    pass
+    """An out-of-range index found by fieldsim (`TaichiIndexError`); also an `IndexError`.
+
+    >>> issubclass(fs.FieldsimIndexError, IndexError)
+    True
+    """
 
 
 class ADStackOverflowError(FieldsimRuntimeError):
-    pass
+    """A reverse-mode loop needed more adstack entries than `fs.init(ad_stack_size=...)` allows.
+
+    >>> issubclass(fs.ADStackOverflowError, fs.FieldsimRuntimeError)
+    True
+    """
 
 
 class FieldsimAssertionError(FieldsimError, AssertionError):

@@ -64,6 +64,32 @@ class PythonWriteEntry:
 
 
 class Tape:
+    """Record kernel launches for reverse-mode AD (Taichi's `ti.ad.Tape`).
+
+    On entry it zeroes every gradient (unless `clear_gradients=False`) and sets `loss[None] = 0`,
+    and it checks the global data access rules of each launch before it runs (see the guide "The
+    access rules and the checker"). On exit it seeds `loss.grad[None] = 1` and runs the adjoints in
+    reverse order. A body that raised runs no backward.
+
+    Args:
+        loss: a 0-D field with `needs_grad=True` (or None: call `tape.backward(loss)` yourself).
+        clear_gradients: zero all gradients on entry.
+        validation: check at run time, element by element, the accesses the static checker
+        cannot decide (data-dependent indices).
+        grad_check: compare the gradients with finite differences after the backward.
+
+    >>> x = fs.field(fs.f32, shape=3, needs_grad=True)
+    >>> loss = fs.field(fs.f32, shape=(), needs_grad=True)
+    >>> @fs.kernel
+    ... def compute():
+    ...     for i in x:
+    ...         loss[None] += x[i] ** 2
+    >>> x.from_numpy(np.array([1.0, 2.0, 3.0], dtype=np.float32))
+    >>> with fs.Tape(loss=loss):
+    ...     compute()
+    >>> x.grad.to_numpy().tolist()
+    [2.0, 4.0, 6.0]
+    """
     def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
         self.loss, self.clear_gradients = loss, clear_gradients
         self.validation, self.grad_check = validation, grad_check
@@ -75,6 +101,7 @@ class Tape:
 
     # ---- recording --------------------------------------------------------------------------------
     def __enter__(self):
+        """Start recording (see the class docstring); returns the Tape."""
         rt = runtime.get()
         if rt.tape is not None:
             raise FieldsimError("Tapes cannot be nested")
@@ -103,6 +130,7 @@ class Tape:
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        """Stop recording and, when a loss was given and the body did not raise, run the backward."""
         rt = runtime.get()
         rt.tape = None
         self._restore_modes()
@@ -134,7 +162,8 @@ class Tape:
                 e.kernel.autodiff_mode = _mode_none()
 
     def on_launch(self, kernel, ck, args, kwargs, values):
-        """Check a launch before it runs and record it (a launch inside a `grad_replaced` unit
+        """Internal hook (the kernel launcher calls it; not user API): check a launch before it
+        runs and record it (a launch inside a `grad_replaced` unit
         is checked, not recorded). Returns None, or under validation the callable that runs
         the launch checked per element (`checks.validation.Runner`)."""
         run = self.state.launch(kernel, ck, values) if self.state is not None else None
@@ -150,10 +179,13 @@ class Tape:
         return run
 
     def set_last_rng_key(self, key):
+        """Internal hook, called by the kernel launcher: the RNG key the last launch used
+        (replayed by its adjoint)."""
         if self.entries and isinstance(self.entries[-1], LaunchEntry) and self.entries[-1].rng_key is None:
             self.entries[-1].rng_key = key
 
     def record_python_write(self, field, idx, what):
+        """Internal hook, called by fields: record a Python-scope write (`x[i] = v`, `fill`, `from_numpy`)."""
         if self.state is not None:
             self.state.python_write(field, idx, _user_loc(), what)
         if self.unit_depth:
@@ -161,6 +193,7 @@ class Tape:
         self.entries.append(PythonWriteEntry(field, idx))
 
     def record_custom(self, fn, args, kwargs):
+        """Internal hook, called by `fs.ad.grad_replaced`: record one call of a function with a user backward."""
         if self.unit_depth:  # a grad_replaced call inside another: the outer backward covers it
             return
         self.entries.append(CustomEntry(fn, args, kwargs))
@@ -195,16 +228,20 @@ class Tape:
         self.done = True
 
     def zero(self):
+        """Zero every gradient field (as `fs.ad.clear_all_gradients()`)."""
         clear_all_gradients()
 
     def reset(self):
+        """Forget what was recorded, to record again with the same Tape."""
         self.entries.clear()
         self.state = _CheckerAdapter(self.validation)
 
     def grad(self):
+        """Run the backward of the loss given at construction (Taichi's `tape.grad()`)."""
         return self.backward(self.loss)
 
     def visualize(self, path="tape.dot"):
+        """Write the recorded launches as a Graphviz DOT file at `path`; returns the DOT text."""
         from fieldsim.ad.visualize import write_tape_dot
         return write_tape_dot(self, path)
 

@@ -530,6 +530,23 @@ def _normalize_shape(shape, field=None) -> tuple:
 
 def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
           order=None, layout=None) -> Field:
+    """Make a global field: a dense array living on the backend (Taichi's `ti.field`).
+
+    Args:
+        dtype: a scalar dtype (`fs.f32`, `float`, ...) or `fs.types.vector/matrix(...)`.
+        shape: an int or a tuple; `()` makes a 0-D field (`x[None]`); None: place it yourself
+            with `fs.root.dense(...).place(x)`.
+        name: the name used in messages.
+        offset: per-axis index offsets.
+        needs_grad: also make `x.grad` for reverse-mode AD.
+        needs_dual: also make `x.dual` for forward-mode AD.
+
+    >>> x = fs.field(fs.f32, shape=(2, 3), needs_grad=True)
+    >>> x.shape, x.grad.shape
+    ((2, 3), (2, 3))
+    >>> x[1, 2] = 5; x[1, 2]
+    5.0
+    """
     if isinstance(dtype, T.MatrixType):
         if dtype.ndim == 1:
             return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, ndim_el=1,

@@ -32,6 +32,20 @@ class RefType:
 
 
 def ref(dtype=None):
+    """Annotation for a `@fs.func` argument passed by reference: writes reach the caller.
+
+    >>> @fs.func
+    ... def bump(v: fs.ref()):
+    ...     v += 1
+    >>> r = fs.field(fs.i32, shape=())
+    >>> @fs.kernel
+    ... def k():
+    ...     a = 1
+    ...     bump(a)
+    ...     r[None] = a
+    >>> k(); r[None]
+    2
+    """
     return RefType(dtype)
 
 

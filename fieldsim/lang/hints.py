@@ -12,10 +12,28 @@ from fieldsim.lang.ops import KERNEL_BUILTINS
 
 
 def block_local(*fields):
+    """Taichi's shared-memory caching hint: checked (arguments must be fields), no effect here.
+
+    >>> y = fs.field(fs.f32, shape=4)
+    >>> @fs.kernel
+    ... def k():
+    ...     fs.block_local(y)
+    ...     for i in y:
+    ...         y[i] = 1
+    >>> k()
+    """
     _check(fields, "block_local")
 
 
 def cache_read_only(*fields):
+    """Taichi's read-only caching hint: checked (arguments must be fields), no effect here.
+
+    >>> y = fs.field(fs.f32, shape=4)
+    >>> @fs.kernel
+    ... def k():
+    ...     fs.cache_read_only(y)
+    >>> k()
+    """
     _check(fields, "cache_read_only")
 
 

@@ -35,6 +35,18 @@ class Template:
 
 
 def template():
+    """Annotation for a kernel/func argument taken at compile time (a field, a Python value).
+
+    Each distinct value compiles its own instance of the kernel.
+
+    >>> a = fs.field(fs.i32, shape=2)
+    >>> @fs.kernel
+    ... def fill(f: fs.template(), v: fs.i32):
+    ...     for i in f:
+    ...         f[i] = v
+    >>> fill(a, 7); a.to_numpy().tolist()
+    [7, 7]
+    """
     return Template()
 
 
@@ -69,6 +81,20 @@ class BoundFunc:
 
 
 def func(fn=None, *, is_real_function=False):
+    """Decorate a function callable from kernels (Taichi's `@ti.func`); it is inlined.
+
+    Arguments are passed by value unless annotated `fs.template()` or `fs.ref()`.
+
+    >>> @fs.func
+    ... def sq(v):
+    ...     return v * v
+    >>> y = fs.field(fs.f32, shape=())
+    >>> @fs.kernel
+    ... def k():
+    ...     y[None] = sq(3.0)
+    >>> k(); y[None]
+    9.0
+    """
     if fn is None:
         return lambda f: Func(f)
     return Func(fn)
@@ -142,6 +168,17 @@ class CompiledKernel:
 
 
 class KernelObj:
+    """What `@fs.kernel` returns: call it to compile (once per signature) and launch.
+
+    `k.grad(*args)` runs its reverse-mode adjoint; inside `fs.ad.FwdMode` a call also computes
+    the forward-mode tangents.
+
+    >>> @fs.kernel
+    ... def noop():
+    ...     pass
+    >>> isinstance(noop, fs.KernelObj)
+    True
+    """
     autodiff_mode = AutodiffMode.NONE  # Taichi's attribute: VALIDATION while on a validating Tape
 
     def __init__(self, fn):
@@ -310,6 +347,20 @@ class BoundKernel:
 
 
 def kernel(fn):
+    """Decorate a function as a kernel (Taichi's `@ti.kernel`), compiled on first call.
+
+    The outermost `for` loops run in parallel; arguments need annotations (`fs.f32`, `fs.i32`,
+    `fs.template()`, `fs.types.ndarray()`, ...); a return annotation returns a value.
+
+    >>> x = fs.field(fs.f32, shape=4)
+    >>> @fs.kernel
+    ... def fill(v: fs.f32) -> fs.f32:
+    ...     for i in x:
+    ...         x[i] = v * i
+    ...     return x[3]
+    >>> fill(2.0)
+    6.0
+    """
     if isinstance(fn, KernelObj):
         return fn
     return KernelObj(fn)

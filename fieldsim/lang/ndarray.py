@@ -101,6 +101,18 @@ class Ndarray(Field):
 
 
 def ndarray(dtype, shape, needs_grad=False, layout=None) -> Ndarray:
+    """Make a dense array passed to kernels as an argument (Taichi's `ti.ndarray`).
+
+    Unlike a field, one kernel compiles for every ndarray of the same dtype and rank.
+
+    >>> a = fs.ndarray(fs.f32, shape=3)
+    >>> @fs.kernel
+    ... def inc(arr: fs.types.ndarray()):
+    ...     for i in arr:
+    ...         arr[i] += 1
+    >>> inc(a); a.to_numpy().tolist()
+    [1.0, 1.0, 1.0]
+    """
     rt = runtime.get()
     if dtype is float:
         dtype = rt.default_fp

@@ -250,6 +250,22 @@ def get() -> Runtime:
 
 
 def init(arch=cpu, default_fp=None, default_ip=None, random_seed=0, **kwargs) -> Runtime:
+    """Start (or restart) fieldsim: pick the backend and defaults (Taichi's `ti.init`).
+
+    Restarting invalidates every field made before.
+
+    Args:
+        arch: `fs.cpu` (LLVM, multi-threaded) or `fs.cuda`/`fs.gpu` when pycuda and a GPU exist.
+        default_fp: the dtype of Python floats in kernels (`fs.f32` by default).
+        default_ip: the dtype of Python ints in kernels (`fs.i32` by default).
+        random_seed: the seed of `fs.random()`.
+        **kwargs: further options (`debug`, `ad_stack_size`, `offline_cache`, ...).
+
+    >>> rt = fs.init(arch=fs.cpu, default_fp=fs.f64)
+    >>> fs.field(float, shape=1).dtype
+    f64
+    >>> rt = fs.init(arch=fs.cpu)
+    """
     global _current
     if _current is not None:
         _shutdown(_current)
@@ -258,6 +274,11 @@ def init(arch=cpu, default_fp=None, default_ip=None, random_seed=0, **kwargs) ->
 
 
 def reset():
+    """Shut fieldsim down; every field made so far becomes invalid (Taichi's `ti.reset`).
+
+    >>> fs.reset()
+    >>> rt = fs.init(arch=fs.cpu)
+    """
     global _current
     if _current is not None:
         _shutdown(_current)
@@ -272,6 +293,10 @@ def _shutdown(rt: Runtime):
 
 
 def sync():
+    """Wait until every launched kernel has finished (a no-op on the CPU, where launches block).
+
+    >>> fs.sync()
+    """
     rt = get()
     if rt.device is not None:
         rt.device.sync()

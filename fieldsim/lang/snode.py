@@ -34,6 +34,13 @@ ij, ik, jk, ijk, ijkl = Axis(0, 1), Axis(0, 2), Axis(1, 2), Axis(0, 1, 2), Axis(
 
 
 def axes(*dims):
+    """Axes for a custom layout (`fs.root.dense(fs.axes(0, 1), ...)`); `fs.ij` is `fs.axes(0, 1)`.
+
+    >>> x = fs.field(fs.f32)
+    >>> _ = fs.root.dense(fs.axes(0), 4).place(x)
+    >>> x.shape
+    (4,)
+    """
     return Axis(*dims)
 
 
