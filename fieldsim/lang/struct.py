@@ -12,6 +12,7 @@ member types. Misuse (unknown members, wrong kinds) raises a `FieldsimTypeError`
 """
 from __future__ import annotations
 
+import inspect
 import numbers
 
 import numpy as np
@@ -64,7 +65,7 @@ def dataclass(cls) -> StructType:
     import sys
     if not isinstance(cls, type):
         raise TypeError(f"@dataclass decorates a class, got {cls!r}")
-    ann = dict(cls.__dict__.get("__annotations__", {}))
+    ann = dict(inspect.get_annotations(cls))
     # string annotations (`from __future__ import annotations`) resolve in the module and in
     # the scope that defines the class (a class inside a function names its locals)
     scope = dict(getattr(sys.modules.get(cls.__module__), "__dict__", {}))
@@ -307,7 +308,7 @@ class StructField:
         StructElement(self, key)._assign(value)
 
     def fill(self, value):
-        for k, m in self.members.items():
+        for m in self.members.values():
             if isinstance(m, StructField):
                 m.fill(value)
             else:
