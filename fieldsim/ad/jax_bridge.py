@@ -27,27 +27,50 @@ _MAX_PENDING = 1024  # forwards whose backward never ran are dropped past this m
 
 def jax_function(fn, out_shapes=None):
     import jax
-    import jax.numpy as jnp
 
     if out_shapes is None:
         raise BridgeError(f"jax_function {fn.__qualname__!r}: give out_shapes= (a "
                           "jax.ShapeDtypeStruct, a tuple of them, or a callable making them from "
                           "the arguments): JAX needs the results' shapes before the host runs fn")
+    host = _Host(fn)
 
-    def structs(args):
-        return out_shapes(*args) if callable(out_shapes) else out_shapes
+    @jax.custom_vjp
+    def f(*args):
+        return _primal(host, out_shapes, args)
 
-    def outputs(out):
-        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    def f_fwd(*args):
+        return _vjp_forward(host, out_shapes, args)
 
-    def host_primal(*args):
+    def f_bwd(residual, ct):
+        return _vjp_backward(host, residual, ct)
+
+    f.defvjp(f_fwd, f_bwd)
+    f.__name__ = getattr(fn, "__name__", "jax_function")
+    f.__doc__ = fn.__doc__
+    return f
+
+
+# ---- the host side: numpy in and out, run through jax.pure_callback --------------------------
+def _outputs(out):
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+class _Host:
+    """What `fn` does on the host: the primal run, the forward under a Tape (its Recording kept
+    in `_RECORDINGS` under a token until its backward) and the backward's replay. Arguments
+    arrive as read-only buffers and are copied (kernels may write them)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def primal(self, *args):
         args = [np.array(a) for a in args]  # writable host copies
-        return tuple(np.asarray(o).copy() for o in outputs(fn(*args)))
+        return tuple(np.asarray(o).copy() for o in _outputs(self.fn(*args)))
 
-    def host_forward(*args):
+    def forward(self, *args):
         args = [np.array(a) for a in args]
-        rec = Recording(fn)
-        out = outputs(rec.forward(args))
+        rec = Recording(self.fn)
+        out = _outputs(rec.forward(args))
         rec.out_views = [np.asarray(o) for o in out]
         rec.in_views = [a if a.dtype.kind == "f" else None for a in args]
         token = next(_TOKENS)
@@ -56,52 +79,61 @@ def jax_function(fn, out_shapes=None):
             _RECORDINGS.popitem(last=False)
         return tuple(o.copy() for o in rec.out_views) + (np.int64(token),)
 
-    def host_backward(token, ins, *cts):
+    def backward(self, token, ins, *cts):
         rec = _RECORDINGS.pop(int(token), None)
         if rec is None:
-            raise BridgeError(f"jax_function {fn.__qualname__!r}: its forward record is gone "
+            raise BridgeError(f"jax_function {self.fn.__qualname__!r}: its forward record is gone "
                               f"(more than {_MAX_PENDING} forwards awaited a backward)")
         seeds = [(v, np.asarray(c)) for v, c in zip(rec.out_views, cts) if v.dtype.kind == "f"]
         grads = rec.backward(seeds, rec.in_views)
         return tuple(np.zeros(s.shape, s.dtype) if g is None else g for g, s in zip(grads, ins))
 
-    def arg_structs(args):
-        return tuple(jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)) for a in args)
 
-    def out_tuple(args):
-        s = structs(arg_structs(args))
-        return (tuple(s) if isinstance(s, (tuple, list)) else (s,)), not isinstance(s, (tuple, list))
+# ---- the JAX side: shapes, pure_callback, the custom_vjp rule ---------------------------------
+def _arg_structs(args):
+    import jax
+    import jax.numpy as jnp
+    return tuple(jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)) for a in args)
 
-    @jax.custom_vjp
-    def f(*args):
-        outs, single = out_tuple(args)
-        res = jax.pure_callback(host_primal, outs, *args, vmap_method="sequential")
-        return res[0] if single else tuple(res)
 
-    def f_fwd(*args):
-        outs, single = out_tuple(args)
-        token = jax.ShapeDtypeStruct((), jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
+def _out_tuple(out_shapes, args):
+    """(the results' ShapeDtypeStructs as a tuple, whether fn returns a single array)."""
+    s = out_shapes(*_arg_structs(args)) if callable(out_shapes) else out_shapes
+    return (tuple(s) if isinstance(s, (tuple, list)) else (s,)), not isinstance(s, (tuple, list))
 
-        def host(*a):
-            res = host_forward(*a)
-            return res[:-1] + (np.asarray(res[-1], token.dtype),)
-        res = jax.pure_callback(host, outs + (token,), *args, vmap_method="sequential")
-        out = res[0] if single else tuple(res[:-1])
-        return out, (res[-1], args)
 
-    def f_bwd(residual, ct):
-        token, args = residual
-        cts = (ct,) if not isinstance(ct, tuple) else ct
-        ins = arg_structs(args)
+def _primal(host: _Host, out_shapes, args):
+    import jax
+    outs, single = _out_tuple(out_shapes, args)
+    res = jax.pure_callback(host.primal, outs, *args, vmap_method="sequential")
+    return res[0] if single else tuple(res)
 
-        def host(tok, *c):
-            return host_backward(tok, ins, *c)
-        grads = jax.pure_callback(host, ins, token, *cts, vmap_method="sequential")
-        # integer arguments have no cotangent
-        return tuple(g if jnp.issubdtype(s.dtype, jnp.floating) else np.zeros(s.shape, jax.dtypes.float0)
-                     for g, s in zip(grads, ins))
 
-    f.defvjp(f_fwd, f_bwd)
-    f.__name__ = getattr(fn, "__name__", "jax_function")
-    f.__doc__ = fn.__doc__
-    return f
+def _vjp_forward(host: _Host, out_shapes, args):
+    """The results, and (the forward's token, the arguments) as the residual."""
+    import jax
+    import jax.numpy as jnp
+    outs, single = _out_tuple(out_shapes, args)
+    token = jax.ShapeDtypeStruct((), jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
+
+    def host_forward(*a):
+        res = host.forward(*a)
+        return res[:-1] + (np.asarray(res[-1], token.dtype),)
+    res = jax.pure_callback(host_forward, outs + (token,), *args, vmap_method="sequential")
+    out = res[0] if single else tuple(res[:-1])
+    return out, (res[-1], args)
+
+
+def _vjp_backward(host: _Host, residual, ct):
+    import jax
+    import jax.numpy as jnp
+    token, args = residual
+    cts = (ct,) if not isinstance(ct, tuple) else ct
+    ins = _arg_structs(args)
+
+    def host_backward(tok, *c):
+        return host.backward(tok, ins, *c)
+    grads = jax.pure_callback(host_backward, ins, token, *cts, vmap_method="sequential")
+    # integer arguments have no cotangent
+    return tuple(g if jnp.issubdtype(s.dtype, jnp.floating) else np.zeros(s.shape, jax.dtypes.float0)
+                 for g, s in zip(grads, ins))

@@ -172,16 +172,7 @@ class Recording:
         (None for non-float inputs). Returns a numpy gradient (or None) per input."""
         for buf in self.buffers.values():
             buf.fill(0)
-        current, grads_before = {}, {}
-        for uid, (f, values) in self.snapshots.items():  # this call's field values
-            if f.storage is None:
-                raise BridgeError(f"{_name(self.fn)}: field {f.ir_name!r} is gone (fs.init was "
-                                  "called after the forward)")
-            current[uid] = f.storage.to_numpy()
-            f.storage.from_numpy(values)
-            if f.adjoint is not None:  # replay from zero; what was there is added back after
-                grads_before[uid] = f.adjoint.storage.to_numpy()
-                f.adjoint.storage.zero()
+        current, grads_before = self._swap_in_snapshots()
         for arr, g in seeds:
             buf = self.buffer(self.key(arr), arr, arr)
             buf += g.reshape(buf.shape).astype(buf.dtype, copy=False)  # reads g, never aliases it
@@ -191,11 +182,37 @@ class Recording:
             self.tape.backward()
         finally:
             interop._grad_provider.pop()
-            for uid, values in current.items():
-                self.snapshots[uid][0].storage.from_numpy(values)
-            for uid, before in grads_before.items():  # field gradients accumulate, as torch's
-                g = self.snapshots[uid][0].adjoint.storage
-                g.from_numpy(g.to_numpy() + before)
+            self._swap_out_snapshots(current, grads_before)
+        return self._input_grads(inputs)
+
+    def _swap_in_snapshots(self):
+        """Put this call's field values (from the end of its forward) in place and zero their
+        gradients, so the replay starts from zero. Returns (values now there, gradients now
+        there) by field uid, for `_swap_out_snapshots`."""
+        current, grads_before = {}, {}
+        for uid, (f, values) in self.snapshots.items():
+            if f.storage is None:
+                raise BridgeError(f"{_name(self.fn)}: field {f.ir_name!r} is gone (fs.init was "
+                                  "called after the forward)")
+            current[uid] = f.storage.to_numpy()
+            f.storage.from_numpy(values)
+            if f.adjoint is not None:
+                grads_before[uid] = f.adjoint.storage.to_numpy()
+                f.adjoint.storage.zero()
+        return current, grads_before
+
+    def _swap_out_snapshots(self, current, grads_before):
+        """Put back the values `_swap_in_snapshots` found; add back the gradients it found to
+        the replay's (field gradients accumulate, as torch's)."""
+        for uid, values in current.items():
+            self.snapshots[uid][0].storage.from_numpy(values)
+        for uid, before in grads_before.items():
+            g = self.snapshots[uid][0].adjoint.storage
+            g.from_numpy(g.to_numpy() + before)
+
+    def _input_grads(self, inputs):
+        """Each input's gradient buffer (a copy); zeros for an input no kernel touched, and for
+        the second pass of an input passed twice (its gradient counts once)."""
         grads, seen = [], set()
         for arr in inputs:
             if arr is None:
@@ -203,7 +220,7 @@ class Recording:
                 continue
             k = self.key(arr)
             buf = self.buffers.get(k)
-            if buf is None or k in seen:  # untouched, or passed twice: count its gradient once
+            if buf is None or k in seen:
                 grads.append(np.zeros(arr.shape, arr.dtype))
             else:
                 grads.append(buf.copy())

@@ -230,43 +230,60 @@ def instrument(kernel: Kernel, tags: list[FieldTags]) -> Kernel:
 
 
 def _marks(access: Stmt, site: Site, ft: FieldTags, tid) -> list[Stmt]:
+    """The statements that follow one watched access: its bits into the field's mask; in a
+    checked site, a rule break the old mask shows into the violation field; in a parallel task,
+    the thread's classes and owner/witness marks."""
     out: list[Stmt] = []
     b = IRBuilder(out, loc=access.loc)
     idx = access.indices
-
-    def c64(v):
-        return b.const(v, ft.mask.dtype)
-
-    def nonzero(v, bits):
-        return b.binary(Op.NE, b.binary(Op.BIT_AND, v, c64(bits)), c64(0))
-
     bits = (READ if site.read else 0) | site.wclass
     if ft.plain:
-        b.store(ft.mask, idx, c64(bits | site.bit))
+        b.store(ft.mask, idx, _mask_const(b, ft, bits | site.bit))
         return out
-    old = b.atomic("or", ft.mask, idx, c64(bits | site.bit))
+    old = b.atomic("or", ft.mask, idx, _mask_const(b, ft, bits | site.bit))
     if site.check:
-        then = b.if_(nonzero(old, site.check)).blocks[0]
-        with b.into(then):
-            code = b.const((site.number + 1) * 4, T.i32)
-            if site.check & READ:
-                code = b.add(code, nonzero(old, READ))
-            if site.check & WRITE_BITS:
-                r2 = nonzero(old, site.check & WRITE_BITS)
-                code = b.add(code, b.add(r2, r2))
-            b.atomic("max", ft.viol, idx, code)
+        _record_violation(b, ft, idx, site, old)
     tt = ft.tasks.get(site.task)
     if tid is not None and tt is not None:
-        if tt.classes is not None:
-            b.atomic("or", tt.classes, idx, b.const(bits, T.i32))
-        for pair in (tt.rw, tt.w if site.wclass else None):
-            if pair is not None:
-                owner = b.atomic("max", pair[0], idx, tid)
-                other = b.binary(Op.BIT_AND, b.binary(Op.NE, owner, b.const(_I32_MIN, T.i32)),
-                                 b.binary(Op.NE, owner, tid))
-                with b.into(b.if_(other).blocks[0]):
-                    b.atomic("min", pair[1], idx, b.binary(Op.MIN, owner, tid))
+        _mark_thread(b, tt, idx, bits, tid, site.wclass)
     return out
+
+
+def _mask_const(b: IRBuilder, ft: FieldTags, v: int) -> Stmt:
+    return b.const(v, ft.mask.dtype)
+
+
+def _any_bit(b: IRBuilder, ft: FieldTags, v: Stmt, bits: int) -> Stmt:
+    """`(v & bits) != 0` in the mask's dtype."""
+    return b.binary(Op.NE, b.binary(Op.BIT_AND, v, _mask_const(b, ft, bits)), _mask_const(b, ft, 0))
+
+
+def _record_violation(b: IRBuilder, ft: FieldTags, idx, site: Site, old: Stmt):
+    """Where the old mask has a bit this site may not follow: atomic max of the site's code
+    into the violation field ((number + 1) * 4, + 1 after a read, + 2 after a forbidden write)."""
+    with b.into(b.if_(_any_bit(b, ft, old, site.check)).blocks[0]):
+        code = b.const((site.number + 1) * 4, T.i32)
+        if site.check & READ:
+            code = b.add(code, _any_bit(b, ft, old, READ))
+        if site.check & WRITE_BITS:
+            r2 = _any_bit(b, ft, old, site.check & WRITE_BITS)
+            code = b.add(code, b.add(r2, r2))
+        b.atomic("max", ft.viol, idx, code)
+
+
+def _mark_thread(b: IRBuilder, tt: TaskTags, idx, bits: int, tid: Stmt, wclass: int):
+    """In a parallel task: the site's classes, and per (owner, witness) pair the thread as
+    owner; a thread that finds another owner puts the smaller of the two into the witness."""
+    if tt.classes is not None:
+        b.atomic("or", tt.classes, idx, b.const(bits, T.i32))
+    for pair in (tt.rw, tt.w if wclass else None):
+        if pair is None:
+            continue
+        owner = b.atomic("max", pair[0], idx, tid)
+        other = b.binary(Op.BIT_AND, b.binary(Op.NE, owner, b.const(_I32_MIN, T.i32)),
+                         b.binary(Op.NE, owner, tid))
+        with b.into(b.if_(other).blocks[0]):
+            b.atomic("min", pair[1], idx, b.binary(Op.MIN, owner, tid))
 
 
 # ------------------------------------------------------------------------------- run and judge

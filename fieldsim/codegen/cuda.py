@@ -340,6 +340,12 @@ class CudaProgram:
         self.stack_buf = None
 
 
+def _sets_error_word(info) -> bool:
+    """Can the kernel set the error word (AD stacks, `debug=True` checks)? Only then does the
+    host read it back after each task (which waits for the GPU)."""
+    return bool(info.stacks or info.asserts or info.accesses or info.stack_infos)
+
+
 class CudaLauncher:
     """Fills the entry's by-value words (ctx words, then arguments) and runs tasks as grids.
     (Not `launch.Launcher`: that one points the ctx at host buffers and runs `run_task`.)"""
@@ -349,45 +355,64 @@ class CudaLauncher:
 
     def launch(self, program: CudaProgram, args, rng_key):
         be, info = self.backend, program.info
-        words = np.zeros(CTX_WORDS + program.nargs, dtype=np.uint64)
-        words[CTX_FIELDS] = self.field_table(program)
-        words[CTX_RNG] = rng_key & 0xFFFFFFFFFFFFFFFF
-        words[CTX_ERR] = be.status.ptr
-        words[CTX_RET] = be.status.ptr + 32
-        # one word per argument: its f64 bits, or the integer mod 2**64 (CTX_ARGS, left 0, is
-        # rebuilt on the device from these words)
-        argf = words.view(np.float64)
-        for n, (p, v) in enumerate(zip(info.params, args), CTX_WORDS):
-            if p.dtype.is_float:
-                argf[n] = float(v)
-            else:
-                words[n] = int(v) & 0xFFFFFFFFFFFFFFFF
+        words = self.entry_words(program, args, rng_key)
         caps, offs, stride = launch_common.stack_caps(info, args, be.rt.ad_stack_size)
         if stride:
             words[CTX_STACK_STRIDE] = stride
             words[CTX_STACK_OFFS], words[CTX_STACK_CAPS] = self.stack_tables(program, caps, offs)
-        checked = bool(info.stacks or info.asserts or info.accesses or info.stack_infos)
+        checked = _sets_error_word(info)
         if checked or info.ret is not None:
             be.drv.memset8(be.status.ptr, 0, 40)
         for n, task in enumerate(info.tasks):
-            hint = launch_common.size_hint(task.stmt, args)
-            grid, block = be.geometry(task, hint, stride, program.max_threads[n])
-            if stride:
-                words[CTX_STACK] = be.scratch.ensure(stride * grid * block)
-            be.drv.launch(program.functions[n], grid, block, words)
+            self.run_task(program, n, task, args, words, stride)
             if checked:
-                err = np.zeros(4, dtype=np.int64)
-                be.drv.dtoh(err, be.status.ptr)
-                if err[0]:
-                    launch_common.raise_kernel_error(info, err, caps)
+                self.raise_if_failed(info, caps)
         be.rt.stats["launches"] += 1
-        if info.ret is None:
-            return None
+        return None if info.ret is None else self.read_return(info)
+
+    def entry_words(self, program: CudaProgram, args, rng_key) -> np.ndarray:
+        """The by-value words: ctx words (field table, RNG key, status pointers), then one word
+        per argument: its f64 bits, or the integer mod 2**64 (CTX_ARGS, left 0, is rebuilt on
+        the device from these words)."""
+        status = self.backend.status.ptr
+        words = np.zeros(CTX_WORDS + program.nargs, dtype=np.uint64)
+        words[CTX_FIELDS] = self.field_table(program)
+        words[CTX_RNG] = rng_key & 0xFFFFFFFFFFFFFFFF
+        words[CTX_ERR] = status
+        words[CTX_RET] = status + 32
+        argf = words.view(np.float64)
+        for n, (p, v) in enumerate(zip(program.info.params, args), CTX_WORDS):
+            if p.dtype.is_float:
+                argf[n] = float(v)
+            else:
+                words[n] = int(v) & 0xFFFFFFFFFFFFFFFF
+        return words
+
+    def run_task(self, program: CudaProgram, n: int, task, args, words, stride: int):
+        """Task `n` as one grid (with its share of AD-stack scratch)."""
+        be = self.backend
+        hint = launch_common.size_hint(task.stmt, args)
+        grid, block = be.geometry(task, hint, stride, program.max_threads[n])
+        if stride:
+            words[CTX_STACK] = be.scratch.ensure(stride * grid * block)
+        be.drv.launch(program.functions[n], grid, block, words)
+
+    def raise_if_failed(self, info, caps):
+        """Read the error words back (waits for the grid) and raise what the kernel reported."""
+        be = self.backend
+        err = np.zeros(4, dtype=np.int64)
+        be.drv.dtoh(err, be.status.ptr)
+        if err[0]:
+            launch_common.raise_kernel_error(info, err, caps)
+
+    def read_return(self, info):
+        """The kernel's return value from the status buffer (one scalar)."""
         from fieldsim.lang.returns import flat_dtypes, rebuild
         if len(flat_dtypes(info.ret)) != 1:
             from fieldsim.errors import FieldsimRuntimeError
             raise FieldsimRuntimeError(f"kernel {info.name!r}: returning a vector, matrix or tuple "
                                        "is not supported on the CUDA backend yet")
+        be = self.backend
         ret = np.zeros(1, dtype=np.int64)
         be.drv.dtoh(ret, be.status.ptr + 32)
         return rebuild(info.ret, ret)

@@ -55,39 +55,44 @@ def value_text(fe, v, spec: str = "", py_constants=False) -> FmtStr:
     if py_constants and not spec and not isinstance(v, (Stmt, MatVal, list, tuple)):
         return FmtStr([str(v)])
     if isinstance(v, str):
-        if spec:
-            return FmtStr([format(v, spec)])
-        return FmtStr([v])
-    if isinstance(v, MatVal):
-        out = FmtStr(["["])
-        if v.ndim == 2:
-            for r in range(v.n):
-                out.add(", " if r else "").add(
-                    value_text(fe, MatVal.vector([v.at(r, c) for c in range(v.m)]), spec))
-        else:
-            for k, e in enumerate(v.entries):
-                out.add(", " if k else "").add(value_text(fe, e, spec))
-        return out.add("]")
-    if isinstance(v, (list, tuple)):
-        out = FmtStr(["["])
-        for k, e in enumerate(v):
-            out.add(", " if k else "").add(value_text(fe, e, spec))
-        return out.add("]")
+        return FmtStr([format(v, spec) if spec else v])
+    if isinstance(v, (MatVal, list, tuple)):
+        return _bracketed(fe, _items(v), spec)
     if isinstance(v, Stmt) or (isinstance(v, numbers.Number) and not isinstance(v, bool)):
-        dt = v.dtype if isinstance(v, Stmt) else (fe.e.fp if isinstance(v, float) else fe.e.ip)
-        fwp, conv = _parse_spec(spec, dt)
-        if isinstance(v, Stmt):
-            return FmtStr([(fwp, conv, v)])
-        return FmtStr([("%" + fwp + conv) % (v if dt.is_float or conv not in FLOAT_CONV else float(v))])
-    if isinstance(v, bool):
-        return FmtStr([str(v)])
-    if v is None:
-        return FmtStr(["None"])
+        return _scalar_text(fe, v, spec)
     from fieldsim.lang.field import Field
     if isinstance(v, Field):
         raise FieldsimTypeError(f"cannot print field {v.ir_name!r} in a kernel; print an element "
                                 "(x[i]) or print the field in Python scope")
-    return FmtStr([str(v)])
+    return FmtStr([str(v)])  # bools, None and other compile-time values print as Python's
+
+
+def _items(v):
+    """What a bracketed value lists: a matrix's rows (as vectors), a vector's entries, a
+    list's elements."""
+    if not isinstance(v, MatVal):
+        return v
+    if v.ndim == 2:
+        return (MatVal.vector([v.at(r, c) for c in range(v.m)]) for r in range(v.n))
+    return v.entries
+
+
+def _bracketed(fe, items, spec: str) -> FmtStr:
+    """`[a, b, ...]` with the spec applied to each item."""
+    out = FmtStr(["["])
+    for k, e in enumerate(items):
+        out.add(", " if k else "").add(value_text(fe, e, spec))
+    return out.add("]")
+
+
+def _scalar_text(fe, v, spec: str) -> FmtStr:
+    """A runtime scalar as a printf part; a Python number formatted now with the conversion
+    its kernel type (default float or int) takes."""
+    dt = v.dtype if isinstance(v, Stmt) else (fe.e.fp if isinstance(v, float) else fe.e.ip)
+    fwp, conv = _parse_spec(spec, dt)
+    if isinstance(v, Stmt):
+        return FmtStr([(fwp, conv, v)])
+    return FmtStr([("%" + fwp + conv) % (v if dt.is_float or conv not in FLOAT_CONV else float(v))])
 
 
 def _parse_spec(spec: str, dt) -> tuple[str, str]:

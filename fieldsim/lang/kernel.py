@@ -96,8 +96,8 @@ def func(fn=None, *, is_real_function=False):
     9.0
     """
     if fn is None:
-        return lambda f: Func(f)
-    return Func(fn)
+        return lambda f: func(f, is_real_function=is_real_function)
+    return real_func(fn) if is_real_function else Func(fn)  # Taichi's older real_func spelling
 
 
 pyfunc = func

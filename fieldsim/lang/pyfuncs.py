@@ -26,7 +26,7 @@ def _module_tree(filename: str):
 
 
 class LambdaSource(Source):
-    def __init__(self, fn):  # noqa: super().__init__ is replaced: a lambda has no `def` to parse
+    def __init__(self, fn):  # no super().__init__(): a lambda has no `def` for it to parse
         code = fn.__code__
         tree, lines = _module_tree(code.co_filename)
         if tree is None:
