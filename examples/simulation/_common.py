@@ -1,6 +1,6 @@
 """What every example script shares: its command line, the backend by name, the loss plot and
 the GIF of its frames. Works with fieldsim and, for cross-checks, with Taichi imported in its
-place (`sys.modules['fieldsim'] = taichi`): `frames_to_gif` then falls back to Pillow.
+place (`import taichi as ti` in the scripts): `frames_to_gif` then falls back to Pillow.
 """
 import argparse
 import os

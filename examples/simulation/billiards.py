@@ -82,13 +82,13 @@ def init_state():
             v[0, i] = init_v[None]
         else:
             x[0, i] = rack[i]
-            v[0, i] = ti.Vector([0.0, 0.0])
+            v[0, i] = [0.0, 0.0]
 
 
 @ti.kernel
 def clear_impulse():
     for t, i in impulse:
-        impulse[t, i] = ti.Vector([0.0, 0.0])
+        impulse[t, i] = [0.0, 0.0]
 
 
 @ti.kernel

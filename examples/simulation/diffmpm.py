@@ -114,7 +114,7 @@ def setup(n_grid_=N_GRID, steps_=STEPS):
 def init_state():
     for p in range(n_particles):
         x[0, p] = x0[p]
-        v[0, p] = ti.Vector([0.0, 0.0])
+        v[0, p] = [0.0, 0.0]
         C[0, p] = ti.Matrix([[0.0, 0.0], [0.0, 0.0]])
         F[0, p] = ti.Matrix([[1.0, 0.0], [0.0, 1.0]])
 
@@ -122,11 +122,11 @@ def init_state():
 @ti.kernel
 def clear_grid():
     for i, j in grid_m_in:
-        grid_v_in[i, j] = ti.Vector([0.0, 0.0])
+        grid_v_in[i, j] = [0.0, 0.0]
         grid_m_in[i, j] = 0.0
-        grid_v_in.grad[i, j] = ti.Vector([0.0, 0.0])
+        grid_v_in.grad[i, j] = [0.0, 0.0]
         grid_m_in.grad[i, j] = 0.0
-        grid_v_out.grad[i, j] = ti.Vector([0.0, 0.0])
+        grid_v_out.grad[i, j] = [0.0, 0.0]
 
 
 @ti.kernel

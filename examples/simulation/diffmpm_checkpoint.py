@@ -18,9 +18,10 @@ needs about (steps / k) state copies plus one segment of k steps' per-launch cop
 
 Prints the loss, the gradient w.r.t. the controller weights W, what the checkpoint kept, the
 bytes of all fields and the process's peak resident memory (`ru_maxrss`: it counts field
-storage, compiled code and LLVM alike); `--out DIR` also writes them to DIR/result.json.
+storage, compiled code and LLVM alike), and writes them to `--out DIR` (default
+`out/diffmpm_checkpoint`) as result.json, with PNG frames of a forward run under DIR/frames/
+and a GIF, like the other examples.
 """
-import argparse
 import json
 import math
 import os
@@ -32,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import diffmpm as dm
+from _common import arch, example_parser, frames_to_gif
 
 import fieldsim as ti
 
@@ -145,22 +147,40 @@ def default_every(steps):
     return max(1, round(math.sqrt(steps)))
 
 
+def render(out_dir, every, n_frames=20):
+    """Frames of a forward run (no Tape): the ring buffer keeps no trajectory, so the state in
+    slot 0 is drawn as the steps run, about `n_frames` times."""
+    frame_dir = os.path.join(out_dir, "frames")
+    os.makedirs(frame_dir, exist_ok=True)
+    gui = ti.GUI("diffmpm_checkpoint", res=(512, 512), background_color=0xFFFFFF, show_gui=False)
+    aid = dm.actuator_id.to_numpy()
+    col = np.where(aid >= 0, 0xD05030, 0x404040).astype(np.uint32)
+    ground = dm.BOUND / dm.n_grid
+    dm.init_state()
+    paths = []
+    for t in range(dm.steps + 1):
+        if t % every == 0 or t == dm.steps:
+            gui.line((0.0, ground), (1.0, ground), radius=3, color=0x666666)
+            gui.circles(dm.x.to_numpy()[0], radius=2.5, color=col)
+            path = os.path.join(frame_dir, f"frame_{len(paths):04d}.png")
+            gui.show(path)
+            paths.append(path)
+        if t < dm.steps:
+            step(t)
+    return paths
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=None, help="write result.json there")
-    ap.add_argument("--quick", action="store_true", help="tiny run for tests")
+    ap = example_parser(__doc__, "diffmpm_checkpoint")
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--every", type=int, default=None, help="steps per checkpoint (default sqrt)")
     ap.add_argument("--n-grid", type=int, default=dm.N_GRID)
     ap.add_argument("--fp", default="f32", choices=["f32", "f64"])
-    ap.add_argument("--arch", default="cpu", choices=["cpu", "cuda", "gpu"])
-    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     steps = args.steps if args.steps is not None else (QUICK_STEPS if args.quick else STEPS)
     every = args.every if args.every is not None else default_every(steps)
 
-    ti.init(arch={"cpu": ti.cpu, "cuda": ti.cuda, "gpu": ti.gpu}[args.arch],
-            default_fp=getattr(ti, args.fp), random_seed=args.seed)
+    ti.init(arch=arch(ti, args.arch), default_fp=getattr(ti, args.fp), random_seed=args.seed)
     setup(args.n_grid, steps)
     dm.set_params(*dm.initial_params(args.seed))
     t0 = time.perf_counter()
@@ -180,10 +200,13 @@ def main(argv=None):
           f"held at most {info.peak_backward_bytes / 2**20:.2f} MiB")
     print(f"  fields {result['field_bytes'] / 2**20:.2f} MiB; peak RSS "
           f"{result['peak_rss_bytes'] / 2**20:.1f} MiB")
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "result.json"), "w") as fh:
-            json.dump(result, fh, indent=1)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "result.json"), "w") as fh:
+        json.dump(result, fh, indent=1)
+    frames = render(args.out, max(1, steps // (10 if args.quick else 40)))
+    result["frames"] = frames
+    result["gif"] = frames_to_gif(frames, os.path.join(args.out, "diffmpm_checkpoint.gif"), fps=15)
+    print(f"wrote {result['gif']}, {os.path.join(args.out, 'result.json')} and {len(frames)} frames")
     return result
 
 

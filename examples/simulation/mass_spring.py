@@ -105,15 +105,15 @@ def setup(steps_=STEPS):
 def init_state():
     for i in range(N_NODES):
         x[0, i] = x0[i]
-        v[0, i] = ti.Vector([0.0, 0.0])
+        v[0, i] = [0.0, 0.0]
 
 
 @ti.kernel
 def clear_accumulators():
     for t, i in v_inc:
-        v_inc[t, i] = ti.Vector([0.0, 0.0])
+        v_inc[t, i] = [0.0, 0.0]
     for t in center:
-        center[t] = ti.Vector([0.0, 0.0])
+        center[t] = [0.0, 0.0]
 
 
 @ti.kernel

@@ -64,7 +64,7 @@ def setup(n_part=N_PARTICLES, n_grid_=N_GRID):
 @ti.kernel
 def clear_grid():
     for i, j in grid_m:
-        grid_v[i, j] = ti.Vector([0.0, 0.0])
+        grid_v[i, j] = [0.0, 0.0]
         grid_m[i, j] = 0.0
 
 

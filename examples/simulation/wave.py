@@ -54,10 +54,15 @@ def setup(n_=N, steps_=STEPS):
     """Create the fields (call after ti.init)."""
     global n, steps, p, initial, target, loss
     n, steps = int(n_), int(steps_)
-    p = ti.field(dtype=float, shape=(steps + 1, n, n), needs_grad=True, name="p")
-    initial = ti.field(dtype=float, shape=(n - 2, n - 2), needs_grad=True, name="initial")
-    target = ti.field(dtype=float, shape=(n, n), name="target")
-    loss = ti.field(dtype=float, shape=(), needs_grad=True, name="loss")
+    p = ti.field(dtype=float, name="p")
+    initial = ti.field(dtype=float, name="initial")
+    target = ti.field(dtype=float, name="target")
+    loss = ti.field(dtype=float, name="loss")
+    # explicit layout, Taichi style: each field and its gradient placed by hand
+    ti.root.dense(ti.ijk, (steps + 1, n, n)).place(p, p.grad)
+    ti.root.dense(ti.ij, (n - 2, n - 2)).place(initial, initial.grad)
+    ti.root.dense(ti.ij, (n, n)).place(target)
+    ti.root.place(loss, loss.grad)
     target.from_numpy(target_image(n).astype(target.to_numpy().dtype))
 
 
