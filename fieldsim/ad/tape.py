@@ -23,7 +23,19 @@ from fieldsim.lang.compat import user_loc as _user_loc
 # ---- what a Tape records (`tape.entries`, in launch order); each knows its own backward ----------
 class LaunchEntry:
     """A kernel launch: the kernel, its arguments, its compiled specialisation and the random
-    stream key it ran with (the adjoint replays the same stream)."""
+    stream key it ran with (the adjoint replays the same stream).
+
+    >>> x = fs.field(fs.f32, shape=2, needs_grad=True)
+    >>> loss = fs.field(fs.f32, shape=(), needs_grad=True)
+    >>> @fs.kernel
+    ... def total():
+    ...     for i in x:
+    ...         loss[None] += x[i]
+    >>> with fs.ad.Tape(loss) as tape:
+    ...     total()
+    >>> [type(e).__name__ for e in tape.entries], tape.entries[0].kernel is total
+    (['LaunchEntry'], True)
+    """
 
     def __init__(self, kernel, args, kwargs, ck):
         self.kernel, self.args, self.kwargs, self.ck = kernel, args, kwargs, ck
@@ -34,7 +46,24 @@ class LaunchEntry:
 
 
 class CustomEntry:
-    """A call of a `grad_replaced` function: one unit, differentiated by its `grad_for`."""
+    """A call of a `grad_replaced` function: one unit, differentiated by its `grad_for`.
+
+    >>> x = fs.field(fs.f32, shape=(), needs_grad=True)
+    >>> loss = fs.field(fs.f32, shape=(), needs_grad=True)
+    >>> @fs.kernel
+    ... def double():
+    ...     loss[None] += 2 * x[None]
+    >>> @fs.ad.grad_replaced
+    ... def step():
+    ...     double()
+    >>> @fs.ad.grad_for(step)
+    ... def step_grad():
+    ...     double.grad()
+    >>> with fs.ad.Tape(loss) as tape:
+    ...     step()
+    >>> type(tape.entries[0]).__name__, x.grad[None]
+    ('CustomEntry', 2.0)
+    """
 
     def __init__(self, fn, args, kwargs):
         self.fn, self.args, self.kwargs = fn, args, kwargs
@@ -48,7 +77,15 @@ class CustomEntry:
 
 
 class PythonWriteEntry:
-    """A Python-scope write: its adjoint consumes the written elements' gradient."""
+    """A Python-scope write: its adjoint consumes the written elements' gradient.
+
+    >>> x = fs.field(fs.f32, shape=2, needs_grad=True)
+    >>> loss = fs.field(fs.f32, shape=(), needs_grad=True)
+    >>> with fs.ad.Tape(loss) as tape:
+    ...     x[0] = 3.0
+    >>> type(tape.entries[0]).__name__
+    'PythonWriteEntry'
+    """
 
     def __init__(self, field, idx):
         self.field, self.idx = field, idx

@@ -193,11 +193,7 @@ class CpuBackend:
         if workers == 1 and not runaway:
             fn(ctx_ptr, 0, 1)
             return
-        if self.pool is None:
-            with _llvm_lock:
-                if self.pool is None:
-                    self.pool = ThreadPoolExecutor(max(1, self.threads - 1),
-                                                   thread_name_prefix="fieldsim")
+        pool = self._pool()
         # Dynamic scheduling: the range is cut into more chunks than threads and each thread
         # takes the next chunk until none is left, so a thread the OS does not run soon (a busy
         # machine) delays nothing: the others take its share. Chunk c uses AD-stack scratch c.
@@ -210,7 +206,7 @@ class CpuBackend:
                 if c >= chunks or stop:  # stop: the launch was interrupted
                     return
                 fn(ctx_ptr, c, chunks)
-        futures = [self.pool.submit(work) for _ in range(workers if runaway else workers - 1)]
+        futures = [pool.submit(work) for _ in range(workers if runaway else workers - 1)]
         try:
             if not runaway:
                 work()
@@ -226,6 +222,14 @@ class CpuBackend:
             launch_common.request_stop(ctx_ptr)
             _wait_quietly(futures)
             raise
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self.pool is None:
+            with _llvm_lock:
+                if self.pool is None:
+                    self.pool = ThreadPoolExecutor(max(1, self.threads - 1),
+                                                   thread_name_prefix="fieldsim")
+        return self.pool
 
     def max_workers(self) -> int:
         """How many task invocations of one launch may hold AD-stack scratch at once (one per

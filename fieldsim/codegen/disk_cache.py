@@ -20,6 +20,7 @@ What it guarantees (docs/SECURITY.md says what it trusts):
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -138,18 +139,29 @@ def read_entry(path: str, key: str, cap: int) -> bytes | None:
         raise ValueError(f"it cannot be opened as a plain file ({err.strerror})") from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("it is not a regular file")
-        if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
-            raise ValueError(f"it is owned by uid {st.st_uid}, not by you")
-        if st.st_mode & 0o022:
-            raise ValueError("it is group- or world-writable")
-        if st.st_size > cap + _HEADER.size or st.st_size < _HEADER.size:
-            raise ValueError(f"its size ({st.st_size} bytes) is impossible for an entry")
+        _check_file(st, cap)
         with os.fdopen(fd, "rb", closefd=False) as f:
             blob = f.read(st.st_size + 1)
     finally:
         os.close(fd)
+    return _payload(blob, key)
+
+
+def _check_file(st, cap: int):
+    """Refuse (ValueError) a file that is not one of this user's private regular files of a
+    possible size."""
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError("it is not a regular file")
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        raise ValueError(f"it is owned by uid {st.st_uid}, not by you")
+    if st.st_mode & 0o022:
+        raise ValueError("it is group- or world-writable")
+    if st.st_size > cap + _HEADER.size or st.st_size < _HEADER.size:
+        raise ValueError(f"its size ({st.st_size} bytes) is impossible for an entry")
+
+
+def _payload(blob: bytes, key: str) -> bytes:
+    """The payload of an entry's bytes, checked against its header (ValueError why not)."""
     if len(blob) < _HEADER.size:
         raise ValueError("it is truncated")
     magic, version, stored_key, length, digest = _HEADER.unpack_from(blob)
@@ -203,42 +215,51 @@ def cached_build(rt, kind: str, key_parts: list[str], suffix: str, build) -> byt
     sub = _subdir(root, kind, key[:2]) if use else None
     path = os.path.join(sub, key + suffix) if sub else None
     cap = max_bytes(rt)
-    if path is not None:
-        try:
-            data = read_entry(path, key, cap)
-        except ValueError as why:
-            data = None
-            _warn_once(("entry", path), f"fieldsim: ignoring the invalid compile cache entry "
-                                        f"{path!r}: {why}; removed it and recompiling")
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        except OSError:
-            data = None
-        if data is not None:
-            rt.stats["cache_hits"] = rt.stats.get("cache_hits", 0) + 1
-            try:
-                os.utime(path)  # least recently used eviction goes by mtime
-            except OSError:
-                pass
-            return data
+    data = _lookup(path, key, cap) if path is not None else None
+    if data is not None:
+        rt.stats["cache_hits"] = rt.stats.get("cache_hits", 0) + 1
+        return data
     rt.stats["llvm_compiles"] = rt.stats.get("llvm_compiles", 0) + 1
     data = build()
     if path is not None and len(data) <= cap:
-        try:
-            written = write_entry(path, key, data)
-        except OSError:
-            return data  # a read-only or full cache directory only costs speed
-        with _lock:
-            if root not in _sizes:
-                _sizes[root] = None
-            elif _sizes[root] is not None:
-                _sizes[root] += written
-            over = _sizes[root] is None or _sizes[root] > cap
-        if over:
-            _sizes[root] = evict(root, cap)
+        _store(root, path, key, data, cap)
     return data
+
+
+def _lookup(path: str, key: str, cap: int) -> bytes | None:
+    """A valid entry's payload (its mtime refreshed for LRU eviction), else None; an invalid
+    entry is removed, with one warning."""
+    try:
+        data = read_entry(path, key, cap)
+    except ValueError as why:
+        _warn_once(("entry", path), f"fieldsim: ignoring the invalid compile cache entry "
+                                    f"{path!r}: {why}; removed it and recompiling")
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return None
+    except OSError:
+        return None
+    if data is not None:
+        with contextlib.suppress(OSError):
+            os.utime(path)  # least recently used eviction goes by mtime
+    return data
+
+
+def _store(root: str, path: str, key: str, data: bytes, cap: int):
+    """Write an entry and keep the directory under its size cap (evicting the least recently
+    used); a read-only or full cache directory only costs speed."""
+    try:
+        written = write_entry(path, key, data)
+    except OSError:
+        return
+    with _lock:
+        if root not in _sizes:
+            _sizes[root] = None
+        elif _sizes[root] is not None:
+            _sizes[root] += written
+        over = _sizes[root] is None or _sizes[root] > cap
+    if over:
+        _sizes[root] = evict(root, cap)
 
 
 def entries(root: str):

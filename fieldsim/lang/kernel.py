@@ -152,6 +152,15 @@ def _resolve_annotation(ann, fn):
     return ann
 
 
+class _Bound:
+    """What `KernelObj.bind` collects, argument by argument."""
+
+    __slots__ = ("dtypes", "key", "templates", "values")
+
+    def __init__(self):
+        self.templates, self.key, self.values, self.dtypes = {}, [], [], {}
+
+
 class CompiledKernel:
     """One specialisation: its IR, its fields, and the backend's compiled program."""
 
@@ -224,56 +233,60 @@ class KernelObj:
             return None
 
     def bind(self, args, kwargs):
+        """(template bindings, specialisation key, runtime values, their dtypes, return spec)
+        of one call's arguments."""
         rt = runtime.get()
         ann, ret = self.annotations()
-        if kwargs or len(args) != len(self.params):
-            try:
-                bound = self._sig.bind(*args, **kwargs)
-            except TypeError as e:
-                raise FieldsimTypeError(f"kernel {self.__name__!r} takes {len(self.params)} "
-                                        f"argument(s) ({', '.join(p.name for p in self.params)}): "
-                                        f"{e}", self.def_loc()) from None
-            bound.apply_defaults()
-            args = [bound.arguments[p.name] for p in self.params]
-        templates, key, values, dtypes = {}, [], [], {}
+        args = self._positional(args, kwargs)
+        bound = _Bound()
         for p, a, v in zip(self.params, ann, args):
-            if isinstance(a, _SelfArg) and not _is_data_oriented(v):
-                raise FieldsimSyntaxError(
-                    f"kernel {self.__name__!r} is a method of class {type(v).__name__!r}, which is not "
-                    "decorated with @fs.data_oriented: decorate the class to use kernels as methods",
-                    self.def_loc())
-            if isinstance(a, NdarrayType):  # pointer and shape as hidden runtime arguments
-                templates[p.name], nd_values, nd_dtypes = bind_arg(a, v, self.__name__, p.name, rt)
-                key.append(templates[p.name].spec.key())
-                values.extend(nd_values)
-                dtypes.update(nd_dtypes)
-                continue
-            if isinstance(a, (Template, _SelfArg)) or a is Template:
-                templates[p.name] = v
-                key.append(("f", v.uid, v.generation) if type(v) is Field else template_key(v))
-                continue
-            if isinstance(a, T.MatrixType):  # its entries travel as scalar arguments
-                from fieldsim.lang.kernel_args import bind_matrix_arg
-                dtypes[p.name], flat = bind_matrix_arg(a, v, rt, self.__name__, p.name,
-                                                             self.def_loc())
-                for k, x in enumerate(flat):
-                    dtypes[f"{p.name}[{k}]"] = dtypes[p.name].dtype
-                    values.append(_convert_arg(x, dtypes[p.name].dtype, self.__name__, p.name))
-                continue
-            if isinstance(a, StructType):  # its leaves travel as scalar arguments
-                from fieldsim.lang.kernel_args import bind_struct_arg
-                dtypes[p.name], flat = bind_struct_arg(a, v, rt, self.__name__, p.name,
-                                                       self.def_loc())
-                for k, (dt, x) in enumerate(flat):
-                    dtypes[f"{p.name}[{k}]"] = dt
-                    values.append(_convert_arg(x, dt, self.__name__, p.name))
-                continue
-            dt = _scalar_dtype(a, rt, self.__name__, p.name)
-            dtypes[p.name] = dt
-            values.append(_convert_arg(v, dt, self.__name__, p.name))
+            self._bind_one(bound, rt, p.name, a, v)
         from fieldsim.lang.returns import ret_spec
         ret_dt = ret_spec(ret, rt, self.__name__)
-        return templates, tuple(key), values, dtypes, ret_dt
+        return bound.templates, tuple(bound.key), bound.values, bound.dtypes, ret_dt
+
+    def _positional(self, args, kwargs) -> list:
+        if not kwargs and len(args) == len(self.params):
+            return args
+        try:
+            bound = self._sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise FieldsimTypeError(f"kernel {self.__name__!r} takes {len(self.params)} "
+                                    f"argument(s) ({', '.join(p.name for p in self.params)}): "
+                                    f"{e}", self.def_loc()) from None
+        bound.apply_defaults()
+        return [bound.arguments[p.name] for p in self.params]
+
+    def _bind_one(self, bound, rt, name, a, v):
+        """Bind argument `name` (annotation `a`, value `v`) by its kind of annotation."""
+        kname = self.__name__
+        if isinstance(a, _SelfArg) and not _is_data_oriented(v):
+            raise FieldsimSyntaxError(
+                f"kernel {kname!r} is a method of class {type(v).__name__!r}, which is not "
+                "decorated with @fs.data_oriented: decorate the class to use kernels as methods",
+                self.def_loc())
+        if isinstance(a, NdarrayType):  # pointer and shape as hidden runtime arguments
+            bound.templates[name], nd_values, nd_dtypes = bind_arg(a, v, kname, name, rt)
+            bound.key.append(bound.templates[name].spec.key())
+            bound.values.extend(nd_values)
+            bound.dtypes.update(nd_dtypes)
+        elif isinstance(a, (Template, _SelfArg)) or a is Template:
+            bound.templates[name] = v
+            bound.key.append(("f", v.uid, v.generation) if type(v) is Field else template_key(v))
+        elif isinstance(a, (T.MatrixType, StructType)):  # entries travel as scalar arguments
+            from fieldsim.lang.kernel_args import bind_matrix_arg, bind_struct_arg
+            if isinstance(a, T.MatrixType):
+                bound.dtypes[name], flat = bind_matrix_arg(a, v, rt, kname, name, self.def_loc())
+                flat = [(bound.dtypes[name].dtype, x) for x in flat]
+            else:
+                bound.dtypes[name], flat = bind_struct_arg(a, v, rt, kname, name, self.def_loc())
+            for k, (dt, x) in enumerate(flat):
+                bound.dtypes[f"{name}[{k}]"] = dt
+                bound.values.append(_convert_arg(x, dt, kname, name))
+        else:
+            dt = _scalar_dtype(a, rt, kname, name)
+            bound.dtypes[name] = dt
+            bound.values.append(_convert_arg(v, dt, kname, name))
 
     # ---- compile and launch ----------------------------------------------------------------------
     def compiled(self, templates, key, dtypes, ret) -> CompiledKernel:
