@@ -197,7 +197,7 @@ class TapeState:
         found.kernel_checked = not self._units
         env = arg_env(arg_values)
         self.launches += 1
-        name, args = kernel_name or kernel_ir.name, _args_text(kernel_ir, env)
+        name, args = kernel_name or kernel_ir.name, _ArgsText(kernel_ir, env)
         unit = self._units[-1][0] if self._units else None
         entries = []
         for a, box in boxes.of_launch(env, per_access=self.validation):
@@ -327,6 +327,21 @@ class TapeState:
             if found is not None:
                 found.unresolved.append(out[-1])
         return out
+
+
+class _ArgsText:
+    """`_args_text`, formatted only when a message needs it (not at every launch)."""
+
+    __slots__ = ("env", "kernel_ir")
+
+    def __init__(self, kernel_ir, env: dict):
+        self.kernel_ir, self.env = kernel_ir, env
+
+    def __str__(self) -> str:
+        return _args_text(self.kernel_ir, self.env)
+
+    def __bool__(self) -> bool:
+        return bool(str(self))
 
 
 def _args_text(kernel_ir, env: dict) -> str:
