@@ -287,8 +287,11 @@ class KernelCheck:
         """The findings for these argument values, worst first."""
         if not self.symbolic:
             return self.symbolic
-        env = arg_env(arg_values)
-        if not env:
+        return self.judge_env(arg_env(arg_values))
+
+    def judge_env(self, env: dict) -> list[Finding]:
+        """`judge` given the integer arguments by position (`arg_env`)."""
+        if not env or not self.symbolic:
             return self.symbolic
         key = tuple(sorted(env.items()))
         cached = self._judged.get(key)

@@ -138,6 +138,7 @@ class LaunchBoxes:
                                   for f, n in zip(a.indices, shape))
                 self.items.append((a, comps, shape))
         self._by_env: dict = {}  # a time-stepped program repeats its argument values per Tape
+        self.by_values: dict = {}  # the Tape's whole plan per raw argument values (tape_rules)
         self._templates, self._general, self._arg_pos = _templates(self.items)
         # (field, kind)s whose boxes come from more than one template group or from a box
         # computed in full: only these can merge further once translated
@@ -148,6 +149,8 @@ class LaunchBoxes:
             if k not in self._general:
                 sources.setdefault((id(a.field), a.is_write), set()).add(("full", k))
         self._remerge = {key for key, srcs in sources.items() if len(srcs) > 1}
+        self._in_full = [k for k in range(len(self.items)) if k not in self._general]
+        self._moves = [(k, a, base, _moves(shifts)) for k, a, base, shifts in self._templates]
 
     def of_launch(self, env: dict, per_access: bool = False) -> list:
         """(access, box) pairs for these argument values. Unless `per_access` (run-time
@@ -158,7 +161,7 @@ class LaunchBoxes:
         if cached is None:
             if len(self._by_env) >= ENV_CACHE:
                 self._by_env.clear()
-            cached = self._by_env[key] = [None, None]
+            cached = self._by_env[key] = [None, None, None]
         slot = 0 if per_access else 1
         if cached[slot] is None:
             if not self._arg_pos.issubset(env):  # an argument without a value: in full
@@ -168,6 +171,18 @@ class LaunchBoxes:
             else:
                 cached[slot] = self._unique(env)
         return cached[slot]
+
+    def plan(self, env: dict) -> tuple:
+        """`of_launch(env)` split for the Tape's fast path: (writes, reads), each a list of
+        (access, box, bucket key), made once per argument values."""
+        key = tuple(sorted(env.items())) if env else ()
+        cached = self._by_env.get(key)
+        if cached is None or cached[2] is None:
+            unique = self.of_launch(env)
+            cached = self._by_env[key]
+            cached[2] = ([(a, box, bucket_key(box)) for a, box in unique if a.is_write],
+                         [(a, box, bucket_key(box)) for a, box in unique if not a.is_write])
+        return cached[2]
 
     def _box(self, a, comps, shape, env):
         """The box of one item for `env` (None: its guards never hold), computed in full."""
@@ -200,14 +215,13 @@ class LaunchBoxes:
     def _unique(self, env: dict) -> list:
         """Translated templates and fully computed boxes in access order, deduplicated and
         merged again (merges across template groups, e.g. `x[t, i]` beside `x[t + 1, i]`)."""
-        boxes = []
-        for k, a, base, shifts in self._templates:
-            boxes.append((k, a, _shifted(base, shifts, env)))
-        for k, (a, comps, shape) in enumerate(self.items):
-            if k not in self._general:
-                box = self._box(a, comps, shape, env)
-                if box is not None:
-                    boxes.append((k, a, box))
+        boxes = [(k, a, _moved(base, moves, env) if moves else base)
+                 for k, a, base, moves in self._moves]
+        for k in self._in_full:
+            a, comps, shape = self.items[k]
+            box = self._box(a, comps, shape, env)
+            if box is not None:
+                boxes.append((k, a, box))
         boxes.sort(key=lambda e: e[0])
         if not self._remerge:
             return _dedup([(a, box) for _, a, box in boxes])
@@ -218,6 +232,12 @@ class LaunchBoxes:
         keep += [(number[id(a)], a, box) for a, box in more]
         keep.sort(key=lambda e: e[0])
         return _dedup([(a, box) for _, a, box in keep])
+
+
+def bucket_key(box: tuple):
+    """A box's constant first index (a time step `x[t, ...]`), or None: the Tape's read logs
+    are bucketed by it."""
+    return box[0].lo if box and box[0].lo == box[0].hi else None
 
 
 def _dedup(boxes: list) -> list:
@@ -272,6 +292,23 @@ def _templates(items: list):
         for a, box in merge_boxes(_dedup([(a, box) for _, a, box in members])):
             templates.append((number[id(a)], a, box, shifts))
     return templates, general, arg_pos
+
+
+def _moves(shifts: tuple) -> tuple:
+    """The shifts as (component, constant, ((argument position, coefficient), ...))."""
+    return tuple((d, s.const, tuple((atom.pos, c) for atom, c in s.terms.items()))
+                 for d, s in enumerate(shifts) if s is not None)
+
+
+def _moved(base: tuple, moves: tuple, env: dict) -> tuple:
+    box = list(base)
+    for d, const, terms in moves:
+        for pos, c in terms:
+            const += c * env[pos]
+        if const:
+            lo, hi, step, exact = box[d]
+            box[d] = Comp(lo + const, hi + const, step, exact)
+    return tuple(box)
 
 
 def _shifted(base: tuple, shifts: tuple, env: dict) -> tuple:

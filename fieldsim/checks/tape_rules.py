@@ -51,6 +51,7 @@ from fieldsim.checks.boxes import (
     LaunchBoxes,
     box_mask,
     box_slices,
+    bucket_key,
     exact_box,
     field_shape,
     whole,
@@ -136,8 +137,7 @@ class _Log:
                 yield rs, origin
 
 
-def _key(box: tuple):
-    return box[0].lo if box and box[0].lo == box[0].hi else None
+_key = bucket_key
 
 
 class Checked(list):
@@ -162,6 +162,25 @@ class Checked(list):
         return bool(self.in_kernel or self.reads or self.captures)
 
 
+class _Done(Checked):
+    """What the fast path (no validation) returns: nothing undecided, nothing to run checked.
+    Shared and read-only (its lists are tuples)."""
+
+    def __init__(self, kernel_checked: bool):
+        super().__init__()
+        self.in_kernel = self.reads = self.captures = self.unresolved = ()
+        self.tokens = self.entries = ()
+        self.kernel_checked = kernel_checked
+
+    def append(self, item):
+        raise TypeError("a fast-path Checked is shared: it takes no findings")
+
+    extend = append
+
+
+_CHECKED, _IN_UNIT = _Done(True), _Done(False)
+
+
 class TapeState:
     """Rule 1 across the launches and Python-scope writes recorded on one Tape."""
 
@@ -173,6 +192,11 @@ class TapeState:
         self._units: list = []
         self._checks: dict[int, tuple] = {}  # id(kernel IR) -> (KernelCheck holding it, LaunchBoxes)
         self._pending: list = []
+        self._pending_reads: list = []  # the fast path's reads inside a unit (see `_launch_fast`)
+        # id(plan's read list) -> it, per log set: a plan stored once is in its logs for good
+        # (only validation's `discard` removes reads, and validation takes the full path)
+        self._stored: dict = {}
+        self._unit_stored: dict = {}
 
     def kernel_check(self, kernel_ir, summary=None) -> KernelCheck:
         """The cached `KernelCheck` of a kernel IR (made on its first launch; `summary` may be
@@ -190,8 +214,13 @@ class TapeState:
         """Check one launch before it runs, then record it. Raises `AccessRuleError`; returns
         the undecided findings when `validation` is on (else they raise too). `summary`: the
         kernel's effect table, or its `KernelCheck` (see `kernel_check`)."""
-        check = self.kernel_check(kernel_ir, summary)
-        boxes = self._checks[id(kernel_ir)][1]
+        made = self._checks.get(id(kernel_ir))
+        if made is None:
+            self.kernel_check(kernel_ir, summary)
+            made = self._checks[id(kernel_ir)]
+        check, boxes = made
+        if not self.validation:
+            return self._launch_fast(kernel_ir, kernel_name, check, boxes, arg_values)
         found = Checked()
         found.in_kernel = [] if self._units else check.run(arg_values, self.validation)
         found.kernel_checked = not self._units
@@ -216,6 +245,56 @@ class TapeState:
         found.entries = entries
         found.tokens = self._record(entries)
         return found
+
+    def _launch_fast(self, kernel_ir, kernel_name, check, boxes, arg_values) -> Checked:
+        """`launch` without validation: the same verdicts (anything undecided raises), with the
+        launch's boxes split once per argument values (`LaunchBoxes.plan`) and an `Origin` made
+        only for a read new to its log or a write that meets a logged field: per launch the
+        cost stays flat in the Tape's length."""
+        env, writes, reads, judged = _launch_plan(check, boxes, arg_values)
+        units = self._units
+        if units:
+            found, unit = _IN_UNIT, units[-1][0]
+        else:
+            if judged:  # any finding raises: nothing undecided is let through
+                raise to_error(judged[0])
+            found, unit = _CHECKED, None
+        self.launches += 1
+        n, name = self.launches, kernel_name or kernel_ir.name
+        logged, unit_logged = self.reads, self.unit_reads
+        for a, box, key in writes:
+            fid = id(a.field)
+            # only a log with a bucket of this first index (or of a varying one) can meet it
+            if not (_may_meet(logged.get(fid), key)
+                    or (unit is None and _may_meet(unit_logged.get(fid), key))):
+                continue
+            try:
+                self._check(box, Origin(a, name, n, _ArgsText(kernel_ir, env), unit), None)
+            except Exception:
+                self.launches -= 1
+                raise
+        args = _ArgsText(kernel_ir, env)
+        if unit is not None:
+            self._pending_reads.append((reads, name, n, args, unit))
+        else:
+            self._store_reads(logged, self._stored, reads, name, n, args, None)
+        return found
+
+    @staticmethod
+    def _store_reads(logs: dict, stored: dict, reads: list, name, n, args, unit):
+        if id(reads) in stored:  # the same launch (kernel, argument values) logged before
+            return
+        stored[id(reads)] = reads  # kept alive: its id is not reused
+        for a, box, key in reads:
+            fid = id(a.field)
+            log = logs.get(fid)
+            if log is None:
+                log = logs[fid] = _Log()
+            bucket = log.buckets.get(key)
+            if bucket is None:
+                bucket = log.buckets[key] = {}
+            if box not in bucket:  # the first origin of a box names it
+                bucket[box] = Origin(a, name, n, args, unit)
 
     def python_write(self, field, index, loc: Loc | None, what: str) -> list[Finding]:
         """A Python-scope write (`x[i] = v`, `x.fill`, `x.from_numpy`; `index` None: all)."""
@@ -268,6 +347,10 @@ class TapeState:
             if not self._units:
                 entries, self._pending = self._pending, []
                 self._store(entries)
+                fast, self._pending_reads = self._pending_reads, []
+                for reads, kname, n, args, unit in fast:
+                    self._store_reads(self.unit_reads, self._unit_stored, reads, kname, n, args,
+                                      unit)
 
     def _record(self, entries: list) -> list:
         if self._units:
@@ -342,6 +425,37 @@ class _ArgsText:
 
     def __bool__(self) -> bool:
         return bool(str(self))
+
+
+def _may_meet(log: _Log | None, key) -> bool:
+    if log is None:
+        return False
+    buckets = log.buckets
+    return key is None or key in buckets or None in buckets or bool(log.sets)
+
+
+def _launch_plan(check: KernelCheck, boxes: LaunchBoxes, arg_values) -> tuple:
+    """(env, write boxes, read boxes, in-kernel findings) of a launch, kept per argument values
+    (with their types: 1 and 1.0 are different launches) on the kernel's `LaunchBoxes`, so a
+    launch seen before, on this Tape or an earlier one, is judged by one lookup."""
+    try:
+        if arg_values is None:
+            key = ()
+        elif isinstance(arg_values, (list, tuple)):
+            key = tuple((type(v), v) for v in arg_values)
+        else:
+            key = None  # a mapping of positions: judged afresh
+        plan = boxes.by_values.get(key) if key is not None else None
+    except TypeError:  # an unhashable argument (an array): judged afresh
+        key, plan = None, None
+    if plan is None:
+        env = arg_env(arg_values)
+        plan = (env, *boxes.plan(env), check.judge_env(env))
+        if key is not None:
+            if len(boxes.by_values) >= 1 << 14:
+                boxes.by_values.clear()
+            boxes.by_values[key] = plan
+    return plan
 
 
 def _args_text(kernel_ir, env: dict) -> str:
