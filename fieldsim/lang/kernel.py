@@ -155,6 +155,8 @@ class KernelObj:
         self._ann = None
         self.grad = _AdjointLauncher(self)
         self.last_rng_key = 0
+        self._scalar_only = None  # every parameter a scalar: launches may skip `bind`
+        self._fast = None  # (runtime generation, CompiledKernel, is-float per argument)
 
     def __get__(self, obj, owner=None):
         # a kernel method of a data-oriented class: `obj.k(...)` binds `self`
@@ -251,12 +253,49 @@ class KernelObj:
         rt.stats["compile_s"] += time.perf_counter() - t0
         return ck
 
+    def _fast_bind(self, rt, args):
+        """(compiled kernel, argument values) without `bind`, for a kernel of scalar parameters
+        already compiled in this runtime, called with exactly its Python ints and floats (each
+        converted as `_convert_arg` would); None: take the full path (which also reports any
+        error). Keeps an empty launch within a few microseconds."""
+        fast = self._fast
+        if fast is None or fast[0] != rt.generation:
+            if self._scalar_only is None:
+                try:
+                    ann = self.annotations()[0]
+                except FieldsimError:
+                    ann = None
+                self._scalar_only = ann is not None and all(
+                    not isinstance(a, (NdarrayType, Template, _SelfArg)) and a is not Template
+                    for a in ann)
+            ck = self._cache.get((rt.generation, ())) if self._scalar_only else None
+            if ck is None:
+                return None
+            fast = self._fast = (rt.generation, ck, tuple(dt.is_float for dt in ck.arg_dtypes))
+        floats = fast[2]
+        if len(args) != len(floats):
+            return None
+        values = []
+        for v, is_float in zip(args, floats):
+            t = type(v)
+            if t is int:
+                values.append(float(v) if is_float else v)
+            elif t is float and is_float:
+                values.append(v)
+            else:  # numpy scalars, bools, a float for an int: the full conversion
+                return None
+        return fast[1], values
+
     def __call__(self, *args, **kwargs):
         rt = runtime.get()
         checked_run = None  # Tape(validation=True): runs the launch checked per element
         try:
-            templates, key, values, dtypes, ret = self.bind(args, kwargs)
-            ck = self.compiled(templates, key, dtypes, ret)
+            fast = None if kwargs else self._fast_bind(rt, args)
+            if fast is not None:
+                templates, (ck, values) = {}, fast
+            else:
+                templates, key, values, dtypes, ret = self.bind(args, kwargs)
+                ck = self.compiled(templates, key, dtypes, ret)
             if templates:
                 check_writable(ck, templates, self.__name__)
             if rt.tape is not None and rt.no_grad_depth == 0:
@@ -280,6 +319,8 @@ class KernelObj:
                 result = checked_run(program, values, rng_key)
             except AccessRuleError as err:
                 raise err.with_traceback(None) from None
+        elif not rt.kernel_profiler:
+            result = rt.backend().launch(program, values, rng_key)
         else:
             from fieldsim.profiler import timed
             result = timed(rt, self.__name__, lambda: rt.backend().launch(program, values, rng_key))
