@@ -32,8 +32,9 @@ ROOT = os.path.dirname(HERE)
 
 def worker(steps: int):
     sys.path.insert(0, os.path.join(ROOT, "examples", "simulation"))
-    import fieldsim as ti
     import mass_spring as ms
+
+    import fieldsim as ti
     ti.init(arch=ti.cpu, offline_cache=False, random_seed=0)
     ms.setup(steps)
     ms.set_params(ms.initial_params())
