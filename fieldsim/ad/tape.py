@@ -246,13 +246,14 @@ class _CheckerAdapter:
 
     def __init__(self, validation):
         from fieldsim.checks.tape_rules import TapeState
-        self.state = TapeState(validation=validation)
-
-    def launch(self, kernel, ck, values):
         from fieldsim.checks.validation import runner
         from fieldsim.lang.kernel import kernel_check
-        found = self.state.launch(ck.ir, kernel.__name__, kernel_check(ck), list(values))
-        run = runner(ck, kernel.__name__, found, self.state)
+        self.state = TapeState(validation=validation)
+        self._runner, self._kernel_check = runner, kernel_check  # imported once, not per launch
+
+    def launch(self, kernel, ck, values):
+        found = self.state.launch(ck.ir, kernel.__name__, self._kernel_check(ck), list(values))
+        run = self._runner(ck, kernel.__name__, found, self.state)
         if run is None and found.kernel_checked:
             ck.checked = True  # its adjoint may be made (a validated run marks it when it passes)
         return run
