@@ -28,7 +28,6 @@ actual writes share an element with those reads (the caller then undoes the laun
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -160,6 +159,23 @@ class Checked(list):
     @property
     def needs_run(self) -> bool:
         return bool(self.in_kernel or self.reads or self.captures)
+
+
+class _Unit:
+    """`TapeState.unit(...)`: entering opens the unit, leaving records it."""
+
+    __slots__ = ("loc", "name", "state")
+
+    def __init__(self, state, name, loc):
+        self.state, self.name, self.loc = state, name, loc
+
+    def __enter__(self):
+        self.state._units.append((self.name, self.loc))
+        return self.state
+
+    def __exit__(self, *exc) -> bool:
+        self.state._end_unit()
+        return False
 
 
 class _Done(Checked):
@@ -336,21 +352,20 @@ class TapeState:
                 logs[fid].remove(token)
         self.launches -= 1
 
-    @contextlib.contextmanager
-    def unit(self, name: str, loc: Loc | None = None):
-        """A `grad_replaced` call: one unit, recorded as a whole when it ends."""
-        self._units.append((name, loc))
-        try:
-            yield self
-        finally:
-            self._units.pop()
-            if not self._units:
-                entries, self._pending = self._pending, []
-                self._store(entries)
-                fast, self._pending_reads = self._pending_reads, []
-                for reads, kname, n, args, unit in fast:
-                    self._store_reads(self.unit_reads, self._unit_stored, reads, kname, n, args,
-                                      unit)
+    def unit(self, name: str, loc: Loc | None = None) -> _Unit:
+        """A `grad_replaced` call: one unit, recorded as a whole when it ends (a context
+        manager; a class, not a generator: one is entered per step of a checkpointed loop)."""
+        return _Unit(self, name, loc)
+
+    def _end_unit(self):
+        self._units.pop()
+        if not self._units:
+            entries, self._pending = self._pending, []
+            self._store(entries)
+            fast, self._pending_reads = self._pending_reads, []
+            for reads, kname, n, args, unit in fast:
+                self._store_reads(self.unit_reads, self._unit_stored, reads, kname, n, args,
+                                  unit)
 
     def _record(self, entries: list) -> list:
         if self._units:
