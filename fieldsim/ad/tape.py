@@ -14,6 +14,8 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from fieldsim.checks.access_rules import kernel_check
+from fieldsim.checks.validation import runner
 from fieldsim.errors import FieldsimError, FieldsimRuntimeError, Loc
 from fieldsim.ir.ir import GLOBAL_WRITE, Op, walk
 from fieldsim.lang import runtime
@@ -334,8 +336,6 @@ class _CheckerAdapter:
         self.state = TapeState(validation=validation)
 
     def launch(self, kernel, ck, values):
-        from fieldsim.checks.access_rules import kernel_check
-        from fieldsim.checks.validation import runner
         found = self.state.launch(ck.ir, kernel.__name__, kernel_check(ck), list(values))
         run = runner(ck, kernel.__name__, found, self.state)
         if run is None and found.kernel_checked:

@@ -216,7 +216,9 @@ def arg_env(arg_values) -> dict[int, int]:
     if arg_values is None:
         return {}
     items = arg_values.items() if isinstance(arg_values, Mapping) else enumerate(arg_values)
-    return {int(p): int(v) for p, v in items if isinstance(v, numbers.Integral)}
+    # `type(v) is int` first: the abc check costs microseconds per launch on a Tape
+    return {int(p): int(v) for p, v in items
+            if type(v) is int or (type(v) is not float and isinstance(v, numbers.Integral))}
 
 
 # ----------------------------------------------------------------------------------- rules
@@ -309,12 +311,28 @@ class KernelCheck:
         self.kernel = kernel
         self.accesses = summarize(kernel) if summary is None else summary
         self.symbolic = findings(self.accesses, {}, kernel.name)
+        self._judged: dict = {}  # argument values -> findings (judged once per values)
 
     def judge(self, arg_values=None) -> list[Finding]:
         """The findings for these argument values, worst first."""
-        env = arg_env(arg_values)
+        if not self.symbolic:
+            return self.symbolic
+        return self.judge_env(arg_env(arg_values))
+
+    def judge_env(self, env: dict) -> list[Finding]:
+        """`judge` given the integer arguments by position (`arg_env`)."""
         if not env or not self.symbolic:
             return self.symbolic
+        key = tuple(sorted(env.items()))
+        cached = self._judged.get(key)
+        if cached is not None:
+            return cached
+        if len(self._judged) >= 1 << 14:
+            self._judged.clear()
+        found = self._judged[key] = self._judge(env)
+        return found
+
+    def _judge(self, env: dict) -> list[Finding]:
         found = []
         for f in self.symbolic:
             meet = (rule2_meet if f.rule == 2 else later_meet)(f.first, f.second, env)

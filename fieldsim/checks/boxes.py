@@ -114,7 +114,15 @@ def guarded_box(a: Access, env: dict, shape: tuple) -> tuple | None:
 class LaunchBoxes:
     """The boxes of one kernel's accesses, one per distinct (field, read/write, indices,
     guards). Components that depend neither on the kernel's arguments nor on guards are
-    computed once."""
+    computed once.
+
+    Per new argument tuple the work is kept small (a time-stepped program launches each kernel
+    with a new `t` every step): an access whose argument-dependent components are `R + A(args)`,
+    with `R` free of arguments (also in its loops' bounds), has the box of `R` translated by
+    `A(args)`. Such accesses are deduplicated and merged once, in groups that share the same
+    shifts (a common translation keeps a merge valid), and per launch only the few merged
+    template boxes are translated; the rest (guarded accesses, arguments in loop bounds) are
+    computed in full, as before."""
 
     def __init__(self, accesses: list[Access]):
         self.items, seen = [], set()
@@ -130,6 +138,19 @@ class LaunchBoxes:
                                   for f, n in zip(a.indices, shape))
                 self.items.append((a, comps, shape))
         self._by_env: dict = {}  # a time-stepped program repeats its argument values per Tape
+        self.by_values: dict = {}  # the Tape's whole plan per raw argument values (tape_rules)
+        self._templates, self._general, self._arg_pos = _templates(self.items)
+        # (field, kind)s whose boxes come from more than one template group or from a box
+        # computed in full: only these can merge further once translated
+        sources: dict = {}
+        for k, a, _, shifts in self._templates:
+            sources.setdefault((id(a.field), a.is_write), set()).add(shifts)
+        for k, (a, _, _) in enumerate(self.items):
+            if k not in self._general:
+                sources.setdefault((id(a.field), a.is_write), set()).add(("full", k))
+        self._remerge = {key for key, srcs in sources.items() if len(srcs) > 1}
+        self._in_full = [k for k in range(len(self.items)) if k not in self._general]
+        self._moves = [(k, a, base, _moves(shifts)) for k, a, base, shifts in self._templates]
 
     def of_launch(self, env: dict, per_access: bool = False) -> list:
         """(access, box) pairs for these argument values. Unless `per_access` (run-time
@@ -138,26 +159,169 @@ class LaunchBoxes:
         key = tuple(sorted(env.items()))
         cached = self._by_env.get(key)
         if cached is None:
-            boxes = []
-            for a, comps, shape in self.items:
-                if comps is None:
-                    box = guarded_box(a, env, shape)
-                    if box is not None:  # else: the access never runs
-                        boxes.append((a, box))
-                    continue
-                boxes.append((a, tuple(c if isinstance(c, Comp) else _comp(c.subst(env), env, n)
-                                       for c, n in zip(comps, shape))))
-            seen, unique = set(), []
-            for a, box in boxes:
-                k = (id(a.field), a.is_write, box)
-                if k not in seen:
-                    seen.add(k)
-                    unique.append((a, box))
-            unique = merge_boxes(unique)
             if len(self._by_env) >= ENV_CACHE:
                 self._by_env.clear()
-            cached = self._by_env[key] = (boxes, unique)
-        return cached[0] if per_access else cached[1]
+            cached = self._by_env[key] = [None, None, None]
+        slot = 0 if per_access else 1
+        if cached[slot] is None:
+            if not self._arg_pos.issubset(env):  # an argument without a value: in full
+                cached[slot] = self._full(env, per_access)
+            elif per_access:
+                cached[slot] = self._per_access(env)
+            else:
+                cached[slot] = self._unique(env)
+        return cached[slot]
+
+    def plan(self, env: dict) -> tuple:
+        """`of_launch(env)` split for the Tape's fast path: (writes, reads), each a list of
+        (access, box, bucket key), made once per argument values."""
+        key = tuple(sorted(env.items())) if env else ()
+        cached = self._by_env.get(key)
+        if cached is None or cached[2] is None:
+            unique = self.of_launch(env)
+            cached = self._by_env[key]
+            cached[2] = ([(a, box, bucket_key(box)) for a, box in unique if a.is_write],
+                         [(a, box, bucket_key(box)) for a, box in unique if not a.is_write])
+        return cached[2]
+
+    def _box(self, a, comps, shape, env):
+        """The box of one item for `env` (None: its guards never hold), computed in full."""
+        if comps is None:
+            return guarded_box(a, env, shape)
+        return tuple(c if isinstance(c, Comp) else _comp(c.subst(env), env, n)
+                     for c, n in zip(comps, shape))
+
+    def _full(self, env: dict, per_access: bool) -> list:
+        boxes = []
+        for a, comps, shape in self.items:
+            box = self._box(a, comps, shape, env)
+            if box is not None:  # else: the access never runs
+                boxes.append((a, box))
+        return boxes if per_access else merge_boxes(_dedup(boxes))
+
+    def _per_access(self, env: dict) -> list:
+        out = []
+        for k, (a, comps, shape) in enumerate(self.items):
+            t = self._general.get(k)
+            if t is None:
+                box = self._box(a, comps, shape, env)
+                if box is not None:
+                    out.append((a, box))
+            else:
+                base, shifts = t
+                out.append((a, _shifted(base, shifts, env)))
+        return out
+
+    def _unique(self, env: dict) -> list:
+        """Translated templates and fully computed boxes in access order, deduplicated and
+        merged again (merges across template groups, e.g. `x[t, i]` beside `x[t + 1, i]`)."""
+        boxes = [(k, a, _moved(base, moves, env) if moves else base)
+                 for k, a, base, moves in self._moves]
+        for k in self._in_full:
+            a, comps, shape = self.items[k]
+            box = self._box(a, comps, shape, env)
+            if box is not None:
+                boxes.append((k, a, box))
+        boxes.sort(key=lambda e: e[0])
+        if not self._remerge:
+            return _dedup([(a, box) for _, a, box in boxes])
+        number = {id(a): k for k, a, _ in boxes}
+        keep = [(k, a, box) for k, a, box in boxes if (id(a.field), a.is_write) not in self._remerge]
+        more = merge_boxes(_dedup([(a, box) for k, a, box in boxes
+                                   if (id(a.field), a.is_write) in self._remerge]))
+        keep += [(number[id(a)], a, box) for a, box in more]
+        keep.sort(key=lambda e: e[0])
+        return _dedup([(a, box) for _, a, box in keep])
+
+
+def bucket_key(box: tuple):
+    """A box's constant first index (a time step `x[t, ...]`), or None: the Tape's read logs
+    are bucketed by it."""
+    return box[0].lo if box and box[0].lo == box[0].hi else None
+
+
+def _dedup(boxes: list) -> list:
+    seen, unique = set(), []
+    for a, box in boxes:
+        k = (id(a.field), a.is_write, box)
+        if k not in seen:
+            seen.add(k)
+            unique.append((a, box))
+    return unique
+
+
+def _split(f: Affine, n):
+    """`f` as (Comp of its argument-free part R, shift: an Affine of arguments or None), or
+    None when the arguments also enter R (through a loop's bounds)."""
+    shift = {a: c for a, c in f.terms.items() if isinstance(a, Arg)}
+    rest = Affine(f.const, {a: c for a, c in f.terms.items() if not isinstance(a, Arg)})
+    if _uses_args(rest):
+        return None
+    if rest.has_opaque() or rest.bounds({}) is None:
+        return whole(n, False), None  # the whole axis, whatever the arguments
+    return _comp(rest, {}, n), (Affine(0, shift) if shift else None)
+
+
+def _templates(items: list):
+    """Per item that translates with the arguments: its base box and shifts (`general`, by
+    item number), and the merged template boxes (item number of the access naming each, access,
+    base box, shifts). Also the argument positions the shifts use."""
+    general, groups, arg_pos = {}, {}, set()
+    for k, (a, comps, shape) in enumerate(items):
+        if comps is None:
+            continue
+        base, shifts = [], []
+        for c, n in zip(comps, shape):
+            if isinstance(c, Comp):
+                base.append(c)
+                shifts.append(None)
+                continue
+            parts = _split(c, n)
+            if parts is None:
+                break
+            base.append(parts[0])
+            shifts.append(parts[1])
+            if parts[1] is not None:
+                arg_pos.update(atom.pos for atom in parts[1].terms)
+        else:
+            general[k] = (tuple(base), tuple(shifts))
+            groups.setdefault(tuple(shifts), []).append((k, a, tuple(base)))
+    templates = []
+    for shifts, members in groups.items():
+        number = {id(a): k for k, a, _ in members}
+        for a, box in merge_boxes(_dedup([(a, box) for _, a, box in members])):
+            templates.append((number[id(a)], a, box, shifts))
+    return templates, general, arg_pos
+
+
+def _moves(shifts: tuple) -> tuple:
+    """The shifts as (component, constant, ((argument position, coefficient), ...))."""
+    return tuple((d, s.const, tuple((atom.pos, c) for atom, c in s.terms.items()))
+                 for d, s in enumerate(shifts) if s is not None)
+
+
+def _moved(base: tuple, moves: tuple, env: dict) -> tuple:
+    box = list(base)
+    for d, const, terms in moves:
+        for pos, c in terms:
+            const += c * env[pos]
+        if const:
+            lo, hi, step, exact = box[d]
+            box[d] = Comp(lo + const, hi + const, step, exact)
+    return tuple(box)
+
+
+def _shifted(base: tuple, shifts: tuple, env: dict) -> tuple:
+    out = []
+    for c, s in zip(base, shifts):
+        if s is not None:
+            d = s.const
+            for atom, k in s.terms.items():
+                d += k * env[atom.pos]
+            if d:
+                c = Comp(c.lo + d, c.hi + d, c.step, c.exact)
+        out.append(c)
+    return tuple(out)
 
 
 def merge_boxes(entries: list) -> list:

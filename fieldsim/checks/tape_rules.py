@@ -28,7 +28,6 @@ actual writes share an element with those reads (the caller then undoes the laun
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -52,6 +51,7 @@ from fieldsim.checks.boxes import (
     LaunchBoxes,
     box_mask,
     box_slices,
+    bucket_key,
     exact_box,
     field_shape,
     whole,
@@ -137,8 +137,7 @@ class _Log:
                 yield rs, origin
 
 
-def _key(box: tuple):
-    return box[0].lo if box and box[0].lo == box[0].hi else None
+_key = bucket_key
 
 
 class Checked(list):
@@ -163,6 +162,42 @@ class Checked(list):
         return bool(self.in_kernel or self.reads or self.captures)
 
 
+class _Unit:
+    """`TapeState.unit(...)`: entering opens the unit, leaving records it."""
+
+    __slots__ = ("loc", "name", "state")
+
+    def __init__(self, state, name, loc):
+        self.state, self.name, self.loc = state, name, loc
+
+    def __enter__(self):
+        self.state._units.append((self.name, self.loc))
+        return self.state
+
+    def __exit__(self, *exc) -> bool:
+        self.state._end_unit()
+        return False
+
+
+class _Done(Checked):
+    """What the fast path (no validation) returns: nothing undecided, nothing to run checked.
+    Shared and read-only (its lists are tuples)."""
+
+    def __init__(self, kernel_checked: bool):
+        super().__init__()
+        self.in_kernel = self.reads = self.captures = self.unresolved = ()
+        self.tokens = self.entries = ()
+        self.kernel_checked = kernel_checked
+
+    def append(self, item):
+        raise TypeError("a fast-path Checked is shared: it takes no findings")
+
+    extend = append
+
+
+_CHECKED, _IN_UNIT = _Done(True), _Done(False)
+
+
 class TapeState:
     """Rule 1 across the launches and Python-scope writes recorded on one Tape."""
 
@@ -174,6 +209,11 @@ class TapeState:
         self._units: list = []
         self._checks: dict[int, tuple] = {}  # id(kernel IR) -> (KernelCheck holding it, LaunchBoxes)
         self._pending: list = []
+        self._pending_reads: list = []  # the fast path's reads inside a unit (see `_launch_fast`)
+        # id(plan's read list) -> it, per log set: a plan stored once is in its logs for good
+        # (only validation's `discard` removes reads, and validation takes the full path)
+        self._stored: dict = {}
+        self._unit_stored: dict = {}
 
     def kernel_check(self, kernel_ir, summary=None) -> KernelCheck:
         """The cached `KernelCheck` of a kernel IR (made on its first launch; `summary` may be
@@ -191,14 +231,19 @@ class TapeState:
         """Check one launch before it runs, then record it. Raises `AccessRuleError`; returns
         the undecided findings when `validation` is on (else they raise too). `summary`: the
         kernel's effect table, or its `KernelCheck` (see `kernel_check`)."""
-        check = self.kernel_check(kernel_ir, summary)
-        boxes = self._checks[id(kernel_ir)][1]
+        made = self._checks.get(id(kernel_ir))
+        if made is None:
+            self.kernel_check(kernel_ir, summary)
+            made = self._checks[id(kernel_ir)]
+        check, boxes = made
+        if not self.validation:
+            return self._launch_fast(kernel_ir, kernel_name, check, boxes, arg_values)
         found = Checked()
         found.in_kernel = [] if self._units else check.run(arg_values, self.validation)
         found.kernel_checked = not self._units
         env = arg_env(arg_values)
         self.launches += 1
-        name, args = kernel_name or kernel_ir.name, _args_text(kernel_ir, env)
+        name, args = kernel_name or kernel_ir.name, _ArgsText(kernel_ir, env)
         unit = self._units[-1][0] if self._units else None
         entries = []
         for a, box in boxes.of_launch(env, per_access=self.validation):
@@ -217,6 +262,56 @@ class TapeState:
         found.entries = entries
         found.tokens = self._record(entries)
         return found
+
+    def _launch_fast(self, kernel_ir, kernel_name, check, boxes, arg_values) -> Checked:
+        """`launch` without validation: the same verdicts (anything undecided raises), with the
+        launch's boxes split once per argument values (`LaunchBoxes.plan`) and an `Origin` made
+        only for a read new to its log or a write that meets a logged field: per launch the
+        cost stays flat in the Tape's length."""
+        env, writes, reads, judged = _launch_plan(check, boxes, arg_values)
+        units = self._units
+        if units:
+            found, unit = _IN_UNIT, units[-1][0]
+        else:
+            if judged:  # any finding raises: nothing undecided is let through
+                raise to_error(judged[0])
+            found, unit = _CHECKED, None
+        self.launches += 1
+        n, name = self.launches, kernel_name or kernel_ir.name
+        logged, unit_logged = self.reads, self.unit_reads
+        for a, box, key in writes:
+            fid = id(a.field)
+            # only a log with a bucket of this first index (or of a varying one) can meet it
+            if not (_may_meet(logged.get(fid), key)
+                    or (unit is None and _may_meet(unit_logged.get(fid), key))):
+                continue
+            try:
+                self._check(box, Origin(a, name, n, _ArgsText(kernel_ir, env), unit), None)
+            except Exception:
+                self.launches -= 1
+                raise
+        args = _ArgsText(kernel_ir, env)
+        if unit is not None:
+            self._pending_reads.append((reads, name, n, args, unit))
+        else:
+            self._store_reads(logged, self._stored, reads, name, n, args, None)
+        return found
+
+    @staticmethod
+    def _store_reads(logs: dict, stored: dict, reads: list, name, n, args, unit):
+        if id(reads) in stored:  # the same launch (kernel, argument values) logged before
+            return
+        stored[id(reads)] = reads  # kept alive: its id is not reused
+        for a, box, key in reads:
+            fid = id(a.field)
+            log = logs.get(fid)
+            if log is None:
+                log = logs[fid] = _Log()
+            bucket = log.buckets.get(key)
+            if bucket is None:
+                bucket = log.buckets[key] = {}
+            if box not in bucket:  # the first origin of a box names it
+                bucket[box] = Origin(a, name, n, args, unit)
 
     def python_write(self, field, index, loc: Loc | None, what: str) -> list[Finding]:
         """A Python-scope write (`x[i] = v`, `x.fill`, `x.from_numpy`; `index` None: all)."""
@@ -258,17 +353,20 @@ class TapeState:
                 logs[fid].remove(token)
         self.launches -= 1
 
-    @contextlib.contextmanager
-    def unit(self, name: str, loc: Loc | None = None):
-        """A `grad_replaced` call: one unit, recorded as a whole when it ends."""
-        self._units.append((name, loc))
-        try:
-            yield self
-        finally:
-            self._units.pop()
-            if not self._units:
-                entries, self._pending = self._pending, []
-                self._store(entries)
+    def unit(self, name: str, loc: Loc | None = None) -> _Unit:
+        """A `grad_replaced` call: one unit, recorded as a whole when it ends (a context
+        manager; a class, not a generator: one is entered per step of a checkpointed loop)."""
+        return _Unit(self, name, loc)
+
+    def _end_unit(self):
+        self._units.pop()
+        if not self._units:
+            entries, self._pending = self._pending, []
+            self._store(entries)
+            fast, self._pending_reads = self._pending_reads, []
+            for reads, kname, n, args, unit in fast:
+                self._store_reads(self.unit_reads, self._unit_stored, reads, kname, n, args,
+                                  unit)
 
     def _record(self, entries: list) -> list:
         if self._units:
@@ -328,6 +426,52 @@ class TapeState:
             if found is not None:
                 found.unresolved.append(out[-1])
         return out
+
+
+class _ArgsText:
+    """`_args_text`, formatted only when a message needs it (not at every launch)."""
+
+    __slots__ = ("env", "kernel_ir")
+
+    def __init__(self, kernel_ir, env: dict):
+        self.kernel_ir, self.env = kernel_ir, env
+
+    def __str__(self) -> str:
+        return _args_text(self.kernel_ir, self.env)
+
+    def __bool__(self) -> bool:
+        return bool(str(self))
+
+
+def _may_meet(log: _Log | None, key) -> bool:
+    if log is None:
+        return False
+    buckets = log.buckets
+    return key is None or key in buckets or None in buckets or bool(log.sets)
+
+
+def _launch_plan(check: KernelCheck, boxes: LaunchBoxes, arg_values) -> tuple:
+    """(env, write boxes, read boxes, in-kernel findings) of a launch, kept per argument values
+    (with their types: 1 and 1.0 are different launches) on the kernel's `LaunchBoxes`, so a
+    launch seen before, on this Tape or an earlier one, is judged by one lookup."""
+    try:
+        if arg_values is None:
+            key = ()
+        elif isinstance(arg_values, (list, tuple)):
+            key = tuple((type(v), v) for v in arg_values)
+        else:
+            key = None  # a mapping of positions: judged afresh
+        plan = boxes.by_values.get(key) if key is not None else None
+    except TypeError:  # an unhashable argument (an array): judged afresh
+        key, plan = None, None
+    if plan is None:
+        env = arg_env(arg_values)
+        plan = (env, *boxes.plan(env), check.judge_env(env))
+        if key is not None:
+            if len(boxes.by_values) >= 1 << 14:
+                boxes.by_values.clear()
+            boxes.by_values[key] = plan
+    return plan
 
 
 def _args_text(kernel_ir, env: dict) -> str:

@@ -36,7 +36,7 @@ from fieldsim.errors import (
     FieldsimIndexError,
     FieldsimRuntimeError,
 )
-from fieldsim.ir.intexpr import trip_count
+from fieldsim.ir.intexpr import evaluate, launch_expr
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang.formatting import MAX_ASSERT_ARGS
 
@@ -167,10 +167,25 @@ def _field_ptr(field, kernel_name):
 
 
 def size_hint(task: Stmt, args):
-    """The iteration count of a task when its bounds are known at launch, else None."""
+    """The iteration count of a task when its bounds are known at launch, else None (as
+    `trip_count`, with the bounds' launch expressions read from the IR once per task)."""
     if task.op != Op.FOR:
         return 1
-    return trip_count(task, args)
+    bounds = _BOUNDS.get(id(task))
+    if bounds is None or bounds[0] is not task:
+        if len(_BOUNDS) >= 4096:  # bounded: it keeps its tasks' IR alive
+            _BOUNDS.clear()
+        bounds = _BOUNDS[id(task)] = (task, launch_expr(task.args[0]), launch_expr(task.args[1]))
+    _, lo, hi = bounds
+    if lo is None or hi is None:
+        return None
+    try:
+        return max(0, evaluate(hi, args) - evaluate(lo, args))
+    except KeyError:
+        return None
+
+
+_BOUNDS: dict = {}  # id(task FOR) -> (it, lower, upper launch expression): see `size_hint`
 
 
 def request_stop(ctx_ptr: int):

@@ -42,13 +42,13 @@ class Driver:
         recording = ad.tape is not None and ad.no_grad_depth == 0
         checked_run = None  # Tape(validation=True): runs the launch checked per element
         try:
-            templates, key, values, dtypes, ret = kernel.bind(args, kwargs)
-            ck = kernel.compiled(templates, key, dtypes, ret)
-            if templates:
-                check_writable(ck, templates, kernel.__name__)
+            templates, ck, values = _specialise(kernel, rt, args, kwargs)
             if recording:
                 checked_run = ad.tape.on_launch(kernel, bound_view(ck, templates), args, kwargs,
                                                 values)
+            program = ck.program
+            if ad.fwd_mode is not None and ad.no_grad_depth == 0:
+                program = tangent_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
         rt.launch_counter += 1
@@ -56,17 +56,13 @@ class Driver:
         kernel.last_rng_key = rng_key
         if recording:
             ad.tape.set_last_rng_key(rng_key)
-        program = ck.program
-        if ad.fwd_mode is not None and ad.no_grad_depth == 0:
-            try:
-                program = tangent_program(ck, rt)
-            except FieldsimError as err:
-                raise err.with_traceback(None) from None
         if checked_run is not None:
             try:
                 result = checked_run(program, values, rng_key)
             except AccessRuleError as err:
                 raise err.with_traceback(None) from None
+        elif not rt.kernel_profiler:
+            result = rt.backend().launch(program, values, rng_key)
         else:
             result = timed(rt, kernel.__name__,
                            lambda: rt.backend().launch(program, values, rng_key))
@@ -92,6 +88,20 @@ class Driver:
         rng = kernel.last_rng_key if rng_key is None else rng_key
         timed(rt, f"{kernel.__name__}.grad",
               lambda: rt.backend().launch(program, values, rng, adjoint=True))
+
+
+def _specialise(kernel, rt, args, kwargs):
+    """(template bindings, compiled specialisation, runtime values) of one launch: the fast
+    path for scalar arguments of a compiled specialisation, else bind and compile."""
+    fast = None if kwargs else kernel._fast_bind(rt, args)
+    if fast is not None:
+        ck, values = fast
+        return {}, ck, values
+    templates, key, values, dtypes, ret = kernel.bind(args, kwargs)
+    ck = kernel.compiled(templates, key, dtypes, ret)
+    if templates:
+        check_writable(ck, templates, kernel.__name__)
+    return templates, ck, values
 
 
 def adjoint_program(ck: CompiledKernel, rt):

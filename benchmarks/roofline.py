@@ -1,0 +1,260 @@
+"""This machine's roofline, and where each benchmark kernel sits under it.
+
+    python benchmarks/roofline.py [--threads N] [--reps 10] [--out benchmarks/results_roofline.json]
+
+Takes: nothing but the machine. Measures, in this process (fieldsim with `--threads` CPU
+threads, default all):
+
+* f32 FMA peak: a fieldsim kernel of independent multiply-adds (16 chains per iteration of a
+  parallel loop, no memory traffic in the inner loop), beside numpy's BLAS sgemm (2048^3) as
+  the check on what the cores can do; the roofline's peak is the larger of the two;
+* memory bandwidth: fieldsim copy (`b[i] = a[i]`, 8 bytes per element) and triad
+  (`a[i] = b[i] + s * c[i]`, 12 bytes) kernels on 64 MiB fields, beside numpy's copy;
+* every kernel of the benchmark programs (benchmarks/programs.py: mpm88 substep, gravity
+  N=2048 forward and adjoint, the diffmpm step pair forward and adjoint) timed with fieldsim's
+  kernel profiler; its FLOPs and bytes per launch counted from its IR: each float arithmetic
+  statement one FLOP (a transcendental too), each field load/store its element size, an
+  atomic both, times the trip counts of the loops around it (both branches of an `if`
+  counted: an upper bound). Memory bytes are those access bytes, except for a kernel whose
+  fields fit in 4 MiB (they stay in cache): their footprint. A kernel whose loop bounds depend
+  on arguments gets no count.
+
+Reported per kernel: time per launch, GFLOP/s, GB/s, arithmetic intensity, the roofline bound
+min(peak, intensity x bandwidth), the fraction of it reached, and what limits it: `launch`
+(under 30 us per launch: fixed costs dominate), `atomics` (atomic traffic is most of its
+bytes), `bandwidth` (intensity below the ridge point) or `compute`. Guarantees: analysis and
+timing only; numbers are medians of `--reps` runs; the load average goes in the output.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import fieldsim as ti
+from fieldsim.ir.intexpr import trip_count
+from fieldsim.ir.opdefs import Op
+
+FLOAT_OPS = {Op.NEG, Op.ABS, Op.SQRT, Op.SIN, Op.COS, Op.TAN, Op.ASIN, Op.ACOS, Op.ATAN, Op.TANH,
+             Op.EXP, Op.LOG, Op.FLOOR, Op.CEIL, Op.ROUND, Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW,
+             Op.ATAN2, Op.MIN, Op.MAX}
+
+
+def median_time(fn, reps):
+    fn()
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out)
+
+
+# ------------------------------------------------------------------------------- the machine
+def fma_peak(reps):
+    n, iters, chains = 1 << 14, 2048, 16
+    out = ti.field(ti.f32, shape=n)
+
+    @ti.kernel
+    def fma(iters: ti.i32):
+        for i in range(n):
+            x = ti.cast(i, ti.f32) * 1e-9
+            acc = ti.Vector([x + 1e-3 * k for k in ti.static(range(chains))])
+            for _ in range(iters):
+                acc = acc * 0.9999 + 1e-6
+            out[i] = acc.sum()
+
+    t = median_time(lambda: (fma(iters), ti.sync()), reps)
+    fieldsim = 2.0 * n * iters * chains / t / 1e9
+    m = 2048
+    a = np.random.default_rng(0).random((m, m), dtype=np.float32)
+    b = a.T.copy()
+    ts = median_time(lambda: a @ b, max(3, reps // 2))
+    return {"fieldsim_fma_gflops": fieldsim, "numpy_sgemm_gflops": 2.0 * m ** 3 / ts / 1e9}
+
+
+def bandwidth(reps):
+    n = 1 << 24
+    a, b, c = (ti.field(ti.f32, shape=n) for _ in range(3))
+    b.from_numpy(np.ones(n, np.float32))
+    c.from_numpy(np.ones(n, np.float32))
+
+    @ti.kernel
+    def copy():
+        for i in range(n):
+            a[i] = b[i]
+
+    @ti.kernel
+    def triad(s: ti.f32):
+        for i in range(n):
+            a[i] = b[i] + s * c[i]
+
+    tc = median_time(lambda: (copy(), ti.sync()), reps)
+    tt = median_time(lambda: (triad(0.5), ti.sync()), reps)
+    x, y = np.ones(n, np.float32), np.empty(n, np.float32)
+    tn = median_time(lambda: np.copyto(y, x), reps)
+    return {"copy_gbs": 8.0 * n / tc / 1e9, "triad_gbs": 12.0 * n / tt / 1e9,
+            "numpy_copy_gbs": 8.0 * n / tn / 1e9}
+
+
+# ---------------------------------------------------------------------------- kernel counts
+def counts(block, mult=1.0):
+    """(flops, bytes, atomic bytes) of a block run `mult` times; None when a trip count is
+    not known statically."""
+    flops = nbytes = atomic = 0.0
+    for s in block:
+        if s.op == Op.FOR:
+            trips = trip_count(s, ())
+            if trips is None:
+                return None
+            inner = counts(s.body, mult * trips)
+            if inner is None:
+                return None
+            flops, nbytes, atomic = flops + inner[0], nbytes + inner[1], atomic + inner[2]
+            continue
+        if s.op == Op.LOOP:
+            return None
+        for b in s.blocks:
+            inner = counts(b, mult)
+            if inner is None:
+                return None
+            flops, nbytes, atomic = flops + inner[0], nbytes + inner[1], atomic + inner[2]
+        if s.op in FLOAT_OPS and s.dtype is not None and s.dtype.is_float:
+            flops += mult
+        elif s.op in (Op.LOAD, Op.STORE):
+            nbytes += mult * s.attr.dtype.np.itemsize
+        elif s.op == Op.ATOMIC:
+            field = s.attr[0]
+            size = field.dtype.np.itemsize
+            nbytes += 2 * mult * size
+            atomic += 2 * mult * size
+            flops += mult if field.dtype.is_float else 0
+    return flops, nbytes, atomic
+
+
+CACHED = 4 << 20  # a kernel whose fields fit in this many bytes is counted as reading them once
+
+
+def footprint(block) -> int:
+    """Bytes of the fields a block accesses (their whole storage)."""
+    from fieldsim.ir.ir import walk
+    fields = {}
+    for s in walk(block):
+        if s.op in (Op.LOAD, Op.STORE):
+            fields[id(s.attr)] = s.attr
+        elif s.op == Op.ATOMIC:
+            fields[id(s.attr[0])] = s.attr[0]
+    return sum(int(np.prod(f.storage_shape)) * f.dtype.np.itemsize for f in fields.values())
+
+
+def kernel_irs(module):
+    """name -> IR of each compiled kernel (and `name.grad` -> its adjoint's) in a module."""
+    from fieldsim.lang.kernel import KernelObj
+    out = {}
+    for k in vars(module).values():
+        if isinstance(k, KernelObj):
+            for ck in k._cache.values():
+                out[k.__name__] = ck.ir
+                if ck.adjoint is not None:
+                    out[k.__name__ + ".grad"] = ck.adjoint[0]
+    return out
+
+
+def program_rows(reps, threads):
+    import programs
+    rows = []
+    for prog, module_name in (("mpm88_substep", "mpm88"), ("gravity_fwd", "ad_gravity"),
+                              ("gravity_adj", "ad_gravity"), ("mpm_pair_fwd", "diffmpm"),
+                              ("mpm_pair_adj", "diffmpm")):
+        ti.init(arch=ti.cpu, cpu_max_num_threads=threads, offline_cache=False, random_seed=0,
+                kernel_profiler=True)
+        step, sync = programs.PROGRAMS[prog](ti)
+        step()
+        sync()
+        from fieldsim.lang import runtime
+        rt = runtime.get()
+        rt.profile.launches.clear()
+        for _ in range(reps):
+            step()
+            sync()
+        irs = kernel_irs(sys.modules[module_name])
+        for name, times in rt.profile.by_kernel().items():
+            c = counts(irs[name].body) if name in irs else None
+            t = statistics.median(times)
+            row = {"program": prog, "kernel": name, "us": t * 1e6}
+            if c is not None:
+                foot = footprint(irs[name].body)
+                # fields that stay in cache (gravity's 16 KiB of positions, read N times) cost
+                # memory traffic once: their footprint, not every access
+                mem = min(c[1], foot) if foot <= CACHED else c[1]
+                row.update(gflops=c[0] / t / 1e9, gbs=mem / t / 1e9, access_bytes=c[1],
+                           memory_bytes=mem, footprint=foot,
+                           intensity=c[0] / mem if mem else float("inf"),
+                           atomic_share=c[2] / c[1] if c[1] else 0.0)
+            rows.append(row)
+    return rows
+
+
+def classify(row, peak, bw):
+    if "gflops" not in row:
+        row.update(bound=None, fraction=None, limit="launch" if row["us"] < 30 else "unknown")
+        return row
+    bound = min(peak, row["intensity"] * bw)
+    row["bound"] = bound
+    row["fraction"] = row["gflops"] / bound if bound else None
+    if row["us"] < 30:
+        row["limit"] = "launch"
+    elif row["atomic_share"] > 0.5 and row["intensity"] * bw < peak:
+        row["limit"] = "atomics"
+    elif row["intensity"] * bw < peak:
+        row["limit"] = "bandwidth"
+    else:
+        row["limit"] = "compute"
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--out", default=os.path.join(HERE, "results_roofline.json"))
+    args = ap.parse_args()
+    load0 = os.getloadavg()[0]
+    ti.init(arch=ti.cpu, cpu_max_num_threads=args.threads, offline_cache=False)
+    machine = {**fma_peak(args.reps), **bandwidth(args.reps)}
+    peak = max(machine["fieldsim_fma_gflops"], machine["numpy_sgemm_gflops"])
+    bw = max(machine["copy_gbs"], machine["triad_gbs"], machine["numpy_copy_gbs"])
+    rows = [classify(r, peak, bw) for r in program_rows(args.reps, args.threads)]
+    meta = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+            "threads": args.threads, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "load_before": load0, "load_after": os.getloadavg()[0], "reps": args.reps}
+    print(f"{meta['date']}, {meta['cpus']} CPUs, {args.threads} threads, load "
+          f"{load0:.1f} -> {meta['load_after']:.1f}, medians of {args.reps}")
+    print(f"f32 peak: fieldsim FMA kernel {machine['fieldsim_fma_gflops']:.1f} GFLOP/s, numpy "
+          f"sgemm {machine['numpy_sgemm_gflops']:.1f} GFLOP/s -> roofline peak {peak:.1f}")
+    print(f"bandwidth: fieldsim copy {machine['copy_gbs']:.1f} GB/s, triad "
+          f"{machine['triad_gbs']:.1f} GB/s, numpy copy {machine['numpy_copy_gbs']:.1f} GB/s "
+          f"-> roofline {bw:.1f} GB/s; ridge {peak / bw:.1f} FLOP/byte")
+    print("| program | kernel | us/launch | GFLOP/s | GB/s | FLOP/byte | bound GFLOP/s | "
+          "of bound | limit |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    def f(r, k, fmt):
+        return format(r[k], fmt) if r.get(k) is not None else "-"
+    for r in rows:
+        print(f"| {r['program']} | {r['kernel']} | {r['us']:.1f} | {f(r, 'gflops', '.2f')} | "
+              f"{f(r, 'gbs', '.2f')} | {f(r, 'intensity', '.2f')} | {f(r, 'bound', '.1f')} | "
+              f"{f(r, 'fraction', '.1%')} | {r['limit']} |")
+    with open(args.out, "w") as fh:
+        json.dump({"meta": meta, "machine": machine, "peak_gflops": peak, "bandwidth_gbs": bw,
+                   "kernels": rows}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
