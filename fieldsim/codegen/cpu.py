@@ -30,6 +30,7 @@ from fieldsim.codegen.llvm import Target, TaskInfo, lower_kernel
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Kernel, Op
+from fieldsim.lang.ndarray import ArrayStorage
 
 COMPILER_VERSION = "fieldsim-cpu-1"
 SMALL_LAUNCH = 2048  # iterations below which threads cost more than they give
@@ -43,30 +44,11 @@ _llvm_lock = threading.Lock()
 _initialised = []
 
 
-class HostStorage:
-    """A field's data: a contiguous numpy array."""
+class HostStorage(ArrayStorage):
+    """A field's data: a contiguous numpy array of its own."""
 
     def __init__(self, shape, dtype):
-        self.array = np.zeros(shape, dtype=dtype.np)
-        self.ptr = self.array.ctypes.data  # the array is only ever written in place
-
-    def read_element(self, idx):
-        return self.array[idx].copy() if self.array[idx].ndim else self.array[idx]
-
-    def write_element(self, idx, value):
-        self.array[idx] = value
-
-    def to_numpy(self):
-        return self.array.copy()
-
-    def from_numpy(self, arr):
-        self.array[...] = arr
-
-    def fill(self, value):
-        self.array[...] = value
-
-    def zero(self):
-        self.array.fill(0)
+        super().__init__(np.zeros(shape, dtype=dtype.np))
 
 
 def _init_llvm():

@@ -36,7 +36,7 @@ from fieldsim.errors import (
     FieldsimIndexError,
     FieldsimRuntimeError,
 )
-from fieldsim.ir.intexpr import evaluate, launch_expr
+from fieldsim.ir.intexpr import launch_expr, range_length
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang.formatting import MAX_ASSERT_ARGS
 
@@ -176,13 +176,7 @@ def size_hint(task: Stmt, args):
         if len(_BOUNDS) >= 4096:  # bounded: it keeps its tasks' IR alive
             _BOUNDS.clear()
         bounds = _BOUNDS[id(task)] = (task, launch_expr(task.args[0]), launch_expr(task.args[1]))
-    _, lo, hi = bounds
-    if lo is None or hi is None:
-        return None
-    try:
-        return max(0, evaluate(hi, args) - evaluate(lo, args))
-    except KeyError:
-        return None
+    return range_length(bounds[1], bounds[2], args)
 
 
 _BOUNDS: dict = {}  # id(task FOR) -> (it, lower, upper launch expression): see `size_hint`

@@ -49,7 +49,12 @@ def trip_count(loop: Stmt, args):
     launch."""
     if loop.op != Op.FOR:
         return None
-    lo, hi = launch_expr(loop.args[0]), launch_expr(loop.args[1])
+    return range_length(launch_expr(loop.args[0]), launch_expr(loop.args[1]), args)
+
+
+def range_length(lo, hi, args):
+    """max(0, hi - lo) for launch expressions `lo`, `hi` (None when either is None or needs an
+    argument beyond `args`)."""
     if lo is None or hi is None:
         return None
     try:

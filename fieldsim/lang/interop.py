@@ -147,7 +147,7 @@ def from_dlpack(x, element_dim: int = 0):
     anything with `__dlpack__`). The last `element_dim` axes become vector (1) or matrix (2)
     elements. Read-only memory is refused (JAX arrays; bare DLPack capsules, which cannot say
     whether they may be written): pass JAX arrays to kernels directly, to be read in place."""
-    from fieldsim.lang.ndarray import Ndarray, _NumpyStorage
+    from fieldsim.lang.ndarray import ArrayStorage, Ndarray
     if type(x).__name__ == "PyCapsule":
         arr = np.from_dlpack(_Capsule(x))
     elif isinstance(x, np.ndarray):
@@ -177,7 +177,7 @@ def from_dlpack(x, element_dim: int = 0):
     m = el[1] if element_dim == 2 else None
     nd = Ndarray(dt, None, n=n, m=m, ndim_el=element_dim)
     nd.shape = tuple(int(s) for s in shape)
-    nd.storage = _NumpyStorage(arr)
+    nd.storage = ArrayStorage(arr)
     nd.external = x  # keeps the owner alive
     return nd
 

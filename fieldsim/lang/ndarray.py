@@ -134,12 +134,14 @@ def matrix_ndarray(n, m, dtype, shape, needs_grad=False, layout=None) -> Ndarray
     return ndarray(T.matrix(n, m, dtype), shape, needs_grad=needs_grad)
 
 
-class _NumpyStorage:
-    """A user's numpy array as a field storage (in place)."""
+class ArrayStorage:
+    """A numpy array as a field's storage, read and written in place: a user's array (an
+    ndarray argument, a DLPack view) or, through the CPU backend's `HostStorage`, a field's
+    own data."""
 
     def __init__(self, array):
         self.array = array
-        self.ptr = array.ctypes.data
+        self.ptr = array.ctypes.data  # the array is only ever written in place
 
     def read_element(self, idx):
         return self.array[idx].copy() if self.array[idx].ndim else self.array[idx]
@@ -175,7 +177,7 @@ class ExternalArray(Field):
         self.role = "primal"
         n_el = ndim_el
         self.shape = tuple(array.shape[:array.ndim - n_el]) if n_el else tuple(array.shape)
-        self.storage = _NumpyStorage(array)
+        self.storage = ArrayStorage(array)
         self.shape_key = array.shape
         self._unplaced = {}
         self.offset, self._snode = None, None
