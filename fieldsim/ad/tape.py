@@ -15,9 +15,9 @@ from contextlib import nullcontext
 import numpy as np
 
 from fieldsim.checks.access_rules import kernel_check
+from fieldsim.checks.analyses import analyses_of
 from fieldsim.checks.validation import runner
 from fieldsim.errors import FieldsimError, FieldsimRuntimeError, Loc
-from fieldsim.ir.ir import GLOBAL_WRITE, Op, walk
 from fieldsim.lang import runtime
 from fieldsim.lang.compat import user_loc as _user_loc
 
@@ -372,17 +372,8 @@ def _warn_cut_chains(entries):
 
 
 def field_sets(ck):
-    """The fields a compiled kernel reads and writes, computed once per CompiledKernel."""
-    cached = ck.field_sets
-    if cached is None:
-        reads, writes = {}, {}
-        for s in walk(ck.ir.body):
-            if s.op == Op.LOAD:
-                reads[id(s.field)] = s.field
-            elif s.op in GLOBAL_WRITE:
-                writes[id(s.field)] = s.field
-        cached = ck.field_sets = (reads, writes)
-    return cached
+    """The fields a compiled kernel reads and writes: (reads, writes), field id -> field."""
+    return analyses_of(ck).field_sets
 
 
 def clear_all_gradients(gradient_type=None):

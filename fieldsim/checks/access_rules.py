@@ -98,11 +98,10 @@ class Finding:
 
 def kernel_check(ck) -> KernelCheck:
     """A compiled kernel's `KernelCheck` (effect table and symbolic findings), made once and
-    kept on it; `.run(values)` re-judges only the flagged pairs with a launch's argument
-    values."""
-    if ck.access_check is None:
-        ck.access_check = KernelCheck(ck.ir)
-    return ck.access_check
+    kept in its analyses; `.run(values)` re-judges only the flagged pairs with a launch's
+    argument values."""
+    from fieldsim.checks.analyses import analyses_of  # (that module builds on this one)
+    return analyses_of(ck).check
 
 
 # --------------------------------------------------------------------------------- summary

@@ -171,8 +171,7 @@ class CompiledKernel:
         self.adjoint = None  # (ir, program), made on first use
         self.tangent = None
         self.checked = False
-        self.access_check = None  # its checks.access_rules.KernelCheck (see `kernel_check`)
-        self.field_sets = None  # (reads, writes) by id, for the Tape's cut-chain warning
+        self.analyses = None  # checks.analyses.KernelAnalyses, made on first use
         self.validation = None  # checks.validation.Instrumented, made on first use
 
 
