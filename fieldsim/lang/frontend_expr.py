@@ -386,35 +386,15 @@ class ExprMixin:
         raise FieldsimSyntaxError("unsupported comprehension target")
 
     def expr_Attribute(self, node: ast.Attribute):
-        sw = matrix_ops.swizzle_indices(node.attr)
-        elem = self.field_element(node.value) if sw is not None and len(sw) == 1 else None
-        if elem is not None and elem.field.ndim_el == 1:
-            if sw[0] >= elem.field.n:
-                raise FieldsimTypeError(f"swizzle .{node.attr} reaches past the end of the "
-                                        f"{elem.field.n}-vectors of field {elem.field.ir_name!r}")
-            return elem.component(self, [sw[0]]).load(self)
+        loaded = self._field_element_swizzle(node)
+        if loaded is not None:
+            return loaded
         base = self.expr(node.value)
         name = node.attr
         if isinstance(base, struct.StructValue):
             return struct.attribute(self, base, name)
         if isinstance(base, MatVal):
-            sw = matrix_ops.swizzle_indices(name) if base.ndim == 1 else None
-            if sw is not None:
-                if max(sw) >= base.n:
-                    raise FieldsimTypeError(f"swizzle .{name} reaches past the end of {describe(base)}")
-                if len(sw) == 1:
-                    return base.entries[sw[0]]
-                return MatVal.vector([base.entries[k] for k in sw])
-            if name in ("n", "m"):
-                return getattr(base, name)
-            if name == "T":
-                return matrix_ops.transpose(self.e, base)
-            if name == "fill":
-                raise FieldsimTypeError("fill() needs a variable or field element as its "
-                                        "receiver (e.g. v.fill(0) or x[i].fill(0))")
-            if name in matrix_ops.METHODS:
-                return BoundMethod(base, name)
-            raise FieldsimTypeError(f"{describe(base)} has no attribute or method {name!r}")
+            return self._matval_attribute(base, name)
         if isinstance(base, Field) and name in ("grad", "dual"):
             return placed_twin(base, name)
         if isinstance(base, (Stmt,)):
@@ -425,6 +405,40 @@ class ExprMixin:
             if isinstance(err, FieldsimError):  # e.g. a Taichi name fieldsim lacks: its reason,
                 raise FieldsimNameError(err.message) from None  # located at this node
             raise FieldsimNameError(f"{describe(base)} has no attribute {name!r}") from None
+
+    def _field_element_swizzle(self, node: ast.Attribute):
+        """`x[i].y` of a vector field: loads that one component only (None if `node` is not
+        a one-letter swizzle of a vector-field element)."""
+        sw = matrix_ops.swizzle_indices(node.attr)
+        if sw is None or len(sw) != 1:
+            return None
+        elem = self.field_element(node.value)
+        if elem is None or elem.field.ndim_el != 1:
+            return None
+        if sw[0] >= elem.field.n:
+            raise FieldsimTypeError(f"swizzle .{node.attr} reaches past the end of the "
+                                    f"{elem.field.n}-vectors of field {elem.field.ir_name!r}")
+        return elem.component(self, [sw[0]]).load(self)
+
+    def _matval_attribute(self, base: MatVal, name: str):
+        """A vector's swizzle, a matrix's n/m/T, or one of its methods (bound, called later)."""
+        sw = matrix_ops.swizzle_indices(name) if base.ndim == 1 else None
+        if sw is not None:
+            if max(sw) >= base.n:
+                raise FieldsimTypeError(f"swizzle .{name} reaches past the end of {describe(base)}")
+            if len(sw) == 1:
+                return base.entries[sw[0]]
+            return MatVal.vector([base.entries[k] for k in sw])
+        if name in ("n", "m"):
+            return getattr(base, name)
+        if name == "T":
+            return matrix_ops.transpose(self.e, base)
+        if name == "fill":
+            raise FieldsimTypeError("fill() needs a variable or field element as its "
+                                    "receiver (e.g. v.fill(0) or x[i].fill(0))")
+        if name in matrix_ops.METHODS:
+            return BoundMethod(base, name)
+        raise FieldsimTypeError(f"{describe(base)} has no attribute or method {name!r}")
 
     # ---- calls ------------------------------------------------------------------------------------
     def expr_Call(self, node: ast.Call):
