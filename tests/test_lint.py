@@ -17,7 +17,6 @@ MAX_COMPLEXITY = 10
 ALLOWLIST = {
     ("fieldsim/checks/tape_rules.py", "_check"): 12,
     ("fieldsim/lang/field.py", "_index"): 11,
-    ("fieldsim/lang/frontend_expr.py", "call"): 19,
     ("fieldsim/lang/func_args.py", "coerce"): 11,
     ("fieldsim/lang/ndarray.py", "_bind_arg"): 21,
 }
