@@ -17,15 +17,6 @@ MAX_COMPLEXITY = 10
 ALLOWLIST = {
     ("fieldsim/checks/tape_rules.py", "_check"): 12,
     ("fieldsim/lang/field.py", "_index"): 11,
-    ("fieldsim/lang/frontend.py", "assign_name"): 12,
-    ("fieldsim/lang/frontend.py", "_lvalue"): 22,
-    ("fieldsim/lang/frontend.py", "func_return"): 11,
-    ("fieldsim/lang/frontend.py", "stmt_For"): 11,
-    ("fieldsim/lang/frontend.py", "loop_dims"): 15,
-    ("fieldsim/lang/frontend.py", "static_for"): 17,
-    ("fieldsim/lang/frontend.py", "inline_plain"): 14,
-    ("fieldsim/lang/frontend_expr.py", "expr_Attribute"): 16,
-    ("fieldsim/lang/frontend_expr.py", "call"): 19,
     ("fieldsim/lang/func_args.py", "coerce"): 11,
     ("fieldsim/lang/ndarray.py", "_bind_arg"): 21,
 }

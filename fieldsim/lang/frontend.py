@@ -15,6 +15,7 @@ import inspect
 import numbers
 import textwrap
 from functools import cache
+from typing import ClassVar
 
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.builder import IRBuilder
@@ -320,25 +321,35 @@ class Frontend(ExprMixin):
             self.assign_struct(name, value, binding if found else None)
             return
         if not found or binding[0] == "static":
-            # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static)
-            literal_bool = isinstance(value, bool) and isinstance(getattr(node, "value", None), ast.Constant)
-            if isinstance(value, (Stmt, MatVal)) or (isinstance(value, (int, float)) and not isinstance(value, bool)) \
-                    or annotation is not None or literal_bool:
-                self.declare(name, value if not isinstance(value, bool) else int(value), annotation)
-            else:
-                self.frame.bind(name, ("static", value))
+            self._bind_new_name(name, value, node, annotation)
             return
         kind, var = binding
         if kind == "val":
             raise FieldsimSyntaxError(f"cannot assign to {name!r}: it is a loop index or constant")
         if kind == "gvar":
             FieldRef(var, [], None).store(self, value)
-            return
-        if kind == "var":
-            if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
-                raise FieldsimTypeError(f"cannot assign {describe(value)} to the scalar variable {name!r}")
-            self.b.local_store(var, self.e.value(value, var.dtype))
-            return
+        elif kind == "var":
+            self._store_scalar_var(name, var, value)
+        else:
+            self._store_matrix_var(name, var, value)
+
+    def _bind_new_name(self, name, value, node, annotation):
+        """A first assignment (or one over a static name): a kernel variable for a kernel value,
+        a number or an annotated name; a static binding for any other Python object."""
+        # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static)
+        literal_bool = isinstance(value, bool) and isinstance(getattr(node, "value", None), ast.Constant)
+        if isinstance(value, (Stmt, MatVal)) or (isinstance(value, (int, float)) and not isinstance(value, bool)) \
+                or annotation is not None or literal_bool:
+            self.declare(name, value if not isinstance(value, bool) else int(value), annotation)
+        else:
+            self.frame.bind(name, ("static", value))
+
+    def _store_scalar_var(self, name, var, value):
+        if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
+            raise FieldsimTypeError(f"cannot assign {describe(value)} to the scalar variable {name!r}")
+        self.b.local_store(var, self.e.value(value, var.dtype))
+
+    def _store_matrix_var(self, name, var, value):
         if isinstance(value, (list, tuple)):
             from fieldsim.lang.frontend_expr import to_matval
             value = to_matval(value)
@@ -452,60 +463,81 @@ class Frontend(ExprMixin):
 
     def _lvalue(self, node):
         """What an assignment target refers to, without loading anything."""
-        if isinstance(node, ast.Name):
-            found, binding = self.frame.lookup(node.id)
-            if not found:
-                raise FieldsimSyntaxError(f"name {node.id!r} is not defined")
-            kind, v = binding
-            if kind == "var":
-                return LocalRef([v], None)
-            if kind == "mat":
-                return LocalRef(v.entries, v)
-            if kind == "gvar":
-                return FieldRef(v, [], None)
-            if kind == "static":
-                return StaticRef(v)
-            if kind == "struct":
-                return v
-            if kind == "val" and isinstance(v, struct.StructValue):
-                raise FieldsimSyntaxError(
-                    f"cannot assign to a member of {node.id!r}, a struct argument of this func: "
-                    f"func arguments are values; copy it first ({node.id}2 = {node.id}), modify "
-                    "the copy and return it")
-            raise FieldsimSyntaxError(f"cannot assign to {node.id!r}: it is a loop index or constant")
-        if isinstance(node, ast.Subscript):
-            inner = self._lvalue(node.value)
-            idx = self.subscript_indices(node.slice)
-            if isinstance(inner, StaticRef):
-                if isinstance(inner.obj, Field):
-                    return FieldRef(inner.obj, self.field_indices(inner.obj, idx), None)
-                if isinstance(inner.obj, struct.StructField):
-                    return struct.StructFieldRef(inner.obj, self.struct_indices(inner.obj, idx))
-                if any(isinstance(i, (Stmt, MatVal)) for i in idx):
-                    raise FieldsimSyntaxError("a Python container can only be indexed with constants")
-                return StaticRef(inner.obj[idx[0]] if len(idx) == 1 else inner.obj[tuple(idx)])
-            return inner.component(self, idx)
-        if isinstance(node, ast.Attribute):
-            inner = self._lvalue(node.value)
-            if isinstance(inner, StaticRef):
-                obj = inner.obj
-                if isinstance(obj, Field) and node.attr in ("grad", "dual"):
-                    return StaticRef(placed_twin(obj, node.attr))
-                return StaticRef(getattr(obj, node.attr))
-            if isinstance(inner, (struct.StructLocalRef, struct.StructFieldRef)):
-                if node.attr not in inner.names():
-                    raise FieldsimTypeError(f"{inner.describe()} has no member {node.attr!r}")
-                return inner.member_ref(self, node.attr)
-            from fieldsim.lang.matrix_ops import swizzle_indices
-            sw = swizzle_indices(node.attr)
-            if sw is not None and len(sw) == 1:
-                return inner.component(self, [sw[0]])
-            if sw is not None:
-                if len(set(sw)) != len(sw):
-                    raise FieldsimSyntaxError(f"cannot assign to the swizzle .{node.attr}: it "
-                                              "repeats a component")
-                return SwizzleRef([inner.component(self, [k]) for k in sw])
-        raise FieldsimSyntaxError(f"cannot assign to this expression ({type(node).__name__})")
+        handler = self._LVALUE_BY_NODE.get(type(node))
+        if handler is None:
+            raise FieldsimSyntaxError(f"cannot assign to this expression ({type(node).__name__})")
+        return handler(self, node)
+
+    # a name's binding kind -> the reference an assignment to it writes through
+    _NAME_REFS: ClassVar[dict] = {
+        "var": lambda v: LocalRef([v], None),
+        "mat": lambda v: LocalRef(v.entries, v),
+        "gvar": lambda v: FieldRef(v, [], None),
+        "static": lambda v: StaticRef(v),  # (defined below)
+        "struct": lambda v: v,
+    }
+
+    def _lvalue_name(self, node: ast.Name):
+        found, binding = self.frame.lookup(node.id)
+        if not found:
+            raise FieldsimSyntaxError(f"name {node.id!r} is not defined")
+        kind, v = binding
+        make = self._NAME_REFS.get(kind)
+        if make is not None:
+            return make(v)
+        if kind == "val" and isinstance(v, struct.StructValue):
+            raise FieldsimSyntaxError(
+                f"cannot assign to a member of {node.id!r}, a struct argument of this func: "
+                f"func arguments are values; copy it first ({node.id}2 = {node.id}), modify "
+                "the copy and return it")
+        raise FieldsimSyntaxError(f"cannot assign to {node.id!r}: it is a loop index or constant")
+
+    def _lvalue_subscript(self, node: ast.Subscript):
+        inner = self._lvalue(node.value)
+        idx = self.subscript_indices(node.slice)
+        if isinstance(inner, StaticRef):
+            return self._static_item_ref(inner.obj, idx)
+        return inner.component(self, idx)
+
+    def _static_item_ref(self, obj, idx):
+        """The element `obj[idx]` of a compile-time object: a field/struct-field element, or a
+        Python container's item (constant indices only)."""
+        if isinstance(obj, Field):
+            return FieldRef(obj, self.field_indices(obj, idx), None)
+        if isinstance(obj, struct.StructField):
+            return struct.StructFieldRef(obj, self.struct_indices(obj, idx))
+        if any(isinstance(i, (Stmt, MatVal)) for i in idx):
+            raise FieldsimSyntaxError("a Python container can only be indexed with constants")
+        return StaticRef(obj[idx[0]] if len(idx) == 1 else obj[tuple(idx)])
+
+    def _lvalue_attribute(self, node: ast.Attribute):
+        inner = self._lvalue(node.value)
+        if isinstance(inner, StaticRef):
+            obj = inner.obj
+            if isinstance(obj, Field) and node.attr in ("grad", "dual"):
+                return StaticRef(placed_twin(obj, node.attr))
+            return StaticRef(getattr(obj, node.attr))
+        if isinstance(inner, (struct.StructLocalRef, struct.StructFieldRef)):
+            if node.attr not in inner.names():
+                raise FieldsimTypeError(f"{inner.describe()} has no member {node.attr!r}")
+            return inner.member_ref(self, node.attr)
+        return self._swizzle_ref(inner, node)
+
+    def _swizzle_ref(self, inner, node: ast.Attribute):
+        """`v.x` / `v.xy` as an assignment target: one component, or a SwizzleRef."""
+        from fieldsim.lang.matrix_ops import swizzle_indices
+        sw = swizzle_indices(node.attr)
+        if sw is None:
+            raise FieldsimSyntaxError(f"cannot assign to this expression ({type(node).__name__})")
+        if len(sw) == 1:
+            return inner.component(self, [sw[0]])
+        if len(set(sw)) != len(sw):
+            raise FieldsimSyntaxError(f"cannot assign to the swizzle .{node.attr}: it "
+                                      "repeats a component")
+        return SwizzleRef([inner.component(self, [k]) for k in sw])
+
+    _LVALUE_BY_NODE: ClassVar[dict] = {ast.Name: _lvalue_name, ast.Subscript: _lvalue_subscript,
+                       ast.Attribute: _lvalue_attribute}
 
     def stmt_If(self, node: ast.If):
         cond = self.e.truthy(self.expr(node.test))
@@ -614,24 +646,29 @@ class Frontend(ExprMixin):
             slot.direct = value
             return
         if value is not None:
-            flat, shape = _flatten_value(value)
-            if slot.vars is None:
-                slot.shape = shape
-                slot.vars = []
-                for pos, v in enumerate(flat):
-                    var = Stmt(Op.ALLOCA, self.e.dtype_of(v), loc=self.b.loc)
-                    slot.block.insert(slot.position + pos, var)
-                    slot.vars.append(var)
-            if shape != slot.shape:
-                raise FieldsimTypeError("all return statements of a func must return the same kind of value")
-            for var, v in zip(slot.vars, flat):
-                self.b.local_store(var, self.e.value(v, var.dtype))
+            self._store_return_value(slot, value)
         if slot.flag is not None:
             self.b.local_store(slot.flag, self.b.const(1, T.i32))
             if self.loop_depth > self.inline_stack[-1][1]:
                 self.b.emit(Op.BREAK)  # leave the func's loop; the code after it checks the flag
         elif self.loop_depth > self.inline_stack[-1][1]:
             raise FieldsimSyntaxError("internal: a return inside a loop of a func needs the return flag")
+
+    def _store_return_value(self, slot: ReturnSlot, value):
+        """Stores a returned value into the func's result variables, which the first return
+        allocates (at the slot's position, so they dominate every use)."""
+        flat, shape = _flatten_value(value)
+        if slot.vars is None:
+            slot.shape = shape
+            slot.vars = []
+            for pos, v in enumerate(flat):
+                var = Stmt(Op.ALLOCA, self.e.dtype_of(v), loc=self.b.loc)
+                slot.block.insert(slot.position + pos, var)
+                slot.vars.append(var)
+        if shape != slot.shape:
+            raise FieldsimTypeError("all return statements of a func must return the same kind of value")
+        for var, v in zip(slot.vars, flat):
+            self.b.local_store(var, self.e.value(v, var.dtype))
 
     # ---- for loops ------------------------------------------------------------------------------
     def set_loop_config(self, serialize=False, block_dim=None, parallelize=None, **kw):
@@ -651,19 +688,7 @@ class Frontend(ExprMixin):
         info = ForInfo(parallel=outermost and not config.get("serialize", False),
                        serialize=outermost and config.get("serialize", False),
                        block_dim=config.get("block_dim"))
-        total = None
-        sizes = []
-        for begin, end in dims:
-            size = self.e.binop("-", end, begin)
-            known_nonneg = (isinstance(size, int) and size >= 0) or id(size) in self.nonneg
-            # an empty dimension empties the product (two negative sizes would not); an
-            # ndarray's extent is never negative
-            if len(dims) > 1 and not known_nonneg:
-                size = self.e.binop("max", size, 0)
-            sizes.append(size)
-            total = size if total is None else self.e.binop("*", total, size)
-        if total is None:  # a 0-D field or fs.ndrange(): one iteration, with an empty index
-            total = 1
+        sizes, total = self._loop_sizes(dims)
         # 64-bit iteration only where the range may pass 2^31 (a constant that large, or an
         # i64 bound); i32 elsewhere, where it is cheaper (divisions for multi-dim loops).
         ldt = T.i64 if _may_exceed_i32(total) else T.i32
@@ -677,11 +702,7 @@ class Frontend(ExprMixin):
             indices = self.delinearize(loop, dims, sizes)
             target = iterable.target if grouped else iterable
             active, indices = sparse.struct_for_guard(self, target, indices)
-            if grouped:
-                self.frame.bind(names[0], ("val", MatVal.vector(indices)))
-            else:
-                for name, idx in zip(names, indices):
-                    self.frame.bind(name, ("val", idx))
+            self._bind_loop_indices(names, indices, grouped)
             if active is None:
                 self.block(node.body, new_scope=True)
             else:  # a sparse struct-for visits active cells only
@@ -695,6 +716,30 @@ class Frontend(ExprMixin):
             self.parallel_depth = -1
         self.loop_depth -= 1
         self.depth -= 1
+
+    def _loop_sizes(self, dims):
+        """Each dimension's extent and their product, the loop's iteration count."""
+        total = None
+        sizes = []
+        for begin, end in dims:
+            size = self.e.binop("-", end, begin)
+            known_nonneg = (isinstance(size, int) and size >= 0) or id(size) in self.nonneg
+            # an empty dimension empties the product (two negative sizes would not); an
+            # ndarray's extent is never negative
+            if len(dims) > 1 and not known_nonneg:
+                size = self.e.binop("max", size, 0)
+            sizes.append(size)
+            total = size if total is None else self.e.binop("*", total, size)
+        if total is None:  # a 0-D field or fs.ndrange(): one iteration, with an empty index
+            total = 1
+        return sizes, total
+
+    def _bind_loop_indices(self, names, indices, grouped):
+        if grouped:  # fs.grouped binds one vector index
+            self.frame.bind(names[0], ("val", MatVal.vector(indices)))
+            return
+        for name, idx in zip(names, indices):
+            self.frame.bind(name, ("val", idx))
 
     def field_fill(self, field: Field, value):
         """`x.fill(v)` in a kernel: a loop over every cell (parallel when outermost) storing v."""
@@ -742,40 +787,35 @@ class Frontend(ExprMixin):
         grouped = isinstance(iterable, ops.grouped)
         if grouped:
             iterable = iterable.target
-        if isinstance(iterable, struct.StructField):
-            dims = [(0, s) for s in iterable.shape]
-        elif isinstance(iterable, Field):
-            if iterable.shape is None:
-                raise FieldsimTypeError(f"field {iterable.ir_name!r} is used before it has a shape "
-                                        "(place it with fs.root.dense(...).place(...))")
-            # (an ndarray argument's extents are runtime values)
-            dims = [(o, s if o == 0 else self.e.binop("+", s, o))
-                    for s, o in zip(iterable.shape, iterable._offset)]
-        elif isinstance(iterable, SNode):
-            dims = [(0, s) for s in iterable.shape]
-        elif isinstance(iterable, ops.ndrange):
-            dims = list(iterable.bounds)
-        elif isinstance(iterable, RangeSpec):
-            dims = [(iterable.begin, iterable.end)]
-        elif isinstance(iterable, range):
-            if iterable.step != 1:
-                raise FieldsimSyntaxError("range() with a step is only supported in fs.static loops")
-            dims = [(iterable.start, iterable.stop)]
-        else:
-            raise FieldsimSyntaxError(f"cannot iterate over {describe(iterable)} in a kernel "
-                                      "(use range, fs.ndrange, a field, or fs.static(...))")
+        dims = self._iter_dims(iterable)
         if grouped:
             if len(names) != 1:
                 raise FieldsimSyntaxError("fs.grouped(...) binds a single vector index")
         elif len(names) != len(dims):
-            if isinstance(iterable, ops.ndrange):
-                raise FieldsimSyntaxError(
-                    f"Ndrange for loop with number of the loop variables not equal to the "
-                    f"dimension of the ndrange is not supported ({len(names)} loop variable(s), "
-                    f"{len(dims)} dimension(s))")
-            raise FieldsimSyntaxError(f"the loop has {len(names)} index name(s) but iterates "
-                                      f"{len(dims)} dimension(s)")
+            _raise_index_count(iterable, names, dims)
         return dims, names, grouped
+
+    def _iter_dims(self, iterable):
+        """The (begin, end) of each dimension a non-static for loop over `iterable` runs."""
+        if isinstance(iterable, (struct.StructField, SNode)):
+            return [(0, s) for s in iterable.shape]
+        if isinstance(iterable, Field):
+            if iterable.shape is None:
+                raise FieldsimTypeError(f"field {iterable.ir_name!r} is used before it has a shape "
+                                        "(place it with fs.root.dense(...).place(...))")
+            # (an ndarray argument's extents are runtime values)
+            return [(o, s if o == 0 else self.e.binop("+", s, o))
+                    for s, o in zip(iterable.shape, iterable._offset)]
+        if isinstance(iterable, ops.ndrange):
+            return list(iterable.bounds)
+        if isinstance(iterable, RangeSpec):
+            return [(iterable.begin, iterable.end)]
+        if isinstance(iterable, range):
+            if iterable.step != 1:
+                raise FieldsimSyntaxError("range() with a step is only supported in fs.static loops")
+            return [(iterable.start, iterable.stop)]
+        raise FieldsimSyntaxError(f"cannot iterate over {describe(iterable)} in a kernel "
+                                  "(use range, fs.ndrange, a field, or fs.static(...))")
 
     def delinearize(self, t: Stmt, dims, sizes):
         """Indices from the linear loop value: i_k = (t // stride_k) % size_k + begin_k."""
@@ -794,16 +834,7 @@ class Frontend(ExprMixin):
         return out
 
     def static_for(self, node: ast.For, iterable):
-        if isinstance(iterable, (ops.ndrange, ops.grouped, Field)):
-            iterable = list(iter(iterable)) if not isinstance(iterable, Field) else None
-            if iterable is None:
-                raise FieldsimSyntaxError("fs.static cannot unroll a loop over a field")
-        if isinstance(iterable, MatVal):
-            iterable = list(iterable.entries)
-        try:
-            items = list(iterable)
-        except TypeError:
-            raise FieldsimSyntaxError(f"fs.static loop over {describe(iterable)}: not iterable") from None
+        items = _static_items(iterable)
         slot = self.frame.ret
         guard = slot is not None and slot.flag is not None and _contains_return(node)
         for k, item in enumerate(items):
@@ -811,33 +842,11 @@ class Frontend(ExprMixin):
                 go_on = self.b.if_(self.e.unop(Op.NOT, self.b.local_load(slot.flag)))
                 self.b.blocks.append(go_on.blocks[0])
             self.frame.scopes.append({})
-            item = self.kernel_value(item)  # a Python Vector/Matrix keeps its values and shape
-            if isinstance(node.target, ast.Name):
-                self.frame.bind(node.target.id, ("val", item) if isinstance(item, (Stmt, MatVal))
-                                else ("static", item))
-            else:
-                names = [t.id for t in node.target.elts]
-                vals = list(item)
-                if len(vals) != len(names):
-                    raise FieldsimSyntaxError("fs.static loop: cannot unpack the loop item")
-                for n_, v in zip(names, vals):
-                    self.frame.bind(n_, ("static", v))
-            saved = self.loop_depth
-            self.loop_depth = 0 if not self.loop_depth else self.loop_depth
-            self.static_loops.append((self.loop_depth, self.depth))
-            stop = False
-            try:
-                self.block(node.body, new_scope=True)
-            except _StaticContinue:
-                pass
-            except _StaticBreak:
-                stop = True
-            finally:
-                self.static_loops.pop()
-            self.loop_depth = saved
+            self._bind_static_target(node.target, self.kernel_value(item))
+            stop = self._unrolled_body(node.body)
             self.frame.scopes.pop()
             if stop:
-                if guard:
+                if guard:  # leave the guard blocks opened so far
                     for _ in range(k):
                         self.b.blocks.pop()
                     guard = False
@@ -845,6 +854,35 @@ class Frontend(ExprMixin):
         if guard:
             for _ in range(len(items) - 1):
                 self.b.blocks.pop()
+
+    def _bind_static_target(self, target, item):
+        """Binds one unrolled iteration's item (a Python Vector/Matrix keeps its values and
+        shape) to the loop's name, or unpacks it over a tuple of names."""
+        if isinstance(target, ast.Name):
+            self.frame.bind(target.id, ("val", item) if isinstance(item, (Stmt, MatVal))
+                            else ("static", item))
+            return
+        names = [t.id for t in target.elts]
+        vals = list(item)
+        if len(vals) != len(names):
+            raise FieldsimSyntaxError("fs.static loop: cannot unpack the loop item")
+        for n_, v in zip(names, vals):
+            self.frame.bind(n_, ("static", v))
+
+    def _unrolled_body(self, body) -> bool:
+        """Emits one iteration of an fs.static loop; True when it ended in a break."""
+        saved = self.loop_depth
+        self.static_loops.append((self.loop_depth, self.depth))
+        try:
+            self.block(body, new_scope=True)
+        except _StaticContinue:
+            pass
+        except _StaticBreak:
+            return True
+        finally:
+            self.static_loops.pop()
+            self.loop_depth = saved
+        return False
 
     # ---- funcs ----------------------------------------------------------------------------------
     def inline_func(self, func, args, kwargs, node):
@@ -919,23 +957,12 @@ class Frontend(ExprMixin):
         fdef = src.node
         params = [a.arg for a in fdef.args.args]
         if len(self.inline_stack) > 64:
-            kind = "real function" if getattr(func, "is_real", False) else "func"
-            raise FieldsimSyntaxError(
-                f"{kind} {func.fn.__name__!r} recurses too deeply (more than 64 nested calls): "
-                "fieldsim inlines funcs and real functions into the kernel, so recursion must end "
-                "through fs.static conditions; recursion whose depth depends on a runtime value "
-                "(e.g. an argument) is not supported; write it as a loop")
+            _raise_too_deep(func)
         bound = _bind_args(func.fn, params, fdef, args, kwargs)
         check_func_args(func.fn, bound)  # parameters annotated fs.types.ndarray(...)
         ann = func_args.annotations(func, fdef)
         frame = Frame(func.fn, src)
-        ret_slot = ReturnSlot(self.b.block, len(self.b.block))
-        ret_slot.rtype = func_args.return_type(self, func, fdef, ann)
-        if _single_tail_return(fdef.body):
-            ret_slot.direct = True
-        elif not _tail_returns_only(fdef.body):
-            ret_slot.flag = self.b.alloca(T.i32)  # zero: nothing returned yet
-        frame.ret = ret_slot
+        frame.ret = ret_slot = self._return_slot(func, fdef, ann)
         saved_frame = self.frame
         by_name = {}
         for k, p in enumerate(params):
@@ -947,20 +974,7 @@ class Frontend(ExprMixin):
                 continue
             if not isinstance(value, struct.StructValue):
                 value = func_args.coerce(self, a, value, f"argument {name}", func)
-            if isinstance(value, struct.StructValue) and name in frame.assigned:
-                self.frame = frame  # a struct argument the func reassigns: its own copy
-                frame.bind(name, ("struct", struct.declare(self, name, value)))
-                self.frame = saved_frame
-            elif isinstance(value, struct.StructValue):
-                frame.bind(name, ("val", value))
-            elif isinstance(value, (Stmt, MatVal)) and name in frame.assigned:
-                self.frame = frame
-                self.declare(name, value)
-                self.frame = saved_frame
-            elif isinstance(value, (Stmt, MatVal)):
-                frame.bind(name, ("val", value))
-            else:
-                frame.bind(name, ("static", value))
+            self._bind_param(frame, name, value)
         self.frames.append(frame)
         self.frame = frame
         self.inline_stack.append((func, self.loop_depth))
@@ -976,6 +990,39 @@ class Frontend(ExprMixin):
             return None
         return _rebuild_value([self.b.local_load(v) for v in ret_slot.vars], ret_slot.shape)
 
+    def _return_slot(self, func, fdef, ann) -> ReturnSlot:
+        """Where an inlined func's returns go: the value itself (one tail return), result
+        variables, and a returned-yet flag when a return may come before the end."""
+        from fieldsim.lang import func_args
+        slot = ReturnSlot(self.b.block, len(self.b.block))
+        slot.rtype = func_args.return_type(self, func, fdef, ann)
+        if _single_tail_return(fdef.body):
+            slot.direct = True
+        elif not _tail_returns_only(fdef.body):
+            slot.flag = self.b.alloca(T.i32)  # zero: nothing returned yet
+        return slot
+
+    def _bind_param(self, frame, name, value):
+        """Binds a by-value argument in the callee's frame: a kernel value or struct the func
+        reassigns gets its own variable (declared in the callee's frame); others bind as is."""
+        reassigned = name in frame.assigned
+        if isinstance(value, struct.StructValue):
+            if not reassigned:
+                frame.bind(name, ("val", value))
+                return
+            saved_frame, self.frame = self.frame, frame  # a struct argument the func reassigns: its own copy
+            frame.bind(name, ("struct", struct.declare(self, name, value)))
+            self.frame = saved_frame
+        elif isinstance(value, (Stmt, MatVal)):
+            if not reassigned:
+                frame.bind(name, ("val", value))
+                return
+            saved_frame, self.frame = self.frame, frame
+            self.declare(name, value)
+            self.frame = saved_frame
+        else:
+            frame.bind(name, ("static", value))
+
 
 class _StaticBreak(Exception):
     """`break` in an unrolled fs.static loop (under static conditions): stop unrolling."""
@@ -983,6 +1030,41 @@ class _StaticBreak(Exception):
 
 class _StaticContinue(Exception):
     """`continue` in an unrolled fs.static loop: go on with the next item."""
+
+
+def _raise_too_deep(func):
+    kind = "real function" if getattr(func, "is_real", False) else "func"
+    raise FieldsimSyntaxError(
+        f"{kind} {func.fn.__name__!r} recurses too deeply (more than 64 nested calls): "
+        "fieldsim inlines funcs and real functions into the kernel, so recursion must end "
+        "through fs.static conditions; recursion whose depth depends on a runtime value "
+        "(e.g. an argument) is not supported; write it as a loop")
+
+
+def _static_items(iterable) -> list:
+    """The items an fs.static loop unrolls over (fs.ndrange/fs.grouped expanded, a kernel
+    matrix by its entries); a field or a non-iterable is an error."""
+    if isinstance(iterable, Field):
+        raise FieldsimSyntaxError("fs.static cannot unroll a loop over a field")
+    if isinstance(iterable, (ops.ndrange, ops.grouped)):
+        iterable = list(iter(iterable))
+    if isinstance(iterable, MatVal):
+        iterable = list(iterable.entries)
+    try:
+        return list(iterable)
+    except TypeError:
+        raise FieldsimSyntaxError(f"fs.static loop over {describe(iterable)}: not iterable") from None
+
+
+def _raise_index_count(iterable, names, dims):
+    """A for loop whose index names do not match the dimensions it iterates."""
+    if isinstance(iterable, ops.ndrange):
+        raise FieldsimSyntaxError(
+            f"Ndrange for loop with number of the loop variables not equal to the "
+            f"dimension of the ndrange is not supported ({len(names)} loop variable(s), "
+            f"{len(dims)} dimension(s))")
+    raise FieldsimSyntaxError(f"the loop has {len(names)} index name(s) but iterates "
+                              f"{len(dims)} dimension(s)")
 
 
 class StaticRef:

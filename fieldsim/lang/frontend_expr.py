@@ -386,35 +386,15 @@ class ExprMixin:
         raise FieldsimSyntaxError("unsupported comprehension target")
 
     def expr_Attribute(self, node: ast.Attribute):
-        sw = matrix_ops.swizzle_indices(node.attr)
-        elem = self.field_element(node.value) if sw is not None and len(sw) == 1 else None
-        if elem is not None and elem.field.ndim_el == 1:
-            if sw[0] >= elem.field.n:
-                raise FieldsimTypeError(f"swizzle .{node.attr} reaches past the end of the "
-                                        f"{elem.field.n}-vectors of field {elem.field.ir_name!r}")
-            return elem.component(self, [sw[0]]).load(self)
+        loaded = self._field_element_swizzle(node)
+        if loaded is not None:
+            return loaded
         base = self.expr(node.value)
         name = node.attr
         if isinstance(base, struct.StructValue):
             return struct.attribute(self, base, name)
         if isinstance(base, MatVal):
-            sw = matrix_ops.swizzle_indices(name) if base.ndim == 1 else None
-            if sw is not None:
-                if max(sw) >= base.n:
-                    raise FieldsimTypeError(f"swizzle .{name} reaches past the end of {describe(base)}")
-                if len(sw) == 1:
-                    return base.entries[sw[0]]
-                return MatVal.vector([base.entries[k] for k in sw])
-            if name in ("n", "m"):
-                return getattr(base, name)
-            if name == "T":
-                return matrix_ops.transpose(self.e, base)
-            if name == "fill":
-                raise FieldsimTypeError("fill() needs a variable or field element as its "
-                                        "receiver (e.g. v.fill(0) or x[i].fill(0))")
-            if name in matrix_ops.METHODS:
-                return BoundMethod(base, name)
-            raise FieldsimTypeError(f"{describe(base)} has no attribute or method {name!r}")
+            return self._matval_attribute(base, name)
         if isinstance(base, Field) and name in ("grad", "dual"):
             return placed_twin(base, name)
         if isinstance(base, (Stmt,)):
@@ -425,6 +405,40 @@ class ExprMixin:
             if isinstance(err, FieldsimError):  # e.g. a Taichi name fieldsim lacks: its reason,
                 raise FieldsimNameError(err.message) from None  # located at this node
             raise FieldsimNameError(f"{describe(base)} has no attribute {name!r}") from None
+
+    def _field_element_swizzle(self, node: ast.Attribute):
+        """`x[i].y` of a vector field: loads that one component only (None if `node` is not
+        a one-letter swizzle of a vector-field element)."""
+        sw = matrix_ops.swizzle_indices(node.attr)
+        if sw is None or len(sw) != 1:
+            return None
+        elem = self.field_element(node.value)
+        if elem is None or elem.field.ndim_el != 1:
+            return None
+        if sw[0] >= elem.field.n:
+            raise FieldsimTypeError(f"swizzle .{node.attr} reaches past the end of the "
+                                    f"{elem.field.n}-vectors of field {elem.field.ir_name!r}")
+        return elem.component(self, [sw[0]]).load(self)
+
+    def _matval_attribute(self, base: MatVal, name: str):
+        """A vector's swizzle, a matrix's n/m/T, or one of its methods (bound, called later)."""
+        sw = matrix_ops.swizzle_indices(name) if base.ndim == 1 else None
+        if sw is not None:
+            if max(sw) >= base.n:
+                raise FieldsimTypeError(f"swizzle .{name} reaches past the end of {describe(base)}")
+            if len(sw) == 1:
+                return base.entries[sw[0]]
+            return MatVal.vector([base.entries[k] for k in sw])
+        if name in ("n", "m"):
+            return getattr(base, name)
+        if name == "T":
+            return matrix_ops.transpose(self.e, base)
+        if name == "fill":
+            raise FieldsimTypeError("fill() needs a variable or field element as its "
+                                    "receiver (e.g. v.fill(0) or x[i].fill(0))")
+        if name in matrix_ops.METHODS:
+            return BoundMethod(base, name)
+        raise FieldsimTypeError(f"{describe(base)} has no attribute or method {name!r}")
 
     # ---- calls ------------------------------------------------------------------------------------
     def expr_Call(self, node: ast.Call):
@@ -469,18 +483,34 @@ class ExprMixin:
         return True
 
     def call(self, fn, args, kwargs, node):
+        """Calls `fn` in a kernel: kernel builtins, funcs, fieldsim's constructors and casts,
+        then Python callables (builtins, str.format, Matrix classmethods, plain Python)."""
         if fn is builtins.print:  # whatever print is now (Ray, for one, replaces it at ray.init)
             fn = _PRINT
-        from fieldsim.lang.kernel import BoundFunc, Func, KernelObj
-        from fieldsim.lang.matrix import Matrix, Vector
         if _hashable(fn) and fn in ops.KERNEL_BUILTINS:
             return ops.KERNEL_BUILTINS[fn](self, node, args, kwargs)
+        for handler in (self._call_func, self._call_fieldsim_callable):
+            out = handler(fn, args, kwargs, node)
+            if out is not _UNHANDLED:
+                return out
+        return self._call_python_callable(fn, args, kwargs)
+
+    def _call_func(self, fn, args, kwargs, node):
+        """An @fs.func (plain, a method with `self` first, or a classmethod): inlined."""
+        from fieldsim.lang.kernel import BoundFunc, Func
         if isinstance(fn, Func):
             return self.inline_func(fn, args, kwargs, node)
         if isinstance(fn, BoundFunc):  # a func method: `self` comes first
             return self.inline_func(fn.func, [fn.obj] + list(args), kwargs, node)
         if isinstance(getattr(fn, "__func__", None), Func):  # a classmethod func (Python 3.13+)
             return self.inline_func(fn.__func__, [fn.__self__] + list(args), kwargs, node)
+        return _UNHANDLED
+
+    def _call_fieldsim_callable(self, fn, args, kwargs, node):
+        """A matrix method, a Vector/Matrix/struct constructor, a dtype cast; a kernel is an
+        error."""
+        from fieldsim.lang.kernel import KernelObj
+        from fieldsim.lang.matrix import Matrix, Vector
         if isinstance(fn, BoundMethod):
             return matrix_ops.METHODS[fn.name](self.e, fn.value, *args, **kwargs)
         if fn is Vector or fn is Matrix:
@@ -493,6 +523,9 @@ class ExprMixin:
             return self.e.cast(args[0], fn)
         if isinstance(fn, KernelObj):
             raise FieldsimSyntaxError("a kernel cannot call another kernel; make it an @fs.func")
+        return _UNHANDLED
+
+    def _call_python_callable(self, fn, args, kwargs):
         if isinstance(getattr(fn, "__self__", None), Field) and fn.__name__ == "fill":
             if len(args) != 1 or kwargs:
                 raise FieldsimTypeError("field.fill takes one value")
@@ -501,16 +534,24 @@ class ExprMixin:
         if handler is not None:
             return handler(self, args, kwargs)
         if isinstance(getattr(fn, "__self__", None), str) and getattr(fn, "__name__", "") == "format":
-            if _has_kernel_value((args, kwargs)):
-                return formatting.format_method(self, fn.__self__, args, kwargs)
-            try:  # constants too: Taichi's numbering and specs (`{:.2}` of 2 is "02")
-                return formatting.format_method(self, fn.__self__, args, kwargs)
-            except formatting.UnsupportedSpec:
-                pass  # alignment and the like: Python's own str.format
+            out = self._str_format(fn.__self__, args, kwargs)
+            if out is not _UNHANDLED:
+                return out
         special = self.matrix_classmethod(fn, args, kwargs)
         if special is not None:
             return special
         return self.call_python(fn, args, kwargs)
+
+    def _str_format(self, fmt: str, args, kwargs):
+        """`"...".format(...)` with Taichi's numbering and specs (`{:.2}` of 2 is "02"), for
+        constants too; _UNHANDLED for constant arguments with a spec Taichi lacks (alignment
+        and the like), which Python's own str.format then formats."""
+        if _has_kernel_value((args, kwargs)):
+            return formatting.format_method(self, fmt, args, kwargs)
+        try:
+            return formatting.format_method(self, fmt, args, kwargs)
+        except formatting.UnsupportedSpec:
+            return _UNHANDLED
 
     def matrix_classmethod(self, fn, args, kwargs=None):
         from fieldsim.lang.matrix import Matrix, Vector
@@ -737,6 +778,7 @@ def _py_anyall(name):
     return handler
 
 
+_UNHANDLED = object()  # a call handler declines with this (a handled call may return None)
 _PRINT = builtins.print  # as imported, before any tool replaced it
 _PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
                 float: _float_cast, len: _len, min: _py_minmax("min"),
