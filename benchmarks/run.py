@@ -19,6 +19,12 @@ sample), the backends alternating so that load drifts hit both alike. Both get t
 count. Reported: medians over rounds, the machine, the date and the load (1-minute load
 average before and after) as a Markdown table on stdout and as JSON in `--out`. For each
 `X_fwd`/`X_adj` pair it also reports the adjoint/forward ratio of warm times.
+
+Bytecode: the workers keep Python bytecode in a temporary `PYTHONPYCACHEPREFIX` (filled by the
+cache-filling pass), even where the environment sets PYTHONDONTWRITEBYTECODE, because an
+installed package has its `.pyc` files; otherwise a first compile would time the byte-compiling
+of the lazily imported frontend (about 100 KB of source, 10-25 ms), not fieldsim.
+`--no-bytecode-cache` keeps the environment as it is.
 """
 import argparse
 import datetime
@@ -80,11 +86,16 @@ def main(argv=None):
     ap.add_argument("--baseline-root", help="also time the fieldsim package found in this "
                     "directory (e.g. a `git worktree` of an older commit) as fieldsim-baseline")
     ap.add_argument("--no-taichi", action="store_true")
+    ap.add_argument("--no-bytecode-cache", action="store_true",
+                    help="leave PYTHONDONTWRITEBYTECODE/PYTHONPYCACHEPREFIX as the environment has them")
     args = ap.parse_args(argv)
     programs = args.programs.split(",")
     env = dict(os.environ, BENCH_THREADS=str(args.threads), BENCH_ARCH=args.arch,
                BENCH_REPS=str(args.reps),
                PYTHONPATH=os.path.join(HERE, "..") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if not args.no_bytecode_cache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="fs-bench-pyc-")
     backends = [("fieldsim", sys.executable)]
     if args.baseline_root:
         env["BENCH_BASELINE_ROOT"] = os.path.abspath(args.baseline_root)
@@ -97,7 +108,8 @@ def main(argv=None):
               "fieldsim alone (pass --taichi-python or set TAICHI_PYTHON)", file=sys.stderr)
     meta = machine()
     meta.update(threads=args.threads, arch=args.arch, rounds=args.rounds, reps=args.reps,
-                taichi=taichi_version, llvmlite=version_of(sys.executable, "llvmlite"))
+                taichi=taichi_version, llvmlite=version_of(sys.executable, "llvmlite"),
+                bytecode_cache=not args.no_bytecode_cache)
     results = {}
     for program in programs:
         cache = tempfile.mkdtemp(prefix="fs-bench-cache-")

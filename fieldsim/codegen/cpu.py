@@ -239,7 +239,15 @@ def _has_while(task: TaskInfo) -> bool:
 
 
 def _contains_loop(blocks) -> bool:
-    return any(s.op == Op.LOOP or _contains_loop(s.blocks) for blk in blocks for s in blk)
+    # iterative: the first launch of every kernel runs this over its whole IR
+    stack = list(blocks)
+    while stack:
+        for s in stack.pop():
+            if s.op == Op.LOOP:
+                return True
+            if s.blocks:
+                stack.extend(s.blocks)
+    return False
 
 
 def _body_cost(task: TaskInfo) -> float:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from itertools import chain
 from typing import Any
 
 from fieldsim.errors import Loc
@@ -159,10 +160,17 @@ class Kernel:
 
 def walk(block: list[Stmt]):
     """Yield every statement of a block, depth first, parents before children."""
-    for s in block:
-        yield s
-        for b in s.blocks:
-            yield from walk(b)
+    # An explicit stack of iterators: nested `yield from` costs a frame hop per level for every
+    # statement, and every pass and the kernel compile walk the whole IR.
+    stack = [iter(block)]
+    while stack:
+        for s in stack[-1]:
+            yield s
+            if s.blocks:
+                stack.append(chain.from_iterable(s.blocks))
+                break
+        else:
+            stack.pop()
 
 
 def fields_of(kernel: Kernel) -> list:

@@ -59,8 +59,7 @@ class ExprMixin:
     def captured(self, v):
         """A Python-scope `fs.Vector`/`fs.Matrix` (a global, closure or attribute) used in a
         kernel: a constant vector/matrix value, typed as its dtype if it has one."""
-        from fieldsim.lang.matrix import Matrix
-        if not isinstance(v, Matrix):
+        if not isinstance(v, PyMatrix):  # most captured names are scalars, fields, modules
             return v
         arr = v.to_numpy()
         dt = v.dtype if isinstance(v.dtype, T.DataType) else None
