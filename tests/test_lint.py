@@ -27,7 +27,6 @@ ALLOWLIST = {
     ("fieldsim/lang/frontend_expr.py", "expr_Attribute"): 16,
     ("fieldsim/lang/frontend_expr.py", "call"): 19,
     ("fieldsim/lang/func_args.py", "coerce"): 11,
-    ("fieldsim/lang/ndarray.py", "_bind_arg"): 21,
 }
 
 _C901 = re.compile(r"^`(?P<name>[^`]+)` is too complex \((?P<n>\d+) > \d+\)$")
