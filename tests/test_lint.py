@@ -25,7 +25,6 @@ ALLOWLIST = {
     ("fieldsim/lang/frontend.py", "inline_plain"): 14,
     ("fieldsim/lang/frontend_expr.py", "expr_Attribute"): 16,
     ("fieldsim/lang/frontend_expr.py", "call"): 19,
-    ("fieldsim/lang/func_args.py", "coerce"): 11,
 }
 
 _C901 = re.compile(r"^`(?P<name>[^`]+)` is too complex \((?P<n>\d+) > \d+\)$")
