@@ -10,17 +10,16 @@ import math
 import random
 
 import pytest
+from support.ir_interp import FakeField
+from support.ir_kit import KB as SupportKB
 
 from fieldsim.checks import Answer, TapeState, check_kernel, same_element_possible, summarize
-from fieldsim.ir.activity import activity
 from fieldsim.checks.access_rules import KernelCheck, findings
 from fieldsim.errors import AccessRuleError, Loc
-from fieldsim.ir.builder import IRBuilder
-from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
+from fieldsim.ir.activity import activity
+from fieldsim.ir.ir import ForInfo, Op, Param, Stmt
 from fieldsim.ir.printer import print_kernel
-from fieldsim.ir.verify import verify
 from fieldsim.lang import types as T
-from support.ir_interp import FakeField
 
 FILE = "sim.py"
 
@@ -31,22 +30,22 @@ def fake(name, shape=(), n=None, dtype=T.f32, needs_grad=True):
 
 
 class KB:
-    """A kernel under construction. `at(text)` starts a new source line: every statement
-    emitted afterwards gets its `Loc` (file sim.py, increasing line numbers)."""
+    """A terse vocabulary over the tests' kernel builder (support.ir_kit.KB, as `b`). `at(text)`
+    starts a new source line: every statement emitted afterwards gets its `Loc` (file sim.py,
+    increasing line numbers)."""
 
     def __init__(self, name="k", params=()):
-        self.name, self.params, self.b, self.line = name, list(params), IRBuilder(), 10
-        self.lines: dict[str, int] = {}
+        self.name, self.params = name, list(params)
+        self.b = SupportKB(name, FILE, first_line=10, auto_lines=False)
+        self.lines = self.b.lines
 
     def at(self, text):
-        self.line += 1
-        self.lines.setdefault(text, self.line)
-        self.b.loc = Loc(FILE, self.line, 8, 8 + len(text), self.name, " " * 8 + text)
+        self.b.source_line(text)
         return self
 
     def kernel(self):
-        params = [Param("field", None, template=True)] + [Param(p, T.i32) for p in self.params]
-        return verify(Kernel(self.name, params, self.b.blocks[0]))
+        self.b.params = [Param("field", None, template=True)] + [Param(p, T.i32) for p in self.params]
+        return self.b.kernel()
 
     # values
     def i(self, v):
