@@ -5,6 +5,7 @@ import time
 import numpy as np
 import pytest
 from PIL import Image
+from support.ir_interp import FakeField
 
 from fieldsim.gui import GUI, frames_to_gif
 
@@ -28,14 +29,6 @@ def at(img, x, y):
     """The pixel at Taichi coordinates (x, y) in [0, 1]^2, y up."""
     h, w, _ = img.shape
     return tuple(int(v) for v in img[min(int((1 - y) * h), h - 1), min(int(x * w), w - 1)])
-
-
-class FakeField:
-    def __init__(self, a):
-        self.a = np.asarray(a)
-
-    def to_numpy(self):
-        return self.a.copy()
 
 
 @pytest.mark.parametrize("res", [64, (96, 48)])
@@ -70,7 +63,7 @@ def test_y_is_up_and_x_is_right(tmp_path):
 
 def test_circles_palette_radii_and_fields(tmp_path):
     gui = GUI(res=100)
-    pos = FakeField([[0.2, 0.5], [0.5, 0.5], [0.8, 0.5]])
+    pos = FakeField.of([[0.2, 0.5], [0.5, 0.5], [0.8, 0.5]])
     gui.circles(pos, radius=np.array([3, 3, 6]), palette=[RED, GREEN, BLUE], palette_indices=[2, 0, 1])
     img = shot(gui, tmp_path)
     assert [at(img, x, 0.5) for x in (0.2, 0.5, 0.8)] == [rgb(BLUE), rgb(RED), rgb(GREEN)]
@@ -136,7 +129,7 @@ def test_set_image_gray_uint8_rgba_and_get_image():
     assert back.shape == (4, 3, 4)
     np.testing.assert_allclose(back[..., 0], gray / 255.0, atol=1e-6)
     rgba = np.ones((4, 3, 4), np.float32) * 0.5
-    gui.set_image(FakeField(rgba))
+    gui.set_image(FakeField.of(rgba))
     assert np.allclose(gui.get_image()[..., :3], 128 / 255.0)
 
 

@@ -401,31 +401,49 @@ class TapeState:
         for log in logs:
             hits += log.meeting(box)
             known += log.known(box)
+        self._raise_sure(box, origin, hits)
+        if exact_box(box):
+            _raise_known(box, origin, known)
+            known = []
+        return _deferred(box, origin, found, hits, known)
+
+    def _raise_sure(self, box: tuple, origin: Origin, hits: list) -> None:
+        """Raise at once for a read the write surely meets (any read it may meet, when run-time
+        validation is off)."""
         sure = [(b, o) for b, o in hits if all(x.surely_meets(y) for x, y in zip(b, box))]
         if self.validation and not exact_box(box):
             sure = []  # which elements an inexact write hits is learnt at run time
         if sure or (hits and not self.validation):
             raise to_error(_finding(*(sure or hits)[0], box, origin, sure))
-        if exact_box(box):
-            for rs, first in known:  # a resolved read set against an exact box: decided now
-                both = np.argwhere(rs.mask & box_mask(box, rs.mask.shape))
-                if len(both):
-                    raise to_error(_exact_finding(first, origin, tuple(both[0]), len(both)))
-            known = []
-        out = []
-        exact_reads = [(b, o) for b, o in hits if exact_box(b)]
-        if found is not None and (exact_reads or known):
-            found.captures.append((origin, box, exact_reads + known))
-            first = (exact_reads or [(rs.box, o) for rs, o in known])[0]
-            out.append(_finding(*first, box, origin, []))
-        unsure = [(b, o) for b, o in hits if not exact_box(b)]
-        if unsure:
-            out.append(_finding(*unsure[0], box, origin, []))
-            if found is None and origin.kernel is None:  # a Python-scope write: no later check
-                raise to_error(out[-1])
-            if found is not None:
-                found.unresolved.append(out[-1])
-        return out
+
+
+def _raise_known(box: tuple, origin: Origin, known: list) -> None:
+    """A resolved read set against an exact write box: decided now."""
+    for rs, first in known:
+        both = np.argwhere(rs.mask & box_mask(box, rs.mask.shape))
+        if len(both):
+            raise to_error(_exact_finding(first, origin, tuple(both[0]), len(both)))
+
+
+def _deferred(box: tuple, origin: Origin, found: Checked | None, hits: list,
+              known: list) -> list[Finding]:
+    """The findings left for run-time validation: captured exact reads and resolved read sets
+    (checked against the write's elements later), and reads of unknown extent (unresolved; a
+    Python-scope write has no later check, so those raise now)."""
+    out = []
+    exact_reads = [(b, o) for b, o in hits if exact_box(b)]
+    if found is not None and (exact_reads or known):
+        found.captures.append((origin, box, exact_reads + known))
+        first = (exact_reads or [(rs.box, o) for rs, o in known])[0]
+        out.append(_finding(*first, box, origin, []))
+    unsure = [(b, o) for b, o in hits if not exact_box(b)]
+    if unsure:
+        out.append(_finding(*unsure[0], box, origin, []))
+        if found is None and origin.kernel is None:  # a Python-scope write: no later check
+            raise to_error(out[-1])
+        if found is not None:
+            found.unresolved.append(out[-1])
+    return out
 
 
 class _ArgsText:

@@ -222,14 +222,7 @@ class Field:
     def _index(self, key) -> tuple:
         """Storage indices (offset removed) of a user's key, checked against the field."""
         self._check_live()
-        if hasattr(key, "_a") and hasattr(key, "entries"):  # a Vector index (fs.grouped)
-            key = tuple(key.entries)
-        if key is None or (isinstance(key, (tuple, list)) and len(key) == 0):
-            key = ()
-        elif isinstance(key, list):
-            key = tuple(key)
-        elif not isinstance(key, tuple):
-            key = (key,)
+        key = _key_tuple(key)
         for axis, k in enumerate(key):
             if isinstance(k, slice) or k is Ellipsis:
                 raise FieldsimTypeError(
@@ -241,16 +234,18 @@ class Field:
                 f"but was indexed with {len(key)} index(es)"
                 + ("; use x[None] for a 0-D field" if not self.shape else "")
                 + " (Slicing is not supported on ti.field)")
-        out = []
-        for axis, (k, n, off) in enumerate(zip(key, self.shape, self._offset)):
-            if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
-                raise TypeError(f"field {self.ir_name!r}: index {k!r} on axis {axis} is not an int")
-            if not off <= int(k) < off + n:
-                raise IndexError(f"field {self.ir_name!r}: index {int(k)} is out of range "
-                                 f"[{off}, {off + n}) on axis {axis} (shape {self.shape}"
-                                 + (f", offset {self.offset})" if self.offset else ")"))
-            out.append(int(k) - off)
-        return tuple(out)
+        return tuple(self._axis_index(axis, k, n, off)
+                     for axis, (k, n, off) in enumerate(zip(key, self.shape, self._offset)))
+
+    def _axis_index(self, axis, k, n, off) -> int:
+        """One axis's storage index: an int within [off, off + n), offset removed."""
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
+            raise TypeError(f"field {self.ir_name!r}: index {k!r} on axis {axis} is not an int")
+        if not off <= int(k) < off + n:
+            raise IndexError(f"field {self.ir_name!r}: index {int(k)} is out of range "
+                             f"[{off}, {off + n}) on axis {axis} (shape {self.shape}"
+                             + (f", offset {self.offset})" if self.offset else ")"))
+        return int(k) - off
 
     def __getitem__(self, key):
         idx = self._index(key)
@@ -461,6 +456,20 @@ def placed_twin(f: Field, role: str) -> Field:
     if unplaced is not None:
         raise FieldsimTypeError(unplaced_twin_message(unplaced))
     raise FieldsimTypeError(f"field {f.ir_name!r} has no {role}: only float fields have one")
+
+
+def _key_tuple(key) -> tuple:
+    """A Python-scope key as a tuple: x[None] and x[()] are (), x[i] is (i,), a list or a
+    Vector index (fs.grouped) its entries."""
+    if hasattr(key, "_a") and hasattr(key, "entries"):  # a Vector index (fs.grouped)
+        key = tuple(key.entries)
+    if key is None or (isinstance(key, (tuple, list)) and len(key) == 0):
+        return ()
+    if isinstance(key, list):
+        return tuple(key)
+    if not isinstance(key, tuple):
+        return (key,)
+    return key
 
 
 def _index_text(idx) -> str:

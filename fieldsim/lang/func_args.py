@@ -116,24 +116,34 @@ def coerce(fe, a, value, what: str, func):
     if isinstance(a, RefType):
         a = a.dtype
     if a is float or a is int or isinstance(a, T.DataType):
-        dt = _dtype(fe, a)
-        if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
-            raise FieldsimTypeError(f"func {name!r}: {what} is annotated {dt} but is {describe(value)}")
-        if not isinstance(value, Stmt):  # a constant stays one (static conditions still fold)
-            return dt.np.type(value if dt.is_float else int(value)).item()
-        return fe.e.cast(value, dt)
+        return _coerce_scalar(fe, a, value, what, name)
     if isinstance(a, T.MatrixType):
-        if not isinstance(value, MatVal):
-            raise FieldsimTypeError(f"func {name!r}: {what} is annotated {a!r} but is {describe(value)}")
-        if value.n != a.n:
-            raise FieldsimSyntaxError(f"func {name!r}: {what} is expected to be a Matrix with n "
-                                      f"{a.n}, but got {value.n}")
-        if a.ndim == 2 and value.m != a.m:
-            raise FieldsimSyntaxError(f"func {name!r}: {what} is expected to be a Matrix with m "
-                                      f"{a.m}, but got {value.m}")
-        if a.dtype is not None:
-            value = fe.e.cast(value, _dtype(fe, a.dtype))
-        return value
+        return _coerce_matrix(fe, a, value, what, name)
     if isinstance(a, tuple) and isinstance(value, tuple) and len(a) == len(value):
         return tuple(coerce(fe, ai, v, what, func) for ai, v in zip(a, value))
+    return value
+
+
+def _coerce_scalar(fe, a, value, what: str, name: str):
+    """A scalar annotated `a` (float, int or a dtype): a constant stays one, a Stmt is cast."""
+    dt = _dtype(fe, a)
+    if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
+        raise FieldsimTypeError(f"func {name!r}: {what} is annotated {dt} but is {describe(value)}")
+    if not isinstance(value, Stmt):  # a constant stays one (static conditions still fold)
+        return dt.np.type(value if dt.is_float else int(value)).item()
+    return fe.e.cast(value, dt)
+
+
+def _coerce_matrix(fe, a, value, what: str, name: str):
+    """A matrix/vector annotated `a`: its shape must match; cast to its dtype when it has one."""
+    if not isinstance(value, MatVal):
+        raise FieldsimTypeError(f"func {name!r}: {what} is annotated {a!r} but is {describe(value)}")
+    if value.n != a.n:
+        raise FieldsimSyntaxError(f"func {name!r}: {what} is expected to be a Matrix with n "
+                                  f"{a.n}, but got {value.n}")
+    if a.ndim == 2 and value.m != a.m:
+        raise FieldsimSyntaxError(f"func {name!r}: {what} is expected to be a Matrix with m "
+                                  f"{a.m}, but got {value.m}")
+    if a.dtype is not None:
+        value = fe.e.cast(value, _dtype(fe, a.dtype))
     return value

@@ -317,19 +317,10 @@ def _call_loc() -> Loc | None:
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _bind_arg(ann, value, kname, pname, rt):
-    def bad(what):  # Taichi's wording, with the kernel's name
-        return NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {pname} - {what}")
-
-    if rt.arch != runtime.cpu:  # the pointers are host memory; the CUDA backend copies fields only
-        raise FieldsimRuntimeError(f"kernel {kname!r}: ndarray argument {pname!r} needs the CPU "
-                                   f"backend (fs.init(arch=fs.cpu)); arch={rt.arch} takes fields only",
-                                   _call_loc())
-
-    copy_back = None
-    grad_arr = owner = None
+def _host_value(value, kname, pname, bad):
+    """(value, owner, gradient array): a torch tensor or DLPack array becomes a numpy view of its
+    host memory (in place, never a copy); a jax_function bridge buffer brings its gradient."""
     if not isinstance(value, (Field, np.ndarray)) and interop.is_external(value):
-        # a torch tensor or a DLPack array (JAX): its host memory, in place; never a copy
         owner = value
         try:
             value = interop.host_view(owner, f"kernel {kname!r} argument {pname}")
@@ -338,48 +329,80 @@ def _bind_arg(ann, value, kname, pname, rt):
         if not value.flags.c_contiguous:
             raise bad(f"the {type(owner).__name__} is not C-contiguous (strides {value.strides}); "
                       "call .contiguous() first (fieldsim never copies it silently)")
-        grad_arr = interop.tensor_grad_view(owner, value)
-    elif isinstance(value, np.ndarray) and interop._grad_provider and value.flags.c_contiguous:
-        owner = value  # inside fs.ad.jax_function: the bridge's buffer is its gradient
-        grad_arr = interop.tensor_grad_view(value, value)
+        return value, owner, interop.tensor_grad_view(owner, value)
+    if isinstance(value, np.ndarray) and interop._grad_provider and value.flags.c_contiguous:
+        # inside fs.ad.jax_function: the bridge's buffer is its gradient
+        return value, value, interop.tensor_grad_view(value, value)
+    return value, None, None
+
+
+def _field_proxy(ann, value, rt, bad):
+    """(proxy, dtype, n, m, ndim_el) of an fs.ndarray (or an external array's proxy) passed
+    as is; any other field is refused."""
+    if value.generation != rt.generation or value.storage is None:
+        raise bad(f"{value.ir_name!r} has no data (from an earlier fs.init(), or not placed)")
+    if not isinstance(value, (Ndarray, ExternalArray)):
+        raise bad(f"it is an ndarray (fs.types.ndarray()) but got field {value.ir_name!r}; "
+                  "pass an fs.ndarray or a numpy array, or annotate the argument "
+                  "fs.template() to pass a field")
+    _check_element(ann, value.dtype, value.n, value.m, value.ndim_el, bad)
+    return value, value.dtype, value.n, value.m, value.ndim_el
+
+
+def _numpy_element(ann, value, bad):
+    """(n, m, ndim_el) of a numpy array's elements under a matrix/vector annotation (its
+    trailing axes), checked against the annotation; scalars: (None, None, 0)."""
+    if not isinstance(ann.dtype, T.MatrixType):
+        return None, None, 0
+    mt = ann.dtype
+    el = (mt.n,) if mt.ndim == 1 else (mt.n, mt.m)
+    if ann.ndim is not None and value.ndim != ann.ndim + len(el):
+        raise bad(f"required array has ndim={ann.ndim} element_dim={len(el)}, array with "
+                  f"{value.ndim} dimensions is provided")
+    got = tuple(value.shape[max(value.ndim - len(el), 0):])
+    if got != el:
+        raise bad(f"required element_shape={el}, array with element shape of {got} is "
+                  "provided")
+    return mt.n, (mt.m if mt.ndim == 2 else None), mt.ndim
+
+
+def _numpy_proxy(ann, value, owner, grad_arr, pname, bad):
+    """(proxy, dtype, n, m, ndim_el, copy_back) of a numpy array (or a tensor's host view).
+    A Fortran-order array runs on a C-order copy, copied back by copy_back after the launch."""
+    try:
+        dtype = T.from_numpy(value.dtype)
+    except TypeError:
+        raise bad(f"numpy dtype {value.dtype} has no fieldsim equivalent") from None
+    copy_back = None
+    if not value.flags.c_contiguous:
+        if not value.flags.f_contiguous:
+            raise bad("Non contiguous numpy arrays are not supported, please call "
+                      "np.ascontiguousarray(arr) before passing it to the kernel")
+        original, value = value, np.ascontiguousarray(value)
+        copy_back = lambda: np.copyto(original, value)
+    n, m, ndim_el = _numpy_element(ann, value, bad)
+    _check_element(ann, dtype, n, m, ndim_el, bad)
+    if grad_arr is not None or owner is not None:
+        proxy = _external_tensor(owner, value, grad_arr, dtype, n, m, ndim_el, pname)
+    else:
+        proxy = _external(value, dtype, n, m, ndim_el, pname)
+    return proxy, dtype, n, m, ndim_el, copy_back
+
+
+def _bind_arg(ann, value, kname, pname, rt):
+    def bad(what):  # Taichi's wording, with the kernel's name
+        return NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {pname} - {what}")
+
+    if rt.arch != runtime.cpu:  # the pointers are host memory; the CUDA backend copies fields only
+        raise FieldsimRuntimeError(f"kernel {kname!r}: ndarray argument {pname!r} needs the CPU "
+                                   f"backend (fs.init(arch=fs.cpu)); arch={rt.arch} takes fields only",
+                                   _call_loc())
+    value, owner, grad_arr = _host_value(value, kname, pname, bad)
+    copy_back = None
     if isinstance(value, Field):
-        if value.generation != rt.generation or value.storage is None:
-            raise bad(f"{value.ir_name!r} has no data (from an earlier fs.init(), or not placed)")
-        if not isinstance(value, (Ndarray, ExternalArray)):
-            raise bad(f"it is an ndarray (fs.types.ndarray()) but got field {value.ir_name!r}; "
-                      "pass an fs.ndarray or a numpy array, or annotate the argument "
-                      "fs.template() to pass a field")
-        proxy, dtype, n, m, ndim_el = value, value.dtype, value.n, value.m, value.ndim_el
-        _check_element(ann, dtype, n, m, ndim_el, bad)
+        proxy, dtype, n, m, ndim_el = _field_proxy(ann, value, rt, bad)
     elif isinstance(value, np.ndarray):
-        try:
-            dtype = T.from_numpy(value.dtype)
-        except TypeError:
-            raise bad(f"numpy dtype {value.dtype} has no fieldsim equivalent") from None
-        if not value.flags.c_contiguous:
-            if not value.flags.f_contiguous:
-                raise bad("Non contiguous numpy arrays are not supported, please call "
-                          "np.ascontiguousarray(arr) before passing it to the kernel")
-            # a transposed (Fortran-order) array: run on a C-order copy, copied back after
-            original, value = value, np.ascontiguousarray(value)
-            copy_back = lambda: np.copyto(original, value)
-        n, m, ndim_el = None, None, 0
-        if isinstance(ann.dtype, T.MatrixType):
-            mt = ann.dtype
-            el = (mt.n,) if mt.ndim == 1 else (mt.n, mt.m)
-            if ann.ndim is not None and value.ndim != ann.ndim + len(el):
-                raise bad(f"required array has ndim={ann.ndim} element_dim={len(el)}, array with "
-                          f"{value.ndim} dimensions is provided")
-            got = tuple(value.shape[max(value.ndim - len(el), 0):])
-            if got != el:
-                raise bad(f"required element_shape={el}, array with element shape of {got} is "
-                          "provided")
-            n, m, ndim_el = mt.n, (mt.m if mt.ndim == 2 else None), mt.ndim
-        _check_element(ann, dtype, n, m, ndim_el, bad)
-        if grad_arr is not None or owner is not None:
-            proxy = _external_tensor(owner, value, grad_arr, dtype, n, m, ndim_el, pname)
-        else:
-            proxy = _external(value, dtype, n, m, ndim_el, pname)
+        proxy, dtype, n, m, ndim_el, copy_back = _numpy_proxy(ann, value, owner, grad_arr, pname, bad)
     else:
         raise bad(f"it is an ndarray (fs.types.ndarray()) but got {type(value).__name__}; pass "
                   "an fs.ndarray, a numpy array, a torch tensor or a DLPack array")

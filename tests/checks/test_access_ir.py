@@ -10,48 +10,42 @@ import math
 import random
 
 import pytest
+from support.ir_interp import FakeField
+from support.ir_kit import KB as SupportKB
 
 from fieldsim.checks import Answer, TapeState, check_kernel, same_element_possible, summarize
-from fieldsim.ir.activity import activity
 from fieldsim.checks.access_rules import KernelCheck, findings
 from fieldsim.errors import AccessRuleError, Loc
-from fieldsim.ir.builder import IRBuilder
-from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
+from fieldsim.ir.activity import activity
+from fieldsim.ir.ir import ForInfo, Op, Param, Stmt
 from fieldsim.ir.printer import print_kernel
-from fieldsim.ir.verify import verify
 from fieldsim.lang import types as T
 
 FILE = "sim.py"
 
 
-class FakeField:
-    def __init__(self, name, shape=(), n=None, dtype=T.f32, needs_grad=True):
-        self.name, self.shape, self.dtype = name, tuple(shape), dtype
-        self.storage_shape = self.shape + ((n,) if n else ())
-        self.grad = FakeField(name + ".grad", shape, n, dtype, False) if needs_grad else None
-
-    @property
-    def adjoint(self):  # fieldsim's name for the placed grad twin (None when there is none)
-        return self.grad
+def fake(name, shape=(), n=None, dtype=T.f32, needs_grad=True):
+    """The tests' FakeField as these kernels use it: f32 with a gradient twin by default."""
+    return FakeField(name, dtype, shape, grad=needs_grad, n=n)
 
 
 class KB:
-    """A kernel under construction. `at(text)` starts a new source line: every statement
-    emitted afterwards gets its `Loc` (file sim.py, increasing line numbers)."""
+    """A terse vocabulary over the tests' kernel builder (support.ir_kit.KB, as `b`). `at(text)`
+    starts a new source line: every statement emitted afterwards gets its `Loc` (file sim.py,
+    increasing line numbers)."""
 
     def __init__(self, name="k", params=()):
-        self.name, self.params, self.b, self.line = name, list(params), IRBuilder(), 10
-        self.lines: dict[str, int] = {}
+        self.name, self.params = name, list(params)
+        self.b = SupportKB(name, FILE, first_line=10, auto_lines=False)
+        self.lines = self.b.lines
 
     def at(self, text):
-        self.line += 1
-        self.lines.setdefault(text, self.line)
-        self.b.loc = Loc(FILE, self.line, 8, 8 + len(text), self.name, " " * 8 + text)
+        self.b.source_line(text)
         return self
 
     def kernel(self):
-        params = [Param("field", None, template=True)] + [Param(p, T.i32) for p in self.params]
-        return verify(Kernel(self.name, params, self.b.blocks[0]))
+        self.b.params = [Param("field", None, template=True)] + [Param(p, T.i32) for p in self.params]
+        return self.b.kernel()
 
     # values
     def i(self, v):
@@ -145,15 +139,15 @@ def violating(rule, verdict="violation", first=None, second=None):
 
 
 N = 16
-x, y, z = FakeField("x", (N,)), FakeField("y", (N,)), FakeField("z", (N,))
-x2, y2 = FakeField("x2", (N, N)), FakeField("y2", (N, N))
-xt = FakeField("x_t", (8, N))  # time-stepped state x[t, i]
-idx = FakeField("idx", (N,), dtype=T.i32, needs_grad=False)
-loss = FakeField("loss")
-v2 = FakeField("v", (N,), n=2)  # a vector field: the component is the last index
-grid_v, grid_m = FakeField("grid_v", (N, N), n=2), FakeField("grid_m", (N, N))
-grid_v_out = FakeField("grid_v_out", (N, N), n=2)
-count = FakeField("count", dtype=T.i32, needs_grad=False)
+x, y, z = fake("x", (N,)), fake("y", (N,)), fake("z", (N,))
+x2, y2 = fake("x2", (N, N)), fake("y2", (N, N))
+xt = fake("x_t", (8, N))  # time-stepped state x[t, i]
+idx = fake("idx", (N,), dtype=T.i32, needs_grad=False)
+loss = fake("loss")
+v2 = fake("v", (N,), n=2)  # a vector field: the component is the last index
+grid_v, grid_m = fake("grid_v", (N, N), n=2), fake("grid_m", (N, N))
+grid_v_out = fake("grid_v_out", (N, N), n=2)
+count = fake("count", dtype=T.i32, needs_grad=False)
 
 
 # ------------------------------------------------------------------------ accepted kernels
@@ -242,7 +236,7 @@ def grid_op_to_other_field():
 def g2p_time_indexed():
     k = KB("g2p", ["t"])
     t = k.arg(0)
-    xs = FakeField("xs", (8, N))
+    xs = fake("xs", (8, N))
     with k.at("for p in x:").pfor(N) as p:
         base = k.b.cast(k.fmul(k.at("base = int(x[t, p] * inv_dx - 0.5)").load(xs, t, p), 16.0), T.i32)
         acc = k.f(0.0)
@@ -334,7 +328,7 @@ def ndrange_offset_stencil_to_other_field():
 @accepted
 def disjoint_halves():
     k = KB()
-    big = FakeField("big", (2 * N,))
+    big = fake("big", (2 * N,))
     with k.at("for i in range(n):").pfor(N) as i:
         v = k.at("big[i + n] = big[i]").load(big, i)
         k.store(big, [k.add(i, N)], v)
@@ -344,7 +338,7 @@ def disjoint_halves():
 @accepted
 def even_odd():
     k = KB()
-    big = FakeField("big", (2 * N,))
+    big = fake("big", (2 * N,))
     with k.at("for i in range(n):").pfor(N) as i:
         v = k.at("big[2 * i + 1] = big[2 * i]").load(big, k.mul(i, 2))
         k.store(big, [k.add(k.mul(i, 2), 1)], v)
@@ -354,7 +348,7 @@ def even_odd():
 @accepted
 def single_assignment_local_index():
     k = KB()
-    big = FakeField("big", (2 * N,))
+    big = fake("big", (2 * N,))
     with k.at("for i in range(n):").pfor(N) as i:
         j = k.at("j = 2 * i").b.alloca(T.i32)
         k.b.local_store(j, k.mul(i, 2))
@@ -499,7 +493,7 @@ def one_thread_parallel_loop():
 @violating(1, first="a[i] = b[i]", second="b[i] += 100")
 def doc_rule1():
     k = KB("doc_rule1")
-    a = FakeField("a", (N,))
+    a = fake("a", (N,))
     with k.at("for i in b:").pfor(N) as i:
         k.at("a[i] = b[i]").store(a, [i], k.load(x, i))
         k.at("b[i] += 100").atomic("add", x, [i], 100.0)
@@ -724,7 +718,7 @@ def floordiv_merges_threads():
 @violating(1)
 def offset_by_unknown_argument():
     k = KB("shift", ["a"])
-    big = FakeField("big", (2 * N,))
+    big = fake("big", (2 * N,))
     with k.at("for i in range(n):").pfor(N) as i:
         k.at("big[i + a] = big[i]").store(big, [k.add(i, k.arg(0))], k.load(big, i))
     return k
@@ -815,7 +809,7 @@ def serialize_loop_stores_each_iteration():
 @violating(1)
 def strided_overlap():
     k = KB()
-    big = FakeField("big", (4 * N,))
+    big = fake("big", (4 * N,))
     with k.at("for i in range(n):").pfor(N) as i:
         v = k.at("big[4 * i] = big[2 * i]").load(big, k.mul(i, 2))
         k.store(big, [k.mul(i, 4)], v)
@@ -948,7 +942,7 @@ def test_tape_rerun_on_read_row_is_refused():
 
 def test_tape_overwrite_of_unread_loss_is_accepted():
     state = TapeState()
-    xs = FakeField("x")
+    xs = fake("x")
     for scale, name in ((1.0, "compute_1"), (2.0, "compute_2"), (4.0, "compute_3")):
         k = KB(name)
         with k.serial():
@@ -1094,8 +1088,8 @@ class _RandomKernel:
     """Small random kernels over fields fx, fx2 (indices from loop digits, inner loops, an
     argument, loaded data, locals) with branches, nested loops, and all access kinds."""
 
-    fx, fx2 = FakeField("fx", (64,)), FakeField("fx2", (64, 64))
-    fidx = FakeField("fidx", (8,), dtype=T.i32, needs_grad=False)
+    fx, fx2 = fake("fx", (64,)), fake("fx2", (64, 64))
+    fidx = fake("fidx", (8,), dtype=T.i32, needs_grad=False)
 
     def __init__(self, rng):
         self.rng, self.k = rng, KB("fuzz", ["a"])
@@ -1214,7 +1208,7 @@ def test_random_launch_sequences_are_judged_soundly():
 
 
 def test_tape_ndrange_time_steps_name_the_rows():
-    x3 = FakeField("x3", (8, 4, 4))
+    x3 = fake("x3", (8, 4, 4))
     k = KB("diffuse", ["t"])
     t = k.arg(0)
     with k.at("for i, j in ndrange(4, 4):").pfor(16) as q:

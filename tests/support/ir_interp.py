@@ -23,14 +23,27 @@ _M64 = (1 << 64) - 1
 
 
 class FakeField:
-    """What the IR needs of a field, backed by a numpy array `arr`."""
+    """What the IR (and the access-rule checker, and the GUI) needs of a field, backed by a
+    numpy array `arr`. The one fake field of the tests. `n`: a vector field's component count,
+    the last storage axis (as placed fields store it) beyond the index `shape`."""
 
-    def __init__(self, name, dtype=T.f64, shape=(), grad=False, dual=False):
-        self.name, self.dtype, self.storage_shape = name, dtype, tuple(shape)
-        self.shape = self.storage_shape
+    def __init__(self, name, dtype=T.f64, shape=(), grad=False, dual=False, n=None):
+        self.name, self.dtype, self.shape = name, dtype, tuple(shape)
+        self.storage_shape = self.shape + ((n,) if n else ())
         self.arr = np.zeros(self.storage_shape, dtype=dtype.np)
-        self.grad = FakeField(name + ".grad", dtype, shape) if grad else None
-        self.dual = FakeField(name + ".dual", dtype, shape) if dual else None
+        self.grad = FakeField(name + ".grad", dtype, shape, n=n) if grad else None
+        self.dual = FakeField(name + ".dual", dtype, shape, n=n) if dual else None
+
+    @classmethod
+    def of(cls, values, name="a"):
+        """A fake field holding `values` (its dtype and shape)."""
+        a = np.asarray(values)
+        f = cls(name, T.from_numpy(a.dtype), a.shape)
+        f.arr[...] = a
+        return f
+
+    def to_numpy(self):
+        return self.arr.copy()
 
     @property
     def adjoint(self):  # fieldsim's name for the placed grad twin (None when there is none)

@@ -23,16 +23,30 @@ from .ir_interp import FakeField, run
 
 
 class KB(IRBuilder):
-    def __init__(self, name="k", file="kern.py"):
+    """The tests' kernel builder. Each statement gets a `Loc` line of its own (none when
+    `auto_lines` is False), until `source_line(text)`: from then on statements share that line's
+    `Loc` (its text, indented as in a kernel body) until the next call, as statements built from
+    one source line do."""
+
+    def __init__(self, name="k", file="kern.py", first_line=0, auto_lines=True):
         self.body = []
         super().__init__(self.body)
-        self.name, self.file, self.line, self.params = name, file, 0, []
+        self.name, self.file, self.line, self.params = name, file, first_line, []
+        self.auto_lines = auto_lines
+        self.lines: dict[str, int] = {}  # source_line text -> its line number (the first)
 
     def emit(self, op, dtype=None, args=(), attr=None, blocks=None, loc=None):
-        if loc is None:
+        if loc is None and self.loc is None and self.auto_lines:
             self.line += 1
             loc = Loc(self.file, self.line, 0, None, self.name, f"line {self.line}")
         return super().emit(op, dtype, args, attr, blocks, loc)
+
+    def source_line(self, text, indent=8):
+        self.line += 1
+        self.lines.setdefault(text, self.line)
+        self.loc = Loc(self.file, self.line, indent, indent + len(text), self.name,
+                       " " * indent + text)
+        return self
 
     def arg(self, dtype=T.i32, name=None):
         pos = len(self.params)
