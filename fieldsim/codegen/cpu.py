@@ -8,6 +8,11 @@ thread and the pool's threads take in turn (so a descheduled thread holds up not
 object cache is keyed by the LLVM IR text, the host CPU and features, and the compiler
 versions, so a second process that builds the same kernel skips LLVM optimisation and code
 generation entirely.
+
+Machine code lives in MCJIT engines of up to `jit_memory.SLAB` kernels each: an engine is freed
+when none of its kernels' programs is referenced any more, and `close()` (`fs.reset()`, a new
+`fs.init()`) frees them all; launching a program whose engine was freed raises
+`FieldsimRuntimeError` instead of jumping into freed memory.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ import numpy as np
 from fieldsim.codegen import interrupt
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
+from fieldsim.codegen.jit_memory import EngineSlabs, dispose
 from fieldsim.codegen.llvm import Target, TaskInfo, lower_kernel
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
@@ -59,8 +65,10 @@ def _init_llvm():
 
 
 class CpuProgram:
-    def __init__(self, info, functions):
-        self.info, self.functions = info, functions
+    def __init__(self, info, code):
+        self.info = info
+        self.code = code  # jit_memory.Code: keeps the engine holding these functions alive
+        self.functions = [_TASK_FN(a) for a in code.addresses]
         self.frame = None  # its reusable launch buffers (launch._Frame), made at first launch
 
 
@@ -75,12 +83,11 @@ class CpuBackend:
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
         self.tm = llvm.Target.from_triple(triple).create_target_machine(
-            cpu=self.cpu, features=self.features, opt=3, jit=True)
-        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.tm)
+            cpu=self.cpu, features=self.features, opt=3, jit=True)  # emits objects
+        self.jit = EngineSlabs(triple, self.cpu, self.features)  # loads and frees them
         self.pool = None
         self.threads = max(1, rt.num_threads)
         self.launcher = launch_common.Launcher(self)
-        self.loaded = {}  # symbol -> task function addresses of objects in the engine
 
     # ---- storage ---------------------------------------------------------------------------------
     def allocate(self, shape, dtype):
@@ -93,6 +100,8 @@ class CpuBackend:
         if self.pool is not None:
             self.pool.shutdown(wait=True)
             self.pool = None
+        with _llvm_lock:
+            self.jit.close()  # the machine code of every kernel compiled in this init
 
     # ---- compile ---------------------------------------------------------------------------------
     def compile(self, kernel: Kernel, rt) -> CpuProgram:
@@ -108,21 +117,16 @@ class CpuBackend:
         for t in info.tasks:
             t.symbol = t.symbol.replace(placeholder, symbol)
         with _llvm_lock:
-            addrs = self.loaded.get(symbol)
-        if addrs is None:
+            code = self.jit.get(symbol)
+        if code is None:
             obj = self._cached_object(text, rt)
             with _llvm_lock:
-                addrs = self.loaded.get(symbol)
-                if addrs is None:
-                    self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-                    self.engine.finalize_object()
-                    addrs = [self.engine.get_function_address(t.symbol) for t in info.tasks]
-                    self.loaded[symbol] = addrs
-        if not all(addrs):
+                code = self.jit.load(symbol, obj, [t.symbol for t in info.tasks])
+        if not all(code.addresses):
             raise FieldsimRuntimeError(f"kernel {kernel.name!r}: its compiled object lacks a task "
                                        "function (an invalid compile cache entry?); run "
                                        "`python -m fieldsim cache clear`")
-        return CpuProgram(info, [_TASK_FN(a) for a in addrs])
+        return CpuProgram(info, code)
 
     def _cached_object(self, ir_text: str, rt) -> bytes:
         parts = [COMPILER_VERSION, llvmlite.__version__, self.cpu, self.features, ir_text]
@@ -138,13 +142,20 @@ class CpuBackend:
             pto.loop_vectorization = True
             pto.slp_vectorization = True
             pb = llvm.create_pass_builder(self.tm, pto)
-            pb.getModulePassManager().run(mod, pb)
+            mpm = pb.getModulePassManager()
+            mpm.run(mod, pb)
             if os.environ.get("FIELDSIM_PRINT_LLVM"):
                 print(str(mod))
-            return self.tm.emit_object(mod)
+            obj = self.tm.emit_object(mod)
+            dispose(mpm, pb, pto, mod)  # else about 70 KB per compile stays (jit_memory.py)
+            return obj
 
     # ---- launch ----------------------------------------------------------------------------------
     def launch(self, program: CpuProgram, args, rng_key, adjoint=False):
+        if program.code.closed:
+            raise FieldsimRuntimeError(
+                f"kernel {program.info.name!r} was compiled before fs.reset()/fs.init() freed "
+                "its machine code; call the kernel again to recompile it")
         return self.launcher.launch(program, args, rng_key)
 
     def run_task(self, program, n: int, ctx_ptr: int, size_hint):

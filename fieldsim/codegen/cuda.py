@@ -391,7 +391,7 @@ class CudaLauncher:
     def run_task(self, program: CudaProgram, n: int, task, args, words, stride: int):
         """Task `n` as one grid (with its share of AD-stack scratch)."""
         be = self.backend
-        hint = launch_common.size_hint(task.stmt, args)
+        hint = launch_common.task_size_hint(task, args)
         grid, block = be.geometry(task, hint, stride, program.max_threads[n])
         if stride:
             words[CTX_STACK] = be.scratch.ensure(stride * grid * block)

@@ -117,7 +117,7 @@ class Launcher:
                 sys.stdout.flush()
             caps = self.set_stacks(frame, info, args, rt.ad_stack_size)
             for n, task in enumerate(info.tasks):
-                self.backend.run_task(program, n, frame.ctx_ptr, size_hint(task.stmt, args))
+                self.backend.run_task(program, n, frame.ctx_ptr, task_size_hint(task, args))
                 if frame.err[0]:
                     raise_kernel_error(info, frame.err.copy(), caps)
             rt.stats["launches"] += 1
@@ -168,18 +168,21 @@ def _field_ptr(field, kernel_name):
 
 def size_hint(task: Stmt, args):
     """The iteration count of a task when its bounds are known at launch, else None (as
-    `trip_count`, with the bounds' launch expressions read from the IR once per task)."""
+    `trip_count`)."""
     if task.op != Op.FOR:
         return 1
-    bounds = _BOUNDS.get(id(task))
-    if bounds is None or bounds[0] is not task:
-        if len(_BOUNDS) >= 4096:  # bounded: it keeps its tasks' IR alive
-            _BOUNDS.clear()
-        bounds = _BOUNDS[id(task)] = (task, launch_expr(task.args[0]), launch_expr(task.args[1]))
-    return range_length(bounds[1], bounds[2], args)
+    return range_length(launch_expr(task.args[0]), launch_expr(task.args[1]), args)
 
 
-_BOUNDS: dict = {}  # id(task FOR) -> (it, lower, upper launch expression): see `size_hint`
+def task_size_hint(task, args):
+    """`size_hint` of a compiled task (a `TaskInfo`), its bounds' launch expressions read
+    from the IR once and kept on the task, so they die with the kernel."""
+    if task.stmt.op != Op.FOR:
+        return 1
+    bounds = task.bounds
+    if bounds is None:
+        bounds = task.bounds = (launch_expr(task.stmt.args[0]), launch_expr(task.stmt.args[1]))
+    return range_length(bounds[0], bounds[1], args)
 
 
 def request_stop(ctx_ptr: int):

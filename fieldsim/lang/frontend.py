@@ -14,7 +14,7 @@ import ast
 import inspect
 import numbers
 import textwrap
-from functools import cache
+import weakref
 from typing import ClassVar
 
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
@@ -29,9 +29,19 @@ from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
 from fieldsim.lang.snode import SNode
 
 
-@cache
+# fn -> its Source; weak, so that a kernel or func defined in a function (a closure made per
+# call) does not keep its AST, or the objects its closure holds, alive once it is dropped
+_parsed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _parse_cached(fn):
-    return parse_function(fn)
+    try:
+        src = _parsed.get(fn)
+    except TypeError:  # not weak-referenceable: parse every time
+        return parse_function(fn)
+    if src is None:
+        src = _parsed[fn] = parse_function(fn)
+    return src
 
 
 class Source:

@@ -295,6 +295,11 @@ class KernelObj:
         ck = self._cache.get((rt.generation, key))
         if ck is None:
             ck = self._compile(rt, templates, dtypes, ret)
+            if any(k[0] != rt.generation for k in self._cache):
+                # a previous fs.init()'s specialisations can never run again (their machine
+                # code is freed at reset): drop them rather than keep their IR for good
+                self._cache = {k: v for k, v in self._cache.items() if k[0] == rt.generation}
+                self._fast = None
             self._cache[(rt.generation, key)] = ck
         return ck
 
