@@ -49,7 +49,7 @@ class Code:
     """One object file loaded into an engine: its task functions' addresses. `closed` once
     the engine is freed by `EngineSlabs.close`."""
 
-    __slots__ = ("addresses", "slab", "__weakref__")
+    __slots__ = ("__weakref__", "addresses", "slab")
 
     def __init__(self, addresses, slab):
         self.addresses, self.slab = addresses, slab
@@ -64,7 +64,7 @@ class _Slab:
     `Code` refers to it and the owner took a new slab), its engine is queued for
     `EngineSlabs` to dispose."""
 
-    __slots__ = ("engine", "symbols", "graveyard", "__weakref__")
+    __slots__ = ("__weakref__", "engine", "graveyard", "symbols")
 
     def __init__(self, engine, graveyard):
         self.engine, self.symbols, self.graveyard = engine, {}, graveyard

@@ -28,7 +28,6 @@ from fieldsim.lang.frontend_expr import ExprMixin
 from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
 from fieldsim.lang.snode import SNode
 
-
 # fn -> its Source; weak, so that a kernel or func defined in a function (a closure made per
 # call) does not keep its AST, or the objects its closure holds, alive once it is dropped
 _parsed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
