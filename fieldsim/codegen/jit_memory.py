@@ -49,14 +49,11 @@ class Code:
     """One object file loaded into an engine: its task functions' addresses. `closed` once
     the engine is freed by `EngineSlabs.close`."""
 
-    __slots__ = ("__weakref__", "addresses", "slab")
+    __slots__ = ("__weakref__", "addresses", "closed", "slab")
 
     def __init__(self, addresses, slab):
         self.addresses, self.slab = addresses, slab
-
-    @property
-    def closed(self) -> bool:
-        return self.slab.engine is None
+        self.closed = False  # a plain attribute: every launch reads it
 
 
 class _Slab:
@@ -110,6 +107,7 @@ class EngineSlabs:
         if slab is None or len(slab.symbols) >= SLAB:
             slab = self.current = _Slab(self._new_engine(), self.graveyard)
             self.slabs.add(slab)
+            self._bury()  # the previous open slab, if none of its kernels lives
         ref = llvm.ObjectFileRef.from_data(obj)
         slab.engine.add_object_file(ref)
         dispose(ref)  # the engine took the object's bytes; the wrapper is empty
@@ -141,6 +139,8 @@ class EngineSlabs:
     def close(self):
         """Free every engine; every `Code` becomes closed. The caller holds the LLVM lock."""
         self.current = None
+        for code in list(self.codes.values()):  # every live Code is there (see `get`)
+            code.closed = True
         for slab in list(self.slabs):
             engine, slab.engine = slab.engine, None
             if engine is not None:
