@@ -32,6 +32,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir as L
 
 from fieldsim.codegen.cpu import safe_symbol
+from fieldsim.codegen.jit_memory import dispose
 from fieldsim.codegen.llvm import CTX_ARGS, CTX_WORDS, I32, I64, PTR, Target, ll_type, lower_kernel
 from fieldsim.errors import FieldsimError
 from fieldsim.ir import dtypes as T
@@ -256,10 +257,13 @@ def optimise_to_ptx(ir_text: str, entries, arch: str = DEFAULT_ARCH, libdevice: 
         dce = llvm.create_new_module_pass_manager()  # drop unused libdevice before O3 sees it
         dce.add_global_dead_code_eliminate_pass()
         dce.run(mod, pb)
-        pb.getModulePassManager().run(mod, pb)
+        mpm = pb.getModulePassManager()
+        mpm.run(mod, pb)
         if os.environ.get("FIELDSIM_PRINT_LLVM"):
             print(str(mod))
-        return tm.emit_assembly(mod)
+        ptx = tm.emit_assembly(mod)
+        dispose(dce, mpm, pb, pto, mod)  # else about 70 KB per compile stays (jit_memory.py)
+        return ptx
 
 
 def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None, libdevice=None):
