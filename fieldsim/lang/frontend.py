@@ -15,7 +15,7 @@ import builtins
 import inspect
 import numbers
 import textwrap
-from functools import cache, cached_property
+from functools import cache
 from typing import ClassVar
 
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
@@ -54,18 +54,38 @@ class Source:
         self.lines, self.start = lines, start
         text = "".join(lines)
         dedented = textwrap.dedent(text)
-        self.indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
         self.indent = len(text.splitlines()[0]) - len(dedented.splitlines()[0])
         tree = ast.parse(dedented)
         self.node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         self.name = fn.__name__
 
-    @cached_property
+    # made when first asked (class defaults: a LambdaSource does not run this __init__)
+    _assigned: frozenset | None = None
+    _locs: dict | None = None
+
+    @property
     def assigned(self) -> frozenset:
-        """The names the function assigns (computed once per function: the source is cached)."""
-        return frozenset(_assigned_names(self.node))
+        """The names the function assigns (found once per function: the source is cached)."""
+        if self._assigned is None:
+            self._assigned = frozenset(_assigned_names(self.node))
+        return self._assigned
 
     def loc(self, node) -> Loc:
+        """The user-source location of `node` (one Loc per source span, made once: every
+        expression node asks for its own, and a func's nodes again at each inlining)."""
+        try:
+            key = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+        except AttributeError:  # a node without a position
+            return self._make_loc(node)
+        locs = self._locs
+        if locs is None:
+            locs = self._locs = {}
+        loc = locs.get(key)
+        if loc is None:
+            loc = locs[key] = self._make_loc(node)
+        return loc
+
+    def _make_loc(self, node) -> Loc:
         line = getattr(node, "lineno", 1)
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         col = getattr(node, "col_offset", 0) + self.indent
@@ -102,8 +122,11 @@ class Frame:
                     self.closure[name] = cell.cell_contents
                 except ValueError:
                     pass
-        self.assigned = source.assigned
         self.ret = None  # ReturnSlot for funcs
+
+    @property
+    def assigned(self) -> frozenset:
+        return self.source.assigned  # (computed when first asked: most kernels never ask)
 
     def lookup(self, name):
         """The reference `name` resolves to, or None."""

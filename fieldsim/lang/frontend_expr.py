@@ -12,7 +12,7 @@ from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxErro
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import formatting, kernel_hints, matrix_ops, ops, struct
 from fieldsim.lang import types as T
-from fieldsim.lang.expr import CMPOPS, MatVal, describe
+from fieldsim.lang.expr import MatVal, describe, is_number
 from fieldsim.lang.field import ComponentField, Field, placed_twin
 from fieldsim.lang.frontend_refs import (
     FieldRef,
@@ -667,7 +667,7 @@ def _has_kernel_value(v) -> bool:
 
 
 def _is_value(v) -> bool:
-    return isinstance(v, (Stmt, MatVal, numbers.Number))
+    return isinstance(v, (Stmt, MatVal)) or is_number(v)
 
 
 def _hashable(v) -> bool:
@@ -756,7 +756,3 @@ def _static_range(args):
             raise FieldsimSyntaxError("range() with runtime bounds takes (end) or (begin, end)")
         return RangeSpec(0, args[0]) if len(args) == 1 else RangeSpec(args[0], args[1])
     return range(*args)
-
-
-def is_cmp(op):
-    return op in CMPOPS
