@@ -49,15 +49,32 @@ class Source:
     """The parsed source of one Python function and how to locate its nodes."""
 
     def __init__(self, fn):
-        lines, start = inspect.getsourcelines(fn)
+        fn = inspect.unwrap(fn)
+        file_lines, first = inspect.findsource(fn)  # (what inspect.getsourcelines starts from)
         self.file = inspect.getsourcefile(fn) or "<unknown>"
-        self.lines, self.start = lines, start
+        self.start = first + 1
+        block = _indented_block(file_lines, first)
+        try:
+            tree = self._parse(block) if block is not None else None
+        except SyntaxError:  # not a whole function: let inspect find the block
+            tree = None
+        if tree is None:
+            block = inspect.getblock(file_lines[first:])
+            try:
+                tree = self._parse(block)
+            except SyntaxError:  # an indented def with a line left of it (in brackets or a
+                # string): textwrap.dedent removes nothing; parse it inside a block instead
+                self.lines, self.start, self.indent = ["if 1:\n", *block], first, 0
+                tree = ast.parse("".join(self.lines)).body[0]
+        self.node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        self.name = fn.__name__
+
+    def _parse(self, lines):
+        self.lines = lines
         text = "".join(lines)
         dedented = textwrap.dedent(text)
         self.indent = len(text.splitlines()[0]) - len(dedented.splitlines()[0])
-        tree = ast.parse(dedented)
-        self.node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-        self.name = fn.__name__
+        return ast.parse(dedented)
 
     # made when first asked (class defaults: a LambdaSource does not run this __init__)
     _assigned: frozenset | None = None
@@ -97,13 +114,38 @@ class Source:
         return Loc(self.file, self.start + line - 1, col, end, self.name, text.rstrip("\n"))
 
 
+def _indented_block(lines, first):
+    """The lines of the function whose definition (decorators first) starts at `lines[first]`,
+    found by indentation: up to the last code line before one at or left of the `def`'s
+    indentation. `inspect.getblock` tokenizes instead, which costs about 20x more; a block this
+    cuts short (a line of the function starting further left inside brackets or a string) does
+    not parse, and the caller asks inspect then. None when `first` holds no definition."""
+    head = lines[first] if 0 <= first < len(lines) else ""
+    base = len(head) - len(head.lstrip())
+    seen_def = False
+    end = first
+    for k in range(first, len(lines)):
+        text = lines[k].strip()
+        if not text or text[0] == "#":
+            continue
+        if len(lines[k]) - len(lines[k].lstrip()) > base or text[0] in ")]}":
+            end = k
+            continue
+        if not seen_def and (text[0] == "@" or text.startswith(("def ", "async "))):
+            seen_def = text[0] != "@"
+            end = k
+            continue
+        break
+    return lines[first:end + 1] if seen_def else None
+
+
 def parse_function(fn) -> Source:
     if getattr(fn, "__name__", None) == "<lambda>":  # a lambda called in a kernel
         from fieldsim.lang.pyfuncs import LambdaSource
         return LambdaSource(fn)
     try:
         return Source(fn)
-    except (OSError, TypeError) as e:
+    except (OSError, TypeError, SyntaxError) as e:
         raise FieldsimSyntaxError(f"cannot read the source of {fn!r}: {e}") from None
 
 
