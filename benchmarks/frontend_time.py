@@ -2,6 +2,7 @@
 
     python benchmarks/frontend_time.py [--baseline-root DIR] [--rounds 7] [--reps 20]
                                        [--programs mpm88_substep,mpm_pair_fwd,gravity_fwd]
+                                       [--also NAME=DIR ...]
     PYTHONPATH=. python benchmarks/frontend_time.py --profile mpm88_substep [--reps 50]
 
 Takes: programs of benchmarks/programs.py, with the example sources of `--baseline-root`
@@ -91,6 +92,8 @@ def main():
     ap.add_argument("--worker")
     ap.add_argument("--profile")
     ap.add_argument("--baseline-root")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=DIR",
+                    help="another tree to time (e.g. this branch before a change)")
     ap.add_argument("--bench-dir", default=HERE, help="where programs.py is (worker)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--reps", type=int, default=20)
@@ -104,6 +107,9 @@ def main():
     trees = {"this": os.path.join(HERE, "..")}
     if args.baseline_root:
         trees["baseline"] = args.baseline_root
+    for spec in args.also:
+        name, _, root = spec.partition("=")
+        trees[name] = root
     bench_dir = os.path.join(args.baseline_root or os.path.join(HERE, ".."), "benchmarks")
     programs = args.programs.split(",")
     for root in trees.values():  # fills the bytecode cache; untimed

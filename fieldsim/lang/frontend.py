@@ -216,11 +216,12 @@ class _Visitors(dict):
         self.prefix, self.kind = prefix, kind
 
     def fill(self, cls):
-        for attr in dir(cls):
-            if attr.startswith(self.prefix):
-                node_type = getattr(ast, attr[len(self.prefix):], None)
-                if isinstance(node_type, type):
-                    self[node_type] = getattr(cls, attr)
+        for klass in reversed(cls.__mro__):  # (a subclass's method wins)
+            for attr, method in vars(klass).items():
+                if attr.startswith(self.prefix):
+                    node_type = getattr(ast, attr[len(self.prefix):], None)
+                    if isinstance(node_type, type):
+                        self[node_type] = method
 
 
 _STATEMENTS = _Visitors("stmt_", "statement")
