@@ -32,10 +32,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def worker(program, reps, profile, bench_dir):
     sys.path.insert(0, bench_dir)  # its programs.py finds its own examples
+    import programs
+
     import fieldsim as ti
     from fieldsim.lang.kernel import KernelObj
-
-    import programs
     ti.init(arch=ti.cpu, offline_cache=False)
     calls, first = [], []
     original = KernelObj.build_ir
