@@ -21,7 +21,7 @@ from typing import ClassVar
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
-from fieldsim.lang import kernel_hints, ops, sparse, struct
+from fieldsim.lang import ops, sparse, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field, placed_twin
@@ -239,6 +239,7 @@ def _visit_with(table: _Visitors):
     def visit(self, node):
         method = table.get(type(node))
         if method is None:
+            from fieldsim.lang import kernel_hints  # (errors only: kept out of the first import)
             raise self._located(FieldsimSyntaxError(kernel_hints.unsupported(node, table.kind)),
                                 node)
         b = self.b

@@ -10,7 +10,7 @@ import types
 
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.lang import formatting, kernel_hints, matrix_ops, ops, struct
+from fieldsim.lang import formatting, matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe, is_number
 from fieldsim.lang.field import ComponentField, Field, placed_twin
@@ -614,6 +614,7 @@ class ExprMixin:
             if isinstance(fn, types.FunctionType):  # as Taichi runs it on its values: inlined
                 from fieldsim.lang.kernel import Func
                 return self.inline_func(Func(fn), args, kwargs, None)
+            from fieldsim.lang import kernel_hints  # (errors only: kept out of the first import)
             name = getattr(fn, "__name__", repr(fn))
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
                                       + kernel_hints.python_call_hint(fn))
