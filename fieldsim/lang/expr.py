@@ -57,10 +57,6 @@ class MatVal:
         return (self.n,) if self.ndim == 1 else (self.n, self.m)
 
 
-def is_scalar(v) -> bool:
-    return isinstance(v, (Stmt, numbers.Number)) and not isinstance(v, bool) or isinstance(v, bool)
-
-
 class Emitter:
     """Typed operations over frontend values, emitting IR through `b`."""
 
@@ -71,7 +67,9 @@ class Emitter:
     def dtype_of(self, v):
         if isinstance(v, Stmt):
             return v.dtype
-        if isinstance(v, (bool, numbers.Integral)):
+        if isinstance(v, float):  # (Python's own types before the ABCs, which are slow)
+            return self.fp
+        if isinstance(v, (int, numbers.Integral)):  # (bool is an int)
             return self.ip
         if isinstance(v, numbers.Real):
             return self.fp
@@ -81,7 +79,7 @@ class Emitter:
         """A runtime scalar of `dtype` (or v's own type) from a constant or a Stmt."""
         if isinstance(v, Stmt):
             return self.b.cast(v, dtype) if dtype is not None else v
-        if isinstance(v, numbers.Number):
+        if is_number(v):
             dt = dtype or self.dtype_of(v)
             if isinstance(v, float) and not isinstance(v, bool):
                 v = float(self.fp.np.type(v))  # a literal is default_fp first, as in Taichi
@@ -233,18 +231,26 @@ class Emitter:
 
 def _fold_identity(op, a, b, dt):
     """x + 0, x - 0, x * 1, 0 + x, 1 * x with a Python constant: the other operand, if typed alike."""
-    if isinstance(b, numbers.Number) and isinstance(a, Stmt) and a.dtype is dt and (
+    if isinstance(a, Stmt) and is_number(b) and a.dtype is dt and (
             (op in ("+", "-") and b == 0) or (op == "*" and b == 1)
             or (op == "//" and b == 1 and not dt.is_float)):
         return a
-    if isinstance(a, numbers.Number) and isinstance(b, Stmt) and b.dtype is dt and (
+    if isinstance(b, Stmt) and is_number(a) and b.dtype is dt and (
             (op == "+" and a == 0) or (op == "*" and a == 1)):
         return b
     return None
 
 
+def is_number(v) -> bool:
+    """`isinstance(v, numbers.Number)`, with Python's int and float and the IR's `Stmt` decided
+    first: an ABC check costs about 1 us, and the frontend asks thousands of times a kernel."""
+    if isinstance(v, (int, float)):
+        return True
+    return not isinstance(v, Stmt) and isinstance(v, numbers.Number)
+
+
 def _check_scalar(v, op):
-    if isinstance(v, (Stmt, numbers.Number)):
+    if isinstance(v, Stmt) or is_number(v):
         return
     raise FieldsimTypeError(f"unsupported operand for {op}: {describe(v)}")
 

@@ -11,7 +11,9 @@ located at the innermost offending node.
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
+import linecache
 import numbers
 import textwrap
 import weakref
@@ -20,11 +22,21 @@ from typing import ClassVar
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
-from fieldsim.lang import kernel_hints, ops, sparse, struct
+from fieldsim.lang import ops, sparse, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
-from fieldsim.lang.field import ComponentField, Field, placed_twin
-from fieldsim.lang.frontend_expr import ExprMixin
+from fieldsim.lang.field import Field, placed_twin
+from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin
+from fieldsim.lang.frontend_refs import (
+    FieldRef,
+    LocalRef,
+    StaticRef,
+    StructVar,
+    SwizzleRef,
+    ValueRef,
+    binding_for,
+    to_matval,
+)
 from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
 from fieldsim.lang.snode import SNode
 
@@ -47,18 +59,60 @@ class Source:
     """The parsed source of one Python function and how to locate its nodes."""
 
     def __init__(self, fn):
-        lines, start = inspect.getsourcelines(fn)
+        fn = inspect.unwrap(fn)
         self.file = inspect.getsourcefile(fn) or "<unknown>"
-        self.lines, self.start = lines, start
-        text = "".join(lines)
-        dedented = textwrap.dedent(text)
-        self.indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-        self.indent = len(text.splitlines()[0]) - len(dedented.splitlines()[0])
-        tree = ast.parse(dedented)
+        file_lines, first = _find_definition(fn, self.file)
+        self.start = first + 1
+        block = _indented_block(file_lines, first)
+        try:
+            tree = self._parse(block) if block is not None else None
+        except SyntaxError:  # not a whole function: let inspect find the block
+            tree = None
+        if tree is None:
+            block = inspect.getblock(file_lines[first:])
+            try:
+                tree = self._parse(block)
+            except SyntaxError:  # an indented def with a line left of it (in brackets or a
+                # string): textwrap.dedent removes nothing; parse it inside a block instead
+                self.lines, self.start, self.indent = ["if 1:\n", *block], first, 0
+                tree = ast.parse("".join(self.lines)).body[0]
         self.node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         self.name = fn.__name__
 
+    def _parse(self, lines):
+        self.lines = lines
+        text = "".join(lines)
+        dedented = textwrap.dedent(text)
+        self.indent = len(text.splitlines()[0]) - len(dedented.splitlines()[0])
+        return ast.parse(dedented)
+
+    # made when first asked (class defaults: a LambdaSource does not run this __init__)
+    _assigned: frozenset | None = None
+    _locs: dict | None = None
+
+    @property
+    def assigned(self) -> frozenset:
+        """The names the function assigns (found once per function: the source is cached)."""
+        if self._assigned is None:
+            self._assigned = frozenset(_assigned_names(self.node))
+        return self._assigned
+
     def loc(self, node) -> Loc:
+        """The user-source location of `node` (one Loc per source span, made once: every
+        expression node asks for its own, and a func's nodes again at each inlining)."""
+        try:
+            key = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+        except AttributeError:  # a node without a position
+            return self._make_loc(node)
+        locs = self._locs
+        if locs is None:
+            locs = self._locs = {}
+        loc = locs.get(key)
+        if loc is None:
+            loc = locs[key] = self._make_loc(node)
+        return loc
+
+    def _make_loc(self, node) -> Loc:
         line = getattr(node, "lineno", 1)
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         col = getattr(node, "col_offset", 0) + self.indent
@@ -70,18 +124,57 @@ class Source:
         return Loc(self.file, self.start + line - 1, col, end, self.name, text.rstrip("\n"))
 
 
+def _find_definition(fn, file):
+    """(the lines of fn's file, the index of its first line: a decorator or the `def`), as
+    inspect.findsource returns them, which inspect.getsourcelines starts from. The code object
+    names that line; inspect searches for it with a regex and the owning module (about 0.4 ms
+    the first time in a process), and is asked only when the line does not start a definition."""
+    linecache.checkcache(file)
+    lines = linecache.getlines(file, fn.__globals__)
+    first = fn.__code__.co_firstlineno - 1
+    if 0 <= first < len(lines) and lines[first].lstrip().startswith(("def ", "async ", "@")):
+        return lines, first
+    return inspect.findsource(fn)
+
+
+def _indented_block(lines, first):
+    """The lines of the function whose definition (decorators first) starts at `lines[first]`,
+    found by indentation: up to the last code line before one at or left of the `def`'s
+    indentation. `inspect.getblock` tokenizes instead, which costs about 20x more; a block this
+    cuts short (a line of the function starting further left inside brackets or a string) does
+    not parse, and the caller asks inspect then. None when `first` holds no definition."""
+    head = lines[first] if 0 <= first < len(lines) else ""
+    base = len(head) - len(head.lstrip())
+    seen_def = False
+    end = first
+    for k in range(first, len(lines)):
+        text = lines[k].strip()
+        if not text or text[0] == "#":
+            continue
+        if len(lines[k]) - len(lines[k].lstrip()) > base or text[0] in ")]}":
+            end = k
+            continue
+        if not seen_def and (text[0] == "@" or text.startswith(("def ", "async "))):
+            seen_def = text[0] != "@"
+            end = k
+            continue
+        break
+    return lines[first:end + 1] if seen_def else None
+
+
 def parse_function(fn) -> Source:
     if getattr(fn, "__name__", None) == "<lambda>":  # a lambda called in a kernel
         from fieldsim.lang.pyfuncs import LambdaSource
         return LambdaSource(fn)
     try:
         return Source(fn)
-    except (OSError, TypeError) as e:
+    except (OSError, TypeError, SyntaxError) as e:
         raise FieldsimSyntaxError(f"cannot read the source of {fn!r}: {e}") from None
 
 
 class Frame:
-    """Name resolution for one (kernel or inlined func) body: block scopes, then Python globals."""
+    """Name resolution for one (kernel or inlined func) body: block scopes (name -> a
+    reference of `frontend_refs`), then the function's closure, globals and Python builtins."""
 
     def __init__(self, fn, source: Source):
         self.fn, self.source = fn, source
@@ -94,24 +187,36 @@ class Frame:
                     self.closure[name] = cell.cell_contents
                 except ValueError:
                     pass
-        self.assigned = _assigned_names(source.node)
         self.ret = None  # ReturnSlot for funcs
 
-    def lookup(self, name):
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return True, scope[name]
-        if name in self.closure:
-            return True, ("static", self.closure[name])
-        if name in self.globals:
-            return True, ("static", self.globals[name])
-        import builtins
-        if hasattr(builtins, name):
-            return True, ("static", getattr(builtins, name))
-        return False, None
+    @property
+    def assigned(self) -> frozenset:
+        return self.source.assigned  # (computed when first asked: most kernels never ask)
 
-    def bind(self, name, binding):
-        self.scopes[-1][name] = binding
+    def lookup(self, name):
+        """The reference `name` resolves to, or None."""
+        for scope in reversed(self.scopes):
+            ref = scope.get(name)
+            if ref is not None:
+                return ref
+        if name in self.closure:
+            return StaticRef(self.closure[name])
+        if name in self.globals:
+            return StaticRef(self.globals[name])
+        if hasattr(builtins, name):
+            return StaticRef(getattr(builtins, name))
+        return None
+
+    def local(self, name):
+        """The reference `name` has in the block scopes (not a global), or None."""
+        for scope in reversed(self.scopes):
+            ref = scope.get(name)
+            if ref is not None:
+                return ref
+        return None
+
+    def bind(self, name, ref):
+        self.scopes[-1][name] = ref
 
 
 class ReturnSlot:
@@ -124,6 +229,61 @@ class ReturnSlot:
         self.rtype = None  # the func's declared return type (values are cast to it)
 
 
+class _Visitors(dict):
+    """AST node type -> the `Frontend` method that visits it: the methods named
+    `<prefix><NodeType>`, filled in once, when the class exists. `kind` names the nodes in
+    errors."""
+
+    def __init__(self, prefix: str, kind: str):
+        super().__init__()
+        self.prefix, self.kind = prefix, kind
+
+    def fill(self, cls):
+        for klass in reversed(cls.__mro__):  # (a subclass's method wins)
+            for attr, method in vars(klass).items():
+                if attr.startswith(self.prefix):
+                    node_type = getattr(ast, attr[len(self.prefix):], None)
+                    if isinstance(node_type, type):
+                        self[node_type] = method
+
+
+_STATEMENTS = _Visitors("stmt_", "statement")
+_EXPRESSIONS = _Visitors("expr_", "expression")
+
+
+def _visit_with(table: _Visitors):
+    """The one dispatch wrapper (`Frontend.stmt`, `Frontend.expr`): runs a node's visitor from
+    `table` with the builder at the node's location. Any error leaves as a FieldsimError located
+    at the innermost node (the Python errors a visitor may raise on bad input become
+    FieldsimSyntaxError). A closure, not a method calling a method: deep nesting (funcs inlined
+    64 deep) must not spend two Python frames per level."""
+    statements = table.kind == "statement"
+
+    def visit(self, node):
+        method = table.get(type(node))
+        if method is None:
+            from fieldsim.lang import kernel_hints  # (errors only: kept out of the first import)
+            raise self._located(FieldsimSyntaxError(kernel_hints.unsupported(node, table.kind)),
+                                node)
+        b = self.b
+        outer, b.loc = b.loc, self.frame.source.loc(node)
+        try:
+            return self.kernel_value(method(self, node))
+        except FieldsimError as err:
+            raise self._located(err, node) from None
+        except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, AttributeError) as err:
+            raise self._located(FieldsimSyntaxError(f"{type(err).__name__}: {err}"), node) from None
+        except RecursionError:  # ArithmeticError above includes OverflowError (10**400)
+            if not statements:  # the statement reports it, with stack to spare
+                raise
+            raise self._located(FieldsimSyntaxError(
+                "this statement's expression is nested too deeply to compile; split it "
+                "into several statements"), node) from None
+        finally:
+            b.loc = outer
+    return visit
+
+
 class Frontend(ExprMixin):
     def __init__(self, fn, rt, name=None, templates=None, arg_types=None, ret=None):
         self.rt = rt
@@ -132,14 +292,12 @@ class Frontend(ExprMixin):
         self.e = Emitter(self.b, rt.default_fp, rt.default_ip)
         self.source = _parse_cached(fn)
         self.frame = Frame(fn, self.source)
-        self.frames = [self.frame]
         self.templates = templates or {}
         self.arg_types = arg_types or {}
         self.ret = ret
         self.depth = 0  # nesting of blocks inside the kernel body
         self.loop_depth = 0
         self.loop_config = {}
-        self.static_loop_depth = 0
         self.static_loops: list = []  # (loop_depth, depth) at each enclosing fs.static loop
         self.inline_stack: list = []
         self.hidden_fields: list = []
@@ -156,11 +314,11 @@ class Frontend(ExprMixin):
                 if isinstance(self.templates.get(a.arg), BoundNdarray):  # fieldsim.lang.ndarray
                     slot, hidden, pos = make_slot(self, a.arg, self.templates[a.arg].spec, pos,
                                                   self.source.loc(a))
-                    self.frame.bind(a.arg, ("static", slot))
+                    self.frame.bind(a.arg, StaticRef(slot))
                     params.extend(hidden)
                     continue
                 if a.arg in self.templates:
-                    self.frame.bind(a.arg, ("static", self.templates[a.arg]))
+                    self.frame.bind(a.arg, StaticRef(self.templates[a.arg]))
                     params.append(Param(a.arg, None, template=True))
                     continue
                 dt = self.arg_types[a.arg]
@@ -175,9 +333,9 @@ class Frontend(ExprMixin):
                 if isinstance(dt, struct.StructType):  # leaves came as scalar arguments
                     value, pos = self._struct_arg(a, dt, params, pos, pos)
                     if a.arg in self.frame.assigned:
-                        self.frame.bind(a.arg, ("struct", struct.declare(self, a.arg, value)))
+                        self.frame.bind(a.arg, StructVar(struct.declare(self, a.arg, value)))
                     else:
-                        self.frame.bind(a.arg, ("val", value))
+                        self.frame.bind(a.arg, ValueRef(value))
                     continue
                 arg = self.b.emit(Op.ARG, dt, attr=pos, loc=self.source.loc(a))
                 self.bind_value(a.arg, arg, self.source.loc(a))
@@ -212,41 +370,14 @@ class Frontend(ExprMixin):
         if name in self.frame.assigned and isinstance(value, (Stmt, MatVal)):
             self.declare(name, value)
         else:
-            self.frame.bind(name, ("val", value) if isinstance(value, (Stmt, MatVal)) else ("static", value))
+            self.frame.bind(name, binding_for(value))
 
     # ---- dispatch with located errors ------------------------------------------------------------
     def loc(self, node) -> Loc:
         return self.frame.source.loc(node)
 
-    def expr(self, node):
-        visit = getattr(self, "expr_" + type(node).__name__, None)
-        if visit is None:
-            raise self._located(FieldsimSyntaxError(kernel_hints.unsupported(node, "expression")),
-                                node)
-        with self.b.at(self.loc(node)):
-            try:
-                return self.kernel_value(visit(node))
-            except FieldsimError as err:
-                raise self._located(err, node) from None
-            except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, AttributeError) as err:
-                raise self._located(FieldsimSyntaxError(f"{type(err).__name__}: {err}"), node) from None
-
-    def stmt(self, node):
-        visit = getattr(self, "stmt_" + type(node).__name__, None)
-        if visit is None:
-            raise self._located(FieldsimSyntaxError(kernel_hints.unsupported(node, "statement")),
-                                node)
-        with self.b.at(self.loc(node)):
-            try:
-                visit(node)
-            except FieldsimError as err:
-                raise self._located(err, node) from None
-            except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, AttributeError) as err:
-                raise self._located(FieldsimSyntaxError(f"{type(err).__name__}: {err}"), node) from None
-            except RecursionError:  # ArithmeticError above includes OverflowError (10**400)
-                raise self._located(FieldsimSyntaxError(
-                    "this statement's expression is nested too deeply to compile; split it "
-                    "into several statements"), node) from None
+    expr = _visit_with(_EXPRESSIONS)  # node -> its frontend value
+    stmt = _visit_with(_STATEMENTS)
 
     def _located(self, err: FieldsimError, node):
         if err.loc is None:
@@ -300,12 +431,13 @@ class Frontend(ExprMixin):
                 var = self.b.alloca(dt)
                 self.b.local_store(var, self.e.value(v, dt))
                 allocas.append(var)
-            self.frame.bind(name, ("mat", MatVal(allocas, value.n, value.m, value.ndim)))
+            self.frame.bind(name, LocalRef(allocas, MatVal(allocas, value.n, value.m, value.ndim),
+                                           name))
             return
         dt = dtype or self.e.dtype_of(value)
         var = self.b.alloca(dt)
         self.b.local_store(var, self.e.value(value, dt))
-        self.frame.bind(name, ("var", var))
+        self.frame.bind(name, LocalRef([var], None, name))
 
     def declare_kernel_variable(self, name, value, dtype=None):
         """A variable at kernel top level lives in a hidden 0-D field (Taichi's global
@@ -319,65 +451,32 @@ class Frontend(ExprMixin):
             dt = dtype or self.e.dtype_of(value)
             hidden = Field(dt, (), f"{self.kernel_name}.{name}", needs_grad=dt.is_float, _role="hidden")
         self.hidden_fields.append(hidden)
-        FieldRef(hidden, [], None).store(self, value)
-        self.frame.bind(name, ("gvar", hidden))
+        ref = FieldRef(hidden, [], None)
+        ref.store(self, value)
+        self.frame.bind(name, ref)
 
     def assign_name(self, name, value, node, annotation=None):
-        found, binding = False, None
-        if name in self.frame.scopes[-1] or any(name in s for s in self.frame.scopes):
-            found, binding = self.frame.lookup(name)
-        if struct.is_struct(value) or (found and binding[0] == "struct"):
-            self.assign_struct(name, value, binding if found else None)
-            return
-        if not found or binding[0] == "static":
-            self._bind_new_name(name, value, node, annotation)
-            return
-        kind, var = binding
-        if kind == "val":
-            raise FieldsimSyntaxError(f"cannot assign to {name!r}: it is a loop index or constant")
-        if kind == "gvar":
-            FieldRef(var, [], None).store(self, value)
-        elif kind == "var":
-            self._store_scalar_var(name, var, value)
+        """`name = value`: stores into the variable the name is in a block scope, else binds it."""
+        ref = self.frame.local(name)
+        if ref is None:
+            self.bind_new(name, value, node, annotation)
         else:
-            self._store_matrix_var(name, var, value)
+            ref.assign(self, name, value, node, annotation)
 
-    def _bind_new_name(self, name, value, node, annotation):
-        """A first assignment (or one over a static name): a kernel variable for a kernel value,
-        a number or an annotated name; a static binding for any other Python object."""
+    def bind_new(self, name, value, node, annotation):
+        """A first assignment (or one over a static name): a struct local for a struct, a kernel
+        variable for a kernel value, a number or an annotated name; a static binding for any
+        other Python object."""
+        if struct.is_struct(value):  # a new struct local holding a copy
+            self.frame.bind(name, StructVar(struct.declare(self, name, value)))
+            return
         # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static)
         literal_bool = isinstance(value, bool) and isinstance(getattr(node, "value", None), ast.Constant)
         if isinstance(value, (Stmt, MatVal)) or (isinstance(value, (int, float)) and not isinstance(value, bool)) \
                 or annotation is not None or literal_bool:
             self.declare(name, value if not isinstance(value, bool) else int(value), annotation)
         else:
-            self.frame.bind(name, ("static", value))
-
-    def _store_scalar_var(self, name, var, value):
-        if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
-            raise FieldsimTypeError(f"cannot assign {describe(value)} to the scalar variable {name!r}")
-        self.b.local_store(var, self.e.value(value, var.dtype))
-
-    def _store_matrix_var(self, name, var, value):
-        if isinstance(value, (list, tuple)):
-            from fieldsim.lang.frontend_expr import to_matval
-            value = to_matval(value)
-        if not isinstance(value, MatVal) or value.shape != var.shape:
-            raise FieldsimTypeError(f"cannot assign {describe(value)} to {name!r}, "
-                                    f"a {'vector' if var.ndim == 1 else 'matrix'} of shape {var.shape}")
-        for slot, v in zip(var.entries, value.entries):
-            self.b.local_store(slot, self.e.value(v, slot.dtype))
-
-    def assign_struct(self, name, value, binding):
-        """`s = <struct>`: a new struct local holding a copy, or a member-wise store into an
-        existing one."""
-        if binding is None or binding[0] == "static":
-            self.frame.bind(name, ("struct", struct.declare(self, name, value)))
-        elif binding[0] == "struct":
-            binding[1].store(self, value)
-        else:
-            raise FieldsimTypeError(f"cannot assign {describe(value)} to {name!r}, which holds "
-                                    "a non-struct value")
+            self.frame.bind(name, StaticRef(value))
 
     # ---- statements -----------------------------------------------------------------------------
     def stmt_Pass(self, node):
@@ -437,8 +536,7 @@ class Frontend(ExprMixin):
         ref.store(self, value)
 
     def stmt_AugAssign(self, node: ast.AugAssign):
-        from fieldsim.lang.frontend_expr import _BINOP_AST
-        op = _BINOP_AST[type(node.op)]
+        op = BINOP_AST[type(node.op)]
         value = self.expr(node.value)
         ref = self.lvalue(node.target)
         if isinstance(ref, FieldRef) and op in ("+", "-"):
@@ -446,7 +544,6 @@ class Frontend(ExprMixin):
             return
         current = ref.load(self)
         if isinstance(current, MatVal):
-            from fieldsim.lang.frontend_expr import to_matval
             value = to_matval(value)
         new = self.e.matmul(current, value) if op == "@" else self.e.binop(op, current, value)
         ref.store(self, new)
@@ -477,29 +574,11 @@ class Frontend(ExprMixin):
             raise FieldsimSyntaxError(f"cannot assign to this expression ({type(node).__name__})")
         return handler(self, node)
 
-    # a name's binding kind -> the reference an assignment to it writes through
-    _NAME_REFS: ClassVar[dict] = {
-        "var": lambda v: LocalRef([v], None),
-        "mat": lambda v: LocalRef(v.entries, v),
-        "gvar": lambda v: FieldRef(v, [], None),
-        "static": lambda v: StaticRef(v),  # (defined below)
-        "struct": lambda v: v,
-    }
-
     def _lvalue_name(self, node: ast.Name):
-        found, binding = self.frame.lookup(node.id)
-        if not found:
+        ref = self.frame.lookup(node.id)
+        if ref is None:
             raise FieldsimSyntaxError(f"name {node.id!r} is not defined")
-        kind, v = binding
-        make = self._NAME_REFS.get(kind)
-        if make is not None:
-            return make(v)
-        if kind == "val" and isinstance(v, struct.StructValue):
-            raise FieldsimSyntaxError(
-                f"cannot assign to a member of {node.id!r}, a struct argument of this func: "
-                f"func arguments are values; copy it first ({node.id}2 = {node.id}), modify "
-                "the copy and return it")
-        raise FieldsimSyntaxError(f"cannot assign to {node.id!r}: it is a loop index or constant")
+        return ref.target(node.id)
 
     def _lvalue_subscript(self, node: ast.Subscript):
         inner = self._lvalue(node.value)
@@ -745,10 +824,10 @@ class Frontend(ExprMixin):
 
     def _bind_loop_indices(self, names, indices, grouped):
         if grouped:  # fs.grouped binds one vector index
-            self.frame.bind(names[0], ("val", MatVal.vector(indices)))
+            self.frame.bind(names[0], ValueRef(MatVal.vector(indices)))
             return
         for name, idx in zip(names, indices):
-            self.frame.bind(name, ("val", idx))
+            self.frame.bind(name, ValueRef(idx))
 
     def field_fill(self, field: Field, value):
         """`x.fill(v)` in a kernel: a loop over every cell (parallel when outermost) storing v."""
@@ -868,15 +947,14 @@ class Frontend(ExprMixin):
         """Binds one unrolled iteration's item (a Python Vector/Matrix keeps its values and
         shape) to the loop's name, or unpacks it over a tuple of names."""
         if isinstance(target, ast.Name):
-            self.frame.bind(target.id, ("val", item) if isinstance(item, (Stmt, MatVal))
-                            else ("static", item))
+            self.frame.bind(target.id, binding_for(item))
             return
         names = [t.id for t in target.elts]
         vals = list(item)
         if len(vals) != len(names):
             raise FieldsimSyntaxError("fs.static loop: cannot unpack the loop item")
         for n_, v in zip(names, vals):
-            self.frame.bind(n_, ("static", v))
+            self.frame.bind(n_, StaticRef(v))
 
     def _unrolled_body(self, body) -> bool:
         """Emits one iteration of an fs.static loop; True when it ended in a break."""
@@ -908,9 +986,9 @@ class Frontend(ExprMixin):
         pairs = list(enumerate(node.args)) + [(kw.arg, kw.value) for kw in node.keywords]
         for key, a in pairs:
             if isinstance(a, ast.Name):
-                found, binding = self.frame.lookup(a.id)
-                if found and binding[0] in ("var", "mat", "gvar"):
-                    refs[key] = binding
+                ref = self.frame.lookup(a.id)
+                if ref is not None and ref.by_reference:
+                    refs[key] = ref
         return refs
 
     def inline_custom_grad(self, func, args, kwargs, node):
@@ -984,14 +1062,12 @@ class Frontend(ExprMixin):
             if not isinstance(value, struct.StructValue):
                 value = func_args.coerce(self, a, value, f"argument {name}", func)
             self._bind_param(frame, name, value)
-        self.frames.append(frame)
         self.frame = frame
         self.inline_stack.append((func, self.loop_depth))
         try:
             self.block(fdef.body)
         finally:
             self.inline_stack.pop()
-            self.frames.pop()
             self.frame = saved_frame
         if ret_slot.direct is not None and ret_slot.direct is not True:
             return ret_slot.direct
@@ -1017,20 +1093,24 @@ class Frontend(ExprMixin):
         reassigned = name in frame.assigned
         if isinstance(value, struct.StructValue):
             if not reassigned:
-                frame.bind(name, ("val", value))
+                frame.bind(name, ValueRef(value))
                 return
             saved_frame, self.frame = self.frame, frame  # a struct argument the func reassigns: its own copy
-            frame.bind(name, ("struct", struct.declare(self, name, value)))
+            frame.bind(name, StructVar(struct.declare(self, name, value)))
             self.frame = saved_frame
         elif isinstance(value, (Stmt, MatVal)):
             if not reassigned:
-                frame.bind(name, ("val", value))
+                frame.bind(name, ValueRef(value))
                 return
             saved_frame, self.frame = self.frame, frame
             self.declare(name, value)
             self.frame = saved_frame
         else:
-            frame.bind(name, ("static", value))
+            frame.bind(name, StaticRef(value))
+
+
+_STATEMENTS.fill(Frontend)
+_EXPRESSIONS.fill(Frontend)
 
 
 class _StaticBreak(Exception):
@@ -1076,184 +1156,11 @@ def _raise_index_count(iterable, names, dims):
                               f"{len(dims)} dimension(s)")
 
 
-class StaticRef:
-    def __init__(self, obj):
-        self.obj = obj
-
-
 class RangeSpec:
+    """`range(a, b)` with runtime bounds, as a kernel for loop iterates it."""
+
     def __init__(self, begin, end):
         self.begin, self.end = begin, end
-
-
-class LocalRef:
-    """An assignable local: one scalar alloca, or the allocas of a local vector/matrix."""
-
-    def __init__(self, allocas, mat: MatVal | None):
-        self.allocas, self.mat = allocas, mat
-
-    def load(self, fe):
-        if self.mat is None:
-            return fe.b.local_load(self.allocas[0])
-        return self.mat.map(fe.b.local_load)
-
-    def store(self, fe, value):
-        from fieldsim.lang.frontend_expr import to_matval
-        value = to_matval(value)
-        if self.mat is None:
-            if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
-                raise FieldsimTypeError(f"cannot assign {describe(value)} to a scalar variable")
-            fe.b.local_store(self.allocas[0], fe.e.value(value, self.allocas[0].dtype))
-            return
-        if not isinstance(value, MatVal) or value.shape != self.mat.shape:
-            raise FieldsimTypeError(f"cannot assign {describe(value)} to a "
-                                    f"{'vector' if self.mat.ndim == 1 else 'matrix'} of shape {self.mat.shape}")
-        for slot, v in zip(self.allocas, value.entries):
-            fe.b.local_store(slot, fe.e.value(v, slot.dtype))
-
-    def component(self, fe, idx):
-        if self.mat is None:
-            raise FieldsimTypeError("cannot index a scalar variable")
-        from fieldsim.lang.frontend_expr import check_index_count
-        check_index_count(self.mat, idx)
-        r = idx[0]
-        c = idx[1] if len(idx) > 1 else 0
-        if isinstance(r, Stmt) or isinstance(c, Stmt):
-            fe.check_dynamic_index(self.mat, r, c)
-            return DynamicLocalRef(self.mat, r, c)
-        if not (0 <= r < self.mat.n and 0 <= c < self.mat.m):
-            raise FieldsimSyntaxError(f"index ({r}, {c}) out of range for shape {self.mat.shape}")
-        return LocalRef([self.mat.at(r, c)], None)
-
-
-class SwizzleRef:
-    """`v.xy = ...`: several components of a local vector or vector field element."""
-
-    def __init__(self, refs):
-        self.refs = refs
-
-    def load(self, fe):
-        return MatVal.vector([r.load(fe) for r in self.refs])
-
-    def store(self, fe, value):
-        from fieldsim.lang.frontend_expr import to_matval
-        value = to_matval(value)
-        if isinstance(value, MatVal):
-            if len(value.entries) != len(self.refs):
-                raise FieldsimTypeError(f"cannot assign {describe(value)} to a swizzle of "
-                                        f"{len(self.refs)} components")
-            values = value.entries
-        else:
-            values = [value] * len(self.refs)
-        for r, v in zip(self.refs, values):
-            r.store(fe, v)
-
-
-class DynamicLocalRef:
-    """`v[i] = x` with a runtime index: every entry is rewritten through a select."""
-
-    def __init__(self, mat: MatVal, r, c):
-        self.mat, self.r, self.c = mat, r, c
-
-    def _flat(self, fe):
-        return fe.e.binop("+", fe.e.binop("*", self.r, self.mat.m), self.c)
-
-    def load(self, fe):
-        idx = [self.r] if self.mat.ndim == 1 else [self.r, self.c]
-        return fe.matval_get(self.mat.map(fe.b.local_load), idx)
-
-    def store(self, fe, value):
-        flat = self._flat(fe)
-        for k, slot in enumerate(self.mat.entries):
-            hit = fe.e.compare("==", flat, k)
-            new = fe.e.select(hit, fe.e.value(value, slot.dtype), fe.b.local_load(slot))
-            fe.b.local_store(slot, fe.e.value(new, slot.dtype))
-
-
-class FieldRef:
-    """An element of a field (all components for a vector/matrix field, or one component)."""
-
-    def __init__(self, field: Field, indices, comp):
-        if isinstance(field, ComponentField):  # a component view: its owner's component
-            field, comp = field.owner, field.comp
-        self.field, self.indices, self.comp = field, indices, comp
-
-    def _targets(self, fe):
-        f = self.field
-        if f.ndim_el == 0:
-            return [self.indices]
-        from fieldsim.lang.frontend_expr import component_indices
-        if isinstance(self.comp, tuple):  # a runtime (row, col) of a matrix element
-            return [self.indices + [fe.e.value(self.comp[0], T.i32), fe.e.value(self.comp[1], T.i32)]]
-        comps = [self.comp] if self.comp is not None else range(f.n * (f.m or 1))
-        return [self.indices + component_indices(fe, f, c) for c in comps]
-
-    def load(self, fe):
-        if self.comp is not None or self.field.ndim_el == 0:
-            return fe.b.load(self.field, self._targets(fe)[0])
-        return fe.load_field(self.field, self.indices)
-
-    def _values(self, fe, value):
-        from fieldsim.lang.frontend_expr import to_matval
-        value = to_matval(value)
-        targets = self._targets(fe)
-        if len(targets) == 1 and (self.comp is not None or self.field.ndim_el == 0):
-            if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
-                raise FieldsimTypeError(f"cannot store {describe(value)} into scalar field "
-                                        f"{self.field.ir_name!r}" if self.field.ndim_el == 0 else
-                                        f"cannot store {describe(value)} into a component of {self.field.ir_name!r}")
-            return targets, [value]
-        shape = self.field.element_shape
-        if not isinstance(value, MatVal):
-            if isinstance(value, (Stmt, numbers.Number)):
-                value = MatVal([value] * len(targets), self.field.n, self.field.m or 1, self.field.ndim_el)
-            else:
-                raise FieldsimTypeError(f"cannot store {describe(value)} into field {self.field.ir_name!r}")
-        if tuple(value.shape) != tuple(shape) and len(value.entries) != len(targets):
-            raise FieldsimTypeError(f"cannot store {describe(value)} into field {self.field.ir_name!r} "
-                                    f"whose elements have shape {shape}")
-        return targets, value.entries
-
-    def store(self, fe, value):
-        targets, values = self._values(fe, value)
-        for idx, v in zip(targets, values):
-            fe.b.store(self.field, idx, fe.e.value(v, self.field.dtype))
-        sparse.activate_kernel(fe, self.field, self.indices)
-
-    def atomic(self, fe, kind, value):
-        targets, values = self._values(fe, value)
-        olds = [fe.b.atomic(kind, self.field, idx, fe.e.value(v, self.field.dtype))
-                for idx, v in zip(targets, values)]
-        sparse.activate_kernel(fe, self.field, self.indices)
-        if len(olds) == 1 and (self.comp is not None or self.field.ndim_el == 0):
-            return olds[0]
-        return MatVal(olds, self.field.n, self.field.m or 1, self.field.ndim_el)
-
-    def component(self, fe, idx):
-        if self.field.ndim_el == 0 or self.comp is not None:
-            raise FieldsimTypeError(f"field {self.field.ir_name!r} elements are scalars")
-        if len(idx) != self.field.ndim_el:
-            raise FieldsimSyntaxError(f"Expected {self.field.ndim_el} indices, got {len(idx)}: the "
-                                      f"elements of field {self.field.ir_name!r} are "
-                                      f"{'vectors' if self.field.ndim_el == 1 else 'matrices'}")
-        if any(isinstance(i, Stmt) for i in idx):
-            r = idx[0]
-            c = idx[1] if len(idx) > 1 else 0
-            m = self.field.m or 1
-            fe.check_dynamic_index(MatVal([0] * (self.field.n * m), self.field.n, m,
-                                          self.field.ndim_el), r, c)
-            if self.field.ndim_el == 2:  # keep (row, col) apart: the access checker reads them as given
-                return FieldRef(self.field, self.indices, (r, c))
-            return FieldRef(self.field, self.indices, r)
-        r = idx[0]
-        c = idx[1] if len(idx) > 1 else 0
-        m = self.field.m or 1
-        if not (isinstance(r, numbers.Integral) and isinstance(c, numbers.Integral)) or \
-                not (0 <= r < self.field.n and 0 <= c < m):
-            raise FieldsimSyntaxError(f"index {tuple(idx) if len(idx) > 1 else idx[0]!r} is out of "
-                                      f"range for the elements of field {self.field.ir_name!r} "
-                                      f"(shape {self.field.element_shape})")
-        return FieldRef(self.field, self.indices, r * m + c)
 
 
 def _assigned_names(fdef) -> set:

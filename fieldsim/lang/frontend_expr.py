@@ -10,13 +10,21 @@ import types
 
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.lang import formatting, kernel_hints, matrix_ops, ops, struct
+from fieldsim.lang import formatting, matrix_ops, ops, struct
 from fieldsim.lang import types as T
-from fieldsim.lang.expr import CMPOPS, MatVal, describe
+from fieldsim.lang.expr import MatVal, describe, is_number
 from fieldsim.lang.field import ComponentField, Field, placed_twin
+from fieldsim.lang.frontend_refs import (
+    FieldRef,
+    StaticRef,
+    binding_for,
+    check_index_count,
+    component_indices,
+    to_matval,
+)
 from fieldsim.lang.matrix import Matrix as PyMatrix
 
-_BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
               ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
               ast.LShift: "<<", ast.RShift: ">>", ast.MatMult: "@"}
 _CMP_AST = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
@@ -41,20 +49,10 @@ class ExprMixin:
 
     # ---- names ----------------------------------------------------------------------------------
     def expr_Name(self, node: ast.Name):
-        found, value = self.frame.lookup(node.id)
-        if found:
-            return self.captured(self.read_binding(value))
-        raise FieldsimNameError(f"name {node.id!r} is not defined")
-
-    def read_binding(self, binding):
-        kind, v = binding
-        if kind == "var":
-            return self.b.local_load(v)
-        if kind == "mat":
-            return v.map(self.b.local_load)
-        if kind == "gvar":
-            return self.load_field(v, [])
-        return v  # "val", "static", and "struct" (a StructLocalRef: members load lazily)
+        ref = self.frame.lookup(node.id)
+        if ref is None:
+            raise FieldsimNameError(f"name {node.id!r} is not defined")
+        return self.captured(ref.load(self))  # (a struct local loads as itself: members lazily)
 
     def captured(self, v):
         """A Python-scope `fs.Vector`/`fs.Matrix` (a global, closure or attribute) used in a
@@ -95,7 +93,7 @@ class ExprMixin:
 
     # ---- operators --------------------------------------------------------------------------------
     def expr_BinOp(self, node: ast.BinOp):
-        op = _BINOP_AST.get(type(node.op))
+        op = BINOP_AST.get(type(node.op))
         a, b = self.expr(node.left), self.expr(node.right)
         a, b = coerce_pair(a, b)
         if op == "@":
@@ -205,7 +203,6 @@ class ExprMixin:
         """`x[i]` with x a vector/matrix field (x a plain name or attribute): its FieldRef, so
         that `x[i][j, k]` and `x[i].y` load one component, not the whole element (the access
         checker then sees exactly what is read). None for anything else."""
-        from fieldsim.lang.frontend import FieldRef
         if not (isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute))):
             return None
         with self.b.at(self.loc(node)):
@@ -373,7 +370,7 @@ class ExprMixin:
 
     def bind_comprehension_target(self, target, v):
         if isinstance(target, ast.Name):
-            self.frame.bind(target.id, ("val", v) if isinstance(v, (Stmt, MatVal)) else ("static", v))
+            self.frame.bind(target.id, binding_for(v))
             return
         if isinstance(target, (ast.Tuple, ast.List)):
             vals = v.entries if isinstance(v, MatVal) else list(v)
@@ -465,7 +462,6 @@ class ExprMixin:
         if not (isinstance(func, ast.Attribute) and func.attr == "fill" and len(node.args) == 1
                 and not node.keywords):
             return None
-        from fieldsim.lang.frontend import StaticRef
         try:
             ref = self._lvalue(func.value)
         except FieldsimError:
@@ -618,42 +614,11 @@ class ExprMixin:
             if isinstance(fn, types.FunctionType):  # as Taichi runs it on its values: inlined
                 from fieldsim.lang.kernel import Func
                 return self.inline_func(Func(fn), args, kwargs, None)
+            from fieldsim.lang import kernel_hints  # (errors only: kept out of the first import)
             name = getattr(fn, "__name__", repr(fn))
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
                                       + kernel_hints.python_call_hint(fn))
         return fn(*args, **kwargs)
-
-
-def component_indices(fe, field, flat) -> list:
-    """IR indices of component `flat` (row-major) of a vector (one index) or matrix (two)."""
-    if field.ndim_el == 1:
-        return [fe.e.value(flat, T.i32)]
-    m = field.m
-    if isinstance(flat, Stmt):
-        return [fe.e.value(fe.e.binop("//", flat, m), T.i32), fe.e.value(fe.e.binop("%", flat, m), T.i32)]
-    return [fe.b.const(flat // m, T.i32), fe.b.const(flat % m, T.i32)]
-
-
-def check_index_count(m: MatVal, idx: list):
-    """As Taichi: a vector takes exactly one index and a matrix exactly two."""
-    if len(idx) != m.ndim:
-        raise FieldsimSyntaxError(f"Expected {m.ndim} indices, got {len(idx)}: {describe(m)} "
-                                  f"is indexed as {'v[i]' if m.ndim == 1 else 'm[i, j]'}")
-
-
-def to_matval(v):
-    """A list/tuple of kernel scalars (or of rows) as a vector (or matrix), as Taichi reads
-    `x[i] = [0, 0]` and `v + (1, 2)`; anything else unchanged."""
-    if not isinstance(v, (list, tuple)) or not v:
-        return v
-    if all(isinstance(e, (Stmt, numbers.Number)) for e in v):
-        return MatVal.vector(list(v))
-    if all(isinstance(r, (list, tuple, MatVal)) for r in v):
-        rows = [list(r.entries) if isinstance(r, MatVal) else list(r) for r in v]
-        if all(len(r) == len(rows[0]) for r in rows) and rows[0] and \
-                all(isinstance(e, (Stmt, numbers.Number)) for r in rows for e in r):
-            return MatVal.rows(rows)
-    return v
 
 
 def coerce_pair(a, b):
@@ -703,7 +668,7 @@ def _has_kernel_value(v) -> bool:
 
 
 def _is_value(v) -> bool:
-    return isinstance(v, (Stmt, MatVal, numbers.Number))
+    return isinstance(v, (Stmt, MatVal)) or is_number(v)
 
 
 def _hashable(v) -> bool:
@@ -792,7 +757,3 @@ def _static_range(args):
             raise FieldsimSyntaxError("range() with runtime bounds takes (end) or (begin, end)")
         return RangeSpec(0, args[0]) if len(args) == 1 else RangeSpec(args[0], args[1])
     return range(*args)
-
-
-def is_cmp(op):
-    return op in CMPOPS

@@ -381,7 +381,7 @@ def _k_activate(fe, call, args, kw):
 def _zero_loop(fe, fld, base, ext):
     """A serial loop storing 0 into `fld` at base + every offset in the box `ext`."""
     from fieldsim.ir.ir import ForInfo
-    from fieldsim.lang.frontend import FieldRef
+    from fieldsim.lang.frontend_refs import FieldRef
     total = 1
     for e in ext:
         total *= e
@@ -426,7 +426,7 @@ def _k_deactivate(fe, call, args, kw):
 
 
 def _k_append(fe, call, args, kw):
-    from fieldsim.lang.frontend import FieldRef
+    from fieldsim.lang.frontend_refs import FieldRef
     node, value = args[0], args[2]
     _check_sparse(node, "append")
     if node.kind != DYNAMIC:

@@ -488,7 +488,8 @@ class StructVal(StructValue):
 
 
 class StructLocalRef(StructValue):
-    """A struct local variable: one local (or, at kernel top level, hidden 0-D field) per member."""
+    """A struct local variable: one local (or, at kernel top level, hidden 0-D field) per
+    member, each a frontend reference (`frontend_refs`) or a nested StructLocalRef."""
 
     def __init__(self, stype, bindings: dict):
         self.stype, self.bindings = stype, bindings
@@ -498,19 +499,10 @@ class StructLocalRef(StructValue):
 
     def member(self, fe, name):
         b = self.bindings[name]
-        return b if isinstance(b, StructLocalRef) else fe.read_binding(b)
+        return b if isinstance(b, StructLocalRef) else b.load(fe)  # a nested one: lazily
 
     def member_ref(self, fe, name):
-        from fieldsim.lang.frontend import FieldRef, LocalRef
-        b = self.bindings[name]
-        if isinstance(b, StructLocalRef):
-            return b
-        kind, v = b
-        if kind == "var":
-            return LocalRef([v], None)
-        if kind == "mat":
-            return LocalRef(v.entries, v)
-        return FieldRef(v, [], None)  # "gvar": a kernel top-level variable
+        return self.bindings[name]
 
     def store(self, fe, value):
         _store_members(fe, self, value)
@@ -533,7 +525,7 @@ class StructFieldRef(StructValue):
         return fe.load_field(m, list(self.indices))
 
     def member_ref(self, fe, name):
-        from fieldsim.lang.frontend import FieldRef
+        from fieldsim.lang.frontend_refs import FieldRef
         m = self.sfield.members[name]
         if isinstance(m, StructField):
             return StructFieldRef(m, self.indices)

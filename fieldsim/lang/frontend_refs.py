@@ -1,0 +1,331 @@
+"""What a name or an assignment target refers to in a kernel: the frontend's references.
+
+Every binding in a frontend block scope is one of these objects, and every assignable
+expression (`x`, `x[i]`, `v.xy`, `s.a`) resolves to one, so the frontend never switches on a
+binding's kind: it calls the reference. Each takes the `Frontend` it emits through (`fe`) and
+frontend values (Python numbers, `Stmt`, `MatVal`, Python objects).
+
+    StaticRef        a compile-time Python object (a template argument, a global, a number a
+                     Python-scope name holds): loads as itself; `name = v` rebinds the name
+    ValueRef         a kernel value that is not a variable (a loop index, a func argument the
+                     func does not reassign): loads as itself; cannot be assigned
+    LocalRef         a local variable: one alloca, or the allocas of a local vector/matrix
+    FieldRef         a field element; a kernel top-level variable is the element of a hidden
+                     0-D field (Taichi's global temporaries)
+    StructVar        a struct local (`struct.StructLocalRef`, whose members are references
+                     of these kinds): loads as the struct local itself, members lazily
+    SwizzleRef, DynamicLocalRef   assignment targets only (`v.xy = ...`, `v[i] = ...` with a
+                     runtime `i`)
+
+The protocol: `load(fe)` returns the value (emitting the loads it needs); `store(fe, value)`
+writes through an assignment target; `assign(fe, name, value, node, annotation)` is the
+statement `name = value` for a name already bound in a block scope; `target(name)` is what an
+assignment through the name (`name += v`, `name[i] = v`, `fs.atomic_add(name, v)`) writes
+through; `by_reference` says whether a func's `ti.template()`/`ti.ref` parameter may alias it
+(variables only). A value a reference cannot hold raises FieldsimTypeError naming the variable
+or field before anything is stored.
+"""
+from __future__ import annotations
+
+import numbers
+
+from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
+from fieldsim.ir.ir import Stmt
+from fieldsim.lang import sparse, struct
+from fieldsim.lang import types as T
+from fieldsim.lang.expr import MatVal, describe
+from fieldsim.lang.field import ComponentField, Field
+
+
+class Ref:
+    """The defaults of the protocol in the module docstring."""
+
+    __slots__ = ()
+    by_reference = False
+
+    def target(self, name):
+        return self
+
+    def assign(self, fe, name, value, node, annotation):
+        if struct.is_struct(value):
+            raise FieldsimTypeError(f"cannot assign {describe(value)} to {name!r}, which holds "
+                                    "a non-struct value")
+        self.store(fe, value)
+
+
+class StaticRef(Ref):
+    """A compile-time Python object."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def load(self, fe):
+        return self.obj
+
+    def assign(self, fe, name, value, node, annotation):
+        fe.bind_new(name, value, node, annotation)  # a new binding shadows the object
+
+
+class ValueRef(Ref):
+    """A kernel value bound to a name that is not a variable."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def load(self, fe):
+        return self.value
+
+    def target(self, name):
+        if isinstance(self.value, struct.StructValue):
+            raise FieldsimSyntaxError(
+                f"cannot assign to a member of {name!r}, a struct argument of this func: "
+                f"func arguments are values; copy it first ({name}2 = {name}), modify "
+                "the copy and return it")
+        raise _not_a_variable(name)
+
+    def assign(self, fe, name, value, node, annotation):
+        if struct.is_struct(value):
+            super().assign(fe, name, value, node, annotation)
+        raise _not_a_variable(name)
+
+
+def _not_a_variable(name):
+    return FieldsimSyntaxError(f"cannot assign to {name!r}: it is a loop index or constant")
+
+
+class StructVar(Ref):
+    """A name bound to a struct local."""
+
+    __slots__ = ("local",)
+
+    def __init__(self, local: struct.StructLocalRef):
+        self.local = local
+
+    def load(self, fe):
+        return self.local
+
+    def target(self, name):
+        return self.local
+
+    def assign(self, fe, name, value, node, annotation):
+        self.local.store(fe, value)  # member-wise
+
+
+def binding_for(value) -> Ref:
+    """A name bound to `value` without a variable: a kernel value or a Python object."""
+    return ValueRef(value) if isinstance(value, (Stmt, MatVal)) else StaticRef(value)
+
+
+class LocalRef(Ref):
+    """An assignable local: one scalar alloca, or the allocas of a local vector/matrix.
+    `name` (the variable's, when it is one) makes the errors name it."""
+
+    __slots__ = ("allocas", "mat", "name")
+    by_reference = True
+
+    def __init__(self, allocas, mat: MatVal | None, name: str | None = None):
+        self.allocas, self.mat, self.name = allocas, mat, name
+
+    def load(self, fe):
+        if self.mat is None:
+            return fe.b.local_load(self.allocas[0])
+        return self.mat.map(fe.b.local_load)
+
+    def store(self, fe, value):
+        if self.mat is None:
+            if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
+                what = f"the scalar variable {self.name!r}" if self.name else "a scalar variable"
+                raise FieldsimTypeError(f"cannot assign {describe(value)} to {what}")
+            fe.b.local_store(self.allocas[0], fe.e.value(value, self.allocas[0].dtype))
+            return
+        value = to_matval(value)
+        if not isinstance(value, MatVal) or value.shape != self.mat.shape:
+            kind = "vector" if self.mat.ndim == 1 else "matrix"
+            what = f"{self.name!r}, a {kind}" if self.name else f"a {kind}"
+            raise FieldsimTypeError(f"cannot assign {describe(value)} to {what} of shape "
+                                    f"{self.mat.shape}")
+        for slot, v in zip(self.allocas, value.entries):
+            fe.b.local_store(slot, fe.e.value(v, slot.dtype))
+
+    def component(self, fe, idx):
+        if self.mat is None:
+            raise FieldsimTypeError("cannot index a scalar variable")
+        check_index_count(self.mat, idx)
+        r = idx[0]
+        c = idx[1] if len(idx) > 1 else 0
+        if isinstance(r, Stmt) or isinstance(c, Stmt):
+            fe.check_dynamic_index(self.mat, r, c)
+            return DynamicLocalRef(self.mat, r, c)
+        if not (0 <= r < self.mat.n and 0 <= c < self.mat.m):
+            raise FieldsimSyntaxError(f"index ({r}, {c}) out of range for shape {self.mat.shape}")
+        return LocalRef([self.mat.at(r, c)], None)
+
+
+class SwizzleRef(Ref):
+    """`v.xy = ...`: several components of a local vector or vector field element."""
+
+    __slots__ = ("refs",)
+
+    def __init__(self, refs):
+        self.refs = refs
+
+    def load(self, fe):
+        return MatVal.vector([r.load(fe) for r in self.refs])
+
+    def store(self, fe, value):
+        value = to_matval(value)
+        if isinstance(value, MatVal):
+            if len(value.entries) != len(self.refs):
+                raise FieldsimTypeError(f"cannot assign {describe(value)} to a swizzle of "
+                                        f"{len(self.refs)} components")
+            values = value.entries
+        else:
+            values = [value] * len(self.refs)
+        for r, v in zip(self.refs, values):
+            r.store(fe, v)
+
+
+class DynamicLocalRef(Ref):
+    """`v[i] = x` with a runtime index: every entry is rewritten through a select."""
+
+    __slots__ = ("c", "mat", "r")
+
+    def __init__(self, mat: MatVal, r, c):
+        self.mat, self.r, self.c = mat, r, c
+
+    def _flat(self, fe):
+        return fe.e.binop("+", fe.e.binop("*", self.r, self.mat.m), self.c)
+
+    def load(self, fe):
+        idx = [self.r] if self.mat.ndim == 1 else [self.r, self.c]
+        return fe.matval_get(self.mat.map(fe.b.local_load), idx)
+
+    def store(self, fe, value):
+        flat = self._flat(fe)
+        for k, slot in enumerate(self.mat.entries):
+            hit = fe.e.compare("==", flat, k)
+            new = fe.e.select(hit, fe.e.value(value, slot.dtype), fe.b.local_load(slot))
+            fe.b.local_store(slot, fe.e.value(new, slot.dtype))
+
+
+class FieldRef(Ref):
+    """An element of a field (all components for a vector/matrix field, or one component)."""
+
+    __slots__ = ("comp", "field", "indices")
+    by_reference = True  # (as a binding: a kernel top-level variable)
+
+    def __init__(self, field: Field, indices, comp):
+        if isinstance(field, ComponentField):  # a component view: its owner's component
+            field, comp = field.owner, field.comp
+        self.field, self.indices, self.comp = field, indices, comp
+
+    def _targets(self, fe):
+        f = self.field
+        if f.ndim_el == 0:
+            return [self.indices]
+        if isinstance(self.comp, tuple):  # a runtime (row, col) of a matrix element
+            return [self.indices + [fe.e.value(self.comp[0], T.i32), fe.e.value(self.comp[1], T.i32)]]
+        comps = [self.comp] if self.comp is not None else range(f.n * (f.m or 1))
+        return [self.indices + component_indices(fe, f, c) for c in comps]
+
+    def load(self, fe):
+        if self.comp is not None or self.field.ndim_el == 0:
+            return fe.b.load(self.field, self._targets(fe)[0])
+        return fe.load_field(self.field, self.indices)
+
+    def _values(self, fe, value):
+        value = to_matval(value)
+        targets = self._targets(fe)
+        if len(targets) == 1 and (self.comp is not None or self.field.ndim_el == 0):
+            if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
+                raise FieldsimTypeError(f"cannot store {describe(value)} into scalar field "
+                                        f"{self.field.ir_name!r}" if self.field.ndim_el == 0 else
+                                        f"cannot store {describe(value)} into a component of {self.field.ir_name!r}")
+            return targets, [value]
+        shape = self.field.element_shape
+        if not isinstance(value, MatVal):
+            if isinstance(value, (Stmt, numbers.Number)):
+                value = MatVal([value] * len(targets), self.field.n, self.field.m or 1, self.field.ndim_el)
+            else:
+                raise FieldsimTypeError(f"cannot store {describe(value)} into field {self.field.ir_name!r}")
+        if tuple(value.shape) != tuple(shape) and len(value.entries) != len(targets):
+            raise FieldsimTypeError(f"cannot store {describe(value)} into field {self.field.ir_name!r} "
+                                    f"whose elements have shape {shape}")
+        return targets, value.entries
+
+    def store(self, fe, value):
+        targets, values = self._values(fe, value)
+        for idx, v in zip(targets, values):
+            fe.b.store(self.field, idx, fe.e.value(v, self.field.dtype))
+        sparse.activate_kernel(fe, self.field, self.indices)
+
+    def atomic(self, fe, kind, value):
+        targets, values = self._values(fe, value)
+        olds = [fe.b.atomic(kind, self.field, idx, fe.e.value(v, self.field.dtype))
+                for idx, v in zip(targets, values)]
+        sparse.activate_kernel(fe, self.field, self.indices)
+        if len(olds) == 1 and (self.comp is not None or self.field.ndim_el == 0):
+            return olds[0]
+        return MatVal(olds, self.field.n, self.field.m or 1, self.field.ndim_el)
+
+    def component(self, fe, idx):
+        if self.field.ndim_el == 0 or self.comp is not None:
+            raise FieldsimTypeError(f"field {self.field.ir_name!r} elements are scalars")
+        if len(idx) != self.field.ndim_el:
+            raise FieldsimSyntaxError(f"Expected {self.field.ndim_el} indices, got {len(idx)}: the "
+                                      f"elements of field {self.field.ir_name!r} are "
+                                      f"{'vectors' if self.field.ndim_el == 1 else 'matrices'}")
+        if any(isinstance(i, Stmt) for i in idx):
+            r = idx[0]
+            c = idx[1] if len(idx) > 1 else 0
+            m = self.field.m or 1
+            fe.check_dynamic_index(MatVal([0] * (self.field.n * m), self.field.n, m,
+                                          self.field.ndim_el), r, c)
+            if self.field.ndim_el == 2:  # keep (row, col) apart: the access checker reads them as given
+                return FieldRef(self.field, self.indices, (r, c))
+            return FieldRef(self.field, self.indices, r)
+        r = idx[0]
+        c = idx[1] if len(idx) > 1 else 0
+        m = self.field.m or 1
+        if not (isinstance(r, numbers.Integral) and isinstance(c, numbers.Integral)) or \
+                not (0 <= r < self.field.n and 0 <= c < m):
+            raise FieldsimSyntaxError(f"index {tuple(idx) if len(idx) > 1 else idx[0]!r} is out of "
+                                      f"range for the elements of field {self.field.ir_name!r} "
+                                      f"(shape {self.field.element_shape})")
+        return FieldRef(self.field, self.indices, r * m + c)
+
+
+def component_indices(fe, field, flat) -> list:
+    """IR indices of component `flat` (row-major) of a vector (one index) or matrix (two)."""
+    if field.ndim_el == 1:
+        return [fe.e.value(flat, T.i32)]
+    m = field.m
+    if isinstance(flat, Stmt):
+        return [fe.e.value(fe.e.binop("//", flat, m), T.i32), fe.e.value(fe.e.binop("%", flat, m), T.i32)]
+    return [fe.b.const(flat // m, T.i32), fe.b.const(flat % m, T.i32)]
+
+
+def check_index_count(m: MatVal, idx: list):
+    """As Taichi: a vector takes exactly one index and a matrix exactly two."""
+    if len(idx) != m.ndim:
+        raise FieldsimSyntaxError(f"Expected {m.ndim} indices, got {len(idx)}: {describe(m)} "
+                                  f"is indexed as {'v[i]' if m.ndim == 1 else 'm[i, j]'}")
+
+
+def to_matval(v):
+    """A list/tuple of kernel scalars (or of rows) as a vector (or matrix), as Taichi reads
+    `x[i] = [0, 0]` and `v + (1, 2)`; anything else unchanged."""
+    if not isinstance(v, (list, tuple)) or not v:
+        return v
+    if all(isinstance(e, (Stmt, numbers.Number)) for e in v):
+        return MatVal.vector(list(v))
+    if all(isinstance(r, (list, tuple, MatVal)) for r in v):
+        rows = [list(r.entries) if isinstance(r, MatVal) else list(r) for r in v]
+        if all(len(r) == len(rows[0]) for r in rows) and rows[0] and \
+                all(isinstance(e, (Stmt, numbers.Number)) for r in rows for e in r):
+            return MatVal.rows(rows)
+    return v
