@@ -100,7 +100,8 @@ class CpuBackend:
         # does not depend on compile order and a cached object always defines the symbols
         # looked up below. The same IR compiled twice shares one loaded object.
         placeholder = f"fs_{safe_symbol(kernel.name)}_SYMBOL"
-        module, info = lower_kernel(kernel, placeholder, self.target, rt.debug)
+        # fast-math changes the IR text (flags on float ops), hence the symbol and cache key
+        module, info = lower_kernel(kernel, placeholder, self.target, rt.debug, rt.fast_math)
         text = str(module)
         symbol = f"fs_{safe_symbol(kernel.name)}_{hashlib.sha256(text.encode()).hexdigest()[:20]}"
         text = text.replace(placeholder, symbol)

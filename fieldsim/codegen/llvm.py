@@ -19,6 +19,13 @@ from dataclasses import dataclass
 from llvmlite import ir as L
 
 from fieldsim.codegen.demote import owned_atomics
+from fieldsim.codegen.loopnest import (
+    NdSplit,
+    if_convertible,
+    ndrange_split,
+    speculable_loads,
+    written_fields,
+)
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
@@ -33,6 +40,10 @@ ERR_INTERRUPTED = 4  # the launch's interrupt word (err[ERR_WORD_STOP]) was set:
 ERR_WORD_STOP = 3  # err[3]: set by the host to stop a running launch; polled by `while` loops
 
 I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
+# LLVM fast-math flags of float ops under `fs.init(fast_math=True)`: reassociation (so float
+# reductions vectorize), contraction (mul+add -> FMA), no signed zeros, reciprocals and
+# approximate functions. Not nnan/ninf: programs test isnan/isinf, and LLVM would fold those.
+FAST_MATH_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
 PTR = L.PointerType()
 _LL = {}
 
@@ -139,8 +150,9 @@ class KernelInfo:
 
 
 class Codegen:
-    def __init__(self, kernel: Kernel, symbol: str, target: Target, debug=False):
+    def __init__(self, kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
         self.k, self.target, self.debug = kernel, target, debug
+        self.fmf = FAST_MATH_FLAGS if fast_math else ()  # the flags every float op carries
         self.module = L.Module(name=symbol)
         if target.triple:
             self.module.triple = target.triple
@@ -175,6 +187,12 @@ class TaskLowering:
         self.stacks: dict[int, tuple] = {}
         self.reductions: dict[int, tuple] = {}
         self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
+        self.fmf = cg.fmf
+        self.preset: dict[int, L.Value] = {}  # statements whose value the loop nest computed
+        self.ranges: dict = {}  # index ranges known in a nested ndrange loop (loopnest)
+        self.written: set | None = None  # ids of the fields the task writes (made on demand)
+        self.pred = None  # i1: the predicate of if-converted code (None: not predicated)
+        self.pred_locals: set = set()  # ids of allocas made inside if-converted code
 
     # ---- context words ------------------------------------------------------------------------
     def ctx_word(self, k, ty=I64):
@@ -209,6 +227,9 @@ class TaskLowering:
     def stmt(self, s: Stmt):
         if self.b.block.is_terminated:
             self.b.position_at_end(self.fn.append_basic_block("dead"))
+        if id(s) in self.preset:
+            self.vals[id(s)] = self.preset[id(s)]
+            return
         handler = getattr(self, "op_" + s.op.name.lower(), None)
         if handler is not None:
             v = handler(s)
@@ -263,10 +284,18 @@ class TaskLowering:
         acc, _ = self.reductions[id(s)]
         b, v = self.b, self.v(s.value)
         cur = b.load(acc, typ=v.type)
+        add = s.attr[1] == "add"
+        if self.pred is not None:
+            # if-converted: where the predicate fails, add -0.0 (or subtract +0.0), which
+            # leaves every value as it is. (Selecting between cur+v and cur is not a pattern
+            # LLVM's vectorizer takes as a reduction without full fast-math.)
+            zero = L.Constant(v.type, -0.0 if add else 0.0) if s.field.dtype.is_float else \
+                L.Constant(v.type, 0)
+            v = b.select(self.pred, v, zero)
         if s.field.dtype.is_float:
-            new = b.fadd(cur, v) if s.attr[1] == "add" else b.fsub(cur, v)
+            new = b.fadd(cur, v, flags=self.fmf) if add else b.fsub(cur, v, flags=self.fmf)
         else:
-            new = b.add(cur, v) if s.attr[1] == "add" else b.sub(cur, v)
+            new = b.add(cur, v) if add else b.sub(cur, v)
         b.store(new, acc)
         return L.Constant(v.type, 0)
 
@@ -277,11 +306,86 @@ class TaskLowering:
         begin, end = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         if s.attr.parallel:
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
+            split = ndrange_split(s)
+            if split is not None and isinstance(step, L.Constant) and step.constant == 1:
+                self.nested_for(s, lo, hi, split)
+                self.flush_reductions()
+                return
         else:
             lo, hi, step = begin, end, None
         # an adjoint's serialized loop (attr.reverse) runs from end-1 down to begin
         self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse)
         self.flush_reductions()
+
+    def nested_for(self, s: Stmt, lo, hi, split: NdSplit):
+        """A worker's chunk [lo, hi) of a flattened ndrange loop as `for q: for r:` with
+        lin = q*c + r (fieldsim.codegen.loopnest): the inner loop has a plain induction
+        variable, so LLVM can vectorize it, and q's index expressions are computed once per row."""
+        b, c = self.b, split.c
+        cc = L.Constant(I64, c)
+        self.ranges = split.ranges
+        q_lo = b.sdiv(lo, cc)  # lo >= 0 (ndrange_split checked the begin)
+        q_hi = b.sdiv(b.add(hi, L.Constant(I64, c - 1)), cc)
+        ity = ll_type(s.dtype)
+
+        def row(q):
+            base = b.mul(q, cc, flags=("nsw",))
+            qv = q if ity.width == 64 else b.trunc(q, ity)
+            for sid, (kind, k) in split.uses.items():
+                if kind == "q":
+                    self.preset[sid] = qv if k == 1 else b.sdiv(qv, L.Constant(ity, k))
+            r_lo = b.sub(lo, base)
+            r_lo = b.select(b.icmp_signed("<", r_lo, L.Constant(I64, 0)), L.Constant(I64, 0), r_lo)
+            r_hi = b.sub(hi, base)
+            r_hi = b.select(b.icmp_signed("<", r_hi, cc), r_hi, cc)
+            # the inner index in the loop's own type: r < c fits, and index arithmetic
+            # (sext to i64 for addresses) stays affine for the vectorizer
+            self.plain_loop(self.cast_int(r_lo, ity), self.cast_int(r_hi, ity),
+                            lambda r: self.cell(s, split, q, qv, base, r, ity))
+        self.plain_loop(q_lo, q_hi, row)
+
+    def cell(self, s: Stmt, split: NdSplit, q, qv, base, r, ity):
+        """One iteration of a nested ndrange loop: the body at lin = q*c + r."""
+        b = self.b
+        r64 = r if ity.width == 64 else b.sext(r, I64)
+        lin = b.add(base, r64, flags=("nsw",))
+        self.vals[id(s)] = lin if ity.width == 64 else b.trunc(lin, ity)
+        for sid, (kind, k) in split.uses.items():
+            if kind == "r":
+                self.preset[sid] = r if k == 1 else b.add(
+                    b.mul(b.srem(qv, L.Constant(ity, k)), L.Constant(ity, split.c), flags=("nsw",)),
+                    r, flags=("nsw",))
+        self.tid = lin
+        b.store(L.Constant(I64, 0), self.rng_counter)
+        self.block(s.body)
+
+    def cast_int(self, v, ty):
+        return v if v.type == ty else self.b.trunc(v, ty)
+
+    def plain_loop(self, lo, hi, body):
+        """`for i in range(lo, hi): body(i)` with an `nsw` increment (LLVM then knows the index
+        does not wrap); `continue` in the body goes to the increment."""
+        b = self.b
+        idx = self.alloca_b.alloca(lo.type, name="n")
+        b.store(lo, idx)
+        cond_bb = self.fn.append_basic_block("nest.cond")
+        body_bb = self.fn.append_basic_block("nest.body")
+        step_bb = self.fn.append_basic_block("nest.step")
+        exit_bb = self.fn.append_basic_block("nest.exit")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(idx, typ=lo.type)
+        b.cbranch(b.icmp_signed("<", i, hi), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        self.loops.append((step_bb, exit_bb))
+        body(i)
+        self.loops.pop()
+        if not self.b.block.is_terminated:
+            self.b.branch(step_bb)
+        b.position_at_end(step_bb)
+        b.store(b.add(b.load(idx, typ=lo.type), L.Constant(lo.type, 1), flags=("nsw",)), idx)
+        b.branch(cond_bb)
+        b.position_at_end(exit_bb)
 
     def as_i64(self, a: Stmt):
         """A loop bound as i64 (sign-extended from i32; i64 bounds as they are)."""
@@ -349,8 +453,25 @@ class TaskLowering:
             b.ret_void()
         # (if_then continues in a fresh block after the early return)
 
+    def speculate_loads(self, s: Stmt):
+        """Loads of an `if` that are in bounds whatever the condition, done before the branch
+        (fieldsim.codegen.loopnest.speculable_loads): the `if` then if-converts to selects."""
+        if self.written is None:
+            self.written = written_fields(self.task)
+        for st in speculable_loads(s, self.ranges, self.written):
+            for ix in st.indices:
+                if ix.op == Op.CONST and id(ix) not in self.vals:
+                    self.vals[id(ix)] = self.op_const(ix)
+            self.preset[id(st)] = self.op_load(st)
+
     def op_if(self, s: Stmt):
         b = self.b
+        if self.pred is not None:
+            return self.predicated_if(s)
+        if self.ranges and not self.cg.debug:
+            self.speculate_loads(s)
+            if if_convertible(s, set(self.preset), set(self.reductions)):
+                return self.predicated_if(s)
         cond = b.icmp_signed("!=", self.v(s.args[0]), L.Constant(self.v(s.args[0]).type, 0))
         then_bb = self.fn.append_basic_block("if.then")
         else_bb = self.fn.append_basic_block("if.else")
@@ -362,6 +483,23 @@ class TaskLowering:
             if not self.b.block.is_terminated:
                 self.b.branch(merge_bb)
         self.b.position_at_end(merge_bb)
+
+    def predicated_if(self, s: Stmt):
+        """An if-convertible `if` (fieldsim.codegen.loopnest.if_convertible) as straight-line
+        code: both blocks run, their local stores and reductions guarded by selects, so LLVM
+        vectorizes the loop around it without masked loads."""
+        b = self.b
+        c = self.v(s.args[0])
+        cond = b.icmp_signed("!=", c, L.Constant(c.type, 0))
+        outer = self.pred
+        for blk, p in ((s.blocks[0], cond), (s.blocks[1], b.not_(cond))):
+            if not blk:
+                continue
+            self.pred = p if outer is None else b.and_(outer, p)
+            self.block(blk)
+        self.pred = outer
+        if outer is None:
+            self.pred_locals = set()
 
     def op_stop_grad(self, s):  # a marker for the AD passes only
         return None
@@ -421,13 +559,18 @@ class TaskLowering:
         ty = ll_type(s.dtype)
         slot = self.alloca_b.alloca(ty)
         self.b.store(L.Constant(ty, 0), slot)
+        if self.pred is not None:
+            self.pred_locals.add(id(s))  # private to the predicated block: no guard needed
         return slot
 
     def op_local_load(self, s: Stmt):
         return self.b.load(self.v(s.args[0]), typ=ll_type(s.dtype))
 
     def op_local_store(self, s: Stmt):
-        self.b.store(self.v(s.args[1]), self.v(s.args[0]))
+        v, slot = self.v(s.args[1]), self.v(s.args[0])
+        if self.pred is not None and id(s.args[0]) not in self.pred_locals:
+            v = self.b.select(self.pred, v, self.b.load(slot, typ=v.type))
+        self.b.store(v, slot)
 
     # ---- global memory -------------------------------------------------------------------------
     def arg_word(self, pos):
@@ -533,7 +676,7 @@ class TaskLowering:
         b = self.b
         old = b.load(ptr, typ=ll_type(dt))
         if dt.is_float:
-            new = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[kind](old, val)
+            new = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[kind](old, val, flags=self.fmf)
         else:
             new = {"add": b.add, "sub": b.sub, "mul": b.mul}[kind](old, val)
         b.store(new, ptr)
@@ -673,5 +816,5 @@ def _mix64(b, z):
     return b.xor(z, b.lshr(z, L.Constant(I64, 31)))
 
 
-def lower_kernel(kernel: Kernel, symbol: str, target: Target, debug=False):
-    return Codegen(kernel, symbol, target, debug).run()
+def lower_kernel(kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
+    return Codegen(kernel, symbol, target, debug, fast_math).run()
