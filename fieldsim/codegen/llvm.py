@@ -19,13 +19,8 @@ from dataclasses import dataclass
 from llvmlite import ir as L
 
 from fieldsim.codegen.demote import owned_atomics
-from fieldsim.codegen.loopnest import (
-    NdSplit,
-    if_convertible,
-    ndrange_split,
-    speculable_loads,
-    written_fields,
-)
+from fieldsim.codegen.llvm_nest import NestLowering
+from fieldsim.codegen.loopnest import if_convertible, ndrange_split
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
@@ -169,7 +164,7 @@ class Codegen:
         return self.module, self.info
 
 
-class TaskLowering:
+class TaskLowering(NestLowering):
     """Lowers one task into one LLVM function."""
 
     def __init__(self, cg: Codegen, task: Stmt, name: str):
@@ -193,6 +188,8 @@ class TaskLowering:
         self.written: set | None = None  # ids of the fields the task writes (made on demand)
         self.pred = None  # i1: the predicate of if-converted code (None: not predicated)
         self.pred_locals: set = set()  # ids of allocas made inside if-converted code
+        self.nest_acc: dict = {}  # id(atomic) -> a nest's row/column accumulator (llvm_nest)
+        self.nest_r = None  # the current r of a nest (i64), indexing column accumulators
 
     # ---- context words ------------------------------------------------------------------------
     def ctx_word(self, k, ty=I64):
@@ -280,25 +277,6 @@ class TaskLowering:
             op = "fadd" if first.field.dtype.is_float else "add"
             self.b.atomic_rmw(op, self.element_ptr(first), total, "monotonic")
 
-    def reduce_into(self, s: Stmt):
-        acc, _ = self.reductions[id(s)]
-        b, v = self.b, self.v(s.value)
-        cur = b.load(acc, typ=v.type)
-        add = s.attr[1] == "add"
-        if self.pred is not None:
-            # if-converted: where the predicate fails, add -0.0 (or subtract +0.0), which
-            # leaves every value as it is. (Selecting between cur+v and cur is not a pattern
-            # LLVM's vectorizer takes as a reduction without full fast-math.)
-            zero = L.Constant(v.type, -0.0 if add else 0.0) if s.field.dtype.is_float else \
-                L.Constant(v.type, 0)
-            v = b.select(self.pred, v, zero)
-        if s.field.dtype.is_float:
-            new = b.fadd(cur, v, flags=self.fmf) if add else b.fsub(cur, v, flags=self.fmf)
-        else:
-            new = b.add(cur, v) if add else b.sub(cur, v)
-        b.store(new, acc)
-        return L.Constant(v.type, 0)
-
     def outer_for(self, s: Stmt):
         if s.attr.parallel:
             self.find_reductions(s)
@@ -316,76 +294,6 @@ class TaskLowering:
         # an adjoint's serialized loop (attr.reverse) runs from end-1 down to begin
         self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse)
         self.flush_reductions()
-
-    def nested_for(self, s: Stmt, lo, hi, split: NdSplit):
-        """A worker's chunk [lo, hi) of a flattened ndrange loop as `for q: for r:` with
-        lin = q*c + r (fieldsim.codegen.loopnest): the inner loop has a plain induction
-        variable, so LLVM can vectorize it, and q's index expressions are computed once per row."""
-        b, c = self.b, split.c
-        cc = L.Constant(I64, c)
-        self.ranges = split.ranges
-        q_lo = b.sdiv(lo, cc)  # lo >= 0 (ndrange_split checked the begin)
-        q_hi = b.sdiv(b.add(hi, L.Constant(I64, c - 1)), cc)
-        ity = ll_type(s.dtype)
-
-        def row(q):
-            base = b.mul(q, cc, flags=("nsw",))
-            qv = q if ity.width == 64 else b.trunc(q, ity)
-            for sid, (kind, k) in split.uses.items():
-                if kind == "q":
-                    self.preset[sid] = qv if k == 1 else b.sdiv(qv, L.Constant(ity, k))
-            r_lo = b.sub(lo, base)
-            r_lo = b.select(b.icmp_signed("<", r_lo, L.Constant(I64, 0)), L.Constant(I64, 0), r_lo)
-            r_hi = b.sub(hi, base)
-            r_hi = b.select(b.icmp_signed("<", r_hi, cc), r_hi, cc)
-            # the inner index in the loop's own type: r < c fits, and index arithmetic
-            # (sext to i64 for addresses) stays affine for the vectorizer
-            self.plain_loop(self.cast_int(r_lo, ity), self.cast_int(r_hi, ity),
-                            lambda r: self.cell(s, split, q, qv, base, r, ity))
-        self.plain_loop(q_lo, q_hi, row)
-
-    def cell(self, s: Stmt, split: NdSplit, q, qv, base, r, ity):
-        """One iteration of a nested ndrange loop: the body at lin = q*c + r."""
-        b = self.b
-        r64 = r if ity.width == 64 else b.sext(r, I64)
-        lin = b.add(base, r64, flags=("nsw",))
-        self.vals[id(s)] = lin if ity.width == 64 else b.trunc(lin, ity)
-        for sid, (kind, k) in split.uses.items():
-            if kind == "r":
-                self.preset[sid] = r if k == 1 else b.add(
-                    b.mul(b.srem(qv, L.Constant(ity, k)), L.Constant(ity, split.c), flags=("nsw",)),
-                    r, flags=("nsw",))
-        self.tid = lin
-        b.store(L.Constant(I64, 0), self.rng_counter)
-        self.block(s.body)
-
-    def cast_int(self, v, ty):
-        return v if v.type == ty else self.b.trunc(v, ty)
-
-    def plain_loop(self, lo, hi, body):
-        """`for i in range(lo, hi): body(i)` with an `nsw` increment (LLVM then knows the index
-        does not wrap); `continue` in the body goes to the increment."""
-        b = self.b
-        idx = self.alloca_b.alloca(lo.type, name="n")
-        b.store(lo, idx)
-        cond_bb = self.fn.append_basic_block("nest.cond")
-        body_bb = self.fn.append_basic_block("nest.body")
-        step_bb = self.fn.append_basic_block("nest.step")
-        exit_bb = self.fn.append_basic_block("nest.exit")
-        b.branch(cond_bb)
-        b.position_at_end(cond_bb)
-        i = b.load(idx, typ=lo.type)
-        b.cbranch(b.icmp_signed("<", i, hi), body_bb, exit_bb)
-        b.position_at_end(body_bb)
-        self.loops.append((step_bb, exit_bb))
-        body(i)
-        self.loops.pop()
-        if not self.b.block.is_terminated:
-            self.b.branch(step_bb)
-        b.position_at_end(step_bb)
-        b.store(b.add(b.load(idx, typ=lo.type), L.Constant(lo.type, 1), flags=("nsw",)), idx)
-        b.branch(cond_bb)
-        b.position_at_end(exit_bb)
 
     def as_i64(self, a: Stmt):
         """A loop bound as i64 (sign-extended from i32; i64 bounds as they are)."""
@@ -453,24 +361,15 @@ class TaskLowering:
             b.ret_void()
         # (if_then continues in a fresh block after the early return)
 
-    def speculate_loads(self, s: Stmt):
-        """Loads of an `if` that are in bounds whatever the condition, done before the branch
-        (fieldsim.codegen.loopnest.speculable_loads): the `if` then if-converts to selects."""
-        if self.written is None:
-            self.written = written_fields(self.task)
-        for st in speculable_loads(s, self.ranges, self.written):
-            for ix in st.indices:
-                if ix.op == Op.CONST and id(ix) not in self.vals:
-                    self.vals[id(ix)] = self.op_const(ix)
-            self.preset[id(st)] = self.op_load(st)
-
     def op_if(self, s: Stmt):
         b = self.b
         if self.pred is not None:
             return self.predicated_if(s)
         if self.ranges and not self.cg.debug:
             self.speculate_loads(s)
-            if if_convertible(s, set(self.preset), set(self.reductions)):
+            # Without fast-math the float sums cannot be reordered, so the loop stays scalar
+            # and running both branches would only cost time.
+            if self.fmf and if_convertible(s, set(self.preset), set(self.reductions) | set(self.nest_acc)):
                 return self.predicated_if(s)
         cond = b.icmp_signed("!=", self.v(s.args[0]), L.Constant(self.v(s.args[0]).type, 0))
         then_bb = self.fn.append_basic_block("if.then")
@@ -483,23 +382,6 @@ class TaskLowering:
             if not self.b.block.is_terminated:
                 self.b.branch(merge_bb)
         self.b.position_at_end(merge_bb)
-
-    def predicated_if(self, s: Stmt):
-        """An if-convertible `if` (fieldsim.codegen.loopnest.if_convertible) as straight-line
-        code: both blocks run, their local stores and reductions guarded by selects, so LLVM
-        vectorizes the loop around it without masked loads."""
-        b = self.b
-        c = self.v(s.args[0])
-        cond = b.icmp_signed("!=", c, L.Constant(c.type, 0))
-        outer = self.pred
-        for blk, p in ((s.blocks[0], cond), (s.blocks[1], b.not_(cond))):
-            if not blk:
-                continue
-            self.pred = p if outer is None else b.and_(outer, p)
-            self.block(blk)
-        self.pred = outer
-        if outer is None:
-            self.pred_locals = set()
 
     def op_stop_grad(self, s):  # a marker for the AD passes only
         return None
@@ -651,7 +533,7 @@ class TaskLowering:
         self.b.store(self.v(s.value), self.element_ptr(s))
 
     def op_atomic(self, s: Stmt):
-        if id(s) in self.reductions:
+        if id(s) in self.reductions or id(s) in self.nest_acc:
             return self.reduce_into(s)
         field, kind = s.attr
         ptr = self.element_ptr(s)

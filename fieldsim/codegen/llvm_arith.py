@@ -20,8 +20,10 @@ _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!
 def _math(name):
     def lower(lw, b, dt, *a):
         v = lw.cg.target.math(b, lw.cg.module, name, dt, list(a))
-        if lw.fmf and isinstance(v, L.CallInstr) and v.type == a[0].type:
-            for f in lw.fmf:  # e.g. 1/sqrt(x) may become rsqrt and a Newton step
+        # sqrt only: 1/sqrt(x) may become rsqrt and a Newton step. Not pow (LLVM would turn
+        # pow(x, float(n)) into llvm.powi, a call to libgcc's __powisf2 the JIT cannot link).
+        if lw.fmf and name == "sqrt" and isinstance(v, L.CallInstr):
+            for f in lw.fmf:
                 v.fastmath.add(f)
         return v
     return lower

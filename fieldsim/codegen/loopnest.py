@@ -176,3 +176,66 @@ def if_convertible(if_stmt: Stmt, speculated: set, reductions: set) -> bool:
                 return False
         return True
     return all(ok(b) for b in if_stmt.blocks)
+
+
+COLUMN_MAX = 4096  # inner extent up to which a column accumulator (c elements) lives on the stack
+
+
+def nest_accumulators(loop: Stmt, split: NdSplit, outside: set, skip: set) -> dict:
+    """Atomic adds of a nested ndrange loop that can accumulate locally: id(atomic) -> "row"
+    when the element depends on q only (one register per row, one atomic after the row) or
+    "col" when it depends on r only (a stack array of c values over the worker's whole chunk,
+    c atomics at its end). The field must be touched in the task only by atomic add/sub whose
+    results are unused (adds commute, so deferring them changes no value but by float
+    rounding, as the threads' order already does), and not be an ndarray argument (two may
+    share memory). `outside`: ids of statements defined before the loop (prologue); `skip`:
+    atomics already taken (the task-wide reductions)."""
+    body = list(walk(loop.body))
+    used = {id(a) for st in body for a in st.args}
+    plain: dict = {}
+    for st in body:
+        if st.op in GLOBAL_WRITE or st.op == Op.LOAD:
+            f = st.field
+            ok = st.op == Op.ATOMIC and st.attr[1] in ("add", "sub") and id(st) not in used \
+                and not is_slot(f)
+            plain[id(f)] = plain.get(id(f), True) and ok
+    out, cols = {}, 0
+    for st in body:
+        if st.op != Op.ATOMIC or id(st) in skip or not plain.get(id(st.field)):
+            continue
+        sup = set()
+        for ix in st.indices:
+            s = _support(ix, split, outside, loop, 0)
+            if s is None:
+                sup = None
+                break
+            sup |= s
+        if sup is None or sup == {"q", "r"}:
+            continue
+        if "r" in sup:
+            if split.c * (cols + 1) > COLUMN_MAX:
+                continue
+            cols += 1
+            out[id(st)] = "col"
+        else:
+            out[id(st)] = "row"
+    return out
+
+
+def _support(s: Stmt, split: NdSplit, outside: set, loop: Stmt, depth):
+    """Which of q and r an index depends on ({"q"}, {"r"}, both, or none), or None when it
+    depends on anything else (the linear index, a load, a local, an inner loop)."""
+    if s.op == Op.CONST or id(s) in outside:
+        return set()
+    use = split.uses.get(id(s))
+    if use is not None:
+        return {"q"} if use[0] == "q" else ({"r"} if use[1] == 1 else {"q", "r"})
+    if s is loop or depth > 16 or s.op not in PURE or s.op == Op.LOAD or not s.args:
+        return set() if s.op == Op.ARG else None
+    out = set()
+    for a in s.args:
+        k = _support(a, split, outside, loop, depth + 1)
+        if k is None:
+            return None
+        out |= k
+    return out
