@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir as L
 
+from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import owned_atomics
 from fieldsim.codegen.llvm_nest import NestLowering
 from fieldsim.codegen.loopnest import if_convertible, ndrange_split
@@ -153,6 +154,7 @@ class Codegen:
             self.module.triple = target.triple
         self.info = KernelInfo(kernel, symbol)
         self.slot = {id(f): n for n, f in enumerate(self.info.fields)}
+        self.scopes = FieldScopes(self.module, self.info.fields)  # distinct fields never alias
         self.prologue = [s for s in kernel.body if not is_task(s)]
 
     def run(self) -> tuple[L.Module, KernelInfo]:
@@ -527,10 +529,10 @@ class TaskLowering(NestLowering):
                 b.store(v, b.gep(self.err_ptr, [L.Constant(I64, k)], source_etype=I64))
 
     def op_load(self, s: Stmt):
-        return self.b.load(self.element_ptr(s), typ=ll_type(s.dtype))
+        return self.cg.scopes.tag(self.b.load(self.element_ptr(s), typ=ll_type(s.dtype)), s.field)
 
     def op_store(self, s: Stmt):
-        self.b.store(self.v(s.value), self.element_ptr(s))
+        self.cg.scopes.tag(self.b.store(self.v(s.value), self.element_ptr(s)), s.field)
 
     def op_atomic(self, s: Stmt):
         if id(s) in self.reductions or id(s) in self.nest_acc:
@@ -551,7 +553,7 @@ class TaskLowering(NestLowering):
             return self.plain_update(ptr, val, dt, kind)
         if op is None:
             return self.cas_loop(ptr, val, dt, kind)
-        return self.b.atomic_rmw(op, ptr, val, "monotonic")
+        return self.cg.scopes.tag(self.b.atomic_rmw(op, ptr, val, "monotonic"), field)
 
     def plain_update(self, ptr, val, dt, kind):
         """A demoted atomic (fieldsim.codegen.demote): load, combine, store; the old value."""
