@@ -155,27 +155,28 @@ def if_convertible(if_stmt: Stmt, speculated: set, reductions: set) -> bool:
     reductions (`reductions` ids) and such `if`s, at most IF_CONVERT_MAX statements. Such
     code has no effect but its local stores and reductions, which the code generator guards
     with selects; it cannot trap (integer division by zero is defined)."""
-    count = 0
+    count = [0]
 
     def ok(block) -> bool:
-        nonlocal count
         for st in block:
-            count += 1
-            if count > IF_CONVERT_MAX:
+            count[0] += 1
+            if count[0] > IF_CONVERT_MAX or not _predicable(st, speculated, reductions):
                 return False
-            if st.op == Op.IF:
-                if not all(ok(b) for b in st.blocks):
-                    return False
-            elif st.op == Op.LOAD:
-                if id(st) not in speculated:
-                    return False
-            elif st.op == Op.ATOMIC:
-                if id(st) not in reductions:
-                    return False
-            elif st.op not in PURE and st.op not in _PREDICABLE:
+            if st.op == Op.IF and not all(ok(b) for b in st.blocks):
                 return False
         return True
     return all(ok(b) for b in if_stmt.blocks)
+
+
+def _predicable(st: Stmt, speculated: set, reductions: set) -> bool:
+    """One statement of if-convertible code (its nested blocks are checked by the caller)."""
+    if st.op == Op.IF:
+        return True
+    if st.op == Op.LOAD:
+        return id(st) in speculated
+    if st.op == Op.ATOMIC:
+        return id(st) in reductions
+    return st.op in PURE or st.op in _PREDICABLE
 
 
 COLUMN_MAX = 4096  # inner extent up to which a column accumulator (c elements) lives on the stack
