@@ -23,9 +23,9 @@ def _optimised_llvm(monkeypatch, capfd, run):
     return capfd.readouterr().out
 
 
-def _sum_kernel(n):
-    a = fs.field(fs.f32, shape=n)
-    s = fs.field(fs.f32, shape=())
+def _sum_kernel(n, dtype=fs.f32):
+    a = fs.field(dtype, shape=n)
+    s = fs.field(dtype, shape=())
 
     @fs.kernel
     def total():
@@ -50,25 +50,28 @@ def test_parallel_reduction_is_vectorized_only_with_fast_math(monkeypatch, capfd
     assert s[None] == 4096.0
 
 
-def test_exact_mode_sums_in_order_like_numpy_float32():
-    # One thread, one chunk: the kernel adds a[0], a[1], ... in order. 2^24 + 1 rounds back
-    # to 2^24 in float32, so the in-order sum loses every 1; a reordered sum keeps many.
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_exact_mode_sums_in_order_like_numpy(dtype):
+    # One thread, one chunk: the kernel adds a[0], a[1], ... in order. 2^p + 1 rounds back to
+    # 2^p (p = 24 in float32, 53 in float64), so the in-order sum loses every 1; a reordered
+    # sum keeps many.
+    npt, p = (np.float32, 24) if dtype == "f32" else (np.float64, 53)
     n = 1000
-    data = np.ones(n, np.float32)
-    data[0] = 2.0 ** 24
-    data[1::7] = np.float32(0.3)
-    expected = np.add.accumulate(data, dtype=np.float32)[-1]  # sequential float32 additions
+    data = np.ones(n, npt)
+    data[0] = 2.0 ** p
+    data[1::7] = npt(0.3)
+    expected = np.add.accumulate(data, dtype=npt)[-1]  # sequential additions, in order
     results = {}
     for fast in (False, True):
         fs.init(arch=fs.cpu, offline_cache=False, fast_math=fast, cpu_max_num_threads=1)
-        a, s, total = _sum_kernel(n)
+        a, s, total = _sum_kernel(n, getattr(fs, dtype))
         a.from_numpy(data)
         total()
         results[fast] = s[None]
-    assert np.float32(results[False]).tobytes() == expected.tobytes()
-    exact64 = float(data.astype(np.float64).sum())
+    assert npt(results[False]).tobytes() == expected.tobytes()
+    exact = sum(map(float, data[1:])) + float(data[0])  # the rounding-free value, nearly
     assert results[True] != results[False]  # reassociated: partial sums per vector lane
-    assert abs(results[True] - exact64) < abs(results[False] - exact64)
+    assert abs(results[True] - exact) < abs(results[False] - exact)
 
 
 def test_exact_and_fast_builds_are_distinct_cache_entries(tmp_path):
