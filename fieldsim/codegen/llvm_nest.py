@@ -63,11 +63,10 @@ class NestLowering:
         cols = [st for st in atomics if kinds[id(st)] == "col"]
         for st in atomics:
             ty = ll_type(st.field.dtype)
-            arr = L.ArrayType(ty, c)  # (what a column holds)
             # a column: c elements, addressed as gep(ty, slot, r)
             slot = self.alloca_b.alloca(ty, size=L.Constant(I64, c) if st in cols else None,
                                         name="nest_acc")
-            self.nest_acc[id(st)] = (kinds[id(st)], slot, ty, arr)
+            self.nest_acc[id(st)] = (kinds[id(st)], slot, ty)
             if st in cols:  # +0.0 (all bits zero) in every lane: nothing to flush yet
                 self.memset_zero(slot, c * _nbytes(ty))
         q_lo = b.sdiv(lo, cc)  # lo >= 0 (ndrange_split checked the begin)
@@ -80,7 +79,7 @@ class NestLowering:
                 if kind == "q":
                     self.preset[sid] = qv if k == 1 else b.sdiv(qv, L.Constant(ity, k))
             for st in rows:
-                _, slot, ty, _ = self.nest_acc[id(st)]
+                _, slot, ty = self.nest_acc[id(st)]
                 b.store(L.Constant(ty, 0), slot)
             r_lo = b.sub(lo, base)
             r_lo = b.select(b.icmp_signed("<", r_lo, L.Constant(I64, 0)), L.Constant(I64, 0), r_lo)
@@ -92,7 +91,7 @@ class NestLowering:
                             lambda r: self.cell(s, split, qv, base, r, ity))
             env = {sid: self.preset[sid] for sid, (kind, _) in split.uses.items() if kind == "q"}
             for st in rows:
-                _, slot, ty, _ = self.nest_acc[id(st)]
+                _, slot, ty = self.nest_acc[id(st)]
                 self.flush_one(st, self.b.load(slot, typ=ty), env)
         self.plain_loop(q_lo, q_hi, row)
         if cols:
@@ -179,7 +178,7 @@ class NestLowering:
         if id(s) in self.reductions:
             acc = self.reductions[id(s)][0]
         else:
-            kind, slot, ty, _ = self.nest_acc[id(s)]
+            kind, slot, ty = self.nest_acc[id(s)]
             acc = slot if kind == "row" else self.b.gep(slot, [self.nest_r], source_etype=ty)
         b, v = self.b, self.v(s.value)
         cur = b.load(acc, typ=v.type)
@@ -221,7 +220,7 @@ class NestLowering:
             env = {sid: r for sid, (kind, k) in split.uses.items() if kind == "r" and k == 1}
             r64 = r if ity.width == 64 else self.b.sext(r, I64)
             for st in cols:
-                _, slot, ty, _ = self.nest_acc[id(st)]
+                _, slot, ty = self.nest_acc[id(st)]
                 p = self.b.gep(slot, [r64], source_etype=ty)
                 self.flush_one(st, self.b.load(p, typ=ty), env)
         self.plain_loop(L.Constant(ity, 0), L.Constant(ity, split.c), one)

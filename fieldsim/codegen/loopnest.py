@@ -14,7 +14,9 @@ in the inner loop.
 in bounds whatever the condition (interval arithmetic on the indices from the nest's known
 index ranges) and whose field the task never writes: the code generator loads those before
 the branch, so the `if` holds only arithmetic, which LLVM if-converts (a select per lane)
-instead of masked gathers.
+instead of masked gathers. `if_convertible` says which `if`s may run as predicated
+straight-line code; `nest_accumulators` which atomic adds may sum locally per row (element
+depends on q only) or per chunk (on r only) and be flushed once.
 
 Guarantees: the split only applies when `lin >= 0` on every iteration (a constant, non-negative loop
 begin), so floor and truncating division agree, and when no `break` leaves the loop (it would
