@@ -21,7 +21,7 @@ from llvmlite import ir as L
 from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import owned_atomics
 from fieldsim.codegen.llvm_nest import NestLowering
-from fieldsim.codegen.loopnest import if_convertible, ndrange_split
+from fieldsim.codegen.loopnest import if_convertible, loop_range, ndrange_split
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
@@ -294,7 +294,9 @@ class TaskLowering(NestLowering):
         else:
             lo, hi, step = begin, end, None
         # an adjoint's serialized loop (attr.reverse) runs from end-1 down to begin
+        self.ranges = loop_range(s) if s.attr.parallel else {}  # for speculate_loads
         self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse)
+        self.ranges = {}
         self.flush_reductions()
 
     def as_i64(self, a: Stmt):

@@ -73,6 +73,16 @@ def ndrange_split(loop: Stmt) -> NdSplit | None:
     return NdSplit(c, uses, ranges)
 
 
+def loop_range(loop: Stmt) -> dict:
+    """{id(loop): (first, last)} for a loop with constant integer bounds (the index range
+    `speculable_loads` reasons with in a plain 1-d loop), else {}."""
+    lo, hi = loop.args[0], loop.args[1]
+    if lo.op == Op.CONST and hi.op == Op.CONST and isinstance(lo.attr, int) \
+            and isinstance(hi.attr, int) and hi.attr > lo.attr:
+        return {id(loop): (lo.attr, hi.attr - 1)}
+    return {}
+
+
 def written_fields(task: Stmt) -> set:
     """ids of the fields a task stores to or updates atomically."""
     return {id(st.field) for st in walk(task.body) if st.op in GLOBAL_WRITE}

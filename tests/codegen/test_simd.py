@@ -219,3 +219,25 @@ def test_pairwise_energy_gradient_matches_analytic(fast):
     expected = coef.sum(1)
     np.testing.assert_allclose(x.grad.to_numpy(), expected, rtol=1e-4,
                                atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_masked_1d_reduction(monkeypatch, capfd, fast):
+    # `if x[i] > 0: total += x[i]` over a 1-d field: the load is in bounds for every i, so
+    # with fast-math the `if` becomes a select and the loop vectorizes
+    fs.init(arch=fs.cpu, offline_cache=False, fast_math=fast)
+    n = 5000
+    x = fs.field(fs.f32, shape=n)
+    total = fs.field(fs.f32, shape=())
+
+    @fs.kernel
+    def positive_sum():
+        for i in x:
+            if x[i] > 0:
+                total[None] += x[i]
+
+    data = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    x.from_numpy(data)
+    text = _optimised_llvm(monkeypatch, capfd, positive_sum)
+    assert (re.search(r"<(4|8|16) x float>", text) is not None) == fast
+    assert total[None] == pytest.approx(float(data[data > 0].astype(np.float64).sum()), rel=1e-5)
