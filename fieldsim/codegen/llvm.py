@@ -18,7 +18,10 @@ from dataclasses import dataclass
 
 from llvmlite import ir as L
 
+from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import owned_atomics
+from fieldsim.codegen.llvm_nest import NestLowering
+from fieldsim.codegen.loopnest import if_convertible, loop_range, ndrange_split
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
@@ -33,6 +36,10 @@ ERR_INTERRUPTED = 4  # the launch's interrupt word (err[ERR_WORD_STOP]) was set:
 ERR_WORD_STOP = 3  # err[3]: set by the host to stop a running launch; polled by `while` loops
 
 I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
+# LLVM fast-math flags of float ops under `fs.init(fast_math=True)`: reassociation (so float
+# reductions vectorize), contraction (mul+add -> FMA), no signed zeros, reciprocals and
+# approximate functions. Not nnan/ninf: programs test isnan/isinf, and LLVM would fold those.
+FAST_MATH_FLAGS = ("reassoc", "contract", "nsz", "arcp", "afn")
 PTR = L.PointerType()
 _LL = {}
 
@@ -140,13 +147,15 @@ class KernelInfo:
 
 
 class Codegen:
-    def __init__(self, kernel: Kernel, symbol: str, target: Target, debug=False):
+    def __init__(self, kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
         self.k, self.target, self.debug = kernel, target, debug
+        self.fmf = FAST_MATH_FLAGS if fast_math else ()  # the flags every float op carries
         self.module = L.Module(name=symbol)
         if target.triple:
             self.module.triple = target.triple
         self.info = KernelInfo(kernel, symbol)
         self.slot = {id(f): n for n, f in enumerate(self.info.fields)}
+        self.scopes = FieldScopes(self.module, self.info.fields)  # distinct fields never alias
         self.prologue = [s for s in kernel.body if not is_task(s)]
 
     def run(self) -> tuple[L.Module, KernelInfo]:
@@ -158,7 +167,7 @@ class Codegen:
         return self.module, self.info
 
 
-class TaskLowering:
+class TaskLowering(NestLowering):
     """Lowers one task into one LLVM function."""
 
     def __init__(self, cg: Codegen, task: Stmt, name: str):
@@ -176,6 +185,14 @@ class TaskLowering:
         self.stacks: dict[int, tuple] = {}
         self.reductions: dict[int, tuple] = {}
         self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
+        self.fmf = cg.fmf
+        self.preset: dict[int, L.Value] = {}  # statements whose value the loop nest computed
+        self.ranges: dict = {}  # index ranges known in a nested ndrange loop (loopnest)
+        self.written: set | None = None  # ids of the fields the task writes (made on demand)
+        self.pred = None  # i1: the predicate of if-converted code (None: not predicated)
+        self.pred_locals: set = set()  # ids of allocas made inside if-converted code
+        self.nest_acc: dict = {}  # id(atomic) -> a nest's row/column accumulator (llvm_nest)
+        self.nest_r = None  # the current r of a nest (i64), indexing column accumulators
 
     # ---- context words ------------------------------------------------------------------------
     def ctx_word(self, k, ty=I64):
@@ -210,6 +227,9 @@ class TaskLowering:
     def stmt(self, s: Stmt):
         if self.b.block.is_terminated:
             self.b.position_at_end(self.fn.append_basic_block("dead"))
+        if id(s) in self.preset:
+            self.vals[id(s)] = self.preset[id(s)]
+            return
         handler = getattr(self, "op_" + s.op.name.lower(), None)
         if handler is not None:
             v = handler(s)
@@ -260,17 +280,6 @@ class TaskLowering:
             op = "fadd" if first.field.dtype.is_float else "add"
             self.b.atomic_rmw(op, self.element_ptr(first), total, "monotonic")
 
-    def reduce_into(self, s: Stmt):
-        acc, _ = self.reductions[id(s)]
-        b, v = self.b, self.v(s.value)
-        cur = b.load(acc, typ=v.type)
-        if s.field.dtype.is_float:
-            new = b.fadd(cur, v) if s.attr[1] == "add" else b.fsub(cur, v)
-        else:
-            new = b.add(cur, v) if s.attr[1] == "add" else b.sub(cur, v)
-        b.store(new, acc)
-        return L.Constant(v.type, 0)
-
     def outer_for(self, s: Stmt):
         if s.attr.parallel:
             self.find_reductions(s)
@@ -278,10 +287,17 @@ class TaskLowering:
         begin, end = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         if s.attr.parallel:
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
+            split = ndrange_split(s)
+            if split is not None and isinstance(step, L.Constant) and step.constant == 1:
+                self.nested_for(s, lo, hi, split)
+                self.flush_reductions()
+                return
         else:
             lo, hi, step = begin, end, None
         # an adjoint's serialized loop (attr.reverse) runs from end-1 down to begin
+        self.ranges = loop_range(s) if s.attr.parallel else {}  # for speculate_loads
         self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse)
+        self.ranges = {}
         self.flush_reductions()
 
     def as_i64(self, a: Stmt):
@@ -352,6 +368,14 @@ class TaskLowering:
 
     def op_if(self, s: Stmt):
         b = self.b
+        if self.pred is not None:
+            return self.predicated_if(s)
+        if self.ranges and not self.cg.debug:
+            self.speculate_loads(s)
+            # Without fast-math the float sums cannot be reordered, so the loop stays scalar
+            # and running both branches would only cost time.
+            if self.fmf and if_convertible(s, set(self.preset), set(self.reductions) | set(self.nest_acc)):
+                return self.predicated_if(s)
         cond = b.icmp_signed("!=", self.v(s.args[0]), L.Constant(self.v(s.args[0]).type, 0))
         then_bb = self.fn.append_basic_block("if.then")
         else_bb = self.fn.append_basic_block("if.else")
@@ -422,13 +446,18 @@ class TaskLowering:
         ty = ll_type(s.dtype)
         slot = self.alloca_b.alloca(ty)
         self.b.store(L.Constant(ty, 0), slot)
+        if self.pred is not None:
+            self.pred_locals.add(id(s))  # private to the predicated block: no guard needed
         return slot
 
     def op_local_load(self, s: Stmt):
         return self.b.load(self.v(s.args[0]), typ=ll_type(s.dtype))
 
     def op_local_store(self, s: Stmt):
-        self.b.store(self.v(s.args[1]), self.v(s.args[0]))
+        v, slot = self.v(s.args[1]), self.v(s.args[0])
+        if self.pred is not None and id(s.args[0]) not in self.pred_locals:
+            v = self.b.select(self.pred, v, self.b.load(slot, typ=v.type))
+        self.b.store(v, slot)
 
     # ---- global memory -------------------------------------------------------------------------
     def arg_word(self, pos):
@@ -503,13 +532,13 @@ class TaskLowering:
                 b.store(v, b.gep(self.err_ptr, [L.Constant(I64, k)], source_etype=I64))
 
     def op_load(self, s: Stmt):
-        return self.b.load(self.element_ptr(s), typ=ll_type(s.dtype))
+        return self.cg.scopes.tag(self.b.load(self.element_ptr(s), typ=ll_type(s.dtype)), s.field)
 
     def op_store(self, s: Stmt):
-        self.b.store(self.v(s.value), self.element_ptr(s))
+        self.cg.scopes.tag(self.b.store(self.v(s.value), self.element_ptr(s)), s.field)
 
     def op_atomic(self, s: Stmt):
-        if id(s) in self.reductions:
+        if id(s) in self.reductions or id(s) in self.nest_acc:
             return self.reduce_into(s)
         field, kind = s.attr
         ptr = self.element_ptr(s)
@@ -527,14 +556,14 @@ class TaskLowering:
             return self.plain_update(ptr, val, dt, kind)
         if op is None:
             return self.cas_loop(ptr, val, dt, kind)
-        return self.b.atomic_rmw(op, ptr, val, "monotonic")
+        return self.cg.scopes.tag(self.b.atomic_rmw(op, ptr, val, "monotonic"), field)
 
     def plain_update(self, ptr, val, dt, kind):
         """A demoted atomic (fieldsim.codegen.demote): load, combine, store; the old value."""
         b = self.b
         old = b.load(ptr, typ=ll_type(dt))
         if dt.is_float:
-            new = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[kind](old, val)
+            new = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[kind](old, val, flags=self.fmf)
         else:
             new = {"add": b.add, "sub": b.sub, "mul": b.mul}[kind](old, val)
         b.store(new, ptr)
@@ -674,5 +703,5 @@ def _mix64(b, z):
     return b.xor(z, b.lshr(z, L.Constant(I64, 31)))
 
 
-def lower_kernel(kernel: Kernel, symbol: str, target: Target, debug=False):
-    return Codegen(kernel, symbol, target, debug).run()
+def lower_kernel(kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
+    return Codegen(kernel, symbol, target, debug, fast_math).run()

@@ -1,6 +1,7 @@
 """Arithmetic lowering table: `LOWER_FLOAT[Op]` / `LOWER_INT[Op]` map a scalar op to llvmlite.
 
-Each entry takes `(lowering, builder, dtype, *operands)`. Comparisons return i32 0/1. Integer
+Each entry takes `(lowering, builder, dtype, *operands)`; float ops carry the lowering's
+fast-math flags (`lw.fmf`, empty in exact mode). Comparisons return i32 0/1. Integer
 division and modulo never trap: by zero they give 0, and INT_MIN / -1 wraps to INT_MIN (x86
 would raise SIGFPE for both). Python semantics for `//` and `%`. Shifts by an amount outside
 [0, bits) give what Python's shift truncated to the type gives (0, or -1 for a negative signed
@@ -17,7 +18,15 @@ _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!
 
 
 def _math(name):
-    return lambda lw, b, dt, *a: lw.cg.target.math(b, lw.cg.module, name, dt, list(a))
+    def lower(lw, b, dt, *a):
+        v = lw.cg.target.math(b, lw.cg.module, name, dt, list(a))
+        # sqrt only: 1/sqrt(x) may become rsqrt and a Newton step. Not pow (LLVM would turn
+        # pow(x, float(n)) into llvm.powi, a call to libgcc's __powisf2 the JIT cannot link).
+        if lw.fmf and name == "sqrt" and isinstance(v, L.CallInstr):
+            for f in lw.fmf:
+                v.fastmath.add(f)
+        return v
+    return lower
 
 
 def _zero(v):
@@ -98,13 +107,16 @@ def _shr(lw, b, dt, x, y):
 
 
 LOWER_FLOAT = {
-    Op.NEG: lambda lw, b, dt, x: b.fneg(x),
+    Op.NEG: lambda lw, b, dt, x: b.fneg(x, flags=lw.fmf),
     Op.ABS: _math("fabs"), Op.SQRT: _math("sqrt"), Op.SIN: _math("sin"), Op.COS: _math("cos"),
     Op.TAN: _math("tan"), Op.ASIN: _math("asin"), Op.ACOS: _math("acos"), Op.ATAN: _math("atan"),
     Op.TANH: _math("tanh"), Op.EXP: _math("exp"), Op.LOG: _math("log"), Op.FLOOR: _math("floor"),
     Op.CEIL: _math("ceil"), Op.ROUND: _math("round"), Op.POW: _math("pow"), Op.ATAN2: _math("atan2"),
-    Op.ADD: lambda lw, b, dt, x, y: b.fadd(x, y), Op.SUB: lambda lw, b, dt, x, y: b.fsub(x, y),
-    Op.MUL: lambda lw, b, dt, x, y: b.fmul(x, y), Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y),
+    # `lw.fmf`: the fast-math flags, empty in exact mode (fieldsim.codegen.llvm.FAST_MATH_FLAGS)
+    Op.ADD: lambda lw, b, dt, x, y: b.fadd(x, y, flags=lw.fmf),
+    Op.SUB: lambda lw, b, dt, x, y: b.fsub(x, y, flags=lw.fmf),
+    Op.MUL: lambda lw, b, dt, x, y: b.fmul(x, y, flags=lw.fmf),
+    Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y, flags=lw.fmf),
     Op.MOD: lambda lw, b, dt, x, y: b.frem(x, y),
     Op.MIN: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered("<", x, y), x, y),
     Op.MAX: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered(">", x, y), x, y),

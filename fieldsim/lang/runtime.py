@@ -29,7 +29,6 @@ TAICHI_ONLY_OPTIONS = {
     "constant_folding": "constants are always folded in the frontend",
     "opt_level": "fieldsim always runs LLVM -O3",
     "external_optimization_level": "fieldsim always runs LLVM -O3",
-    "fast_math": "fieldsim never enables fast-math (IEEE results)",
     "print_ir": "prints fieldsim's IR of each compiled kernel (not Taichi's CHI IR)",
     "print_preprocessed_ir": "set FIELDSIM_PRINT_IR=1 to print fieldsim's IR",
     "print_accessor_ir": "set FIELDSIM_PRINT_IR=1 to print fieldsim's IR",
@@ -88,10 +87,10 @@ TAICHI_ONLY_OPTIONS = {
     "experimental_real_function": "real functions are inlined",
     "print_preprocessed": "fieldsim does not print preprocessed source",
 }
-_EFFECTIVE = {"fast_math": False, "real_matrix_scalarize": True, "dynamic_index": True}
+_EFFECTIVE = {"real_matrix_scalarize": True, "dynamic_index": True}
 FIELDSIM_OPTIONS = ("arch", "default_fp", "default_ip", "random_seed", "cpu_max_num_threads",
                     "debug", "offline_cache", "offline_cache_file_path", "ad_stack_size",
-                    "kernel_profiler")
+                    "kernel_profiler", "fast_math")
 
 
 class InitOptionError(FieldsimError, TypeError, KeyError):
@@ -108,7 +107,7 @@ _QUIET_OPTIONS = {"_test_mode", "print_ir", "log_level", "excepthook", "print_fu
 
 
 def _note_ignored(options: dict) -> None:
-    # no note where the value asked for is what fieldsim does anyway (fast_math=False)
+    # no note where the value asked for is what fieldsim does anyway (dynamic_index=True)
     noted = sorted(k for k, v in options.items() if k not in _QUIET_OPTIONS
                    and not (k in _EFFECTIVE and v == _EFFECTIVE[k]))
     if not noted:
@@ -126,7 +125,8 @@ def _note_ignored(options: dict) -> None:
 class Runtime:
     def __init__(self, arch=cpu, default_fp=T.f32, default_ip=T.i32, random_seed=0,
                  cpu_max_num_threads=None, debug=False, offline_cache=True, ad_stack_size=0,
-                 offline_cache_file_path=None, kernel_profiler=False, **taichi_options):
+                 offline_cache_file_path=None, kernel_profiler=False, fast_math=True,
+                 **taichi_options):
         unknown = sorted(k for k in taichi_options if k not in TAICHI_ONLY_OPTIONS)
         if unknown:
             from fieldsim.lang.compat import user_loc
@@ -144,7 +144,10 @@ class Runtime:
         self.random_seed = int(random_seed)
         self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
         self.debug = bool(debug)
-        # recorded for Taichi programs that read it back; codegen never relaxes IEEE semantics
+        # Fast-math (Taichi's default, True): float ops may be reassociated and contracted to
+        # FMA, with reciprocal and approximate-function rewrites, so reductions vectorize; NaN
+        # and infinity keep their meaning (no nnan/ninf). False: IEEE results, op by op.
+        self.fast_math = bool(fast_math)
         self.offline_cache = bool(offline_cache) and os.environ.get("FIELDSIM_OFFLINE_CACHE", "1") != "0"
         # An empty FIELDSIM_CACHE_DIR means the default, not the working directory.
         self.cache_dir = offline_cache_file_path or os.environ.get("FIELDSIM_CACHE_DIR") or \
@@ -159,7 +162,7 @@ class Runtime:
 
     def __getattr__(self, name):
         """Taichi config options read back (`current_cfg().fast_math`): the value given to
-        `init`, else what fieldsim effectively does (fast_math is always off)."""
+        `init`, else what fieldsim effectively does (dynamic_index is always on)."""
         if name not in TAICHI_ONLY_OPTIONS:
             raise AttributeError(f"'Runtime' object has no attribute {name!r}")
         if name in _EFFECTIVE:
@@ -260,6 +263,8 @@ def init(arch=cpu, default_fp=None, default_ip=None, random_seed=0, **kwargs) ->
         default_ip: the dtype of Python ints in kernels (`fs.i32` by default).
         random_seed: the seed of `fs.random()`.
         **kwargs: further options (`debug`, `ad_stack_size`, `offline_cache`, ...).
+            `fast_math` (default True, as in Taichi): float ops may be reassociated and fused
+            (FMA), so loops vectorize; `fast_math=False` gives IEEE results op by op.
 
     >>> rt = fs.init(arch=fs.cpu, default_fp=fs.f64)
     >>> fs.field(float, shape=1).dtype

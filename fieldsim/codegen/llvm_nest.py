@@ -1,0 +1,253 @@
+"""Lowering of flattened ndrange loops as vectorizable nests (a mixin of llvm.TaskLowering).
+
+Takes a parallel loop that `loopnest.ndrange_split` accepted and the worker's chunk [lo, hi)
+of its linear index. Emits `for q: for r:` (lin = q*c + r) and, inside it:
+
+* loads of an `if` that are in bounds whatever the condition, before the branch
+  (`loopnest.speculable_loads`), and small `if`s as predicated straight-line code
+  (`loopnest.if_convertible`), so LLVM's loop vectorizer sees no control flow;
+* atomic adds that depend on q only summed per row in a register, and those that depend on r
+  only summed over the chunk in a stack array of c values (`loopnest.nest_accumulators`),
+  each flushed with one atomic per element touched: the inner loop keeps no atomics (an
+  adjoint's `x.grad[i] += ...; x.grad[j] -= ...` scatter vectorizes).
+
+Guarantees: the same values as the plain loop up to float summation order (which threads
+already vary); an accumulator left at +0.0 (or integer 0) is not flushed, so untouched
+elements are not written.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as L
+
+from fieldsim.codegen.loopnest import (
+    NdSplit,
+    nest_accumulators,
+    speculable_loads,
+    written_fields,
+)
+from fieldsim.ir.ir import Op, Stmt, walk
+
+I1, I8, I64 = L.IntType(1), L.IntType(8), L.IntType(64)
+
+
+def _nbytes(ty) -> int:
+    if isinstance(ty, L.IntType):
+        return max(1, ty.width // 8)
+    return {"half": 2, "float": 4, "double": 8}[str(ty)]
+
+
+def _neutral(v, add: bool):
+    """What a masked-off lane adds: -0.0 (x + -0.0 == x for every x) or subtracts (+0.0)."""
+    if isinstance(v.type, L.IntType):
+        return L.Constant(v.type, 0)
+    return L.Constant(v.type, -0.0 if add else 0.0)
+
+
+class NestLowering:
+    """Methods of TaskLowering for nested ndrange loops; see the module docstring."""
+
+    # ---- the nest -----------------------------------------------------------------------------
+    def nested_for(self, s: Stmt, lo, hi, split: NdSplit):
+        """A worker's chunk [lo, hi) of a flattened ndrange loop as `for q: for r:` with
+        lin = q*c + r (fieldsim.codegen.loopnest): the inner loop has a plain induction
+        variable, so LLVM can vectorize it, and q's index expressions are computed once per row."""
+        from fieldsim.codegen.llvm import ll_type
+        b, c = self.b, split.c
+        cc = L.Constant(I64, c)
+        self.ranges = split.ranges
+        ity = ll_type(s.dtype)
+        outside = {id(p) for p in self.cg.prologue}
+        kinds = nest_accumulators(s, split, outside, set(self.reductions))
+        atomics = [st for st in walk(s.body) if id(st) in kinds]
+        rows = [st for st in atomics if kinds[id(st)] == "row"]
+        cols = [st for st in atomics if kinds[id(st)] == "col"]
+        for st in atomics:
+            ty = ll_type(st.field.dtype)
+            # a column: c elements, addressed as gep(ty, slot, r)
+            slot = self.alloca_b.alloca(ty, size=L.Constant(I64, c) if st in cols else None,
+                                        name="nest_acc")
+            self.nest_acc[id(st)] = (kinds[id(st)], slot, ty)
+            if st in cols:  # +0.0 (all bits zero) in every lane: nothing to flush yet
+                self.memset_zero(slot, c * _nbytes(ty))
+        q_lo = b.sdiv(lo, cc)  # lo >= 0 (ndrange_split checked the begin)
+        q_hi = b.sdiv(b.add(hi, L.Constant(I64, c - 1)), cc)
+
+        def row(q):
+            base = b.mul(q, cc, flags=("nsw",))
+            qv = q if ity.width == 64 else b.trunc(q, ity)
+            for sid, (kind, k) in split.uses.items():
+                if kind == "q":
+                    self.preset[sid] = qv if k == 1 else b.sdiv(qv, L.Constant(ity, k))
+            for st in rows:
+                _, slot, ty = self.nest_acc[id(st)]
+                b.store(L.Constant(ty, 0), slot)
+            r_lo = b.sub(lo, base)
+            r_lo = b.select(b.icmp_signed("<", r_lo, L.Constant(I64, 0)), L.Constant(I64, 0), r_lo)
+            r_hi = b.sub(hi, base)
+            r_hi = b.select(b.icmp_signed("<", r_hi, cc), r_hi, cc)
+            # the inner index in the loop's own type: r < c fits, and index arithmetic
+            # (sext to i64 for addresses) stays affine for the vectorizer
+            self.plain_loop(self.cast_int(r_lo, ity), self.cast_int(r_hi, ity),
+                            lambda r: self.cell(s, split, qv, base, r, ity))
+            env = {sid: self.preset[sid] for sid, (kind, _) in split.uses.items() if kind == "q"}
+            for st in rows:
+                _, slot, ty = self.nest_acc[id(st)]
+                self.flush_one(st, self.b.load(slot, typ=ty), env)
+        self.plain_loop(q_lo, q_hi, row)
+        if cols:
+            self.flush_columns(cols, split, ity)
+        self.ranges = {}
+
+    def cell(self, s: Stmt, split: NdSplit, qv, base, r, ity):
+        """One iteration of a nested ndrange loop: the body at lin = q*c + r."""
+        b = self.b
+        r64 = r if ity.width == 64 else b.sext(r, I64)
+        lin = b.add(base, r64, flags=("nsw",))
+        self.vals[id(s)] = lin if ity.width == 64 else b.trunc(lin, ity)
+        for sid, (kind, k) in split.uses.items():
+            if kind == "r":
+                self.preset[sid] = r if k == 1 else b.add(
+                    b.mul(b.srem(qv, L.Constant(ity, k)), L.Constant(ity, split.c), flags=("nsw",)),
+                    r, flags=("nsw",))
+        self.nest_r = r64
+        self.tid = lin
+        b.store(L.Constant(I64, 0), self.rng_counter)
+        self.block(s.body)
+
+    def cast_int(self, v, ty):
+        return v if v.type == ty else self.b.trunc(v, ty)
+
+    def plain_loop(self, lo, hi, body):
+        """`for i in range(lo, hi): body(i)` with an `nsw` increment (LLVM then knows the index
+        does not wrap); `continue` in the body goes to the increment."""
+        b = self.b
+        idx = self.alloca_b.alloca(lo.type, name="n")
+        b.store(lo, idx)
+        cond_bb = self.fn.append_basic_block("nest.cond")
+        body_bb = self.fn.append_basic_block("nest.body")
+        step_bb = self.fn.append_basic_block("nest.step")
+        exit_bb = self.fn.append_basic_block("nest.exit")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(idx, typ=lo.type)
+        b.cbranch(b.icmp_signed("<", i, hi), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        self.loops.append((step_bb, exit_bb))
+        body(i)
+        self.loops.pop()
+        if not self.b.block.is_terminated:
+            self.b.branch(step_bb)
+        b.position_at_end(step_bb)
+        b.store(b.add(b.load(idx, typ=lo.type), L.Constant(lo.type, 1), flags=("nsw",)), idx)
+        b.branch(cond_bb)
+        b.position_at_end(exit_bb)
+
+    # ---- if-conversion ------------------------------------------------------------------------
+    def speculate_loads(self, s: Stmt):
+        """Loads of an `if` that are in bounds whatever the condition, done before the branch
+        (fieldsim.codegen.loopnest.speculable_loads): the `if` then if-converts to selects."""
+        if self.written is None:
+            self.written = written_fields(self.task)
+        for st in speculable_loads(s, self.ranges, self.written):
+            for ix in st.indices:
+                if ix.op == Op.CONST and id(ix) not in self.vals:
+                    self.vals[id(ix)] = self.op_const(ix)
+            self.preset[id(st)] = self.op_load(st)
+
+    def predicated_if(self, s: Stmt):
+        """An if-convertible `if` (fieldsim.codegen.loopnest.if_convertible) as straight-line
+        code: both blocks run, their local stores and reductions guarded by selects, so LLVM
+        vectorizes the loop around it without masked loads."""
+        b = self.b
+        c = self.v(s.args[0])
+        cond = b.icmp_signed("!=", c, L.Constant(c.type, 0))
+        outer = self.pred
+        for blk, p in ((s.blocks[0], cond), (s.blocks[1], b.not_(cond))):
+            if not blk:
+                continue
+            self.pred = p if outer is None else b.and_(outer, p)
+            self.block(blk)
+        self.pred = outer
+        if outer is None:
+            self.pred_locals = set()
+
+    # ---- local accumulation -------------------------------------------------------------------
+    def reduce_into(self, s: Stmt):
+        """An atomic add/sub taken by a task-wide reduction or a nest accumulator: added to
+        the accumulator instead (under the predicate when if-converted)."""
+        if id(s) in self.reductions:
+            acc = self.reductions[id(s)][0]
+        else:
+            kind, slot, ty = self.nest_acc[id(s)]
+            acc = slot if kind == "row" else self.b.gep(slot, [self.nest_r], source_etype=ty)
+        b, v = self.b, self.v(s.value)
+        cur = b.load(acc, typ=v.type)
+        add = s.attr[1] == "add"
+        if self.pred is not None:
+            # if-converted: where the predicate fails, add -0.0 (or subtract +0.0), which
+            # leaves every value as it is. (Selecting between cur+v and cur is not a pattern
+            # LLVM's vectorizer takes as a reduction without full fast-math.)
+            v = b.select(self.pred, v, _neutral(v, add))
+        if s.field.dtype.is_float:
+            new = b.fadd(cur, v, flags=self.fmf) if add else b.fsub(cur, v, flags=self.fmf)
+        else:
+            new = b.add(cur, v) if add else b.sub(cur, v)
+        b.store(new, acc)
+        return L.Constant(v.type, 0)
+
+    def flush_one(self, st: Stmt, total, env: dict):
+        """One atomic add of an accumulated `total` into `st`'s element, its indices computed
+        again from `env` (q or r values); skipped when the total's bits are all zero."""
+        b = self.b
+        bits = total if isinstance(total.type, L.IntType) else \
+            b.bitcast(total, L.IntType(_nbytes(total.type) * 8))
+        with b.if_then(b.icmp_unsigned("!=", bits, L.Constant(bits.type, 0))):
+            saved = {id(ix): self.vals.get(id(ix)) for ix in st.indices}
+            for ix in st.indices:
+                self.vals[id(ix)] = self.remat(ix, env)
+            ptr = self.element_ptr(st)
+            for k, v in saved.items():
+                if v is None:
+                    self.vals.pop(k, None)
+                else:
+                    self.vals[k] = v
+            op = "fadd" if st.field.dtype.is_float else "add"
+            b.atomic_rmw(op, ptr, total, "monotonic")
+
+    def flush_columns(self, cols, split: NdSplit, ity):
+        """After the chunk: each column accumulator's c values into their elements."""
+        def one(r):
+            env = {sid: r for sid, (kind, k) in split.uses.items() if kind == "r" and k == 1}
+            r64 = r if ity.width == 64 else self.b.sext(r, I64)
+            for st in cols:
+                _, slot, ty = self.nest_acc[id(st)]
+                p = self.b.gep(slot, [r64], source_etype=ty)
+                self.flush_one(st, self.b.load(p, typ=ty), env)
+        self.plain_loop(L.Constant(ity, 0), L.Constant(ity, split.c), one)
+
+    def remat(self, st: Stmt, env: dict):
+        """The value of a pure index expression computed again here, with `env`'s values for
+        the q/r statements (loopnest._support admitted only such expressions)."""
+        if id(st) in env:
+            return env[id(st)]
+        if st.op == Op.CONST:
+            return self.op_const(st)
+        if st.op == Op.ARG:
+            return self.op_arg(st)
+        if any(id(st) == id(p) for p in self.cg.prologue):
+            return self.vals[id(st)]
+        saved = {id(a): self.vals.get(id(a)) for a in st.args}
+        for a in st.args:
+            self.vals[id(a)] = self.remat(a, env)
+        handler = getattr(self, "op_" + st.op.name.lower(), None)
+        v = handler(st) if handler is not None else self.arith(st)
+        for k, old in saved.items():
+            if old is None:
+                self.vals.pop(k, None)
+            else:
+                self.vals[k] = old
+        return v
+
+    def memset_zero(self, ptr, nbytes: int):
+        fn = self.cg.module.declare_intrinsic("llvm.memset", [L.PointerType(), I64])
+        self.b.call(fn, [ptr, L.Constant(I8, 0), L.Constant(I64, nbytes), L.Constant(I1, 0)])

@@ -1,0 +1,254 @@
+"""Split a flattened ndrange loop into a two-level nest (analysis only; llvm.py emits the nest).
+
+Takes a parallel `FOR` over a linear index `lin` whose body recovers the user's indices with
+`floordiv(lin, C)` / `mod(lin, C)` by positive constants (what `ti.ndrange` and struct-fors
+over multi-dimensional fields lower to). Returns an `NdSplit`: the innermost extent `c` (the
+smallest `mod` divisor that every other divisor is a multiple of) and, per statement, how its
+value follows from `q = lin // c` and `r = lin % c`. The code generator then runs the worker's
+chunk `[lo, hi)` as `for q: for r in [max(lo - q*c, 0), min(hi - q*c, c)):` so the innermost
+loop has a plain induction variable (LLVM's loop vectorizer needs one; per-iteration `sdiv`/
+`srem` of the linear index defeat it), and everything that depends on `q` only is loop-invariant
+in the inner loop.
+
+`speculable_loads(if_stmt, ranges, written)` finds the loads inside an `if` whose element is
+in bounds whatever the condition (interval arithmetic on the indices from the nest's known
+index ranges) and whose field the task never writes: the code generator loads those before
+the branch, so the `if` holds only arithmetic, which LLVM if-converts (a select per lane)
+instead of masked gathers. `if_convertible` says which `if`s may run as predicated
+straight-line code; `nest_accumulators` which atomic adds may sum locally per row (element
+depends on q only) or per chunk (on r only) and be flushed once.
+
+Guarantees: the split only applies when `lin >= 0` on every iteration (a constant, non-negative loop
+begin), so floor and truncating division agree, and when no `break` leaves the loop (it would
+leave only the inner loop of the nest). The statements not described keep their meaning: the
+loop's own value is still `lin = q*c + r`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fieldsim.ir.ir import GLOBAL_WRITE, PURE, Op, Stmt, walk
+from fieldsim.lang.ndarray import is_slot
+
+
+@dataclass
+class NdSplit:
+    c: int  # the innermost extent: r runs over [0, c)
+    # id(stmt) -> ("q", k): lin // (k*c) = q // k;  ("r", k): lin % (k*c) = (q % k)*c + r
+    uses: dict
+    # id(stmt) -> (lo, hi), inclusive: the values the loop index and the q/r statements take
+    # (empty when the loop's end is not a constant)
+    ranges: dict
+
+
+def ndrange_split(loop: Stmt) -> NdSplit | None:
+    """The nest split of a parallel loop, or None where it does not apply (see module doc)."""
+    begin = loop.args[0]
+    if begin.op != Op.CONST or not isinstance(begin.attr, int) or begin.attr < 0:
+        return None
+    divs, mods = [], []
+    for st in loop.body:
+        if st.op in (Op.FLOORDIV, Op.MOD) and len(st.args) == 2 and st.args[0] is loop \
+                and st.args[1].op == Op.CONST and isinstance(st.args[1].attr, int) \
+                and st.args[1].attr > 0 and st.dtype is loop.dtype:
+            (mods if st.op == Op.MOD else divs).append(st)
+    if not mods or _breaks_out(loop.body):
+        return None
+    c = min(st.args[1].attr for st in mods)
+    if c < 2:
+        return None
+    uses, ranges = {}, {}
+    end = loop.args[1]
+    last = end.attr - 1 if end.op == Op.CONST and isinstance(end.attr, int) else None
+    if last is not None and last >= begin.attr:
+        ranges[id(loop)] = (begin.attr, last)
+    for st in divs + mods:
+        d = st.args[1].attr
+        k, rem = divmod(d, c)
+        if rem == 0:
+            uses[id(st)] = ("q" if st.op == Op.FLOORDIV else "r", k)
+        if id(loop) in ranges:
+            ranges[id(st)] = (begin.attr // d, last // d) if st.op == Op.FLOORDIV \
+                else (0, min(d - 1, last))
+    return NdSplit(c, uses, ranges)
+
+
+def loop_range(loop: Stmt) -> dict:
+    """{id(loop): (first, last)} for a loop with constant integer bounds (the index range
+    `speculable_loads` reasons with in a plain 1-d loop), else {}."""
+    lo, hi = loop.args[0], loop.args[1]
+    if lo.op == Op.CONST and hi.op == Op.CONST and isinstance(lo.attr, int) \
+            and isinstance(hi.attr, int) and hi.attr > lo.attr:
+        return {id(loop): (lo.attr, hi.attr - 1)}
+    return {}
+
+
+def written_fields(task: Stmt) -> set:
+    """ids of the fields a task stores to or updates atomically."""
+    return {id(st.field) for st in walk(task.body) if st.op in GLOBAL_WRITE}
+
+
+def speculable_loads(if_stmt: Stmt, ranges: dict, written: set) -> list:
+    """Loads in an `if`'s blocks (outside nested loops) that may run before the branch: their
+    indices are defined outside the `if` or are constants, provably inside the field's shape,
+    and the task never writes the field (so the value read cannot depend on the order)."""
+    inner = set()
+    out = []
+
+    def scan(block):
+        for st in block:
+            inner.add(id(st))
+            if st.op == Op.LOAD and not is_slot(st.field) and id(st.field) not in written \
+                    and _in_bounds(st, ranges, inner):
+                out.append(st)
+            if st.op not in (Op.FOR, Op.LOOP):
+                for b in st.blocks:
+                    scan(b)
+    for b in if_stmt.blocks:
+        scan(b)
+    return out
+
+
+def _in_bounds(load: Stmt, ranges: dict, inner: set) -> bool:
+    shape = getattr(load.field, "storage_shape", None)
+    if shape is None or len(shape) != len(load.indices):
+        return False
+    for ix, n in zip(load.indices, shape):
+        if ix.op != Op.CONST and id(ix) in inner:
+            return False  # computed inside the `if`: not available before the branch
+        iv = _interval(ix, ranges)
+        if iv is None or iv[0] < 0 or iv[1] >= n:
+            return False
+    return True
+
+
+def _interval(s: Stmt, ranges: dict, depth=0):
+    """(lo, hi) inclusive bounds of an integer statement's value, or None when unknown."""
+    if id(s) in ranges:
+        return ranges[id(s)]
+    if s.op == Op.CONST:
+        return (s.attr, s.attr) if isinstance(s.attr, int) else None
+    if depth > 8 or s.dtype is None or not s.dtype.is_int or s.op not in (Op.ADD, Op.SUB, Op.MUL):
+        return None
+    a, b = (_interval(x, ranges, depth + 1) for x in s.args)
+    if a is None or b is None:
+        return None
+    if s.op == Op.ADD:
+        lo, hi = a[0] + b[0], a[1] + b[1]
+    elif s.op == Op.SUB:
+        lo, hi = a[0] - b[1], a[1] - b[0]
+    else:
+        corners = [x * y for x in a for y in b]
+        lo, hi = min(corners), max(corners)
+    bits = s.dtype.bits
+    lim = 1 << (bits - 1) if s.dtype.is_signed else 1 << bits
+    if lo < (-lim if s.dtype.is_signed else 0) or hi >= lim:
+        return None  # might wrap
+    return lo, hi
+
+
+def _breaks_out(block) -> bool:
+    """Whether a BREAK in `block` (outside nested loops) leaves the loop owning `block`."""
+    for st in block:
+        if st.op == Op.BREAK:
+            return True
+        if st.op not in (Op.FOR, Op.LOOP) and any(_breaks_out(b) for b in st.blocks):
+            return True
+    return False
+
+
+IF_CONVERT_MAX = 256  # statements: beyond this, running both branches costs more than it gives
+_PREDICABLE = {Op.ALLOCA, Op.LOCAL_LOAD, Op.LOCAL_STORE, Op.STOP_GRAD}
+
+
+def if_convertible(if_stmt: Stmt, speculated: set, reductions: set) -> bool:
+    """Whether an `if` can run as straight-line code under a predicate: its blocks hold only
+    pure ops, loads already done before the branch (`speculated` ids), locals, thread-local
+    reductions (`reductions` ids) and such `if`s, at most IF_CONVERT_MAX statements. Such
+    code has no effect but its local stores and reductions, which the code generator guards
+    with selects; it cannot trap (integer division by zero is defined)."""
+    count = [0]
+
+    def ok(block) -> bool:
+        for st in block:
+            count[0] += 1
+            if count[0] > IF_CONVERT_MAX or not _predicable(st, speculated, reductions):
+                return False
+            if st.op == Op.IF and not all(ok(b) for b in st.blocks):
+                return False
+        return True
+    return all(ok(b) for b in if_stmt.blocks)
+
+
+def _predicable(st: Stmt, speculated: set, reductions: set) -> bool:
+    """One statement of if-convertible code (its nested blocks are checked by the caller)."""
+    if st.op == Op.IF:
+        return True
+    if st.op == Op.LOAD:
+        return id(st) in speculated
+    if st.op == Op.ATOMIC:
+        return id(st) in reductions
+    return st.op in PURE or st.op in _PREDICABLE
+
+
+COLUMN_MAX = 4096  # inner extent up to which a column accumulator (c elements) lives on the stack
+
+
+def nest_accumulators(loop: Stmt, split: NdSplit, outside: set, skip: set) -> dict:
+    """Atomic adds of a nested ndrange loop that can accumulate locally: id(atomic) -> "row"
+    when the element depends on q only (one register per row, one atomic after the row) or
+    "col" when it depends on r only (a stack array of c values over the worker's whole chunk,
+    c atomics at its end). The field must be touched in the task only by atomic add/sub whose
+    results are unused (adds commute, so deferring them changes no value but by float
+    rounding, as the threads' order already does), and not be an ndarray argument (two may
+    share memory). `outside`: ids of statements defined before the loop (prologue); `skip`:
+    atomics already taken (the task-wide reductions)."""
+    body = list(walk(loop.body))
+    used = {id(a) for st in body for a in st.args}
+    plain: dict = {}
+    for st in body:
+        if st.op in GLOBAL_WRITE or st.op == Op.LOAD:
+            f = st.field
+            ok = st.op == Op.ATOMIC and st.attr[1] in ("add", "sub") and id(st) not in used \
+                and not is_slot(f)
+            plain[id(f)] = plain.get(id(f), True) and ok
+    out, cols = {}, 0
+    for st in body:
+        if st.op != Op.ATOMIC or id(st) in skip or not plain.get(id(st.field)):
+            continue
+        sup = set()
+        for ix in st.indices:
+            s = _support(ix, split, outside, loop, 0)
+            if s is None:
+                sup = None
+                break
+            sup |= s
+        if sup is None or sup == {"q", "r"}:
+            continue
+        if "r" in sup:
+            if split.c * (cols + 1) > COLUMN_MAX:
+                continue
+            cols += 1
+            out[id(st)] = "col"
+        else:
+            out[id(st)] = "row"
+    return out
+
+
+def _support(s: Stmt, split: NdSplit, outside: set, loop: Stmt, depth):
+    """Which of q and r an index depends on ({"q"}, {"r"}, both, or none), or None when it
+    depends on anything else (the linear index, a load, a local, an inner loop)."""
+    if s.op == Op.CONST or id(s) in outside:
+        return set()
+    use = split.uses.get(id(s))
+    if use is not None:
+        return {"q"} if use[0] == "q" else ({"r"} if use[1] == 1 else {"q", "r"})
+    if s is loop or depth > 16 or s.op not in PURE or s.op == Op.LOAD or not s.args:
+        return set() if s.op == Op.ARG else None
+    out = set()
+    for a in s.args:
+        k = _support(a, split, outside, loop, depth + 1)
+        if k is None:
+            return None
+        out |= k
+    return out
