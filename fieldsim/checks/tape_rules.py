@@ -52,8 +52,10 @@ from fieldsim.checks.boxes import (
     box_mask,
     box_slices,
     bucket_key,
+    constant_plan,
     exact_box,
     field_shape,
+    translate,
     whole,
 )
 from fieldsim.checks.index_expr import Affine
@@ -140,6 +142,33 @@ class _Log:
 _key = bucket_key
 
 
+class _FastLog:
+    """The fast path's reads of one field (`TapeState._log_reads`): bucket (constant first
+    index, None: varying) -> {entry: launch number}, all ints and tuples of ints; boxes and
+    origins are made (`TapeState._read_entry`) only for a write that may meet them."""
+
+    __slots__ = ("buckets", "state")
+    sets = ()
+
+    def __init__(self, state):
+        self.buckets: dict = {}
+        self.state = state
+
+    def meeting(self, box: tuple):
+        key = _key(box)
+        keys = (key, None) if key is not None else list(self.buckets)
+        for k in keys:
+            for entry, n in self.buckets.get(k, {}).items():
+                b, origin = self.state._read_entry(k, entry, n)
+                if all(x.meets(y) for x, y in zip(b, box)):
+                    yield b, origin
+
+    def known(self, box: tuple):
+        return ()
+
+
+
+
 class Checked(list):
     """What `TapeState.launch` found: the undecided findings (a list, worst first), and under
     validation what the run-time check (`checks.validation`) must do with this launch:
@@ -210,10 +239,13 @@ class TapeState:
         self._checks: dict[int, tuple] = {}  # id(kernel IR) -> (KernelCheck holding it, LaunchBoxes)
         self._pending: list = []
         self._pending_reads: list = []  # the fast path's reads inside a unit (see `_launch_fast`)
-        # id(plan's read list) -> it, per log set: a plan stored once is in its logs for good
-        # (only validation's `discard` removes reads, and validation takes the full path)
+        # id(FastPlan) -> it, per log set: its constant reads are in those logs for good (only
+        # validation's `discard` removes reads, and validation takes the full path)
         self._stored: dict = {}
         self._unit_stored: dict = {}
+        # the fast path: per launch number - 1, (kernel name, kernel IR, argument values, unit)
+        self._recs: list = []
+        self._reg: dict | None = None  # template id -> Tmpl of the stored plans' reads
 
     def kernel_check(self, kernel_ir, summary=None) -> KernelCheck:
         """The cached `KernelCheck` of a kernel IR (made on its first launch; `summary` may be
@@ -264,54 +296,87 @@ class TapeState:
         return found
 
     def _launch_fast(self, kernel_ir, kernel_name, check, boxes, arg_values) -> Checked:
-        """`launch` without validation: the same verdicts (anything undecided raises), with the
-        launch's boxes split once per argument values (`LaunchBoxes.plan`) and an `Origin` made
-        only for a read new to its log or a write that meets a logged field: per launch the
-        cost stays flat in the Tape's length."""
-        env, writes, reads, judged = _launch_plan(check, boxes, arg_values)
-        units = self._units
+        """`launch` without validation: the same verdicts (anything undecided raises). A
+        kernel's launches share one parametric plan (`boxes.FastPlan`: its boxes translated by
+        the integer arguments), so a launch computes a few sums, checks each write against
+        only the read-log buckets it can meet, and logs its reads as ints (template id ->
+        launch number, bucketed by the first index); `Origin`s and boxes are made only when
+        a write may meet a logged read. Per launch the cost stays flat in the Tape's length,
+        and what it keeps is untracked by Python's cyclic GC."""
+        plan, units = boxes.fast, self._units
+        deltas = None
+        if plan is not None and (arg_values is None or type(arg_values) in (list, tuple)):
+            deltas = plan.deltas(arg_values)
+        if deltas is None:  # arguments in loop bounds or guards, a float index...: per values
+            plan, judged = _launch_plan(check, boxes, arg_values)
+            deltas = ()
+        else:
+            judged = check.judge_env(arg_env(arg_values)) if check.symbolic and not units else ()
         if units:
             found, unit = _IN_UNIT, units[-1][0]
         else:
             if judged:  # any finding raises: nothing undecided is let through
                 raise to_error(judged[0])
             found, unit = _CHECKED, None
-        self.launches += 1
-        n, name = self.launches, kernel_name or kernel_ir.name
+        n = self.launches + 1
         logged, unit_logged = self.reads, self.unit_reads
-        for a, box, key in writes:
-            fid = id(a.field)
-            # only a log with a bucket of this first index (or of a varying one) can meet it
-            if not (_may_meet(logged.get(fid), key)
-                    or (unit is None and _may_meet(unit_logged.get(fid), key))):
+        for t in plan.writes:
+            log = logged.get(t.fid)
+            ulog = unit_logged.get(t.fid) if unit is None else None
+            if log is None and ulog is None:
                 continue
-            try:
-                self._check(box, Origin(a, name, n, _ArgsText(kernel_ir, env), unit), None)
-            except Exception:
-                self.launches -= 1
-                raise
-        args = _ArgsText(kernel_ir, env)
-        if unit is not None:
-            self._pending_reads.append((reads, name, n, args, unit))
-        else:
-            self._store_reads(logged, self._stored, reads, name, n, args, None)
+            # only a log with a bucket of this first index (or of a varying one) can meet it
+            if t.b0 is None or _may_meet(log, t.key(deltas)) or _may_meet(ulog, t.key(deltas)):
+                origin = Origin(t.access, kernel_name or kernel_ir.name, n,
+                                _ArgsText(kernel_ir, arg_env(arg_values)), unit)
+                self._check(t.box(deltas), origin, None)
+        self.launches = n
+        self._recs.append((kernel_name or kernel_ir.name, kernel_ir, arg_values, unit))
+        if plan.reads:
+            if unit is not None:
+                self._pending_reads.append((plan, deltas, n))
+            else:
+                self._log_reads(logged, self._stored, plan, deltas, n)
         return found
 
-    @staticmethod
-    def _store_reads(logs: dict, stored: dict, reads: list, name, n, args, unit):
-        if id(reads) in stored:  # the same launch (kernel, argument values) logged before
-            return
-        stored[id(reads)] = reads  # kept alive: its id is not reused
-        for a, box, key in reads:
-            fid = id(a.field)
-            log = logs.get(fid)
+    def _log_reads(self, logs: dict, stored: dict, plan, deltas: tuple, n: int):
+        """Log a launch's reads: per field, bucket (first index) -> {entry: launch number},
+        the entry a template id (its box fixed by the bucket) or (id, translations). The
+        first launch to read a box names it."""
+        if id(plan) in stored:  # its constant reads are logged: only the translated ones
+            reads = plan.moving_reads
+        else:
+            stored[id(plan)] = plan  # kept alive: its id is not reused
+            self._reg = None
+            reads = plan.reads
+        for t in reads:
+            log = logs.get(t.fid)
             if log is None:
-                log = logs[fid] = _Log()
+                log = logs[t.fid] = _FastLog(self)
+            if t.kind == 2:
+                key, entry = t.key(deltas), (t.tid, tuple(deltas[i] for i in t.fis))
+            else:
+                key, entry = t.key(deltas), t.tid
             bucket = log.buckets.get(key)
             if bucket is None:
                 bucket = log.buckets[key] = {}
-            if box not in bucket:  # the first origin of a box names it
-                bucket[box] = Origin(a, name, n, args, unit)
+            if entry not in bucket:
+                bucket[entry] = n
+
+    def _read_entry(self, key, entry, n: int) -> tuple:
+        """(box, Origin) of one entry of a fast read log (`_log_reads`)."""
+        reg = self._reg
+        if reg is None:
+            reg = self._reg = {t.tid: t for stored in (self._stored, self._unit_stored)
+                               for plan in stored.values() for t in plan.reads}
+        if type(entry) is tuple:
+            t = reg[entry[0]]
+            box = translate(t.base, t.dims, entry[1])
+        else:
+            t = reg[entry]
+            box = t.base if t.kind == 0 else translate(t.base, (0,), (key - t.b0,))
+        name, kernel_ir, values, unit = self._recs[n - 1]
+        return box, Origin(t.access, name, n, _ArgsText(kernel_ir, arg_env(values)), unit)
 
     def python_write(self, field, index, loc: Loc | None, what: str) -> list[Finding]:
         """A Python-scope write (`x[i] = v`, `x.fill`, `x.from_numpy`; `index` None: all)."""
@@ -364,9 +429,8 @@ class TapeState:
             entries, self._pending = self._pending, []
             self._store(entries)
             fast, self._pending_reads = self._pending_reads, []
-            for reads, kname, n, args, unit in fast:
-                self._store_reads(self.unit_reads, self._unit_stored, reads, kname, n, args,
-                                  unit)
+            for plan, deltas, n in fast:
+                self._log_reads(self.unit_reads, self._unit_stored, plan, deltas, n)
 
     def _record(self, entries: list) -> list:
         if self._units:
@@ -461,15 +525,12 @@ class _ArgsText:
         return bool(str(self))
 
 
-def _may_meet(log: _Log | None, key) -> bool:
-    if log is None:
-        return False
-    buckets = log.buckets
-    return key is None or key in buckets or None in buckets or bool(log.sets)
+def _may_meet(log: _FastLog | None, key) -> bool:
+    return log is not None and (key in log.buckets or None in log.buckets)
 
 
 def _launch_plan(check: KernelCheck, boxes: LaunchBoxes, arg_values) -> tuple:
-    """(env, write boxes, read boxes, in-kernel findings) of a launch, kept per argument values
+    """(`FastPlan` of its boxes, in-kernel findings) of a launch, kept per argument values
     (with their types: 1 and 1.0 are different launches) on the kernel's `LaunchBoxes`, so a
     launch seen before, on this Tape or an earlier one, is judged by one lookup."""
     try:
@@ -484,7 +545,7 @@ def _launch_plan(check: KernelCheck, boxes: LaunchBoxes, arg_values) -> tuple:
         key, plan = None, None
     if plan is None:
         env = arg_env(arg_values)
-        plan = (env, *boxes.plan(env), check.judge_env(env))
+        plan = (constant_plan(*boxes.plan(env)), check.judge_env(env))
         if key is not None:
             if len(boxes.by_values) >= 1 << 14:
                 boxes.by_values.clear()
