@@ -243,7 +243,8 @@ class TapeState:
         # validation's `discard` removes reads, and validation takes the full path)
         self._stored: dict = {}
         self._unit_stored: dict = {}
-        # the fast path: per launch number - 1, (kernel name, kernel IR, argument values, unit)
+        # the fast path: per launch, its kernel name, kernel IR, argument values and unit, flat
+        # (4 per launch: an Origin is made from these only when a message needs it)
         self._recs: list = []
         self._reg: dict | None = None  # template id -> Tmpl of the stored plans' reads
 
@@ -331,7 +332,10 @@ class TapeState:
                                 _ArgsText(kernel_ir, arg_env(arg_values)), unit)
                 self._check(t.box(deltas), origin, None)
         self.launches = n
-        self._recs.append((kernel_name or kernel_ir.name, kernel_ir, arg_values, unit))
+        # flat, and the values as a tuple of numbers: nothing kept per launch is a container
+        # Python's cyclic GC must walk (a 10,000-launch Tape stays cheap to collect)
+        self._recs += (kernel_name or kernel_ir.name, kernel_ir,
+                       tuple(arg_values) if type(arg_values) is list else arg_values, unit)
         if plan.reads:
             if unit is not None:
                 self._pending_reads.append((plan, deltas, n))
@@ -375,7 +379,7 @@ class TapeState:
         else:
             t = reg[entry]
             box = t.base if t.kind == 0 else translate(t.base, (0,), (key - t.b0,))
-        name, kernel_ir, values, unit = self._recs[n - 1]
+        name, kernel_ir, values, unit = self._recs[4 * n - 4:4 * n]
         return box, Origin(t.access, name, n, _ArgsText(kernel_ir, arg_env(values)), unit)
 
     def python_write(self, field, index, loc: Loc | None, what: str) -> list[Finding]:
