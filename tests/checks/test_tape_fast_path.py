@@ -76,8 +76,9 @@ def prog():
     for k, args in ((step, (0,)), (clobber, (T,)), (column, (0,)), (pair, (0, 0)),
                     (rows, (0, 0)), (bounded, (1,)), (from_start, (0, 0))):
         k(*args)
-    return dict(x=x, y=y, g=g, loss=loss, step=step, clobber=clobber, column=column,
-                pair=pair, rows=rows, bounded=bounded, from_start=from_start)
+    return {"x": x, "y": y, "g": g, "loss": loss, "step": step, "clobber": clobber,
+            "column": column, "pair": pair, "rows": rows, "bounded": bounded,
+            "from_start": from_start}
 
 
 @pytest.mark.parametrize("name,values", [
