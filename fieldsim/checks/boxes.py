@@ -4,8 +4,10 @@ Takes an access's symbolic index forms (`index_expr.Affine`) and a launch's kern
 values; gives one `Comp` per index component, the values that component takes: an arithmetic
 progression `lo..hi` by `step` (step 0: one value), `exact` when every one of them is touched
 (a data-dependent index gives the whole axis, inexact). `LaunchBoxes` caches a kernel's boxes
-per argument tuple; `merge_boxes` writes the same elements in fewer boxes; `box_slices` and
-`box_mask` turn a box into numpy selections. Analysis only.
+per argument tuple, and (`.fast`, a `FastPlan`) gives every launch's boxes at once as template
+boxes translated by linear forms of the integer arguments, when the arguments enter the indices
+only as such translations (not loop bounds or guards); `merge_boxes` writes the same elements
+in fewer boxes; `box_slices` and `box_mask` turn a box into numpy selections. Analysis only.
 """
 from __future__ import annotations
 

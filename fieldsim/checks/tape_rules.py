@@ -18,6 +18,12 @@ a later unit may overwrite what an earlier unit read (both backwards are the use
 recompute or restore it: a step reusing its state buffer, diffmpm's scratch grid), while a
 plain kernel or Python-scope write may not (a plain adjoint follows the rules).
 
+Without validation, launches take a fast path with the same verdicts (`_launch_fast`): a kernel's
+launches share one parametric plan (`boxes.FastPlan`), the read logs hold ints (template id ->
+launch number, bucketed by a constant first index), and boxes and `Origin`s are rebuilt from
+them only for a write that may meet a logged read. Per launch the cost does not grow with the
+Tape, and nothing kept per launch is a container Python's cyclic GC has to walk.
+
 With `validation=True` nothing undecided is let through unchecked. An inexact read is kept as a
 `ReadSet`: its box until the launch has run, then (`resolve`) the exact elements it read. A
 write whose exact box meets a resolved set is decided at once, per element. A write with an
@@ -322,8 +328,9 @@ class TapeState:
         n = self.launches + 1
         logged, unit_logged = self.reads, self.unit_reads
         for t in plan.writes:
-            log = logged.get(t.fid)
-            ulog = unit_logged.get(t.fid) if unit is None else None
+            fid = t[0]  # Tmpl.fid (indexing: this loop runs for every write of every launch)
+            log = logged.get(fid)
+            ulog = unit_logged.get(fid) if unit is None else None
             if log is None and ulog is None:
                 continue
             # only a log with a bucket of this first index (or of a varying one) can meet it
@@ -353,17 +360,16 @@ class TapeState:
             stored[id(plan)] = plan  # kept alive: its id is not reused
             self._reg = None
             reads = plan.reads
-        for t in reads:
-            log = logs.get(t.fid)
+        for fid, tid, kind, b0, fi0, fis, _, _, _ in reads:
+            log = logs.get(fid)
             if log is None:
-                log = logs[t.fid] = _FastLog(self)
-            if t.kind == 2:
-                key, entry = t.key(deltas), (t.tid, tuple(deltas[i] for i in t.fis))
-            else:
-                key, entry = t.key(deltas), t.tid
-            bucket = log.buckets.get(key)
+                log = logs[fid] = _FastLog(self)
+            key = b0 if b0 is None or fi0 < 0 else b0 + deltas[fi0]  # `Tmpl.key`, inlined
+            entry = (tid, tuple(deltas[i] for i in fis)) if kind == 2 else tid
+            buckets = log.buckets
+            bucket = buckets.get(key)
             if bucket is None:
-                bucket = log.buckets[key] = {}
+                bucket = buckets[key] = {}
             if entry not in bucket:
                 bucket[entry] = n
 
