@@ -339,25 +339,36 @@ _TIDS = itertools.count(1)  # template ids: the Tape's read logs are keyed by th
 
 class Tmpl(NamedTuple):
     """One box of a launch plan for the Tape's fast path (`FastPlan`): `base` translated along
-    `dims` by the plan's argument forms numbered `fis`. `kind` 0: no translation; 1: along the
-    first component only, which is one value (the read log's bucket key then fixes the box);
-    2: otherwise. `b0`: the first component's value when it is one (None: it varies)."""
+    `dims` by the plan's argument forms numbered `fis`. The read logs bucket a box by its first
+    component that is one value (`ax`: its axis, -1: none; `b0`: its value in `base`; `fi0`:
+    the form translating it, -1: none), e.g. the time step of `x[t, i]` or of `y[i, t]`.
+    `kind` 0: no translation; 1: along `ax` only (the bucket's value then fixes the box); 2:
+    otherwise. `singles`: every one-value axis -> (its value in `base`, its form or -1)."""
 
     fid: int
     tid: int
     kind: int
+    ax: int
     b0: int | None
-    fi0: int  # the form translating the first component (-1: none)
+    fi0: int
     fis: tuple
     access: Access
     base: tuple
     dims: tuple
+    singles: dict
 
     def key(self, deltas: tuple):
-        """The bucket key (constant first index) of this box translated by `deltas`."""
+        """The bucket value (on axis `ax`) of this box translated by `deltas`."""
         if self.b0 is None or self.fi0 < 0:
             return self.b0
         return self.b0 + deltas[self.fi0]
+
+    def value_at(self, axis: int, deltas: tuple):
+        """The one value this box (translated by `deltas`) takes on `axis`; None: several."""
+        s = self.singles.get(axis)
+        if s is None:
+            return None
+        return s[0] if s[1] < 0 else s[0] + deltas[s[1]]
 
     def box(self, deltas) -> tuple:
         """The box translated by the form values `deltas` (per form) of one launch."""
@@ -414,10 +425,12 @@ def fast_plan(moves: list) -> FastPlan:
     for _, a, base, mv in moves:
         dims = tuple(d for d, _, _ in mv)
         fis = tuple(forms.setdefault((const, terms), len(forms)) for _, const, terms in mv)
-        b0 = base[0].lo if base and base[0].lo == base[0].hi else None
-        fi0 = fis[dims.index(0)] if 0 in dims else -1
-        kind = 0 if not dims else 1 if dims == (0,) and b0 is not None else 2
-        t = Tmpl(id(a.field), next(_TIDS), kind, b0, fi0, fis, a, base, dims)
+        form_of = dict(zip(dims, fis))
+        singles = {d: (c.lo, form_of.get(d, -1)) for d, c in enumerate(base) if c.lo == c.hi}
+        ax = min(singles, default=-1)
+        b0, fi0 = singles.get(ax, (None, -1))
+        kind = 0 if not dims else 1 if dims == (ax,) else 2
+        t = Tmpl(id(a.field), next(_TIDS), kind, ax, b0, fi0, fis, a, base, dims, singles)
         (writes if a.is_write else reads).append(t)
     positions = tuple(sorted({p for _, terms in forms for p, _ in terms}))
     (const, terms), = forms if len(forms) == 1 else [(None, None)]

@@ -20,7 +20,7 @@ plain kernel or Python-scope write may not (a plain adjoint follows the rules).
 
 Without validation, launches take a fast path with the same verdicts (`_launch_fast`): a kernel's
 launches share one parametric plan (`boxes.FastPlan`), the read logs hold ints (template id ->
-launch number, bucketed by a constant first index), and boxes and `Origin`s are rebuilt from
+launch number, bucketed by a box's first one-value index), and boxes and `Origin`s are rebuilt from
 them only for a write that may meet a logged read. Per launch the cost does not grow with the
 Tape, and nothing kept per launch is a container Python's cyclic GC has to walk.
 
@@ -149,30 +149,52 @@ _key = bucket_key
 
 
 class _FastLog:
-    """The fast path's reads of one field (`TapeState._log_reads`): bucket (constant first
-    index, None: varying) -> {entry: launch number}, all ints and tuples of ints; boxes and
-    origins are made (`TapeState._read_entry`) only for a write that may meet them."""
+    """The fast path's reads of one field (`TapeState._log_reads`), all ints and tuples of
+    ints: `axes`: axis -> {value -> {entry: launch number}} for boxes with a one-value axis
+    (the first one: `Tmpl.ax`), `loose`: {entry: launch number} for the others. A write that
+    is one value on an axis looks at that value's bucket only, so `x[t, i]` and `y[i, t]`
+    both stay cheap however long the Tape. Boxes and origins are made
+    (`TapeState._entry_box`, `_entry_origin`) only for a write that may meet them."""
 
-    __slots__ = ("buckets", "state")
-    sets = ()
+    __slots__ = ("axes", "loose", "state")
 
     def __init__(self, state):
-        self.buckets: dict = {}
+        self.axes: dict = {}
+        self.loose: dict = {}
         self.state = state
 
+    def may_meet(self, t, deltas: tuple) -> bool:
+        """May write template `t`, translated by `deltas`, meet a logged read?"""
+        if self.loose:
+            return True
+        for axis, values in self.axes.items():
+            v = t.value_at(axis, deltas)
+            if v is None or v in values:
+                return True
+        return False
+
     def meeting(self, box: tuple):
-        key = _key(box)
-        keys = (key, None) if key is not None else list(self.buckets)
-        for k in keys:
-            for entry, n in self.buckets.get(k, {}).items():
-                b, origin = self.state._read_entry(k, entry, n)
-                if all(x.meets(y) for x, y in zip(b, box)):
-                    yield b, origin
+        """(box, Origin) of the logged reads that may share an element with `box`."""
+        state = self.state
+        for axis, values in sorted(self.axes.items()):  # axis 0 (a time step) first
+            c = box[axis] if axis < len(box) else None
+            if c is not None and c.lo == c.hi:
+                buckets = [(c.lo, values[c.lo])] if c.lo in values else []
+            else:
+                buckets = list(values.items())
+            for v, bucket in buckets:
+                yield from self._hits(state, box, v, bucket)
+        yield from self._hits(state, box, None, self.loose)
+
+    @staticmethod
+    def _hits(state, box, v, bucket):
+        for entry, n in list(bucket.items()):
+            t, b = state._entry_box(v, entry)
+            if all(x.meets(y) for x, y in zip(b, box)):
+                yield b, state._entry_origin(t, n)
 
     def known(self, box: tuple):
         return ()
-
-
 
 
 class Checked(list):
@@ -307,7 +329,7 @@ class TapeState:
         kernel's launches share one parametric plan (`boxes.FastPlan`: its boxes translated by
         the integer arguments), so a launch computes a few sums, checks each write against
         only the read-log buckets it can meet, and logs its reads as ints (template id ->
-        launch number, bucketed by the first index); `Origin`s and boxes are made only when
+        launch number, bucketed by a one-value index); `Origin`s and boxes are made only when
         a write may meet a logged read. Per launch the cost stays flat in the Tape's length,
         and what it keeps is untracked by Python's cyclic GC."""
         plan, units = boxes.fast, self._units
@@ -333,8 +355,9 @@ class TapeState:
             ulog = unit_logged.get(fid) if unit is None else None
             if log is None and ulog is None:
                 continue
-            # only a log with a bucket of this first index (or of a varying one) can meet it
-            if t.b0 is None or _may_meet(log, t.key(deltas)) or _may_meet(ulog, t.key(deltas)):
+            # only a log with a bucket of this write's value on its axis (or a loose one)
+            if (log is not None and log.may_meet(t, deltas)) or \
+                    (ulog is not None and ulog.may_meet(t, deltas)):
                 origin = Origin(t.access, kernel_name or kernel_ir.name, n,
                                 _ArgsText(kernel_ir, arg_env(arg_values)), unit)
                 self._check(t.box(deltas), origin, None)
@@ -351,42 +374,49 @@ class TapeState:
         return found
 
     def _log_reads(self, logs: dict, stored: dict, plan, deltas: tuple, n: int):
-        """Log a launch's reads: per field, bucket (first index) -> {entry: launch number},
-        the entry a template id (its box fixed by the bucket) or (id, translations). The
-        first launch to read a box names it."""
+        """Log a launch's reads (see `_FastLog`): the entry a template id (its box fixed by
+        the bucket) or (id, translations). The first launch to read a box names it."""
         if id(plan) in stored:  # its constant reads are logged: only the translated ones
             reads = plan.moving_reads
         else:
             stored[id(plan)] = plan  # kept alive: its id is not reused
             self._reg = None
             reads = plan.reads
-        for fid, tid, kind, b0, fi0, fis, _, _, _ in reads:
+        for fid, tid, kind, ax, b0, fi0, fis, _, _, _, _ in reads:
             log = logs.get(fid)
             if log is None:
                 log = logs[fid] = _FastLog(self)
-            key = b0 if b0 is None or fi0 < 0 else b0 + deltas[fi0]  # `Tmpl.key`, inlined
             entry = (tid, tuple(deltas[i] for i in fis)) if kind == 2 else tid
-            buckets = log.buckets
-            bucket = buckets.get(key)
-            if bucket is None:
-                bucket = buckets[key] = {}
+            if b0 is None:
+                bucket = log.loose
+            else:
+                key = b0 + deltas[fi0] if fi0 >= 0 else b0  # `Tmpl.key`, inlined
+                values = log.axes.get(ax)
+                if values is None:
+                    values = log.axes[ax] = {}
+                bucket = values.get(key)
+                if bucket is None:
+                    bucket = values[key] = {}
             if entry not in bucket:
                 bucket[entry] = n
 
-    def _read_entry(self, key, entry, n: int) -> tuple:
-        """(box, Origin) of one entry of a fast read log (`_log_reads`)."""
+    def _entry_box(self, key, entry) -> tuple:
+        """(Tmpl, box) of one entry of a fast read log (`_log_reads`) in the bucket of value
+        `key` (on the template's axis)."""
         reg = self._reg
         if reg is None:
             reg = self._reg = {t.tid: t for stored in (self._stored, self._unit_stored)
                                for plan in stored.values() for t in plan.reads}
         if type(entry) is tuple:
             t = reg[entry[0]]
-            box = translate(t.base, t.dims, entry[1])
-        else:
-            t = reg[entry]
-            box = t.base if t.kind == 0 else translate(t.base, (0,), (key - t.b0,))
+            return t, translate(t.base, t.dims, entry[1])
+        t = reg[entry]
+        return t, t.base if t.kind == 0 else translate(t.base, (t.ax,), (key - t.b0,))
+
+    def _entry_origin(self, t, n: int) -> Origin:
+        """The `Origin` of template `t` read by launch `n` (from the flat launch records)."""
         name, kernel_ir, values, unit = self._recs[4 * n - 4:4 * n]
-        return box, Origin(t.access, name, n, _ArgsText(kernel_ir, arg_env(values)), unit)
+        return Origin(t.access, name, n, _ArgsText(kernel_ir, arg_env(values)), unit)
 
     def python_write(self, field, index, loc: Loc | None, what: str) -> list[Finding]:
         """A Python-scope write (`x[i] = v`, `x.fill`, `x.from_numpy`; `index` None: all)."""
@@ -533,10 +563,6 @@ class _ArgsText:
 
     def __bool__(self) -> bool:
         return bool(str(self))
-
-
-def _may_meet(log: _FastLog | None, key) -> bool:
-    return log is not None and (key in log.buckets or None in log.buckets)
 
 
 def _launch_plan(check: KernelCheck, boxes: LaunchBoxes, arg_values) -> tuple:

@@ -32,6 +32,7 @@ def prog():
     x = fs.field(fs.f32, shape=(T + 2, N), needs_grad=True, name="x")
     y = fs.field(fs.f32, shape=(N, 12), needs_grad=True, name="y")
     g = fs.field(fs.f32, shape=N, needs_grad=True, name="g")
+    w = fs.field(fs.f32, shape=(12, N, 5), needs_grad=True, name="w")
     loss = fs.field(fs.f32, shape=(), needs_grad=True, name="loss")
 
     @fs.kernel
@@ -48,7 +49,7 @@ def prog():
             x[t, i] = 1.0
 
     @fs.kernel
-    def column(t: fs.i32):  # translates along the second index (a (template, shift) entry)
+    def column(t: fs.i32):  # translates along the second index
         for i in range(N):
             y[i, t + 1] = y[i, t] * 2.0
 
@@ -56,6 +57,11 @@ def prog():
     def pair(t: fs.i32, s: fs.i32):  # two forms: t + s and t
         for i in range(N):
             x[t + s + 1, i] = x[t + s, i] + g[i] * y[i, t]
+
+    @fs.kernel
+    def cube(t: fs.i32, s: fs.i32):  # translates along two axes: (template, shifts) entries
+        for i in range(N):
+            w[t + 1, i, s] = w[t, i, s] + 1.0
 
     @fs.kernel
     def rows(t: fs.i32, s: fs.i32):  # one field read under two forms: merged per values
@@ -74,17 +80,18 @@ def prog():
                 x[t + 1, i] = x[t, i]
 
     for k, args in ((step, (0,)), (clobber, (T,)), (column, (0,)), (pair, (0, 0)),
-                    (rows, (0, 0)), (bounded, (1,)), (from_start, (0, 0))):
+                    (cube, (0, 0)), (rows, (0, 0)), (bounded, (1,)), (from_start, (0, 0))):
         k(*args)
     return {"x": x, "y": y, "g": g, "loss": loss, "step": step, "clobber": clobber,
             "column": column, "pair": pair, "rows": rows, "bounded": bounded,
-            "from_start": from_start}
+            "from_start": from_start, "w": w, "cube": cube}
 
 
 @pytest.mark.parametrize("name,values", [
     ("step", [(0,), (7,), (4999,)]),
     ("column", [(0,), (5,), (10,)]),
     ("pair", [(0, 0), (3, 2), (9, 1)]),
+    ("cube", [(0, 0), (3, 4), (10, 2)]),
     ("clobber", [(2,), (T,)]),
 ])
 def test_the_parametric_plan_gives_the_boxes_plan_computes(prog, name, values):
@@ -96,8 +103,14 @@ def test_the_parametric_plan_gives_the_boxes_plan_computes(prog, name, values):
         env = dict(enumerate(vals))
         writes, reads = LaunchBoxes(check.accesses).plan(env)
         deltas = plan.deltas(list(vals))
-        assert [(t.access, t.box(deltas), t.key(deltas)) for t in plan.writes] == writes
-        assert [(t.access, t.box(deltas), t.key(deltas)) for t in plan.reads] == reads
+        assert [(t.access, t.box(deltas)) for t in plan.writes] == [(a, b) for a, b, _ in writes]
+        assert [(t.access, t.box(deltas)) for t in plan.reads] == [(a, b) for a, b, _ in reads]
+        for t in plan.writes + plan.reads:  # the log's bucket: the first one-value axis
+            box = t.box(deltas)
+            singles = [d for d, c in enumerate(box) if c.lo == c.hi]
+            assert t.ax == (singles[0] if singles else -1)
+            assert t.key(deltas) == (box[t.ax].lo if singles else None)
+            assert all(t.value_at(d, deltas) == box[d].lo for d in singles)
 
 
 def test_a_guard_free_of_arguments_translates_and_others_are_planned_per_values(prog):
@@ -156,8 +169,8 @@ def test_a_violation_at_launch_5000_on_a_real_tape_names_the_users_line(prog):
 
 
 def test_a_python_scope_write_meets_a_translated_second_index(prog):
-    """`y[i, t]` logs (template, shift) entries; a later Python-scope write is checked
-    against them, and the first launch that read the column is named."""
+    """`y[i, t]` is bucketed by its second index; a later Python-scope write is checked
+    against it, and the first launch that read the column is named."""
     ir, check = _ir(prog["column"]), KernelCheck(_ir(prog["column"]))
     for validation in (False, True):
         st = TapeState(validation=validation)
@@ -166,6 +179,39 @@ def test_a_python_scope_write_meets_a_translated_second_index(prog):
         with pytest.raises(AccessRuleError, match=r"kernel 'column' \(launch 4, t=3\)"):
             st.python_write(prog["y"], (2, 3), None, "y[2, 3] = ...")
         st.python_write(prog["y"], (2, 11), None, "y[2, 11] = ...")  # written, never read: fine
+
+
+def test_two_translated_axes_name_the_first_reader(prog):
+    ir, check = _ir(prog["cube"]), KernelCheck(_ir(prog["cube"]))
+    assert {t.kind for t in LaunchBoxes(check.accesses).fast.reads} == {2}
+    for validation in (False, True):
+        st = TapeState(validation=validation)
+        for t, s in itertools.product(range(5), range(5)):
+            st.launch(ir, "cube", check, [t, s])
+        st.python_write(prog["w"], (5, 1, 4), None, "w[5, 1, 4] = ...")  # written, never read
+        with pytest.raises(AccessRuleError, match=r"kernel 'cube' \(launch 14, t=2, s=3\)"):
+            st.python_write(prog["w"], (2, 1, 3), None, "w[2, 1, 3] = ...")
+        with pytest.raises(AccessRuleError, match=r"kernel 'cube' \(launch 22, t=4, s=1\)"):
+            st.launch(ir, "cube", check, [3, 1])  # writes w[4, :, 1], read by launch 22
+
+
+def test_a_legal_launch_late_in_a_tape_looks_at_no_logged_read(prog, monkeypatch):
+    """After thousands of launches, a launch whose writes meet no read inspects no log entry
+    (per launch, cost independent of the Tape's length), for `x[t, i]` and `y[i, t]` alike."""
+    looked = []
+    original = TapeState._entry_box
+    monkeypatch.setattr(TapeState, "_entry_box",
+                        lambda self, key, entry: looked.append(entry) or original(self, key, entry))
+    for name, n in (("step", 4000), ("column", 10)):
+        ir, check = _ir(prog[name]), KernelCheck(_ir(prog[name]))
+        st = TapeState()
+        for t in range(n):
+            st.launch(ir, name, check, [t])
+        assert not looked
+        with pytest.raises(AccessRuleError):
+            st.launch(ir, name, check, [n // 2])  # writes what launch n // 2 + 2 read
+        assert 0 < len(looked) <= 3
+        looked.clear()
 
 
 def test_two_argument_forms_and_per_value_plans_refuse_the_same_launches(prog):
