@@ -9,8 +9,9 @@ in a fresh process (kernels compiled and their checker summaries made on a one-s
 timing: a one-off per kernel, which `checker_cost.py` measures), it times one forward off the Tape, then
 the same forward on a first Tape (every (kernel, t) is new: the checker judges each) and on a
 second Tape (the same argument values again: verdicts are reused). Reported per launch: the
-median over rounds of each, the Tape's extra cost (on Tape minus off Tape), and the part of
-each Tape's time spent in Python's full (generation 2) GC collections. Each timed forward
+median over rounds of each (wall time, and CPU time of the process, steadier under load), the
+Tape's extra cost (on Tape minus off Tape), and the part of each Tape's time spent in
+Python's full (generation 2) GC collections. Each timed forward
 starts after a `gc.collect()` (unless `--no-collect`): compiling leaves garbage that makes one
 full collection due, which would otherwise land in whichever phase runs next; with the
 collect, a full collection inside a timed Tape is one that the Tape's own objects caused.
@@ -53,19 +54,23 @@ def worker(steps: int, collect: bool):
     full = _full_collections()
     if collect:
         gc.collect()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     ms.forward_no_tape()
-    plain = time.perf_counter() - t0
-    out = {"launches": launches, "plain_us": plain / launches * 1e6}
+    plain, plain_cpu = time.perf_counter() - t0, time.process_time() - c0
+    out = {"launches": launches, "plain_us": plain / launches * 1e6,
+           "plain_cpu_us": plain_cpu / launches * 1e6}
     for name in ("first_tape_us", "second_tape_us"):
         ms.clear_accumulators()
         with ti.ad.Tape(loss=ms.loss):
             if collect:  # start from no garbage: what the timed Tape leaves is its own
                 gc.collect()
             full.clear()
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             ms.forward()
             out[name] = (time.perf_counter() - t0) / launches * 1e6
+            # CPU time too (all threads): on a loaded machine it leaves out the time this
+            # process waited for a core, which wall time counts
+            out[name.replace("_us", "_cpu_us")] = (time.process_time() - c0) / launches * 1e6
             # Python's full (generation 2) collections inside the timed forward: their count
             # and share of the time per launch (they walk every tracked object of the process)
             out[name.replace("_us", "_gc2")] = [len(full), sum(full) / launches * 1e6]
@@ -126,8 +131,9 @@ def main():
     for r in roots:
         for n in lengths:
             s = samples[(r, n)]
-            med = {k: statistics.median(x[k] for x in s)
-                   for k in ("plain_us", "first_tape_us", "second_tape_us")}
+            med = {k: statistics.median(x.get(k, float("nan")) for x in s)
+                   for k in ("plain_us", "first_tape_us", "second_tape_us", "plain_cpu_us",
+                             "first_tape_cpu_us", "second_tape_cpu_us")}
             gc2 = {k: statistics.median(x.get(k, [0, 0.0])[1] for x in s)
                    for k in ("first_tape_gc2", "second_tape_gc2")}
             rows.append({"code": r, "launches": s[0]["launches"], **med,
@@ -142,15 +148,17 @@ def main():
     print(f"{meta['date']}, {meta['cpus']} CPUs, load {load0:.1f} -> {meta['load_after']:.1f}, "
           f"medians of {args.rounds} alternated fresh processes (us per launch)")
     print("| code | launches | off Tape | first Tape | second Tape | first extra | second extra "
-          "| full GC in first / second |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| full GC in first / second | CPU: off / first / second |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(f"| {row['code']} | {row['launches']} | {row['plain_us']:.1f} | "
               f"{row['first_tape_us']:.1f} | {row['second_tape_us']:.1f} | "
               f"{row['first_extra_us']:.1f} | {row['second_extra_us']:.1f} | "
-              f"{row['first_gc2_us']:.1f} / {row['second_gc2_us']:.1f} |")
+              f"{row['first_gc2_us']:.1f} / {row['second_gc2_us']:.1f} | "
+              f"{row['plain_cpu_us']:.1f} / {row['first_tape_cpu_us']:.1f} / "
+              f"{row['second_tape_cpu_us']:.1f} |")
     for r in roots:
-        for k in ("first_tape_us", "second_tape_us"):
+        for k in ("first_tape_us", "second_tape_us", "first_tape_cpu_us", "second_tape_cpu_us"):
             v = [row[k] for row in rows if row["code"] == r]
             print(f"{r} {k}: max/min over lengths = {max(v) / min(v):.2f}")
     with open(args.out, "w") as f:
