@@ -122,12 +122,20 @@ def test_a_guard_free_of_arguments_translates_and_others_are_planned_per_values(
         assert LaunchBoxes(KernelCheck(_ir(prog[name])).accesses).fast is None
 
 
-def test_per_access_boxes_of_a_guarded_template_match_the_full_computation(prog):
+def _elements(pairs):
+    """(field, write?, exact?, element) for every element the boxes cover."""
+    return {(id(a.field), a.is_write, all(c.exact for c in box), e) for a, box in pairs
+            for e in itertools.product(*(range(c.lo, c.hi + 1, c.step or 1) for c in box))}
+
+
+def test_boxes_of_a_guarded_template_match_the_full_computation(prog):
     check = KernelCheck(_ir(prog["step"]))
     for t in (0, 3, 100):
         env = {0: t}
         got = LaunchBoxes(check.accesses).of_launch(env, per_access=True)
         assert got == LaunchBoxes(check.accesses)._full(env, per_access=True)
+        merged = LaunchBoxes(check.accesses).of_launch(env)
+        assert _elements(merged) == _elements(LaunchBoxes(check.accesses)._full(env, False))
 
 
 def _violation(prog, launches: int, validation: bool) -> str:
