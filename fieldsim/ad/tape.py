@@ -341,7 +341,9 @@ class _CheckerAdapter:
 
     def launch(self, kernel, ck, values):
         state = self.state
-        found = state.launch(ck.ir, kernel.__name__, kernel_check(ck), values)
+        analyses = ck.analyses  # made once per compiled kernel (`kernel_check` imports per call)
+        check = analyses.check if analyses is not None else kernel_check(ck)
+        found = state.launch(ck.ir, kernel.__name__, check, values)
         run = runner(ck, kernel.__name__, found, state) if state.validation else None
         if run is None and found.kernel_checked:
             ck.checked = True  # its adjoint may be made (a validated run marks it when it passes)

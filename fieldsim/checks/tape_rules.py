@@ -167,9 +167,10 @@ class _FastLog:
         """May write template `t`, translated by `deltas`, meet a logged read?"""
         if self.loose:
             return True
+        singles = t.singles
         for axis, values in self.axes.items():
-            v = t.value_at(axis, deltas)
-            if v is None or v in values:
+            s = singles.get(axis)  # `Tmpl.value_at`, inlined: this runs per write per launch
+            if s is None or (s[0] if s[1] < 0 else s[0] + deltas[s[1]]) in values:
                 return True
         return False
 
