@@ -399,13 +399,14 @@ class FastPlan(NamedTuple):
     forms: tuple
     positions: tuple
     single: int  # the forms are one argument itself (`x[t, i]`): its position; else -1
+    moving_keys: tuple  # per moving read, (tid, kind, b0, fi0, fis): what a launch logs
 
     def deltas(self, values) -> tuple | None:
         """The forms' values for a launch's argument values (a sequence by position); None
         when a position the forms use holds no Python int (the plan per values is used)."""
         if not self.forms:
             return ()
-        try:
+        try:  # (the caller skips this call when there are no forms)
             if self.single >= 0:
                 v = values[self.single]
                 return (v,) if type(v) is int else None
@@ -435,8 +436,9 @@ def fast_plan(moves: list) -> FastPlan:
     positions = tuple(sorted({p for _, terms in forms for p, _ in terms}))
     (const, terms), = forms if len(forms) == 1 else [(None, None)]
     single = terms[0][0] if const == 0 and terms and len(terms) == 1 and terms[0][1] == 1 else -1
-    return FastPlan(tuple(writes), tuple(reads), tuple(t for t in reads if t.kind),
-                    tuple(forms), positions, single)
+    moving = tuple(t for t in reads if t.kind)
+    return FastPlan(tuple(writes), tuple(reads), moving, tuple(forms), positions, single,
+                    tuple((t.tid, t.kind, t.b0, t.fi0, t.fis) for t in moving))
 
 
 def constant_plan(writes: list, reads: list) -> FastPlan:

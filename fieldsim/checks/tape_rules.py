@@ -18,7 +18,7 @@ a later unit may overwrite what an earlier unit read (both backwards are the use
 recompute or restore it: a step reusing its state buffer, diffmpm's scratch grid), while a
 plain kernel or Python-scope write may not (a plain adjoint follows the rules).
 
-Without validation, launches take a fast path with the same verdicts (`_launch_fast`): a kernel's
+Without validation, launches take a fast path with the same verdicts (`launch`): a kernel's
 launches share one parametric plan (`boxes.FastPlan`), the read logs hold ints (template id ->
 launch number, bucketed by a box's first one-value index), and boxes and `Origin`s are rebuilt from
 them only for a write that may meet a logged read. Per launch the cost does not grow with the
@@ -267,9 +267,10 @@ class TapeState:
         self._units: list = []
         self._checks: dict[int, tuple] = {}  # id(kernel IR) -> (KernelCheck holding it, LaunchBoxes)
         self._pending: list = []
-        self._pending_reads: list = []  # the fast path's reads inside a unit (see `_launch_fast`)
-        # id(FastPlan) -> it, per log set: its constant reads are in those logs for good (only
-        # validation's `discard` removes reads, and validation takes the full path)
+        self._pending_reads: list = []  # the fast path's reads inside a unit (see `launch`)
+        # id(FastPlan) -> (it, the log dict each of its moving reads goes to), per log set: its
+        # constant reads are in those logs for good (only validation's `discard` removes
+        # reads, and validation takes the full path)
         self._stored: dict = {}
         self._unit_stored: dict = {}
         # the fast path: per launch, its kernel name, kernel IR, argument values and unit, flat
@@ -292,51 +293,26 @@ class TapeState:
                arg_values=None) -> Checked:
         """Check one launch before it runs, then record it. Raises `AccessRuleError`; returns
         the undecided findings when `validation` is on (else they raise too). `summary`: the
-        kernel's effect table, or its `KernelCheck` (see `kernel_check`)."""
+        kernel's effect table, or its `KernelCheck` (see `kernel_check`).
+
+        Without validation (the body below) the verdicts are the same (anything undecided
+        raises). A kernel's launches share one parametric plan (`boxes.FastPlan`: its boxes
+        translated by the integer arguments), so a launch computes a few sums, checks each
+        write against only the read-log buckets it can meet, and logs its reads as ints
+        (template id -> launch number, bucketed by a one-value index); `Origin`s and boxes
+        are made only when a write may meet a logged read. Per launch the cost stays flat in
+        the Tape's length, and what it keeps is untracked by Python's cyclic GC."""
         made = self._checks.get(id(kernel_ir))
         if made is None:
             self.kernel_check(kernel_ir, summary)
             made = self._checks[id(kernel_ir)]
         check, boxes = made
-        if not self.validation:
-            return self._launch_fast(kernel_ir, kernel_name, check, boxes, arg_values)
-        found = Checked()
-        found.in_kernel = [] if self._units else check.run(arg_values, self.validation)
-        found.kernel_checked = not self._units
-        env = arg_env(arg_values)
-        self.launches += 1
-        name, args = kernel_name or kernel_ir.name, _ArgsText(kernel_ir, env)
-        unit = self._units[-1][0] if self._units else None
-        entries = []
-        for a, box in boxes.of_launch(env, per_access=self.validation):
-            if self.validation and not a.is_write and not exact_box(box):
-                rs = ReadSet(box)
-                found.reads.append((rs, a))
-                box = rs
-            entries.append((a, box, Origin(a, name, self.launches, args, unit)))
-        try:
-            cross = [f for a, box, origin in entries if a.is_write
-                     for f in self._check(box, origin, found)]
-        except Exception:
-            self.launches -= 1
-            raise
-        found.extend(found.in_kernel + cross)
-        found.entries = entries
-        found.tokens = self._record(entries)
-        return found
-
-    def _launch_fast(self, kernel_ir, kernel_name, check, boxes, arg_values) -> Checked:
-        """`launch` without validation: the same verdicts (anything undecided raises). A
-        kernel's launches share one parametric plan (`boxes.FastPlan`: its boxes translated by
-        the integer arguments), so a launch computes a few sums, checks each write against
-        only the read-log buckets it can meet, and logs its reads as ints (template id ->
-        launch number, bucketed by a one-value index); `Origin`s and boxes are made only when
-        a write may meet a logged read. Per launch the cost stays flat in the Tape's length,
-        and what it keeps is untracked by Python's cyclic GC."""
+        if self.validation:
+            return self._launch_validated(kernel_ir, kernel_name, check, boxes, arg_values)
         plan, units = boxes.fast, self._units
         deltas = None
         if plan is not None and (arg_values is None or type(arg_values) in (list, tuple)):
-            deltas = plan.deltas(arg_values)
+            deltas = plan.deltas(arg_values) if plan.forms else ()
         if deltas is None:  # arguments in loop bounds or guards, a float index...: per values
             plan, judged = _launch_plan(check, boxes, arg_values)
             deltas = ()
@@ -368,38 +344,86 @@ class TapeState:
         self._recs += (kernel_name or kernel_ir.name, kernel_ir,
                        tuple(arg_values) if type(arg_values) is list else arg_values, unit)
         if plan.reads:
-            if unit is not None:
-                self._pending_reads.append((plan, deltas, n))
-            else:
-                self._log_reads(logged, self._stored, plan, deltas, n)
+            stored = self._stored if unit is None else self._unit_stored
+            if plan.moving_keys or id(plan) not in stored:  # else: nothing new to log
+                if unit is not None:
+                    self._pending_reads.append((plan, deltas, n))
+                else:
+                    self._log_reads(logged, stored, plan, deltas, n)
+        return found
+
+    def _launch_validated(self, kernel_ir, kernel_name, check, boxes, arg_values) -> Checked:
+        """`launch` under validation: every access's box and `Origin`, read sets kept for the
+        run-time check (`checks.validation`)."""
+        found = Checked()
+        found.in_kernel = [] if self._units else check.run(arg_values, self.validation)
+        found.kernel_checked = not self._units
+        env = arg_env(arg_values)
+        self.launches += 1
+        name, args = kernel_name or kernel_ir.name, _ArgsText(kernel_ir, env)
+        unit = self._units[-1][0] if self._units else None
+        entries = []
+        for a, box in boxes.of_launch(env, per_access=self.validation):
+            if self.validation and not a.is_write and not exact_box(box):
+                rs = ReadSet(box)
+                found.reads.append((rs, a))
+                box = rs
+            entries.append((a, box, Origin(a, name, self.launches, args, unit)))
+        try:
+            cross = [f for a, box, origin in entries if a.is_write
+                     for f in self._check(box, origin, found)]
+        except Exception:
+            self.launches -= 1
+            raise
+        found.extend(found.in_kernel + cross)
+        found.entries = entries
+        found.tokens = self._record(entries)
         return found
 
     def _log_reads(self, logs: dict, stored: dict, plan, deltas: tuple, n: int):
         """Log a launch's reads (see `_FastLog`): the entry a template id (its box fixed by
         the bucket) or (id, translations). The first launch to read a box names it."""
-        if id(plan) in stored:  # its constant reads are logged: only the translated ones
-            reads = plan.moving_reads
-        else:
-            stored[id(plan)] = plan  # kept alive: its id is not reused
+        made = stored.get(id(plan))
+        if made is None:  # the plan's first launch in this log set: all its reads
             self._reg = None
-            reads = plan.reads
-        for fid, tid, kind, ax, b0, fi0, fis, _, _, _, _ in reads:
-            log = logs.get(fid)
-            if log is None:
-                log = logs[fid] = _FastLog(self)
+            for t in plan.reads:
+                bucket = self._bucket(logs, t, t.key(deltas))
+                entry = (t.tid, tuple(deltas[i] for i in t.fis)) if t.kind == 2 else t.tid
+                if entry not in bucket:
+                    bucket[entry] = n
+            # where each moving read goes: its field's loose dict, or its axis' value -> bucket
+            targets = tuple(self._bucket(logs, t, None) if t.b0 is None
+                            else logs[t.fid].axes[t.ax] for t in plan.moving_reads)
+            stored[id(plan)] = (plan, targets)  # kept alive: its id is not reused
+            return
+        for (tid, kind, b0, fi0, fis), values in zip(plan.moving_keys, made[1]):
             entry = (tid, tuple(deltas[i] for i in fis)) if kind == 2 else tid
             if b0 is None:
-                bucket = log.loose
+                bucket = values
             else:
                 key = b0 + deltas[fi0] if fi0 >= 0 else b0  # `Tmpl.key`, inlined
-                values = log.axes.get(ax)
-                if values is None:
-                    values = log.axes[ax] = {}
                 bucket = values.get(key)
                 if bucket is None:
                     bucket = values[key] = {}
             if entry not in bucket:
                 bucket[entry] = n
+
+    def _bucket(self, logs: dict, t, key) -> dict:
+        """The {entry: launch number} dict of read template `t` with bucket value `key`."""
+        log = logs.get(t.fid)
+        if log is None:
+            log = logs[t.fid] = _FastLog(self)
+        if t.b0 is None:
+            return log.loose
+        values = log.axes.get(t.ax)
+        if values is None:
+            values = log.axes[t.ax] = {}
+        if key is None:
+            return values
+        bucket = values.get(key)
+        if bucket is None:
+            bucket = values[key] = {}
+        return bucket
 
     def _entry_box(self, key, entry) -> tuple:
         """(Tmpl, box) of one entry of a fast read log (`_log_reads`) in the bucket of value
@@ -407,7 +431,7 @@ class TapeState:
         reg = self._reg
         if reg is None:
             reg = self._reg = {t.tid: t for stored in (self._stored, self._unit_stored)
-                               for plan in stored.values() for t in plan.reads}
+                               for plan, _ in stored.values() for t in plan.reads}
         if type(entry) is tuple:
             t = reg[entry[0]]
             return t, translate(t.base, t.dims, entry[1])
@@ -467,11 +491,13 @@ class TapeState:
     def _end_unit(self):
         self._units.pop()
         if not self._units:
-            entries, self._pending = self._pending, []
-            self._store(entries)
+            if self._pending:
+                entries, self._pending = self._pending, []
+                self._store(entries)
             fast, self._pending_reads = self._pending_reads, []
+            logs, stored = self.unit_reads, self._unit_stored
             for plan, deltas, n in fast:
-                self._log_reads(self.unit_reads, self._unit_stored, plan, deltas, n)
+                self._log_reads(logs, stored, plan, deltas, n)
 
     def _record(self, entries: list) -> list:
         if self._units:
