@@ -309,15 +309,8 @@ class TapeState:
         check, boxes = made
         if self.validation:
             return self._launch_validated(kernel_ir, kernel_name, check, boxes, arg_values)
-        plan, units = boxes.fast, self._units
-        deltas = None
-        if plan is not None and (arg_values is None or type(arg_values) in (list, tuple)):
-            deltas = plan.deltas(arg_values) if plan.forms else ()
-        if deltas is None:  # arguments in loop bounds or guards, a float index...: per values
-            plan, judged = _launch_plan(check, boxes, arg_values)
-            deltas = ()
-        else:
-            judged = check.judge_env(arg_env(arg_values)) if check.symbolic and not units else ()
+        units = self._units
+        plan, deltas, judged = _plan_of(check, boxes, arg_values, units)
         if units:
             found, unit = _IN_UNIT, units[-1][0]
         else:
@@ -325,23 +318,13 @@ class TapeState:
                 raise to_error(judged[0])
             found, unit = _CHECKED, None
         n = self.launches + 1
-        logged, unit_logged = self.reads, self.unit_reads
-        for t in plan.writes:
-            fid = t[0]  # Tmpl.fid (indexing: this loop runs for every write of every launch)
-            log = logged.get(fid)
-            ulog = unit_logged.get(fid) if unit is None else None
-            if log is None and ulog is None:
-                continue
-            # only a log with a bucket of this write's value on its axis (or a loose one)
-            if (log is not None and log.may_meet(t, deltas)) or \
-                    (ulog is not None and ulog.may_meet(t, deltas)):
-                origin = Origin(t.access, kernel_name or kernel_ir.name, n,
-                                _ArgsText(kernel_ir, arg_env(arg_values)), unit)
-                self._check(t.box(deltas), origin, None)
+        name = kernel_name or kernel_ir.name
+        if plan.writes:
+            self._check_writes(plan, deltas, n, unit, (name, kernel_ir, arg_values))
         self.launches = n
         # flat, and the values as a tuple of numbers: nothing kept per launch is a container
         # Python's cyclic GC must walk (a 10,000-launch Tape stays cheap to collect)
-        self._recs += (kernel_name or kernel_ir.name, kernel_ir,
+        self._recs += (name, kernel_ir,
                        tuple(arg_values) if type(arg_values) is list else arg_values, unit)
         if plan.reads:
             stored = self._stored if unit is None else self._unit_stored
@@ -349,8 +332,25 @@ class TapeState:
                 if unit is not None:
                     self._pending_reads.append((plan, deltas, n))
                 else:
-                    self._log_reads(logged, stored, plan, deltas, n)
+                    self._log_reads(self.reads, stored, plan, deltas, n)
         return found
+
+    def _check_writes(self, plan, deltas: tuple, n: int, unit, launch: tuple):
+        """Refuse a fast-path launch (`launch`: its name, kernel IR, argument values) whose
+        writes meet logged reads; only a log with a bucket of a write's value on its axis (or
+        a loose one) is looked at."""
+        logged, unit_logged = self.reads, self.unit_reads
+        for t in plan.writes:
+            fid = t[0]  # Tmpl.fid (indexing: this loop runs for every write of every launch)
+            log = logged.get(fid)
+            ulog = unit_logged.get(fid) if unit is None else None
+            if log is None and ulog is None:
+                continue
+            if (log is not None and log.may_meet(t, deltas)) or \
+                    (ulog is not None and ulog.may_meet(t, deltas)):
+                name, kernel_ir, values = launch
+                origin = Origin(t.access, name, n, _ArgsText(kernel_ir, arg_env(values)), unit)
+                self._check(t.box(deltas), origin, None)
 
     def _launch_validated(self, kernel_ir, kernel_name, check, boxes, arg_values) -> Checked:
         """`launch` under validation: every access's box and `Origin`, read sets kept for the
@@ -590,6 +590,20 @@ class _ArgsText:
 
     def __bool__(self) -> bool:
         return bool(str(self))
+
+
+def _plan_of(check: KernelCheck, boxes: LaunchBoxes, arg_values, units) -> tuple:
+    """(`FastPlan`, its form values, in-kernel findings) of a fast-path launch: the kernel's
+    parametric plan, or (arguments in loop bounds or guards, a float index...) its plan per
+    argument values. Findings are judged outside units only."""
+    plan = boxes.fast
+    if plan is not None and (arg_values is None or type(arg_values) in (list, tuple)):
+        deltas = plan.deltas(arg_values) if plan.forms else ()
+        if deltas is not None:
+            judged = check.judge_env(arg_env(arg_values)) if check.symbolic and not units else ()
+            return plan, deltas, judged
+    plan, judged = _launch_plan(check, boxes, arg_values)
+    return plan, (), judged
 
 
 def _launch_plan(check: KernelCheck, boxes: LaunchBoxes, arg_values) -> tuple:
