@@ -126,7 +126,7 @@ class _Log:
         else:
             self.buckets.get(token[1], {}).pop(token[2], None)
 
-    def meeting(self, box: tuple):
+    def meeting(self, box: tuple, _state=None):
         """Boxes (and read sets not yet resolved, by their hull) that may share an element."""
         key = _key(box)
         keys = (key, None) if key is not None else list(self.buckets)
@@ -156,12 +156,11 @@ class _FastLog:
     both stay cheap however long the Tape. Boxes and origins are made
     (`TapeState._entry_box`, `_entry_origin`) only for a write that may meet them."""
 
-    __slots__ = ("axes", "loose", "state")
+    __slots__ = ("axes", "loose")
 
-    def __init__(self, state):
+    def __init__(self):
         self.axes: dict = {}
         self.loose: dict = {}
-        self.state = state
 
     def may_meet(self, t, deltas: tuple) -> bool:
         """May write template `t`, translated by `deltas`, meet a logged read?"""
@@ -174,9 +173,9 @@ class _FastLog:
                 return True
         return False
 
-    def meeting(self, box: tuple):
-        """(box, Origin) of the logged reads that may share an element with `box`."""
-        state = self.state
+    def meeting(self, box: tuple, state):
+        """(box, Origin) of the logged reads (of `state`, a `TapeState`: passed, not kept, so
+        a dropped Tape is freed at once) that may share an element with `box`."""
         for axis, values in sorted(self.axes.items()):  # axis 0 (a time step) first
             c = box[axis] if axis < len(box) else None
             if c is not None and c.lo == c.hi:
@@ -412,7 +411,7 @@ class TapeState:
         """The {entry: launch number} dict of read template `t` with bucket value `key`."""
         log = logs.get(t.fid)
         if log is None:
-            log = logs[t.fid] = _FastLog(self)
+            log = logs[t.fid] = _FastLog()
         if t.b0 is None:
             return log.loose
         values = log.axes.get(t.ax)
@@ -530,7 +529,7 @@ class TapeState:
             return []
         hits, known = [], []
         for log in logs:
-            hits += log.meeting(box)
+            hits += log.meeting(box, self)
             known += log.known(box)
         self._raise_sure(box, origin, hits)
         if exact_box(box):

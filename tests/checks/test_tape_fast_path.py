@@ -287,3 +287,22 @@ def test_what_a_tape_keeps_per_launch_is_not_tracked_by_the_gc(prog):
         st.launch(ir, "step", check, [t])
     gc.collect()
     assert len(gc.get_objects()) - before < 50
+
+
+def test_a_dropped_tape_state_is_freed_without_the_gc(prog):
+    """No reference cycle through the read logs: a finished Tape's checker state goes at once
+    (a cycle kept every dropped Tape's logs alive until a full collection)."""
+    import weakref
+    ir, check = _ir(prog["step"]), KernelCheck(_ir(prog["step"]))
+    gc.disable()
+    try:
+        st = TapeState()
+        for t in range(50):
+            st.launch(ir, "step", check, [t])
+        with pytest.raises(AccessRuleError):
+            st.launch(ir, "step", check, [3])  # an Origin made from the logs, then dropped
+        ref = weakref.ref(st)
+        del st
+        assert ref() is None
+    finally:
+        gc.enable()
