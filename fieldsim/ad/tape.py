@@ -39,6 +39,8 @@ class LaunchEntry:
     (['LaunchEntry'], True)
     """
 
+    __slots__ = ("args", "ck", "kernel", "kwargs", "rng_key")  # one per launch: kept small
+
     def __init__(self, kernel, args, kwargs, ck):
         self.kernel, self.args, self.kwargs, self.ck = kernel, args, kwargs, ck
         self.rng_key = None
@@ -66,6 +68,8 @@ class CustomEntry:
     >>> type(tape.entries[0]).__name__, x.grad[None]
     ('CustomEntry', 2.0)
     """
+
+    __slots__ = ("args", "fn", "kwargs")
 
     def __init__(self, fn, args, kwargs):
         self.fn, self.args, self.kwargs = fn, args, kwargs
@@ -336,8 +340,11 @@ class _CheckerAdapter:
         self.state = TapeState(validation=validation)
 
     def launch(self, kernel, ck, values):
-        found = self.state.launch(ck.ir, kernel.__name__, kernel_check(ck), list(values))
-        run = runner(ck, kernel.__name__, found, self.state)
+        state = self.state
+        analyses = ck.analyses  # made once per compiled kernel (`kernel_check` imports per call)
+        check = analyses.check if analyses is not None else kernel_check(ck)
+        found = state.launch(ck.ir, kernel.__name__, check, values)
+        run = runner(ck, kernel.__name__, found, state) if state.validation else None
         if run is None and found.kernel_checked:
             ck.checked = True  # its adjoint may be made (a validated run marks it when it passes)
         return run
@@ -400,6 +407,9 @@ def _gradient_role(gradient_type) -> str:
 def grad_replaced(fn):
     """Mark a Python function of kernel launches as one unit on the Tape, with a user backward."""
 
+    code = getattr(fn, "__code__", None)
+    loc = Loc(code.co_filename, code.co_firstlineno, 0, None, fn.__name__) if code else None
+
     def wrapper(*args, **kwargs):
         rt = runtime.get()
         tape = rt.tape
@@ -408,8 +418,6 @@ def grad_replaced(fn):
         if tape is None or rt.no_grad_depth:
             return fn(*args, **kwargs)
         tape.record_custom(wrapper, args, kwargs)
-        code = getattr(fn, "__code__", None)
-        loc = Loc(code.co_filename, code.co_firstlineno, 0, None, fn.__name__) if code else None
         unit = tape.state.unit(fn.__name__, loc) if tape.state is not None else nullcontext()
         tape.unit_depth += 1
         try:

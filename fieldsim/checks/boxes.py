@@ -4,11 +4,14 @@ Takes an access's symbolic index forms (`index_expr.Affine`) and a launch's kern
 values; gives one `Comp` per index component, the values that component takes: an arithmetic
 progression `lo..hi` by `step` (step 0: one value), `exact` when every one of them is touched
 (a data-dependent index gives the whole axis, inexact). `LaunchBoxes` caches a kernel's boxes
-per argument tuple; `merge_boxes` writes the same elements in fewer boxes; `box_slices` and
-`box_mask` turn a box into numpy selections. Analysis only.
+per argument tuple, and (`.fast`, a `FastPlan`) gives every launch's boxes at once as template
+boxes translated by linear forms of the integer arguments, when the arguments enter the indices
+only as such translations (not loop bounds or guards); `merge_boxes` writes the same elements
+in fewer boxes; `box_slices` and `box_mask` turn a box into numpy selections. Analysis only.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import NamedTuple
 
@@ -139,18 +142,22 @@ class LaunchBoxes:
                 self.items.append((a, comps, shape))
         self._by_env: dict = {}  # a time-stepped program repeats its argument values per Tape
         self.by_values: dict = {}  # the Tape's whole plan per raw argument values (tape_rules)
-        self._templates, self._general, self._arg_pos = _templates(self.items)
+        self._templates, self._general, self._arg_pos, never = _templates(self.items)
         # (field, kind)s whose boxes come from more than one template group or from a box
         # computed in full: only these can merge further once translated
         sources: dict = {}
         for k, a, _, shifts in self._templates:
             sources.setdefault((id(a.field), a.is_write), set()).add(shifts)
-        for k, (a, _, _) in enumerate(self.items):
-            if k not in self._general:
-                sources.setdefault((id(a.field), a.is_write), set()).add(("full", k))
+        self._in_full = [k for k in range(len(self.items))
+                         if k not in self._general and k not in never]
+        for k in self._in_full:
+            a = self.items[k][0]
+            sources.setdefault((id(a.field), a.is_write), set()).add(("full", k))
         self._remerge = {key for key, srcs in sources.items() if len(srcs) > 1}
-        self._in_full = [k for k in range(len(self.items)) if k not in self._general]
         self._moves = [(k, a, base, _moves(shifts)) for k, a, base, shifts in self._templates]
+        # every launch as one parametric plan (None: per argument values, `plan`)
+        self.fast = None if self._in_full or self._remerge else fast_plan(sorted(self._moves,
+                                                                               key=_first))
 
     def of_launch(self, env: dict, per_access: bool = False) -> list:
         """(access, box) pairs for these argument values. Unless `per_access` (run-time
@@ -262,42 +269,182 @@ def _split(f: Affine, n):
     return _comp(rest, {}, n), (Affine(0, shift) if shift else None)
 
 
+def _split_guarded(f: Affine, n, limits: dict):
+    """`_split` for an access under guards free of arguments (`guarded_box`'s component,
+    inexact, narrowed by the guards' `limits`)."""
+    shift = {a: c for a, c in f.terms.items() if isinstance(a, Arg)}
+    rest = Affine(f.const, {a: c for a, c in f.terms.items() if not isinstance(a, Arg)})
+    if _uses_args(rest):
+        return None
+    r = None if rest.has_opaque() else rest.bounds({}, limits)
+    if r is None:
+        return whole(n, False), None  # the whole axis, whatever the arguments
+    step = math.gcd(*rest.terms.values()) if rest.terms else 0
+    return Comp(r[0], r[1], step, False), (Affine(0, shift) if shift else None)
+
+
+def _item_parts(a: Access, comps, shape):
+    """An item's components as (base Comp, shift or None) pairs; None when the arguments
+    enter more than a translation (a loop's bounds, a guard); "never" when its guards can
+    never hold together."""
+    if comps is not None:
+        return [(c, None) if isinstance(c, Comp) else _split(c, n) for c, n in zip(comps, shape)]
+    if any(_uses_args(g) for g in a.guards):
+        return None  # the guards' narrowing moves with the arguments
+    limits = guard_limits(a.guards, {})
+    if limits is None:
+        return "never"
+    return [_split_guarded(f, n, limits) for f, n in zip(a.indices, shape)]
+
+
 def _templates(items: list):
     """Per item that translates with the arguments: its base box and shifts (`general`, by
     item number), and the merged template boxes (item number of the access naming each, access,
-    base box, shifts). Also the argument positions the shifts use."""
-    general, groups, arg_pos = {}, {}, set()
+    base box, shifts). Also the argument positions the shifts use, and the items whose guards
+    never hold (no box for any arguments)."""
+    general, groups, arg_pos, never = {}, {}, set(), set()
     for k, (a, comps, shape) in enumerate(items):
-        if comps is None:
+        parts = _item_parts(a, comps, shape)
+        if parts == "never":
+            never.add(k)
             continue
-        base, shifts = [], []
-        for c, n in zip(comps, shape):
-            if isinstance(c, Comp):
-                base.append(c)
-                shifts.append(None)
-                continue
-            parts = _split(c, n)
-            if parts is None:
-                break
-            base.append(parts[0])
-            shifts.append(parts[1])
-            if parts[1] is not None:
-                arg_pos.update(atom.pos for atom in parts[1].terms)
-        else:
-            general[k] = (tuple(base), tuple(shifts))
-            groups.setdefault(tuple(shifts), []).append((k, a, tuple(base)))
+        if parts is None or any(p is None for p in parts):
+            continue
+        base, shifts = tuple(p[0] for p in parts), tuple(p[1] for p in parts)
+        for s in shifts:
+            if s is not None:
+                arg_pos.update(atom.pos for atom in s.terms)
+        general[k] = (base, shifts)
+        groups.setdefault(shifts, []).append((k, a, base))
     templates = []
     for shifts, members in groups.items():
         number = {id(a): k for k, a, _ in members}
         for a, box in merge_boxes(_dedup([(a, box) for _, a, box in members])):
             templates.append((number[id(a)], a, box, shifts))
-    return templates, general, arg_pos
+    return templates, general, arg_pos, never
 
 
 def _moves(shifts: tuple) -> tuple:
     """The shifts as (component, constant, ((argument position, coefficient), ...))."""
     return tuple((d, s.const, tuple((atom.pos, c) for atom, c in s.terms.items()))
                  for d, s in enumerate(shifts) if s is not None)
+
+
+def _first(template: tuple) -> int:
+    return template[0]
+
+
+_TIDS = itertools.count(1)  # template ids: the Tape's read logs are keyed by these ints
+
+
+class Tmpl(NamedTuple):
+    """One box of a launch plan for the Tape's fast path (`FastPlan`): `base` translated along
+    `dims` by the plan's argument forms numbered `fis`. The read logs bucket a box by its first
+    component that is one value (`ax`: its axis, -1: none; `b0`: its value in `base`; `fi0`:
+    the form translating it, -1: none), e.g. the time step of `x[t, i]` or of `y[i, t]`.
+    `kind` 0: no translation; 1: along `ax` only (the bucket's value then fixes the box); 2:
+    otherwise. `singles`: every one-value axis -> (its value in `base`, its form or -1)."""
+
+    fid: int
+    tid: int
+    kind: int
+    ax: int
+    b0: int | None
+    fi0: int
+    fis: tuple
+    access: Access
+    base: tuple
+    dims: tuple
+    singles: dict
+
+    def key(self, deltas: tuple):
+        """The bucket value (on axis `ax`) of this box translated by `deltas`."""
+        if self.b0 is None or self.fi0 < 0:
+            return self.b0
+        return self.b0 + deltas[self.fi0]
+
+    def value_at(self, axis: int, deltas: tuple):
+        """The one value this box (translated by `deltas`) takes on `axis`; None: several."""
+        s = self.singles.get(axis)
+        if s is None:
+            return None
+        return s[0] if s[1] < 0 else s[0] + deltas[s[1]]
+
+    def box(self, deltas) -> tuple:
+        """The box translated by the form values `deltas` (per form) of one launch."""
+        return translate(self.base, self.dims, tuple(deltas[i] for i in self.fis))
+
+
+def translate(base: tuple, dims: tuple, shifts: tuple) -> tuple:
+    if not dims:
+        return base
+    box = list(base)
+    for d, s in zip(dims, shifts):
+        if s:
+            lo, hi, step, exact = box[d]
+            box[d] = Comp(lo + s, hi + s, step, exact)
+    return tuple(box)
+
+
+class FastPlan(NamedTuple):
+    """Every launch of a kernel (or one launch, `positions` empty) for the Tape's fast path:
+    its deduplicated write and read boxes (`Tmpl`s, in access order; `moving_reads`: those
+    that translate) as translations by linear forms of the integer arguments (`forms`:
+    (constant, ((position, coefficient), ...))) reading `positions`. Made once: a new argument
+    value needs no new plan, so nothing here grows with the number of launches."""
+
+    writes: tuple
+    reads: tuple
+    moving_reads: tuple  # the reads of kind 1 and 2
+    forms: tuple
+    positions: tuple
+    single: int  # the forms are one argument itself (`x[t, i]`): its position; else -1
+    moving_keys: tuple  # per moving read, (tid, kind, b0, fi0, fis): what a launch logs
+
+    def deltas(self, values) -> tuple | None:
+        """The forms' values for a launch's argument values (a sequence by position); None
+        when a position the forms use holds no Python int (the plan per values is used)."""
+        if not self.forms:
+            return ()
+        try:  # (the caller skips this call when there are no forms)
+            if self.single >= 0:
+                v = values[self.single]
+                return (v,) if type(v) is int else None
+            for p in self.positions:
+                if type(values[p]) is not int:
+                    return None
+        except (IndexError, KeyError, TypeError):
+            return None
+        return tuple(const + sum(c * values[p] for p, c in terms) if terms else const
+                     for const, terms in self.forms)
+
+
+def fast_plan(moves: list) -> FastPlan:
+    """A `FastPlan` from (item number, access, base box, moves) in access order (`_moves`)."""
+    forms: dict = {}
+    writes, reads = [], []
+    for _, a, base, mv in moves:
+        dims = tuple(d for d, _, _ in mv)
+        fis = tuple(forms.setdefault((const, terms), len(forms)) for _, const, terms in mv)
+        form_of = dict(zip(dims, fis))
+        singles = {d: (c.lo, form_of.get(d, -1)) for d, c in enumerate(base) if c.lo == c.hi}
+        ax = min(singles, default=-1)
+        b0, fi0 = singles.get(ax, (None, -1))
+        kind = 0 if not dims else 1 if dims == (ax,) else 2
+        t = Tmpl(id(a.field), next(_TIDS), kind, ax, b0, fi0, fis, a, base, dims, singles)
+        (writes if a.is_write else reads).append(t)
+    positions = tuple(sorted({p for _, terms in forms for p, _ in terms}))
+    (const, terms), = forms if len(forms) == 1 else [(None, None)]
+    single = terms[0][0] if const == 0 and terms and len(terms) == 1 and terms[0][1] == 1 else -1
+    moving = tuple(t for t in reads if t.kind)
+    return FastPlan(tuple(writes), tuple(reads), moving, tuple(forms), positions, single,
+                    tuple((t.tid, t.kind, t.b0, t.fi0, t.fis) for t in moving))
+
+
+def constant_plan(writes: list, reads: list) -> FastPlan:
+    """A `FastPlan` of one launch's boxes ((access, box, key) lists, `LaunchBoxes.plan`)."""
+    moves = [(k, a, box, ()) for k, (a, box, _) in enumerate(writes + reads)]
+    return fast_plan(moves)
 
 
 def _moved(base: tuple, moves: tuple, env: dict) -> tuple:

@@ -18,6 +18,12 @@ a later unit may overwrite what an earlier unit read (both backwards are the use
 recompute or restore it: a step reusing its state buffer, diffmpm's scratch grid), while a
 plain kernel or Python-scope write may not (a plain adjoint follows the rules).
 
+Without validation, launches take a fast path with the same verdicts (`launch`): a kernel's
+launches share one parametric plan (`boxes.FastPlan`), the read logs hold ints (template id ->
+launch number, bucketed by a box's first one-value index), and boxes and `Origin`s are rebuilt from
+them only for a write that may meet a logged read. Per launch the cost does not grow with the
+Tape, and nothing kept per launch is a container Python's cyclic GC has to walk.
+
 With `validation=True` nothing undecided is let through unchecked. An inexact read is kept as a
 `ReadSet`: its box until the launch has run, then (`resolve`) the exact elements it read. A
 write whose exact box meets a resolved set is decided at once, per element. A write with an
@@ -52,8 +58,10 @@ from fieldsim.checks.boxes import (
     box_mask,
     box_slices,
     bucket_key,
+    constant_plan,
     exact_box,
     field_shape,
+    translate,
     whole,
 )
 from fieldsim.checks.index_expr import Affine
@@ -118,7 +126,7 @@ class _Log:
         else:
             self.buckets.get(token[1], {}).pop(token[2], None)
 
-    def meeting(self, box: tuple):
+    def meeting(self, box: tuple, _state=None):
         """Boxes (and read sets not yet resolved, by their hull) that may share an element."""
         key = _key(box)
         keys = (key, None) if key is not None else list(self.buckets)
@@ -138,6 +146,55 @@ class _Log:
 
 
 _key = bucket_key
+
+
+class _FastLog:
+    """The fast path's reads of one field (`TapeState._log_reads`), all ints and tuples of
+    ints: `axes`: axis -> {value -> {entry: launch number}} for boxes with a one-value axis
+    (the first one: `Tmpl.ax`), `loose`: {entry: launch number} for the others. A write that
+    is one value on an axis looks at that value's bucket only, so `x[t, i]` and `y[i, t]`
+    both stay cheap however long the Tape. Boxes and origins are made
+    (`TapeState._entry_box`, `_entry_origin`) only for a write that may meet them."""
+
+    __slots__ = ("axes", "loose")
+
+    def __init__(self):
+        self.axes: dict = {}
+        self.loose: dict = {}
+
+    def may_meet(self, t, deltas: tuple) -> bool:
+        """May write template `t`, translated by `deltas`, meet a logged read?"""
+        if self.loose:
+            return True
+        singles = t.singles
+        for axis, values in self.axes.items():
+            s = singles.get(axis)  # `Tmpl.value_at`, inlined: this runs per write per launch
+            if s is None or (s[0] if s[1] < 0 else s[0] + deltas[s[1]]) in values:
+                return True
+        return False
+
+    def meeting(self, box: tuple, state):
+        """(box, Origin) of the logged reads (of `state`, a `TapeState`: passed, not kept, so
+        a dropped Tape is freed at once) that may share an element with `box`."""
+        for axis, values in sorted(self.axes.items()):  # axis 0 (a time step) first
+            c = box[axis] if axis < len(box) else None
+            if c is not None and c.lo == c.hi:
+                buckets = [(c.lo, values[c.lo])] if c.lo in values else []
+            else:
+                buckets = list(values.items())
+            for v, bucket in buckets:
+                yield from self._hits(state, box, v, bucket)
+        yield from self._hits(state, box, None, self.loose)
+
+    @staticmethod
+    def _hits(state, box, v, bucket):
+        for entry, n in list(bucket.items()):
+            t, b = state._entry_box(v, entry)
+            if all(x.meets(y) for x, y in zip(b, box)):
+                yield b, state._entry_origin(t, n)
+
+    def known(self, box: tuple):
+        return ()
 
 
 class Checked(list):
@@ -209,11 +266,16 @@ class TapeState:
         self._units: list = []
         self._checks: dict[int, tuple] = {}  # id(kernel IR) -> (KernelCheck holding it, LaunchBoxes)
         self._pending: list = []
-        self._pending_reads: list = []  # the fast path's reads inside a unit (see `_launch_fast`)
-        # id(plan's read list) -> it, per log set: a plan stored once is in its logs for good
-        # (only validation's `discard` removes reads, and validation takes the full path)
+        self._pending_reads: list = []  # the fast path's reads inside a unit (see `launch`)
+        # id(FastPlan) -> (it, the log dict each of its moving reads goes to), per log set: its
+        # constant reads are in those logs for good (only validation's `discard` removes
+        # reads, and validation takes the full path)
         self._stored: dict = {}
         self._unit_stored: dict = {}
+        # the fast path: per launch, its kernel name, kernel IR, argument values and unit, flat
+        # (4 per launch: an Origin is made from these only when a message needs it)
+        self._recs: list = []
+        self._reg: dict | None = None  # template id -> Tmpl of the stored plans' reads
 
     def kernel_check(self, kernel_ir, summary=None) -> KernelCheck:
         """The cached `KernelCheck` of a kernel IR (made on its first launch; `summary` may be
@@ -230,14 +292,68 @@ class TapeState:
                arg_values=None) -> Checked:
         """Check one launch before it runs, then record it. Raises `AccessRuleError`; returns
         the undecided findings when `validation` is on (else they raise too). `summary`: the
-        kernel's effect table, or its `KernelCheck` (see `kernel_check`)."""
+        kernel's effect table, or its `KernelCheck` (see `kernel_check`).
+
+        Without validation (the body below) the verdicts are the same (anything undecided
+        raises). A kernel's launches share one parametric plan (`boxes.FastPlan`: its boxes
+        translated by the integer arguments), so a launch computes a few sums, checks each
+        write against only the read-log buckets it can meet, and logs its reads as ints
+        (template id -> launch number, bucketed by a one-value index); `Origin`s and boxes
+        are made only when a write may meet a logged read. Per launch the cost stays flat in
+        the Tape's length, and what it keeps is untracked by Python's cyclic GC."""
         made = self._checks.get(id(kernel_ir))
         if made is None:
             self.kernel_check(kernel_ir, summary)
             made = self._checks[id(kernel_ir)]
         check, boxes = made
-        if not self.validation:
-            return self._launch_fast(kernel_ir, kernel_name, check, boxes, arg_values)
+        if self.validation:
+            return self._launch_validated(kernel_ir, kernel_name, check, boxes, arg_values)
+        units = self._units
+        plan, deltas, judged = _plan_of(check, boxes, arg_values, units)
+        if units:
+            found, unit = _IN_UNIT, units[-1][0]
+        else:
+            if judged:  # any finding raises: nothing undecided is let through
+                raise to_error(judged[0])
+            found, unit = _CHECKED, None
+        n = self.launches + 1
+        name = kernel_name or kernel_ir.name
+        if plan.writes:
+            self._check_writes(plan, deltas, n, unit, (name, kernel_ir, arg_values))
+        self.launches = n
+        # flat, and the values as a tuple of numbers: nothing kept per launch is a container
+        # Python's cyclic GC must walk (a 10,000-launch Tape stays cheap to collect)
+        self._recs += (name, kernel_ir,
+                       tuple(arg_values) if type(arg_values) is list else arg_values, unit)
+        if plan.reads:
+            stored = self._stored if unit is None else self._unit_stored
+            if plan.moving_keys or id(plan) not in stored:  # else: nothing new to log
+                if unit is not None:
+                    self._pending_reads.append((plan, deltas, n))
+                else:
+                    self._log_reads(self.reads, stored, plan, deltas, n)
+        return found
+
+    def _check_writes(self, plan, deltas: tuple, n: int, unit, launch: tuple):
+        """Refuse a fast-path launch (`launch`: its name, kernel IR, argument values) whose
+        writes meet logged reads; only a log with a bucket of a write's value on its axis (or
+        a loose one) is looked at."""
+        logged, unit_logged = self.reads, self.unit_reads
+        for t in plan.writes:
+            fid = t[0]  # Tmpl.fid (indexing: this loop runs for every write of every launch)
+            log = logged.get(fid)
+            ulog = unit_logged.get(fid) if unit is None else None
+            if log is None and ulog is None:
+                continue
+            if (log is not None and log.may_meet(t, deltas)) or \
+                    (ulog is not None and ulog.may_meet(t, deltas)):
+                name, kernel_ir, values = launch
+                origin = Origin(t.access, name, n, _ArgsText(kernel_ir, arg_env(values)), unit)
+                self._check(t.box(deltas), origin, None)
+
+    def _launch_validated(self, kernel_ir, kernel_name, check, boxes, arg_values) -> Checked:
+        """`launch` under validation: every access's box and `Origin`, read sets kept for the
+        run-time check (`checks.validation`)."""
         found = Checked()
         found.in_kernel = [] if self._units else check.run(arg_values, self.validation)
         found.kernel_checked = not self._units
@@ -263,55 +379,68 @@ class TapeState:
         found.tokens = self._record(entries)
         return found
 
-    def _launch_fast(self, kernel_ir, kernel_name, check, boxes, arg_values) -> Checked:
-        """`launch` without validation: the same verdicts (anything undecided raises), with the
-        launch's boxes split once per argument values (`LaunchBoxes.plan`) and an `Origin` made
-        only for a read new to its log or a write that meets a logged field: per launch the
-        cost stays flat in the Tape's length."""
-        env, writes, reads, judged = _launch_plan(check, boxes, arg_values)
-        units = self._units
-        if units:
-            found, unit = _IN_UNIT, units[-1][0]
-        else:
-            if judged:  # any finding raises: nothing undecided is let through
-                raise to_error(judged[0])
-            found, unit = _CHECKED, None
-        self.launches += 1
-        n, name = self.launches, kernel_name or kernel_ir.name
-        logged, unit_logged = self.reads, self.unit_reads
-        for a, box, key in writes:
-            fid = id(a.field)
-            # only a log with a bucket of this first index (or of a varying one) can meet it
-            if not (_may_meet(logged.get(fid), key)
-                    or (unit is None and _may_meet(unit_logged.get(fid), key))):
-                continue
-            try:
-                self._check(box, Origin(a, name, n, _ArgsText(kernel_ir, env), unit), None)
-            except Exception:
-                self.launches -= 1
-                raise
-        args = _ArgsText(kernel_ir, env)
-        if unit is not None:
-            self._pending_reads.append((reads, name, n, args, unit))
-        else:
-            self._store_reads(logged, self._stored, reads, name, n, args, None)
-        return found
-
-    @staticmethod
-    def _store_reads(logs: dict, stored: dict, reads: list, name, n, args, unit):
-        if id(reads) in stored:  # the same launch (kernel, argument values) logged before
+    def _log_reads(self, logs: dict, stored: dict, plan, deltas: tuple, n: int):
+        """Log a launch's reads (see `_FastLog`): the entry a template id (its box fixed by
+        the bucket) or (id, translations). The first launch to read a box names it."""
+        made = stored.get(id(plan))
+        if made is None:  # the plan's first launch in this log set: all its reads
+            self._reg = None
+            for t in plan.reads:
+                bucket = self._bucket(logs, t, t.key(deltas))
+                entry = (t.tid, tuple(deltas[i] for i in t.fis)) if t.kind == 2 else t.tid
+                if entry not in bucket:
+                    bucket[entry] = n
+            # where each moving read goes: its field's loose dict, or its axis' value -> bucket
+            targets = tuple(self._bucket(logs, t, None) if t.b0 is None
+                            else logs[t.fid].axes[t.ax] for t in plan.moving_reads)
+            stored[id(plan)] = (plan, targets)  # kept alive: its id is not reused
             return
-        stored[id(reads)] = reads  # kept alive: its id is not reused
-        for a, box, key in reads:
-            fid = id(a.field)
-            log = logs.get(fid)
-            if log is None:
-                log = logs[fid] = _Log()
-            bucket = log.buckets.get(key)
-            if bucket is None:
-                bucket = log.buckets[key] = {}
-            if box not in bucket:  # the first origin of a box names it
-                bucket[box] = Origin(a, name, n, args, unit)
+        for (tid, kind, b0, fi0, fis), values in zip(plan.moving_keys, made[1]):
+            entry = (tid, tuple(deltas[i] for i in fis)) if kind == 2 else tid
+            if b0 is None:
+                bucket = values
+            else:
+                key = b0 + deltas[fi0] if fi0 >= 0 else b0  # `Tmpl.key`, inlined
+                bucket = values.get(key)
+                if bucket is None:
+                    bucket = values[key] = {}
+            if entry not in bucket:
+                bucket[entry] = n
+
+    def _bucket(self, logs: dict, t, key) -> dict:
+        """The {entry: launch number} dict of read template `t` with bucket value `key`."""
+        log = logs.get(t.fid)
+        if log is None:
+            log = logs[t.fid] = _FastLog()
+        if t.b0 is None:
+            return log.loose
+        values = log.axes.get(t.ax)
+        if values is None:
+            values = log.axes[t.ax] = {}
+        if key is None:
+            return values
+        bucket = values.get(key)
+        if bucket is None:
+            bucket = values[key] = {}
+        return bucket
+
+    def _entry_box(self, key, entry) -> tuple:
+        """(Tmpl, box) of one entry of a fast read log (`_log_reads`) in the bucket of value
+        `key` (on the template's axis)."""
+        reg = self._reg
+        if reg is None:
+            reg = self._reg = {t.tid: t for stored in (self._stored, self._unit_stored)
+                               for plan, _ in stored.values() for t in plan.reads}
+        if type(entry) is tuple:
+            t = reg[entry[0]]
+            return t, translate(t.base, t.dims, entry[1])
+        t = reg[entry]
+        return t, t.base if t.kind == 0 else translate(t.base, (t.ax,), (key - t.b0,))
+
+    def _entry_origin(self, t, n: int) -> Origin:
+        """The `Origin` of template `t` read by launch `n` (from the flat launch records)."""
+        name, kernel_ir, values, unit = self._recs[4 * n - 4:4 * n]
+        return Origin(t.access, name, n, _ArgsText(kernel_ir, arg_env(values)), unit)
 
     def python_write(self, field, index, loc: Loc | None, what: str) -> list[Finding]:
         """A Python-scope write (`x[i] = v`, `x.fill`, `x.from_numpy`; `index` None: all)."""
@@ -361,12 +490,13 @@ class TapeState:
     def _end_unit(self):
         self._units.pop()
         if not self._units:
-            entries, self._pending = self._pending, []
-            self._store(entries)
+            if self._pending:
+                entries, self._pending = self._pending, []
+                self._store(entries)
             fast, self._pending_reads = self._pending_reads, []
-            for reads, kname, n, args, unit in fast:
-                self._store_reads(self.unit_reads, self._unit_stored, reads, kname, n, args,
-                                  unit)
+            logs, stored = self.unit_reads, self._unit_stored
+            for plan, deltas, n in fast:
+                self._log_reads(logs, stored, plan, deltas, n)
 
     def _record(self, entries: list) -> list:
         if self._units:
@@ -399,7 +529,7 @@ class TapeState:
             return []
         hits, known = [], []
         for log in logs:
-            hits += log.meeting(box)
+            hits += log.meeting(box, self)
             known += log.known(box)
         self._raise_sure(box, origin, hits)
         if exact_box(box):
@@ -461,15 +591,22 @@ class _ArgsText:
         return bool(str(self))
 
 
-def _may_meet(log: _Log | None, key) -> bool:
-    if log is None:
-        return False
-    buckets = log.buckets
-    return key is None or key in buckets or None in buckets or bool(log.sets)
+def _plan_of(check: KernelCheck, boxes: LaunchBoxes, arg_values, units) -> tuple:
+    """(`FastPlan`, its form values, in-kernel findings) of a fast-path launch: the kernel's
+    parametric plan, or (arguments in loop bounds or guards, a float index...) its plan per
+    argument values. Findings are judged outside units only."""
+    plan = boxes.fast
+    if plan is not None and (arg_values is None or type(arg_values) in (list, tuple)):
+        deltas = plan.deltas(arg_values) if plan.forms else ()
+        if deltas is not None:
+            judged = check.judge_env(arg_env(arg_values)) if check.symbolic and not units else ()
+            return plan, deltas, judged
+    plan, judged = _launch_plan(check, boxes, arg_values)
+    return plan, (), judged
 
 
 def _launch_plan(check: KernelCheck, boxes: LaunchBoxes, arg_values) -> tuple:
-    """(env, write boxes, read boxes, in-kernel findings) of a launch, kept per argument values
+    """(`FastPlan` of its boxes, in-kernel findings) of a launch, kept per argument values
     (with their types: 1 and 1.0 are different launches) on the kernel's `LaunchBoxes`, so a
     launch seen before, on this Tape or an earlier one, is judged by one lookup."""
     try:
@@ -484,7 +621,7 @@ def _launch_plan(check: KernelCheck, boxes: LaunchBoxes, arg_values) -> tuple:
         key, plan = None, None
     if plan is None:
         env = arg_env(arg_values)
-        plan = (env, *boxes.plan(env), check.judge_env(env))
+        plan = (constant_plan(*boxes.plan(env)), check.judge_env(env))
         if key is not None:
             if len(boxes.by_values) >= 1 << 14:
                 boxes.by_values.clear()
