@@ -33,10 +33,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "simulation"))
 sys.path.insert(0, HERE)
 
-import ad_gravity as _grav  # noqa: E402  (examples: constants and NumPy set-up only)
-import diffmpm as _dm  # noqa: E402
-import mass_spring as _ms  # noqa: E402
-import mpm88 as _m88  # noqa: E402
+# the examples: their constants and NumPy set-up only
+import ad_gravity as _grav
+import diffmpm as _dm
+import mass_spring as _ms
+import mpm88 as _m88
 
 DEVICE = "cpu"
 
@@ -178,7 +179,7 @@ def _gravity(n=2048):
 
 
 def gravity_fwd():
-    n, x, U, args = _gravity()
+    n, _, U, args = _gravity()
 
     def step():
         _launch(gravity_U, (n, n), *args)
