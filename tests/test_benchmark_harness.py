@@ -9,9 +9,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "examples" / "simulation"))
 
-import diffmpm  # noqa: E402
-import programs  # noqa: E402
-import run  # noqa: E402
+import diffmpm
+import programs
+import run
 
 
 def test_full_size_robot_has_6400_particles_inside_the_example_rectangles():
