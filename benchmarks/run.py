@@ -27,8 +27,9 @@ per round, each backend runs once with its offline cache off (cold compile and w
 once with an offline cache filled before the first round (cached compile, and a second warm
 sample), the backends alternating so that load drifts hit all alike. fieldsim and Taichi get the
 same thread count; Warp runs CPU kernels on one thread (it has no thread-count setting). Warp's
-"offline cache" is its kernel cache (WARP_CACHE_PATH), an empty directory for the cold run. Reported: medians over rounds, the machine, the date and the load (1-minute load
-average before and after) as a Markdown table on stdout and as JSON in `--out`. For each
+"offline cache" is its kernel cache (WARP_CACHE_PATH), an empty directory for the cold run.
+Reported: medians over rounds, the machine, the date and the load (1-minute load average
+before and after) as a Markdown table on stdout and as JSON in `--out`. For each
 `X_fwd`/`X_adj` pair it also reports the adjoint/forward ratio of warm times.
 
 Bytecode: the workers keep Python bytecode in a temporary `PYTHONPYCACHEPREFIX` (filled by the
@@ -171,16 +172,13 @@ def main(argv=None):
         a = table.get(f"{program}/fieldsim")
         peers = [table[k] for k in (f"{program}/taichi", f"{program}/warp") if k in table]
         if a and peers:
-            print(f"| {program} | fieldsim/faster peer | "
-                  f"{a['warm'] / min(p['warm'] for p in peers):.2f}x | "
-                  f"{a['cold'] / max(min(p['cold'] for p in peers), 1e-9):.2f}x | "
-                  f"{a['cached'] / max(min(p['cached'] for p in peers), 1e-9):.2f}x |")
+            cells = [ratio(a[k], min(p[k] for p in peers)) for k in ("warm", "cold", "cached")]
+            print(f"| {program} | fieldsim/faster peer | {' | '.join(cells)} |")
         for other in ("taichi", "warp", "fieldsim-baseline"):
             b = table.get(f"{program}/{other}")
             if a and b:
-                print(f"| {program} | fieldsim/{other} | {a['warm'] / b['warm']:.2f}x | "
-                      f"{a['cold'] / max(b['cold'], 1e-9):.2f}x | "
-                      f"{a['cached'] / max(b['cached'], 1e-9):.2f}x |")
+                print(f"| {program} | fieldsim/{other} | "
+                      + " | ".join(ratio(a[k], b[k]) for k in ("warm", "cold", "cached")) + " |")
     for program in programs:
         if program.endswith("_adj") and program[:-4] + "_fwd" in programs:
             for backend, _ in backends:
@@ -194,6 +192,12 @@ def main(argv=None):
         json.dump(table, f, indent=1)
     if bad:
         sys.exit(f"checksums differ from fieldsim's beyond rtol {args.check_rtol}: {bad}")
+
+
+def ratio(a, b):
+    """a/b, or "-" where b is zero: a compile time clamped at 0 (first step minus warm step
+    below the noise) has no meaningful ratio."""
+    return f"{a / b:.2f}x" if b > 0 else "-"
 
 
 def warp_programs_of(python, env):
