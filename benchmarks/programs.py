@@ -82,3 +82,146 @@ def diffmpm_iter(ti):
 
 PROGRAMS = {f.__name__: f for f in (mpm88_substep, gravity_fwd, gravity_adj, mpm_pair_fwd,
                                      mpm_pair_adj, diffmpm_iter)}
+
+
+# ---------------------------------------------------------------- full size, mass-spring (issue #13)
+DIFFMPM_FULL_PARTICLES = 6400  # DiffTaichi's full size: 6400 particles, 64x64 grid, 512 steps
+
+
+def diffmpm_full_particles(n=DIFFMPM_FULL_PARTICLES, seed=0):
+    """(positions (n, 2), actuator ids (n,)): the example's robot rectangles filled with n
+    particles (20x the example's 320), spread uniformly at random, each rectangle getting a
+    share proportional to its area. NumPy only, so Warp's programs use the same particles."""
+    import diffmpm as d
+    rects = np.array([r[:4] for r in d.ROBOT], dtype=np.float64)
+    share = rects[:, 2] * rects[:, 3] / (rects[:, 2] * rects[:, 3]).sum() * n
+    counts = np.floor(share).astype(int)
+    counts[np.argsort(counts - share)[:n - counts.sum()]] += 1  # largest remainders
+    rng = np.random.default_rng(seed)
+    pos = np.concatenate([r[:2] + rng.random((c, 2)) * r[2:] for r, c in zip(rects, counts)])
+    act = np.concatenate([np.full(c, r[4], dtype=np.int32) for r, c in zip(d.ROBOT, counts)])
+    return pos, act
+
+
+def _diffmpm_full(ti):
+    """The example at full size: its setup() with the robot filled by diffmpm_full_particles."""
+    import diffmpm as d
+    full = diffmpm_full_particles()
+    example_robot = d.robot_particles
+    d.robot_particles = lambda n_grid_, rects=None: full
+    try:
+        d.setup(d.N_GRID, d.STEPS)
+    finally:
+        d.robot_particles = example_robot
+    return d
+
+
+def _pair(d):
+    d.init_state()
+    d.compute_actuation(0)
+    return d
+
+
+def _pair_fwd(d, ti):
+    def run():
+        d.clear_grid()
+        d.p2g(0)
+        d.grid_op()
+        d.g2p(0)
+    return run, ti.sync
+
+
+def _pair_adj(d, ti):
+    d.clear_grid()
+    d.p2g(0)
+    d.grid_op()
+    d.g2p(0)
+    d.x.grad.from_numpy(np.ones(d.x.grad.to_numpy().shape, dtype=d.x.to_numpy().dtype))
+
+    def run():
+        d.g2p.grad(0)
+        d.grid_op.grad()
+        d.p2g.grad(0)
+    return run, ti.sync
+
+
+def mpm_pair_full_fwd(ti):
+    return _pair_fwd(_pair(_diffmpm_full(ti)), ti)
+
+
+def mpm_pair_full_adj(ti):
+    return _pair_adj(_pair(_diffmpm_full(ti)), ti)
+
+
+def diffmpm_full_iter(ti):
+    d = _diffmpm_full(ti)
+    W, b = d.initial_params(0)
+    d.set_params(W, b)
+    return d.loss_and_grad, ti.sync
+
+
+def mass_spring_iter(ti):
+    """examples/simulation/mass_spring.py as the example trains: one forward + backward."""
+    import mass_spring as ms
+    ms.setup(ms.STEPS)
+    ms.set_params(ms.initial_params(0))
+    return ms.loss_and_grad, ti.sync
+
+
+PROGRAMS.update({f.__name__: f for f in (mpm_pair_full_fwd, mpm_pair_full_adj, diffmpm_full_iter,
+                                          mass_spring_iter)})
+
+
+# ---------------------------------------------------------------- checksums across backends
+def _abs_sum(field, t=None):
+    a = field.to_numpy()
+    return float(np.abs(a if t is None else a[t]).sum())
+
+
+def _particle_sums(t, grad):
+    import diffmpm as d
+    return {f"{n}{grad}_abs_sum": _abs_sum(getattr(d, n).grad if grad else getattr(d, n), t)
+            for n in ("x", "v", "C", "F")}
+
+
+def _mpm88_check(ti):
+    import mpm88
+    return {"v_abs_sum": _abs_sum(mpm88.v), "x_sum": float(mpm88.x.to_numpy().sum()),
+            "J_sum": float(mpm88.J.to_numpy().sum())}
+
+
+def _gravity_fwd_check(ti):
+    import ad_gravity as g
+    return {"U": float(g.U[None])}
+
+
+def _gravity_adj_check(ti):
+    import ad_gravity as g
+    return {"x_grad_abs_sum": _abs_sum(g.x.grad)}
+
+
+def _diffmpm_iter_check(ti):
+    import diffmpm as d
+    return {"loss": float(d.loss[None]),
+            "grad_abs_sum": _abs_sum(d.weights.grad) + _abs_sum(d.bias.grad)}
+
+
+def _mass_spring_check(ti):
+    import mass_spring as ms
+    grads = ms.get_grads()
+    return {"loss": float(ms.loss[None]),
+            "grad_norm": float(np.sqrt(sum((g ** 2).sum() for g in grads)))}
+
+
+# program -> fn(ti) -> {name: float}, read after the first step; every backend reports the same
+# names (warp_programs.py too), and run.py compares them with fieldsim's
+CHECKSUMS = {
+    "mpm88_substep": _mpm88_check, "gravity_fwd": _gravity_fwd_check,
+    "gravity_adj": _gravity_adj_check,
+    "mpm_pair_fwd": lambda ti: _particle_sums(1, ""),
+    "mpm_pair_adj": lambda ti: _particle_sums(0, ".grad"),
+    "mpm_pair_full_fwd": lambda ti: _particle_sums(1, ""),
+    "mpm_pair_full_adj": lambda ti: _particle_sums(0, ".grad"),
+    "diffmpm_iter": _diffmpm_iter_check, "diffmpm_full_iter": _diffmpm_iter_check,
+    "mass_spring_iter": _mass_spring_check,
+}

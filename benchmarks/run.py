@@ -1,13 +1,23 @@
-"""Run fieldsim and Taichi (when importable) side by side, alternating, and print medians.
+"""Run fieldsim, Taichi and Warp (when importable) side by side, alternating, and print medians.
 
     python benchmarks/run.py [--rounds 5] [--programs mpm88_substep,gravity_fwd,...]
-                             [--taichi-python PATH] [--threads N] [--arch cpu] [--reps 30]
-                             [--out benchmarks/results.json] [--baseline-root DIR] [--no-taichi]
+                             [--taichi-python PATH] [--warp-python PATH] [--threads N]
+                             [--arch cpu] [--reps 30] [--out benchmarks/results.json]
+                             [--baseline-root DIR] [--no-taichi] [--no-warp]
 
 Takes: the programs of benchmarks/programs.py to time. fieldsim runs under this interpreter;
 Taichi under `--taichi-python` (default: $TAICHI_PYTHON, else this interpreter), and is left out,
-with a note, when that interpreter cannot import taichi. Taichi is never a dependency of the
-project: it lives in its own environment (BENCHMARKS.md says how to make one).
+with a note, when that interpreter cannot import taichi. Warp (warp-lang, its CPU device) runs
+the programs of the same names in benchmarks/warp_programs.py under `--warp-python` (default:
+$WARP_PYTHON, else the Taichi interpreter), left out likewise when it cannot import warp or has
+no Warp version of a program. Neither is a dependency of the project: they live in their own
+environment (BENCHMARKS.md says how to make one).
+
+Same result: every worker reports the program's checksums after its first step (a loss, sums
+of particle state or gradients; programs.CHECKSUMS, warp_programs.py); each backend's are
+compared with fieldsim's (relative tolerance `--check-rtol`, default 1e-3: float32, different
+summation orders), printed, and a mismatch makes the run exit with status 1 after the results
+are written.
 
 `--baseline-root DIR` adds a third column set, fieldsim as found in DIR (a checkout of another
 commit), to measure a change of fieldsim itself.
@@ -15,9 +25,11 @@ commit), to measure a change of fieldsim itself.
 Guarantees: every measurement is a fresh process (`_worker.py`), so a cold compile is cold;
 per round, each backend runs once with its offline cache off (cold compile and warm step) and
 once with an offline cache filled before the first round (cached compile, and a second warm
-sample), the backends alternating so that load drifts hit both alike. Both get the same thread
-count. Reported: medians over rounds, the machine, the date and the load (1-minute load
-average before and after) as a Markdown table on stdout and as JSON in `--out`. For each
+sample), the backends alternating so that load drifts hit all alike. fieldsim and Taichi get the
+same thread count; Warp runs CPU kernels on one thread (it has no thread-count setting). Warp's
+"offline cache" is its kernel cache (WARP_CACHE_PATH), an empty directory for the cold run.
+Reported: medians over rounds, the machine, the date and the load (1-minute load average
+before and after) as a Markdown table on stdout and as JSON in `--out`. For each
 `X_fwd`/`X_adj` pair it also reports the adjoint/forward ratio of warm times.
 
 Bytecode: the workers keep Python bytecode in a temporary `PYTHONPYCACHEPREFIX` (filled by the
@@ -86,6 +98,10 @@ def main(argv=None):
     ap.add_argument("--baseline-root", help="also time the fieldsim package found in this "
                     "directory (e.g. a `git worktree` of an older commit) as fieldsim-baseline")
     ap.add_argument("--no-taichi", action="store_true")
+    ap.add_argument("--warp-python", default=None,
+                    help="interpreter with warp-lang (default: $WARP_PYTHON, else --taichi-python)")
+    ap.add_argument("--no-warp", action="store_true")
+    ap.add_argument("--check-rtol", type=float, default=1e-3)
     ap.add_argument("--no-bytecode-cache", action="store_true",
                     help="leave PYTHONDONTWRITEBYTECODE/PYTHONPYCACHEPREFIX as the environment has them")
     args = ap.parse_args(argv)
@@ -106,17 +122,29 @@ def main(argv=None):
     else:
         print(f"note: no Taichi ({args.taichi_python} cannot import it, or --no-taichi); timing "
               "fieldsim alone (pass --taichi-python or set TAICHI_PYTHON)", file=sys.stderr)
+    warp_python = args.warp_python or os.environ.get("WARP_PYTHON") or args.taichi_python
+    warp_version = None if args.no_warp or args.arch != "cpu" else version_of(warp_python, "warp")
+    warp_names = set()
+    if warp_version:
+        backends.append(("warp", warp_python))
+        warp_names = warp_programs_of(warp_python, env)
+    elif not args.no_warp:
+        print(f"note: no Warp ({warp_python} cannot import warp, or --arch is not cpu); pass "
+              "--warp-python or set WARP_PYTHON", file=sys.stderr)
     meta = machine()
     meta.update(threads=args.threads, arch=args.arch, rounds=args.rounds, reps=args.reps,
-                taichi=taichi_version, llvmlite=version_of(sys.executable, "llvmlite"),
+                taichi=taichi_version, warp=warp_version,
+                llvmlite=version_of(sys.executable, "llvmlite"),
                 bytecode_cache=not args.no_bytecode_cache)
-    results = {}
+    results, checks = {}, {}
     for program in programs:
         cache = tempfile.mkdtemp(prefix="fs-bench-cache-")
-        for backend, py in backends:  # fill the offline caches once
-            measure(py, backend, program, os.path.join(cache, backend), env)
+        runs = [(b, py) for b, py in backends if b != "warp" or program in warp_names]
+        for backend, py in runs:  # fill the offline caches once
+            first = measure(py, backend, program, os.path.join(cache, backend), env)
+            checks[(program, backend)] = first.get("check")
         for _ in tqdm(range(args.rounds), desc=program):
-            for backend, py in backends:  # alternate the two programs
+            for backend, py in runs:  # alternate the backends
                 cold = measure(py, backend, program, "-", env)
                 cached = measure(py, backend, program, os.path.join(cache, backend), env)
                 r = results.setdefault((program, backend), {"cold": [], "cached": [], "warm": []})
@@ -128,28 +156,78 @@ def main(argv=None):
     for (program, backend), r in results.items():
         table[f"{program}/{backend}"] = {k: statistics.median(v) for k, v in r.items()}
         table[f"{program}/{backend}"]["samples"] = r
+        table[f"{program}/{backend}"]["check"] = checks.get((program, backend))
     print(f"machine: {meta['cpu']}, {meta['cores']} cores, threads={args.threads}, "
           f"arch={args.arch}, load {meta['load_1min']:.2f} -> {meta['load_1min_after']:.2f}, "
-          f"{meta['date']}, taichi {taichi_version}, llvmlite {meta['llvmlite']}")
+          f"{meta['date']}, taichi {taichi_version}, warp {warp_version}, "
+          f"llvmlite {meta['llvmlite']}")
     print("| program | backend | warm step (ms) | cold compile (s) | cached compile (s) |")
     print("|---|---|---|---|---|")
     for program in programs:
         for backend, _ in backends:
-            m = table[f"{program}/{backend}"]
-            print(f"| {program} | {backend} | {m['warm']:.3f} | {m['cold']:.3f} | {m['cached']:.3f} |")
+            m = table.get(f"{program}/{backend}")
+            if m:
+                print(f"| {program} | {backend} | {m['warm']:.3f} | {m['cold']:.3f} | "
+                      f"{m['cached']:.3f} |")
         a = table.get(f"{program}/fieldsim")
-        for other in ("taichi", "fieldsim-baseline"):
+        peers = [table[k] for k in (f"{program}/taichi", f"{program}/warp") if k in table]
+        if a and peers:
+            cells = [ratio(a[k], min(p[k] for p in peers)) for k in ("warm", "cold", "cached")]
+            print(f"| {program} | fieldsim/faster peer | {' | '.join(cells)} |")
+        for other in ("taichi", "warp", "fieldsim-baseline"):
             b = table.get(f"{program}/{other}")
             if a and b:
-                print(f"| {program} | fieldsim/{other} | {a['warm'] / b['warm']:.2f}x | "
-                      f"{a['cold'] / b['cold']:.2f}x | {a['cached'] / max(b['cached'], 1e-9):.2f}x |")
+                print(f"| {program} | fieldsim/{other} | "
+                      + " | ".join(ratio(a[k], b[k]) for k in ("warm", "cold", "cached")) + " |")
     for program in programs:
         if program.endswith("_adj") and program[:-4] + "_fwd" in programs:
             for backend, _ in backends:
-                fwd, adj = table[f"{program[:-4]}_fwd/{backend}"], table[f"{program}/{backend}"]
+                fwd, adj = table.get(f"{program[:-4]}_fwd/{backend}"), table.get(f"{program}/{backend}")
+                if not (fwd and adj):
+                    continue
                 print(f"adjoint/forward {program[:-4]} {backend}: {adj['warm'] / fwd['warm']:.2f}")
+    bad = compare_checks(checks, programs, args.check_rtol)
+    table["_machine"]["checks_ok"] = not bad
     with open(args.out, "w") as f:
         json.dump(table, f, indent=1)
+    if bad:
+        sys.exit(f"checksums differ from fieldsim's beyond rtol {args.check_rtol}: {bad}")
+
+
+def ratio(a, b):
+    """a/b, or "-" where b is zero: a compile time clamped at 0 (first step minus warm step
+    below the noise) has no meaningful ratio."""
+    return f"{a / b:.2f}x" if b > 0 else "-"
+
+
+def warp_programs_of(python, env):
+    """Names of the programs warp_programs.py has (a subprocess: Warp is not importable here)."""
+    code = (f"import sys; sys.path.insert(0, {HERE!r}); import warp_programs; "
+            "print(','.join(warp_programs.PROGRAMS))")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env,
+                         check=False)
+    return set(out.stdout.strip().splitlines()[-1].split(",")) if out.returncode == 0 else set()
+
+
+def compare_checks(checks, programs, rtol):
+    """Print each backend's checksums beside fieldsim's; return the ones off by more than rtol."""
+    bad = []
+    print("checksums after the first step (relative difference to fieldsim):")
+    for program in programs:
+        ref = checks.get((program, "fieldsim")) or {}
+        for (prog, backend), check in sorted(checks.items()):
+            if prog != program or backend == "fieldsim" or not check:
+                continue
+            for name, value in check.items():
+                if name not in ref:
+                    continue
+                rel = abs(value - ref[name]) / max(abs(ref[name]), 1e-30)
+                ok = rel <= rtol
+                print(f"  {program} {name}: fieldsim {ref[name]:.7g}, {backend} {value:.7g}, "
+                      f"rel {rel:.1e} {'ok' if ok else 'MISMATCH'}")
+                if not ok:
+                    bad.append(f"{program}/{backend}/{name}")
+    return bad
 
 
 if __name__ == "__main__":
