@@ -1,8 +1,8 @@
 """Per-kernel launch times of the benchmark programs, under fieldsim or Taichi (same source).
 
-    python benchmarks/kernel_profile.py {fieldsim|taichi} {diffmpm|mpm88|mpm_pair} [reps]
+    python benchmarks/kernel_profile.py {fieldsim|taichi} {diffmpm|mpm88|mpm_pair|diffmpm_full|mpm_pair_full} [reps]
 
-Takes: a backend and a program. diffmpm: each kernel (forward and adjoint) is launched `reps`
+Takes: a backend and a program (`_full`: diffmpm.FULL_SIZE, 6418 particles). diffmpm: each kernel (forward and adjoint) is launched `reps`
 times in a loop (after one warm-up launch; its kernels only write what they do not read) and
 the median of 5 such loops is kept. mpm88 and mpm_pair: the substep's kernels are launched in
 order, each timed alone (launch + sync), the substep repeated `reps` times; medians.
@@ -43,9 +43,9 @@ def per_launch_us(fn, *args):
     return statistics.median(loops)
 
 
-def profile_diffmpm():
+def profile_diffmpm(full=False):
     import diffmpm as d
-    d.setup()
+    d.setup(**d.FULL_SIZE) if full else d.setup()
     W, b = d.initial_params(0)
     d.set_params(W, b)
     d.loss_and_grad()  # compiles everything, fills the trajectory
@@ -92,14 +92,16 @@ def profile_mpm88():
                            ("clear_grid", "particle_to_grid", "update_grid", "grid_to_particle")])
 
 
-def profile_mpm_pair():
+def profile_mpm_pair(full=False):
     import diffmpm as d
-    d.setup()
+    d.setup(**d.FULL_SIZE) if full else d.setup()
     d.init_state()
     d.compute_actuation(0)
     return in_sequence_us([("clear_grid", d.clear_grid, ()), ("p2g", d.p2g, (0,)),
                            ("grid_op", d.grid_op, ()), ("g2p", d.g2p, (0,))])
 
 
-result = {"diffmpm": profile_diffmpm, "mpm88": profile_mpm88, "mpm_pair": profile_mpm_pair}[program]()
+result = {"diffmpm": profile_diffmpm, "mpm88": profile_mpm88, "mpm_pair": profile_mpm_pair,
+          "diffmpm_full": lambda: profile_diffmpm(True),
+          "mpm_pair_full": lambda: profile_mpm_pair(True)}[program]()
 print(json.dumps({"backend": backend, "program": program, "us": result}))

@@ -80,5 +80,51 @@ def diffmpm_iter(ti):
     return d.loss_and_grad, ti.sync
 
 
+# DiffTaichi's full size (issue #13): 6418 particles on the 64^2 grid, 512 steps
+# (diffmpm.FULL_SIZE: the example's robot sampled 8.9 particles per dx instead of 2).
+
+def _mpm_pair_full(ti):
+    import diffmpm as d
+    d.setup(**d.FULL_SIZE)
+    d.init_state()
+    d.compute_actuation(0)
+    return d
+
+
+def mpm_pair_full_fwd(ti):
+    d = _mpm_pair_full(ti)
+
+    def run():
+        d.clear_grid()
+        d.p2g(0)
+        d.grid_op()
+        d.g2p(0)
+    return run, ti.sync
+
+
+def mpm_pair_full_adj(ti):
+    d = _mpm_pair_full(ti)
+    d.clear_grid()
+    d.p2g(0)
+    d.grid_op()
+    d.g2p(0)
+    d.x.grad.from_numpy(np.ones(d.x.grad.to_numpy().shape, dtype=d.x.to_numpy().dtype))
+
+    def run():
+        d.g2p.grad(0)
+        d.grid_op.grad()
+        d.p2g.grad(0)
+    return run, ti.sync
+
+
+def diffmpm_full_iter(ti):
+    import diffmpm as d
+    d.setup(**d.FULL_SIZE)
+    W, b = d.initial_params(0)
+    d.set_params(W, b)
+    return d.loss_and_grad, ti.sync
+
+
 PROGRAMS = {f.__name__: f for f in (mpm88_substep, gravity_fwd, gravity_adj, mpm_pair_fwd,
-                                     mpm_pair_adj, diffmpm_iter)}
+                                     mpm_pair_adj, diffmpm_iter, mpm_pair_full_fwd,
+                                     mpm_pair_full_adj, diffmpm_full_iter)}
