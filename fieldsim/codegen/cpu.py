@@ -26,7 +26,8 @@ import numpy as np
 from fieldsim.codegen import interrupt
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
-from fieldsim.codegen.llvm import Target, TaskInfo, lower_kernel
+from fieldsim.codegen.llvm import CTX_PRIV, Target, TaskInfo, lower_kernel
+from fieldsim.codegen.privatize import PrivateBuffers
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Kernel, Op
@@ -81,6 +82,7 @@ class CpuBackend:
         self.threads = max(1, rt.num_threads)
         self.launcher = launch_common.Launcher(self)
         self.loaded = {}  # symbol -> task function addresses of objects in the engine
+        self.private = PrivateBuffers()  # per-chunk scatter copies (codegen.privatize)
 
     # ---- storage ---------------------------------------------------------------------------------
     def allocate(self, shape, dtype):
@@ -154,6 +156,9 @@ class CpuBackend:
         if size_hint is not None and (size_hint < SMALL_LAUNCH
                                       or size_hint * _body_cost(task) < SMALL_WORK):
             workers = 1
+        if task.private is not None and workers > 1 and size_hint is not None \
+                and size_hint < task.private.elements:
+            workers = 1  # zeroing and summing the copies would cost more than the scatters
         # A task with a `while` loop may never end. Launched from the main thread, Ctrl-C sets
         # its stop word through the interrupt watcher; where that cannot be installed, it runs
         # on pool threads while the main thread waits, so Ctrl-C reaches Python.
@@ -162,24 +167,29 @@ class CpuBackend:
             if interrupt.install():
                 interrupt.active.add(ctx_ptr)
                 try:
-                    return self._run_chunks(fn, ctx_ptr, workers, False)
+                    return self._run_chunks(fn, ctx_ptr, workers, False, task)
                 finally:
                     interrupt.active.discard(ctx_ptr)
             runaway = True
         if workers == 1 and not runaway:
             fn(ctx_ptr, 0, 1)
             return
-        self._run_chunks(fn, ctx_ptr, workers, runaway)
+        self._run_chunks(fn, ctx_ptr, workers, runaway, task)
 
-    def _run_chunks(self, fn, ctx_ptr, workers, runaway):
+    def _run_chunks(self, fn, ctx_ptr, workers, runaway, task):
         if workers == 1 and not runaway:
             fn(ctx_ptr, 0, 1)
             return
         pool = self._pool()
         # Dynamic scheduling: the range is cut into more chunks than threads and each thread
         # takes the next chunk until none is left, so a thread the OS does not run soon (a busy
-        # machine) delays nothing: the others take its share. Chunk c uses AD-stack scratch c.
+        # machine) delays nothing: the others take its share. Chunk c uses AD-stack scratch c
+        # and scatter copy c.
         chunks = workers * CHUNKS_PER_THREAD if workers > 1 else 1
+        copies = None
+        if task.private is not None and chunks > 1:
+            copies = self.private.prepare(task.private, chunks)
+            ctypes.c_uint64.from_address(ctx_ptr + 8 * CTX_PRIV).value = copies.ctypes.data
         counter = itertools.count()
         stop = []
 
@@ -197,6 +207,8 @@ class CpuBackend:
                 # of chunks; when this thread only waits (runaway), every helper must run.
                 if runaway or not f.cancel():
                     f.result()
+            if copies is not None:
+                self.private.reduce(task.private, copies)
         except BaseException:
             # Ctrl-C (or an error): no chunk starts any more, running `while` loops leave at
             # their next iteration, and the launch returns only when no thread writes.

@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from llvmlite import ir as L
 
 from fieldsim.codegen.demote import owned_atomics
+from fieldsim.codegen.privatize import PrivateLayout, private_scatters
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
 from fieldsim.lang.ndarray import is_slot
 
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
-    CTX_STACK_CAPS = range(9)
-CTX_WORDS = 9
+    CTX_STACK_CAPS, CTX_PRIV = range(10)
+CTX_WORDS = 10  # CTX_PRIV: the running task's per-chunk scatter copies (codegen.privatize)
 ERR_ASSERT, ERR_STACK_OVERFLOW, ERR_OUT_OF_BOUNDS = 1, 2, 3
 ERR_WORDS = 4  # error code, which, extra, spare; an assert's message values follow
 ERR_INTERRUPTED = 4  # the launch's interrupt word (err[ERR_WORD_STOP]) was set: Ctrl-C
@@ -53,6 +54,8 @@ class Target:
     # `while` loops poll the launch's stop word (host memory the launching thread sets on
     # Ctrl-C); the CUDA target cannot see host writes during a launch.
     polls_interrupt = True
+    # pure scatters of parallel tasks go to per-chunk copies (codegen.privatize), not atomics
+    private_scatters = True
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""
@@ -113,6 +116,7 @@ class TaskInfo:
     stmt: Stmt
     body_cost: float | None = None  # statements per iteration, at most (the CPU scheduler's)
     has_while: bool | None = None  # whether it holds a `while` loop (Ctrl-C polling; cached)
+    private: PrivateLayout | None = None  # its privatized scatter fields (codegen.privatize)
 
     @property
     def entry(self) -> str:
@@ -151,9 +155,10 @@ class Codegen:
     def run(self) -> tuple[L.Module, KernelInfo]:
         for n, task in enumerate(s for s in self.k.body if is_task(s)):
             name = f"{self.info.symbol}_t{n}"
-            TaskLowering(self, task, name).lower()
+            lowering = TaskLowering(self, task, name)
+            lowering.lower()
             parallel = task.op == Op.FOR and task.attr.parallel
-            self.info.tasks.append(TaskInfo(name, parallel, task))
+            self.info.tasks.append(TaskInfo(name, parallel, task, private=lowering.private))
         return self.module, self.info
 
 
@@ -175,6 +180,8 @@ class TaskLowering:
         self.stacks: dict[int, tuple] = {}
         self.reductions: dict[int, tuple] = {}
         self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
+        self.private: PrivateLayout | None = None
+        self.private_ids: set[int] = set()  # ids of the privatized fields
 
     # ---- context words ------------------------------------------------------------------------
     def ctx_word(self, k, ty=I64):
@@ -273,6 +280,8 @@ class TaskLowering:
     def outer_for(self, s: Stmt):
         if s.attr.parallel:
             self.find_reductions(s)
+            if self.cg.target.private_scatters:
+                self.privatize(s)
         b = self.b
         begin, end = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         if s.attr.parallel:
@@ -282,6 +291,23 @@ class TaskLowering:
         # an adjoint's serialized loop (attr.reverse) runs from end-1 down to begin
         self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse)
         self.flush_reductions()
+
+    def privatize(self, task: Stmt):
+        """Point each pure-scatter field at this chunk's copy (the field itself when the launch
+        runs one chunk); their atomics become plain updates (codegen.privatize)."""
+        layout = private_scatters(task, self.demoted | set(self.reductions))
+        if layout is None:
+            return
+        ab = self.alloca_b
+        worker, num_workers = self.fn.args[1], self.fn.args[2]
+        alone = ab.icmp_signed("==", num_workers, L.Constant(I64, 1))
+        copies = self.ctx_word(CTX_PRIV, PTR)
+        row = ab.mul(worker, L.Constant(I64, layout.row_bytes))
+        for p in layout.fields:
+            mine = ab.gep(copies, [ab.add(row, L.Constant(I64, p.offset))], source_etype=I8)
+            self.field_ptrs[id(p.field)] = ab.select(alone, self.field_ptr(p.field), mine)
+            self.private_ids.add(id(p.field))
+        self.private = layout
 
     def as_i64(self, a: Stmt):
         """A loop bound as i64 (sign-extended from i32; i64 bounds as they are)."""
@@ -522,7 +548,7 @@ class TaskLowering:
             op = {"add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor",
                   "min": "min" if signed else "umin", "max": "max" if signed else "umax",
                   "xchg": "xchg"}.get(kind)
-        if id(s) in self.demoted:
+        if id(s) in self.demoted or id(field) in self.private_ids:
             return self.plain_update(ptr, val, dt, kind)
         if op is None:
             return self.cas_loop(ptr, val, dt, kind)
