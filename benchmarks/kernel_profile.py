@@ -6,7 +6,8 @@ Takes: a backend and a program (`_full`: diffmpm.FULL_SIZE, 6418 particles). dif
 times in a loop (after one warm-up launch; its kernels only write what they do not read) and
 the median of 5 such loops is kept. mpm88 and mpm_pair: the substep's kernels are launched in
 order, each timed alone (launch + sync), the substep repeated `reps` times; medians.
-Prints one JSON line: {kernel: microseconds per launch} plus, for diffmpm, `launches`: how many
+Prints one JSON line: {kernel: microseconds per launch} plus, for diffmpm, `cpu_us` (process CPU
+time per launch, all threads, the lowest of the 5 loops) and `launches`: how many
 times one optimisation iteration launches each kernel, so per-kernel time per iteration is
 `us * launches`. Guarantees nothing about the values the kernels leave behind (adjoints run on
 the same state over and over); it only times them. BENCH_THREADS sets the thread count.
@@ -30,16 +31,21 @@ ti.init(arch=ti.cpu, cpu_max_num_threads=int(os.environ.get("BENCH_THREADS", os.
         random_seed=0, offline_cache=False)
 
 
+CPU_US = {}  # kernel -> process CPU time per launch (all threads), the lowest of 5 loops
+
+
 def per_launch_us(fn, *args):
     fn(*args)
     ti.sync()
-    loops = []
+    loops, cpu = [], []
     for _ in range(5):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(reps):
             fn(*args)
         ti.sync()
         loops.append((time.perf_counter() - t0) / reps * 1e6)
+        cpu.append((time.process_time() - c0) / reps * 1e6)
+    CPU_US[getattr(fn, "__name__", str(fn))] = min(cpu)
     return statistics.median(loops)
 
 
@@ -50,17 +56,19 @@ def profile_diffmpm(full=False):
     d.set_params(W, b)
     d.loss_and_grad()  # compiles everything, fills the trajectory
     s = d.steps // 2
-    out = {
-        "compute_actuation": per_launch_us(d.compute_actuation, s),
-        "clear_grid": per_launch_us(d.clear_grid),
-        "p2g": per_launch_us(d.p2g, s),
-        "grid_op": per_launch_us(d.grid_op),
-        "g2p": per_launch_us(d.g2p, s),
-        "g2p.grad": per_launch_us(d.g2p.grad, s),
-        "grid_op.grad": per_launch_us(d.grid_op.grad),
-        "p2g.grad": per_launch_us(d.p2g.grad, s),
-        "compute_actuation.grad": per_launch_us(d.compute_actuation.grad, s),
+    calls = {
+        "compute_actuation": (d.compute_actuation, s), "clear_grid": (d.clear_grid,),
+        "p2g": (d.p2g, s), "grid_op": (d.grid_op,), "g2p": (d.g2p, s),
+        "g2p.grad": (d.g2p.grad, s), "grid_op.grad": (d.grid_op.grad,),
+        "p2g.grad": (d.p2g.grad, s), "compute_actuation.grad": (d.compute_actuation.grad, s),
     }
+    out, cpu = {}, {}
+    for name, (fn, *args) in calls.items():
+        out[name] = per_launch_us(fn, *args)
+        cpu[name] = CPU_US.pop(getattr(fn, "__name__", str(fn)))
+    # CPU time is steadier than wall time on a shared machine (another job's load slows a
+    # launch's wall time, not the CPU time it takes)
+    out["cpu_us"] = cpu
     n = d.steps
     # forward: actuation + 4 kernels per substep; backward: the recomputed grid (3 kernels),
     # 3 adjoints and the actuation adjoint per substep (init_state / compute_loss: once each)

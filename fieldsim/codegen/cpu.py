@@ -27,7 +27,7 @@ from fieldsim.codegen import interrupt
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import CTX_PRIV, Target, TaskInfo, lower_kernel
-from fieldsim.codegen.privatize import PrivateBuffers
+from fieldsim.codegen.privatize import NO_COPIES, PrivateBuffers
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Kernel, Op
@@ -186,29 +186,32 @@ class CpuBackend:
         # machine) delays nothing: the others take its share. Chunk c uses AD-stack scratch c
         # and scatter copy c.
         chunks = workers * CHUNKS_PER_THREAD if workers > 1 else 1
+        helpers = workers if runaway else workers - 1
         copies = None
         if task.private is not None and chunks > 1:
-            copies = self.private.prepare(task.private, chunks)
-            ctypes.c_uint64.from_address(ctx_ptr + 8 * CTX_PRIV).value = copies.ctypes.data
+            copies = self.private.start(task.private, chunks, helpers + 1)
+            ctypes.c_uint64.from_address(ctx_ptr + 8 * CTX_PRIV).value = copies.table.ctypes.data
         counter = itertools.count()
         stop = []
 
-        def work():
+        def work(slot):
             for c in counter:
                 if c >= chunks or stop:  # stop: the launch was interrupted
                     return
+                if copies is not None:
+                    copies.take(slot, c)
                 fn(ctx_ptr, c, chunks)
-        futures = [pool.submit(work) for _ in range(workers if runaway else workers - 1)]
+        futures = [pool.submit(work, slot) for slot in range(1, helpers + 1)]
         try:
             if not runaway:
-                work()
+                work(0)
             for f in futures:
                 # A helper that never started has nothing left to do once this thread ran out
                 # of chunks; when this thread only waits (runaway), every helper must run.
                 if runaway or not f.cancel():
                     f.result()
             if copies is not None:
-                self.private.reduce(task.private, copies)
+                copies.reduce()
         except BaseException:
             # Ctrl-C (or an error): no chunk starts any more, running `while` loops leave at
             # their next iteration, and the launch returns only when no thread writes.
@@ -216,6 +219,9 @@ class CpuBackend:
             launch_common.request_stop(ctx_ptr)
             _wait_quietly(futures)
             raise
+        finally:
+            if copies is not None:  # the table may be freed or grown before the next launch
+                ctypes.c_uint64.from_address(ctx_ptr + 8 * CTX_PRIV).value = NO_COPIES.ctypes.data
 
     def _pool(self) -> ThreadPoolExecutor:
         if self.pool is None:

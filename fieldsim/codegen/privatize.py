@@ -16,9 +16,11 @@ Guarantees:
   scatters, so summing per-chunk partial sums into F after the task equals the atomics' result
   (up to float summation order, which atomics do not fix either);
 * the generated code (codegen.llvm) adds with plain load/add/store: into F itself when the
-  launch runs the task as one chunk (no other thread), else into the chunk's zeroed copy at
-  `ctx[CTX_PRIV] + chunk * row_bytes + offset`; `PrivateBuffers.reduce` adds the copies into
-  F after every chunk has finished, before the next task of the kernel starts.
+  launch runs the task as one chunk (no other thread), else into the copy of the thread that
+  runs the chunk, `table[chunk] + offset` with `table = ctx[CTX_PRIV]`: one copy per thread,
+  not per chunk, so a launch zeroes and sums as many copies as threads took chunks;
+  `PrivateRun.reduce` adds them into F after every chunk has finished, before the next task
+  of the kernel starts.
 """
 from __future__ import annotations
 
@@ -32,8 +34,8 @@ from fieldsim.ir.ir import GLOBAL_ACCESS, Op, Stmt, walk
 from fieldsim.lang.ndarray import is_slot
 
 SCATTER_KINDS = ("add", "sub")
-# one chunk's copies, all privatized fields of a task together: the launch zeroes and sums
-# chunks x this many bytes, which must stay small next to the atomics it saves
+# one thread's copies, all privatized fields of a task together: the launch zeroes and sums
+# threads x this many bytes, which must stay small next to the atomics it saves
 PRIVATE_MAX_BYTES = 1 << 20
 _ALIGN = 64  # each copy starts on its own cache line
 
@@ -86,30 +88,54 @@ def private_scatters(task: Stmt, excluded: set[int]) -> PrivateLayout | None:
     return PrivateLayout(tuple(fields), row) if fields else None
 
 
+# With one chunk no copy is used, but the task still loads its (ignored) table entry: the ctx
+# word points here then, never at a freed table.
+NO_COPIES = np.zeros(1, dtype=np.uint64)
+
+
 class PrivateBuffers:
-    """The per-chunk copies of a launch, reused between launches of one Python thread (launches
-    from one thread run one at a time; other threads get their own)."""
+    """Per-thread scatter copies and the chunk -> copy table of a launch, reused between
+    launches of one Python thread (its launches run one at a time; other threads get their
+    own)."""
 
     def __init__(self):
         self._local = threading.local()
 
-    def prepare(self, layout: PrivateLayout, chunks: int) -> np.ndarray:
-        """Zeroed copies for `chunks` chunks: (chunks, row_bytes) bytes."""
-        need = chunks * layout.row_bytes
-        buf = getattr(self._local, "buf", None)
-        if buf is None or buf.size < need:
-            buf = self._local.buf = np.zeros(need + _ALIGN, dtype=np.uint8)
-        skip = (-buf.ctypes.data) % _ALIGN
-        rows = buf[skip:skip + need].reshape(chunks, layout.row_bytes)
-        rows.fill(0)
-        return rows
+    def start(self, layout: PrivateLayout, chunks: int, slots: int) -> PrivateRun:
+        """Copies for `slots` threads sharing `chunks` chunks (zeroed when a thread starts)."""
+        local = self._local
+        need = slots * layout.row_bytes + _ALIGN
+        if getattr(local, "rows", None) is None or local.rows.size < need:
+            local.rows = np.empty(need, dtype=np.uint8)
+        if getattr(local, "table", None) is None or local.table.size < chunks:
+            local.table = np.zeros(chunks, dtype=np.uint64)
+        skip = (-local.rows.ctypes.data) % _ALIGN
+        rows = local.rows[skip:skip + slots * layout.row_bytes].reshape(slots, layout.row_bytes)
+        return PrivateRun(layout, rows, local.table)
 
-    @staticmethod
-    def reduce(layout: PrivateLayout, rows: np.ndarray):
-        """Add every chunk's copy into its field."""
-        for p in layout.fields:
-            dt = p.field.dtype.np
-            size = p.elements * np.dtype(dt).itemsize
-            part = rows[:, p.offset:p.offset + size].view(dt)
-            target = p.field.storage.array.reshape(-1)
-            np.add(target, part.sum(axis=0, dtype=dt), out=target)
+
+class PrivateRun:
+    """One launch of a task with privatized fields: `take(slot, c)` before thread `slot` runs
+    chunk c (each slot is one thread's), `reduce()` after every chunk has finished."""
+
+    def __init__(self, layout: PrivateLayout, rows: np.ndarray, table: np.ndarray):
+        self.layout, self.rows, self.table = layout, rows, table
+        self.base = rows.ctypes.data
+        self.used = [False] * rows.shape[0]
+
+    def take(self, slot: int, chunk: int):
+        if not self.used[slot]:  # this thread's first chunk: its copy starts at 0
+            self.rows[slot].fill(0)
+            self.used[slot] = True
+        self.table[chunk] = self.base + slot * self.layout.row_bytes
+
+    def reduce(self):
+        """Add the copies of the threads that ran a chunk into their fields."""
+        for slot, used in enumerate(self.used):
+            if not used:
+                continue
+            for p in self.layout.fields:
+                dt = p.field.dtype.np
+                part = self.rows[slot, p.offset:p.offset + p.elements * np.dtype(dt).itemsize]
+                target = p.field.storage.array.reshape(-1)
+                np.add(target, part.view(dt), out=target)

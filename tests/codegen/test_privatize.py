@@ -154,3 +154,22 @@ def test_adjoint_gather_scatter_gradient(threaded):
     assert {"g.grad"} in private_fields(gather, adjoint=True)
     np.testing.assert_allclose(g.grad.to_numpy(), np.bincount(data, weights=weights, minlength=bins),
                                rtol=1e-12)
+
+
+def test_parallel_then_one_chunk_launches_of_one_kernel(threaded):
+    """A launch split across threads, then one small enough to run as one chunk (it adds into
+    the field itself), then a split one again: each adds exactly its own counts."""
+    bins = 1000
+    hist = fs.field(fs.i32, shape=bins, name="hist")
+
+    @fs.kernel
+    def count(n: fs.i32):
+        for i in range(n):
+            hist[i * 7 % bins] += 1
+
+    want = np.zeros(bins, np.int64)
+    for n in (50_000, 300, 20_000):
+        count(n)
+        np.add.at(want, np.arange(n) * 7 % bins, 1)
+        np.testing.assert_array_equal(hist.to_numpy(), want)
+    assert private_fields(count) == [{"hist"}]
