@@ -301,10 +301,11 @@ class TaskLowering:
         ab = self.alloca_b
         worker, num_workers = self.fn.args[1], self.fn.args[2]
         alone = ab.icmp_signed("==", num_workers, L.Constant(I64, 1))
-        table = self.ctx_word(CTX_PRIV, PTR)  # chunk -> the running thread's copies
-        row = ab.load(ab.gep(table, [worker], source_etype=I64), typ=PTR)
-        for p in layout.fields:
-            mine = ab.gep(row, [L.Constant(I64, p.offset)], source_etype=I8)
+        table = self.ctx_word(CTX_PRIV, PTR)  # (chunk, field) -> where that chunk adds
+        first = ab.mul(worker, L.Constant(I64, len(layout.fields)))
+        for k, p in enumerate(layout.fields):
+            at = ab.gep(table, [ab.add(first, L.Constant(I64, k))], source_etype=I64)
+            mine = ab.load(at, typ=PTR)
             self.field_ptrs[id(p.field)] = ab.select(alone, self.field_ptr(p.field), mine)
             self.private_ids.add(id(p.field))
         self.private = layout

@@ -16,9 +16,10 @@ Guarantees:
   scatters, so summing per-chunk partial sums into F after the task equals the atomics' result
   (up to float summation order, which atomics do not fix either);
 * the generated code (codegen.llvm) adds with plain load/add/store: into F itself when the
-  launch runs the task as one chunk (no other thread), else into the copy of the thread that
-  runs the chunk, `table[chunk] + offset` with `table = ctx[CTX_PRIV]`: one copy per thread,
-  not per chunk, so a launch zeroes and sums as many copies as threads took chunks;
+  launch runs the task as one chunk, else where `table[chunk * len(fields) + k]` points for
+  the k-th privatized field (`table = ctx[CTX_PRIV]`): F itself for chunks the launching
+  thread runs, the running helper thread's copy for the others. So a launch zeroes and sums
+  one copy per helper thread that took a chunk (none when the helpers never ran);
   `PrivateRun.reduce` adds them into F after every chunk has finished, before the next task
   of the kernel starts.
 """
@@ -37,6 +38,7 @@ SCATTER_KINDS = ("add", "sub")
 # one thread's copies, all privatized fields of a task together: the launch zeroes and sums
 # threads x this many bytes, which must stay small next to the atomics it saves
 PRIVATE_MAX_BYTES = 1 << 20
+PRIVATE_MAX_FIELDS = 64  # table entries per chunk (NO_COPIES has this many)
 _ALIGN = 64  # each copy starts on its own cache line
 
 
@@ -81,22 +83,25 @@ def private_scatters(task: Stmt, excluded: set[int]) -> PrivateLayout | None:
             continue
         n = math.prod(f.storage_shape)
         size = -(-n * (f.dtype.bits // 8) // _ALIGN) * _ALIGN
-        if row + size > PRIVATE_MAX_BYTES:
+        if row + size > PRIVATE_MAX_BYTES or len(fields) == PRIVATE_MAX_FIELDS:
             continue
         fields.append(PrivateField(f, row, n))
         row += size
     return PrivateLayout(tuple(fields), row) if fields else None
 
 
-# With one chunk no copy is used, but the task still loads its (ignored) table entry: the ctx
-# word points here then, never at a freed table.
-NO_COPIES = np.zeros(1, dtype=np.uint64)
+# With one chunk no copy is used, but the task still loads its (ignored) table entries: the
+# ctx word points here then, never at a freed table.
+NO_COPIES = np.zeros(PRIVATE_MAX_FIELDS, dtype=np.uint64)
 
 
 class PrivateBuffers:
     """Per-thread scatter copies and the chunk -> copy table of a launch, reused between
     launches of one Python thread (its launches run one at a time; other threads get their
-    own)."""
+    own). The views a launch needs are made once per (layout, thread count): a time-stepped
+    simulation launches the same task thousands of times."""
+
+    MAX_RUNS = 64  # cached (layout, slots) entries per thread; they keep their fields alive
 
     def __init__(self):
         self._local = threading.local()
@@ -106,36 +111,63 @@ class PrivateBuffers:
         local = self._local
         need = slots * layout.row_bytes + _ALIGN
         if getattr(local, "rows", None) is None or local.rows.size < need:
-            local.rows = np.empty(need, dtype=np.uint8)
-        if getattr(local, "table", None) is None or local.table.size < chunks:
-            local.table = np.zeros(chunks, dtype=np.uint64)
-        skip = (-local.rows.ctypes.data) % _ALIGN
-        rows = local.rows[skip:skip + slots * layout.row_bytes].reshape(slots, layout.row_bytes)
-        return PrivateRun(layout, rows, local.table)
+            local.rows = np.empty(max(need, 2 * getattr(local, "rows", _NONE).size), np.uint8)
+            local.runs = {}
+        entries = chunks * len(layout.fields)
+        if getattr(local, "table", None) is None or local.table.size < entries:
+            local.table = np.zeros(max(entries, 256), dtype=np.uint64)
+        run = local.runs.get((id(layout), slots))
+        if run is None or run.layout is not layout:
+            if len(local.runs) >= self.MAX_RUNS:
+                local.runs.clear()
+            skip = (-local.rows.ctypes.data) % _ALIGN
+            rows = local.rows[skip:skip + slots * layout.row_bytes].reshape(slots, layout.row_bytes)
+            run = local.runs[(id(layout), slots)] = PrivateRun(layout, rows, local.table)
+        run.begin()
+        return run
+
+
+_NONE = np.zeros(0, np.uint8)
 
 
 class PrivateRun:
-    """One launch of a task with privatized fields: `take(slot, c)` before thread `slot` runs
-    chunk c (each slot is one thread's), `reduce()` after every chunk has finished."""
+    """A task's copies: `take(slot, c)` before thread `slot` runs chunk c (each slot is one
+    thread's; slot 0, the launching thread, adds into the fields themselves), `reduce()` after
+    every chunk has finished."""
 
     def __init__(self, layout: PrivateLayout, rows: np.ndarray, table: np.ndarray):
         self.layout, self.rows, self.table = layout, rows, table
-        self.base = rows.ctypes.data
-        self.used = [False] * rows.shape[0]
+        self.nf = len(layout.fields)
+        base = rows.ctypes.data
+        # per slot: the table entries of a chunk it runs (slot 0's: set by `begin`)
+        self.pointers = [np.array([base + slot * layout.row_bytes + p.offset
+                                   for p in layout.fields], dtype=np.uint64)
+                         for slot in range(rows.shape[0])]
+        self.used: list[bool] = []
+        # per slot: (this field's part of the copy, typed, the field)
+        self.parts = [[(rows[slot, p.offset:p.offset + p.elements * np.dtype(p.field.dtype.np).itemsize]
+                        .view(p.field.dtype.np), p.field) for p in layout.fields]
+                      for slot in range(rows.shape[0])]
+        self.targets: dict = {}  # id(field) -> (its storage, the storage's flat view)
+
+    def begin(self):
+        self.used = [False] * self.rows.shape[0]
+        self.pointers[0][:] = [p.field.storage.ptr for p in self.layout.fields]
 
     def take(self, slot: int, chunk: int):
-        if not self.used[slot]:  # this thread's first chunk: its copy starts at 0
+        if slot and not self.used[slot]:  # a helper's first chunk: its copy starts at 0
             self.rows[slot].fill(0)
             self.used[slot] = True
-        self.table[chunk] = self.base + slot * self.layout.row_bytes
+        self.table[chunk * self.nf:(chunk + 1) * self.nf] = self.pointers[slot]
 
     def reduce(self):
-        """Add the copies of the threads that ran a chunk into their fields."""
+        """Add the copies of the helper threads that ran a chunk into their fields."""
         for slot, used in enumerate(self.used):
             if not used:
                 continue
-            for p in self.layout.fields:
-                dt = p.field.dtype.np
-                part = self.rows[slot, p.offset:p.offset + p.elements * np.dtype(dt).itemsize]
-                target = p.field.storage.array.reshape(-1)
-                np.add(target, part.view(dt), out=target)
+            for part, field in self.parts[slot]:
+                storage = field.storage
+                known = self.targets.get(id(field))
+                if known is None or known[0] is not storage:
+                    known = self.targets[id(field)] = (storage, storage.array.reshape(-1))
+                np.add(known[1], part, out=known[1])
