@@ -27,7 +27,7 @@ from fieldsim.codegen import interrupt
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import CTX_PRIV, Target, TaskInfo, lower_kernel
-from fieldsim.codegen.privatize import NO_COPIES, PrivateBuffers
+from fieldsim.codegen.privatize import NO_RUN, PrivateBuffers
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Kernel, Op
@@ -184,13 +184,10 @@ class CpuBackend:
         # Dynamic scheduling: the range is cut into more chunks than threads and each thread
         # takes the next chunk until none is left, so a thread the OS does not run soon (a busy
         # machine) delays nothing: the others take its share. Chunk c uses AD-stack scratch c
-        # and scatter copy c.
+        # and its thread's scatter copies (codegen.privatize).
         chunks = workers * CHUNKS_PER_THREAD if workers > 1 else 1
         helpers = workers if runaway else workers - 1
-        copies = None
-        if task.private is not None and chunks > 1:
-            copies = self.private.start(task.private, chunks, helpers + 1)
-            ctypes.c_uint64.from_address(ctx_ptr + 8 * CTX_PRIV).value = copies.table.ctypes.data
+        copies = self._copies(task, ctx_ptr, chunks, helpers + 1)
         counter = itertools.count()
         stop = []
 
@@ -198,8 +195,7 @@ class CpuBackend:
             for c in counter:
                 if c >= chunks or stop:  # stop: the launch was interrupted
                     return
-                if copies is not None:
-                    copies.take(slot, c)
+                copies.take(slot, c)
                 fn(ctx_ptr, c, chunks)
         futures = [pool.submit(work, slot) for slot in range(1, helpers + 1)]
         try:
@@ -210,8 +206,7 @@ class CpuBackend:
                 # of chunks; when this thread only waits (runaway), every helper must run.
                 if runaway or not f.cancel():
                     f.result()
-            if copies is not None:
-                copies.reduce()
+            copies.reduce()
         except BaseException:
             # Ctrl-C (or an error): no chunk starts any more, running `while` loops leave at
             # their next iteration, and the launch returns only when no thread writes.
@@ -220,8 +215,15 @@ class CpuBackend:
             _wait_quietly(futures)
             raise
         finally:
-            if copies is not None:  # the table may be freed or grown before the next launch
-                ctypes.c_uint64.from_address(ctx_ptr + 8 * CTX_PRIV).value = NO_COPIES.ctypes.data
+            copies.detach()
+
+    def _copies(self, task, ctx_ptr, chunks, slots):
+        """The scatter copies of a launch split into `chunks` (NO_RUN: none needed)."""
+        if task.private is None or chunks == 1:
+            return NO_RUN
+        run = self.private.start(task.private, chunks, slots)
+        run.attach(ctx_ptr + 8 * CTX_PRIV)
+        return run
 
     def _pool(self) -> ThreadPoolExecutor:
         if self.pool is None:

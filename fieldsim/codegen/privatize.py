@@ -25,6 +25,7 @@ Guarantees:
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import threading
 from dataclasses import dataclass
@@ -150,6 +151,16 @@ class PrivateRun:
                       for slot in range(rows.shape[0])]
         self.targets: dict = {}  # id(field) -> (its storage, the storage's flat view)
 
+    def attach(self, word: int):
+        """Point the ctx word at `word` (an address) to this launch's table."""
+        self.word = word
+        ctypes.c_uint64.from_address(word).value = self.table.ctypes.data
+
+    def detach(self):
+        """Point the ctx word back at NO_COPIES: the table may be freed or grown before the
+        kernel's next launch."""
+        ctypes.c_uint64.from_address(self.word).value = NO_COPIES.ctypes.data
+
     def begin(self):
         self.used = [False] * self.rows.shape[0]
         self.pointers[0][:] = [p.field.storage.ptr for p in self.layout.fields]
@@ -171,3 +182,19 @@ class PrivateRun:
                 if known is None or known[0] is not storage:
                     known = self.targets[id(field)] = (storage, storage.array.reshape(-1))
                 np.add(known[1], part, out=known[1])
+
+
+class _NoRun:
+    """A launch without copies (one chunk, or nothing privatized)."""
+
+    def take(self, slot: int, chunk: int):
+        pass
+
+    def reduce(self):
+        pass
+
+    def detach(self):
+        pass
+
+
+NO_RUN = _NoRun()
