@@ -17,7 +17,6 @@ import itertools
 import math
 import os
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import llvmlite
@@ -29,7 +28,6 @@ from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import CTX_PRIV, Target, TaskInfo, lower_kernel
 from fieldsim.codegen.privatize import NO_RUN, PrivateBuffers
-from fieldsim.codegen.schedule import SplitStats
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Kernel, Op
@@ -65,7 +63,6 @@ class CpuProgram:
     def __init__(self, info, functions):
         self.info, self.functions = info, functions
         self.frame = None  # its reusable launch buffers (launch._Frame), made at first launch
-        self.split_stats = [SplitStats() for _ in info.tasks]  # codegen.schedule
 
 
 class CpuBackend:
@@ -166,8 +163,6 @@ class CpuBackend:
         # its stop word through the interrupt watcher; where that cannot be installed, it runs
         # on pool threads while the main thread waits, so Ctrl-C reaches Python.
         runaway = False
-        if workers > 1 and not _has_while(task):
-            return self._run_adaptive(program.split_stats[n], fn, ctx_ptr, workers, task, size_hint)
         if _has_while(task) and threading.current_thread() is threading.main_thread():
             if interrupt.install():
                 interrupt.active.add(ctx_ptr)
@@ -180,16 +175,6 @@ class CpuBackend:
             fn(ctx_ptr, 0, 1)
             return
         self._run_chunks(fn, ctx_ptr, workers, runaway, task)
-
-    def _run_adaptive(self, stats, fn, ctx_ptr, workers, task, size_hint):
-        """Split or alone, whichever has run this task faster lately (codegen.schedule)."""
-        workers = stats.choose(workers)
-        t0 = time.perf_counter()
-        if workers == 1:
-            fn(ctx_ptr, 0, 1)
-        else:
-            self._run_chunks(fn, ctx_ptr, workers, False, task)
-        stats.record(workers, (time.perf_counter() - t0) / max(size_hint or 1, 1))
 
     def _run_chunks(self, fn, ctx_ptr, workers, runaway, task):
         if workers == 1 and not runaway:
