@@ -1,12 +1,13 @@
 """Per-kernel launch times of the benchmark programs, under fieldsim or Taichi (same source).
 
-    python benchmarks/kernel_profile.py {fieldsim|taichi} {diffmpm|mpm88|mpm_pair} [reps]
+    python benchmarks/kernel_profile.py {fieldsim|taichi} {diffmpm|mpm88|mpm_pair|diffmpm_full|mpm_pair_full} [reps]
 
-Takes: a backend and a program. diffmpm: each kernel (forward and adjoint) is launched `reps`
+Takes: a backend and a program (`_full`: diffmpm.FULL_SIZE, 6418 particles). diffmpm: each kernel (forward and adjoint) is launched `reps`
 times in a loop (after one warm-up launch; its kernels only write what they do not read) and
 the median of 5 such loops is kept. mpm88 and mpm_pair: the substep's kernels are launched in
 order, each timed alone (launch + sync), the substep repeated `reps` times; medians.
-Prints one JSON line: {kernel: microseconds per launch} plus, for diffmpm, `launches`: how many
+Prints one JSON line: {kernel: microseconds per launch} plus, for diffmpm, `cpu_us` (process CPU
+time per launch, all threads, the lowest of the 5 loops) and `launches`: how many
 times one optimisation iteration launches each kernel, so per-kernel time per iteration is
 `us * launches`. Guarantees nothing about the values the kernels leave behind (adjoints run on
 the same state over and over); it only times them. BENCH_THREADS sets the thread count.
@@ -30,37 +31,44 @@ ti.init(arch=ti.cpu, cpu_max_num_threads=int(os.environ.get("BENCH_THREADS", os.
         random_seed=0, offline_cache=False)
 
 
+CPU_US = {}  # kernel -> process CPU time per launch (all threads), the lowest of 5 loops
+
+
 def per_launch_us(fn, *args):
     fn(*args)
     ti.sync()
-    loops = []
+    loops, cpu = [], []
     for _ in range(5):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(reps):
             fn(*args)
         ti.sync()
         loops.append((time.perf_counter() - t0) / reps * 1e6)
+        cpu.append((time.process_time() - c0) / reps * 1e6)
+    CPU_US[getattr(fn, "__name__", str(fn))] = min(cpu)
     return statistics.median(loops)
 
 
-def profile_diffmpm():
+def profile_diffmpm(full=False):
     import diffmpm as d
-    d.setup()
+    d.setup(**d.FULL_SIZE) if full else d.setup()
     W, b = d.initial_params(0)
     d.set_params(W, b)
     d.loss_and_grad()  # compiles everything, fills the trajectory
     s = d.steps // 2
-    out = {
-        "compute_actuation": per_launch_us(d.compute_actuation, s),
-        "clear_grid": per_launch_us(d.clear_grid),
-        "p2g": per_launch_us(d.p2g, s),
-        "grid_op": per_launch_us(d.grid_op),
-        "g2p": per_launch_us(d.g2p, s),
-        "g2p.grad": per_launch_us(d.g2p.grad, s),
-        "grid_op.grad": per_launch_us(d.grid_op.grad),
-        "p2g.grad": per_launch_us(d.p2g.grad, s),
-        "compute_actuation.grad": per_launch_us(d.compute_actuation.grad, s),
+    calls = {
+        "compute_actuation": (d.compute_actuation, s), "clear_grid": (d.clear_grid,),
+        "p2g": (d.p2g, s), "grid_op": (d.grid_op,), "g2p": (d.g2p, s),
+        "g2p.grad": (d.g2p.grad, s), "grid_op.grad": (d.grid_op.grad,),
+        "p2g.grad": (d.p2g.grad, s), "compute_actuation.grad": (d.compute_actuation.grad, s),
     }
+    out, cpu = {}, {}
+    for name, (fn, *args) in calls.items():
+        out[name] = per_launch_us(fn, *args)
+        cpu[name] = CPU_US.pop(getattr(fn, "__name__", str(fn)))
+    # CPU time is steadier than wall time on a shared machine (another job's load slows a
+    # launch's wall time, not the CPU time it takes)
+    out["cpu_us"] = cpu
     n = d.steps
     # forward: actuation + 4 kernels per substep; backward: the recomputed grid (3 kernels),
     # 3 adjoints and the actuation adjoint per substep (init_state / compute_loss: once each)
@@ -92,14 +100,16 @@ def profile_mpm88():
                            ("clear_grid", "particle_to_grid", "update_grid", "grid_to_particle")])
 
 
-def profile_mpm_pair():
+def profile_mpm_pair(full=False):
     import diffmpm as d
-    d.setup()
+    d.setup(**d.FULL_SIZE) if full else d.setup()
     d.init_state()
     d.compute_actuation(0)
     return in_sequence_us([("clear_grid", d.clear_grid, ()), ("p2g", d.p2g, (0,)),
                            ("grid_op", d.grid_op, ()), ("g2p", d.g2p, (0,))])
 
 
-result = {"diffmpm": profile_diffmpm, "mpm88": profile_mpm88, "mpm_pair": profile_mpm_pair}[program]()
+result = {"diffmpm": profile_diffmpm, "mpm88": profile_mpm88, "mpm_pair": profile_mpm_pair,
+          "diffmpm_full": lambda: profile_diffmpm(True),
+          "mpm_pair_full": lambda: profile_mpm_pair(True)}[program]()
 print(json.dumps({"backend": backend, "program": program, "us": result}))

@@ -41,35 +41,15 @@ def gravity_adj(ti):
 def _mpm_pair(ti):
     import diffmpm as d
     d.setup()
-    d.init_state()
-    d.compute_actuation(0)
-    return d
+    return _pair(d)
 
 
 def mpm_pair_fwd(ti):
-    d = _mpm_pair(ti)
-
-    def run():
-        d.clear_grid()
-        d.p2g(0)
-        d.grid_op()
-        d.g2p(0)
-    return run, ti.sync
+    return _pair_fwd(_mpm_pair(ti), ti)
 
 
 def mpm_pair_adj(ti):
-    d = _mpm_pair(ti)
-    d.clear_grid()
-    d.p2g(0)
-    d.grid_op()
-    d.g2p(0)
-    d.x.grad.from_numpy(np.ones(d.x.grad.to_numpy().shape, dtype=d.x.to_numpy().dtype))
-
-    def run():
-        d.g2p.grad(0)
-        d.grid_op.grad()
-        d.p2g.grad(0)
-    return run, ti.sync
+    return _pair_adj(_mpm_pair(ti), ti)
 
 
 def diffmpm_iter(ti):
@@ -85,34 +65,19 @@ PROGRAMS = {f.__name__: f for f in (mpm88_substep, gravity_fwd, gravity_adj, mpm
 
 
 # ---------------------------------------------------------------- full size, mass-spring (issue #13)
-DIFFMPM_FULL_PARTICLES = 6400  # DiffTaichi's full size: 6400 particles, 64x64 grid, 512 steps
-
-
-def diffmpm_full_particles(n=DIFFMPM_FULL_PARTICLES, seed=0):
-    """(positions (n, 2), actuator ids (n,)): the example's robot rectangles filled with n
-    particles (20x the example's 320), spread uniformly at random, each rectangle getting a
-    share proportional to its area. NumPy only, so Warp's programs use the same particles."""
+def diffmpm_full_particles():
+    """(positions (n, 2), actuator ids (n,)) of the example at DiffTaichi's full size
+    (diffmpm.FULL_SIZE: the robot's rectangles on a lattice of 8.9 particles per dx on the 64^2
+    grid, 6418 particles). NumPy only, so Warp's programs use the same particles."""
     import diffmpm as d
-    rects = np.array([r[:4] for r in d.ROBOT], dtype=np.float64)
-    share = rects[:, 2] * rects[:, 3] / (rects[:, 2] * rects[:, 3]).sum() * n
-    counts = np.floor(share).astype(int)
-    counts[np.argsort(counts - share)[:n - counts.sum()]] += 1  # largest remainders
-    rng = np.random.default_rng(seed)
-    pos = np.concatenate([r[:2] + rng.random((c, 2)) * r[2:] for r, c in zip(rects, counts)])
-    act = np.concatenate([np.full(c, r[4], dtype=np.int32) for r, c in zip(d.ROBOT, counts)])
-    return pos, act
+    return d.robot_particles(d.FULL_SIZE["n_grid_"],
+                             particles_per_dx=d.FULL_SIZE["particles_per_dx"])
 
 
 def _diffmpm_full(ti):
-    """The example at full size: its setup() with the robot filled by diffmpm_full_particles."""
+    """The example at full size: `setup(**diffmpm.FULL_SIZE)`."""
     import diffmpm as d
-    full = diffmpm_full_particles()
-    example_robot = d.robot_particles
-    d.robot_particles = lambda n_grid_, rects=None: full
-    try:
-        d.setup(d.N_GRID, d.STEPS)
-    finally:
-        d.robot_particles = example_robot
+    d.setup(**d.FULL_SIZE)
     return d
 
 

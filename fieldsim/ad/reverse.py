@@ -184,6 +184,14 @@ class _TaskAD:
         self.scopes: list[dict[int, Stmt]] = [{}]
         self.zeros: dict = {}
         self.active: set[int] = set()
+        # Adjoint slots known to hold 0 at the current point of the sweep's top level (depth
+        # 1): the first contribution is stored, not added to a loaded 0, and reading one gives
+        # the constant. `fadd 0.0, x` is not x in IEEE arithmetic (x = -0.0), so LLVM keeps
+        # every such add; an MPM kernel's adjoint had hundreds. Nested blocks (ifs, loops) run
+        # conditionally or repeatedly: there nothing is assumed, and a slot written there is
+        # dropped from the set.
+        self.fresh: set[int] = set()
+        self.depth = 0
 
     def build(self, body, index_map) -> list[Stmt]:
         self.direct.update(index_map)
@@ -317,29 +325,58 @@ class _TaskAD:
         if id(v) not in self.adj:
             with self.b.into(self.decls), self.b.at(v.loc):
                 self.adj[id(v)] = self.b.alloca(v.dtype)
+            if self.depth == 1:  # zero-initialised per iteration, and nothing wrote it yet
+                self.fresh.add(id(self.adj[id(v)]))
         return self.adj[id(v)]
 
     def accumulate(self, v: Stmt, contribution: Stmt):
         if id(v) not in self.active:
             return
         slot = self.adj_slot(v)
-        self.b.local_store(slot, self.b.add(self.b.local_load(slot), contribution))
+        if self.depth == 1 and id(slot) in self.fresh:
+            # 0 + c == c (up to the sign of a zero, which only ever reaches a field through
+            # another add)
+            self.b.local_store(slot, contribution)
+        else:
+            self.b.local_store(slot, self.b.add(self.b.local_load(slot), contribution))
+        self.fresh.discard(id(slot))
+
+    def read_slot(self, slot: Stmt) -> Stmt:
+        if self.depth == 1 and id(slot) in self.fresh:
+            return self.zero(slot.dtype)
+        return self.b.local_load(slot)
+
+    def reset_slot(self, slot: Stmt):
+        if self.depth == 1 and id(slot) in self.fresh:
+            return
+        self.b.local_store(slot, self.zero(slot.dtype))
+        if self.depth == 1:
+            self.fresh.add(id(slot))
+        else:
+            self.fresh.discard(id(slot))
 
     def consume(self, s: Stmt) -> Stmt:
         """Read the adjoint of `s` (and reset it when `s` may run again: inside a loop)."""
         slot = self.adj[id(s)]
-        g = self.b.local_load(slot)
+        g = self.read_slot(slot)
         if self.loops.get(id(s)):
-            self.b.local_store(slot, self.zero(slot.dtype))
+            self.reset_slot(slot)
         return g
 
     def take(self, slot: Stmt) -> Stmt:
-        g = self.b.local_load(slot)
-        self.b.local_store(slot, self.zero(slot.dtype))
+        g = self.read_slot(slot)
+        self.reset_slot(slot)
         return g
 
     # ---- reverse sweep ----------------------------------------------------------------------------
     def reverse_block(self, block):
+        self.depth += 1
+        try:
+            self._reverse_block(block)
+        finally:
+            self.depth -= 1
+
+    def _reverse_block(self, block):
         for s in reversed(block):
             with self.b.at(s.loc):
                 handler = _REVERSE.get(s.op)
@@ -365,7 +402,7 @@ class _TaskAD:
 
     def rev_alloca(self, s: Stmt):
         if id(s) in self.adj:
-            self.b.local_store(self.adj[id(s)], self.zero(s.dtype))
+            self.reset_slot(self.adj[id(s)])
 
     def indices(self, s: Stmt) -> list[Stmt]:
         return [self.primal(i) for i in s.indices]

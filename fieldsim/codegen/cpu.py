@@ -32,7 +32,8 @@ from fieldsim.codegen import interrupt
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.jit_memory import EngineSlabs, dispose
-from fieldsim.codegen.llvm import Target, TaskInfo, lower_kernel
+from fieldsim.codegen.llvm import CTX_PRIV, Target, TaskInfo, lower_kernel
+from fieldsim.codegen.privatize import NO_RUN, PrivateBuffers
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Kernel, Op
@@ -92,6 +93,7 @@ class CpuBackend:
         self.pool = None
         self.threads = max(1, rt.num_threads)
         self.launcher = launch_common.Launcher(self)
+        self.private = PrivateBuffers()  # per-chunk scatter copies (codegen.privatize)
 
     # ---- storage ---------------------------------------------------------------------------------
     def allocate(self, shape, dtype):
@@ -170,6 +172,9 @@ class CpuBackend:
         if size_hint is not None and (size_hint < SMALL_LAUNCH
                                       or size_hint * _body_cost(task) < SMALL_WORK):
             workers = 1
+        if task.private is not None and workers > 1 and size_hint is not None \
+                and size_hint < task.private.elements:
+            workers = 1  # zeroing and summing the copies would cost more than the scatters
         # A task with a `while` loop may never end. Launched from the main thread, Ctrl-C sets
         # its stop word through the interrupt watcher; where that cannot be installed, it runs
         # on pool threads while the main thread waits, so Ctrl-C reaches Python.
@@ -178,41 +183,46 @@ class CpuBackend:
             if interrupt.install():
                 interrupt.active.add(ctx_ptr)
                 try:
-                    return self._run_chunks(fn, ctx_ptr, workers, False)
+                    return self._run_chunks(fn, ctx_ptr, workers, False, task)
                 finally:
                     interrupt.active.discard(ctx_ptr)
             runaway = True
         if workers == 1 and not runaway:
             fn(ctx_ptr, 0, 1)
             return
-        self._run_chunks(fn, ctx_ptr, workers, runaway)
+        self._run_chunks(fn, ctx_ptr, workers, runaway, task)
 
-    def _run_chunks(self, fn, ctx_ptr, workers, runaway):
+    def _run_chunks(self, fn, ctx_ptr, workers, runaway, task):
         if workers == 1 and not runaway:
             fn(ctx_ptr, 0, 1)
             return
         pool = self._pool()
         # Dynamic scheduling: the range is cut into more chunks than threads and each thread
         # takes the next chunk until none is left, so a thread the OS does not run soon (a busy
-        # machine) delays nothing: the others take its share. Chunk c uses AD-stack scratch c.
+        # machine) delays nothing: the others take its share. Chunk c uses AD-stack scratch c
+        # and its thread's scatter copies (codegen.privatize).
         chunks = workers * CHUNKS_PER_THREAD if workers > 1 else 1
+        helpers = workers if runaway else workers - 1
+        copies = self._copies(task, ctx_ptr, chunks, helpers + 1)
         counter = itertools.count()
         stop = []
 
-        def work():
+        def work(slot):
             for c in counter:
                 if c >= chunks or stop:  # stop: the launch was interrupted
                     return
+                copies.take(slot, c)
                 fn(ctx_ptr, c, chunks)
-        futures = [pool.submit(work) for _ in range(workers if runaway else workers - 1)]
+        futures = [pool.submit(work, slot) for slot in range(1, helpers + 1)]
         try:
             if not runaway:
-                work()
+                work(0)
             for f in futures:
                 # A helper that never started has nothing left to do once this thread ran out
                 # of chunks; when this thread only waits (runaway), every helper must run.
                 if runaway or not f.cancel():
                     f.result()
+            copies.reduce()
         except BaseException:
             # Ctrl-C (or an error): no chunk starts any more, running `while` loops leave at
             # their next iteration, and the launch returns only when no thread writes.
@@ -220,6 +230,16 @@ class CpuBackend:
             launch_common.request_stop(ctx_ptr)
             _wait_quietly(futures)
             raise
+        finally:
+            copies.detach()
+
+    def _copies(self, task, ctx_ptr, chunks, slots):
+        """The scatter copies of a launch split into `chunks` (NO_RUN: none needed)."""
+        if task.private is None or chunks == 1:
+            return NO_RUN
+        run = self.private.start(task.private, chunks, slots)
+        run.attach(ctx_ptr + 8 * CTX_PRIV)
+        return run
 
     def _pool(self) -> ThreadPoolExecutor:
         if self.pool is None:

@@ -16,6 +16,7 @@ from fieldsim.codegen.llvm import (
     CTX_ARGS,
     CTX_ERR,
     CTX_FIELDS,
+    CTX_PRIV,
     CTX_RET,
     CTX_RNG,
     CTX_STACK,
@@ -30,6 +31,7 @@ from fieldsim.codegen.llvm import (
     ERR_WORD_STOP,
     ERR_WORDS,
 )
+from fieldsim.codegen.privatize import NO_COPIES
 from fieldsim.errors import (
     ADStackOverflowError,
     FieldsimAssertionError,
@@ -63,6 +65,7 @@ class _Frame:
         self.ctx[CTX_ARGS] = self.argbuf.ctypes.data
         self.ctx[CTX_ERR] = self.err.ctypes.data
         self.ctx[CTX_RET] = self.ret.ctypes.data
+        self.ctx[CTX_PRIV] = NO_COPIES.ctypes.data  # see codegen.privatize
         self.ctx_ptr = self.ctx.ctypes.data
         self.float_params = [p.dtype.is_float for p in info.params]
         self.stack_arrays = None

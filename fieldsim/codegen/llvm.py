@@ -22,14 +22,15 @@ from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import owned_atomics
 from fieldsim.codegen.llvm_nest import NestLowering
 from fieldsim.codegen.loopnest import if_convertible, loop_range, ndrange_split
+from fieldsim.codegen.privatize import PrivateLayout, private_scatters
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
 from fieldsim.lang.ndarray import is_slot
 
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
-    CTX_STACK_CAPS = range(9)
-CTX_WORDS = 9
+    CTX_STACK_CAPS, CTX_PRIV = range(10)
+CTX_WORDS = 10  # CTX_PRIV: the running task's per-chunk scatter copies (codegen.privatize)
 ERR_ASSERT, ERR_STACK_OVERFLOW, ERR_OUT_OF_BOUNDS = 1, 2, 3
 ERR_WORDS = 4  # error code, which, extra, spare; an assert's message values follow
 ERR_INTERRUPTED = 4  # the launch's interrupt word (err[ERR_WORD_STOP]) was set: Ctrl-C
@@ -60,6 +61,8 @@ class Target:
     # `while` loops poll the launch's stop word (host memory the launching thread sets on
     # Ctrl-C); the CUDA target cannot see host writes during a launch.
     polls_interrupt = True
+    # pure scatters of parallel tasks go to per-chunk copies (codegen.privatize), not atomics
+    private_scatters = True
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""
@@ -121,6 +124,7 @@ class TaskInfo:
     body_cost: float | None = None  # statements per iteration, at most (the CPU scheduler's)
     has_while: bool | None = None  # whether it holds a `while` loop (Ctrl-C polling; cached)
     bounds: tuple | None = None  # launch expressions of a FOR's bounds (launch.task_size_hint)
+    private: PrivateLayout | None = None  # its privatized scatter fields (codegen.privatize)
 
     @property
     def entry(self) -> str:
@@ -161,9 +165,10 @@ class Codegen:
     def run(self) -> tuple[L.Module, KernelInfo]:
         for n, task in enumerate(s for s in self.k.body if is_task(s)):
             name = f"{self.info.symbol}_t{n}"
-            TaskLowering(self, task, name).lower()
+            lowering = TaskLowering(self, task, name)
+            lowering.lower()
             parallel = task.op == Op.FOR and task.attr.parallel
-            self.info.tasks.append(TaskInfo(name, parallel, task))
+            self.info.tasks.append(TaskInfo(name, parallel, task, private=lowering.private))
         return self.module, self.info
 
 
@@ -193,6 +198,8 @@ class TaskLowering(NestLowering):
         self.pred_locals: set = set()  # ids of allocas made inside if-converted code
         self.nest_acc: dict = {}  # id(atomic) -> a nest's row/column accumulator (llvm_nest)
         self.nest_r = None  # the current r of a nest (i64), indexing column accumulators
+        self.private: PrivateLayout | None = None
+        self.private_ids: set[int] = set()  # ids of the privatized fields
 
     # ---- context words ------------------------------------------------------------------------
     def ctx_word(self, k, ty=I64):
@@ -283,6 +290,8 @@ class TaskLowering(NestLowering):
     def outer_for(self, s: Stmt):
         if s.attr.parallel:
             self.find_reductions(s)
+            if self.cg.target.private_scatters:
+                self.privatize(s)
         b = self.b
         begin, end = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         if s.attr.parallel:
@@ -299,6 +308,24 @@ class TaskLowering(NestLowering):
         self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse)
         self.ranges = {}
         self.flush_reductions()
+
+    def privatize(self, task: Stmt):
+        """Point each pure-scatter field at this chunk's copy (the field itself when the launch
+        runs one chunk); their atomics become plain updates (codegen.privatize)."""
+        layout = private_scatters(task, self.demoted | set(self.reductions))
+        if layout is None:
+            return
+        ab = self.alloca_b
+        worker, num_workers = self.fn.args[1], self.fn.args[2]
+        alone = ab.icmp_signed("==", num_workers, L.Constant(I64, 1))
+        table = self.ctx_word(CTX_PRIV, PTR)  # (chunk, field) -> where that chunk adds
+        first = ab.mul(worker, L.Constant(I64, len(layout.fields)))
+        for k, p in enumerate(layout.fields):
+            at = ab.gep(table, [ab.add(first, L.Constant(I64, k))], source_etype=I64)
+            mine = ab.load(at, typ=PTR)
+            self.field_ptrs[id(p.field)] = ab.select(alone, self.field_ptr(p.field), mine)
+            self.private_ids.add(id(p.field))
+        self.private = layout
 
     def as_i64(self, a: Stmt):
         """A loop bound as i64 (sign-extended from i32; i64 bounds as they are)."""
@@ -552,7 +579,7 @@ class TaskLowering(NestLowering):
             op = {"add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor",
                   "min": "min" if signed else "umin", "max": "max" if signed else "umax",
                   "xchg": "xchg"}.get(kind)
-        if id(s) in self.demoted:
+        if id(s) in self.demoted or id(field) in self.private_ids:
             return self.plain_update(ptr, val, dt, kind)
         if op is None:
             return self.cas_loop(ptr, val, dt, kind)

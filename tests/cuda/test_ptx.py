@@ -15,6 +15,7 @@ from cuda_support import ad_corpus, ad_gradients, capture_runtime
 import fieldsim as fs
 from fieldsim.ad.reverse import make_adjoint
 from fieldsim.codegen import ptx as P
+from fieldsim.codegen.llvm import CTX_WORDS
 from fieldsim.errors import FieldsimError
 
 ARCHS = ["sm_70", "sm_75", "sm_90"]
@@ -108,7 +109,7 @@ def test_entry_signature_and_grid_stride():
     ptx = P.emit_ptx(P.kernel_ir(k, 1.0, 2), "sm_90", symbol="kk")
     assert ".visible .entry kk_t0_entry(" in ptx
     params = [line for line in ptx.splitlines() if ".param .u64 kk_t0_entry_param_" in line]
-    assert len(params) == 9 + 2  # the ctx words, then one word per runtime argument
+    assert len(params) == CTX_WORDS + 2  # the ctx words, then one word per runtime argument
     for sreg in ("%tid.x", "%ntid.x", "%ctaid.x", "%nctaid.x"):
         assert sreg in ptx
     assert "__local_depot" not in ptx  # ctx and args were promoted to registers

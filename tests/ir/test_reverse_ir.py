@@ -614,26 +614,20 @@ kernel sinx.grad():
     %8 = sin.f64 %7
     %9 = load.f64 y.grad[%2]
     store y.grad[%2], %3
+    local_store %4, %9
     %10 = local_load.f64 %4
-    %11 = add.f64 %10, %9
-    local_store %4, %11
-    %12 = local_load.f64 %4
-    %13 = mul.f64 %12, %7
-    %14 = mul.f64 %12, %8
-    %15 = local_load.f64 %5
-    %16 = add.f64 %15, %13
-    local_store %5, %16
-    %17 = local_load.f64 %6
-    %18 = add.f64 %17, %14
-    local_store %6, %18
-    %19 = local_load.f64 %5
-    %20 = cos.f64 %7
-    %21 = mul.f64 %19, %20
-    %22 = local_load.f64 %6
-    %23 = add.f64 %22, %21
-    local_store %6, %23
-    %24 = local_load.f64 %6
-    %25 = atomic_add.f64 x.grad[%2], %24
+    %11 = mul.f64 %10, %7
+    %12 = mul.f64 %10, %8
+    local_store %5, %11
+    local_store %6, %12
+    %13 = local_load.f64 %5
+    %14 = cos.f64 %7
+    %15 = mul.f64 %13, %14
+    %16 = local_load.f64 %6
+    %17 = add.f64 %16, %15
+    local_store %6, %17
+    %18 = local_load.f64 %6
+    %19 = atomic_add.f64 x.grad[%2], %18
   }
 """,
     "golden_carried_loop": """\
@@ -666,57 +660,53 @@ kernel carry.grad(n: i32):
     }
     %23 = load.f64 y.grad[%2]
     store y.grad[%2], %3
+    local_store %4, %23
     %24 = local_load.f64 %4
-    %25 = add.f64 %24, %23
-    local_store %4, %25
-    %26 = local_load.f64 %4
-    %27 = local_load.f64 %5
-    %28 = add.f64 %27, %26
-    local_store %5, %28
-    %29 = add.i32 %15, %12
-    %30 = const.i32 1
-    %31 = sub.i32 %29, %30
-    %32 = for.i32 %15, %12 {
-      %33 = sub.i32 %31, %32
-      %34 = local_load.f64 %5
+    local_store %5, %24
+    %25 = add.i32 %15, %12
+    %26 = const.i32 1
+    %27 = sub.i32 %25, %26
+    %28 = for.i32 %15, %12 {
+      %29 = sub.i32 %27, %28
+      %30 = local_load.f64 %5
       local_store %5, %3
-      %35 = local_load.f64 %6
-      %36 = add.f64 %35, %34
-      local_store %6, %36
-      %37 = local_load.f64 %6
+      %31 = local_load.f64 %6
+      %32 = add.f64 %31, %30
+      local_store %6, %32
+      %33 = local_load.f64 %6
       local_store %6, %3
+      %34 = local_load.f64 %7
+      %35 = add.f64 %34, %33
+      local_store %7, %35
+      %36 = local_load.f64 %8
+      %37 = add.f64 %36, %33
+      local_store %8, %37
       %38 = local_load.f64 %7
-      %39 = add.f64 %38, %37
-      local_store %7, %39
-      %40 = local_load.f64 %8
-      %41 = add.f64 %40, %37
-      local_store %8, %41
-      %42 = local_load.f64 %7
       local_store %7, %3
-      %43 = stack_top.f64 %9
-      %44 = mul.f64 %42, %13
-      %45 = mul.f64 %42, %43
+      %39 = stack_top.f64 %9
+      %40 = mul.f64 %38, %13
+      %41 = mul.f64 %38, %39
+      %42 = local_load.f64 %10
+      %43 = add.f64 %42, %40
+      local_store %10, %43
+      %44 = local_load.f64 %11
+      %45 = add.f64 %44, %41
+      local_store %11, %45
       %46 = local_load.f64 %10
-      %47 = add.f64 %46, %44
-      local_store %10, %47
-      %48 = local_load.f64 %11
-      %49 = add.f64 %48, %45
-      local_store %11, %49
-      %50 = local_load.f64 %10
       local_store %10, %3
-      %51 = local_load.f64 %5
-      %52 = add.f64 %51, %50
-      local_store %5, %52
+      %47 = local_load.f64 %5
+      %48 = add.f64 %47, %46
+      local_store %5, %48
       stack_pop %9
-      %53 = local_load.f64 %8
+      %49 = local_load.f64 %8
       local_store %8, %3
-      %54 = const.i32 4
-      %55 = mod.i32 %33, %54
-      %56 = atomic_add.f64 x.grad[%55], %53
+      %50 = const.i32 4
+      %51 = mod.i32 %29, %50
+      %52 = atomic_add.f64 x.grad[%51], %49
     }
     local_store %5, %3
-    %57 = local_load.f64 %11
-    %58 = atomic_add.f64 a.grad[%2], %57
+    %53 = local_load.f64 %11
+    %54 = atomic_add.f64 a.grad[%2], %53
   }
 """,
     "golden_recurrence": """\
@@ -736,31 +726,21 @@ kernel recur.grad():
     %12 = load.f64 a[%2]
     %13 = load.f64 y.grad[%2]
     store y.grad[%2], %3
+    local_store %4, %13
     %14 = local_load.f64 %4
-    %15 = add.f64 %14, %13
-    local_store %4, %15
-    %16 = local_load.f64 %4
+    local_store %5, %14
+    local_store %6, %14
+    %15 = local_load.f64 %6
+    %16 = atomic_add.f64 x.grad[%2], %15
     %17 = local_load.f64 %5
-    %18 = add.f64 %17, %16
-    local_store %5, %18
-    %19 = local_load.f64 %6
-    %20 = add.f64 %19, %16
-    local_store %6, %20
-    %21 = local_load.f64 %6
-    %22 = atomic_add.f64 x.grad[%2], %21
-    %23 = local_load.f64 %5
-    %24 = mul.f64 %23, %12
-    %25 = mul.f64 %23, %11
-    %26 = local_load.f64 %7
-    %27 = add.f64 %26, %24
-    local_store %7, %27
-    %28 = local_load.f64 %8
-    %29 = add.f64 %28, %25
-    local_store %8, %29
-    %30 = local_load.f64 %8
-    %31 = atomic_add.f64 a.grad[%2], %30
-    %32 = local_load.f64 %7
-    %33 = atomic_add.f64 y.grad[%10], %32
+    %18 = mul.f64 %17, %12
+    %19 = mul.f64 %17, %11
+    local_store %7, %18
+    local_store %8, %19
+    %20 = local_load.f64 %8
+    %21 = atomic_add.f64 a.grad[%2], %20
+    %22 = local_load.f64 %7
+    %23 = atomic_add.f64 y.grad[%10], %22
   }
 """,
 }
