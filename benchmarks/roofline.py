@@ -38,6 +38,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from checker_cost import timed
+
 import fieldsim as ti
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.opdefs import Op
@@ -48,13 +50,8 @@ FLOAT_OPS = {Op.NEG, Op.ABS, Op.SQRT, Op.SIN, Op.COS, Op.TAN, Op.ASIN, Op.ACOS, 
 
 
 def median_time(fn, reps):
-    fn()
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
+    fn()  # warm: compile, page in
+    return timed(fn, reps)
 
 
 # ------------------------------------------------------------------------------- the machine

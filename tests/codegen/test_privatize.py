@@ -7,8 +7,6 @@ import pytest
 
 import fieldsim as fs
 
-pytestmark = pytest.mark.fieldsim_specific
-
 
 @pytest.fixture
 def threaded(monkeypatch):
