@@ -27,7 +27,7 @@ class _LoopID(MDValue):
 
     def descr(self, buf):
         ops = [self.get_reference()] + [op.get_reference() for op in self.operands]
-        buf += ("distinct !{{ {0} }}".format(", ".join(ops)), "\n")
+        buf += ("distinct !{ " + ", ".join(ops) + " }", "\n")
 
 
 class LoopHints:
