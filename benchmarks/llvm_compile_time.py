@@ -19,6 +19,7 @@ CPU time of the calling thread: compiles run on it.
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -104,19 +105,15 @@ def measure(program, root, passes=False):
 
 def top_passes(reports, n):
     """The n costliest passes summed over modules, from LLVM's -time-passes reports."""
+    row = re.compile(r"^\s*([\d.]+) \(\s*[\d.]+%\)\s+([\d.]+) \(\s*[\d.]+%\)\s+([\d.]+) "
+                     r"\(\s*[\d.]+%\)\s+([\d.]+) \(\s*[\d.]+%\)\s+(.+)$")
     total = {}
     for rep in reports:
         for line in rep.splitlines():
-            parts = line.split()
-            # rows: user sys user+sys wall [instr] name, each time followed by "( x.x%)"
-            if len(parts) < 9 or not parts[0].replace(".", "").isdigit():
-                continue
-            try:
-                user_sys = float(parts[4])
-            except ValueError:
-                continue
-            name = " ".join(p for p in parts[8:] if not p.startswith("(") and not p.endswith("%)"))
-            total[name] = total.get(name, 0.0) + user_sys
+            m = row.match(line)
+            if m and m.group(5).strip() != "Total":
+                name = re.sub(r" #\d+$", "", m.group(5).strip())  # one row per pass instance
+                total[name] = total.get(name, 0.0) + float(m.group(3))
     return sorted(total.items(), key=lambda kv: -kv[1])[:n]
 
 

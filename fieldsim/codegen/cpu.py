@@ -149,7 +149,11 @@ class CpuBackend:
             mod.triple = self.tm.triple
             mod.data_layout = str(self.tm.target_data)
             mod.verify()
-            pto = llvm.create_pipeline_tuning_options(speed_level=3)
+            # O2, not O3: the difference is mainly non-trivial loop unswitching, which copies a
+            # nest's inner loop for each row-invariant condition (the boundary tests of grid
+            # kernels) and vectorizes every copy: 40-60% of those kernels' compile time, and no
+            # measurable speed (issue #13, BENCHMARKS.md "Cold compile after SIMD").
+            pto = llvm.create_pipeline_tuning_options(speed_level=2)
             pto.loop_vectorization = True
             pto.slp_vectorization = True
             pb = llvm.create_pass_builder(self.tm, pto)
