@@ -1,20 +1,21 @@
 """LLVM's share of a cold compile, per kernel: parse, the optimisation pipeline, code generation.
 
-    python benchmarks/llvm_compile_time.py [--baseline-root DIR] [--rounds 5]
+    python benchmarks/llvm_compile_time.py [--baseline-root DIR] [--also NAME=DIR] [--rounds 5]
                                            [--programs gravity_fwd,gravity_adj,...]
                                            [--passes N] [--out FILE.json]
 
 Takes: programs of benchmarks/programs.py. Each measurement is a fresh process with the offline
 cache off that runs the program's first step, timing (per-thread CPU time: the machine is
-shared) llvmlite's `parse_assembly` + `verify`, `ModulePassManager.run` (the O3 pipeline) and
+shared) llvmlite's `parse_assembly` + `verify`, `ModulePassManager.run` (the pass pipeline) and
 `TargetMachine.emit_object` (instruction selection, register allocation, object emission) of
 every module it compiles, and counting the optimised module's IR lines and vector-typed
-instructions (`<N x ...>`). The `--baseline-root` tree (another commit's checkout) runs the
-same programs with its own example sources; the two trees alternate per round, so a load drift
-hits both. Reported: per program and tree, medians over rounds of the three times summed over
-the program's kernels, of the whole first step's CPU time, and per kernel. `--passes N` adds, from
-one extra run per tree, LLVM's own pass timing (`-time-passes`): the N costliest passes.
-CPU time of the calling thread: compiles run on it.
+instructions (`<N x ...>`). The `--baseline-root` tree and each `--also` tree (checkouts of
+other commits) run the same programs with their own example sources; the trees alternate per
+round, so a load drift hits all. Reported: per program and tree, medians over rounds of the
+three times summed over the program's kernels, of the whole first step's CPU time (compiles,
+then one run of the step), and per kernel. `--passes N` adds, from one extra run per tree,
+LLVM's own pass timing (`-time-passes`): the N costliest passes. CPU time of the calling
+thread: compiles run on it.
 """
 import argparse
 import json
@@ -122,6 +123,8 @@ def main():
     ap.add_argument("--worker")
     ap.add_argument("--programs", default="gravity_fwd,gravity_adj,mpm88_substep,mpm_pair_adj")
     ap.add_argument("--baseline-root")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=DIR",
+                    help="another tree to time alongside (repeatable)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--passes", type=int, default=0)
     ap.add_argument("--out")
@@ -132,6 +135,9 @@ def main():
     trees = {"this": os.path.abspath(os.path.join(HERE, ".."))}
     if args.baseline_root:
         trees["baseline"] = os.path.abspath(args.baseline_root)
+    for spec in args.also:
+        name, _, root = spec.partition("=")
+        trees[name] = os.path.abspath(root)
     progs = args.programs.split(",")
     load0 = os.getloadavg()[0]
     runs = {(p, t): [] for p in progs for t in trees}
