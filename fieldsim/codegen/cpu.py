@@ -66,6 +66,12 @@ def _init_llvm():
         # of the compile time of a vectorized kernel and saves little at fieldsim's trip
         # counts. (A process-wide LLVM option; it changes no result.)
         llvm.set_option("fieldsim", "-enable-epilogue-vectorization=false")
+        # No SLP search for horizontal reductions (a chain of adds into one value, a tree
+        # per chain under fast-math): in big adjoint kernels it is most of the SLP
+        # vectorizer's time (diffmpm's g2p.grad: 58 -> 28 ms of optimisation) and the trees it
+        # builds run no faster (g2p.grad 7% faster without). Loop reductions are the loop
+        # vectorizer's, which this leaves alone.
+        llvm.set_option("fieldsim", "-slp-vectorize-hor=false")
         _initialised.append(True)
 
 
@@ -145,7 +151,11 @@ class CpuBackend:
             mod.triple = self.tm.triple
             mod.data_layout = str(self.tm.target_data)
             mod.verify()
-            pto = llvm.create_pipeline_tuning_options(speed_level=3)
+            # O2, not O3: the difference is mainly non-trivial loop unswitching, which copies a
+            # nest's inner loop for each row-invariant condition (the boundary tests of grid
+            # kernels) and vectorizes every copy: 40-60% of those kernels' compile time, and no
+            # measurable speed (issue #13, BENCHMARKS.md "Cold compile after SIMD").
+            pto = llvm.create_pipeline_tuning_options(speed_level=2)
             pto.loop_vectorization = True
             pto.slp_vectorization = True
             pb = llvm.create_pass_builder(self.tm, pto)

@@ -21,7 +21,8 @@ from llvmlite import ir as L
 from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import owned_atomics
 from fieldsim.codegen.llvm_nest import NestLowering
-from fieldsim.codegen.loopnest import if_convertible, loop_range, ndrange_split
+from fieldsim.codegen.loop_hints import SCALAR, VECTOR, LoopHints
+from fieldsim.codegen.loopnest import data_indexed, if_convertible, loop_range, ndrange_split
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
@@ -160,6 +161,7 @@ class Codegen:
         self.info = KernelInfo(kernel, symbol)
         self.slot = {id(f): n for n, f in enumerate(self.info.fields)}
         self.scopes = FieldScopes(self.module, self.info.fields)  # distinct fields never alias
+        self.hints = LoopHints(self.module)  # which loops LLVM may vectorize/unroll
         self.prologue = [s for s in kernel.body if not is_task(s)]
 
     def run(self) -> tuple[L.Module, KernelInfo]:
@@ -294,18 +296,22 @@ class TaskLowering(NestLowering):
                 self.privatize(s)
         b = self.b
         begin, end = self.as_i64(s.args[0]), self.as_i64(s.args[1])
+        kind = VECTOR
         if s.attr.parallel:
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
+            # gathers/scatters: vectorizing costs compile time and gains nothing (loop_hints)
+            kind = SCALAR if data_indexed(s, {id(p) for p in self.cg.prologue}) else VECTOR
             split = ndrange_split(s)
             if split is not None and isinstance(step, L.Constant) and step.constant == 1:
-                self.nested_for(s, lo, hi, split)
+                self.nested_for(s, lo, hi, split, kind)
                 self.flush_reductions()
                 return
         else:
             lo, hi, step = begin, end, None
         # an adjoint's serialized loop (attr.reverse) runs from end-1 down to begin
         self.ranges = loop_range(s) if s.attr.parallel else {}  # for speculate_loads
-        self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse)
+        self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse,
+                          kind=kind)
         self.ranges = {}
         self.flush_reductions()
 
@@ -332,7 +338,8 @@ class TaskLowering(NestLowering):
         v = self.v(a)
         return v if v.type.width == 64 else self.b.sext(v, I64)
 
-    def counted_loop(self, s: Stmt, lo, hi, outermost=False, step=None, descending=False):
+    def counted_loop(self, s: Stmt, lo, hi, outermost=False, step=None, descending=False,
+                     kind=VECTOR):
         """`for i in range(lo, hi, step)`, or from hi-1 down to lo when `descending`. An
         outermost loop keys the random stream by its index, so each iteration draws the same
         numbers whichever way (or on whichever thread) it runs."""
@@ -361,7 +368,7 @@ class TaskLowering(NestLowering):
         b.position_at_end(step_bb)
         step = L.Constant(I64, -1 if descending else 1) if step is None else step
         b.store(b.add(b.load(idx, typ=I64), step), idx)
-        b.branch(cond_bb)
+        self.cg.hints.mark(b.branch(cond_bb), kind)
         b.position_at_end(exit_bb)
 
     def op_for(self, s: Stmt):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
+from fieldsim.codegen.loop_hints import SCALAR, VECTOR
 from fieldsim.codegen.loopnest import (
     NdSplit,
     nest_accumulators,
@@ -47,10 +48,11 @@ class NestLowering:
     """Methods of TaskLowering for nested ndrange loops; see the module docstring."""
 
     # ---- the nest -----------------------------------------------------------------------------
-    def nested_for(self, s: Stmt, lo, hi, split: NdSplit):
+    def nested_for(self, s: Stmt, lo, hi, split: NdSplit, hint=VECTOR):
         """A worker's chunk [lo, hi) of a flattened ndrange loop as `for q: for r:` with
         lin = q*c + r (fieldsim.codegen.loopnest): the inner loop has a plain induction
-        variable, so LLVM can vectorize it, and q's index expressions are computed once per row."""
+        variable, so LLVM can vectorize it (unless `hint` is loop_hints.SCALAR), and q's index
+        expressions are computed once per row."""
         from fieldsim.codegen.llvm import ll_type
         b, c = self.b, split.c
         cc = L.Constant(I64, c)
@@ -88,12 +90,12 @@ class NestLowering:
             # the inner index in the loop's own type: r < c fits, and index arithmetic
             # (sext to i64 for addresses) stays affine for the vectorizer
             self.plain_loop(self.cast_int(r_lo, ity), self.cast_int(r_hi, ity),
-                            lambda r: self.cell(s, split, qv, base, r, ity))
+                            lambda r: self.cell(s, split, qv, base, r, ity), hint)
             env = {sid: self.preset[sid] for sid, (kind, _) in split.uses.items() if kind == "q"}
             for st in rows:
                 _, slot, ty = self.nest_acc[id(st)]
                 self.flush_one(st, self.b.load(slot, typ=ty), env)
-        self.plain_loop(q_lo, q_hi, row)
+        self.plain_loop(q_lo, q_hi, row, SCALAR)  # not innermost: nothing to vectorize
         if cols:
             self.flush_columns(cols, split, ity)
         self.ranges = {}
@@ -117,9 +119,10 @@ class NestLowering:
     def cast_int(self, v, ty):
         return v if v.type == ty else self.b.trunc(v, ty)
 
-    def plain_loop(self, lo, hi, body):
+    def plain_loop(self, lo, hi, body, hint=VECTOR):
         """`for i in range(lo, hi): body(i)` with an `nsw` increment (LLVM then knows the index
-        does not wrap); `continue` in the body goes to the increment."""
+        does not wrap); `continue` in the body goes to the increment. `hint`: its
+        loop_hints kind."""
         b = self.b
         idx = self.alloca_b.alloca(lo.type, name="n")
         b.store(lo, idx)
@@ -139,7 +142,7 @@ class NestLowering:
             self.b.branch(step_bb)
         b.position_at_end(step_bb)
         b.store(b.add(b.load(idx, typ=lo.type), L.Constant(lo.type, 1), flags=("nsw",)), idx)
-        b.branch(cond_bb)
+        self.cg.hints.mark(b.branch(cond_bb), hint)
         b.position_at_end(exit_bb)
 
     # ---- if-conversion ------------------------------------------------------------------------
@@ -223,7 +226,8 @@ class NestLowering:
                 _, slot, ty = self.nest_acc[id(st)]
                 p = self.b.gep(slot, [r64], source_etype=ty)
                 self.flush_one(st, self.b.load(p, typ=ty), env)
-        self.plain_loop(L.Constant(ity, 0), L.Constant(ity, split.c), one)
+        # one conditional atomic per element: unrolled or vectorized it only costs compile time
+        self.plain_loop(L.Constant(ity, 0), L.Constant(ity, split.c), one, SCALAR)
 
     def remat(self, st: Stmt, env: dict):
         """The value of a pure index expression computed again here, with `env`'s values for

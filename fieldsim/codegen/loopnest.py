@@ -16,7 +16,8 @@ index ranges) and whose field the task never writes: the code generator loads th
 the branch, so the `if` holds only arithmetic, which LLVM if-converts (a select per lane)
 instead of masked gathers. `if_convertible` says which `if`s may run as predicated
 straight-line code; `nest_accumulators` which atomic adds may sum locally per row (element
-depends on q only) or per chunk (on r only) and be flushed once.
+depends on q only) or per chunk (on r only) and be flushed once. `data_indexed` says whether
+a loop touches fields at data-dependent elements (gathers/scatters once vectorized).
 
 Guarantees: the split only applies when `lin >= 0` on every iteration (a constant, non-negative loop
 begin), so floor and truncating division agree, and when no `break` leaves the loop (it would
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fieldsim.ir.ir import GLOBAL_WRITE, PURE, Op, Stmt, walk
+from fieldsim.ir.ir import GLOBAL_ACCESS, GLOBAL_READ, GLOBAL_WRITE, PURE, Op, Stmt, walk
 from fieldsim.lang.ndarray import is_slot
 
 
@@ -252,3 +253,39 @@ def _support(s: Stmt, split: NdSplit, outside: set, loop: Stmt, depth):
             return None
         out |= k
     return out
+
+
+def data_indexed(loop: Stmt, outside: set) -> bool:
+    """Whether the loop's body loads, stores or updates a field element whose index depends on
+    data: a loaded value (but a load at constant indices: the same element every iteration),
+    an atomic's old value, an AD stack, a random number, or a local variable assigned such a
+    value. Indices built from constants, arguments, loop indices and statements in `outside`
+    (ids defined before the loop) with pure arithmetic are not. The code generator keeps such
+    loops scalar: vectorized, every such access is a gather or scatter (loop_hints)."""
+    body = list(walk(loop.body))
+    stored: dict = {}
+    for st in body:
+        if st.op == Op.LOCAL_STORE:
+            stored.setdefault(id(st.args[0]), []).append(st.args[1])
+    memo: dict = {}
+
+    def data(s: Stmt, depth: int) -> bool:
+        if s.op in (Op.CONST, Op.ARG, Op.FOR) or id(s) in outside:
+            return False
+        key = id(s.args[0]) if s.op == Op.LOCAL_LOAD else id(s)  # a local: all its loads
+        if key in memo:
+            return memo[key]
+        if depth > 32:
+            return True
+        memo[key] = False  # a local's stores may read the local itself: decided by the rest
+        if s.op == Op.LOCAL_LOAD:
+            out = any(data(v, depth + 1) for v in stored.get(key, ()))
+        elif s.op == Op.LOAD:
+            out = any(ix.op != Op.CONST for ix in s.indices)
+        elif s.op in PURE and s.op not in GLOBAL_READ:
+            out = any(data(a, depth + 1) for a in s.args)
+        else:
+            out = True
+        memo[key] = out
+        return out
+    return any(st.op in GLOBAL_ACCESS and any(data(ix, 0) for ix in st.indices) for st in body)

@@ -1,0 +1,53 @@
+"""Loop hints: `!llvm.loop` metadata saying which of the loops we emit LLVM should vectorize.
+
+Takes the back-edge branch of a loop the lowering emitted and what the loop is. Attaches a
+distinct, self-referencing loop id (LLVM's format) carrying:
+
+* `SCALAR`: `llvm.loop.vectorize.enable false` (no vectorizing, no interleaving) and
+  `llvm.loop.unroll.disable`. For loops whose vector or unrolled form does not pay for its
+  compile time: the row loop of a nest, the flush of a nest's column accumulators (one
+  conditional atomic per element), and parallel loops whose body reads or writes fields at
+  data-dependent elements (particle-to-grid gathers: LLVM vectorizes diffmpm's g2p with
+  16-lane gathers, which runs no faster than the scalar loop and costs 45 ms of compile time).
+* `VECTOR`: nothing (LLVM's cost model decides, as before).
+
+Guarantees: hints change the speed of the code only, never its results; the IR text (which
+keys the compile cache) depends only on the loops' kinds and order.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as L
+from llvmlite.ir.values import MDValue
+
+SCALAR, VECTOR = "scalar", "vector"
+
+
+class _LoopID(MDValue):
+    """`distinct !{!self, hints...}`: LLVM recognises a loop id only by its self-reference."""
+
+    def descr(self, buf):
+        ops = [self.get_reference()] + [op.get_reference() for op in self.operands]
+        buf += ("distinct !{ " + ", ".join(ops) + " }", "\n")
+
+
+class LoopHints:
+    """Makes the metadata of one module (the hint nodes are shared by its loops)."""
+
+    def __init__(self, module: L.Module):
+        self.module = module
+        self._scalar = None
+
+    def mark(self, backedge, kind: str):
+        """Attach `kind`'s hints to a loop's back-edge branch (VECTOR: none)."""
+        if kind == VECTOR:
+            return backedge
+        m = self.module
+        if self._scalar is None:
+            self._scalar = [
+                m.add_metadata([L.MetaDataString(m, "llvm.loop.vectorize.enable"),
+                                L.Constant(L.IntType(1), 0)]),
+                m.add_metadata([L.MetaDataString(m, "llvm.loop.unroll.disable")]),
+            ]
+        loop_id = _LoopID(m, self._scalar, name=str(len(m.metadata)))
+        backedge.set_metadata("llvm.loop", loop_id)
+        return backedge

@@ -1,0 +1,139 @@
+"""Loop hints (codegen/loop_hints.py, issue #13's compile time): which loops LLVM may vectorize.
+
+Checks: a parallel loop that reads a field at data-dependent elements (a gather) carries
+`llvm.loop.vectorize.enable false` and its optimised code has no vector gather, while a loop
+of affine accesses still vectorizes; loop ids are distinct and self-referencing (LLVM ignores
+them otherwise); the results of hinted loops (gathers, a nest's row loop and column flush) are
+right; `loopnest.data_indexed` tells data-dependent indices from affine ones, through locals.
+"""
+import re
+
+import numpy as np
+
+import fieldsim as fs
+from fieldsim.codegen import cpu, loopnest
+
+
+def _ir_texts(monkeypatch):
+    """The unoptimised (our lowering's) and optimised LLVM text of each kernel compiled."""
+    seen = []
+    real = cpu.CpuBackend._optimise_and_emit
+
+    def spy(self, ir_text):
+        seen.append(ir_text)
+        return real(self, ir_text)
+    monkeypatch.setattr(cpu.CpuBackend, "_optimise_and_emit", spy)
+    return seen
+
+
+def _loop_ids(text):
+    """The numbers of the `distinct !{ !N, ... }` loop ids that point at themselves."""
+    found = re.finditer(r"^!(\d+) = distinct !\{ !(\d+),", text, re.MULTILINE)
+    return [int(m.group(1)) for m in found if m.group(1) == m.group(2)]
+
+
+def test_gather_loop_stays_scalar_and_affine_loop_vectorizes(monkeypatch, capfd):
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    n = 4096
+    src = fs.field(fs.f32, shape=n)
+    idx = fs.field(fs.i32, shape=n)
+    out = fs.field(fs.f32, shape=n)
+
+    @fs.kernel
+    def gather():
+        for i in out:
+            out[i] = src[idx[i]] * 2.0
+
+    @fs.kernel
+    def scale():
+        for i in out:
+            out[i] = src[i] * 3.0
+
+    texts = _ir_texts(monkeypatch)
+    monkeypatch.setenv("FIELDSIM_PRINT_LLVM", "1")
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal(n).astype(np.float32)
+    perm = rng.permutation(n).astype(np.int32)
+    src.from_numpy(data)
+    idx.from_numpy(perm)
+    capfd.readouterr()
+    gather()
+    optimised_gather = capfd.readouterr().out
+    np.testing.assert_array_equal(out.to_numpy(), data[perm] * 2)
+    scale()
+    optimised_scale = capfd.readouterr().out
+    np.testing.assert_array_equal(out.to_numpy(), data * 3)
+
+    assert _loop_ids(texts[0]) and '!"llvm.loop.vectorize.enable", i1 0' in texts[0]
+    assert "masked.gather" not in optimised_gather
+    assert re.search(r"<\d+ x float>", optimised_gather) is None
+    assert not _loop_ids(texts[1])  # affine: LLVM's cost model decides
+    assert re.search(r"<(8|16) x float>", optimised_scale) is not None
+
+
+def test_nest_with_row_loop_and_column_flush_hints(monkeypatch):
+    # x.grad[j] (a column accumulator, flushed by a hinted loop) and rows[i] (a row one)
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    n, m = 37, 300
+    w = fs.field(fs.f32, shape=(n, m))
+    rows = fs.field(fs.f32, shape=n)
+    cols = fs.field(fs.f32, shape=m)
+
+    @fs.kernel
+    def sums():
+        for i, j in fs.ndrange(n, m):
+            rows[i] += w[i, j]
+            cols[j] += 2.0 * w[i, j]
+
+    texts = _ir_texts(monkeypatch)
+    wn = np.random.default_rng(1).integers(-8, 8, size=(n, m)).astype(np.float32)
+    w.from_numpy(wn)
+    sums()
+    assert len(_loop_ids(texts[0])) == 2  # the row loop and the column flush
+    np.testing.assert_array_equal(rows.to_numpy(), wn.sum(1))  # small integers: exact
+    np.testing.assert_array_equal(cols.to_numpy(), 2 * wn.sum(0))
+
+
+def test_data_indexed_follows_locals(monkeypatch):
+    fs.init(arch=fs.cpu, offline_cache=False)
+    n = 64
+    a = fs.field(fs.f32, shape=n)
+    k = fs.field(fs.i32, shape=())
+    b = fs.field(fs.f32, shape=2 * n + 1)
+    verdicts = []
+    real = loopnest.data_indexed
+
+    def spy(loop, outside):
+        verdicts.append(real(loop, outside))
+        return verdicts[-1]
+    from fieldsim.codegen import llvm as lowering
+    monkeypatch.setattr(lowering, "data_indexed", spy)
+
+    @fs.kernel
+    def affine_local():
+        for i in a:
+            t = i * 2
+            t += 1
+            a[i] = b[t]  # t = 2i + 1: affine
+
+    @fs.kernel
+    def loaded_local():
+        for i in a:
+            t = 0
+            t = fs.cast(a[i], fs.i32) % n  # from a loaded value
+            a[i] = b[t]
+
+    @fs.kernel
+    def uniform_index():
+        for i in a:
+            a[i] = b[k[None] + i]  # a scalar field: the same element every iteration
+
+    b.from_numpy(np.arange(2 * n + 1, dtype=np.float32))
+    affine_local()
+    np.testing.assert_array_equal(a.to_numpy(), 2 * np.arange(n) + 1)
+    loaded_local()
+    np.testing.assert_array_equal(a.to_numpy(), (2 * np.arange(n) + 1) % n)
+    k[None] = 3
+    uniform_index()
+    np.testing.assert_array_equal(a.to_numpy(), np.arange(n) + 3)
+    assert verdicts == [False, True, False]
