@@ -39,14 +39,20 @@ class LaunchEntry:
     (['LaunchEntry'], True)
     """
 
-    __slots__ = ("args", "ck", "kernel", "kwargs", "rng_key")  # one per launch: kept small
+    __slots__ = ("args", "ck", "kernel", "kwargs", "rng_key", "values")  # one per launch: small
 
-    def __init__(self, kernel, args, kwargs, ck):
+    def __init__(self, kernel, args, kwargs, ck, values=None):
         self.kernel, self.args, self.kwargs, self.ck = kernel, args, kwargs, ck
         self.rng_key = None
+        # the bound argument values when binding the args again would give the same values and
+        # specialisation (a kernel of scalar parameters): the adjoint then skips binding
+        self.values = values
 
     def backward(self):
-        self.kernel.launch_adjoint(self.args, self.kwargs, self.rng_key)
+        if self.values is not None:
+            self.kernel.replay_adjoint(self.ck, self.values, self.rng_key)
+        else:
+            self.kernel.launch_adjoint(self.args, self.kwargs, self.rng_key)
 
 
 class CustomEntry:
@@ -215,7 +221,8 @@ class Tape:
         if self.validation:
             from fieldsim.lang.enums import AutodiffMode
             kernel.autodiff_mode = AutodiffMode.VALIDATION
-        entry = LaunchEntry(kernel, args, kwargs, ck)
+        entry = LaunchEntry(kernel, args, kwargs, ck,
+                            values if getattr(kernel, "_scalar_only", False) else None)
         self.entries.append(entry)
         if run is not None:
             run.undo = lambda: self.entries.remove(entry)

@@ -353,7 +353,12 @@ class KernelObj:
         return fast[1], values
 
     def __call__(self, *args, **kwargs):
-        return _driver().launch(self, args, kwargs)
+        return _DRIVER[0].launch(self, args, kwargs)
+
+    def replay_adjoint(self, ck, values, rng_key=None):
+        """Run the adjoint of specialisation `ck` on argument values a launch bound (a Tape's
+        replay of a kernel of scalar parameters: no binding again)."""
+        _DRIVER[0].replay_adjoint(self, ck, values, rng_key)
 
     def launch_adjoint(self, args, kwargs=None, rng_key=None, check=False):
         """Run the adjoint. The access rules are judged with this launch's argument values
