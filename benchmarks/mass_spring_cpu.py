@@ -72,6 +72,7 @@ def worker(backend, iters, cache):
     out = {"cpu_ms": cpu, "wall_ms": wall}
     if backend != "taichi":
         import mass_spring as ms
+
         from fieldsim.lang import runtime
         rt = runtime.get()
         n0 = rt.stats["launches"]
@@ -107,7 +108,8 @@ def main():
     if args.baseline_root:
         backends.append(("fieldsim-baseline", sys.executable, os.path.abspath(args.baseline_root)))
     for name, py, module in (("taichi", args.taichi_python, "taichi"), ("warp", warp_py, "warp")):
-        if py and subprocess.run([py, "-c", f"import {module}"], capture_output=True).returncode == 0:
+        if py and subprocess.run([py, "-c", f"import {module}"], check=False,
+                                 capture_output=True).returncode == 0:
             backends.append((name, py, ROOT))
         else:
             print(f"note: {name} left out (no interpreter that imports {module})")
@@ -119,7 +121,8 @@ def main():
             env = dict(os.environ, PYTHONPATH=root)
             kind = "fieldsim" if name.startswith("fieldsim") else name
             res = subprocess.run([py, os.path.abspath(__file__), "--worker", kind, str(args.iters),
-                                  caches[name]], env=env, capture_output=True, text=True)
+                                  caches[name]], check=False, env=env, capture_output=True,
+                                 text=True)
             if res.returncode != 0:
                 sys.exit(f"{name} failed:\n{res.stderr[-3000:]}")
             samples[name].append(json.loads(res.stdout.strip().splitlines()[-1]))
