@@ -221,8 +221,10 @@ class Tape:
         if self.validation:
             from fieldsim.lang.enums import AutodiffMode
             kernel.autodiff_mode = AutodiffMode.VALIDATION
+        # the values as a tuple of numbers: Python's cyclic GC stops tracking it (a list would
+        # stay one more container per launch for every full collection to walk)
         entry = LaunchEntry(kernel, args, kwargs, ck,
-                            values if kernel.scalar_params() else None)
+                            tuple(values) if kernel.scalar_params() else None)
         self.entries.append(entry)
         if run is not None:
             run.undo = lambda: self.entries.remove(entry)
