@@ -39,14 +39,20 @@ class LaunchEntry:
     (['LaunchEntry'], True)
     """
 
-    __slots__ = ("args", "ck", "kernel", "kwargs", "rng_key")  # one per launch: kept small
+    __slots__ = ("args", "ck", "kernel", "kwargs", "rng_key", "values")  # one per launch: small
 
-    def __init__(self, kernel, args, kwargs, ck):
+    def __init__(self, kernel, args, kwargs, ck, values=None):
         self.kernel, self.args, self.kwargs, self.ck = kernel, args, kwargs, ck
         self.rng_key = None
+        # the bound argument values when binding the args again would give the same values and
+        # specialisation (a kernel of scalar parameters): the adjoint then skips binding
+        self.values = values
 
     def backward(self):
-        self.kernel.launch_adjoint(self.args, self.kwargs, self.rng_key)
+        if self.values is not None:
+            self.kernel.replay_adjoint(self.ck, self.values, self.rng_key)
+        else:
+            self.kernel.launch_adjoint(self.args, self.kwargs, self.rng_key)
 
 
 class CustomEntry:
@@ -215,7 +221,10 @@ class Tape:
         if self.validation:
             from fieldsim.lang.enums import AutodiffMode
             kernel.autodiff_mode = AutodiffMode.VALIDATION
-        entry = LaunchEntry(kernel, args, kwargs, ck)
+        # the values as a tuple of numbers: Python's cyclic GC stops tracking it (a list would
+        # stay one more container per launch for every full collection to walk)
+        entry = LaunchEntry(kernel, args, kwargs, ck,
+                            tuple(values) if kernel.scalar_params() else None)
         self.entries.append(entry)
         if run is not None:
             run.undo = lambda: self.entries.remove(entry)
@@ -360,22 +369,34 @@ def _warn_cut_chains(entries):
     """Warn when a float field without gradients carries values from gradient fields to later
     kernels: the gradient would silently stop there."""
     written_from_grad: dict[int, object] = {}
+    # per specialisation (a Tape repeats a few kernels thousands of times): (its reads without
+    # a gradient, whether it reads a field with one, the float primal fields it writes
+    # without one)
+    summaries: dict[int, tuple] = {}
     for e in entries:
         if not isinstance(e, LaunchEntry):
             continue
-        reads, writes = field_sets(e.ck)
-        for f in reads.values():
-            if id(f) in written_from_grad and f.adjoint is None:
-                warnings.warn(f"field {f.ir_name!r} has no gradient (needs_grad=False) but sits in the "
-                              f"middle of a differentiated chain: kernel {e.kernel.__name__!r} reads "
-                              "it after an earlier kernel wrote it from values with gradients, so the "
-                              "gradient stops there. Declare it with needs_grad=True.", UserWarning,
-                              stacklevel=4)
-                written_from_grad.pop(id(f))
-        if any(f.adjoint is not None for f in reads.values()):
-            for f in writes.values():
-                if f.adjoint is None and f.dtype.is_float and f.role == "primal":
-                    written_from_grad[id(f)] = f
+        summary = summaries.get(id(e.ck))  # the entries keep every ck alive: ids stay unique
+        if summary is None:
+            reads, writes = field_sets(e.ck)
+            summary = summaries[id(e.ck)] = (
+                [f for f in reads.values() if f.adjoint is None],
+                any(f.adjoint is not None for f in reads.values()),
+                [f for f in writes.values()
+                 if f.adjoint is None and f.dtype.is_float and f.role == "primal"])
+        cut_reads, reads_grad, carriers = summary
+        if written_from_grad:
+            for f in cut_reads:
+                if id(f) in written_from_grad:
+                    warnings.warn(f"field {f.ir_name!r} has no gradient (needs_grad=False) but sits in "
+                                  "the middle of a differentiated chain: kernel "
+                                  f"{e.kernel.__name__!r} reads it after an earlier kernel wrote it "
+                                  "from values with gradients, so the gradient stops there. Declare "
+                                  "it with needs_grad=True.", UserWarning, stacklevel=4)
+                    written_from_grad.pop(id(f))
+        if reads_grad:
+            for f in carriers:
+                written_from_grad[id(f)] = f
 
 
 def field_sets(ck):

@@ -175,6 +175,20 @@ class CpuBackend:
                 "its machine code; call the kernel again to recompile it")
         return self.launcher.launch(program, args, rng_key)
 
+    def direct_function(self, program, n: int):
+        """Task `n`'s function when `run_task` would call it once on the calling thread for
+        any arguments (no `while` loop to watch for Ctrl-C; serial, or a trip count fixed at
+        compile time that is too small to split, or one thread), else None. The launcher
+        then calls it directly: decided once per program, not per launch."""
+        task = program.info.tasks[n]
+        if _has_while(task):
+            return None
+        if task.parallel and self.threads > 1:
+            hint = launch_common.task_size_hint(task, ())  # None: it depends on the arguments
+            if hint is None or not (hint < SMALL_LAUNCH or hint * _body_cost(task) < SMALL_WORK):
+                return None
+        return program.functions[n]
+
     def run_task(self, program, n: int, ctx_ptr: int, size_hint):
         fn = program.functions[n]
         task = program.info.tasks[n]

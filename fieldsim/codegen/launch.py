@@ -7,6 +7,7 @@ After each task the error words are read; a set error raises the matching user-f
 from __future__ import annotations
 
 import ctypes
+import operator
 import sys
 import threading
 
@@ -49,15 +50,24 @@ class _Frame:
     """One program's launch buffers (ctx words, field table, arguments, error and return
     words), allocated once and refilled per launch: a time-stepped simulation launches the
     same small kernels thousands of times, and fresh numpy buffers per launch cost more than
-    the kernels."""
+    the kernels.
 
-    def __init__(self, info):
+    `direct`: the task functions in order when every task of the program runs on the calling
+    thread in one call whatever the arguments (the backend's `direct_function`), the program
+    has no AD stacks and no print; such a launch calls them with no per-task scheduling (see
+    `Launcher.launch`). None: the general path."""
+
+    def __init__(self, program, backend=None):
+        info = program.info
         self.busy = threading.Lock()
         self.fields_key = None
+        self.fields = tuple(info.fields)
         self.ptrs = np.zeros(max(len(info.fields), 1), dtype=np.uint64)
         self.argbuf = np.zeros(max(len(info.params), 1), dtype=np.int64)
         self.argf = self.argbuf.view(np.float64)
         self.err = np.zeros(ERR_WORDS + MAX_ASSERT_ARGS, dtype=np.int64)
+        # err[0] read through ctypes: a few times cheaper than numpy indexing, once per task
+        self.err_code = ctypes.c_int64.from_buffer(self.err)
         from fieldsim.lang.returns import flat_dtypes
         self.ret = np.zeros(max(len(flat_dtypes(info.ret)), 1), dtype=np.int64)
         self.ctx = np.zeros(CTX_WORDS, dtype=np.uint64)
@@ -68,22 +78,34 @@ class _Frame:
         self.ctx[CTX_PRIV] = NO_COPIES.ctypes.data  # see codegen.privatize
         self.ctx_ptr = self.ctx.ctypes.data
         self.float_params = [p.dtype.is_float for p in info.params]
+        # (position, is float) per argument: one loop with no zip per launch
+        self.params = tuple(enumerate(self.float_params))
         self.stack_arrays = None
+        self.direct = None
+        direct_function = getattr(backend, "direct_function", None)
+        if direct_function is not None and not info.stacks and not info.prints:
+            fns = [direct_function(program, n) for n in range(len(info.tasks))]
+            if all(fn is not None for fn in fns):
+                self.direct = tuple(fns)
 
     def fill(self, info, args, rng_key):
-        storages = tuple(f.storage for f in info.fields)
-        if storages != self.fields_key:
-            self.ptrs[:len(storages)] = [_field_ptr(f, info.name) for f in info.fields]
-            self.fields_key = storages
-        for n, (is_float, v) in enumerate(zip(self.float_params, args)):
+        if list(map(_STORAGE, self.fields)) != self.fields_key:
+            self.ptrs[:len(self.fields)] = [_field_ptr(f, info.name) for f in self.fields]
+            self.fields_key = list(map(_STORAGE, self.fields))
+        argf, argbuf = self.argf, self.argbuf
+        for (n, is_float), v in zip(self.params, args):
             if is_float:
-                self.argf[n] = float(v)
+                argf[n] = v  # numpy converts as float(v)
             else:  # a u64 above 2**63 travels as its two's-complement bit pattern
-                v = int(v)
-                self.argbuf[n] = v - (1 << 64) if v >= (1 << 63) else v
+                if type(v) is not int:
+                    v = int(v)
+                argbuf[n] = v - (1 << 64) if v >= (1 << 63) else v
         self.ctx[CTX_RNG] = rng_key & 0xFFFFFFFFFFFFFFFF
-        self.err[:ERR_WORDS] = 0
-        self.ret[:] = 0
+        if info.ret is not None:
+            self.ret[:] = 0
+
+
+_STORAGE = operator.attrgetter("storage")
 
 
 class Launcher:
@@ -105,31 +127,45 @@ class Launcher:
 
     def launch(self, program, args, rng_key):
         info = program.info
-        rt = self.backend.rt
         frame = program.frame
         # busy.acquire(False) is an atomic test-and-set: two threads never share a frame; a
         # launch that finds the frame taken (another Python thread's) makes its own.
         if frame is None or not frame.busy.acquire(False):
-            frame = _Frame(info)
+            frame = _Frame(program, self.backend)
             frame.busy.acquire()
             if program.frame is None:
                 program.frame = frame
         try:
             frame.fill(info, args, rng_key)
-            if info.prints:  # the kernel's printf output must follow what Python printed
-                sys.stdout.flush()
-            caps = self.set_stacks(frame, info, args, rt.ad_stack_size)
-            for n, task in enumerate(info.tasks):
-                self.backend.run_task(program, n, frame.ctx_ptr, task_size_hint(task, args))
-                if frame.err[0]:
-                    raise_kernel_error(info, frame.err.copy(), caps)
-            rt.stats["launches"] += 1
+            direct = frame.direct
+            if direct is not None:  # every task on this thread, one call each
+                ctx_ptr, err_code = frame.ctx_ptr, frame.err_code
+                for fn in direct:
+                    fn(ctx_ptr, 0, 1)
+                    if err_code.value:
+                        raise_frame_error(info, frame, None)
+            else:
+                self._run_tasks(program, info, frame, args)
+            self.backend.rt.stats["launches"] += 1
             if info.ret is None:
                 return None
             from fieldsim.lang.returns import rebuild
             return rebuild(info.ret, frame.ret)
         finally:
             frame.busy.release()
+
+    def _run_tasks(self, program, info, frame, args):
+        """The general path: AD stacks sized from the arguments, print flushed, each task
+        scheduled by the backend (threads, Ctrl-C) from its size for these arguments."""
+        frame.err[:ERR_WORDS] = 0  # the stop word too (a Ctrl-C'd launch of this frame set it)
+        if info.prints:  # the kernel's printf output must follow what Python printed
+            sys.stdout.flush()
+        caps = self.set_stacks(frame, info, args, self.backend.rt.ad_stack_size)
+        run_task, ctx_ptr, err_code = self.backend.run_task, frame.ctx_ptr, frame.err_code
+        for n, task in enumerate(info.tasks):
+            run_task(program, n, ctx_ptr, task_size_hint(task, args))
+            if err_code.value:
+                raise_frame_error(info, frame, caps)
 
     def set_stacks(self, frame, info, args, default):
         """Point the frame's stack words at this launch's AD-stack layout; returns capacities."""
@@ -192,6 +228,14 @@ def request_stop(ctx_ptr: int):
     """Set a running launch's stop word: its `while` loops return at their next iteration."""
     err = ctypes.c_uint64.from_address(ctx_ptr + 8 * CTX_ERR).value
     ctypes.c_int64.from_address(err + 8 * ERR_WORD_STOP).value = 1
+
+
+def raise_frame_error(info, frame, caps):
+    """Raise the error a task of this launch reported, after clearing the frame's error
+    words for its next launch (the direct path clears them only here)."""
+    err = frame.err.copy()
+    frame.err[:] = 0
+    raise_kernel_error(info, err, caps if caps is not None else np.zeros(1, np.int64))
 
 
 def raise_kernel_error(info, err, caps):

@@ -316,6 +316,20 @@ class KernelObj:
     def _compile(self, rt, templates, dtypes, ret) -> CompiledKernel:
         return _driver().compile(self, rt, templates, dtypes, ret)
 
+    def scalar_params(self) -> bool:
+        """Whether every parameter is a scalar: a call's binding is then its converted values
+        alone, and its specialisation the one of key () (a Tape replays adjoints on the
+        values; see `ad.tape.LaunchEntry`)."""
+        if self._scalar_only is None:
+            try:
+                ann = self.annotations()[0]
+            except FieldsimError:
+                ann = None
+            self._scalar_only = ann is not None and all(
+                not isinstance(a, (NdarrayType, Template, _SelfArg, T.MatrixType, StructType))
+                and a is not Template for a in ann)
+        return self._scalar_only
+
     def _fast_bind(self, rt, args):
         """(compiled kernel, argument values) without `bind`, for a kernel of scalar parameters
         already compiled in this runtime, called with exactly its Python ints and floats (each
@@ -323,15 +337,7 @@ class KernelObj:
         error). Keeps an empty launch within a few microseconds."""
         fast = self._fast
         if fast is None or fast[0] != rt.generation:
-            if self._scalar_only is None:
-                try:
-                    ann = self.annotations()[0]
-                except FieldsimError:
-                    ann = None
-                self._scalar_only = ann is not None and all(
-                    not isinstance(a, (NdarrayType, Template, _SelfArg, T.MatrixType, StructType))
-                    and a is not Template for a in ann)
-            ck = self._cache.get((rt.generation, ())) if self._scalar_only else None
+            ck = self._cache.get((rt.generation, ())) if self.scalar_params() else None
             if ck is None:
                 return None
             fast = self._fast = (rt.generation, ck, tuple(
@@ -353,7 +359,12 @@ class KernelObj:
         return fast[1], values
 
     def __call__(self, *args, **kwargs):
-        return _driver().launch(self, args, kwargs)
+        return _DRIVER[0].launch(self, args, kwargs)
+
+    def replay_adjoint(self, ck, values, rng_key=None):
+        """Run the adjoint of specialisation `ck` on argument values a launch bound (a Tape's
+        replay of a kernel of scalar parameters: no binding again)."""
+        _DRIVER[0].replay_adjoint(self, ck, values, rng_key)
 
     def launch_adjoint(self, args, kwargs=None, rng_key=None, check=False):
         """Run the adjoint. The access rules are judged with this launch's argument values

@@ -38,31 +38,39 @@ class Driver:
 
     def launch(self, kernel, args, kwargs):
         rt = runtime.get()
-        ad = rt._per_thread  # this thread's tape / fwd_mode / no_grad depth (read once: hot path)
-        recording = ad.tape is not None and ad.no_grad_depth == 0
+        ad = rt._per_thread  # this thread's tape / fwd_mode / no_grad_depth (read once: hot path)
+        tape = ad.tape
+        plain = ad.no_grad_depth != 0  # no_grad: neither recorded nor differentiated forward
+        recording = tape is not None and not plain
         checked_run = None  # Tape(validation=True): runs the launch checked per element
+        templates = None
         try:
-            templates, ck, values = _specialise(kernel, rt, args, kwargs)
+            # the fast path for scalar arguments of a compiled specialisation, else bind and
+            # compile
+            fast = None if kwargs else kernel._fast_bind(rt, args)
+            if fast is not None:
+                ck, values = fast
+            else:
+                templates, ck, values = _bind(kernel, rt, args, kwargs)
             if recording:
-                checked_run = ad.tape.on_launch(kernel, bound_view(ck, templates), args, kwargs,
-                                                values)
+                checked_run = tape.on_launch(kernel, bound_view(ck, templates) if templates else ck,
+                                             args, kwargs, values)
             program = ck.program
-            if ad.fwd_mode is not None and ad.no_grad_depth == 0:
+            if ad.fwd_mode is not None and not plain:
                 program = tangent_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
-        rt.launch_counter += 1
-        rng_key = rng_key_of(rt.random_seed, rt.launch_counter)
-        kernel.last_rng_key = rng_key
+        rt.launch_counter = counter = rt.launch_counter + 1
+        kernel.last_rng_key = rng_key = rng_key_of(rt.random_seed, counter)
         if recording:
-            ad.tape.set_last_rng_key(rng_key)
+            tape.set_last_rng_key(rng_key)
         if checked_run is not None:
             try:
                 result = checked_run(program, values, rng_key)
             except AccessRuleError as err:
                 raise err.with_traceback(None) from None
         elif not rt.kernel_profiler:
-            result = rt.backend().launch(program, values, rng_key)
+            result = (rt.device or rt.backend()).launch(program, values, rng_key)
         else:
             result = timed(rt, kernel.__name__,
                            lambda: rt.backend().launch(program, values, rng_key))
@@ -90,13 +98,27 @@ class Driver:
               lambda: rt.backend().launch(program, values, rng, adjoint=True))
 
 
-def _specialise(kernel, rt, args, kwargs):
-    """(template bindings, compiled specialisation, runtime values) of one launch: the fast
-    path for scalar arguments of a compiled specialisation, else bind and compile."""
-    fast = None if kwargs else kernel._fast_bind(rt, args)
-    if fast is not None:
-        ck, values = fast
-        return {}, ck, values
+    def replay_adjoint(self, kernel, ck, values, rng_key=None):
+        """Run the adjoint of `ck` on the values a Tape launch bound (`kernel.replay_adjoint`):
+        as `launch_adjoint` for the same arguments, without binding them again."""
+        rt = runtime.get()
+        try:
+            if not ck.checked:  # no Tape launch judged it (one inside a grad_replaced unit)
+                kernel_check(ck).run(values)
+            program = ck.adjoint[1] if ck.adjoint is not None else adjoint_program(ck, rt)
+        except FieldsimError as err:
+            raise err.with_traceback(None) from None
+        rng = kernel.last_rng_key if rng_key is None else rng_key
+        if not rt.kernel_profiler:
+            (rt.device or rt.backend()).launch(program, values, rng, adjoint=True)
+        else:
+            timed(rt, f"{kernel.__name__}.grad",
+                  lambda: rt.backend().launch(program, values, rng, adjoint=True))
+
+
+def _bind(kernel, rt, args, kwargs):
+    """(template bindings, compiled specialisation, runtime values) of one launch, bound in
+    full (compiled on first use)."""
     templates, key, values, dtypes, ret = kernel.bind(args, kwargs)
     ck = kernel.compiled(templates, key, dtypes, ret)
     if templates:
