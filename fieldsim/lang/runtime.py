@@ -24,11 +24,11 @@ OTHER_BACKENDS = (vulkan, metal, opengl, gles, dx11, dx12, amdgpu)
 # `ti.init` options of Taichi 1.7 that fieldsim accepts and does not need: each with why (the
 # same notes are in docs/COMPAT.md). Any other unknown keyword is a TypeError.
 TAICHI_ONLY_OPTIONS = {
-    "advanced_optimization": "fieldsim always runs its own passes and LLVM -O3",
-    "cfg_optimization": "fieldsim always runs its own passes and LLVM -O3",
+    "advanced_optimization": "fieldsim always runs its own passes and LLVM's optimiser",
+    "cfg_optimization": "fieldsim always runs its own passes and LLVM's optimiser",
     "constant_folding": "constants are always folded in the frontend",
-    "opt_level": "fieldsim always runs LLVM -O3",
-    "external_optimization_level": "fieldsim always runs LLVM -O3",
+    "opt_level": "fieldsim always runs LLVM's optimiser (its own pipeline)",
+    "external_optimization_level": "fieldsim always runs LLVM's optimiser (its own pipeline)",
     "print_ir": "prints fieldsim's IR of each compiled kernel (not Taichi's CHI IR)",
     "print_preprocessed_ir": "set FIELDSIM_PRINT_IR=1 to print fieldsim's IR",
     "print_accessor_ir": "set FIELDSIM_PRINT_IR=1 to print fieldsim's IR",

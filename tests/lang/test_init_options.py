@@ -4,11 +4,13 @@ TypeError listing the valid ones, and `print_ir=True` prints fieldsim's IR. Also
 import pytest
 
 import fieldsim as fs
+from fieldsim.lang import runtime
 
 
 def test_taichi_options_are_accepted():
-    rt = fs.init(arch=fs.cpu, advanced_optimization=False, fast_math=False, log_level="warn",
-                 check_out_of_bound=True, real_matrix_scalarize=False, device_memory_GB=1)
+    with pytest.warns(runtime.IgnoredOptionWarning, match="advanced_optimization"):
+        rt = fs.init(arch=fs.cpu, advanced_optimization=False, fast_math=False, log_level="warn",
+                     check_out_of_bound=True, real_matrix_scalarize=False, device_memory_GB=1)
     assert "fast_math" not in rt.ignored_options  # an option of fieldsim's own (codegen)
     assert rt.fast_math is False and rt.log_level == "warn" and rt.opt_level is None
     x = fs.field(fs.f32, shape=2)
