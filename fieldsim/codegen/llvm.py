@@ -22,7 +22,7 @@ from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import owned_atomics
 from fieldsim.codegen.llvm_nest import NestLowering
 from fieldsim.codegen.loop_hints import SCALAR, VECTOR, LoopHints
-from fieldsim.codegen.loopnest import data_indexed, if_convertible, loop_range, ndrange_split
+from fieldsim.codegen.loopnest import data_indexed, guarded_store, if_convertible, loop_range, ndrange_split
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
@@ -300,7 +300,8 @@ class TaskLowering(NestLowering):
         if s.attr.parallel:
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
             # gathers/scatters: vectorizing costs compile time and gains nothing (loop_hints)
-            kind = SCALAR if data_indexed(s, {id(p) for p in self.cg.prologue}) else VECTOR
+            scalar = data_indexed(s, {id(p) for p in self.cg.prologue}) or guarded_store(s)
+            kind = SCALAR if scalar else VECTOR
             split = ndrange_split(s)
             if split is not None and isinstance(step, L.Constant) and step.constant == 1:
                 self.nested_for(s, lo, hi, split, kind)

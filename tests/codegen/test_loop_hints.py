@@ -137,3 +137,47 @@ def test_data_indexed_follows_locals(monkeypatch):
     uniform_index()
     np.testing.assert_array_equal(a.to_numpy(), np.arange(n) + 3)
     assert verdicts == [False, True, False]
+
+
+def test_store_under_if_stays_scalar_and_is_right(monkeypatch):
+    # mpm88's update_grid: a guarded store vectorizes into masked stores that ran slower
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    n = 4096
+    m = fs.field(fs.f32, shape=n)
+    v = fs.field(fs.f32, shape=n)
+
+    @fs.kernel
+    def update():
+        for i in m:
+            if m[i] > 0:
+                v[i] = v[i] / m[i] - 1.0
+
+    @fs.kernel
+    def unguarded():
+        for i in m:
+            v[i] = v[i] * 2.0
+
+    texts = _ir_texts(monkeypatch)
+    rng = np.random.default_rng(2)
+    mn = rng.integers(-2, 3, size=n).astype(np.float32)
+    vn = rng.standard_normal(n).astype(np.float32)
+    m.from_numpy(mn)
+    v.from_numpy(vn)
+    update()
+    expect = np.where(mn > 0, vn / np.where(mn > 0, mn, 1) - 1, vn).astype(np.float32)
+    np.testing.assert_allclose(v.to_numpy(), expect, rtol=1e-6)
+    unguarded()
+    assert _loop_ids(texts[0]) and not _loop_ids(texts[1])
+
+
+def test_guarded_store_sees_nested_ifs_only():
+    from fieldsim.ir.ir import Op, Stmt
+
+    def stmt(op, blocks=None):
+        return Stmt(op, None, (), None, blocks)
+
+    store = stmt(Op.STORE)
+    flat = stmt(Op.FOR, [[store]])
+    inside = stmt(Op.FOR, [[stmt(Op.IF, [[stmt(Op.IF, [[store], []])], []])]])
+    assert not loopnest.guarded_store(flat)
+    assert loopnest.guarded_store(inside)
