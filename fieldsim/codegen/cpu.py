@@ -28,7 +28,7 @@ import llvmlite
 import llvmlite.binding as llvm
 import numpy as np
 
-from fieldsim.codegen import interrupt
+from fieldsim.codegen import chunk_runner, interrupt
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.jit_memory import EngineSlabs, dispose
@@ -45,6 +45,9 @@ SMALL_LAUNCH = 2048  # iterations below which threads cost more than they give
 # calling thread: waking the pool costs some tens of microseconds, more than splitting a few
 # million statement-iterations (a few tens of microseconds of compiled code) saves.
 SMALL_WORK = 2_000_000
+# How many times a pool thread polls for the next launch (x86 `pause` between polls) before it
+# goes back to sleep: long enough to bridge the serial kernels of a simulation step
+SPIN_POLLS = 20_000
 CHUNKS_PER_THREAD = 4  # a parallel range is cut into threads x this many chunks
 _TASK_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _llvm_lock = threading.Lock()
@@ -97,6 +100,7 @@ class CpuBackend:
             cpu=self.cpu, features=self.features, opt=3, jit=True)  # emits objects
         self.jit = EngineSlabs(triple, self.cpu, self.features)  # loads and frees them
         self.pool = None
+        self.mailbox = None  # chunk_runner.Mailbox, made at the first split launch
         self.threads = max(1, rt.num_threads)
         self.launcher = launch_common.Launcher(self)
         self.private = PrivateBuffers()  # per-chunk scatter copies (codegen.privatize)
@@ -227,6 +231,10 @@ class CpuBackend:
         # and its thread's scatter copies (codegen.privatize).
         chunks = workers * CHUNKS_PER_THREAD if workers > 1 else 1
         helpers = workers if runaway else workers - 1
+        if not runaway and task.private is None and not _has_while(task):
+            # no per-chunk Python work: the chunk loop and the wait run in native code
+            if self._run_native(fn, ctx_ptr, chunks, helpers):
+                return
         copies = self._copies(task, ctx_ptr, chunks, helpers + 1)
         counter = itertools.count()
         stop = []
@@ -256,6 +264,18 @@ class CpuBackend:
             raise
         finally:
             copies.detach()
+
+    def _run_native(self, fn, ctx_ptr, chunks, helpers):
+        if self.mailbox is None:
+            self.mailbox = chunk_runner.Mailbox(self.tm.triple)
+        if not self.mailbox.busy.acquire(blocking=False):
+            return False  # another Python thread is launching: the Python chunk loop
+        try:
+            self.mailbox.launch(ctypes.cast(fn, ctypes.c_void_p).value, ctx_ptr, chunks,
+                                self._pool(), helpers, SPIN_POLLS)
+        finally:
+            self.mailbox.busy.release()
+        return True
 
     def _copies(self, task, ctx_ptr, chunks, slots):
         """The scatter copies of a launch split into `chunks` (NO_RUN: none needed)."""

@@ -1,0 +1,169 @@
+"""Native chunk scheduling for parallel CPU launches: a mailbox, spinning helpers, a spin-wait.
+
+Takes: a compiled task function's address (`void(ptr ctx, i64 chunk, i64 chunks)`), its
+context pointer and the chunk count of one launch. `Mailbox.launch` publishes the launch as a
+numbered job, takes chunks itself (an atomic compare-and-swap on a word holding the job number
+and the next chunk) and spins (x86 `pause`) until every chunk taken by any thread has finished.
+`Mailbox.worker(budget)` is a pool thread's job: it takes the chunks of each job it sees
+published and, between jobs, polls for the next one for `budget` polls before returning.
+
+Why: the Python chunk loop (codegen.cpu) re-acquired the GIL between chunks, the pool thread
+slept until woken by a futex (50-140 us later on the benchmark VM) and the launching thread
+slept on a future until the pool thread handed it back. mpm88's grid_to_particle (8 chunks of
+20-25 us) ran no faster on 2 threads than on one. A helper that keeps polling for a while
+takes a chunk within microseconds of the launch, as OpenMP runtimes' spinning workers do.
+
+Guarantees: every chunk in [0, chunks) of a launch runs exactly once, on the caller or on a
+helper, and `launch` returns only after all of them finished (their stores visible: seq_cst
+on the counters). A chunk is claimed only with its job's number, so a helper that read a stale
+job never runs a chunk with another job's function or context; a helper is never needed for
+progress (the caller takes whatever is left). One launch at a time per mailbox: `busy` is a
+non-blocking lock the caller must hold around `launch`.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import llvmlite.binding as llvm
+
+# mailbox words (i64): 0 job number, 1 (job << 32 | next chunk), 2 chunks finished,
+# 3 function address, 4 context, 5 chunk count
+_IR = """
+define void @fs_take(ptr %mb, i64 %s) {
+entry:
+  %pnext = getelementptr i64, ptr %mb, i64 1
+  %pfin = getelementptr i64, ptr %mb, i64 2
+  %pfn = getelementptr i64, ptr %mb, i64 3
+  %pctx = getelementptr i64, ptr %mb, i64 4
+  %pch = getelementptr i64, ptr %mb, i64 5
+  %fna = load atomic i64, ptr %pfn seq_cst, align 8
+  %ctxa = load atomic i64, ptr %pctx seq_cst, align 8
+  %ch = load atomic i64, ptr %pch seq_cst, align 8
+  %fn = inttoptr i64 %fna to ptr
+  %ctx = inttoptr i64 %ctxa to ptr
+  %tag = shl i64 %s, 32
+  br label %loop
+loop:
+  %cur = load atomic i64, ptr %pnext seq_cst, align 8
+  %curtag = and i64 %cur, -4294967296
+  %idx = and i64 %cur, 4294967295
+  %same = icmp eq i64 %curtag, %tag
+  %left = icmp slt i64 %idx, %ch
+  %ok = and i1 %same, %left
+  br i1 %ok, label %claim, label %exit
+claim:
+  %nxt = add i64 %cur, 1
+  %pair = cmpxchg ptr %pnext, i64 %cur, i64 %nxt seq_cst seq_cst
+  %won = extractvalue { i64, i1 } %pair, 1
+  br i1 %won, label %body, label %loop
+body:
+  call void %fn(ptr %ctx, i64 %idx, i64 %ch)
+  %old = atomicrmw add ptr %pfin, i64 1 seq_cst
+  br label %loop
+exit:
+  ret void
+}
+
+define void @fs_launch(ptr %mb, i64 %fna, i64 %ctxa, i64 %chunks) {
+entry:
+  %pnext = getelementptr i64, ptr %mb, i64 1
+  %pfin = getelementptr i64, ptr %mb, i64 2
+  %pfn = getelementptr i64, ptr %mb, i64 3
+  %pctx = getelementptr i64, ptr %mb, i64 4
+  %pch = getelementptr i64, ptr %mb, i64 5
+  %s0 = load atomic i64, ptr %mb seq_cst, align 8
+  %s = add i64 %s0, 1
+  store atomic i64 %fna, ptr %pfn seq_cst, align 8
+  store atomic i64 %ctxa, ptr %pctx seq_cst, align 8
+  store atomic i64 %chunks, ptr %pch seq_cst, align 8
+  store atomic i64 0, ptr %pfin seq_cst, align 8
+  %tag = shl i64 %s, 32
+  store atomic i64 %tag, ptr %pnext seq_cst, align 8
+  store atomic i64 %s, ptr %mb seq_cst, align 8
+  call void @fs_take(ptr %mb, i64 %s)
+  br label %spin
+spin:
+  %n = load atomic i64, ptr %pfin seq_cst, align 8
+  %done = icmp sge i64 %n, %chunks
+  br i1 %done, label %exit, label %wait
+wait:
+  PAUSE
+  br label %spin
+exit:
+  ret void
+}
+
+define void @fs_worker(ptr %mb, i64 %budget) {
+entry:
+  br label %poll
+poll:
+  %seen = phi i64 [ -1, %entry ], [ %s, %run ], [ %seen, %wait ]
+  %n = phi i64 [ 0, %entry ], [ 0, %run ], [ %n1, %wait ]
+  %s = load atomic i64, ptr %mb seq_cst, align 8
+  %new = icmp ne i64 %s, %seen
+  br i1 %new, label %run, label %idle
+run:
+  call void @fs_take(ptr %mb, i64 %s)
+  br label %poll
+idle:
+  %n1 = add i64 %n, 1
+  %expired = icmp sge i64 %n1, %budget
+  br i1 %expired, label %exit, label %wait
+wait:
+  PAUSE
+  br label %poll
+exit:
+  ret void
+}
+"""
+
+_LAUNCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
+_WORKER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
+_lock = threading.Lock()
+_compiled = []  # [(engine, launch, worker)] once built; the engine lives as long as the process
+
+
+def _functions(triple: str):
+    if not _compiled:
+        with _lock:
+            if not _compiled:
+                x86 = triple.startswith(("x86_64", "i686", "i386"))
+                text = _IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()" if x86 else "")
+                if x86:
+                    text += "declare void @llvm.x86.sse2.pause()\n"
+                mod = llvm.parse_assembly(text)
+                mod.triple = triple
+                mod.verify()
+                tm = llvm.Target.from_triple(triple).create_target_machine(opt=2, jit=True)
+                engine = llvm.create_mcjit_compiler(mod, tm)
+                engine.finalize_object()
+                _compiled.append((engine, _LAUNCH(engine.get_function_address("fs_launch")),
+                                  _WORKER(engine.get_function_address("fs_worker"))))
+    return _compiled[0][1], _compiled[0][2]
+
+
+class Mailbox:
+    """One CPU backend's job mailbox (its words must outlive every helper polling it)."""
+
+    def __init__(self, triple: str):
+        self._launch, self._worker = _functions(triple)
+        self.words = (ctypes.c_int64 * 6)()
+        self.busy = threading.Lock()  # held by the one thread launching through this mailbox
+        self._alive = 0  # helper jobs submitted and not yet returned
+        self._count = threading.Lock()
+
+    def launch(self, fn_addr: int, ctx_ptr: int, chunks: int, pool, helpers: int, budget: int):
+        with self._count:
+            wake = helpers - self._alive
+            self._alive += max(0, wake)
+        for _ in range(wake):
+            pool.submit(self._work, budget)
+        self._launch(ctypes.addressof(self.words), fn_addr, ctx_ptr, chunks)
+
+    def _work(self, budget):
+        try:
+            self._worker(ctypes.addressof(self.words), budget)
+        finally:
+            with self._count:
+                self._alive -= 1
