@@ -4,7 +4,9 @@ launcher that splits each parallel task across `cpu_max_num_threads` threads.
 Compiled task functions are called through ctypes, which releases the GIL, so worker threads run
 truly in parallel. Small launches (few iterations, or little estimated work: see SMALL_WORK)
 run on the calling thread; larger ones are cut into a few chunks per thread, which the calling
-thread and the pool's threads take in turn (so a descheduled thread holds up nothing). The
+thread and the pool's threads take in turn (so a descheduled thread holds up nothing); without
+per-chunk Python work (scatter copies, `while` loops) the taking and the waiting run in native
+code (chunk_runner), with pool threads that poll briefly for the next launch. The
 object cache is keyed by the LLVM IR text, the host CPU and features, and the compiler
 versions, so a second process that builds the same kernel skips LLVM optimisation and code
 generation entirely.
@@ -46,7 +48,8 @@ SMALL_LAUNCH = 2048  # iterations below which threads cost more than they give
 # million statement-iterations (a few tens of microseconds of compiled code) saves.
 SMALL_WORK = 2_000_000
 # How many times a pool thread polls for the next launch (x86 `pause` between polls) before it
-# goes back to sleep: long enough to bridge the serial kernels of a simulation step
+# goes back to sleep (about 0.6 ms on the benchmark machine): long enough to bridge the serial
+# kernels of a simulation step (chunk_runner)
 SPIN_POLLS = 20_000
 CHUNKS_PER_THREAD = 4  # a parallel range is cut into threads x this many chunks
 _TASK_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -231,10 +234,10 @@ class CpuBackend:
         # and its thread's scatter copies (codegen.privatize).
         chunks = workers * CHUNKS_PER_THREAD if workers > 1 else 1
         helpers = workers if runaway else workers - 1
-        if not runaway and task.private is None and not _has_while(task):
-            # no per-chunk Python work: the chunk loop and the wait run in native code
-            if self._run_native(fn, ctx_ptr, chunks, helpers):
-                return
+        # no per-chunk Python work: the chunk loop and the wait run in native code
+        if not runaway and task.private is None and not _has_while(task) \
+                and self._run_native(fn, ctx_ptr, chunks, helpers):
+            return
         copies = self._copies(task, ctx_ptr, chunks, helpers + 1)
         counter = itertools.count()
         stop = []
