@@ -25,8 +25,6 @@ from __future__ import annotations
 import ctypes
 import threading
 
-import llvmlite.binding as llvm
-
 # mailbox words (i64): 0 job number, 1 (job << 32 | next chunk), 2 chunks finished,
 # 3 function address, 4 context, 5 chunk count
 _IR = """
@@ -120,43 +118,32 @@ exit:
 
 _LAUNCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
 _WORKER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
-_lock = threading.Lock()
-_compiled = []  # [(engine, launch, worker)] once built; the engine lives as long as the process
+SYMBOLS = ("fs_launch", "fs_worker")
 
 
-def _functions(triple: str):
-    if not _compiled:
-        with _lock:
-            if not _compiled:
-                x86 = triple.startswith(("x86_64", "i686", "i386"))
-                text = _IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()" if x86 else "")
-                if x86:
-                    text += "declare void @llvm.x86.sse2.pause()\n"
-                mod = llvm.parse_assembly(text)
-                mod.triple = triple
-                mod.verify()
-                tm = llvm.Target.from_triple(triple).create_target_machine(opt=2, jit=True)
-                engine = llvm.create_mcjit_compiler(mod, tm)
-                engine.finalize_object()
-                _compiled.append((engine, _LAUNCH(engine.get_function_address("fs_launch")),
-                                  _WORKER(engine.get_function_address("fs_worker"))))
-    return _compiled[0][1], _compiled[0][2]
+def ir_text(triple: str) -> str:
+    """The module defining SYMBOLS, for a target triple (x86 gets `pause` in its spins)."""
+    x86 = triple.startswith(("x86_64", "i686", "i386"))
+    text = _IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()" if x86 else "")
+    return text + ("declare void @llvm.x86.sse2.pause()\n" if x86 else "")
 
 
 class Mailbox:
-    """One CPU backend's job mailbox (its words must outlive every helper polling it)."""
+    """One CPU backend's job mailbox. `code` holds SYMBOLS' machine code (codegen.jit_memory
+    `Code`: it keeps the engine alive); the backend must join its pool before freeing it."""
 
-    def __init__(self, triple: str):
-        self._launch, self._worker = _functions(triple)
-        self.words = (ctypes.c_int64 * 6)()
+    def __init__(self, code):
+        self.code = code
+        self._launch, self._worker = _LAUNCH(code.addresses[0]), _WORKER(code.addresses[1])
+        self.words = (ctypes.c_int64 * 6)()  # lives while a helper job refers to `self`
         self.busy = threading.Lock()  # held by the one thread launching through this mailbox
         self._alive = 0  # helper jobs submitted and not yet returned
         self._count = threading.Lock()
 
     def launch(self, fn_addr: int, ctx_ptr: int, chunks: int, pool, helpers: int, budget: int):
         with self._count:
-            wake = helpers - self._alive
-            self._alive += max(0, wake)
+            wake = max(0, helpers - self._alive)
+            self._alive += wake
         for _ in range(wake):
             pool.submit(self._work, budget)
         self._launch(ctypes.addressof(self.words), fn_addr, ctx_ptr, chunks)

@@ -119,6 +119,7 @@ class CpuBackend:
         if self.pool is not None:
             self.pool.shutdown(wait=True)
             self.pool = None
+        self.mailbox = None  # no helper polls it any more; its engine goes with the others
         with _llvm_lock:
             self.jit.close()  # the machine code of every kernel compiled in this init
 
@@ -270,7 +271,12 @@ class CpuBackend:
 
     def _run_native(self, fn, ctx_ptr, chunks, helpers):
         if self.mailbox is None:
-            self.mailbox = chunk_runner.Mailbox(self.tm.triple)
+            # through the object cache and the kernels' engines: a process that finds it
+            # cached pays no LLVM code generation for it (a fresh engine cost 14 ms)
+            obj = self._cached_object(chunk_runner.ir_text(self.tm.triple), self.rt)
+            with _llvm_lock:
+                code = self.jit.load("fs_chunk_runner", obj, chunk_runner.SYMBOLS)
+            self.mailbox = chunk_runner.Mailbox(code)
         if not self.mailbox.busy.acquire(blocking=False):
             return False  # another Python thread is launching: the Python chunk loop
         try:
