@@ -72,6 +72,11 @@ entry:
   %pch = getelementptr i64, ptr %mb, i64 5
   %s0 = load atomic i64, ptr %mb seq_cst, align 8
   %s = add i64 %s0, 1
+  ; close the finished job first: a helper that saw job s0 late may load this job's words
+  ; below, but then (seq_cst) it also sees the closed index and takes no chunk with them
+  %tag0 = shl i64 %s0, 32
+  %closed = or i64 %tag0, 4294967295
+  store atomic i64 %closed, ptr %pnext seq_cst, align 8
   store atomic i64 %fna, ptr %pfn seq_cst, align 8
   store atomic i64 %ctxa, ptr %pctx seq_cst, align 8
   store atomic i64 %chunks, ptr %pch seq_cst, align 8

@@ -75,3 +75,30 @@ def test_launches_from_two_python_threads(threaded):
     assert not errors
     np.testing.assert_array_equal(a.to_numpy(), np.full(n, 201.0, np.float32))
     np.testing.assert_array_equal(b.to_numpy(), np.full(n, 402.0, np.float32))
+
+
+def test_back_to_back_jobs_of_different_kernels_and_chunk_counts(threaded, monkeypatch):
+    # a helper that sees a finished job late must not run the next job's function with words
+    # half of the old job (fs_launch closes a job before posting the next one)
+    from fieldsim.codegen import cpu
+    small, large = 509, 20_011
+    hits_s = fs.field(fs.i32, shape=small, name="hits_s")
+    hits_l = fs.field(fs.i32, shape=large, name="hits_l")
+
+    @fs.kernel
+    def bump_small():
+        for i in hits_s:
+            hits_s[i] += 1
+
+    @fs.kernel
+    def bump_large():
+        for i in hits_l:
+            hits_l[i] += 1
+
+    rounds = 1500
+    for r in range(rounds):
+        monkeypatch.setattr(cpu, "CHUNKS_PER_THREAD", 2 + r % 7)  # chunk counts change too
+        bump_small()
+        bump_large()
+    np.testing.assert_array_equal(hits_s.to_numpy(), np.full(small, rounds, np.int32))
+    np.testing.assert_array_equal(hits_l.to_numpy(), np.full(large, rounds, np.int32))
