@@ -27,14 +27,18 @@ import threading
 
 # mailbox words (i64): 0 job number, 1 (job << 32 | next chunk), 2 chunks finished,
 # 3 function address, 4 context, 5 chunk count
-_IR = """
-define void @fs_take(ptr %mb, i64 %s) {
-entry:
-  %pnext = getelementptr i64, ptr %mb, i64 1
+# pointers to the mailbox words both fs_take and fs_launch use
+_WORDS = """  %pnext = getelementptr i64, ptr %mb, i64 1
   %pfin = getelementptr i64, ptr %mb, i64 2
   %pfn = getelementptr i64, ptr %mb, i64 3
   %pctx = getelementptr i64, ptr %mb, i64 4
   %pch = getelementptr i64, ptr %mb, i64 5
+"""
+
+_IR = """
+define void @fs_take(ptr %mb, i64 %s) {
+entry:
+WORDS
   %fna = load atomic i64, ptr %pfn seq_cst, align 8
   %ctxa = load atomic i64, ptr %pctx seq_cst, align 8
   %ch = load atomic i64, ptr %pch seq_cst, align 8
@@ -65,11 +69,7 @@ exit:
 
 define void @fs_launch(ptr %mb, i64 %fna, i64 %ctxa, i64 %chunks) {
 entry:
-  %pnext = getelementptr i64, ptr %mb, i64 1
-  %pfin = getelementptr i64, ptr %mb, i64 2
-  %pfn = getelementptr i64, ptr %mb, i64 3
-  %pctx = getelementptr i64, ptr %mb, i64 4
-  %pch = getelementptr i64, ptr %mb, i64 5
+WORDS
   %s0 = load atomic i64, ptr %mb seq_cst, align 8
   %s = add i64 %s0, 1
   ; close the finished job first: a helper that saw job s0 late may load this job's words
@@ -129,7 +129,7 @@ SYMBOLS = ("fs_launch", "fs_worker")
 def ir_text(triple: str) -> str:
     """The module defining SYMBOLS, for a target triple (x86 gets `pause` in its spins)."""
     x86 = triple.startswith(("x86_64", "i686", "i386"))
-    text = _IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()" if x86 else "")
+    text = _IR.replace("WORDS\n", _WORDS).replace("PAUSE", "call void @llvm.x86.sse2.pause()" if x86 else "")
     return text + ("declare void @llvm.x86.sse2.pause()\n" if x86 else "")
 
 
