@@ -6,16 +6,19 @@
 
 Takes: programs of benchmarks/programs.py. Each measurement is a fresh process with the offline
 cache off that runs the program's first step, timing (per-thread CPU time: the machine is
-shared) llvmlite's `parse_assembly` + `verify`, `ModulePassManager.run` (the pass pipeline) and
-`TargetMachine.emit_object` (instruction selection, register allocation, object emission) of
-every module it compiles, and counting the optimised module's IR lines and vector-typed
+shared) the parse, the pass pipeline and the code generation (instruction selection, register
+allocation, object emission) of every module it compiles (`codegen.llvm_build`'s functions, or
+in trees without it llvmlite's `parse_assembly`, `ModulePassManager.run`, `emit_object`), and
+counting the optimised module's IR lines and vector-typed
 instructions (`<N x ...>`). The `--baseline-root` tree and each `--also` tree (checkouts of
 other commits) run the same programs with their own example sources; the trees alternate per
 round, so a load drift hits all. Reported: per program and tree, medians over rounds of the
 three times summed over the program's kernels, of the whole first step's CPU time (compiles,
 then one run of the step), and per kernel. `--passes N` adds, from one extra run per tree,
 LLVM's own pass timing (`-time-passes`): the N costliest passes. CPU time of the calling
-thread: compiles run on it.
+thread: compiles run on it, except what runs on the backend's compile threads (the chunk
+runner, built at start-up; a Tape's adjoints), which the LLVM columns count and the whole step
+does not.
 """
 import argparse
 import json
@@ -24,6 +27,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,25 +40,35 @@ def worker(program, passes):
 
     import fieldsim as ti
     ti.init(arch=ti.cpu, offline_cache=False)
-    records, current, overhead = [], {}, [0.0]
+    records, overhead = [], [0.0]
+    per_thread = {}  # thread id -> the module being timed on it (compile threads build too)
+
+    def now():
+        return per_thread.setdefault(threading.get_ident(), {})
     parse, run, emit = llvm.parse_assembly, llvm.ModulePassManager.run, llvm.TargetMachine.emit_object
     create_pb = llvm.create_pass_builder
 
-    def timed_parse(text, *a, **k):
+    def timed_parse(text, *a, _parse=parse, **k):
         t0 = time.thread_time()
-        mod = parse(text, *a, **k)
+        mod = _parse(text, *a, **k)
+        current = now()
         current.clear()
-        current.update(parse_s=time.thread_time() - t0, ir_in=text.count("\n"))
+        current["thread"] = threading.current_thread().name
+        lines = text.count("\n")
+        # modules compiled without the pass pipeline (the chunk runner) keep these
+        current.update(parse_s=time.thread_time() - t0, ir_in=lines, opt_s=0.0, ir_out=lines,
+                       vector_instrs=0)
         for line in text.splitlines():
             if line.startswith("define "):
                 current["name"] = line.split("@", 1)[1].split("(")[0]
                 break
         return mod
 
-    def timed_run(self, mod, pb):
+    def timed_run(self, mod, pb, _run=run):
         t0 = time.thread_time()
-        out = run(self, mod, pb)
+        out = _run(self, mod, pb)
         t1 = time.thread_time()
+        current = now()
         current["opt_s"] = t1 - t0
         text = str(mod)
         current["ir_out"] = text.count("\n")
@@ -62,9 +76,10 @@ def worker(program, passes):
         overhead[0] += time.thread_time() - t1  # not the program's: left out of step_s
         return out
 
-    def timed_emit(self, mod):
+    def timed_emit(self, mod, _emit=emit):
         t0 = time.thread_time()
-        obj = emit(self, mod)
+        obj = _emit(self, mod)
+        current = now()
         current["emit_s"] = time.thread_time() - t0
         current["obj_bytes"] = len(obj)
         records.append(dict(current))
@@ -75,12 +90,31 @@ def worker(program, passes):
         pb.start_pass_timing()
         pass_builders.append(pb)
         return pb
-    pass_builders = []
+    pass_builders, reports = [], []
     llvm.parse_assembly = timed_parse
     llvm.ModulePassManager.run = timed_run
     llvm.TargetMachine.emit_object = timed_emit
     if passes:
         llvm.create_pass_builder = timing_pb
+    try:  # trees with codegen.llvm_build call LLVM through it (without llvmlite's lock)
+        from fieldsim.codegen import llvm_build
+    except ImportError:
+        llvm_build = None
+    if llvm_build is not None:
+        b_parse, b_optimise, b_emit, b_dispose = (llvm_build.parse, llvm_build.optimise,
+                                                  llvm_build.emit, llvm_build.dispose)
+        llvm_build.parse = lambda text, context: timed_parse(text, context, _parse=b_parse)
+        llvm_build.optimise = lambda mod, *a: timed_run(None, mod, None, _run=lambda s, m, p:
+                                                        b_optimise(m, *a))
+        llvm_build.emit = lambda tm, mod: timed_emit(tm, mod, _emit=lambda t, m: b_emit(t, m))
+
+        def dispose_timed(*objs):  # a timed pass builder's report, read before it is freed
+            for obj in objs:
+                if any(obj is pb for pb in pass_builders):
+                    reports.append(obj.finish_pass_timing())
+                    pass_builders[:] = [pb for pb in pass_builders if pb is not obj]
+            b_dispose(*objs)
+        llvm_build.dispose = dispose_timed
     step, sync = programs.PROGRAMS[program](ti)
     records.clear()  # compiles of the program's setup (a forward before its adjoint)
     overhead[0] = 0.0
@@ -90,7 +124,7 @@ def worker(program, passes):
     step_s = time.thread_time() - t0 - overhead[0]
     result = {"kernels": records, "step_s": step_s}
     if passes:
-        result["passes"] = [pb.finish_pass_timing() for pb in pass_builders]
+        result["passes"] = reports + [pb.finish_pass_timing() for pb in pass_builders]
     print("RESULT " + json.dumps(result))
 
 

@@ -20,6 +20,7 @@ from fieldsim.checks.validation import runner
 from fieldsim.errors import FieldsimError, FieldsimRuntimeError, Loc
 from fieldsim.lang import runtime
 from fieldsim.lang.compat import user_loc as _user_loc
+from fieldsim.lang.kernel import compile_adjoints
 
 
 # ---- what a Tape records (`tape.entries`, in launch order); each knows its own backward ----------
@@ -147,6 +148,9 @@ class Tape:
         self.unit_depth = 0
         self.done = False
         self.start_counter = None  # the launch counter at __enter__ (replays start there)
+        # id of each compiled specialisation launched while recording without an adjoint ->
+        # (it, its first launch's argument values): the backward makes them together first
+        self.wanted = {}
 
     # ---- recording --------------------------------------------------------------------------------
     def __enter__(self):
@@ -230,6 +234,12 @@ class Tape:
             run.undo = lambda: self.entries.remove(entry)
         return run
 
+    def want_adjoint(self, ck, values):
+        """Internal hook, called by the kernel launcher: specialisation `ck` was launched with
+        argument values `values` while recording and has no adjoint yet."""
+        if id(ck) not in self.wanted:
+            self.wanted[id(ck)] = (ck, tuple(values))
+
     def set_last_rng_key(self, key):
         """Internal hook, called by the kernel launcher: the RNG key the last launch used
         (replayed by its adjoint)."""
@@ -270,6 +280,8 @@ class Tape:
             target.storage.from_numpy(np.broadcast_to(np.asarray(seed, dtype=f.dtype.np),
                                                       f.storage_shape).copy())
         _warn_cut_chains(self.entries)
+        wanted, self.wanted = list(self.wanted.values()), {}
+        compile_adjoints(wanted)  # all at once, in parallel where the backend can
         rt = runtime.get()
         saved, rt.tape = rt.tape, None
         try:
@@ -286,6 +298,7 @@ class Tape:
     def reset(self):
         """Forget what was recorded, to record again with the same Tape."""
         self.entries.clear()
+        self.wanted = {}
         self.state = _CheckerAdapter(self.validation)
 
     def grad(self):

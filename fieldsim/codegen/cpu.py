@@ -33,8 +33,9 @@ import numpy as np
 from fieldsim.codegen import chunk_runner, interrupt
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
-from fieldsim.codegen.jit_memory import EngineSlabs, dispose
+from fieldsim.codegen.jit_memory import EngineSlabs
 from fieldsim.codegen.llvm import CTX_PRIV, Target, TaskInfo, lower_kernel
+from fieldsim.codegen.llvm_build import ThreadMachines, build_object
 from fieldsim.codegen.privatize import NO_RUN, PrivateBuffers
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
@@ -99,14 +100,19 @@ class CpuBackend:
         triple = llvm.get_process_triple()
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        self.tm = llvm.Target.from_triple(triple).create_target_machine(
-            cpu=self.cpu, features=self.features, opt=3, jit=True)  # emits objects
+        self.machines = ThreadMachines(triple, self.cpu, self.features, opt=3)  # emit objects
+        self.triple = triple
         self.jit = EngineSlabs(triple, self.cpu, self.features)  # loads and frees them
         self.pool = None
+        self.compiler = None  # compile_pool's threads, made when first asked for
         self.mailbox = None  # chunk_runner.Mailbox, made at the first split launch
         self.threads = max(1, rt.num_threads)
         self.launcher = launch_common.Launcher(self)
         self.private = PrivateBuffers()  # per-chunk scatter copies (codegen.privatize)
+        # the chunk runner's machine code, built on a compile thread while the first kernel
+        # compiles (about 7 ms of LLVM code generation that no launch waits for)
+        pool = self.compile_pool()
+        self.runner_object = pool.submit(self._chunk_runner_object) if pool is not None else None
 
     # ---- storage ---------------------------------------------------------------------------------
     def allocate(self, shape, dtype):
@@ -116,9 +122,10 @@ class CpuBackend:
         pass
 
     def close(self):
-        if self.pool is not None:
-            self.pool.shutdown(wait=True)
-            self.pool = None
+        for pool in (self.pool, self.compiler):
+            if pool is not None:
+                pool.shutdown(wait=True)
+        self.pool = self.compiler = None
         self.mailbox = None  # no helper polls it any more; its engine goes with the others
         with _llvm_lock:
             self.jit.close()  # the machine code of every kernel compiled in this init
@@ -149,31 +156,30 @@ class CpuBackend:
                                        "`python -m fieldsim cache clear`")
         return CpuProgram(info, code)
 
+    def compile_pool(self) -> ThreadPoolExecutor | None:
+        """Threads that run `compile` calls at once (their LLVM work in parallel), one per
+        launch thread; None with one thread."""
+        if self.threads < 2:
+            return None
+        if self.compiler is None:
+            with _llvm_lock:
+                if self.compiler is None:
+                    self.compiler = ThreadPoolExecutor(self.threads,
+                                                       thread_name_prefix="fieldsim-compile")
+        return self.compiler
+
     def _cached_object(self, ir_text: str, rt) -> bytes:
         parts = [COMPILER_VERSION, llvmlite.__version__, self.cpu, self.features, ir_text]
         return cached_build(rt, "cpu", parts, ".o", lambda: self._optimise_and_emit(ir_text))
 
     def _optimise_and_emit(self, ir_text: str) -> bytes:
-        with _llvm_lock:
-            mod = llvm.parse_assembly(ir_text)
-            mod.triple = self.tm.triple
-            mod.data_layout = str(self.tm.target_data)
-            mod.verify()
-            # O2, not O3: the difference is mainly non-trivial loop unswitching, which copies a
-            # nest's inner loop for each row-invariant condition (the boundary tests of grid
-            # kernels) and vectorizes every copy: 40-60% of those kernels' compile time, and no
-            # measurable speed (issue #13, BENCHMARKS.md "Cold compile after SIMD").
-            pto = llvm.create_pipeline_tuning_options(speed_level=2)
-            pto.loop_vectorization = True
-            pto.slp_vectorization = True
-            pb = llvm.create_pass_builder(self.tm, pto)
-            mpm = pb.getModulePassManager()
-            mpm.run(mod, pb)
-            if os.environ.get("FIELDSIM_PRINT_LLVM"):
-                print(str(mod))
-            obj = self.tm.emit_object(mod)
-            dispose(mpm, pb, pto, mod)  # else about 70 KB per compile stays (jit_memory.py)
-            return obj
+        # O2, not O3: the difference is mainly non-trivial loop unswitching, which copies a
+        # nest's inner loop for each row-invariant condition (the boundary tests of grid
+        # kernels) and vectorizes every copy: 40-60% of those kernels' compile time, and no
+        # measurable speed (issue #13, BENCHMARKS.md "Cold compile after SIMD"). Runs on any
+        # thread, several at once (llvm_build): compile_many.
+        show = (lambda mod: print(str(mod))) if os.environ.get("FIELDSIM_PRINT_LLVM") else None
+        return build_object(ir_text, self.machines, speed_level=2, vectorize=True, show=show)
 
     # ---- launch ----------------------------------------------------------------------------------
     def launch(self, program: CpuProgram, args, rng_key, adjoint=False):
@@ -271,7 +277,8 @@ class CpuBackend:
 
     def _run_native(self, fn, ctx_ptr, chunks, helpers):
         if self.mailbox is None:
-            obj = self._chunk_runner_object()
+            job = self.runner_object
+            obj = job.result() if job is not None else self._chunk_runner_object()
             with _llvm_lock:
                 code = self.jit.load("fs_chunk_runner", obj, chunk_runner.SYMBOLS)
             self.mailbox = chunk_runner.Mailbox(code)
@@ -285,22 +292,12 @@ class CpuBackend:
         return True
 
     def _chunk_runner_object(self) -> bytes:
-        """chunk_runner's machine code, through the object cache and into the kernels' engines
-        (a fresh engine cost 14 ms; a cache hit 0.35 ms). Not optimised: its hand-written IR
-        gains nothing from it, and the optimiser pipeline cost 13 of 19 ms."""
-        text = chunk_runner.ir_text(self.tm.triple)
-
-        def build():
-            mod = llvm.parse_assembly(text)
-            mod.triple = self.tm.triple
-            mod.data_layout = str(self.tm.target_data)
-            mod.verify()
-            obj = self.tm.emit_object(mod)
-            dispose(mod)
-            return obj
-        parts = [COMPILER_VERSION, "chunk_runner", llvmlite.__version__, self.cpu, self.features,
-                 text]
-        return cached_build(self.rt, "cpu", parts, ".o", build)
+        """chunk_runner's machine code, loaded into the kernels' engines (a fresh engine cost
+        14 ms). Not optimised: its hand-written IR gains nothing from it, and the optimiser
+        pipeline cost 13 of 19 ms. Built on a compile thread when the backend starts
+        (`runner_object`), so no launch waits for it, and so kept out of the disk cache
+        (where it was an entry in every cache directory and a compile in every count)."""
+        return build_object(chunk_runner.ir_text(self.triple), self.machines, optimise_it=False)
 
     def _copies(self, task, ctx_ptr, chunks, slots):
         """The scatter copies of a launch split into `chunks` (NO_RUN: none needed)."""

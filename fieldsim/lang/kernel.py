@@ -385,6 +385,13 @@ def _driver():
     return _DRIVER[0]  # `import fieldsim` (the parent package of every module) installed it
 
 
+def compile_adjoints(wanted):
+    """Make the adjoints of compiled specialisations now, several at once where the backend
+    can (a Tape's backward, before it replays them). `wanted`: (specialisation, argument
+    values of one of its launches) pairs."""
+    _driver().compile_adjoints(wanted)
+
+
 class _AdjointLauncher:
     """`kernel.grad(*args)`: launch the adjoint with output gradients seeded by the user."""
 

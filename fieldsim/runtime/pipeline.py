@@ -12,6 +12,7 @@ launch has. Errors reach the user without fieldsim's frames.
 from __future__ import annotations
 
 import time
+from concurrent import futures
 
 from fieldsim.ad.fwd_mode import tangent_program
 from fieldsim.ad.reverse import make_adjoint
@@ -53,8 +54,7 @@ class Driver:
             else:
                 templates, ck, values = _bind(kernel, rt, args, kwargs)
             if recording:
-                checked_run = tape.on_launch(kernel, bound_view(ck, templates) if templates else ck,
-                                             args, kwargs, values)
+                checked_run = _on_tape(tape, kernel, ck, templates, args, kwargs, values)
             program = ck.program
             if ad.fwd_mode is not None and not plain:
                 program = tangent_program(ck, rt)
@@ -98,6 +98,10 @@ class Driver:
               lambda: rt.backend().launch(program, values, rng, adjoint=True))
 
 
+    def compile_adjoints(self, wanted):
+        """The adjoints a Tape's backward will run, made together (`compile_adjoints`)."""
+        compile_adjoints(wanted, runtime.get())
+
     def replay_adjoint(self, kernel, ck, values, rng_key=None):
         """Run the adjoint of `ck` on the values a Tape launch bound (`kernel.replay_adjoint`):
         as `launch_adjoint` for the same arguments, without binding them again."""
@@ -116,6 +120,16 @@ class Driver:
                   lambda: rt.backend().launch(program, values, rng, adjoint=True))
 
 
+def _on_tape(tape, kernel, ck, templates, args, kwargs, values):
+    """The Tape judges and records a launch (returns its validation runner, or None); a
+    specialisation without an adjoint is noted for the backward to make (`compile_adjoints`)."""
+    run = tape.on_launch(kernel, bound_view(ck, templates) if templates else ck, args, kwargs,
+                         values)
+    if ck.adjoint is None and not templates:
+        tape.want_adjoint(ck, values)
+    return run
+
+
 def _bind(kernel, rt, args, kwargs):
     """(template bindings, compiled specialisation, runtime values) of one launch, bound in
     full (compiled on first use)."""
@@ -126,12 +140,42 @@ def _bind(kernel, rt, args, kwargs):
     return templates, ck, values
 
 
+def compile_adjoints(wanted, rt):
+    """Make the adjoints a Tape's backward is about to run, on the backend's compile threads
+    at once (the LLVM part of each runs in parallel: codegen.llvm_build), before any runs.
+    `wanted`: (specialisation, the argument values of one of its Tape launches) pairs. One
+    whose access rules no Tape launch judged (a launch inside a `grad_replaced` unit) is
+    judged first with those values and not built if it breaks them; one that fails to build
+    is left unmade too: the replay, or the user's `kernel.grad()`, then judges and builds it
+    as always and reports the error where it is needed."""
+    todo = [(ck, values) for ck, values in wanted if ck.adjoint is None]
+    backend = rt.backend()
+    pool = backend.compile_pool() if len(todo) > 1 and hasattr(backend, "compile_pool") else None
+    if pool is None:  # one at a time: the replay makes each on first use
+        return
+    t0 = time.perf_counter()
+    # a job's failure stays in its future: the replay's own build reports it (see above)
+    futures.wait([pool.submit(_judge_and_build_adjoint, ck, values, rt) for ck, values in todo])
+    rt.stats["compile_s"] += time.perf_counter() - t0
+
+
+def _judge_and_build_adjoint(ck: CompiledKernel, values, rt):
+    if not ck.checked:
+        kernel_check(ck).run(values)  # raises AccessRuleError: nothing is built
+    _build_adjoint(ck, rt)
+
+
+def _build_adjoint(ck: CompiledKernel, rt):
+    if ck.adjoint is None:
+        adj_ir = run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)
+        ck.adjoint = (adj_ir, rt.backend().compile(adj_ir, rt))
+
+
 def adjoint_program(ck: CompiledKernel, rt):
     """The adjoint of a compiled kernel (reverse AD, compiled; made once). Callers judge the
     access rules first (`kernel_check`)."""
     if ck.adjoint is None:
         t0 = time.perf_counter()
-        adj_ir = run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)
-        ck.adjoint = (adj_ir, rt.backend().compile(adj_ir, rt))
+        _build_adjoint(ck, rt)
         rt.stats["compile_s"] += time.perf_counter() - t0
     return ck.adjoint[1]

@@ -1,0 +1,107 @@
+"""LLVM optimisation and code generation of one module, from several threads at once.
+
+Takes: an LLVM IR text, a target machine for the calling thread (`ThreadMachines`) and the
+pipeline's tuning. Returns the object file's bytes. Guarantees: the bytes depend only on the
+text, the machine's settings and the tuning, not on the thread or on what other threads compile
+meanwhile (tests/codegen/test_parallel_compile.py compares them).
+
+Why: llvmlite makes every call into LLVM under one process-wide lock, so two threads compiling
+two kernels take turns. The three calls that do the work (parsing, the pass pipeline, code
+generation: all of a compile's time) are made here without that lock, on a module in an LLVM
+context of its own and with a target machine that only the calling thread uses: the conditions
+under which LLVM compiles concurrently (LLVM's own ORC JIT compiles on several threads the same
+way). Every other call (making and freeing those objects) keeps llvmlite's lock. Where an
+llvmlite version lacks the unlocked entry points, the locked calls are used: slower, same bytes.
+"""
+from __future__ import annotations
+
+import threading
+from ctypes import c_char_p, string_at
+
+import llvmlite.binding as llvm
+from llvmlite.binding import ffi
+
+from fieldsim.codegen.jit_memory import dispose
+
+
+def _unlocked(name: str):
+    """llvmlite's C entry point `name` without its global lock (the locked one if absent)."""
+    fn = getattr(ffi.lib, name)
+    return getattr(fn, "_cfn", fn)
+
+
+class ThreadMachines:
+    """One `llvm.TargetMachine` per thread, all with the same settings (a target machine is
+    not safe to share between threads that generate code at once)."""
+
+    def __init__(self, triple: str, cpu: str, features: str, opt: int = 3):
+        self.settings = (triple, cpu, features, opt)
+        self._local = threading.local()
+
+    def get(self) -> llvm.TargetMachine:
+        tm = getattr(self._local, "tm", None)
+        if tm is None:
+            triple, cpu, features, opt = self.settings
+            tm = llvm.Target.from_triple(triple).create_target_machine(
+                cpu=cpu, features=features, opt=opt, jit=True)
+            self._local.tm = tm
+        return tm
+
+
+def parse(text: str, context) -> llvm.ModuleRef:
+    """`llvm.parse_assembly` into `context`, without the global lock."""
+    with ffi.OutputString() as err:
+        mod = llvm.ModuleRef(_unlocked("LLVMPY_ParseAssembly")(context, c_char_p(text.encode()),
+                                                               err), context)
+        if err:
+            mod.close()
+            raise RuntimeError(f"LLVM IR parsing error\n{err}")
+    return mod
+
+
+def optimise(mod: llvm.ModuleRef, tm: llvm.TargetMachine, speed_level: int, vectorize: bool):
+    """LLVM's default pipeline at `speed_level` (loop and SLP vectorizers on when `vectorize`),
+    without the global lock."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+    pto.loop_vectorization = vectorize
+    pto.slp_vectorization = vectorize
+    pb = llvm.create_pass_builder(tm, pto)
+    mpm = pb.getModulePassManager()
+    try:
+        _unlocked("LLVMPY_RunNewModulePassManager")(mpm, mod, pb)
+    finally:
+        dispose(mpm, pb, pto)  # else about 70 KB per compile stays (jit_memory.py)
+
+
+def emit(tm: llvm.TargetMachine, mod: llvm.ModuleRef) -> bytes:
+    """`tm.emit_object(mod)`, without the global lock."""
+    with ffi.OutputString() as err:
+        buf = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
+        if not buf:
+            raise RuntimeError(str(err))
+    try:
+        return string_at(ffi.lib.LLVMPY_GetBufferStart(buf), ffi.lib.LLVMPY_GetBufferSize(buf))
+    finally:
+        ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
+
+
+def build_object(text: str, machines: ThreadMachines, speed_level: int = 2, vectorize=True,
+                 optimise_it=True, show=None) -> bytes:
+    """The object file of the IR `text`: parsed into a fresh context, verified, optimised (when
+    `optimise_it`), code generated. `show(module)`, if given, sees the optimised module."""
+    tm = machines.get()
+    context = llvm.create_context()
+    mod = None
+    try:
+        mod = parse(text, context)
+        mod.triple = tm.triple
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
+        if optimise_it:
+            optimise(mod, tm, speed_level, vectorize)
+        if show is not None:
+            show(mod)
+        return emit(tm, mod)
+    finally:
+        dispose(mod)
+        context.close()
