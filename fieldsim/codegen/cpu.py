@@ -24,6 +24,7 @@ import itertools
 import math
 import os
 import threading
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
 import llvmlite
@@ -132,6 +133,29 @@ class CpuBackend:
 
     # ---- compile ---------------------------------------------------------------------------------
     def compile(self, kernel: Kernel, rt) -> CpuProgram:
+        return self._build(*self._lower(kernel, rt), rt)
+
+    def compile_many(self, kernels: list[Kernel], rt) -> list:
+        """The programs of `kernels`, or for one that failed to build its exception (compiling
+        it again reports it): each lowered on the calling thread in turn (Python, which holds
+        the GIL), its LLVM work started on a compile thread as soon as its text is ready, so
+        the LLVM work of several runs in parallel and alongside the next one's lowering."""
+        pool = self.compile_pool()
+        jobs = []
+        for kernel in kernels:
+            try:
+                lowered = self._lower(kernel, rt)
+            except Exception as err:  # noqa: BLE001 - handed back to the caller, see above
+                jobs.append(err)
+                continue
+            jobs.append(pool.submit(self._build, *lowered, rt) if pool is not None
+                        else self._build(*lowered, rt))
+        futures.wait([job for job in jobs if isinstance(job, futures.Future)])
+        return [job.exception() or job.result() if isinstance(job, futures.Future) else job
+                for job in jobs]
+
+    def _lower(self, kernel: Kernel, rt):
+        """(LLVM IR text, its symbol, TaskInfo): the Python half of a compile."""
         # The symbol is named after the IR's content, not a compile counter, so the cache key
         # does not depend on compile order and a cached object always defines the symbols
         # looked up below. The same IR compiled twice shares one loaded object.
@@ -144,6 +168,11 @@ class CpuBackend:
         info.symbol = symbol
         for t in info.tasks:
             t.symbol = t.symbol.replace(placeholder, symbol)
+        return text, symbol, info
+
+    def _build(self, text: str, symbol: str, info, rt) -> CpuProgram:
+        """The lowered kernel optimised, code generated (or found in a cache) and loaded: the
+        LLVM half of a compile, safe to run on several threads at once."""
         with _llvm_lock:
             code = self.jit.get(symbol)
         if code is None:
@@ -151,7 +180,7 @@ class CpuBackend:
             with _llvm_lock:
                 code = self.jit.load(symbol, obj, [t.symbol for t in info.tasks])
         if not all(code.addresses):
-            raise FieldsimRuntimeError(f"kernel {kernel.name!r}: its compiled object lacks a task "
+            raise FieldsimRuntimeError(f"kernel {info.name!r}: its compiled object lacks a task "
                                        "function (an invalid compile cache entry?); run "
                                        "`python -m fieldsim cache clear`")
         return CpuProgram(info, code)

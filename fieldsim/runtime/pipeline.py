@@ -12,12 +12,12 @@ launch has. Errors reach the user without fieldsim's frames.
 from __future__ import annotations
 
 import time
-from concurrent import futures
 
 from fieldsim.ad.fwd_mode import tangent_program
 from fieldsim.ad.reverse import make_adjoint
 from fieldsim.checks.access_rules import kernel_check
 from fieldsim.errors import AccessRuleError, FieldsimError
+from fieldsim.ir.ir import walk
 from fieldsim.ir.passes.run import run_pass
 from fieldsim.lang import runtime
 from fieldsim.lang.kernel import CompiledKernel, rng_key_of
@@ -141,34 +141,33 @@ def _bind(kernel, rt, args, kwargs):
 
 
 def compile_adjoints(wanted, rt):
-    """Make the adjoints a Tape's backward is about to run, on the backend's compile threads
-    at once (the LLVM part of each runs in parallel: codegen.llvm_build), before any runs.
+    """Make the adjoints a Tape's backward is about to run, all before any runs, where the
+    backend compiles several at once (`compile_many`: their LLVM work in parallel).
     `wanted`: (specialisation, the argument values of one of its Tape launches) pairs. One
     whose access rules no Tape launch judged (a launch inside a `grad_replaced` unit) is
-    judged first with those values and not built if it breaks them; one that fails to build
-    is left unmade too: the replay, or the user's `kernel.grad()`, then judges and builds it
-    as always and reports the error where it is needed."""
-    todo = [(ck, values) for ck, values in wanted if ck.adjoint is None]
+    judged first with those values and not made if it breaks them; one that fails to build is
+    left unmade too: the replay, or the user's `kernel.grad()`, then judges and builds it as
+    always and reports the error where it is needed."""
     backend = rt.backend()
-    pool = backend.compile_pool() if len(todo) > 1 and hasattr(backend, "compile_pool") else None
-    if pool is None:  # one at a time: the replay makes each on first use
-        return
+    todo = [(ck, values) for ck, values in wanted if ck.adjoint is None]
+    if len(todo) < 2 or not hasattr(backend, "compile_many") or backend.compile_pool() is None:
+        return  # one at a time: the replay makes each on first use
     t0 = time.perf_counter()
-    # a job's failure stays in its future: the replay's own build reports it (see above)
-    futures.wait([pool.submit(_judge_and_build_adjoint, ck, values, rt) for ck, values in todo])
+    # the biggest first (by statement count): the last LLVM job to finish is then a small one
+    todo.sort(key=lambda job: -sum(1 for _ in walk(job[0].ir.body)))
+    made = []
+    for ck, values in todo:
+        try:
+            if not ck.checked:
+                kernel_check(ck).run(values)  # raises AccessRuleError: not made
+            made.append((ck, run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)))
+        except FieldsimError:
+            continue  # the replay reports it (see above)
+    programs = backend.compile_many([adj_ir for _, adj_ir in made], rt)
+    for (ck, adj_ir), program in zip(made, programs):
+        if ck.adjoint is None and not isinstance(program, BaseException):
+            ck.adjoint = (adj_ir, program)
     rt.stats["compile_s"] += time.perf_counter() - t0
-
-
-def _judge_and_build_adjoint(ck: CompiledKernel, values, rt):
-    if not ck.checked:
-        kernel_check(ck).run(values)  # raises AccessRuleError: nothing is built
-    _build_adjoint(ck, rt)
-
-
-def _build_adjoint(ck: CompiledKernel, rt):
-    if ck.adjoint is None:
-        adj_ir = run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)
-        ck.adjoint = (adj_ir, rt.backend().compile(adj_ir, rt))
 
 
 def adjoint_program(ck: CompiledKernel, rt):
@@ -176,6 +175,7 @@ def adjoint_program(ck: CompiledKernel, rt):
     access rules first (`kernel_check`)."""
     if ck.adjoint is None:
         t0 = time.perf_counter()
-        _build_adjoint(ck, rt)
+        adj_ir = run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)
+        ck.adjoint = (adj_ir, rt.backend().compile(adj_ir, rt))
         rt.stats["compile_s"] += time.perf_counter() - t0
     return ck.adjoint[1]
