@@ -42,9 +42,12 @@ class CaptureBackend(CpuBackend):
         self.irs.append(kernel)
         return super().compile(kernel, rt)
 
+    def compile_many(self, kernels, rt):  # a Tape's adjoints, made together
+        self.irs.extend(kernels)
+        return super().compile_many(kernels, rt)
+
 
 def capture_runtime(**init):
     rt = fs.init(arch=fs.cpu, **init)
     rt.device = CaptureBackend(rt)
     return rt
-
