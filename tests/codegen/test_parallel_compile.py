@@ -215,3 +215,42 @@ def test_chunk_runner_is_built_off_the_launch_and_kept_out_of_the_cache(tmp_path
     assert backend.mailbox is not None and backend.runner_object.done()
     np.testing.assert_array_equal(x.to_numpy(), 2)
     assert len(disk_cache.entries(str(tmp_path))) == 1  # the kernel's object only
+
+
+def test_an_adjoint_that_fails_to_build_fails_in_the_replay_as_before(monkeypatch):
+    """A build that fails on a compile thread makes nothing: the replay builds that adjoint
+    again and raises its error; the other adjoints were made together and are kept."""
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    x = fs.field(fs.f32, shape=16, needs_grad=True)
+    y = fs.field(fs.f32, shape=16, needs_grad=True)
+    loss = fs.field(fs.f32, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def double():
+        for i in x:
+            y[i] = 2.0 * x[i]
+
+    @fs.kernel
+    def total():
+        for i in y:
+            loss[None] += y[i]
+
+    real = cpu.CpuBackend._build
+
+    def broken(self, text, symbol, info, rt):
+        if info.name == "double.grad":
+            raise RuntimeError("LLVM says no")
+        return real(self, text, symbol, info, rt)
+    monkeypatch.setattr(cpu.CpuBackend, "_build", broken)
+    with pytest.raises(RuntimeError, match="LLVM says no"):
+        with fs.ad.Tape(loss=loss):
+            double()
+            total()
+    (total_ck,) = total._cache.values()
+    (double_ck,) = double._cache.values()
+    assert total_ck.adjoint is not None and double_ck.adjoint is None
+    monkeypatch.setattr(cpu.CpuBackend, "_build", real)
+    with fs.ad.Tape(loss=loss):
+        double()
+        total()
+    np.testing.assert_allclose(x.grad.to_numpy(), 2.0)
