@@ -17,8 +17,8 @@ three times summed over the program's kernels, of the whole first step's CPU tim
 then one run of the step), and per kernel. `--passes N` adds, from one extra run per tree,
 LLVM's own pass timing (`-time-passes`): the N costliest passes. CPU time of the calling
 thread: compiles run on it, except what runs on the backend's compile threads (the chunk
-runner, built at start-up; a Tape's adjoints), which the LLVM columns count and the whole step
-does not.
+runner, built beside the first compile; a Tape's adjoints), which the LLVM columns count and
+the whole step does not.
 """
 import argparse
 import json

@@ -110,10 +110,9 @@ class CpuBackend:
         self.threads = max(1, rt.num_threads)
         self.launcher = launch_common.Launcher(self)
         self.private = PrivateBuffers()  # per-chunk scatter copies (codegen.privatize)
-        # the chunk runner's machine code, built on a compile thread while the first kernel
-        # compiles (about 7 ms of LLVM code generation that no launch waits for)
-        pool = self.compile_pool()
-        self.runner_object = pool.submit(self._chunk_runner_object) if pool is not None else None
+        # the chunk runner's machine code: a job started on a compile thread by the first
+        # compile (about 7 ms of LLVM code generation that no launch waits for)
+        self.runner_object = None
 
     # ---- storage ---------------------------------------------------------------------------------
     def allocate(self, shape, dtype):
@@ -133,13 +132,22 @@ class CpuBackend:
 
     # ---- compile ---------------------------------------------------------------------------------
     def compile(self, kernel: Kernel, rt) -> CpuProgram:
+        self._start_runner()
         return self._build(*self._lower(kernel, rt), rt)
+
+    def _start_runner(self):
+        """Build the chunk runner on a compile thread, beside the first kernel's compile."""
+        if self.runner_object is None:
+            pool = self.compile_pool()
+            if pool is not None:
+                self.runner_object = pool.submit(self._chunk_runner_object)
 
     def compile_many(self, kernels: list[Kernel], rt) -> list:
         """The programs of `kernels`, or for one that failed to build its exception (compiling
         it again reports it): each lowered on the calling thread in turn (Python, which holds
         the GIL), its LLVM work started on a compile thread as soon as its text is ready, so
         the LLVM work of several runs in parallel and alongside the next one's lowering."""
+        self._start_runner()
         pool = self.compile_pool()
         jobs = []
         for kernel in kernels:
@@ -323,7 +331,7 @@ class CpuBackend:
     def _chunk_runner_object(self) -> bytes:
         """chunk_runner's machine code, loaded into the kernels' engines (a fresh engine cost
         14 ms). Not optimised: its hand-written IR gains nothing from it, and the optimiser
-        pipeline cost 13 of 19 ms. Built on a compile thread when the backend starts
+        pipeline cost 13 of 19 ms. Built on a compile thread beside the first compile
         (`runner_object`), so no launch waits for it, and so kept out of the disk cache
         (where it was an entry in every cache directory and a compile in every count)."""
         return build_object(chunk_runner.ir_text(self.triple), self.machines, optimise_it=False)
