@@ -160,7 +160,7 @@ def compile_adjoints(wanted, rt):
         try:
             if not ck.checked:
                 kernel_check(ck).run(values)  # raises AccessRuleError: not made
-            made.append((ck, run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)))
+            made.append((ck, _adjoint_ir(ck, rt)))
         except FieldsimError:
             continue  # the replay reports it (see above)
     programs = backend.compile_many([adj_ir for _, adj_ir in made], rt)
@@ -175,7 +175,12 @@ def adjoint_program(ck: CompiledKernel, rt):
     access rules first (`kernel_check`)."""
     if ck.adjoint is None:
         t0 = time.perf_counter()
-        adj_ir = run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)
+        adj_ir = _adjoint_ir(ck, rt)
         ck.adjoint = (adj_ir, rt.backend().compile(adj_ir, rt))
         rt.stats["compile_s"] += time.perf_counter() - t0
     return ck.adjoint[1]
+
+
+def _adjoint_ir(ck: CompiledKernel, rt):
+    """Reverse AD of a specialisation's IR (the access rules judged first by the caller)."""
+    return run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)

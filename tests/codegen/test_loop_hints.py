@@ -11,19 +11,7 @@ import re
 import numpy as np
 
 import fieldsim as fs
-from fieldsim.codegen import cpu, loopnest
-
-
-def _ir_texts(monkeypatch):
-    """The unoptimised (our lowering's) and optimised LLVM text of each kernel compiled."""
-    seen = []
-    real = cpu.CpuBackend._optimise_and_emit
-
-    def spy(self, ir_text):
-        seen.append(ir_text)
-        return real(self, ir_text)
-    monkeypatch.setattr(cpu.CpuBackend, "_optimise_and_emit", spy)
-    return seen
+from fieldsim.codegen import loopnest
 
 
 def _loop_ids(text):
@@ -32,7 +20,7 @@ def _loop_ids(text):
     return [int(m.group(1)) for m in found if m.group(1) == m.group(2)]
 
 
-def test_gather_loop_stays_scalar_and_affine_loop_vectorizes(monkeypatch, capfd):
+def test_gather_loop_stays_scalar_and_affine_loop_vectorizes(llvm_texts, monkeypatch, capfd):
     fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
     n = 4096
     src = fs.field(fs.f32, shape=n)
@@ -49,7 +37,7 @@ def test_gather_loop_stays_scalar_and_affine_loop_vectorizes(monkeypatch, capfd)
         for i in out:
             out[i] = src[i] * 3.0
 
-    texts = _ir_texts(monkeypatch)
+    texts = llvm_texts
     monkeypatch.setenv("FIELDSIM_PRINT_LLVM", "1")
     rng = np.random.default_rng(0)
     data = rng.standard_normal(n).astype(np.float32)
@@ -71,7 +59,7 @@ def test_gather_loop_stays_scalar_and_affine_loop_vectorizes(monkeypatch, capfd)
     assert re.search(r"<(8|16) x float>", optimised_scale) is not None
 
 
-def test_nest_with_row_loop_and_column_flush_hints(monkeypatch):
+def test_nest_with_row_loop_and_column_flush_hints(llvm_texts):
     # x.grad[j] (a column accumulator, flushed by a hinted loop) and rows[i] (a row one)
     fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
     n, m = 37, 300
@@ -85,7 +73,7 @@ def test_nest_with_row_loop_and_column_flush_hints(monkeypatch):
             rows[i] += w[i, j]
             cols[j] += 2.0 * w[i, j]
 
-    texts = _ir_texts(monkeypatch)
+    texts = llvm_texts
     wn = np.random.default_rng(1).integers(-8, 8, size=(n, m)).astype(np.float32)
     w.from_numpy(wn)
     sums()
@@ -139,7 +127,7 @@ def test_data_indexed_follows_locals(monkeypatch):
     assert verdicts == [False, True, False]
 
 
-def test_store_under_if_stays_scalar_and_is_right(monkeypatch):
+def test_store_under_if_stays_scalar_and_is_right(llvm_texts):
     # mpm88's update_grid: a guarded store vectorizes into masked stores that ran slower
     fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
     n = 4096
@@ -157,7 +145,7 @@ def test_store_under_if_stays_scalar_and_is_right(monkeypatch):
         for i in m:
             v[i] = v[i] * 2.0
 
-    texts = _ir_texts(monkeypatch)
+    texts = llvm_texts
     rng = np.random.default_rng(2)
     mn = rng.integers(-2, 3, size=n).astype(np.float32)
     vn = rng.standard_normal(n).astype(np.float32)

@@ -21,16 +21,9 @@ from fieldsim.errors import AccessRuleError
 from fieldsim.runtime import pipeline
 
 
-def _ir_texts(monkeypatch):
-    """The LLVM IR texts of a few kernels (a scatter, a nest, a reduction) as the CPU backend
-    hands them to LLVM."""
-    texts = []
-    real = cpu.CpuBackend._optimise_and_emit
-
-    def spy(self, text):
-        texts.append(text)
-        return real(self, text)
-    monkeypatch.setattr(cpu.CpuBackend, "_optimise_and_emit", spy)
+def _compile_some(texts):
+    """Compile a few kernels (a scatter, a nest, a reduction and an adjoint); `texts` (the
+    llvm_texts fixture) then holds their LLVM IR as the CPU backend hands it to LLVM."""
     fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
     n = 64
     x = fs.field(fs.f32, shape=n, needs_grad=True)
@@ -59,12 +52,11 @@ def _ir_texts(monkeypatch):
     reduce()
     total.grad[None] = 1.0
     reduce.grad()
-    monkeypatch.setattr(cpu.CpuBackend, "_optimise_and_emit", real)
-    return texts
+    return list(texts)
 
 
-def test_objects_built_on_two_threads_equal_serial_ones(monkeypatch):
-    texts = _ir_texts(monkeypatch)
+def test_objects_built_on_two_threads_equal_serial_ones(llvm_texts):
+    texts = _compile_some(llvm_texts)
     assert len(texts) >= 4
     machines = fs.lang.runtime.get().backend().machines
     serial = [llvm_build.build_object(t, machines) for t in texts]
@@ -244,10 +236,9 @@ def test_an_adjoint_that_fails_to_build_fails_in_the_replay_as_before(monkeypatc
             raise RuntimeError("LLVM says no")
         return real(self, text, symbol, info, rt)
     monkeypatch.setattr(cpu.CpuBackend, "_build", broken)
-    with pytest.raises(RuntimeError, match="LLVM says no"):
-        with fs.ad.Tape(loss=loss):
-            double()
-            total()
+    with pytest.raises(RuntimeError, match="LLVM says no"), fs.ad.Tape(loss=loss):
+        double()
+        total()
     (total_ck,) = total._cache.values()
     (double_ck,) = double._cache.values()
     assert total_ck.adjoint is not None and double_ck.adjoint is None
@@ -256,6 +247,14 @@ def test_an_adjoint_that_fails_to_build_fails_in_the_replay_as_before(monkeypatc
         double()
         total()
     np.testing.assert_allclose(x.grad.to_numpy(), 2.0)
+
+
+def _sine_term(m, x, loss):
+    @fs.kernel
+    def term():
+        for i in x:
+            loss[None] += fs.sin(m * x[i])
+    return term
 
 
 def test_many_adjoints_made_together_over_several_inits():
@@ -269,13 +268,7 @@ def test_many_adjoints_made_together_over_several_inits():
         loss = fs.field(fs.f64, shape=(), needs_grad=True)
         x.from_numpy(xs)
 
-        def make(m):
-            @fs.kernel
-            def term():
-                for i in x:
-                    loss[None] += fs.sin(m * x[i])
-            return term
-        terms = [make(float(m)) for m in range(1, kinds + 1)]
+        terms = [_sine_term(float(m), x, loss) for m in range(1, kinds + 1)]
         with fs.ad.Tape(loss=loss):
             for term in terms:
                 term()
