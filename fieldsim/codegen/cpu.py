@@ -80,6 +80,10 @@ def _init_llvm():
         # builds run no faster (g2p.grad 7% faster without). Loop reductions are the loop
         # vectorizer's, which this leaves alone.
         llvm.set_option("fieldsim", "-slp-vectorize-hor=false")
+        # No loop strength reduction in code generation: 10-35% of the emit time of a
+        # kernel (gravity's adjoint 14.7 -> 11.1 ms), and no warm program ran slower without
+        # it (BENCHMARKS.md "LLVM options").
+        llvm.set_option("fieldsim", "-disable-lsr")
         _initialised.append(True)
 
 
