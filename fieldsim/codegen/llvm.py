@@ -20,7 +20,8 @@ from llvmlite import ir as L
 
 from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import owned_atomics
-from fieldsim.codegen.llvm_nest import NestLowering
+from fieldsim.codegen.fill_loops import fill_plan
+from fieldsim.codegen.llvm_nest import NestLowering, nbytes
 from fieldsim.codegen.loop_hints import SCALAR, VECTOR, LoopHints
 from fieldsim.codegen.loopnest import data_indexed, guarded_store, if_convertible, loop_range, ndrange_split
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
@@ -299,6 +300,10 @@ class TaskLowering(NestLowering):
         kind = VECTOR
         if s.attr.parallel:
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
+            fill = fill_plan(s) if isinstance(step, L.Constant) and step.constant == 1 else None
+            if fill is not None:
+                self.fill_chunk(fill, lo, hi)
+                return
             # gathers/scatters: vectorizing costs compile time and gains nothing (loop_hints)
             scalar = data_indexed(s, {id(p) for p in self.cg.prologue}) or guarded_store(s)
             kind = SCALAR if scalar else VECTOR
@@ -315,6 +320,18 @@ class TaskLowering(NestLowering):
                           kind=kind)
         self.ranges = {}
         self.flush_reductions()
+
+    def fill_chunk(self, fill, lo, hi):
+        """The chunk [lo, hi) of a loop that only zeroes whole fields: a memset per field
+        (codegen.fill_loops)."""
+        b = self.b
+        count = b.sub(hi, lo)
+        count = b.select(b.icmp_signed(">", count, L.Constant(I64, 0)), count, L.Constant(I64, 0))
+        for field, per_element in fill.fields:
+            ty = ll_type(field.dtype)
+            k = L.Constant(I64, per_element)
+            start = b.gep(self.field_ptr(field), [b.mul(lo, k)], source_etype=ty)
+            self.memset_zero(start, b.mul(count, L.Constant(I64, per_element * nbytes(ty))))
 
     def privatize(self, task: Stmt):
         """Point each pure-scatter field at this chunk's copy (the field itself when the launch

@@ -31,7 +31,7 @@ from fieldsim.ir.ir import Op, Stmt, walk
 I1, I8, I64 = L.IntType(1), L.IntType(8), L.IntType(64)
 
 
-def _nbytes(ty) -> int:
+def nbytes(ty) -> int:
     if isinstance(ty, L.IntType):
         return max(1, ty.width // 8)
     return {"half": 2, "float": 4, "double": 8}[str(ty)]
@@ -70,7 +70,7 @@ class NestLowering:
                                         name="nest_acc")
             self.nest_acc[id(st)] = (kinds[id(st)], slot, ty)
             if st in cols:  # +0.0 (all bits zero) in every lane: nothing to flush yet
-                self.memset_zero(slot, c * _nbytes(ty))
+                self.memset_zero(slot, c * nbytes(ty))
         q_lo = b.sdiv(lo, cc)  # lo >= 0 (ndrange_split checked the begin)
         q_hi = b.sdiv(b.add(hi, L.Constant(I64, c - 1)), cc)
 
@@ -203,7 +203,7 @@ class NestLowering:
         again from `env` (q or r values); skipped when the total's bits are all zero."""
         b = self.b
         bits = total if isinstance(total.type, L.IntType) else \
-            b.bitcast(total, L.IntType(_nbytes(total.type) * 8))
+            b.bitcast(total, L.IntType(nbytes(total.type) * 8))
         with b.if_then(b.icmp_unsigned("!=", bits, L.Constant(bits.type, 0))):
             saved = {id(ix): self.vals.get(id(ix)) for ix in st.indices}
             for ix in st.indices:
@@ -252,6 +252,8 @@ class NestLowering:
                 self.vals[k] = old
         return v
 
-    def memset_zero(self, ptr, nbytes: int):
+    def memset_zero(self, ptr, count):
+        """Zero `count` (an int, or an i64 value) bytes at `ptr`."""
         fn = self.cg.module.declare_intrinsic("llvm.memset", [L.PointerType(), I64])
-        self.b.call(fn, [ptr, L.Constant(I8, 0), L.Constant(I64, nbytes), L.Constant(I1, 0)])
+        size = L.Constant(I64, count) if isinstance(count, int) else count
+        self.b.call(fn, [ptr, L.Constant(I8, 0), size, L.Constant(I1, 0)])
