@@ -1,6 +1,6 @@
 """Fill loops (codegen/fill_loops.py): parallel loops that only zero whole fields become memsets.
 
-Checks: clears of scalar, vector and matrix fields over 1-3 axes, float and int, on one and two
+Checks: clears of scalar, vector and matrix fields over 1-3 axes, of 1- to 8-byte types, on one and two
 threads, zero every element and touch no other field, and reach LLVM as memsets with no loop;
 loops that look alike but must not be one memset (a component left unwritten, -0.0, a non-zero
 value, part of a field, an offset field, a transposed index) keep their exact meaning; a
@@ -176,3 +176,22 @@ def test_fill_plan_refuses_a_loop_that_does_anything_else(monkeypatch):
     clear_both()
     assert plans[0] is None
     assert [(f, k) for f, k in plans[1].fields] == [(a, 1), (b, 1)]
+
+
+@pytest.mark.parametrize("dtype", [fs.u8, fs.i64, fs.f16, fs.u1])
+def test_clear_of_narrow_and_wide_types(llvm_texts, dtype):
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    f = fs.Vector.field(3, dtype, shape=(33, 17))
+    keep = fs.field(dtype, shape=(33, 17))
+
+    @fs.kernel
+    def clear():
+        for i, j in f:
+            f[i, j] = fs.Vector([0, 0, 0], dt=dtype)
+
+    ones = np.ones(f.to_numpy().shape).astype(f.to_numpy().dtype)
+    f.from_numpy(ones)
+    keep.from_numpy(np.ones(keep.to_numpy().shape).astype(keep.to_numpy().dtype))
+    clear()
+    assert not f.to_numpy().any() and keep.to_numpy().all()
+    assert _is_fill(llvm_texts[-1])
