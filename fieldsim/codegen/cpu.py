@@ -82,7 +82,7 @@ def _init_llvm():
         llvm.set_option("fieldsim", "-slp-vectorize-hor=false")
         # No loop strength reduction in code generation: 10-35% of the emit time of a
         # kernel (gravity's adjoint 14.7 -> 11.1 ms), and no warm program ran slower without
-        # it (BENCHMARKS.md "LLVM options").
+        # it (BENCHMARKS.md "LLVM options and fill loops").
         llvm.set_option("fieldsim", "-disable-lsr")
         _initialised.append(True)
 
