@@ -9,8 +9,8 @@ field's storage (K: components per element) to zero and do nothing else, so the 
 emits one `memset` per field and chunk instead of a loop.
 
 Why: every MPM substep clears its grid, and a vectorized clear loop costs 10-20 ms of LLVM
-optimisation and code generation (issue #13, BENCHMARKS.md "LLVM options and fill loops"); a memset costs
-nothing to compile and runs at least as fast.
+optimisation and code generation (issue #13, BENCHMARKS.md "LLVM options and fill loops"); a
+memset costs nothing to compile and runs at least as fast.
 
 Guarantees: a `Fill` is returned only where this holds: each loop-derived index `t` of a field
 of storage shape `S` (the first `d` axes spanning the loop, `prod(S[:d]) == N`) is proven to be
