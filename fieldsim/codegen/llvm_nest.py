@@ -23,6 +23,7 @@ from fieldsim.codegen.loop_hints import SCALAR, VECTOR
 from fieldsim.codegen.loopnest import (
     NdSplit,
     nest_accumulators,
+    row_bound,
     speculable_loads,
     written_fields,
 )
@@ -71,6 +72,7 @@ class NestLowering:
             self.nest_acc[id(st)] = (kinds[id(st)], slot, ty)
             if st in cols:  # +0.0 (all bits zero) in every lane: nothing to flush yet
                 self.memset_zero(slot, c * nbytes(ty))
+        triangle = row_bound(s, split)
         q_lo = b.sdiv(lo, cc)  # lo >= 0 (ndrange_split checked the begin)
         q_hi = b.sdiv(b.add(hi, L.Constant(I64, c - 1)), cc)
 
@@ -83,10 +85,7 @@ class NestLowering:
             for st in rows:
                 _, slot, ty = self.nest_acc[id(st)]
                 b.store(L.Constant(ty, 0), slot)
-            r_lo = b.sub(lo, base)
-            r_lo = b.select(b.icmp_signed("<", r_lo, L.Constant(I64, 0)), L.Constant(I64, 0), r_lo)
-            r_hi = b.sub(hi, base)
-            r_hi = b.select(b.icmp_signed("<", r_hi, cc), r_hi, cc)
+            r_lo, r_hi = self.row_columns(lo, hi, base, q, c, triangle)
             # the inner index in the loop's own type: r < c fits, and index arithmetic
             # (sext to i64 for addresses) stays affine for the vectorizer
             self.plain_loop(self.cast_int(r_lo, ity), self.cast_int(r_hi, ity),
@@ -99,6 +98,23 @@ class NestLowering:
         if cols:
             self.flush_columns(cols, split, ity)
         self.ranges = {}
+
+    def row_columns(self, lo, hi, base, q, c: int, triangle):
+        """[r_lo, r_hi): the columns of row q (starting at lin = base) inside the chunk
+        [lo, hi), and, in a triangular nest (loopnest.row_bound), where its `if` holds."""
+        b, zero, cc = self.b, L.Constant(I64, 0), L.Constant(I64, c)
+        r_lo = b.sub(lo, base)
+        r_lo = b.select(b.icmp_signed("<", r_lo, zero), zero, r_lo)
+        r_hi = b.sub(hi, base)
+        r_hi = b.select(b.icmp_signed("<", r_hi, cc), r_hi, cc)
+        if triangle is not None:
+            side, delta = triangle
+            edge = b.add(q, L.Constant(I64, delta))
+            if side == "lo":
+                r_lo = b.select(b.icmp_signed("<", r_lo, edge), edge, r_lo)
+            else:
+                r_hi = b.select(b.icmp_signed("<", edge, r_hi), edge, r_hi)
+        return r_lo, r_hi
 
     def cell(self, s: Stmt, split: NdSplit, qv, base, r, ity):
         """One iteration of a nested ndrange loop: the body at lin = q*c + r."""

@@ -303,3 +303,35 @@ def guarded_store(loop: Stmt) -> bool:
         for block in st.blocks:
             stack.extend((inner, guarded or st.op == Op.IF) for inner in block)
     return False
+
+
+# r >= q + delta ("lo") or r < q + delta ("hi") for `q <op> r`; `r <op> q` uses the mirror op
+_ROW_BOUND = {Op.LT: ("lo", 1), Op.LE: ("lo", 0), Op.GT: ("hi", 0), Op.GE: ("hi", 1)}
+_MIRROR = {Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}
+
+
+def row_bound(loop: Stmt, split: NdSplit):
+    """A triangular nest's bound on r, or None: when the body does nothing outside `if`s
+    without `else` on one comparison of q's index with r's (as `for i, j in ndrange(n, n):
+    if i < j:` lowers to), the iterations where it is false do nothing, and each row runs
+    only r >= q + delta ("lo", delta) or r < q + delta ("hi", delta). Locals declared in the
+    body, constants and the index recovery are allowed outside those `if`s."""
+    cond, ifs = None, 0
+    for st in loop.body:
+        if st.op == Op.IF:
+            if cond is None:
+                cond = st.args[0]
+            if st.args[0] is not cond or st.blocks[1]:
+                return None
+            ifs += 1
+        elif st.op not in (Op.ALLOCA, Op.CONST, Op.FLOORDIV, Op.MOD, *_ROW_BOUND):
+            return None
+    if not ifs or cond.op not in _ROW_BOUND:
+        return None
+    a, b = cond.args
+    uses = split.uses
+    if uses.get(id(a)) == ("q", 1) and uses.get(id(b)) == ("r", 1):
+        return _ROW_BOUND[cond.op]
+    if uses.get(id(a)) == ("r", 1) and uses.get(id(b)) == ("q", 1):
+        return _ROW_BOUND[_MIRROR[cond.op]]
+    return None
