@@ -15,8 +15,9 @@ threads, default all):
   kernel profiler; its FLOPs and bytes per launch counted from its IR: each float arithmetic
   statement one FLOP (a transcendental too), each field load/store its element size, an
   atomic both, times the trip counts of the loops around it (both branches of an `if`
-  counted: an upper bound). Memory bytes are those access bytes, except for a kernel whose
-  fields fit in 4 MiB (they stay in cache): their footprint. A kernel whose loop bounds depend
+  counted: an upper bound; the columns a triangular nest skips are not counted). Memory
+  bytes are those access bytes, except for a kernel whose fields fit in 4 MiB (they stay in
+  cache): their footprint. A kernel whose loop bounds depend
   on arguments gets no count.
 
 Reported per kernel: time per launch, GFLOP/s, GB/s, arithmetic intensity, the roofline bound
@@ -41,6 +42,7 @@ sys.path.insert(0, HERE)
 from checker_cost import timed
 
 import fieldsim as ti
+from fieldsim.codegen.loopnest import ndrange_split, row_bound
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.opdefs import Op
 
@@ -111,6 +113,7 @@ def counts(block, mult=1.0):
             trips = trip_count(s, ())
             if trips is None:
                 return None
+            trips = executed_trips(s, trips)
             inner = counts(s.body, mult * trips)
             if inner is None:
                 return None
@@ -134,6 +137,20 @@ def counts(block, mult=1.0):
             atomic += 2 * mult * size
             flops += mult if field.dtype.is_float else 0
     return flops, nbytes, atomic
+
+
+def executed_trips(loop, trips: int) -> int:
+    """The iterations of a loop that run: all, except in a triangular nest
+    (fieldsim.codegen.loopnest.row_bound), whose rows skip the columns where its `if` is false."""
+    split = ndrange_split(loop) if loop.attr.parallel else None
+    bound = row_bound(loop, split) if split is not None else None
+    if bound is None:
+        return trips
+    side, delta = bound
+    c = split.c
+    if side == "lo":
+        return sum(max(0, c - max(0, q + delta)) for q in range(trips // c))
+    return sum(max(0, min(c, q + delta)) for q in range(trips // c))
 
 
 CACHED = 4 << 20  # a kernel whose fields fit in this many bytes is counted as reading them once
