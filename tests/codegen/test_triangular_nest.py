@@ -32,21 +32,14 @@ def bounds(monkeypatch):
 
 
 def _kernel(op, mirrored, out, rows):
-    cmp = OPS[op]
-    if mirrored:
-        @fs.kernel
-        def k():
-            for i, j in out:
-                if fs.static(cmp)(j, i):
-                    out[i, j] = 1
-                    rows[i] += 1
-    else:
-        @fs.kernel
-        def k():
-            for i, j in out:
-                if fs.static(cmp)(i, j):
-                    out[i, j] = 1
-                    rows[i] += 1
+    cmp = (lambda a, b: OPS[op](b, a)) if mirrored else OPS[op]
+
+    @fs.kernel
+    def k():
+        for i, j in out:
+            if fs.static(cmp)(i, j):
+                out[i, j] = 1
+                rows[i] += 1
     return k
 
 
