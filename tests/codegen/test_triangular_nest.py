@@ -48,7 +48,7 @@ def _kernel(op, mirrored, out, rows):
 @pytest.mark.parametrize("op", list(OPS))
 def test_each_comparison_runs_exactly_its_triangle(bounds, op, mirrored, threads):
     fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=threads)
-    n, m = 150, 211
+    n, m = 700, 900  # big enough that two threads split the rows into chunks
     out = fs.field(fs.i32, shape=(n, m))
     rows = fs.field(fs.i32, shape=n)
     _kernel(op, mirrored, out, rows)()
