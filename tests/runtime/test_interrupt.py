@@ -14,9 +14,11 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CHILD = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
     import numpy as np
     import fieldsim as fs
+    # a shell starts background jobs with SIGINT ignored; the test needs Python's usual handler
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=4)
     x = fs.field(fs.f32, shape=1 << 20)
 
