@@ -36,7 +36,7 @@ from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.jit_memory import EngineSlabs
 from fieldsim.codegen.llvm import CTX_PRIV, Target, TaskInfo, lower_kernel
-from fieldsim.codegen.llvm_build import ThreadMachines, build_object
+from fieldsim.codegen.llvm_build import ThreadMachines, build_object, warm_up
 from fieldsim.codegen.privatize import NO_RUN, PrivateBuffers
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
@@ -114,9 +114,11 @@ class CpuBackend:
         self.threads = max(1, rt.num_threads)
         self.launcher = launch_common.Launcher(self)
         self.private = PrivateBuffers()  # per-chunk scatter copies (codegen.privatize)
-        # the chunk runner's machine code: a job started on a compile thread by the first
-        # compile (about 7 ms of LLVM code generation that no launch waits for)
+        # the chunk runner's machine code: a job started on a compile thread now, while the
+        # program sets up its fields (about 14 ms of LLVM's first code generation, which no
+        # launch waits for: until it is done, launches use the Python chunk loop)
         self.runner_object = None
+        self._start_runner()
 
     # ---- storage ---------------------------------------------------------------------------------
     def allocate(self, shape, dtype):
@@ -140,7 +142,8 @@ class CpuBackend:
         return self._build(*self._lower(kernel, rt), rt)
 
     def _start_runner(self):
-        """Build the chunk runner on a compile thread, beside the first kernel's compile."""
+        """Build the chunk runner on a compile thread, then warm LLVM's optimiser up
+        (llvm_build.warm_up), so that the first kernel's compile pays neither."""
         if self.runner_object is None:
             pool = self.compile_pool()
             if pool is not None:
@@ -319,6 +322,8 @@ class CpuBackend:
     def _run_native(self, fn, ctx_ptr, chunks, helpers):
         if self.mailbox is None:
             job = self.runner_object
+            if job is not None and not job.done():
+                return False  # the Python chunk loop until it is built: no launch waits for it
             obj = job.result() if job is not None else self._chunk_runner_object()
             with _llvm_lock:
                 code = self.jit.load("fs_chunk_runner", obj, chunk_runner.SYMBOLS)
@@ -335,10 +340,12 @@ class CpuBackend:
     def _chunk_runner_object(self) -> bytes:
         """chunk_runner's machine code, loaded into the kernels' engines (a fresh engine cost
         14 ms). Not optimised: its hand-written IR gains nothing from it, and the optimiser
-        pipeline cost 13 of 19 ms. Built on a compile thread beside the first compile
+        pipeline cost 13 of 19 ms. Built on a compile thread from the backend's start
         (`runner_object`), so no launch waits for it, and so kept out of the disk cache
         (where it was an entry in every cache directory and a compile in every count)."""
-        return build_object(chunk_runner.ir_text(self.triple), self.machines, optimise_it=False)
+        obj = build_object(chunk_runner.ir_text(self.triple), self.machines, optimise_it=False)
+        warm_up(self.machines)
+        return obj
 
     def _copies(self, task, ctx_ptr, chunks, slots):
         """The scatter copies of a launch split into `chunks` (NO_RUN: none needed)."""
@@ -418,3 +425,4 @@ def _block_cost(block) -> float:
 def safe_symbol(name: str) -> str:
     """A kernel name as an LLVM symbol fragment (the backends add a prefix and a counter)."""
     return "".join(c if c.isalnum() else "_" for c in name)[:40]
+

@@ -1,9 +1,11 @@
 """Native chunk scheduling (fieldsim.codegen.chunk_runner): split launches without per-chunk
 Python work take chunks from a mailbox in native code. Checked: every element of many
 back-to-back launches is written exactly once (counts against NumPy), launches from two
-Python threads at once (one takes the Python chunk loop) give exact results, and the
-launches went through the mailbox."""
+Python threads at once (one takes the Python chunk loop) give exact results, the
+launches went through the mailbox, and launches made while the runner is still being built
+(on a compile thread from fs.init on) take the Python chunk loop instead of waiting."""
 import threading
+from concurrent.futures import Future
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ def threaded(monkeypatch):
     fs.init(arch=fs.cpu, default_fp=fs.f32, default_ip=fs.i32, cpu_max_num_threads=2)
     monkeypatch.setattr(cpu, "SMALL_LAUNCH", 0)
     monkeypatch.setattr(cpu, "SMALL_WORK", 0)
+    _backend().runner_object.result()  # the runner is built: launches use the mailbox
 
 
 def _backend():
@@ -102,3 +105,25 @@ def test_back_to_back_jobs_of_different_kernels_and_chunk_counts(threaded, monke
         bump_large()
     np.testing.assert_array_equal(hits_s.to_numpy(), np.full(small, rounds, np.int32))
     np.testing.assert_array_equal(hits_l.to_numpy(), np.full(large, rounds, np.int32))
+
+
+def test_launches_do_not_wait_for_the_runner(threaded):
+    n = 10_007
+    hits = fs.field(fs.i32, shape=n, name="hits")
+
+    @fs.kernel
+    def bump():
+        for i in hits:
+            hits[i] += 1
+
+    be = _backend()
+    built = be.runner_object
+    be.runner_object = Future()  # a build still running
+    for _ in range(50):
+        bump()  # would wait forever if a launch waited for the build
+    assert be.mailbox is None
+    be.runner_object.set_result(built.result())  # the build finishes
+    for _ in range(50):
+        bump()
+    assert be.mailbox is not None and be.mailbox.words[0] >= 50
+    np.testing.assert_array_equal(hits.to_numpy(), np.full(n, 100, np.int32))
