@@ -146,7 +146,7 @@ def executed_trips(loop, trips: int) -> int:
     bound = row_bound(loop, split) if split is not None else None
     if bound is None:
         return trips
-    side, delta = bound
+    side, delta = bound.side, bound.delta
     c = split.c
     if side == "lo":
         return sum(max(0, c - max(0, q + delta)) for q in range(trips // c))

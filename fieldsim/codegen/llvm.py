@@ -22,8 +22,15 @@ from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import owned_atomics
 from fieldsim.codegen.fill_loops import fill_plan
 from fieldsim.codegen.llvm_nest import NestLowering, nbytes
-from fieldsim.codegen.loop_hints import SCALAR, VECTOR, LoopHints
-from fieldsim.codegen.loopnest import data_indexed, guarded_store, if_convertible, loop_range, ndrange_split
+from fieldsim.codegen.loop_hints import LANES, SCALAR, VECTOR, LoopHints
+from fieldsim.codegen.loopnest import (
+    data_indexed,
+    guarded_store,
+    if_convertible,
+    long_latency,
+    loop_range,
+    ndrange_split,
+)
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
@@ -198,6 +205,7 @@ class TaskLowering(NestLowering):
         self.ranges: dict = {}  # index ranges known in a nested ndrange loop (loopnest)
         self.written: set | None = None  # ids of the fields the task writes (made on demand)
         self.pred = None  # i1: the predicate of if-converted code (None: not predicated)
+        self.holds = frozenset()  # ids of conditions true wherever the code now lowered runs
         self.pred_locals: set = set()  # ids of allocas made inside if-converted code
         self.nest_acc: dict = {}  # id(atomic) -> a nest's row/column accumulator (llvm_nest)
         self.nest_r = None  # the current r of a nest (i64), indexing column accumulators
@@ -306,7 +314,7 @@ class TaskLowering(NestLowering):
                 return
             # gathers/scatters: vectorizing costs compile time and gains nothing (loop_hints)
             scalar = data_indexed(s, {id(p) for p in self.cg.prologue}) or guarded_store(s)
-            kind = SCALAR if scalar else VECTOR
+            kind = SCALAR if scalar else LANES if long_latency(s) else VECTOR
             split = ndrange_split(s)
             if split is not None and isinstance(step, L.Constant) and step.constant == 1:
                 self.nested_for(s, lo, hi, split, kind)
@@ -420,6 +428,8 @@ class TaskLowering(NestLowering):
 
     def op_if(self, s: Stmt):
         b = self.b
+        if id(s.args[0]) in self.holds:
+            return self.block(s.blocks[0])
         if self.pred is not None:
             return self.predicated_if(s)
         if self.ranges and not self.cg.debug:

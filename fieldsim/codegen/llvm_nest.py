@@ -94,7 +94,10 @@ class NestLowering:
             for st in rows:
                 _, slot, ty = self.nest_acc[id(st)]
                 self.flush_one(st, self.b.load(slot, typ=ty), env)
+        # a trimmed row runs only columns where the triangle's `if` holds: no test left in them
+        self.holds = frozenset() if triangle is None else frozenset({id(triangle.cond)})
         self.plain_loop(q_lo, q_hi, row, SCALAR)  # not innermost: nothing to vectorize
+        self.holds = frozenset()
         if cols:
             self.flush_columns(cols, split, ity)
         self.ranges = {}
@@ -108,7 +111,7 @@ class NestLowering:
         r_hi = b.sub(hi, base)
         r_hi = b.select(b.icmp_signed("<", r_hi, cc), r_hi, cc)
         if triangle is not None:
-            side, delta = triangle
+            side, delta = triangle.side, triangle.delta
             edge = b.add(q, L.Constant(I64, delta))
             if side == "lo":
                 r_lo = b.select(b.icmp_signed("<", r_lo, edge), edge, r_lo)

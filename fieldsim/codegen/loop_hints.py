@@ -11,6 +11,9 @@ distinct, self-referencing loop id (LLVM's format) carrying:
   16-lane gathers, which runs no faster than the scalar loop and costs 45 ms of compile time),
   and parallel loops that store to a field under an `if` (masked stores: mpm88's update_grid
   ran 36 us vectorized, 23 us scalar).
+* `LANES`: `llvm.loop.interleave.count 1`: vectorized as LLVM's cost model decides, one
+  group of lanes per iteration. For bodies with a division, square root or transcendental
+  (loopnest.long_latency), where interleaving only adds code.
 * `VECTOR`: nothing (LLVM's cost model decides, as before).
 
 Guarantees: hints change the speed of the code only, never its results; the IR text (which
@@ -21,7 +24,7 @@ from __future__ import annotations
 from llvmlite import ir as L
 from llvmlite.ir.values import MDValue
 
-SCALAR, VECTOR = "scalar", "vector"
+SCALAR, LANES, VECTOR = "scalar", "lanes", "vector"
 
 
 class _LoopID(MDValue):
@@ -37,19 +40,22 @@ class LoopHints:
 
     def __init__(self, module: L.Module):
         self.module = module
-        self._scalar = None
+        self._hints = {}  # kind -> its metadata nodes, made at first use
 
     def mark(self, backedge, kind: str):
         """Attach `kind`'s hints to a loop's back-edge branch (VECTOR: none)."""
         if kind == VECTOR:
             return backedge
         m = self.module
-        if self._scalar is None:
-            self._scalar = [
+        if kind not in self._hints:
+            self._hints[kind] = [
                 m.add_metadata([L.MetaDataString(m, "llvm.loop.vectorize.enable"),
                                 L.Constant(L.IntType(1), 0)]),
                 m.add_metadata([L.MetaDataString(m, "llvm.loop.unroll.disable")]),
+            ] if kind == SCALAR else [
+                m.add_metadata([L.MetaDataString(m, "llvm.loop.interleave.count"),
+                                L.Constant(L.IntType(32), 1)]),
             ]
-        loop_id = _LoopID(m, self._scalar, name=str(len(m.metadata)))
+        loop_id = _LoopID(m, self._hints[kind], name=str(len(m.metadata)))
         backedge.set_metadata("llvm.loop", loop_id)
         return backedge

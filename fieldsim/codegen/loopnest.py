@@ -27,6 +27,7 @@ loop's own value is still `lin = q*c + r`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fieldsim.ir.ir import GLOBAL_ACCESS, GLOBAL_READ, GLOBAL_WRITE, PURE, Op, Stmt, walk
 from fieldsim.lang.ndarray import is_slot
@@ -305,6 +306,26 @@ def guarded_store(loop: Stmt) -> bool:
     return False
 
 
+# float operations that take many cycles per vector on the divide/square-root unit or as a call
+_LONG_LATENCY = frozenset({Op.DIV, Op.SQRT, Op.POW, Op.EXP, Op.LOG, Op.SIN, Op.COS, Op.TAN,
+                           Op.ASIN, Op.ACOS, Op.ATAN, Op.ATAN2, Op.TANH})
+
+
+def long_latency(loop: Stmt) -> bool:
+    """Whether the loop's body has a float division, square root or transcendental. Such a
+    body keeps the slow unit busy on one vector of lanes; interleaving several (LLVM's
+    default for a reduction) adds code and compile time, not speed (gravity's pair energy:
+    4 interleaved 16-lane groups ran no faster than one), so the code generator asks for one
+    (loop_hints.LANES)."""
+    return any(st.op in _LONG_LATENCY and st.dtype.is_float for st in walk(loop.body))
+
+
+class RowBound(NamedTuple):
+    side: str  # "lo": each row runs r >= q + delta; "hi": r < q + delta
+    delta: int
+    cond: Stmt  # the comparison every `if` of the body tests: true on every column that runs
+
+
 # r >= q + delta ("lo") or r < q + delta ("hi") for `q <op> r`; `r <op> q` uses the mirror op
 _ROW_BOUND = {Op.LT: ("lo", 1), Op.LE: ("lo", 0), Op.GT: ("hi", 0), Op.GE: ("hi", 1)}
 _MIRROR = {Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}
@@ -314,8 +335,8 @@ def row_bound(loop: Stmt, split: NdSplit):
     """A triangular nest's bound on r, or None: when the body does nothing outside `if`s
     without `else` on one comparison of q's index with r's (as `for i, j in ndrange(n, n):
     if i < j:` lowers to), the iterations where it is false do nothing, and each row runs
-    only r >= q + delta ("lo", delta) or r < q + delta ("hi", delta). Locals declared in the
-    body, constants and the index recovery are allowed outside those `if`s."""
+    only r >= q + delta (side "lo") or r < q + delta ("hi"), where `cond` holds. Locals
+    declared in the body, constants and the index recovery are allowed outside those `if`s."""
     cond, ifs = None, 0
     for st in loop.body:
         if st.op == Op.IF:
@@ -331,7 +352,7 @@ def row_bound(loop: Stmt, split: NdSplit):
     a, b = cond.args
     uses = split.uses
     if uses.get(id(a)) == ("q", 1) and uses.get(id(b)) == ("r", 1):
-        return _ROW_BOUND[cond.op]
+        return RowBound(*_ROW_BOUND[cond.op], cond)
     if uses.get(id(a)) == ("r", 1) and uses.get(id(b)) == ("q", 1):
-        return _ROW_BOUND[_MIRROR[cond.op]]
+        return RowBound(*_ROW_BOUND[_MIRROR[cond.op]], cond)
     return None

@@ -4,7 +4,10 @@ Checks: a parallel loop that reads a field at data-dependent elements (a gather)
 `llvm.loop.vectorize.enable false` and its optimised code has no vector gather, while a loop
 of affine accesses still vectorizes; loop ids are distinct and self-referencing (LLVM ignores
 them otherwise); the results of hinted loops (gathers, a nest's row loop and column flush) are
-right; `loopnest.data_indexed` tells data-dependent indices from affine ones, through locals.
+right; `loopnest.data_indexed` tells data-dependent indices from affine ones, through locals;
+a loop whose body divides or takes a square root asks for one group of lanes
+(`llvm.loop.interleave.count 1`), still vectorizes and sums right, and integer division alone
+does not count.
 """
 import re
 
@@ -169,3 +172,37 @@ def test_guarded_store_sees_nested_ifs_only():
     inside = stmt(Op.FOR, [[stmt(Op.IF, [[stmt(Op.IF, [[store], []])], []])]])
     assert not loopnest.guarded_store(flat)
     assert loopnest.guarded_store(inside)
+
+
+def test_long_latency_body_vectorizes_with_one_lane_group(llvm_texts, monkeypatch, capfd):
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    n = 4096
+    a = fs.field(fs.f32, shape=n)
+    k = fs.field(fs.i32, shape=n)
+    total = fs.field(fs.f32, shape=())
+
+    @fs.kernel
+    def softened():  # gravity's shape: a reduction of 1 / sqrt(.)
+        for i in a:
+            total[None] += 1.0 / fs.sqrt(a[i] * a[i] + 1.0)
+
+    @fs.kernel
+    def halves():
+        for i in k:
+            k[i] = k[i] // 2  # integer division: the usual hints
+
+    texts = llvm_texts
+    monkeypatch.setenv("FIELDSIM_PRINT_LLVM", "1")
+    an = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    a.from_numpy(an)
+    k.from_numpy(np.arange(n, dtype=np.int32))
+    capfd.readouterr()
+    softened()
+    optimised = capfd.readouterr().out
+    halves()
+    assert '!"llvm.loop.interleave.count", i32 1' in texts[0] and len(_loop_ids(texts[0])) == 1
+    assert re.search(r"@llvm\.sqrt\.v(8|16)f32", optimised) is not None  # still vectorized
+    expect = np.sum(1.0 / np.sqrt(an.astype(np.float64) ** 2 + 1.0))
+    np.testing.assert_allclose(total[None], expect, rtol=1e-5)
+    assert not _loop_ids(texts[1]) and "interleave" not in texts[1]
+    np.testing.assert_array_equal(k.to_numpy(), np.arange(n) // 2)
