@@ -24,6 +24,7 @@ import itertools
 import math
 import os
 import threading
+import weakref
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
@@ -118,6 +119,7 @@ class CpuBackend:
         # program sets up its fields (about 14 ms of LLVM's first code generation, which no
         # launch waits for: until it is done, launches use the Python chunk loop)
         self.runner_object = None
+        _backends.add(self)
         self._start_runner()
 
     # ---- storage ---------------------------------------------------------------------------------
@@ -367,6 +369,31 @@ class CpuBackend:
         """How many task invocations of one launch may hold AD-stack scratch at once (one per
         chunk)."""
         return self.threads * CHUNKS_PER_THREAD
+
+
+# every live backend, for the fork handlers below
+_backends: weakref.WeakSet = weakref.WeakSet()
+
+
+def _before_fork():
+    """A fork copies only the forking thread: a compile thread inside LLVM at that moment
+    leaves LLVM's locks held forever in the child. The start-up job (chunk runner and
+    warm-up, from `ti.init` on) is the one compile no caller waits for: the fork waits."""
+    for backend in list(_backends):
+        job = backend.runner_object
+        if job is not None:
+            futures.wait([job])
+
+
+def _after_fork_in_child():
+    """The child has none of the parent's pool threads, and a ThreadPoolExecutor copied from
+    the parent believes its dead threads idle (their jobs would wait forever): each backend
+    makes new pools and a new mailbox when next needed."""
+    for backend in list(_backends):
+        backend.pool = backend.compiler = backend.mailbox = None
+
+
+os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 def _wait_quietly(futures):

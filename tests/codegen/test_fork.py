@@ -1,0 +1,78 @@
+"""A process forked from one that uses fieldsim (multiprocessing's default on Linux) can
+compile and launch kernels: the fork waits for the backend's start-up compile (chunk runner
+and LLVM warm-up, which runs on a compile thread from fs.init on; a fork in the middle of it
+left LLVM's locks held in the child, which then hung), and the child makes its own thread
+pools (a copied pool whose thread was idle in the parent never runs a job in the child).
+
+Checks, each child under a time limit: a fork right after fs.init, several times (the window
+is the start-up job's ~20 ms); a fork after a Tape's backward compiled its adjoints on the
+compile threads, with the child running a Tape of new kernels (the compile-thread path) and
+a parallel launch, against NumPy."""
+import multiprocessing as mp
+import queue
+
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+N = 20_000
+
+
+def _program():
+    x = fs.field(fs.f32, shape=N, needs_grad=True)
+    y = fs.field(fs.f32, shape=N, needs_grad=True)
+    loss = fs.field(fs.f32, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def square():
+        for i in x:
+            y[i] = x[i] * x[i]
+
+    @fs.kernel
+    def total():
+        for i in y:
+            loss[None] += y[i]
+
+    def gradient(values):
+        x.from_numpy(values)
+        with fs.ad.Tape(loss=loss):
+            square()
+            total()
+        return x.grad.to_numpy()
+    return gradient
+
+
+def _in_child(fn, *args):
+    """fn(*args) in a forked child: its result, or a failure if it did not finish in time."""
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=lambda: out.put(fn(*args)))
+    child.start()
+    try:
+        result = out.get(timeout=60)  # before join: a child blocks on a full pipe until read
+    except queue.Empty:
+        child.kill()
+        pytest.fail("the forked child hung")
+    child.join(30)
+    assert child.exitcode == 0
+    return result
+
+
+def test_fork_right_after_init():
+    values = np.linspace(-1, 1, N, dtype=np.float32)
+    for _ in range(4):
+        fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+        gradient = _program()
+        np.testing.assert_allclose(_in_child(gradient, values), 2 * values, rtol=1e-6)
+
+
+def test_fork_after_the_compile_threads_ran():
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    values = np.linspace(0, 2, N, dtype=np.float32)
+    np.testing.assert_allclose(_program()(values), 2 * values, rtol=1e-6)  # pools now idle
+
+    def child_work():
+        gradient = _program()  # new kernels: their adjoints compile on the child's threads
+        return gradient(values)
+    np.testing.assert_allclose(_in_child(child_work), 2 * values, rtol=1e-6)
