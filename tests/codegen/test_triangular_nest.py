@@ -6,7 +6,7 @@ per-row counts written match NumPy's mask exactly, and the bound was taken; bodi
 something outside the `if`, or have an `else`, or compare anything but the two indices, keep
 every iteration; a pairwise energy's gradient on a Tape (forward and adjoint both trimmed,
 the `if` gone from both: no masked-off lane value left in their IR) matches the analytic one
-in float64.
+in float64; a `continue` inside the trimmed `if` still skips only its own iteration.
 """
 import operator
 
@@ -58,6 +58,32 @@ def test_each_comparison_runs_exactly_its_triangle(bounds, op, mirrored, threads
     np.testing.assert_array_equal(out.to_numpy(), want)
     np.testing.assert_array_equal(rows.to_numpy(), want.sum(axis=1))
     assert bounds and bounds[-1] is not None
+
+
+def test_continue_inside_the_trimmed_if(bounds):
+    # the `if` is lowered as its body in trimmed rows: a `continue` in it must still skip the
+    # rest of that body only for the iterations that take it
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    n, m = 300, 410
+    out = fs.field(fs.i32, shape=(n, m))
+    rows = fs.field(fs.i32, shape=n)
+
+    @fs.kernel
+    def k():
+        for i, j in out:
+            if i < j:
+                out[i, j] = 1
+                if (i + j) % 3 == 0:
+                    continue
+                out[i, j] = 2
+                rows[i] += 1
+
+    k()
+    i, j = np.meshgrid(np.arange(n), np.arange(m), indexing="ij")
+    want = np.where(i < j, np.where((i + j) % 3 == 0, 1, 2), 0)
+    np.testing.assert_array_equal(out.to_numpy(), want)
+    np.testing.assert_array_equal(rows.to_numpy(), (want == 2).sum(axis=1))
+    assert [b[:2] for b in bounds] == [("lo", 1)]
 
 
 def test_other_bodies_keep_every_iteration(bounds):
