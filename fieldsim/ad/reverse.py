@@ -13,9 +13,11 @@ Output: a new kernel `<name>.grad` with the same params and no return value, ver
   *forward replay* of the primal body with every STORE/ATOMIC/RETURN/ASSERT dropped (RAND calls
   are kept, in order, so the runtime replays the same numbers given the same RNG key and thread
   index), then the *reverse sweep*;
-* adjoints live in ALLOCAs, accumulated with LOCAL_LOAD/ADD/LOCAL_STORE. An SSA value's adjoint
-  is read (and, inside a loop, reset to 0) when the sweep reaches its definition; a float
-  local's adjoint is moved to the stored value, and reset, at each LOCAL_STORE;
+* an SSA value's adjoint is read when the sweep reaches its definition. Contributions made
+  in the sweep of the value's own block are summed as SSA values; those made in a nested
+  block (an `if`, a loop) go to an ALLOCA, accumulated with LOCAL_LOAD/ADD/LOCAL_STORE (and,
+  inside a loop, reset to 0 when read). A float local's adjoint lives in an ALLOCA, moved to
+  the stored value, and reset, at each LOCAL_STORE;
 * primal values the sweep needs: defined at the task's top level -> used directly; pure (incl.
   LOAD) -> recomputed; otherwise (LOCAL_LOAD, RAND, a LOOP's trip count) spilled: under IFs only
   to a backup ALLOCA, inside an inner loop to a per-value stack (STACK_PUSH right after the
@@ -180,6 +182,11 @@ class _TaskAD:
         self.site: dict[int, tuple] = {}  # nested primal -> (replay block, replay value)
         self.loops: dict[int, tuple] = {}  # nested primal -> enclosing primal loops
         self.adj: dict[int, Stmt] = {}  # primal value or ALLOCA -> its adjoint ALLOCA
+        # primal SSA value -> the sum of the contributions made in the sweep of its own block,
+        # which dominate its definition's sweep there: no ALLOCA, no load/add/store per use
+        self.ssa: dict[int, Stmt] = {}
+        self.home: dict[int, int] = {}  # primal statement -> id of the block holding it
+        self.sweep_out: dict[int, list] = {}  # id(primal block) -> the block its sweep emits into
         self.spills: dict[int, tuple] = {}  # primal -> ("stack" | "backup", holder)
         self.scopes: list[dict[int, Stmt]] = [{}]
         self.zeros: dict = {}
@@ -197,6 +204,7 @@ class _TaskAD:
         self.direct.update(index_map)
         self.copy.update(index_map)
         self.active = activity(body, self.kad.stopped)
+        self.note_homes(body)
         replay: list[Stmt] = []
         sweep: list[Stmt] = []
         with self.b.into(replay):
@@ -204,6 +212,14 @@ class _TaskAD:
         with self.b.into(sweep):
             self.reverse_block(body)
         return self.decls + replay + sweep
+
+    def note_homes(self, body):
+        work = [body]
+        while work:
+            block = work.pop()
+            for s in block:
+                self.home[id(s)] = id(block)
+                work.extend(s.blocks)
 
     # ---- forward replay -----------------------------------------------------------------------
     def replay_block(self, block, where: tuple):
@@ -332,6 +348,10 @@ class _TaskAD:
     def accumulate(self, v: Stmt, contribution: Stmt):
         if id(v) not in self.active:
             return
+        if v.op != Op.ALLOCA and self.sweep_out.get(self.home.get(id(v))) is self.b.block:
+            prev = self.ssa.get(id(v))
+            self.ssa[id(v)] = contribution if prev is None else self.b.add(prev, contribution)
+            return
         slot = self.adj_slot(v)
         if self.depth == 1 and id(slot) in self.fresh:
             # 0 + c == c (up to the sign of a zero, which only ever reaches a field through
@@ -355,13 +375,19 @@ class _TaskAD:
         else:
             self.fresh.discard(id(slot))
 
+    def has_adjoint(self, s: Stmt) -> bool:
+        return id(s) in self.adj or id(s) in self.ssa
+
     def consume(self, s: Stmt) -> Stmt:
-        """Read the adjoint of `s` (and reset it when `s` may run again: inside a loop)."""
-        slot = self.adj[id(s)]
+        """Read the adjoint of `s` (and reset its slot when `s` may run again: in a loop)."""
+        summed = self.ssa.pop(id(s), None)
+        slot = self.adj.get(id(s))
+        if slot is None:
+            return summed
         g = self.read_slot(slot)
         if self.loops.get(id(s)):
             self.reset_slot(slot)
-        return g
+        return g if summed is None else self.b.add(g, summed)
 
     def take(self, slot: Stmt) -> Stmt:
         g = self.read_slot(slot)
@@ -370,6 +396,7 @@ class _TaskAD:
 
     # ---- reverse sweep ----------------------------------------------------------------------------
     def reverse_block(self, block):
+        self.sweep_out[id(block)] = self.b.block
         self.depth += 1
         try:
             self._reverse_block(block)
@@ -382,7 +409,7 @@ class _TaskAD:
                 handler = _REVERSE.get(s.op)
                 if handler is not None:
                     handler(self, s)
-                elif s.op in RULES and id(s) in self.adj:
+                elif s.op in RULES and self.has_adjoint(s):
                     self.rev_rule(s)
                 self.pop_spill(s)
 
@@ -392,7 +419,7 @@ class _TaskAD:
             self.accumulate(s.args[i], contribution)
 
     def rev_local_load(self, s: Stmt):
-        if id(s) in self.adj:
+        if self.has_adjoint(s):
             self.accumulate(s.args[0], self.consume(s))
 
     def rev_local_store(self, s: Stmt):
@@ -408,7 +435,7 @@ class _TaskAD:
         return [self.primal(i) for i in s.indices]
 
     def rev_load(self, s: Stmt):
-        if id(s) in self.adj:
+        if self.has_adjoint(s):
             g = self.consume(s)
             self.b.atomic("add", s.field.adjoint, self.indices(s), g)
 

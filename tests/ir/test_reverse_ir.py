@@ -575,6 +575,30 @@ def test_capacity_formula_evaluates_launch_time_bounds():
     assert two_sites.evaluate([5, -2], 10) == 300 + 3
 
 
+def test_adjoints_in_their_own_block_are_ssa_and_nested_ones_use_a_slot():
+    # v gets contributions from its own block (v*v, v*w) and from inside an `if` (v*3): the
+    # first are summed as SSA values, the nested one needs an ALLOCA; both reach x.grad
+    b = KB()
+    x, w, y = field("x", values=[0.2, 0.7, 0.4, 0.9]), field("w", rng=RNG), field("y")
+    with b.parallel(4) as i:
+        v, wi = b.load(x, [i]), b.load(w, [i])
+        br = b.if_(b.binary(Op.GT, v, b.c(0.5)))
+        with b.into(br.blocks[0]):
+            b.store(y, [i], b.mul(v, b.c(3.0)))
+        b.atomic("add", y, [i], b.add(b.mul(v, v), b.mul(v, wi)))
+    k = b.kernel()
+    check_grads(k, [x, w, y])
+    straight = KB()
+    xs, ws, ys = field("x"), field("w"), field("y")
+    with straight.parallel(4) as i:
+        v, wi = straight.load(xs, [i]), straight.load(ws, [i])
+        straight.store(ys, [i], straight.add(straight.mul(v, v), straight.mul(v, wi)))
+    allocas = [s for s in walk(adjoint(straight.kernel()).body) if s.op == Op.ALLOCA]
+    assert allocas == []  # every contribution in the value's own block: no slot at all
+    nested = [s for s in walk(adjoint(k).body) if s.op == Op.ALLOCA]
+    assert len(nested) == 1  # v's, for the contribution from inside the `if`
+
+
 # ---- golden adjoint IR (a regression test; the numeric tests above are the correctness tests) ------
 
 def golden_sin_times_x():
@@ -607,27 +631,16 @@ kernel sinx.grad():
   %1 = const.i32 4
   %2 = for.i32 parallel %0, %1 {
     %3 = const.f64 0.0
-    %4 = alloca.f64
-    %5 = alloca.f64
-    %6 = alloca.f64
-    %7 = load.f64 x[%2]
-    %8 = sin.f64 %7
-    %9 = load.f64 y.grad[%2]
+    %4 = load.f64 x[%2]
+    %5 = sin.f64 %4
+    %6 = load.f64 y.grad[%2]
     store y.grad[%2], %3
-    local_store %4, %9
-    %10 = local_load.f64 %4
-    %11 = mul.f64 %10, %7
-    %12 = mul.f64 %10, %8
-    local_store %5, %11
-    local_store %6, %12
-    %13 = local_load.f64 %5
-    %14 = cos.f64 %7
-    %15 = mul.f64 %13, %14
-    %16 = local_load.f64 %6
-    %17 = add.f64 %16, %15
-    local_store %6, %17
-    %18 = local_load.f64 %6
-    %19 = atomic_add.f64 x.grad[%2], %18
+    %7 = mul.f64 %6, %4
+    %8 = mul.f64 %6, %5
+    %9 = cos.f64 %4
+    %10 = mul.f64 %7, %9
+    %11 = add.f64 %8, %10
+    %12 = atomic_add.f64 x.grad[%2], %11
   }
 """,
     "golden_carried_loop": """\
@@ -637,76 +650,49 @@ kernel carry.grad(n: i32):
   %2 = for.i32 parallel %0, %1 {
     %3 = const.f64 0.0
     %4 = alloca.f64
-    %5 = alloca.f64
+    %5 = stack_alloca.f64 a local variable (line 12)#0
     %6 = alloca.f64
-    %7 = alloca.f64
-    %8 = alloca.f64
-    %9 = stack_alloca.f64 a local variable (line 12)#0
-    %10 = alloca.f64
-    %11 = alloca.f64
-    %12 = arg.i32 arg0
-    %13 = load.f64 a[%2]
-    %14 = alloca.f64
-    %15 = const.i32 0
-    %16 = for.i32 %15, %12 {
-      %17 = const.i32 4
-      %18 = mod.i32 %16, %17
-      %19 = load.f64 x[%18]
-      %20 = local_load.f64 %14
-      stack_push %9, %20
-      %21 = mul.f64 %20, %13
-      %22 = add.f64 %21, %19
-      local_store %14, %22
+    %7 = arg.i32 arg0
+    %8 = load.f64 a[%2]
+    %9 = alloca.f64
+    %10 = const.i32 0
+    %11 = for.i32 %10, %7 {
+      %12 = const.i32 4
+      %13 = mod.i32 %11, %12
+      %14 = load.f64 x[%13]
+      %15 = local_load.f64 %9
+      stack_push %5, %15
+      %16 = mul.f64 %15, %8
+      %17 = add.f64 %16, %14
+      local_store %9, %17
     }
-    %23 = load.f64 y.grad[%2]
+    %18 = load.f64 y.grad[%2]
     store y.grad[%2], %3
-    local_store %4, %23
-    %24 = local_load.f64 %4
-    local_store %5, %24
-    %25 = add.i32 %15, %12
-    %26 = const.i32 1
-    %27 = sub.i32 %25, %26
-    %28 = for.i32 %15, %12 {
-      %29 = sub.i32 %27, %28
-      %30 = local_load.f64 %5
-      local_store %5, %3
-      %31 = local_load.f64 %6
-      %32 = add.f64 %31, %30
-      local_store %6, %32
-      %33 = local_load.f64 %6
-      local_store %6, %3
-      %34 = local_load.f64 %7
-      %35 = add.f64 %34, %33
-      local_store %7, %35
-      %36 = local_load.f64 %8
-      %37 = add.f64 %36, %33
-      local_store %8, %37
-      %38 = local_load.f64 %7
-      local_store %7, %3
-      %39 = stack_top.f64 %9
-      %40 = mul.f64 %38, %13
-      %41 = mul.f64 %38, %39
-      %42 = local_load.f64 %10
-      %43 = add.f64 %42, %40
-      local_store %10, %43
-      %44 = local_load.f64 %11
-      %45 = add.f64 %44, %41
-      local_store %11, %45
-      %46 = local_load.f64 %10
-      local_store %10, %3
-      %47 = local_load.f64 %5
-      %48 = add.f64 %47, %46
-      local_store %5, %48
-      stack_pop %9
-      %49 = local_load.f64 %8
-      local_store %8, %3
-      %50 = const.i32 4
-      %51 = mod.i32 %29, %50
-      %52 = atomic_add.f64 x.grad[%51], %49
+    local_store %4, %18
+    %19 = add.i32 %10, %7
+    %20 = const.i32 1
+    %21 = sub.i32 %19, %20
+    %22 = for.i32 %10, %7 {
+      %23 = sub.i32 %21, %22
+      %24 = local_load.f64 %4
+      local_store %4, %3
+      %25 = stack_top.f64 %5
+      %26 = mul.f64 %24, %8
+      %27 = mul.f64 %24, %25
+      %28 = local_load.f64 %6
+      %29 = add.f64 %28, %27
+      local_store %6, %29
+      %30 = local_load.f64 %4
+      %31 = add.f64 %30, %26
+      local_store %4, %31
+      stack_pop %5
+      %32 = const.i32 4
+      %33 = mod.i32 %23, %32
+      %34 = atomic_add.f64 x.grad[%33], %24
     }
-    local_store %5, %3
-    %53 = local_load.f64 %11
-    %54 = atomic_add.f64 a.grad[%2], %53
+    local_store %4, %3
+    %35 = local_load.f64 %6
+    %36 = atomic_add.f64 a.grad[%2], %35
   }
 """,
     "golden_recurrence": """\
@@ -715,32 +701,17 @@ kernel recur.grad():
   %1 = const.i32 6
   %2 = for.i32 serialize reverse %0, %1 {
     %3 = const.f64 0.0
-    %4 = alloca.f64
-    %5 = alloca.f64
-    %6 = alloca.f64
-    %7 = alloca.f64
-    %8 = alloca.f64
-    %9 = const.i32 1
-    %10 = sub.i32 %2, %9
-    %11 = load.f64 y[%10]
-    %12 = load.f64 a[%2]
-    %13 = load.f64 y.grad[%2]
+    %4 = const.i32 1
+    %5 = sub.i32 %2, %4
+    %6 = load.f64 y[%5]
+    %7 = load.f64 a[%2]
+    %8 = load.f64 y.grad[%2]
     store y.grad[%2], %3
-    local_store %4, %13
-    %14 = local_load.f64 %4
-    local_store %5, %14
-    local_store %6, %14
-    %15 = local_load.f64 %6
-    %16 = atomic_add.f64 x.grad[%2], %15
-    %17 = local_load.f64 %5
-    %18 = mul.f64 %17, %12
-    %19 = mul.f64 %17, %11
-    local_store %7, %18
-    local_store %8, %19
-    %20 = local_load.f64 %8
-    %21 = atomic_add.f64 a.grad[%2], %20
-    %22 = local_load.f64 %7
-    %23 = atomic_add.f64 y.grad[%10], %22
+    %9 = atomic_add.f64 x.grad[%2], %8
+    %10 = mul.f64 %8, %7
+    %11 = mul.f64 %8, %6
+    %12 = atomic_add.f64 a.grad[%2], %11
+    %13 = atomic_add.f64 y.grad[%5], %10
   }
 """,
 }
