@@ -13,6 +13,7 @@ import queue
 
 import numpy as np
 import pytest
+from support.programs import square_then_sum
 
 import fieldsim as fs
 
@@ -20,26 +21,14 @@ N = 20_000
 
 
 def _program():
-    x = fs.field(fs.f32, shape=N, needs_grad=True)
-    y = fs.field(fs.f32, shape=N, needs_grad=True)
-    loss = fs.field(fs.f32, shape=(), needs_grad=True)
-
-    @fs.kernel
-    def square():
-        for i in x:
-            y[i] = x[i] * x[i]
-
-    @fs.kernel
-    def total():
-        for i in y:
-            loss[None] += y[i]
+    p = square_then_sum(N)
 
     def gradient(values):
-        x.from_numpy(values)
-        with fs.ad.Tape(loss=loss):
-            square()
-            total()
-        return x.grad.to_numpy()
+        p.x.from_numpy(values)
+        with fs.ad.Tape(loss=p.loss):
+            p.square()
+            p.total()
+        return p.x.grad.to_numpy()
     return gradient
 
 

@@ -8,6 +8,7 @@ import gc
 import threading
 
 import pytest
+from support.programs import square_then_sum
 
 import fieldsim as fs
 from fieldsim.codegen import cpu
@@ -38,27 +39,15 @@ def gc_on():
 
 def test_off_while_compiling_on_after(seen):
     fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
-    x = fs.field(fs.f32, shape=8, needs_grad=True)
-    y = fs.field(fs.f32, shape=8, needs_grad=True)
-    loss = fs.field(fs.f32, shape=(), needs_grad=True)
-
-    @fs.kernel
-    def square():
-        for i in x:
-            y[i] = x[i] * x[i]
-
-    @fs.kernel
-    def total():
-        for i in y:
-            loss[None] += y[i]
-
+    p = square_then_sum(8)
+    x, y = p.x, p.y
     x.fill(3.0)
-    with fs.ad.Tape(loss=loss):  # forwards, then the two adjoints made together
-        square()
-        total()
+    with fs.ad.Tape(loss=p.loss):  # forwards, then the two adjoints made together
+        p.square()
+        p.total()
     assert gc.isenabled()
     assert x.grad.to_numpy().tolist() == [6.0] * 8
-    square.grad()  # compiled already: no compile
+    p.square.grad()  # compiled already: no compile
     assert seen == [False] * 3  # two forwards, the adjoints together
 
     @fs.kernel
