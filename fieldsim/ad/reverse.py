@@ -214,6 +214,7 @@ class _TaskAD:
         return self.decls + replay + sweep
 
     def note_homes(self, body):
+        """`home`: the block each statement of the task body sits in, nested ones included."""
         work = [body]
         while work:
             block = work.pop()

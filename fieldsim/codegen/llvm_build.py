@@ -136,5 +136,5 @@ def warm_up(machines: ThreadMachines):
     """Optimise and code-generate a small loop, discarding the result. LLVM builds tables on
     first use (the pass pipeline's analyses, the target's instruction selection): done on a
     compile thread while a program sets up, they cost its first kernel compile 2-3 ms less
-    (benchmarks/results_first_step_*.json)."""
+    (BENCHMARKS.md, "First step")."""
     build_object(_WARM_UP_IR, machines)
