@@ -386,11 +386,12 @@ def _before_fork():
 
 
 def _after_fork_in_child():
-    """The child has none of the parent's pool threads, and a ThreadPoolExecutor copied from
-    the parent believes its dead threads idle (their jobs would wait forever): each backend
-    makes new pools and a new mailbox when next needed."""
+    """The child has none of the parent's threads: a ThreadPoolExecutor copied from the parent
+    believes its dead threads idle (their jobs would wait forever), so each backend makes new
+    pools and a new mailbox when next needed; and the Ctrl-C watcher is gone (interrupt.forget)."""
     for backend in list(_backends):
         backend.pool = backend.compiler = backend.mailbox = None
+    interrupt.forget()
 
 
 os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)

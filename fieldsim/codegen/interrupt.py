@@ -48,6 +48,13 @@ def install() -> bool:
     return ok
 
 
+def forget():
+    """In a forked child: the watcher thread was not copied, so judge `install()` afresh (the
+    child inherits the wakeup fd, so it takes the caller's fallback)."""
+    _state["installed"] = None
+    active.clear()
+
+
 def _watch(fd):
     while True:
         try:

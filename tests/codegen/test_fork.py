@@ -2,12 +2,14 @@
 compile and launch kernels: the fork waits for the backend's start-up compile (chunk runner
 and LLVM warm-up, which runs on a compile thread from fs.init on; a fork in the middle of it
 left LLVM's locks held in the child, which then hung), and the child makes its own thread
-pools (a copied pool whose thread was idle in the parent never runs a job in the child).
+pools (a copied pool whose thread was idle in the parent never runs a job in the child) and
+judges its Ctrl-C handling afresh.
 
 Checks, each child under a time limit: a fork right after fs.init, several times (the window
 is the start-up job's ~20 ms); a fork after a Tape's backward compiled its adjoints on the
 compile threads, with the child running a Tape of new kernels (the compile-thread path) and
-a parallel launch, against NumPy."""
+a parallel launch, against NumPy; Ctrl-C (SIGINT) stops a runaway `while` kernel in a forked
+child although the parent's Ctrl-C watcher thread did not come along."""
 import multiprocessing as mp
 import queue
 
@@ -65,3 +67,46 @@ def test_fork_after_the_compile_threads_ran():
         gradient = _program()  # new kernels: their adjoints compile on the child's threads
         return gradient(values)
     np.testing.assert_allclose(_in_child(child_work), 2 * values, rtol=1e-6)
+
+
+def test_ctrl_c_stops_a_runaway_loop_in_a_forked_child():
+    # the parent installed the Ctrl-C watcher (a thread the child does not have)
+    import os
+    import signal
+    import time
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    x = fs.field(fs.i32, shape=4)
+
+    @fs.kernel
+    def spin(limit: fs.i32):
+        for i in range(4):
+            k = 0
+            while k != limit:  # never true for an odd limit
+                k += 2
+            x[i] = 1
+
+    spin(0)
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+
+    def child():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        out.put("ready")
+        try:
+            spin(-1)
+            out.put("finished")
+        except KeyboardInterrupt:
+            out.put("interrupted")
+
+    proc = ctx.Process(target=child)
+    proc.start()
+    try:
+        assert out.get(timeout=60) == "ready"
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGINT)
+        assert out.get(timeout=30) == "interrupted"
+    except queue.Empty:
+        pytest.fail("Ctrl-C did not stop the forked child's loop")
+    finally:
+        proc.kill()
+        proc.join(10)
