@@ -307,11 +307,14 @@ class KernelObj:
         """(offloaded IR, the hidden fields it made) for these bound arguments: frontend and
         offload, without compiling."""
         from fieldsim.ir.passes.offload import offload
+        from fieldsim.ir.passes.promote_locals import promote_locals
         from fieldsim.lang.frontend import Frontend
         fe = Frontend(self.fn, rt, self.__name__, templates, dtypes, ret)
         ir = run_pass("frontend", lambda _: fe.build(), None, verify=rt.debug)
+        ir = run_pass("offload", offload, ir, verify=rt.debug)
         show = bool(rt.ignored_options.get("print_ir"))
-        return run_pass("offload", offload, ir, verify=rt.debug, show=show), fe.hidden_fields
+        return run_pass("promote_locals", promote_locals, ir, verify=rt.debug, show=show), \
+            fe.hidden_fields
 
     def _compile(self, rt, templates, dtypes, ret) -> CompiledKernel:
         return _driver().compile(self, rt, templates, dtypes, ret)
