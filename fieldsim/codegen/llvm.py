@@ -211,6 +211,8 @@ class TaskLowering(NestLowering):
         self.nest_r = None  # the current r of a nest (i64), indexing column accumulators
         self.private: PrivateLayout | None = None
         self.private_ids: set[int] = set()  # ids of the privatized fields
+        self.block_values: dict = {}  # index arithmetic made in each LLVM block (in_block)
+        self.i64_constants: dict[int, L.Constant] = {}
 
     # ---- context words ------------------------------------------------------------------------
     def ctx_word(self, k, ty=I64):
@@ -361,8 +363,7 @@ class TaskLowering(NestLowering):
 
     def as_i64(self, a: Stmt):
         """A loop bound as i64 (sign-extended from i32; i64 bounds as they are)."""
-        v = self.v(a)
-        return v if v.type.width == 64 else self.b.sext(v, I64)
+        return index64(self.b, self.v(a))
 
     def counted_loop(self, s: Stmt, lo, hi, outermost=False, step=None, descending=False,
                      kind=VECTOR):
@@ -535,7 +536,14 @@ class TaskLowering(NestLowering):
         """Axis d's extent (i64): a constant, or an ndarray argument's launch-time shape."""
         if is_slot(field) and d < len(field.shape_pos):
             return self.arg_word(field.shape_pos[d])
-        return L.Constant(I64, field.storage_shape[d])
+        return self.i64_constant(field.storage_shape[d])
+
+    def i64_constant(self, value: int) -> L.Constant:
+        """One constant object per value, so `in_block` sees equal strides as the same."""
+        got = self.i64_constants.get(value)
+        if got is None:
+            got = self.i64_constants[value] = L.Constant(I64, value)
+        return got
 
     def field_ptr(self, field):
         key = id(field)
@@ -552,19 +560,15 @@ class TaskLowering(NestLowering):
     def element_ptr(self, s: Stmt):
         b = self.b
         field = s.field
-        lin, oob = None, None
-        for d, ix in enumerate(s.indices):
-            i = self.v(ix)
-            i = i if i.type.width == 64 else b.sext(i, I64)
-            n = self.dim_size(field, d)
-            if self.cg.debug:
+        indices = [self.index_i64(ix) for ix in s.indices]
+        sizes = [self.dim_size(field, d) for d in range(len(indices))]
+        oob = None
+        if self.cg.debug:
+            for i, n in zip(indices, sizes):
                 bad = self.bounds_check(i, n, s)
                 oob = bad if oob is None else b.or_(oob, bad)
-            lin = i if lin is None else b.add(b.mul(lin, n), i)
-        if lin is None:
-            lin = L.Constant(I64, 0)
         ty = ll_type(field.dtype)
-        ptr = b.gep(self.field_ptr(field), [lin], source_etype=ty)
+        ptr = b.gep(self.field_ptr(field), [self.linear(indices, sizes)], source_etype=ty)
         if oob is not None:
             # An out-of-range access goes to a private dummy slot, never to the field (the
             # error is raised after the task): no element is written, not even element 0.
@@ -572,6 +576,48 @@ class TaskLowering(NestLowering):
                 self.oob_slots[ty] = self.alloca_b.alloca(ty)
             ptr = b.select(oob, self.oob_slots[ty], ptr)
         return ptr
+
+    def index_i64(self, ix: Stmt):
+        """An index as i64: a constant as a shared constant, else extended once per block."""
+        v = self.v(ix)
+        if v.type.width != 64 and isinstance(v, L.Constant):
+            return self.i64_constant(v.constant)
+        return self.in_block(index64, v)
+
+    def linear(self, indices, sizes):
+        """The row-major element number of `indices` in a storage of axis extents `sizes`:
+        with constant extents, the sum of index x stride, the constant indices gathered into
+        one offset (an element's components then differ only by it); otherwise Horner's
+        `(i0 * n1 + i1) * n2 + ...`."""
+        if not indices:
+            return self.i64_constant(0)
+        if not all(_int_constant(n) is not None for n in sizes[1:]):
+            lin = indices[0]
+            for i, n in zip(indices[1:], sizes[1:]):
+                lin = self.in_block(offset_index, self.in_block(scaled_index, lin, n), i)
+            return lin
+        stride, offset, terms = 1, 0, []
+        for i, n in zip(reversed(indices), reversed(sizes)):
+            if _int_constant(i) is not None:
+                offset += i.constant * stride
+            else:
+                terms.append(self.in_block(scaled_index, i, self.i64_constant(stride)))
+            stride *= n.constant if _int_constant(n) is not None else 1
+        lin = self.i64_constant(0)
+        for term in reversed(terms):
+            lin = self.in_block(offset_index, lin, term)
+        return self.in_block(offset_index, lin, self.i64_constant(offset))
+
+    def in_block(self, make, *operands):
+        """`make(builder, *operands)`, or what it gave for the same operands earlier in the
+        current LLVM block (which that earlier instruction dominates): the accesses of one
+        element's components share their index arithmetic."""
+        key = (make, id(self.b.block), *map(id, operands))
+        got = self.block_values.get(key)
+        if got is None:
+            # the operands are kept with the value, so their ids are not reused meanwhile
+            got = self.block_values[key] = (make(self.b, *operands), operands)
+        return got[0]
 
     def bounds_check(self, i, n, s):
         """Flags (err words) and returns whether index `i` is outside [0, n)."""
@@ -757,6 +803,39 @@ class TaskLowering(NestLowering):
     def arith(self, s: Stmt):
         from fieldsim.codegen.llvm_arith import lower_arith
         return lower_arith(self, s)
+
+
+def index64(b: L.IRBuilder, v):
+    """An index as i64: sign-extended from i32, a constant folded (no instruction)."""
+    if v.type.width == 64:
+        return v
+    if isinstance(v, L.Constant):
+        return L.Constant(I64, v.constant)
+    return b.sext(v, I64)
+
+
+def _int_constant(v):
+    return v.constant if isinstance(v, L.Constant) and isinstance(v.constant, int) else None
+
+
+def scaled_index(b: L.IRBuilder, lin, n):
+    """`lin * n` (i64), folded where constant: most element addresses have constant parts (a
+    vector's component, a stride of 1), and every instruction left out is one less to build,
+    print and hand to LLVM."""
+    c_lin, c_n = _int_constant(lin), _int_constant(n)
+    if c_lin is not None and c_n is not None:
+        return L.Constant(I64, c_lin * c_n)
+    return lin if c_n == 1 else b.mul(lin, n)
+
+
+def offset_index(b: L.IRBuilder, scaled, i):
+    """`scaled + i` (i64), folded where constant."""
+    c_scaled, c_i = _int_constant(scaled), _int_constant(i)
+    if c_scaled is not None and c_i is not None:
+        return L.Constant(I64, c_scaled + c_i)
+    if c_i == 0:
+        return scaled
+    return i if c_scaled == 0 else b.add(scaled, i)
 
 
 def _mix64(b, z):
