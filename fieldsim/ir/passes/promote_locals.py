@@ -1,7 +1,7 @@
 """promote_locals: a local written once, before every read of it, becomes the value written.
 
-Takes: a kernel at any stage after the frontend. Returns the kernel itself when nothing is
-promoted, else a new `Kernel` (every statement a copy with its original loc) in which each
+Takes, and owns, a kernel just made by the frontend and offload (nothing else holds its
+statements, as offload owns the frontend's): it is changed in place and returned. In it, each
 ALLOCA that
 
 * is written by exactly one LOCAL_STORE, of a value of the ALLOCA's own dtype, and that store is
@@ -10,9 +10,11 @@ ALLOCA that
   read sees the one write: control flow is structured);
 * appears nowhere else (not an operand of another op, not a CUSTOM_GRAD output)
 
-is gone, with its store, and each of its LOCAL_LOADs is replaced by the stored value.
+is removed, with its store and its LOCAL_LOADs, and the statements that used a LOCAL_LOAD use
+the stored value instead. In place because copying every statement of a kernel costs as much as
+the frontend's making them.
 Guarantees: the kernel computes the same values and makes the same global reads and writes;
-no other statement changes.
+other statements change only in their operands (a removed load's value for the load).
 
 Why: the frontend gives every named value a local (`r = x[i] - x[j]` is an ALLOCA per
 component, its zero initialisation, a store and a load per use). Most are written once. As SSA
@@ -21,7 +23,6 @@ in lowering or in LLVM, which all run after this pass.
 """
 from __future__ import annotations
 
-from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import CustomGradInfo, Kernel, Op, Stmt
 
 
@@ -33,6 +34,7 @@ class _Locals:
         self.declared: dict[int, tuple[int, int]] = {}  # alloca -> (id(block), index)
         self.stores: dict[int, list[tuple[Stmt, int, int]]] = {}  # alloca -> (store, block, index)
         self.reads: dict[int, list[int | None]] = {}  # alloca -> index in its block of each read
+        self.loads: dict[int, list[Stmt]] = {}  # alloca -> its LOCAL_LOADs
         self.escaped: set[int] = set()
         self.open: dict[int, int] = {}  # id(block) -> index of the statement being visited
 
@@ -55,6 +57,7 @@ class _Locals:
             home = self.declared.get(id(local))
             self.reads.setdefault(id(local), []).append(
                 self.open.get(home[0]) if home is not None else None)
+            self.loads.setdefault(id(local), []).append(s)
             return
         args = s.args
         if s.op == Op.LOCAL_STORE:
@@ -83,35 +86,31 @@ class _Locals:
 def promote_locals(kernel: Kernel) -> Kernel:
     found = _Locals()
     found.scan(kernel.body)
-    stores = {id(local): store for local in found.allocas
-              if (store := found.promotable(local)) is not None}
-    if not stores:
-        return kernel
-    body = _Copy(stores).block(kernel.body)
-    return Kernel(kernel.name, kernel.params, body, kernel.ret, kernel.loc, dict(kernel.meta))
+    value_of: dict[int, Stmt] = {}  # id(promoted LOCAL_LOAD) -> the value it reads
+    gone: set[int] = set()  # the promoted ALLOCAs, their stores and their loads
+    for local in found.allocas:
+        store = found.promotable(local)
+        if store is not None:
+            gone.update((id(local), id(store)))
+            for load in found.loads.get(id(local), ()):
+                value_of[id(load)] = store.value
+    if gone:
+        gone.update(value_of)
+        _rewrite(kernel.body, value_of, gone)
+    return kernel
 
 
-class _Copy:
-    def __init__(self, stores: dict[int, Stmt]):
-        self.b = IRBuilder()
-        self.map: dict[int, Stmt] = {}
-        self.stores = stores
-        self.store_ids = {id(s) for s in stores.values()}
+def _rewrite(block: list[Stmt], value_of: dict[int, Stmt], gone: set[int]):
+    block[:] = [s for s in block if id(s) not in gone]
+    for s in block:
+        if any(id(a) in value_of for a in s.args):
+            s.args = tuple(_resolved(a, value_of) for a in s.args)
+        for inner in s.blocks:
+            _rewrite(inner, value_of, gone)
 
-    def block(self, stmts: list[Stmt]) -> list[Stmt]:
-        out: list[Stmt] = []
-        with self.b.into(out):
-            for s in stmts:
-                self.stmt(s)
-        return out
 
-    def stmt(self, s: Stmt):
-        if s.op == Op.ALLOCA and id(s) in self.stores or id(s) in self.store_ids:
-            return
-        if s.op == Op.LOCAL_LOAD and id(s.args[0]) in self.stores:
-            value = self.stores[id(s.args[0])].value
-            self.map[id(s)] = self.map.get(id(value), value)
-            return
-        new = self.b.clone(s, self.map)
-        for old_block, new_block in zip(s.blocks, new.blocks):
-            new_block.extend(self.block(old_block))
+def _resolved(value: Stmt, value_of: dict[int, Stmt]) -> Stmt:
+    """What `value` stands for: a promoted load's stored value (itself perhaps a load)."""
+    while id(value) in value_of:
+        value = value_of[id(value)]
+    return value
