@@ -5,7 +5,9 @@ with an `if` are vectorized (the optimised LLVM module has vector types and reas
 ops); with `fast_math=False` float ops carry no flags and an in-order sum is bit-identical to
 numpy's sequential float32 sum; both modes compile to different cache entries; the nested
 ndrange lowering (rows, columns, if-conversion, local accumulators) gives the same values as
-numpy, exactly for integers, across thread chunk boundaries; NaN/inf tests still work.
+numpy, exactly for integers, across thread chunk boundaries; NaN/inf tests still work; sqrt,
+1/sqrt and division stay correctly rounded (no hardware estimates), so the polar decomposition
+of the identity is the identity.
 """
 import re
 
@@ -103,6 +105,51 @@ def test_nan_and_inf_tests_survive_fast_math():
     x.from_numpy(np.array([np.nan, np.inf, 1.0, -np.inf], np.float32))
     classify()
     assert flags.to_numpy().tolist() == [2, 1, 0, 1]
+
+
+@pytest.mark.parametrize("n", [7, 4096])  # one thread's scalar code; vectorized chunks
+def test_sqrt_and_division_are_correctly_rounded_under_fast_math(n):
+    """No reciprocal or reciprocal-square-root estimate: sqrt, 1/sqrt and x/y give numpy's
+    correctly rounded float32 results bit for bit, vectorized or not."""
+    fs.init(arch=fs.cpu, offline_cache=False, fast_math=True)
+    a, b = fs.field(fs.f32, shape=n), fs.field(fs.f32, shape=n)
+    root, inv_root, ratio = (fs.field(fs.f32, shape=n) for _ in range(3))
+
+    @fs.kernel
+    def ops():
+        for i in a:
+            root[i] = fs.sqrt(a[i])
+            inv_root[i] = 1.0 / fs.sqrt(a[i])
+            ratio[i] = a[i] / b[i]
+
+    rng = np.random.default_rng(11)
+    av = np.concatenate([[4.0, 1.0, 0.25], rng.uniform(1e-3, 1e3, n - 3)]).astype(np.float32)
+    bv = rng.uniform(0.1, 10.0, n).astype(np.float32)
+    a.from_numpy(av)
+    b.from_numpy(bv)
+    ops()
+    np.testing.assert_array_equal(root.to_numpy(), np.sqrt(av))
+    np.testing.assert_array_equal(inv_root.to_numpy(), np.float32(1.0) / np.sqrt(av))
+    np.testing.assert_array_equal(ratio.to_numpy(), av / bv)
+
+
+def test_polar_decomposition_of_the_identity_is_the_identity_under_fast_math():
+    """diffmpm's stress at rest: F - R must be exactly zero for F = I (a 1/sqrt estimate gave
+    R a few ulps off I, and so an elastic stress from nothing)."""
+    fs.init(arch=fs.cpu, offline_cache=False, fast_math=True)
+    F = fs.Matrix.field(2, 2, dtype=fs.f32, shape=64)
+    residual = fs.field(fs.f32, shape=64)
+
+    @fs.kernel
+    def polar():
+        for p in F:
+            R, _S = fs.polar_decompose(F[p])
+            d = F[p] - R
+            residual[p] = abs(d[0, 0]) + abs(d[0, 1]) + abs(d[1, 0]) + abs(d[1, 1])
+
+    F.from_numpy(np.broadcast_to(np.eye(2, dtype=np.float32), (64, 2, 2)).copy())
+    polar()
+    assert not residual.to_numpy().any()
 
 
 def test_integer_power_under_fast_math():

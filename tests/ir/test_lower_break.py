@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.ir_interp import run
-from support.ir_kit import KB, field
+from support.ir_kit import KB, RandomBlocks, accumulator_kernel, field
 
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.ir.ir import Op, walk
@@ -128,14 +128,8 @@ def test_input_is_untouched():
 
 # ---- random programs ---------------------------------------------------------------------------------
 
-class _Gen:
+class _Gen(RandomBlocks):
     """Random structured integer programs over one accumulator, with bounded loops."""
-
-    def __init__(self, data, b):
-        self.data, self.b = data, b
-
-    def draw(self, strategy):
-        return self.data.draw(strategy)
 
     def block(self, acc, depth, in_loop):
         kinds = ["update", "update", "rand", "if"] + ["for", "loop"] * (depth < 3)
@@ -148,10 +142,6 @@ class _Gen:
 
     def gen_rand(self, acc, depth, in_loop):
         update(self.b, acc, self.b.binary(Op.MOD, self.b.emit(Op.RAND, T.i32), self.b.i(97)))
-
-    def cond(self, acc):
-        m = self.b.binary(Op.MOD, self.b.ld(acc), self.b.i(3))
-        return self.b.binary(Op.EQ, m, self.b.i(self.draw(st.integers(0, 2))))
 
     def gen_if(self, acc, depth, in_loop):
         s = self.b.if_(self.cond(acc))
@@ -181,18 +171,11 @@ class _Gen:
         self.b.emit(Op.CONTINUE)
 
     def gen_exit_if(self, acc, depth, in_loop):
-        with self.b.if_then(self.cond(acc)):
-            self.b.emit(self.draw(st.sampled_from([Op.BREAK, Op.CONTINUE])))
+        self.exit_if(acc)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_random_programs_keep_their_meaning(data):
-    b = KB()
-    y = field("y", (3,), dtype=T.i32, grad=False)
-    with b.parallel(3) as i:
-        acc = b.alloca(T.i32)
-        b.local_store(acc, i)
-        _Gen(data, b).block(acc, 0, False)
-        b.store(y, [i], b.ld(acc))
-    same_results(b.kernel(), [y])
+    k, y = accumulator_kernel(lambda b, acc: _Gen(data, b).block(acc, 0, False))
+    same_results(k, [y])

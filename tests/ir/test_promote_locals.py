@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.ir_interp import run
-from support.ir_kit import KB, check_grads, field
+from support.ir_kit import KB, RandomBlocks, accumulator_kernel, check_grads, field
 
 import fieldsim as fs
 from fieldsim.ir.ir import CustomGradInfo, Op, fields_of, walk
@@ -200,15 +200,9 @@ def test_gradients_through_promoted_locals():
 
 # ---- random programs ---------------------------------------------------------------------------------
 
-class _Gen:
+class _Gen(RandomBlocks):
     """Random structured integer programs over an accumulator and `let` locals (written once,
     then read anywhere after), with bounded loops, exits and reads of unwritten locals."""
-
-    def __init__(self, data, b):
-        self.data, self.b = data, b
-
-    def draw(self, strategy):
-        return self.data.draw(strategy)
 
     def block(self, acc, lets, depth, in_loop):
         lets = list(lets)  # a block's own lets are not visible after it
@@ -240,10 +234,6 @@ class _Gen:
         self.b.local_store(local, self.value(acc, lets))
         lets.append(local)
 
-    def cond(self, acc):
-        m = self.b.binary(Op.MOD, self.b.ld(acc), self.b.i(3))
-        return self.b.binary(Op.EQ, m, self.b.i(self.draw(st.integers(0, 2))))
-
     def gen_if(self, acc, lets, depth, in_loop):
         s = self.b.if_(self.cond(acc))
         for blk in s.blocks:
@@ -255,21 +245,14 @@ class _Gen:
             self.block(acc, lets, depth + 1, True)
 
     def gen_exit_if(self, acc, lets, depth, in_loop):
-        with self.b.if_then(self.cond(acc)):
-            self.b.emit(self.draw(st.sampled_from([Op.BREAK, Op.CONTINUE])))
+        self.exit_if(acc)
 
 
 @settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_random_programs_keep_their_meaning(data):
-    b = KB()
-    y = field("y", (3,), dtype=T.i32, grad=False)
-    with b.parallel(3) as i:
-        acc = b.alloca(T.i32)
-        b.local_store(acc, i)
-        _Gen(data, b).block(acc, [], 0, False)
-        b.store(y, [i], b.ld(acc))
-    same_results(b.kernel(), [y])
+    k, y = accumulator_kernel(lambda b, acc: _Gen(data, b).block(acc, [], 0, False))
+    same_results(k, [y])
 
 
 # ---- through the pipeline ------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+from hypothesis import strategies as st
 
 from fieldsim.ad.reverse import make_adjoint
 from fieldsim.errors import Loc
@@ -183,3 +184,37 @@ def check_grads(k, fields, args=(), rtol=1e-5, atol=1e-6, outputs=None, shuffle=
         for n in ad:
             np.testing.assert_allclose(again[n], ad[n], rtol=1e-12, atol=1e-12)
     return case, ad
+
+
+# ---- random structured programs (hypothesis) ----------------------------------------------------
+
+class RandomBlocks:
+    """What the random-program generators of the pass tests share: hypothesis draws, a
+    condition on the i32 accumulator, and an `if` that leaves the current loop early."""
+
+    def __init__(self, data, b):
+        self.data, self.b = data, b
+
+    def draw(self, strategy):
+        return self.data.draw(strategy)
+
+    def cond(self, acc):
+        m = self.b.binary(Op.MOD, self.b.ld(acc), self.b.i(3))
+        return self.b.binary(Op.EQ, m, self.b.i(self.draw(st.integers(0, 2))))
+
+    def exit_if(self, acc):
+        with self.b.if_then(self.cond(acc)):
+            self.b.emit(self.draw(st.sampled_from([Op.BREAK, Op.CONTINUE])))
+
+
+def accumulator_kernel(fill, n=3):
+    """(kernel, y): `n` parallel iterations, each with an i32 accumulator that starts at the
+    iteration's index, is changed by `fill(b, acc)` and is stored to `y[i]`."""
+    b = KB()
+    y = field("y", (n,), dtype=T.i32, grad=False)
+    with b.parallel(n) as i:
+        acc = b.alloca(T.i32)
+        b.local_store(acc, i)
+        fill(b, acc)
+        b.store(y, [i], b.ld(acc))
+    return b.kernel(), y
