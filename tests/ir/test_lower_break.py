@@ -3,12 +3,10 @@
 Semantics are compared in the reference interpreter, on hand-written cases and on random
 structured programs (hypothesis) mixing IF, FOR, LOOP, BREAK, CONTINUE and RAND.
 """
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.ir_interp import run
-from support.ir_kit import KB, RandomBlocks, accumulator_kernel, field
+from support.ir_kit import KB, RandomBlocks, accumulator_kernel, assert_same_outputs, field
 
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.ir.ir import Op, walk
@@ -32,14 +30,7 @@ def check_form(block, in_loop_body=None):
 def same_results(k, outs, args=()):
     low = verify(lower_break(k))
     check_form(low.body)
-    results = []
-    for kern in (k, low):
-        for f in outs:
-            f.arr[...] = 0
-        run(kern, args)
-        results.append([f.arr.copy() for f in outs])
-    for a, b in zip(*results):
-        np.testing.assert_array_equal(a, b)
+    assert_same_outputs(k, low, outs, args)
     assert print_kernel(lower_break(low)) == print_kernel(low), "not idempotent"
     return low
 

@@ -11,8 +11,7 @@ import copy
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.ir_interp import run
-from support.ir_kit import KB, RandomBlocks, accumulator_kernel, check_grads, field
+from support.ir_kit import KB, RandomBlocks, accumulator_kernel, assert_same_outputs, check_grads, field
 
 import fieldsim as fs
 from fieldsim.ir.ir import CustomGradInfo, Op, fields_of, walk
@@ -33,14 +32,7 @@ def copied(k):
 
 def same_results(k, outs, args=()):
     promoted = verify(promote_locals(copied(k)))
-    results = []
-    for kern in (k, promoted):
-        for f in outs:
-            f.arr[...] = 0
-        run(kern, args)
-        results.append([f.arr.copy() for f in outs])
-    for a, b in zip(*results):
-        np.testing.assert_array_equal(a, b)
+    assert_same_outputs(k, promoted, outs, args)
     assert print_kernel(promote_locals(copied(promoted))) == print_kernel(promoted), \
         "not idempotent"
     return promoted

@@ -218,3 +218,16 @@ def accumulator_kernel(fill, n=3):
         fill(b, acc)
         b.store(y, [i], b.ld(acc))
     return b.kernel(), y
+
+
+def assert_same_outputs(before, after, outs, args=()):
+    """Kernels `before` and `after` write the same values into the fields `outs` (each run in
+    the interpreter from zeroed outputs)."""
+    results = []
+    for kern in (before, after):
+        for f in outs:
+            f.arr[...] = 0
+        run(kern, args)
+        results.append([f.arr.copy() for f in outs])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
