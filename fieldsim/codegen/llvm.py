@@ -601,16 +601,16 @@ class TaskLowering(NestLowering):
             for i, n in zip(indices[1:], sizes[1:]):
                 lin = self.in_block(offset_index, self.in_block(scaled_index, lin, n), i)
             return lin
-        stride, offset, terms = 1, 0, []
-        for i, n in zip(reversed(indices), reversed(sizes)):
+        strides = [1]
+        for n in reversed(sizes[1:]):
+            strides.insert(0, strides[0] * n.constant)
+        offset, lin = 0, self.i64_constant(0)
+        for i, stride in zip(indices, strides):
             if _int_constant(i) is not None:
                 offset += i.constant * stride
             else:
-                terms.append(self.in_block(scaled_index, i, self.i64_constant(stride)))
-            stride *= n.constant if _int_constant(n) is not None else 1
-        lin = self.i64_constant(0)
-        for term in reversed(terms):
-            lin = self.in_block(offset_index, lin, term)
+                term = self.in_block(scaled_index, i, self.i64_constant(stride))
+                lin = self.in_block(offset_index, lin, term)
         return self.in_block(offset_index, lin, self.i64_constant(offset))
 
     def in_block(self, make, *operands):

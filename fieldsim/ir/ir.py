@@ -15,6 +15,8 @@ Every pass and the codegen read this and nothing else. The invariants are:
 * Every statement carries the `Loc` of the user source it came from.
 
 Statements are treated as immutable once a pass has produced them: passes build new IR.
+The two exceptions own what they are given, which nothing else holds yet: offload reuses the
+frontend's statements, and promote_locals rewrites offload's output in place.
 """
 from __future__ import annotations
 
