@@ -30,6 +30,7 @@ from fieldsim.codegen.loopnest import (
     long_latency,
     loop_range,
     ndrange_split,
+    whole_rows,
 )
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
 from fieldsim.ir import dtypes as T
@@ -77,6 +78,8 @@ class Target:
     polls_interrupt = True
     # pure scatters of parallel tasks go to per-chunk copies (codegen.privatize), not atomics
     private_scatters = True
+    # worker_range gives each worker one contiguous range with step 1 (CUDA: a grid stride)
+    contiguous_chunks = True
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""
@@ -218,6 +221,10 @@ class TaskLowering(NestLowering):
         self.private_ids: set[int] = set()  # ids of the privatized fields
         self.block_values: dict = {}  # index arithmetic made in each LLVM block (in_block)
         self.i64_constants: dict[int, L.Constant] = {}
+        # id(i32 value) -> (the i64 it was truncated from, the i32 value): a loop counter's
+        # i32 view widens back to the counter itself, not to sext(trunc(counter)), which
+        # LLVM spends compile time proving equal (counters stay within i32: narrow_index)
+        self.widened: dict[int, tuple] = {}
 
     # ---- context words ------------------------------------------------------------------------
     def ctx_word(self, k, ty=I64):
@@ -314,14 +321,14 @@ class TaskLowering(NestLowering):
         begin, end = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         kind = VECTOR
         if s.attr.parallel:
+            if self.whole_row_nest(s):
+                return
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
             fill = fill_plan(s) if isinstance(step, L.Constant) and step.constant == 1 else None
             if fill is not None:
                 self.fill_chunk(fill, lo, hi)
                 return
-            # gathers/scatters: vectorizing costs compile time and gains nothing (loop_hints)
-            scalar = data_indexed(s, {id(p) for p in self.cg.prologue}) or guarded_store(s)
-            kind = SCALAR if scalar else LANES if long_latency(s) else VECTOR
+            kind = self.loop_kind(s)
             split = ndrange_split(s)
             if split is not None and isinstance(step, L.Constant) and step.constant == 1:
                 self.nested_for(s, lo, hi, split, kind)
@@ -335,6 +342,28 @@ class TaskLowering(NestLowering):
                           kind=kind)
         self.ranges = {}
         self.flush_reductions()
+
+    def loop_kind(self, s: Stmt):
+        """The loop_hints kind of a parallel loop's innermost loop."""
+        # gathers/scatters: vectorizing costs compile time and gains nothing (loop_hints)
+        if data_indexed(s, {id(p) for p in self.cg.prologue}) or guarded_store(s):
+            return SCALAR
+        return LANES if long_latency(s) else VECTOR
+
+    def whole_row_nest(self, s: Stmt) -> bool:
+        """Lowers a parallel ndrange loop of whole rows (loopnest.whole_rows) as a nest whose
+        workers take whole rows, where the target's workers run contiguous chunks; False
+        (nothing emitted) for any other loop."""
+        split = ndrange_split(s) if self.cg.target.contiguous_chunks else None
+        rows = whole_rows(s, split) if split is not None else None
+        if rows is None or fill_plan(s) is not None:
+            return False
+        first, end = (self.i64_constant(q) for q in rows)
+        lo, hi, _ = self.cg.target.worker_range(self.b, first, end, self.fn.args[1],
+                                                self.fn.args[2])
+        self.nested_for(s, lo, hi, split, self.loop_kind(s), by_rows=True)
+        self.flush_reductions()
+        return True
 
     def fill_chunk(self, fill, lo, hi):
         """The chunk [lo, hi) of a loop that only zeroes whole fields: a memset per field
@@ -368,7 +397,23 @@ class TaskLowering(NestLowering):
 
     def as_i64(self, a: Stmt):
         """A loop bound as i64 (sign-extended from i32; i64 bounds as they are)."""
-        return index64(self.b, self.v(a))
+        return self.wide(self.v(a))
+
+    def wide(self, v):
+        """An integer index value as i64: a loop counter's i32 view as the counter itself
+        (narrow_index), anything else sign-extended (index64)."""
+        known = self.widened.get(id(v))
+        return known[0] if known is not None else index64(self.b, v)
+
+    def narrow_index(self, v64, ty):
+        """The i64 loop counter `v64` as an index of type `ty`; `wide` gives `v64` back for
+        it. Only for counters that stay within `ty`'s range (a loop between bounds of that
+        type, a nest's row and column), where sext(trunc(v64)) == v64."""
+        if ty.width == 64:
+            return v64
+        v = self.b.trunc(v64, ty)
+        self.widened[id(v)] = (v64, v)
+        return v
 
     def counted_loop(self, s: Stmt, lo, hi, outermost=False, step=None, descending=False,
                      kind=VECTOR):
@@ -376,6 +421,9 @@ class TaskLowering(NestLowering):
         outermost loop keys the random stream by its index, so each iteration draws the same
         numbers whichever way (or on whichever thread) it runs."""
         b = self.b
+        # i32 bounds: every i the body sees lies between them, so it is an i32 index as is
+        bounded = all(a.dtype.bits <= 32 and a.dtype.is_signed for a in s.args[:2]) \
+            and s.dtype.is_signed
         idx = self.alloca_b.alloca(I64, name="i")
         b.store(b.sub(hi, L.Constant(I64, 1)) if descending else lo, idx)
         cond_bb = self.fn.append_basic_block("for.cond")
@@ -388,7 +436,8 @@ class TaskLowering(NestLowering):
         b.cbranch(b.icmp_signed(">=", i, lo) if descending else b.icmp_signed("<", i, hi),
                   body_bb, exit_bb)
         b.position_at_end(body_bb)
-        self.vals[id(s)] = i if s.dtype.bits == 64 else b.trunc(i, I32)
+        self.vals[id(s)] = i if s.dtype.bits == 64 else \
+            self.narrow_index(i, I32) if bounded else b.trunc(i, I32)
         if outermost:
             self.tid = i
             b.store(L.Constant(I64, 0), self.rng_counter)
@@ -587,7 +636,8 @@ class TaskLowering(NestLowering):
         v = self.v(ix)
         if v.type.width != 64 and isinstance(v, L.Constant):
             return self.i64_constant(v.constant)
-        return self.in_block(index64, v)
+        known = self.widened.get(id(v))
+        return known[0] if known is not None else self.in_block(index64, v)
 
     def linear(self, indices, sizes):
         """The row-major element number of `indices` in a storage of axis extents `sizes`:
@@ -781,6 +831,8 @@ class TaskLowering(NestLowering):
         if dst.is_float:
             return b.sitofp(v, ty) if src.is_signed else b.uitofp(v, ty)
         if dst.bits > src.bits:
+            if src.is_signed and dst.bits == 64 and id(v) in self.widened:
+                return self.widened[id(v)][0]  # a loop counter's i32 view (narrow_index)
             return b.sext(v, ty) if src.is_signed else b.zext(v, ty)
         if dst.bits < src.bits:
             return b.trunc(v, ty)

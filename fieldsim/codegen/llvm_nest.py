@@ -49,11 +49,14 @@ class NestLowering:
     """Methods of TaskLowering for nested ndrange loops; see the module docstring."""
 
     # ---- the nest -----------------------------------------------------------------------------
-    def nested_for(self, s: Stmt, lo, hi, split: NdSplit, hint=VECTOR):
-        """A worker's chunk [lo, hi) of a flattened ndrange loop as `for q: for r:` with
-        lin = q*c + r (fieldsim.codegen.loopnest): the inner loop has a plain induction
-        variable, so LLVM can vectorize it (unless `hint` is loop_hints.SCALAR), and q's index
-        expressions are computed once per row."""
+    def nested_for(self, s: Stmt, lo, hi, split: NdSplit, hint=VECTOR, by_rows=False):
+        """A worker's chunk of a flattened ndrange loop as `for q: for r:` with lin = q*c + r
+        (fieldsim.codegen.loopnest): the inner loop has a plain induction variable, so LLVM
+        can vectorize it (unless `hint` is loop_hints.SCALAR), and q's index expressions are
+        computed once per row. The chunk is [lo, hi) of lin, or with `by_rows` the whole rows
+        [lo, hi) of q (loopnest.whole_rows): then no row is cut, and the inner loop's bounds
+        are c or the triangle's edge, not clamped to the chunk (which costs LLVM's loop
+        passes more compile time than the rest of a small kernel)."""
         from fieldsim.codegen.llvm import ll_type
         b, c = self.b, split.c
         cc = L.Constant(I64, c)
@@ -73,23 +76,25 @@ class NestLowering:
             if st in cols:  # +0.0 (all bits zero) in every lane: nothing to flush yet
                 self.memset_zero(slot, c * nbytes(ty))
         triangle = row_bound(s, split)
-        q_lo = b.sdiv(lo, cc)  # lo >= 0 (ndrange_split checked the begin)
-        q_hi = b.sdiv(b.add(hi, L.Constant(I64, c - 1)), cc)
+        if by_rows:
+            q_lo, q_hi = lo, hi
+        else:
+            q_lo = b.sdiv(lo, cc)  # lo >= 0 (ndrange_split checked the begin)
+            q_hi = b.sdiv(b.add(hi, L.Constant(I64, c - 1)), cc)
 
         def row(q):
             base = b.mul(q, cc, flags=("nsw",))
-            qv = q if ity.width == 64 else b.trunc(q, ity)
+            # q, r and lin stay within the loop's index type: the i64 counters are their
+            # widened forms (narrow_index)
+            qv = self.narrow_index(q, ity)
             for sid, (kind, k) in split.uses.items():
                 if kind == "q":
                     self.preset[sid] = qv if k == 1 else b.sdiv(qv, L.Constant(ity, k))
             for st in rows:
                 _, slot, ty = self.nest_acc[id(st)]
                 b.store(L.Constant(ty, 0), slot)
-            r_lo, r_hi = self.row_columns(lo, hi, base, q, c, triangle)
-            # the inner index in the loop's own type: r < c fits, and index arithmetic
-            # (sext to i64 for addresses) stays affine for the vectorizer
-            self.plain_loop(self.cast_int(r_lo, ity), self.cast_int(r_hi, ity),
-                            lambda r: self.cell(s, split, qv, base, r, ity), hint)
+            r_lo, r_hi = self.row_columns(None if by_rows else (lo, hi), base, q, c, triangle)
+            self.plain_loop(r_lo, r_hi, lambda r: self.cell(s, split, qv, base, r, ity), hint)
             env = {sid: self.preset[sid] for sid, (kind, _) in split.uses.items() if kind == "q"}
             for st in rows:
                 _, slot, ty = self.nest_acc[id(st)]
@@ -102,29 +107,33 @@ class NestLowering:
             self.flush_columns(cols, split, ity)
         self.ranges = {}
 
-    def row_columns(self, lo, hi, base, q, c: int, triangle):
-        """[r_lo, r_hi): the columns of row q (starting at lin = base) inside the chunk
-        [lo, hi), and, in a triangular nest (loopnest.row_bound), where its `if` holds."""
+    def row_columns(self, chunk, base, q, c: int, triangle):
+        """[r_lo, r_hi) (i64): the columns of row q (starting at lin = base), inside the
+        chunk (lo, hi) of lin when one is given, and, in a triangular nest
+        (loopnest.row_bound), where its `if` holds."""
         b, zero, cc = self.b, L.Constant(I64, 0), L.Constant(I64, c)
-        r_lo = b.sub(lo, base)
-        r_lo = b.select(b.icmp_signed("<", r_lo, zero), zero, r_lo)
-        r_hi = b.sub(hi, base)
-        r_hi = b.select(b.icmp_signed("<", r_hi, cc), r_hi, cc)
+        r_lo, r_hi = zero, cc
+        if chunk is not None:
+            lo, hi = chunk
+            r_lo = b.sub(lo, base)
+            r_lo = b.select(b.icmp_signed("<", r_lo, zero), zero, r_lo)
+            r_hi = b.sub(hi, base)
+            r_hi = b.select(b.icmp_signed("<", r_hi, cc), r_hi, cc)
         if triangle is not None:
             side, delta = triangle.side, triangle.delta
-            edge = b.add(q, L.Constant(I64, delta))
+            edge = b.add(q, L.Constant(I64, delta), flags=("nsw",))
             if side == "lo":
                 r_lo = b.select(b.icmp_signed("<", r_lo, edge), edge, r_lo)
             else:
                 r_hi = b.select(b.icmp_signed("<", edge, r_hi), edge, r_hi)
         return r_lo, r_hi
 
-    def cell(self, s: Stmt, split: NdSplit, qv, base, r, ity):
+    def cell(self, s: Stmt, split: NdSplit, qv, base, r64, ity):
         """One iteration of a nested ndrange loop: the body at lin = q*c + r."""
         b = self.b
-        r64 = r if ity.width == 64 else b.sext(r, I64)
+        r = self.narrow_index(r64, ity)
         lin = b.add(base, r64, flags=("nsw",))
-        self.vals[id(s)] = lin if ity.width == 64 else b.trunc(lin, ity)
+        self.vals[id(s)] = self.narrow_index(lin, ity)
         for sid, (kind, k) in split.uses.items():
             if kind == "r":
                 self.preset[sid] = r if k == 1 else b.add(
@@ -134,9 +143,6 @@ class NestLowering:
         self.tid = lin
         b.store(L.Constant(I64, 0), self.rng_counter)
         self.block(s.body)
-
-    def cast_int(self, v, ty):
-        return v if v.type == ty else self.b.trunc(v, ty)
 
     def plain_loop(self, lo, hi, body, hint=VECTOR):
         """`for i in range(lo, hi): body(i)` with an `nsw` increment (LLVM then knows the index
@@ -238,15 +244,15 @@ class NestLowering:
 
     def flush_columns(self, cols, split: NdSplit, ity):
         """After the chunk: each column accumulator's c values into their elements."""
-        def one(r):
+        def one(r64):
+            r = self.narrow_index(r64, ity)
             env = {sid: r for sid, (kind, k) in split.uses.items() if kind == "r" and k == 1}
-            r64 = r if ity.width == 64 else self.b.sext(r, I64)
             for st in cols:
                 _, slot, ty = self.nest_acc[id(st)]
                 p = self.b.gep(slot, [r64], source_etype=ty)
                 self.flush_one(st, self.b.load(p, typ=ty), env)
         # one conditional atomic per element: unrolled or vectorized it only costs compile time
-        self.plain_loop(L.Constant(ity, 0), L.Constant(ity, split.c), one, SCALAR)
+        self.plain_loop(L.Constant(I64, 0), L.Constant(I64, split.c), one, SCALAR)
 
     def remat(self, st: Stmt, env: dict):
         """The value of a pure index expression computed again here, with `env`'s values for

@@ -75,6 +75,24 @@ def ndrange_split(loop: Stmt) -> NdSplit | None:
     return NdSplit(c, uses, ranges)
 
 
+# Rows a nest needs before its chunks are cut between rows (whole_rows): a launch cuts its range
+# into CHUNKS_PER_THREAD (4) chunks per thread, so 64 rows still give 16 threads a row each.
+WHOLE_ROWS_MIN = 64
+
+
+def whole_rows(loop: Stmt, split: NdSplit) -> tuple[int, int] | None:
+    """(first, end): the rows q of a nest whose linear range is constant and made of whole rows
+    of c columns, at least WHOLE_ROWS_MIN of them; else None. Workers may then take whole
+    rows, and the inner loop needs no clamping to a chunk's edges."""
+    begin, end = loop.args[0].attr, loop.args[1]
+    if end.op != Op.CONST or not isinstance(end.attr, int):
+        return None
+    c = split.c
+    if begin % c or end.attr % c or (end.attr - begin) // c < WHOLE_ROWS_MIN:
+        return None
+    return begin // c, end.attr // c
+
+
 def loop_range(loop: Stmt) -> dict:
     """{id(loop): (first, last)} for a loop with constant integer bounds (the index range
     `speculable_loads` reasons with in a plain 1-d loop), else {}."""

@@ -140,6 +140,7 @@ class CudaTarget(Target):
     triple = TRIPLE
     polls_interrupt = False  # the host cannot write the stop word during a launch
     private_scatters = False  # thousands of threads: per-chunk copies do not pay
+    contiguous_chunks = False  # worker_range is a grid-stride loop
     assert_values = False  # the status buffer holds the error words only
 
     def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args):
