@@ -37,7 +37,7 @@ from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.jit_memory import EngineSlabs
 from fieldsim.codegen.llvm import CTX_PRIV, Target, TaskInfo, lower_kernel
-from fieldsim.codegen.llvm_build import ThreadMachines, build_object, warm_up
+from fieldsim.codegen.llvm_build import MachinePool, build_object, warm_up
 from fieldsim.codegen.privatize import NO_RUN, PrivateBuffers
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
@@ -106,7 +106,7 @@ class CpuBackend:
         triple = llvm.get_process_triple()
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        self.machines = ThreadMachines(triple, self.cpu, self.features, opt=3)  # emit objects
+        self.machines = MachinePool(triple, self.cpu, self.features, opt=3)  # emit objects
         self.triple = triple
         self.jit = EngineSlabs(triple, self.cpu, self.features)  # loads and frees them
         self.pool = None

@@ -1,6 +1,6 @@
 """LLVM optimisation and code generation of one module, from several threads at once.
 
-Takes: an LLVM IR text, a target machine for the calling thread (`ThreadMachines`) and the
+Takes: an LLVM IR text, a target machine lent to the calling thread (`MachinePool`) and the
 pipeline's tuning. Returns the object file's bytes. Guarantees: the bytes depend only on the
 text, the machine's settings and the tuning, not on the thread or on what other threads compile
 meanwhile (tests/codegen/test_parallel_compile.py compares them).
@@ -8,7 +8,7 @@ meanwhile (tests/codegen/test_parallel_compile.py compares them).
 Why: llvmlite makes every call into LLVM under one process-wide lock, so two threads compiling
 two kernels take turns. The three calls that do the work (parsing, the pass pipeline, code
 generation: all of a compile's time) are made here without that lock, on a module in an LLVM
-context of its own and with a target machine that only the calling thread uses: the conditions
+context of its own and with a target machine that only the calling thread uses meanwhile: the conditions
 under which LLVM compiles concurrently (LLVM's own ORC JIT compiles on several threads the same
 way). Every other call (making and freeing those objects) keeps llvmlite's lock. Where an
 llvmlite version lacks the unlocked entry points, the locked calls are used: slower, same bytes.
@@ -16,6 +16,7 @@ llvmlite version lacks the unlocked entry points, the locked calls are used: slo
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from ctypes import c_char_p, string_at
 
 import llvmlite.binding as llvm
@@ -30,22 +31,35 @@ def _unlocked(name: str):
     return getattr(fn, "_cfn", fn)
 
 
-class ThreadMachines:
-    """One `llvm.TargetMachine` per thread, all with the same settings (a target machine is
-    not safe to share between threads that generate code at once)."""
+class MachinePool:
+    """`llvm.TargetMachine`s with the same settings, each lent to one thread at a time (a
+    target machine is not safe to share between threads that generate code at once), the most
+    recently returned first. LLVM builds a machine's tables (its subtarget, the cost model the
+    vectorizers ask) at its first use: the machine `warm_up` used, on a compile thread, then
+    serves the program's first kernel on whichever thread compiles it (2-3 ms of a first
+    compile; a machine per thread left the main thread's cold)."""
 
     def __init__(self, triple: str, cpu: str, features: str, opt: int = 3):
         self.settings = (triple, cpu, features, opt)
-        self._local = threading.local()
+        self._free: list = []
+        self._lock = threading.Lock()
+        self.made = 0  # machines created so far (at most one per thread building at once)
 
-    def get(self) -> llvm.TargetMachine:
-        tm = getattr(self._local, "tm", None)
+    @contextmanager
+    def borrow(self):
+        with self._lock:
+            tm = self._free.pop() if self._free else None
         if tm is None:
             triple, cpu, features, opt = self.settings
             tm = llvm.Target.from_triple(triple).create_target_machine(
                 cpu=cpu, features=features, opt=opt, jit=True)
-            self._local.tm = tm
-        return tm
+            with self._lock:
+                self.made += 1
+        try:
+            yield tm
+        finally:
+            with self._lock:
+                self._free.append(tm)
 
 
 def parse(text: str, context) -> llvm.ModuleRef:
@@ -85,11 +99,15 @@ def emit(tm: llvm.TargetMachine, mod: llvm.ModuleRef) -> bytes:
         ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
 
 
-def build_object(text: str, machines: ThreadMachines, speed_level: int = 2, vectorize=True,
+def build_object(text: str, machines: MachinePool, speed_level: int = 2, vectorize=True,
                  optimise_it=True, show=None) -> bytes:
     """The object file of the IR `text`: parsed into a fresh context, verified, optimised (when
     `optimise_it`), code generated. `show(module)`, if given, sees the optimised module."""
-    tm = machines.get()
+    with machines.borrow() as tm:
+        return _build(text, tm, speed_level, vectorize, optimise_it, show)
+
+
+def _build(text, tm, speed_level, vectorize, optimise_it, show) -> bytes:
     context = llvm.create_context()
     mod = None
     try:
@@ -132,7 +150,7 @@ declare float @llvm.sqrt.f32(float)
 """
 
 
-def warm_up(machines: ThreadMachines):
+def warm_up(machines: MachinePool):
     """Optimise and code-generate a small loop, discarding the result. LLVM builds tables on
     first use (the pass pipeline's analyses, the target's instruction selection): done on a
     compile thread while a program sets up, they cost its first kernel compile 2-3 ms less

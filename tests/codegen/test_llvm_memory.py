@@ -174,9 +174,9 @@ def test_program_of_a_previous_init_refuses_to_launch():
 def test_dispose_frees_pass_managers_and_tolerates_closed_objects():
     import llvmlite.binding as llvm
     fs.init(arch=fs.cpu, offline_cache=False)
-    tm = fs.lang.runtime.get().backend().machines.get()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pb = llvm.create_pass_builder(tm, pto)
+    with fs.lang.runtime.get().backend().machines.borrow() as tm:
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pb = llvm.create_pass_builder(tm, pto)
     mpm, fpm = pb.getModulePassManager(), pb.getFunctionPassManager()
     mod = llvm.parse_assembly("define i32 @f(i32 %a) {\n  %b = add i32 %a, 0\n  ret i32 %b\n}")
     mpm.run(mod, pb)

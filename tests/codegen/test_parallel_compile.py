@@ -277,3 +277,35 @@ def test_many_adjoints_made_together_over_several_inits():
         assert all(c.adjoint is not None for t in terms for c in t._cache.values())
         expected = sum(m * np.cos(m * xs) for m in range(1, kinds + 1))
         np.testing.assert_allclose(x.grad.to_numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_machine_is_lent_to_one_thread_at_a_time_and_reused():
+    import llvmlite.binding as llvm
+    fs.init(arch=fs.cpu, offline_cache=False)
+    pool = llvm_build.MachinePool(llvm.get_process_triple(), llvm.get_host_cpu_name(),
+                                  llvm.get_host_cpu_features().flatten())
+    with pool.borrow() as a:
+        with pool.borrow() as b:
+            assert a is not b  # two builds at once: two machines
+        with pool.borrow() as c:
+            assert c is b  # b was free again
+    with pool.borrow() as d:
+        assert d is a  # the most recently returned first
+    assert pool.made == 2
+
+
+def test_the_first_kernel_compiles_on_the_warmed_up_machine():
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    backend = fs.lang.runtime.get().backend()
+    backend.runner_object.result()  # the chunk runner built, LLVM warmed up: one machine
+    assert backend.machines.made == 1
+    y = fs.field(fs.f32, shape=8)
+
+    @fs.kernel
+    def fill():
+        for i in y:
+            y[i] = fs.sqrt(i * 1.0)
+
+    fill()  # compiled on this (the main) thread
+    np.testing.assert_allclose(y.to_numpy(), np.sqrt(np.arange(8)), rtol=1e-6)
+    assert backend.machines.made == 1
