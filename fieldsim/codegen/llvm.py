@@ -321,7 +321,8 @@ class TaskLowering(NestLowering):
         begin, end = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         kind = VECTOR
         if s.attr.parallel:
-            if self.whole_row_nest(s):
+            split = ndrange_split(s)
+            if split is not None and self.whole_row_nest(s, split):
                 return
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
             fill = fill_plan(s) if isinstance(step, L.Constant) and step.constant == 1 else None
@@ -329,7 +330,6 @@ class TaskLowering(NestLowering):
                 self.fill_chunk(fill, lo, hi)
                 return
             kind = self.loop_kind(s)
-            split = ndrange_split(s)
             if split is not None and isinstance(step, L.Constant) and step.constant == 1:
                 self.nested_for(s, lo, hi, split, kind)
                 self.flush_reductions()
@@ -350,12 +350,11 @@ class TaskLowering(NestLowering):
             return SCALAR
         return LANES if long_latency(s) else VECTOR
 
-    def whole_row_nest(self, s: Stmt) -> bool:
-        """Lowers a parallel ndrange loop of whole rows (loopnest.whole_rows) as a nest whose
-        workers take whole rows, where the target's workers run contiguous chunks; False
-        (nothing emitted) for any other loop."""
-        split = ndrange_split(s) if self.cg.target.contiguous_chunks else None
-        rows = whole_rows(s, split) if split is not None else None
+    def whole_row_nest(self, s: Stmt, split) -> bool:
+        """Lowers a parallel ndrange loop (nest split `split`) of whole rows
+        (loopnest.whole_rows) as a nest whose workers take whole rows, where the target's
+        workers run contiguous chunks; False (nothing emitted) for any other loop."""
+        rows = whole_rows(s, split) if self.cg.target.contiguous_chunks else None
         if rows is None or fill_plan(s) is not None:
             return False
         first, end = (self.i64_constant(q) for q in rows)
