@@ -5,7 +5,7 @@
 Takes: nothing but the machine. Measures, in this process (fieldsim with `--threads` CPU
 threads, default all):
 
-* f32 FMA peak: a fieldsim kernel of independent multiply-adds (16 chains per iteration of a
+* f32 FMA peak: a fieldsim kernel of independent multiply-adds (128 chains per iteration of a
   parallel loop, no memory traffic in the inner loop), beside numpy's BLAS sgemm (2048^3) as
   the check on what the cores can do; the roofline's peak is the larger of the two;
 * memory bandwidth: fieldsim copy (`b[i] = a[i]`, 8 bytes per element) and triad
@@ -58,7 +58,11 @@ def median_time(fn, reps):
 
 # ------------------------------------------------------------------------------- the machine
 def fma_peak(reps):
-    n, iters, chains = 1 << 14, 2048, 16
+    # 128 chains: LLVM's SLP vectorizer packs them into 8-16 vector registers, enough
+    # independent FMAs in flight to cover the FMA latency on both units. With 16 chains (one
+    # or two vectors, or scalars) the loop was latency-bound: 11-19 GFLOP/s where sgemm gets
+    # 141 on the same Intel VM (BENCHMARKS.md, 2026-11-27)
+    n, iters, chains = 1 << 14, 256, 128
     out = ti.field(ti.f32, shape=n)
 
     @ti.kernel
