@@ -398,11 +398,14 @@ class TaskLowering(NestLowering):
         """A loop bound as i64 (sign-extended from i32; i64 bounds as they are)."""
         return self.wide(self.v(a))
 
-    def wide(self, v):
+    def wide(self, v, shared=False):
         """An integer index value as i64: a loop counter's i32 view as the counter itself
-        (narrow_index), anything else sign-extended (index64)."""
+        (narrow_index), anything else sign-extended (index64; with `shared`, one extension
+        per LLVM block: in_block)."""
         known = self.widened.get(id(v))
-        return known[0] if known is not None else index64(self.b, v)
+        if known is not None:
+            return known[0]
+        return self.in_block(index64, v) if shared else index64(self.b, v)
 
     def narrow_index(self, v64, ty):
         """The i64 loop counter `v64` as an index of type `ty`; `wide` gives `v64` back for
@@ -635,8 +638,7 @@ class TaskLowering(NestLowering):
         v = self.v(ix)
         if v.type.width != 64 and isinstance(v, L.Constant):
             return self.i64_constant(v.constant)
-        known = self.widened.get(id(v))
-        return known[0] if known is not None else self.in_block(index64, v)
+        return self.wide(v, shared=True)
 
     def linear(self, indices, sizes):
         """The row-major element number of `indices` in a storage of axis extents `sizes`:
