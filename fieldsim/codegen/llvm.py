@@ -321,16 +321,17 @@ class TaskLowering(NestLowering):
         begin, end = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         kind = VECTOR
         if s.attr.parallel:
-            split = ndrange_split(s)
-            if split is not None and self.whole_row_nest(s, split):
+            contiguous = self.cg.target.contiguous_chunks  # fills and nests need [lo, hi)
+            split = ndrange_split(s) if contiguous else None
+            fill = fill_plan(s) if contiguous else None
+            if split is not None and fill is None and self.whole_row_nest(s, split):
                 return
             lo, hi, step = self.cg.target.worker_range(b, begin, end, self.fn.args[1], self.fn.args[2])
-            fill = fill_plan(s) if isinstance(step, L.Constant) and step.constant == 1 else None
             if fill is not None:
                 self.fill_chunk(fill, lo, hi)
                 return
             kind = self.loop_kind(s)
-            if split is not None and isinstance(step, L.Constant) and step.constant == 1:
+            if split is not None:
                 self.nested_for(s, lo, hi, split, kind)
                 self.flush_reductions()
                 return
@@ -353,9 +354,10 @@ class TaskLowering(NestLowering):
     def whole_row_nest(self, s: Stmt, split) -> bool:
         """Lowers a parallel ndrange loop (nest split `split`) of whole rows
         (loopnest.whole_rows) as a nest whose workers take whole rows, where the target's
-        workers run contiguous chunks; False (nothing emitted) for any other loop."""
-        rows = whole_rows(s, split) if self.cg.target.contiguous_chunks else None
-        if rows is None or fill_plan(s) is not None:
+        workers run contiguous chunks (outer_for checked that it is no fill loop); False
+        (nothing emitted) for any other loop."""
+        rows = whole_rows(s, split)
+        if rows is None:
             return False
         first, end = (self.i64_constant(q) for q in rows)
         lo, hi, _ = self.cg.target.worker_range(self.b, first, end, self.fn.args[1],
