@@ -33,6 +33,7 @@ from fieldsim.codegen.loopnest import (
     whole_rows,
 )
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
+from fieldsim.codegen.shared_divisors import shared_divisors
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
@@ -209,6 +210,9 @@ class TaskLowering(NestLowering):
         self.reductions: dict[int, tuple] = {}
         self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
         self.fmf = cg.fmf
+        # fast-math: divisions by one divisor in one block multiply by one reciprocal
+        self.div_groups = shared_divisors(task) if cg.fmf else {}
+        self.reciprocals: dict[int, L.Value] = {}  # id(first div of a group) -> 1/d
         self.preset: dict[int, L.Value] = {}  # statements whose value the loop nest computed
         self.ranges: dict = {}  # index ranges known in a nested ndrange loop (loopnest)
         self.written: set | None = None  # ids of the fields the task writes (made on demand)
@@ -859,6 +863,19 @@ class TaskLowering(NestLowering):
         v = b.select(b.fcmp_unordered("<", v, lo_c), lo_c, v)  # NaN, too small: lo
         v = b.select(b.fcmp_ordered(">", v, hi_c), hi_c, v)
         return b.fptosi(v, ty) if dst.is_signed else b.fptoui(v, ty)
+
+    def op_div(self, s: Stmt):
+        first = self.div_groups.get(id(s))
+        if first is None:
+            return self.arith(s)
+        x, d = s.args
+        if first == id(s):  # lowered before the rest of its group (shared_divisors)
+            dv = self.v(d)
+            self.reciprocals[first] = self.b.fdiv(L.Constant(dv.type, 1.0), dv, flags=self.fmf)
+        r = self.reciprocals[first]
+        if x.op == Op.CONST and x.attr == 1.0:
+            return r
+        return self.b.fmul(self.v(x), r, flags=self.fmf)
 
     def arith(self, s: Stmt):
         from fieldsim.codegen.llvm_arith import lower_arith

@@ -1,0 +1,41 @@
+"""Float divisions that share a divisor: `shared_divisors(task)`, for fast-math lowering.
+
+Takes a task's IR. Returns, for every float `div` whose divisor is divided by at least twice
+in the same statement list, the id of the first such `div` in that list (in program order):
+the lowering computes the reciprocal `1 / d` there, once, and every division of the group
+becomes a multiplication by it. Statements of one list are lowered in program order (nested
+`if`/loop bodies are lists of their own, so a group never spans a branch), hence the first
+division of a group is lowered before the others wherever the list is lowered, and its
+reciprocal dominates them.
+
+Why: reverse AD writes quotient and square-root rules as separate divisions by one value
+(`d(a/b) = da/b - a*db/b/b`, `d sqrt(q) = 0.5*dq/sqrt(q)`): gravity's adjoint divided three
+times per pair by the same distance. A vector division has a throughput of 5-16 cycles on x86,
+a multiplication 0.5-1. LLVM shares the reciprocal itself only under `arcp`, which fieldsim
+does not give it (codegen.llvm.FAST_MATH_FLAGS: it also turns 1/sqrt into an estimate).
+Exact mode (`fast_math=False`) keeps every division: x * (1/d) may differ from x / d by an ulp.
+"""
+from __future__ import annotations
+
+from fieldsim.ir.ir import Op, Stmt
+
+
+def shared_divisors(task: Stmt) -> dict[int, int]:
+    """id(div) -> id(the first div of its group), for groups of two or more float divisions
+    by one divisor in one statement list."""
+    groups: dict[int, int] = {}
+    _scan(task.body, groups)
+    return groups
+
+
+def _scan(block: list[Stmt], groups: dict[int, int]):
+    by_divisor: dict[int, list[Stmt]] = {}
+    for s in block:
+        if s.op == Op.DIV and s.dtype is not None and s.dtype.is_float:
+            by_divisor.setdefault(id(s.args[1]), []).append(s)
+        for inner in s.blocks:
+            _scan(inner, groups)
+    for divs in by_divisor.values():
+        if len(divs) > 1:
+            for s in divs:
+                groups[id(s)] = id(divs[0])
