@@ -8,6 +8,9 @@ threads, default all):
 * f32 FMA peak: a fieldsim kernel of independent multiply-adds (128 chains per iteration of a
   parallel loop, no memory traffic in the inner loop), beside numpy's BLAS sgemm (2048^3) as
   the check on what the cores can do; the roofline's peak is the larger of the two;
+* square root and division throughput (the divider): a fieldsim kernel summing `1/sqrt(x+k)`
+  over an inner loop LLVM vectorizes, one square root and one division per element, no memory
+  traffic; in G divider ops/s (a square root or a division each one op);
 * memory bandwidth: fieldsim copy (`b[i] = a[i]`, 8 bytes per element) and triad
   (`a[i] = b[i] + s * c[i]`, 12 bytes) kernels on 64 MiB fields, beside numpy's copy;
 * every kernel of the benchmark programs (benchmarks/programs.py: mpm88 substep, gravity
@@ -15,15 +18,21 @@ threads, default all):
   kernel profiler; its FLOPs and bytes per launch counted from its IR: each float arithmetic
   statement one FLOP (a transcendental too), each field load/store its element size, an
   atomic both, times the trip counts of the loops around it (both branches of an `if`
-  counted: an upper bound; the columns a triangular nest skips are not counted). Memory
+  counted: an upper bound; the columns a triangular nest skips are not counted), and its
+  divider ops: float square roots and divisions, a division that shares its divisor with an
+  earlier one in its block counted as the multiplication the fast-math lowering makes of it
+  (codegen.shared_divisors). Memory
   bytes are those access bytes, except for a kernel whose fields fit in 4 MiB (they stay in
   cache): their footprint. A kernel whose loop bounds depend
   on arguments gets no count.
 
 Reported per kernel: time per launch, GFLOP/s, GB/s, arithmetic intensity, the roofline bound
-min(peak, intensity x bandwidth), the fraction of it reached, and what limits it: `launch`
-(under 30 us per launch: fixed costs dominate), `atomics` (atomic traffic is most of its
-bytes), `bandwidth` (intensity below the ridge point) or `compute`. Guarantees: analysis and
+(the GFLOP/s it would reach at the slowest of three limits: FLOPs at the FMA peak, bytes at
+the bandwidth, divider ops at the divider's throughput), the fraction of it reached, and what
+limits it: `launch` (under 30 us per launch: fixed costs dominate), `atomics` (atomic traffic
+is most of its bytes, and bandwidth is its limit), `bandwidth`, `divider` (square roots and
+divisions: gravity's pair is one of each on a unit that does one 8-lane op every 5-6 cycles)
+or `compute` (the FMA peak). Guarantees: analysis and
 timing only; numbers are medians of `--reps` runs; the load average goes in the output.
 """
 import argparse
@@ -43,6 +52,7 @@ from checker_cost import timed
 
 import fieldsim as ti
 from fieldsim.codegen.loopnest import ndrange_split, row_bound
+from fieldsim.codegen.shared_divisors import shared_divisors
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.opdefs import Op
 
@@ -83,6 +93,25 @@ def fma_peak(reps):
     return {"fieldsim_fma_gflops": fieldsim, "numpy_sgemm_gflops": 2.0 * m ** 3 / ts / 1e9}
 
 
+def divider_peak(reps):
+    """G divider ops/s: one square root and one division per element of an inner loop LLVM
+    vectorizes (a sum: fast-math lets it reassociate), elements independent."""
+    n, iters = 1 << 12, 1 << 12
+    out = ti.field(ti.f32, shape=n)
+
+    @ti.kernel
+    def divide(iters: ti.i32):
+        for i in range(n):
+            x = ti.cast(i, ti.f32) * 1e-6 + 1.0
+            s = 0.0
+            for k in range(iters):
+                s += 1.0 / ti.sqrt(x + ti.cast(k, ti.f32))
+            out[i] = s
+
+    t = median_time(lambda: (divide(iters), ti.sync()), reps)
+    return {"divider_gops": 2.0 * n * iters / t / 1e9}
+
+
 def bandwidth(reps):
     n = 1 << 24
     a, b, c = (ti.field(ti.f32, shape=n) for _ in range(3))
@@ -108,39 +137,54 @@ def bandwidth(reps):
 
 
 # ---------------------------------------------------------------------------- kernel counts
-def counts(block, mult=1.0):
-    """(flops, bytes, atomic bytes) of a block run `mult` times; None when a trip count is
-    not known statically."""
-    flops = nbytes = atomic = 0.0
+def kernel_counts(body):
+    """(flops, bytes, atomic bytes, divider ops) of a kernel's body; None as `counts`."""
+    shared = {}
+    for task in body:
+        if task.blocks:
+            shared.update(shared_divisors(task))
+    return counts(body, 1.0, {k for k, first in shared.items() if k != first})
+
+
+def counts(block, mult=1.0, multiplied=frozenset()):
+    """(flops, bytes, atomic bytes, divider ops) of a block run `mult` times; None when a trip
+    count is not known statically. `multiplied`: ids of divisions lowered as multiplications
+    by a shared reciprocal."""
+    total = [0.0, 0.0, 0.0, 0.0]
     for s in block:
         if s.op == Op.FOR:
             trips = trip_count(s, ())
             if trips is None:
                 return None
-            trips = executed_trips(s, trips)
-            inner = counts(s.body, mult * trips)
+            inner = counts(s.body, mult * executed_trips(s, trips), multiplied)
             if inner is None:
                 return None
-            flops, nbytes, atomic = flops + inner[0], nbytes + inner[1], atomic + inner[2]
+            total = [a + b for a, b in zip(total, inner)]
             continue
         if s.op == Op.LOOP:
             return None
         for b in s.blocks:
-            inner = counts(b, mult)
+            inner = counts(b, mult, multiplied)
             if inner is None:
                 return None
-            flops, nbytes, atomic = flops + inner[0], nbytes + inner[1], atomic + inner[2]
-        if s.op in FLOAT_OPS and s.dtype is not None and s.dtype.is_float:
-            flops += mult
-        elif s.op in (Op.LOAD, Op.STORE):
-            nbytes += mult * s.attr.dtype.np.itemsize
-        elif s.op == Op.ATOMIC:
-            field = s.attr[0]
-            size = field.dtype.np.itemsize
-            nbytes += 2 * mult * size
-            atomic += 2 * mult * size
-            flops += mult if field.dtype.is_float else 0
-    return flops, nbytes, atomic
+            total = [a + b for a, b in zip(total, inner)]
+        flops, nbytes, atomic, divs = _stmt_counts(s, multiplied)
+        total = [a + mult * b for a, b in zip(total, (flops, nbytes, atomic, divs))]
+    return tuple(total)
+
+
+def _stmt_counts(s, multiplied):
+    """(flops, bytes, atomic bytes, divider ops) of one execution of a statement."""
+    if s.op in FLOAT_OPS and s.dtype is not None and s.dtype.is_float:
+        divider = s.op == Op.SQRT or (s.op == Op.DIV and id(s) not in multiplied)
+        return 1, 0, 0, int(divider)
+    if s.op in (Op.LOAD, Op.STORE):
+        return 0, s.attr.dtype.np.itemsize, 0, 0
+    if s.op == Op.ATOMIC:
+        field = s.attr[0]
+        size = field.dtype.np.itemsize
+        return int(field.dtype.is_float), 2 * size, 2 * size, 0
+    return 0, 0, 0, 0
 
 
 def executed_trips(loop, trips: int) -> int:
@@ -204,7 +248,7 @@ def program_rows(reps, threads):
             sync()
         irs = kernel_irs(sys.modules[module_name])
         for name, times in rt.profile.by_kernel().items():
-            c = counts(irs[name].body) if name in irs else None
+            c = kernel_counts(irs[name].body) if name in irs else None
             t = statistics.median(times)
             row = {"program": prog, "kernel": name, "us": t * 1e6}
             if c is not None:
@@ -214,27 +258,31 @@ def program_rows(reps, threads):
                 mem = min(c[1], foot) if foot <= CACHED else c[1]
                 row.update(gflops=c[0] / t / 1e9, gbs=mem / t / 1e9, access_bytes=c[1],
                            memory_bytes=mem, footprint=foot,
+                           divider_ops=c[3], gdivs=c[3] / t / 1e9,
                            intensity=c[0] / mem if mem else float("inf"),
                            atomic_share=c[2] / c[1] if c[1] else 0.0)
             rows.append(row)
     return rows
 
 
-def classify(row, peak, bw):
+def classify(row, peak, bw, div_peak):
+    """The row's roofline bound (GFLOP/s at its slowest limit) and what limits it."""
     if "gflops" not in row:
         row.update(bound=None, fraction=None, limit="launch" if row["us"] < 30 else "unknown")
         return row
-    bound = min(peak, row["intensity"] * bw)
-    row["bound"] = bound
-    row["fraction"] = row["gflops"] / bound if bound else None
+    flops = row["gflops"] * row["us"] * 1e3  # per launch
+    # seconds per launch at each limit alone
+    times = {"compute": flops / (peak * 1e9), "bandwidth": row["memory_bytes"] / (bw * 1e9),
+             "divider": row["divider_ops"] / (div_peak * 1e9)}
+    slowest = max(times, key=times.get)
+    row["bound"] = flops / times[slowest] / 1e9 if times[slowest] else None
+    row["fraction"] = row["gflops"] / row["bound"] if row["bound"] else None
     if row["us"] < 30:
         row["limit"] = "launch"
-    elif row["atomic_share"] > 0.5 and row["intensity"] * bw < peak:
+    elif slowest == "bandwidth" and row["atomic_share"] > 0.5:
         row["limit"] = "atomics"
-    elif row["intensity"] * bw < peak:
-        row["limit"] = "bandwidth"
     else:
-        row["limit"] = "compute"
+        row["limit"] = slowest
     return row
 
 
@@ -246,10 +294,11 @@ def main():
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
     ti.init(arch=ti.cpu, cpu_max_num_threads=args.threads, offline_cache=False)
-    machine = {**fma_peak(args.reps), **bandwidth(args.reps)}
+    machine = {**fma_peak(args.reps), **divider_peak(args.reps), **bandwidth(args.reps)}
     peak = max(machine["fieldsim_fma_gflops"], machine["numpy_sgemm_gflops"])
     bw = max(machine["copy_gbs"], machine["triad_gbs"], machine["numpy_copy_gbs"])
-    rows = [classify(r, peak, bw) for r in program_rows(args.reps, args.threads)]
+    div_peak = machine["divider_gops"]
+    rows = [classify(r, peak, bw, div_peak) for r in program_rows(args.reps, args.threads)]
     meta = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
             "threads": args.threads, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "load_before": load0, "load_after": os.getloadavg()[0], "reps": args.reps}
@@ -257,20 +306,23 @@ def main():
           f"{load0:.1f} -> {meta['load_after']:.1f}, medians of {args.reps}")
     print(f"f32 peak: fieldsim FMA kernel {machine['fieldsim_fma_gflops']:.1f} GFLOP/s, numpy "
           f"sgemm {machine['numpy_sgemm_gflops']:.1f} GFLOP/s -> roofline peak {peak:.1f}")
+    print(f"divider: {div_peak:.2f} G square roots and divisions per second")
     print(f"bandwidth: fieldsim copy {machine['copy_gbs']:.1f} GB/s, triad "
           f"{machine['triad_gbs']:.1f} GB/s, numpy copy {machine['numpy_copy_gbs']:.1f} GB/s "
           f"-> roofline {bw:.1f} GB/s; ridge {peak / bw:.1f} FLOP/byte")
-    print("| program | kernel | us/launch | GFLOP/s | GB/s | FLOP/byte | bound GFLOP/s | "
-          "of bound | limit |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| program | kernel | us/launch | GFLOP/s | GB/s | G div/s | FLOP/byte | "
+          "bound GFLOP/s | of bound | of FMA peak | limit |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     def f(r, k, fmt):
         return format(r[k], fmt) if r.get(k) is not None else "-"
     for r in rows:
         print(f"| {r['program']} | {r['kernel']} | {r['us']:.1f} | {f(r, 'gflops', '.2f')} | "
-              f"{f(r, 'gbs', '.2f')} | {f(r, 'intensity', '.2f')} | {f(r, 'bound', '.1f')} | "
-              f"{f(r, 'fraction', '.1%')} | {r['limit']} |")
+              f"{f(r, 'gbs', '.2f')} | {f(r, 'gdivs', '.2f')} | {f(r, 'intensity', '.2f')} | "
+              f"{f(r, 'bound', '.1f')} | {f(r, 'fraction', '.1%')} | "
+              f"{r['gflops'] / peak if 'gflops' in r else 0:.1%} | {r['limit']} |")
     with open(args.out, "w") as fh:
         json.dump({"meta": meta, "machine": machine, "peak_gflops": peak, "bandwidth_gbs": bw,
+                   "divider_gops": div_peak,
                    "kernels": rows}, fh, indent=1)
 
 

@@ -34,3 +34,26 @@ def test_compare_checks_flags_a_mismatch_and_passes_rounding():
     checks = {("p", "fieldsim"): {"loss": -0.152, "g": 1.0},
               ("p", "warp"): {"loss": -0.152 * (1 + 1e-5), "g": 1.1}}
     assert run.compare_checks(checks, ["p"], 1e-3) == ["p/warp/g"]
+
+
+def test_roofline_counts_divider_ops_after_shared_divisors():
+    """roofline.kernel_counts: a square root and two divisions by it per element are two
+    divider ops (the second division multiplies by the first's reciprocal), four FLOPs."""
+    import fieldsim as fs
+    import roofline
+
+    fs.init(arch=fs.cpu, offline_cache=False)
+    n = 96
+    a, b, out = (fs.field(fs.f32, shape=n) for _ in range(3))
+
+    @fs.kernel
+    def quotients():
+        for i in a:
+            s = fs.sqrt(a[i])
+            out[i] = b[i] / s + 2.0 / s
+
+    templates, key, _, dtypes, ret = quotients.bind((), {})
+    ir = quotients.compiled(templates, key, dtypes, ret).ir
+    flops, nbytes, atomic, divider = roofline.kernel_counts(ir.body)
+    assert (flops, divider, atomic) == (4 * n, 2 * n, 0)
+    assert nbytes == 3 * 4 * n  # two loads and a store of f32 per element
