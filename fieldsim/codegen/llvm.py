@@ -49,12 +49,13 @@ ERR_WORD_STOP = 3  # err[3]: set by the host to stop a running launch; polled by
 
 I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
 # LLVM fast-math flags of float ops under `fs.init(fast_math=True)`: reassociation (so float
-# reductions vectorize), contraction (mul+add -> FMA), no signed zeros, reciprocals and
-# approximate functions. Not nnan/ninf: programs test isnan/isinf, and LLVM would fold those.
+# reductions vectorize), contraction (mul+add -> FMA), no signed zeros. Not nnan/ninf:
+# programs test isnan/isinf, and LLVM would fold those.
 # Not `arcp`/`afn`: with them LLVM computes 1/sqrt(x) as a hardware estimate plus a Newton
 # step (`vrsqrt14ps`), a few ulps off, and a polar decomposition of the identity (diffmpm's
 # stress at rest) then gave R != I, hence a stress from nothing (the MPM pair's C 17 % off
-# Taichi, Warp and float64 on AVX-512). Exact sqrt and division cost no measurable speed here.
+# Taichi, Warp and float64 on AVX-512). Divisions sharing a divisor share one exact
+# reciprocal instead (TaskLowering.op_div, codegen.shared_divisors).
 # Not `nnan`/`ninf`: isnan/isinf keep working.
 FAST_MATH_FLAGS = ("reassoc", "contract", "nsz")
 PTR = L.PointerType()

@@ -264,7 +264,8 @@ def init(arch=cpu, default_fp=None, default_ip=None, random_seed=0, **kwargs) ->
         random_seed: the seed of `fs.random()`.
         **kwargs: further options (`debug`, `ad_stack_size`, `offline_cache`, ...).
             `fast_math` (default True, as in Taichi): float ops may be reassociated and fused
-            (FMA), so loops vectorize; `fast_math=False` gives IEEE results op by op.
+            (FMA), so loops vectorize, and divisions by one value in one block multiply by its
+            reciprocal; `fast_math=False` gives IEEE results op by op.
 
     >>> rt = fs.init(arch=fs.cpu, default_fp=fs.f64)
     >>> fs.field(float, shape=1).dtype
