@@ -6,14 +6,17 @@ the lowering computes the reciprocal `1 / d` there, once, and every division of 
 becomes a multiplication by it. Statements of one list are lowered in program order (nested
 `if`/loop bodies are lists of their own, so a group never spans a branch), hence the first
 division of a group is lowered before the others wherever the list is lowered, and its
-reciprocal dominates them.
+reciprocal dominates them. A divisor is one IR statement: `a / d[i]` and `b / d[i]` load
+d[i] twice and stay two divisions (a local `di = d[i]` shares it).
 
 Why: reverse AD writes quotient and square-root rules as separate divisions by one value
 (`d(a/b) = da/b - a*db/b/b`, `d sqrt(q) = 0.5*dq/sqrt(q)`): gravity's adjoint divided three
 times per pair by the same distance. A vector division has a throughput of 5-16 cycles on x86,
 a multiplication 0.5-1. LLVM shares the reciprocal itself only under `arcp`, which fieldsim
 does not give it (codegen.llvm.FAST_MATH_FLAGS: it also turns 1/sqrt into an estimate).
-Exact mode (`fast_math=False`) keeps every division: x * (1/d) may differ from x / d by an ulp.
+What it changes: x * (1/d) may differ from x / d by an ulp or so; a subnormal d, whose
+reciprocal overflows, can give +-inf (LLVM's `arcp`, which Taichi's fast-math enables, makes the
+same rewrite). Exact mode (`fast_math=False`) keeps every division.
 """
 from __future__ import annotations
 

@@ -130,3 +130,29 @@ def test_gradient_of_shared_divisions_matches_analytic_and_fd():
     h = 1e-6
     fd = np.array([(f(xv + h * e) - f(xv - h * e)) / (2 * h) for e in np.eye(n)])
     np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-7)
+
+
+@pytest.mark.parametrize("fast_math", [True, False])
+def test_subnormal_divisor_as_documented(fast_math):
+    """docs/API.md: a shared subnormal divisor's reciprocal overflows under fast-math (+-inf,
+    as -freciprocal-math), exact mode divides."""
+    fs.init(arch=fs.cpu, offline_cache=False, fast_math=fast_math)
+    d, a = fs.field(fs.f32, shape=1), fs.field(fs.f32, shape=1)
+    out = fs.Vector.field(2, dtype=fs.f32, shape=1)
+
+    @fs.kernel
+    def two_quotients():
+        for i in d:
+            di = d[i]  # one divisor statement (two loads of d[i] would be two divisors)
+            out[i][0] = a[i] / di
+            out[i][1] = -a[i] / di
+
+    a.from_numpy(np.array([1e-30], np.float32))
+    d.from_numpy(np.array([1e-40], np.float32))  # subnormal: 1/d is above float32's max
+    two_quotients()
+    got = out.to_numpy()[0]
+    if fast_math:
+        np.testing.assert_array_equal(got, [np.inf, -np.inf])
+    else:
+        want = np.float32(1e-30) / np.float32(1e-40)
+        np.testing.assert_allclose(got, [want, -want], rtol=1e-6)
