@@ -208,9 +208,8 @@ def print_counted(table, programs):
         a, b = table.get(f"{program}/fieldsim"), table.get(f"{program}/fieldsim-baseline")
         if a and "counted" in a:
             cells = [f"{a['counted']:.3f}", f"{a['first']:.3f}"]
-            if b and "counted" in b:
-                cells += [f"{b['counted']:.3f}", f"{b['first']:.3f}",
-                          ratio(a["counted"], b["counted"]), ratio(a["first"], b["first"])]
+            cells += [f"{b['counted']:.3f}", f"{b['first']:.3f}", ratio(a["counted"], b["counted"]),
+                      ratio(a["first"], b["first"])] if b and "counted" in b else ["-"] * 4
             rows.append(f"| {program} | " + " | ".join(cells) + " |")
     if rows:
         print("cold compile counted by the runtime, and the cold first step (s, medians):")
