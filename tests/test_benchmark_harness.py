@@ -41,6 +41,7 @@ def test_roofline_counts_divider_ops_after_shared_divisors():
     divider ops (the second division multiplies by the first's reciprocal), four FLOPs."""
     import fieldsim as fs
     import roofline
+    from support.ir_kit import compiled_ir
 
     fs.init(arch=fs.cpu, offline_cache=False)
     n = 96
@@ -52,8 +53,6 @@ def test_roofline_counts_divider_ops_after_shared_divisors():
             s = fs.sqrt(a[i])
             out[i] = b[i] / s + 2.0 / s
 
-    templates, key, _, dtypes, ret = quotients.bind((), {})
-    ir = quotients.compiled(templates, key, dtypes, ret).ir
-    flops, nbytes, atomic, divider = roofline.kernel_counts(ir.body)
+    flops, nbytes, atomic, divider = roofline.kernel_counts(compiled_ir(quotients).body)
     assert (flops, divider, atomic) == (4 * n, 2 * n, 0)
     assert nbytes == 3 * 4 * n  # two loads and a store of f32 per element

@@ -17,11 +17,7 @@ import pytest
 import fieldsim as fs
 from fieldsim.codegen.shared_divisors import shared_divisors
 from fieldsim.ir.ir import Op, walk
-
-
-def _ir_of(kern, *args):
-    templates, key, _, dtypes, ret = kern.bind(args, {})
-    return kern.compiled(templates, key, dtypes, ret).ir
+from support.ir_kit import compiled_ir
 
 
 def _quotients(fast_math):
@@ -96,7 +92,7 @@ def test_groups_stay_within_one_block():
             x[i] += 1.0 / d
             k[i] = k[i] // 3 + k[i] // 3  # integer divisions: never grouped
 
-    (task,) = [s for s in _ir_of(mixed).body if s.op == Op.FOR]
+    (task,) = [s for s in compiled_ir(mixed).body if s.op == Op.FOR]
     groups = shared_divisors(task)
     divs = [s for s in walk(task.body) if s.op == Op.DIV and s.dtype.is_float]
     top = [s for s in task.body if s.op == Op.DIV and s.dtype.is_float]

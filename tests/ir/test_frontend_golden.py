@@ -4,11 +4,11 @@ A change in these strings is a change in the IR the rest of the pipeline sees; r
 """
 import fieldsim as fs
 from fieldsim.ir.printer import print_kernel
+from support.ir_kit import compiled_ir
 
 
 def ir_of(kern, *args):
-    t, key, vals, dts, ret = kern.bind(args, {})
-    return print_kernel(kern.compiled(t, key, dts, ret).ir)
+    return print_kernel(compiled_ir(kern, *args))
 
 
 def make_kernels():

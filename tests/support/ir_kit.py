@@ -1,5 +1,7 @@
 """Helpers to build kernels by hand and check their adjoints against finite differences.
 
+`compiled_ir(kernel, *args)` is the IR of a `@fs.kernel`'s specialisation for `args` (frontend
+and offload done, compiled on first use), for tests that inspect what the pipeline made.
 `KB` is an IRBuilder that gives every statement a `Loc` of its own (line 1, 2, ...), so tests
 can check that adjoint statements inherit primal locations. `parallel`/`serial_for`/`serial`
 open the top-level tasks of an offloaded kernel. `check_grads` runs forward + adjoint in the
@@ -21,6 +23,12 @@ from fieldsim.ir.verify import verify
 from fieldsim.lang import types as T
 
 from .ir_interp import FakeField, run
+
+
+def compiled_ir(kernel, *args) -> Kernel:
+    """The IR of `kernel`'s specialisation for `args`, as the backend and reverse AD get it."""
+    templates, key, _, dtypes, ret = kernel.bind(args, {})
+    return kernel.compiled(templates, key, dtypes, ret).ir
 
 
 class KB(IRBuilder):
