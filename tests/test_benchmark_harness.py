@@ -39,9 +39,10 @@ def test_compare_checks_flags_a_mismatch_and_passes_rounding():
 def test_roofline_counts_divider_ops_after_shared_divisors():
     """roofline.kernel_counts: a square root and two divisions by it per element are two
     divider ops (the second division multiplies by the first's reciprocal), four FLOPs."""
-    import fieldsim as fs
     import roofline
     from support.ir_kit import compiled_ir
+
+    import fieldsim as fs
 
     fs.init(arch=fs.cpu, offline_cache=False)
     n = 96

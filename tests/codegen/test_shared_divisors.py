@@ -13,11 +13,11 @@ import re
 
 import numpy as np
 import pytest
+from support.ir_kit import compiled_ir
 
 import fieldsim as fs
 from fieldsim.codegen.shared_divisors import shared_divisors
 from fieldsim.ir.ir import Op, walk
-from support.ir_kit import compiled_ir
 
 
 def _quotients(fast_math):

@@ -2,9 +2,10 @@
 
 A change in these strings is a change in the IR the rest of the pipeline sees; review the diff.
 """
+from support.ir_kit import compiled_ir
+
 import fieldsim as fs
 from fieldsim.ir.printer import print_kernel
-from support.ir_kit import compiled_ir
 
 
 def ir_of(kern, *args):
