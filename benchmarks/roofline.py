@@ -21,7 +21,9 @@ threads, default all):
   counted: an upper bound; the columns a triangular nest skips are not counted), and its
   divider ops: float square roots and divisions, a division that shares its divisor with an
   earlier one in its block counted as the multiplication the fast-math lowering makes of it
-  (codegen.shared_divisors). Memory
+  (codegen.shared_divisors), and an f32 division by a square root, with that square root where
+  nothing else uses it, not counted: fast-math multiplies by a refined estimate, made on the
+  FMA units (codegen.llvm_arith.fast_rsqrt). Memory
   bytes are those access bytes, except for a kernel whose fields fit in 4 MiB (they stay in
   cache): their footprint. A kernel whose loop bounds depend
   on arguments gets no count.
@@ -138,12 +140,26 @@ def bandwidth(reps):
 
 # ---------------------------------------------------------------------------- kernel counts
 def kernel_counts(body):
-    """(flops, bytes, atomic bytes, divider ops) of a kernel's body; None as `counts`."""
+    """(flops, bytes, atomic bytes, divider ops) of a kernel's body as fast-math lowers it;
+    None as `counts`."""
     shared = {}
     for task in body:
         if task.blocks:
             shared.update(shared_divisors(task))
-    return counts(body, 1.0, {k for k, first in shared.items() if k != first})
+    multiplied = {k for k, first in shared.items() if k != first}
+    return counts(body, 1.0, multiplied | estimated_roots(body))
+
+
+def estimated_roots(body) -> set:
+    """ids of the f32 divisions by a square root, and of the square roots that only such
+    divisions use: fast-math lowers them as a refined 1/sqrt estimate, no divider op."""
+    from fieldsim.ir.ir import walk
+    from fieldsim.lang import types as T
+    stmts = list(walk(body))
+    divs = {id(s) for s in stmts if s.op == Op.DIV and s.args[1].op == Op.SQRT
+            and s.args[1].dtype is T.f32}
+    used_elsewhere = {id(a) for s in stmts if id(s) not in divs for a in s.args}
+    return divs | ({id(s.args[1]) for s in stmts if id(s) in divs} - used_elsewhere)
 
 
 def counts(block, mult=1.0, multiplied=frozenset()):
@@ -176,7 +192,7 @@ def counts(block, mult=1.0, multiplied=frozenset()):
 def _stmt_counts(s, multiplied):
     """(flops, bytes, atomic bytes, divider ops) of one execution of a statement."""
     if s.op in FLOAT_OPS and s.dtype is not None and s.dtype.is_float:
-        divider = s.op == Op.SQRT or (s.op == Op.DIV and id(s) not in multiplied)
+        divider = s.op in (Op.SQRT, Op.DIV) and id(s) not in multiplied
         return 1, 0, 0, int(divider)
     if s.op in (Op.LOAD, Op.STORE):
         return 0, s.attr.dtype.np.itemsize, 0, 0

@@ -37,8 +37,9 @@ def test_compare_checks_flags_a_mismatch_and_passes_rounding():
 
 
 def test_roofline_counts_divider_ops_after_shared_divisors():
-    """roofline.kernel_counts: a square root and two divisions by it per element are two
-    divider ops (the second division multiplies by the first's reciprocal), four FLOPs."""
+    """roofline.kernel_counts: two divisions by one sum per element are one divider op (the
+    second multiplies by the first's reciprocal); divisions by an f32 square root that nothing
+    else uses are none (a refined estimate); FLOPs count every op."""
     import roofline
     from support.ir_kit import compiled_ir
 
@@ -51,9 +52,25 @@ def test_roofline_counts_divider_ops_after_shared_divisors():
     @fs.kernel
     def quotients():
         for i in a:
+            s = a[i] + 1.0
+            out[i] = b[i] / s + 2.0 / s
+
+    @fs.kernel
+    def root_quotients():
+        for i in a:
             s = fs.sqrt(a[i])
             out[i] = b[i] / s + 2.0 / s
 
+    @fs.kernel
+    def root_kept():
+        for i in a:
+            s = fs.sqrt(a[i])
+            out[i] = b[i] / s + s
+
     flops, nbytes, atomic, divider = roofline.kernel_counts(compiled_ir(quotients).body)
-    assert (flops, divider, atomic) == (4 * n, 2 * n, 0)
+    assert (flops, divider, atomic) == (4 * n, n, 0)
     assert nbytes == 3 * 4 * n  # two loads and a store of f32 per element
+    flops, _, _, divider = roofline.kernel_counts(compiled_ir(root_quotients).body)
+    assert (flops, divider) == (4 * n, 0)
+    flops, _, _, divider = roofline.kernel_counts(compiled_ir(root_kept).body)
+    assert (flops, divider) == (3 * n, n)  # the square root itself is still taken

@@ -51,11 +51,13 @@ I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
 # LLVM fast-math flags of float ops under `fs.init(fast_math=True)`: reassociation (so float
 # reductions vectorize), contraction (mul+add -> FMA), no signed zeros. Not nnan/ninf:
 # programs test isnan/isinf, and LLVM would fold those.
-# Not `arcp`/`afn`: with them LLVM computes 1/sqrt(x) as a hardware estimate plus a Newton
-# step (`vrsqrt14ps`), a few ulps off, and a polar decomposition of the identity (diffmpm's
-# stress at rest) then gave R != I, hence a stress from nothing (the MPM pair's C 17 % off
-# Taichi, Warp and float64 on AVX-512). Divisions sharing a divisor share one exact
-# reciprocal instead (TaskLowering.op_div, codegen.shared_divisors).
+# Not `arcp`/`afn`: with them LLVM computes 1/sqrt(x) as a hardware estimate plus its own
+# Newton step (`vrsqrt14ps`), a few ulps off and not exact at 1/sqrt(4), and a polar
+# decomposition of the identity (diffmpm's stress at rest) then gave R != I, hence a stress
+# from nothing (the MPM pair's C 17 % off Taichi, Warp and float64 on AVX-512). Divisions
+# sharing a divisor share one exact reciprocal instead (TaskLowering.op_div,
+# codegen.shared_divisors); f32 divisions by a square root take an estimate refined so that
+# it is exact there (llvm_arith.fast_rsqrt), with `arcp`/`afn` on those two instructions only.
 # Not `nnan`/`ninf`: isnan/isinf keep working.
 FAST_MATH_FLAGS = ("reassoc", "contract", "nsz")
 PTR = L.PointerType()
@@ -82,6 +84,9 @@ class Target:
     private_scatters = True
     # worker_range gives each worker one contiguous range with step 1 (CUDA: a grid stride)
     contiguous_chunks = True
+    # under fast-math, f32 `x / sqrt(q)` multiplies by a refined hardware estimate of
+    # 1/sqrt(q) (llvm_arith.fast_rsqrt) instead of taking a square root and dividing
+    rsqrt_estimates = True
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""
@@ -866,13 +871,20 @@ class TaskLowering(NestLowering):
         return b.fptosi(v, ty) if dst.is_signed else b.fptoui(v, ty)
 
     def op_div(self, s: Stmt):
-        first = self.div_groups.get(id(s))
+        x, d = s.args
+        by_sqrt = (self.fmf and d.op == Op.SQRT and d.dtype is T.f32
+                   and self.cg.target.rsqrt_estimates)
+        # a division by a square root is a group of its own when no other division shares it
+        first = self.div_groups.get(id(s), id(s) if by_sqrt else None)
         if first is None:
             return self.arith(s)
-        x, d = s.args
         if first == id(s):  # lowered before the rest of its group (shared_divisors)
-            dv = self.v(d)
-            self.reciprocals[first] = self.b.fdiv(L.Constant(dv.type, 1.0), dv, flags=self.fmf)
+            if by_sqrt:
+                from fieldsim.codegen.llvm_arith import fast_rsqrt
+                self.reciprocals[first] = fast_rsqrt(self, self.b, self.v(d.args[0]))
+            else:
+                dv = self.v(d)
+                self.reciprocals[first] = self.b.fdiv(L.Constant(dv.type, 1.0), dv, flags=self.fmf)
         r = self.reciprocals[first]
         if x.op == Op.CONST and x.attr == 1.0:
             return r

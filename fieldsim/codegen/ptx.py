@@ -142,6 +142,7 @@ class CudaTarget(Target):
     private_scatters = False  # thousands of threads: per-chunk copies do not pay
     contiguous_chunks = False  # worker_range is a grid-stride loop
     assert_values = False  # the status buffer holds the error words only
+    rsqrt_estimates = False  # the x86 estimate's refinement below; CUDA compiles in exact mode
 
     def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args):
         from fieldsim.errors import FieldsimCompilationError

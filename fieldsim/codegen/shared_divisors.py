@@ -13,7 +13,8 @@ Why: reverse AD writes quotient and square-root rules as separate divisions by o
 (`d(a/b) = da/b - a*db/b/b`, `d sqrt(q) = 0.5*dq/sqrt(q)`): gravity's adjoint divided three
 times per pair by the same distance. A vector division has a throughput of 5-16 cycles on x86,
 a multiplication 0.5-1. LLVM shares the reciprocal itself only under `arcp`, which fieldsim
-does not give it (codegen.llvm.FAST_MATH_FLAGS: it also turns 1/sqrt into an estimate).
+does not give it (codegen.llvm.FAST_MATH_FLAGS). A group whose divisor is an f32 square root
+takes its reciprocal from the refined estimate instead (`llvm_arith.fast_rsqrt`).
 What it changes: x * (1/d) may differ from x / d by an ulp or so; a subnormal d, whose
 reciprocal overflows, can give +-inf (LLVM's `arcp`, which Taichi's fast-math enables, makes the
 same rewrite). Exact mode (`fast_math=False`) keeps every division.

@@ -145,8 +145,9 @@ class Runtime:
         self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
         self.debug = bool(debug)
         # Fast-math (Taichi's default, True): float ops may be reassociated and contracted to
-        # FMA, with reciprocal and approximate-function rewrites, so reductions vectorize; NaN
-        # and infinity keep their meaning (no nnan/ninf). False: IEEE results, op by op.
+        # FMA, so reductions vectorize; shared divisors become one reciprocal and f32 x/sqrt(q)
+        # a refined estimate (codegen); NaN and infinity keep their meaning (no nnan/ninf).
+        # False: IEEE results, op by op.
         self.fast_math = bool(fast_math)
         self.offline_cache = bool(offline_cache) and os.environ.get("FIELDSIM_OFFLINE_CACHE", "1") != "0"
         # An empty FIELDSIM_CACHE_DIR means the default, not the working directory.
@@ -264,8 +265,9 @@ def init(arch=cpu, default_fp=None, default_ip=None, random_seed=0, **kwargs) ->
         random_seed: the seed of `fs.random()`.
         **kwargs: further options (`debug`, `ad_stack_size`, `offline_cache`, ...).
             `fast_math` (default True, as in Taichi): float ops may be reassociated and fused
-            (FMA), so loops vectorize, and divisions by one value in one block multiply by its
-            reciprocal; `fast_math=False` gives IEEE results op by op.
+            (FMA), so loops vectorize, divisions by one value in one block multiply by its
+            reciprocal, and f32 `x / sqrt(q)` multiplies by a refined 1/sqrt estimate (about
+            an ulp); `fast_math=False` gives IEEE results op by op.
 
     >>> rt = fs.init(arch=fs.cpu, default_fp=fs.f64)
     >>> fs.field(float, shape=1).dtype
