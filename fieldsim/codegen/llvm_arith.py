@@ -20,8 +20,9 @@ _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!
 def _math(name):
     def lower(lw, b, dt, *a):
         v = lw.cg.target.math(b, lw.cg.module, name, dt, list(a))
-        # sqrt only (its estimate needs `afn`, which only fast_rsqrt asks for). Not pow (LLVM would turn
-        # pow(x, float(n)) into llvm.powi, a call to libgcc's __powisf2 the JIT cannot link).
+        # sqrt only (no estimate: that needs `afn`, which only fast_rsqrt asks for). Not pow
+        # (LLVM would turn pow(x, float(n)) into llvm.powi, a call to libgcc's __powisf2 the
+        # JIT cannot link).
         if lw.fmf and name == "sqrt" and isinstance(v, L.CallInstr):
             for f in lw.fmf:
                 v.fastmath.add(f)
