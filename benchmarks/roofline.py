@@ -153,11 +153,10 @@ def kernel_counts(body):
 def estimated_roots(body) -> set:
     """ids of the f32 divisions by a square root, and of the square roots that only such
     divisions use: fast-math lowers them as a refined 1/sqrt estimate, no divider op."""
+    from fieldsim.codegen.shared_divisors import divides_by_f32_root
     from fieldsim.ir.ir import walk
-    from fieldsim.lang import types as T
     stmts = list(walk(body))
-    divs = {id(s) for s in stmts if s.op == Op.DIV and s.args[1].op == Op.SQRT
-            and s.args[1].dtype is T.f32}
+    divs = {id(s) for s in stmts if divides_by_f32_root(s)}
     used_elsewhere = {id(a) for s in stmts if id(s) not in divs for a in s.args}
     return divs | ({id(s.args[1]) for s in stmts if id(s) in divs} - used_elsewhere)
 

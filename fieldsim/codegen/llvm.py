@@ -33,7 +33,7 @@ from fieldsim.codegen.loopnest import (
     whole_rows,
 )
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
-from fieldsim.codegen.shared_divisors import shared_divisors
+from fieldsim.codegen.shared_divisors import divides_by_f32_root, shared_divisors
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
@@ -872,8 +872,7 @@ class TaskLowering(NestLowering):
 
     def op_div(self, s: Stmt):
         x, d = s.args
-        by_sqrt = (self.fmf and d.op == Op.SQRT and d.dtype is T.f32
-                   and self.cg.target.rsqrt_estimates)
+        by_sqrt = self.fmf and self.cg.target.rsqrt_estimates and divides_by_f32_root(s)
         # a division by a square root is a group of its own when no other division shares it
         first = self.div_groups.get(id(s), id(s) if by_sqrt else None)
         if first is None:

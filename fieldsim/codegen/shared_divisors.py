@@ -22,6 +22,13 @@ same rewrite). Exact mode (`fast_math=False`) keeps every division.
 from __future__ import annotations
 
 from fieldsim.ir.ir import Op, Stmt
+from fieldsim.lang import types as T
+
+
+def divides_by_f32_root(s: Stmt) -> bool:
+    """`s` is an f32 division by a square root: under fast-math it multiplies by a refined
+    1/sqrt estimate (codegen.llvm_arith.fast_rsqrt), not a square root and a division."""
+    return s.op == Op.DIV and s.args[1].op == Op.SQRT and s.args[1].dtype is T.f32
 
 
 def shared_divisors(task: Stmt) -> dict[int, int]:
