@@ -38,6 +38,12 @@ def gravity_adj(ti):
     return g.compute_U.grad, ti.sync
 
 
+def gravity_tape(ti):
+    """One Tape step as ad_gravity runs it: the energy kernel and its adjoint (x.grad = dU/dx)."""
+    g = _gravity(ti)
+    return g.forces, ti.sync
+
+
 def _mpm_pair(ti):
     import diffmpm as d
     d.setup()
@@ -60,8 +66,8 @@ def diffmpm_iter(ti):
     return d.loss_and_grad, ti.sync
 
 
-PROGRAMS = {f.__name__: f for f in (mpm88_substep, gravity_fwd, gravity_adj, mpm_pair_fwd,
-                                     mpm_pair_adj, diffmpm_iter)}
+PROGRAMS = {f.__name__: f for f in (mpm88_substep, gravity_fwd, gravity_adj, gravity_tape,
+                                     mpm_pair_fwd, mpm_pair_adj, diffmpm_iter)}
 
 
 # ---------------------------------------------------------------- full size, mass-spring (issue #13)
@@ -165,6 +171,11 @@ def _gravity_adj_check(ti):
     return {"x_grad_abs_sum": _abs_sum(g.x.grad)}
 
 
+def _gravity_tape_check(ti):
+    import ad_gravity as g
+    return {"U": float(g.U[None]), "x_grad_abs_sum": _abs_sum(g.x.grad)}
+
+
 def _diffmpm_iter_check(ti):
     import diffmpm as d
     return {"loss": float(d.loss[None]),
@@ -182,7 +193,7 @@ def _mass_spring_check(ti):
 # names (warp_programs.py too), and run.py compares them with fieldsim's
 CHECKSUMS = {
     "mpm88_substep": _mpm88_check, "gravity_fwd": _gravity_fwd_check,
-    "gravity_adj": _gravity_adj_check,
+    "gravity_adj": _gravity_adj_check, "gravity_tape": _gravity_tape_check,
     "mpm_pair_fwd": lambda ti: _particle_sums(1, ""),
     "mpm_pair_adj": lambda ti: _particle_sums(0, ".grad"),
     "mpm_pair_full_fwd": lambda ti: _particle_sums(1, ""),

@@ -211,6 +211,21 @@ def gravity_adj():
     return tape.backward, _sync, checksum
 
 
+def gravity_tape():
+    """ad_gravity's step: U from zero and x.grad = dU/dx through a fresh Tape, as `forces()`."""
+    n, x, U, args = _gravity()
+
+    def step():
+        U.zero_()
+        x.grad.zero_()  # as the fieldsim Tape clears gradients on entry
+        tape = wp.Tape()
+        with tape:
+            _launch(gravity_U, (n, n), *args)
+        tape.backward(loss=U)
+    return step, _sync, lambda: {"U": float(U.numpy()[0]),
+                                 "x_grad_abs_sum": float(np.abs(x.grad.numpy()).sum())}
+
+
 # ------------------------------------------------------------------------------------ diffmpm
 DM_N_GRID = wp.constant(int(_dm.N_GRID))
 DM_DX = wp.constant(1.0 / _dm.N_GRID)
@@ -647,6 +662,6 @@ def mass_spring_iter():
     return step, _sync, checksum
 
 
-PROGRAMS = {f.__name__: f for f in (mpm88_substep, gravity_fwd, gravity_adj, mpm_pair_fwd,
-                                     mpm_pair_adj, diffmpm_iter, mpm_pair_full_fwd,
+PROGRAMS = {f.__name__: f for f in (mpm88_substep, gravity_fwd, gravity_adj, gravity_tape,
+                                     mpm_pair_fwd, mpm_pair_adj, diffmpm_iter, mpm_pair_full_fwd,
                                      mpm_pair_full_adj, diffmpm_full_iter, mass_spring_iter)}

@@ -156,20 +156,24 @@ class CpuBackend:
         it again reports it): each lowered on the calling thread in turn (Python, which holds
         the GIL), its LLVM work started on a compile thread as soon as its text is ready, so
         the LLVM work of several runs in parallel and alongside the next one's lowering."""
-        self._start_runner()
-        pool = self.compile_pool()
         jobs = []
         for kernel in kernels:
             try:
-                lowered = self._lower(kernel, rt)
+                jobs.append(self.start_compile(kernel, rt) or self.compile(kernel, rt))
             except Exception as err:  # noqa: BLE001 - handed back to the caller, see above
                 jobs.append(err)
-                continue
-            jobs.append(pool.submit(self._build, *lowered, rt) if pool is not None
-                        else self._build(*lowered, rt))
         futures.wait([job for job in jobs if isinstance(job, futures.Future)])
         return [job.exception() or job.result() if isinstance(job, futures.Future) else job
                 for job in jobs]
+
+    def start_compile(self, kernel: Kernel, rt) -> futures.Future | None:
+        """Lower `kernel` now (on the calling thread; its errors raise here) and start its LLVM
+        work on a compile thread: the future of its program. None with one thread."""
+        self._start_runner()
+        pool = self.compile_pool()
+        if pool is None:
+            return None
+        return pool.submit(self._build, *self._lower(kernel, rt), rt)
 
     def _lower(self, kernel: Kernel, rt):
         """(LLVM IR text, its symbol, TaskInfo): the Python half of a compile."""

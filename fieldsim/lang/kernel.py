@@ -169,6 +169,7 @@ class CompiledKernel:
         self.arg_dtypes, self.ret = arg_dtypes, ret
         self.program = None
         self.adjoint = None  # (ir, program), made on first use
+        self.adjoint_job = None  # (ir, future program): begun on a Tape (runtime.pipeline)
         self.tangent = None
         self.checked = False
         self.analyses = None  # checks.analyses.KernelAnalyses, made on first use

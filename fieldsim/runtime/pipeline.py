@@ -3,9 +3,12 @@
 Takes a kernel object (`lang.kernel.KernelObj`) and a launch's arguments. Compiling a
 specialisation runs frontend -> offload (the kernel object's `build_ir`, through `run_pass`) ->
 the backend's `compile`; the adjoint (reverse AD) and tangent (forward AD) programs are made
-from the same IR on first use. A launch binds the arguments, lets an active Tape judge and
-record it (the access-rule checker, before anything runs), picks the primal or tangent
-program, and runs it on the backend, timed by the kernel profiler. An adjoint launch judges the
+from the same IR on first use, except that a kernel compiled while a Tape records begins its
+adjoint at once (`_start_adjoint`: its IR made and lowered while the kernel's LLVM work runs on
+a compile thread), used only after the access rules are judged (`_settle_adjoint`). A launch
+binds the arguments, lets an active Tape judge and record it (the access-rule checker, before
+anything runs), picks the primal or tangent program, and runs it on the backend, timed by the
+kernel profiler. An adjoint launch judges the
 access rules with its own argument values first when asked (`kernel.grad(...)`) or when no Tape
 launch has. Errors reach the user without fieldsim's frames. Python's cyclic garbage collector
 is paused while a kernel, an adjoint or a Tape's adjoints compile (`gc_paused`).
@@ -63,7 +66,15 @@ class Driver:
             ir, hidden_fields = kernel.build_ir(rt, templates, dtypes, ret)
             ck = CompiledKernel(kernel, ir, hidden_fields,
                                 [dtypes[p.name] for p in ir.params if not p.template], ret)
-            ck.program = rt.backend().compile(ir, rt)
+            backend = rt.backend()
+            job = _recording_tape(rt) and not templates and _start_compile(backend, ir, rt)
+            if job:
+                # its backward will run the adjoint: made now, its LLVM work alongside this
+                # kernel's (the two compile threads), used once the access rules are judged
+                ck.adjoint_job = _start_adjoint(ck, backend, rt)
+                ck.program = job.result()
+            else:
+                ck.program = backend.compile(ir, rt)
         rt.stats["compile_s"] += time.perf_counter() - t0
         return ck
 
@@ -154,8 +165,12 @@ class Driver:
 def _on_tape(tape, kernel, ck, templates, args, kwargs, values):
     """The Tape judges and records a launch (returns its validation runner, or None); a
     specialisation without an adjoint is noted for the backward to make (`compile_adjoints`)."""
-    run = tape.on_launch(kernel, bound_view(ck, templates) if templates else ck, args, kwargs,
-                         values)
+    try:
+        run = tape.on_launch(kernel, bound_view(ck, templates) if templates else ck, args,
+                             kwargs, values)
+    except AccessRuleError:
+        ck.adjoint_job = None  # begun with the compile (`Driver.compile`), now never used
+        raise
     if ck.adjoint is None and not templates:
         tape.want_adjoint(ck, values)
     return run
@@ -178,7 +193,8 @@ def compile_adjoints(wanted, rt):
     whose access rules no Tape launch judged (a launch inside a `grad_replaced` unit) is
     judged first with those values and not made if it breaks them; one that fails to build is
     left unmade too: the replay, or the user's `kernel.grad()`, then judges and builds it as
-    always and reports the error where it is needed."""
+    always and reports the error where it is needed. One whose adjoint `Driver.compile` began
+    is awaited, once judged."""
     backend = rt.backend()
     todo = [(ck, values) for ck, values in wanted if ck.adjoint is None]
     if len(todo) < 2 or not hasattr(backend, "compile_many") or backend.compile_pool() is None:
@@ -186,18 +202,24 @@ def compile_adjoints(wanted, rt):
     t0 = time.perf_counter()
     # the biggest first (by statement count): the last LLVM job to finish is then a small one
     todo.sort(key=lambda job: -sum(1 for _ in walk(job[0].ir.body)))
-    made = []
+    made, begun = [], []
     for ck, values in todo:
         try:
             if not ck.checked:
                 kernel_check(ck).run(values)  # raises AccessRuleError: not made
-            made.append((ck, _adjoint_ir(ck, rt)))
+            if ck.adjoint_job is not None:
+                begun.append(ck)
+            else:
+                made.append((ck, _adjoint_ir(ck, rt)))
         except FieldsimError:
+            ck.adjoint_job = None
             continue  # the replay reports it (see above)
-    programs = backend.compile_many([adj_ir for _, adj_ir in made], rt)
+    programs = backend.compile_many([adj_ir for _, adj_ir in made], rt) if made else []
     for (ck, adj_ir), program in zip(made, programs):
         if ck.adjoint is None and not isinstance(program, BaseException):
             ck.adjoint = (adj_ir, program)
+    for ck in begun:
+        _settle_adjoint(ck)
     rt.stats["compile_s"] += time.perf_counter() - t0
 
 
@@ -207,8 +229,10 @@ def adjoint_program(ck: CompiledKernel, rt):
     if ck.adjoint is None:
         t0 = time.perf_counter()
         with gc_paused():
-            adj_ir = _adjoint_ir(ck, rt)
-            ck.adjoint = (adj_ir, rt.backend().compile(adj_ir, rt))
+            _settle_adjoint(ck)
+            if ck.adjoint is None:
+                adj_ir = _adjoint_ir(ck, rt)
+                ck.adjoint = (adj_ir, rt.backend().compile(adj_ir, rt))
         rt.stats["compile_s"] += time.perf_counter() - t0
     return ck.adjoint[1]
 
@@ -216,3 +240,44 @@ def adjoint_program(ck: CompiledKernel, rt):
 def _adjoint_ir(ck: CompiledKernel, rt):
     """Reverse AD of a specialisation's IR (the access rules judged first by the caller)."""
     return run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)
+
+
+def _recording_tape(rt) -> bool:
+    """Whether this thread records its launches on a Tape (not under `no_grad` or `FwdMode`):
+    the Tape's backward then makes the adjoint of a kernel compiled now (`_on_tape` notes it
+    as wanted, also inside a `grad_replaced` unit, whose user backward calls `.grad`)."""
+    ad = rt._per_thread
+    return ad.tape is not None and ad.no_grad_depth == 0 and ad.fwd_mode is None
+
+
+def _start_compile(backend, ir, rt):
+    """The backend's program of `ir` begun on a compile thread (a future), or None where the
+    backend compiles on the calling thread only."""
+    start = getattr(backend, "start_compile", None)
+    return start(ir, rt) if start is not None else None
+
+
+def _start_adjoint(ck: CompiledKernel, backend, rt):
+    """(adjoint IR, future of its program) begun now, before the access rules are judged: held
+    on `ck.adjoint_job` and used only by `_settle_adjoint`, which every path to the adjoint
+    takes after judging them. None where it cannot be made (the usual path then makes it on
+    first use and reports why there, as without this head start)."""
+    try:
+        adj_ir = _adjoint_ir(ck, rt)
+        job = _start_compile(backend, adj_ir, rt)
+    except Exception:  # noqa: BLE001 - reported where the adjoint is needed, see above
+        return None
+    return (adj_ir, job) if job is not None else None
+
+
+def _settle_adjoint(ck: CompiledKernel):
+    """`ck.adjoint` from the job `Driver.compile` began, once it is done (callers judge the
+    access rules first, and count the wait as compile time); a job that failed is dropped,
+    and the adjoint made again on first use."""
+    if ck.adjoint_job is None:
+        return
+    (adj_ir, job), ck.adjoint_job = ck.adjoint_job, None
+    if ck.adjoint is not None:
+        return
+    if job.exception() is None:  # waits; a failure is reported by the usual path instead
+        ck.adjoint = (adj_ir, job.result())

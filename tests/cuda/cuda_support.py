@@ -42,9 +42,11 @@ class CaptureBackend(CpuBackend):
         self.irs.append(kernel)
         return super().compile(kernel, rt)
 
-    def compile_many(self, kernels, rt):  # a Tape's adjoints, made together
-        self.irs.extend(kernels)
-        return super().compile_many(kernels, rt)
+    def start_compile(self, kernel, rt):  # on a compile thread: a Tape's adjoints, and kernels
+        job = super().start_compile(kernel, rt)  # compiled on a Tape with their adjoints
+        if job is not None:
+            self.irs.append(kernel)
+        return job
 
 
 def capture_runtime(**init):

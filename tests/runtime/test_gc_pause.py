@@ -20,7 +20,8 @@ from fieldsim.runtime.pipeline import gc_paused
 def seen(monkeypatch):
     """gc.isenabled() at each backend compile from now on."""
     states = []
-    for name in ("compile", "compile_many"):  # one kernel; a Tape's adjoints together
+    # one kernel; a Tape's adjoints together; a kernel and its adjoint begun on a Tape
+    for name in ("compile", "compile_many", "start_compile"):
         real = getattr(cpu.CpuBackend, name)
 
         def spy(self, kernels, rt, _real=real):
@@ -42,13 +43,13 @@ def test_off_while_compiling_on_after(seen):
     p = square_then_sum(8)
     x, y = p.x, p.y
     x.fill(3.0)
-    with fs.ad.Tape(loss=p.loss):  # forwards, then the two adjoints made together
+    with fs.ad.Tape(loss=p.loss):  # each forward begun with its adjoint
         p.square()
         p.total()
     assert gc.isenabled()
     assert x.grad.to_numpy().tolist() == [6.0] * 8
     p.square.grad()  # compiled already: no compile
-    assert seen == [False] * 3  # two forwards, the adjoints together
+    assert seen == [False] * 4  # two forwards, each with its adjoint
 
     @fs.kernel
     def double():
@@ -56,7 +57,7 @@ def test_off_while_compiling_on_after(seen):
             y[i] = 2.0 * x[i]
 
     double.grad()  # its forward and its adjoint, one at a time
-    assert seen == [False] * 5 and gc.isenabled()
+    assert seen == [False] * 6 and gc.isenabled()
 
 
 def test_a_program_that_disabled_it_keeps_it_disabled(seen):
