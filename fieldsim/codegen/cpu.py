@@ -111,6 +111,7 @@ class CpuBackend:
         self.jit = EngineSlabs(triple, self.cpu, self.features)  # loads and frees them
         self.pool = None
         self.compiler = None  # compile_pool's threads, made when first asked for
+        self.jobs, self.jobs_lock = set(), threading.Lock()  # start_compile's, while running
         self.mailbox = None  # chunk_runner.Mailbox, made at the first split launch
         self.threads = max(1, rt.num_threads)
         self.launcher = launch_common.Launcher(self)
@@ -173,7 +174,15 @@ class CpuBackend:
         pool = self.compile_pool()
         if pool is None:
             return None
-        return pool.submit(self._build, *self._lower(kernel, rt), rt)
+        job = pool.submit(self._build, *self._lower(kernel, rt), rt)
+        with self.jobs_lock:
+            self.jobs.add(job)  # until done: a fork waits for it (_before_fork)
+        job.add_done_callback(self._forget_job)
+        return job
+
+    def _forget_job(self, job):
+        with self.jobs_lock:
+            self.jobs.discard(job)
 
     def _lower(self, kernel: Kernel, rt):
         """(LLVM IR text, its symbol, TaskInfo): the Python half of a compile."""
@@ -381,12 +390,15 @@ _backends: weakref.WeakSet = weakref.WeakSet()
 
 def _before_fork():
     """A fork copies only the forking thread: a compile thread inside LLVM at that moment
-    leaves LLVM's locks held forever in the child. The start-up job (chunk runner and
-    warm-up, from `ti.init` on) is the one compile no caller waits for: the fork waits."""
+    leaves LLVM's locks held forever in the child. The compiles no caller may be waiting for,
+    the start-up job (chunk runner and warm-up, from `ti.init` on) and the jobs
+    `start_compile` began (an adjoint begun on a Tape), are waited for by the fork."""
     for backend in list(_backends):
-        job = backend.runner_object
-        if job is not None:
-            futures.wait([job])
+        with backend.jobs_lock:
+            jobs = list(backend.jobs)
+        if backend.runner_object is not None:
+            jobs.append(backend.runner_object)
+        futures.wait(jobs)
 
 
 def _after_fork_in_child():

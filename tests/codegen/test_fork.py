@@ -6,9 +6,11 @@ pools (a copied pool whose thread was idle in the parent never runs a job in the
 judges its Ctrl-C handling afresh.
 
 Checks, each child under a time limit: a fork right after fs.init, several times (the window
-is the start-up job's ~20 ms); a fork after a Tape's backward compiled its adjoints on the
-compile threads, with the child running a Tape of new kernels (the compile-thread path) and
-a parallel launch, against NumPy; Ctrl-C (SIGINT) stops a runaway `while` kernel in a forked
+is the start-up job's ~20 ms); a fork inside a Tape whose kernels began their adjoints on the
+compile threads (no caller waits for those jobs until the backward; without the wait it hung
+one child in three); a fork after a Tape's backward compiled its adjoints on the compile
+threads, with the child running a Tape of new kernels (the compile-thread path) and a
+parallel launch, against NumPy; Ctrl-C (SIGINT) stops a runaway `while` kernel in a forked
 child although the parent's Ctrl-C watcher thread did not come along."""
 import multiprocessing as mp
 import queue
@@ -67,6 +69,37 @@ def test_fork_after_the_compile_threads_ran():
         gradient = _program()  # new kernels: their adjoints compile on the child's threads
         return gradient(values)
     np.testing.assert_allclose(_in_child(child_work), 2 * values, rtol=1e-6)
+
+
+def test_fork_while_a_tape_has_an_adjoint_begun():
+    """A kernel compiled on a Tape begins its adjoint on a compile thread (no caller waits for
+    it until the backward): a fork inside the Tape waits for that job, and both the child and
+    the parent's backward are right."""
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    p = square_then_sum(N)
+    values = np.linspace(-1, 1, N, dtype=np.float32)
+    p.x.from_numpy(values)
+    backend = fs.lang.runtime.get().backend()
+
+    def child_work():  # inside the parent's Tape (copied): a new kernel, its adjoint begun
+        y = fs.field(fs.f32, shape=N, needs_grad=True)
+
+        @fs.kernel
+        def triple():
+            for i in y:
+                y[i] = 3.0 * p.x[i]
+        triple()
+        return y.to_numpy()
+    with fs.ad.Tape(loss=p.loss):
+        p.square()
+        p.total()
+        begun = [ck.adjoint_job is not None for k in (p.square, p.total)
+                 for ck in k._cache.values()]
+        from_child = _in_child(child_work)
+    assert begun == [True, True]
+    assert not backend.jobs  # the fork waited for them
+    np.testing.assert_allclose(from_child, 3 * values, rtol=1e-6)
+    np.testing.assert_allclose(p.x.grad.to_numpy(), 2 * values, rtol=1e-6)
 
 
 def test_ctrl_c_stops_a_runaway_loop_in_a_forked_child():
