@@ -14,6 +14,7 @@ import threading
 
 import numpy as np
 import pytest
+from support.programs import unit_that_overwrites
 
 import fieldsim as fs
 from fieldsim.codegen import cpu, llvm_build
@@ -153,40 +154,18 @@ def test_tape_adjoints_made_together_before_the_first_replay(threads, monkeypatc
 
 def _unit_with_a_bad_kernel(threads):
     fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=threads)
-    x = fs.field(fs.f32, shape=8, needs_grad=True)
-    y = fs.field(fs.f32, shape=8, needs_grad=True)
-    loss = fs.field(fs.f32, shape=(), needs_grad=True)
-
-    @fs.kernel
-    def overwrite():
-        for i in x:
-            x[i] = x[i] * 2.0  # read, then written again: its adjoint would be wrong
-
-    @fs.kernel
-    def total():
-        for i in x:
-            loss[None] += x[i] + y[i]
-
-    @fs.ad.grad_replaced
-    def step():
-        overwrite()
-
-    @fs.ad.grad_for(step)
-    def step_grad():
-        overwrite.grad()
-
-    x.from_numpy(np.arange(8, dtype=np.float32))
-    with pytest.raises(AccessRuleError) as err, fs.ad.Tape(loss=loss):
-        step()
-        total()
-    return str(err.value), [c.adjoint for c in overwrite._cache.values()]
+    p = unit_that_overwrites()
+    with pytest.raises(AccessRuleError) as err, fs.ad.Tape(loss=p.loss):
+        p.step()
+        p.total()
+    return str(err.value), [c.adjoint for c in p.overwrite._cache.values()]
 
 
 def test_a_refused_adjoint_is_reported_as_on_one_thread_and_never_built():
     message_1, adjoints_1 = _unit_with_a_bad_kernel(1)
     message_2, adjoints_2 = _unit_with_a_bad_kernel(2)
     assert message_2 == message_1
-    assert "test_parallel_compile.py" in message_2  # where the kernel is, for the user
+    assert "programs.py" in message_2  # where the kernel is, for the user
     assert adjoints_1 == adjoints_2 == [None]
 
 

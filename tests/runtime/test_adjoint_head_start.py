@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from support.programs import unit_that_overwrites
 
 import fieldsim as fs
 from fieldsim.codegen import cpu
@@ -206,38 +207,17 @@ def test_a_unit_kernel_refused_at_the_backward_never_gets_its_begun_adjoint(monk
     (`compile_adjoints`): one that breaks the rules drops its begun job there, before any
     adjoint is set, and the unit's backward reports the refusal."""
     fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
-    x = fs.field(fs.f32, shape=8, needs_grad=True)
-    loss = fs.field(fs.f32, shape=(), needs_grad=True)
-
-    @fs.kernel
-    def overwrite():
-        for i in x:
-            x[i] = x[i] * 2.0
-
-    @fs.kernel
-    def total():
-        for i in x:
-            loss[None] += x[i]
-
-    @fs.ad.grad_replaced
-    def step():
-        overwrite()
-
-    @fs.ad.grad_for(step)
-    def step_grad():
-        overwrite.grad()
-
-    x.from_numpy(np.arange(8, dtype=np.float32))
+    p = unit_that_overwrites()
     begun = []
     real = pipeline.compile_adjoints
 
     def spy(wanted, rt):
-        begun.extend(ck.adjoint_job is not None for ck in overwrite._cache.values())
+        begun.extend(ck.adjoint_job is not None for ck in p.overwrite._cache.values())
         real(wanted, rt)
     monkeypatch.setattr(pipeline, "compile_adjoints", spy)
-    with pytest.raises(AccessRuleError), fs.ad.Tape(loss=loss):
-        step()
-        total()
-    (ck,) = overwrite._cache.values()
+    with pytest.raises(AccessRuleError), fs.ad.Tape(loss=p.loss):
+        p.step()
+        p.total()
+    (ck,) = p.overwrite._cache.values()
     assert begun == [True]
     assert ck.adjoint is None and ck.adjoint_job is None

@@ -1,6 +1,8 @@
 """Small fieldsim programs several tests share."""
 from types import SimpleNamespace
 
+import numpy as np
+
 import fieldsim as fs
 
 
@@ -23,3 +25,34 @@ def square_then_sum(n: int) -> SimpleNamespace:
             loss[None] += y[i]
 
     return SimpleNamespace(x=x, y=y, loss=loss, square=square, total=total)
+
+
+def unit_that_overwrites(n: int = 8) -> SimpleNamespace:
+    """A `grad_replaced` unit `step` around `overwrite` (x[i] = 2 x[i]: read, then written
+    again, so its adjoint would be wrong), whose backward calls `overwrite.grad()`, and a
+    kernel `total` (loss += sum x + y) after it. A Tape over `step(); total()` is refused: the
+    unit's launch is judged when the backward makes the adjoints. x = 0, 1, ..., n - 1."""
+    x = fs.field(fs.f32, shape=n, needs_grad=True)
+    y = fs.field(fs.f32, shape=n, needs_grad=True)
+    loss = fs.field(fs.f32, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def overwrite():
+        for i in x:
+            x[i] = x[i] * 2.0
+
+    @fs.kernel
+    def total():
+        for i in x:
+            loss[None] += x[i] + y[i]
+
+    @fs.ad.grad_replaced
+    def step():
+        overwrite()
+
+    @fs.ad.grad_for(step)
+    def step_grad():
+        overwrite.grad()
+
+    x.from_numpy(np.arange(n, dtype=np.float32))
+    return SimpleNamespace(x=x, y=y, loss=loss, overwrite=overwrite, total=total, step=step)
