@@ -3,9 +3,11 @@
 Takes a kernel object (`lang.kernel.KernelObj`) and a launch's arguments. Compiling a
 specialisation runs frontend -> offload (the kernel object's `build_ir`, through `run_pass`) ->
 the backend's `compile`; the adjoint (reverse AD) and tangent (forward AD) programs are made
-from the same IR on first use, except that a kernel compiled while a Tape records begins its
-adjoint at once (`_start_adjoint`: its IR made and lowered while the kernel's LLVM work runs on
-a compile thread), used only after the access rules are judged (`_settle_adjoint`). A launch
+from the same IR on first use, except where the next is known to be wanted: a kernel compiled
+while a Tape records begins its adjoint at once (`_start_adjoint`: its IR made and lowered
+while the kernel's LLVM work runs on a compile thread), used only after the access rules are
+judged (`_settle_adjoint`); one compiled in `FwdMode` makes its tangent program (what the
+launch runs) the same way. A launch
 binds the arguments, lets an active Tape judge and record it (the access-rule checker, before
 anything runs), picks the primal or tangent program, and runs it on the backend, timed by the
 kernel profiler. An adjoint launch judges the
@@ -67,14 +69,18 @@ class Driver:
             ck = CompiledKernel(kernel, ir, hidden_fields,
                                 [dtypes[p.name] for p in ir.params if not p.template], ret)
             backend = rt.backend()
-            job = _recording_tape(rt) and not templates and _start_compile(backend, ir, rt)
-            if job:
-                # its backward will run the adjoint: made now, its LLVM work alongside this
-                # kernel's (the two compile threads), used once the access rules are judged
-                ck.adjoint_job = _start_adjoint(ck, backend, rt)
-                ck.program = job.result()
-            else:
+            wanted = _program_wanted_next(rt, templates)
+            job = wanted and _start_compile(backend, ir, rt)
+            if not job:
                 ck.program = backend.compile(ir, rt)
+            else:
+                # made now, while this kernel's LLVM work runs on a compile thread
+                if wanted == "adjoint":  # used once the access rules are judged
+                    ck.adjoint_job = _start_adjoint(ck, backend, rt)
+                else:  # what this launch runs (a failure is reported by it, as before)
+                    with contextlib.suppress(FieldsimError):
+                        tangent_program(ck, rt)
+                ck.program = job.result()
         rt.stats["compile_s"] += time.perf_counter() - t0
         return ck
 
@@ -242,12 +248,18 @@ def _adjoint_ir(ck: CompiledKernel, rt):
     return run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)
 
 
-def _recording_tape(rt) -> bool:
-    """Whether this thread records its launches on a Tape (not under `no_grad` or `FwdMode`):
-    the Tape's backward then makes the adjoint of a kernel compiled now (`_on_tape` notes it
-    as wanted, also inside a `grad_replaced` unit, whose user backward calls `.grad`)."""
+def _program_wanted_next(rt, templates) -> str | None:
+    """Which other program of a kernel compiled now this thread will want: "tangent" in
+    `FwdMode` (the launch runs it, not the primal), "adjoint" while it records on a Tape (the
+    backward makes it: `_on_tape` notes it as wanted, also inside a `grad_replaced` unit, whose
+    user backward calls `.grad`; not for ndarray bindings, which it does not note), else None
+    (also under `no_grad`)."""
     ad = rt._per_thread
-    return ad.tape is not None and ad.no_grad_depth == 0 and ad.fwd_mode is None
+    if ad.no_grad_depth != 0:
+        return None
+    if ad.fwd_mode is not None:
+        return "tangent"
+    return "adjoint" if ad.tape is not None and not templates else None
 
 
 def _start_compile(backend, ir, rt):

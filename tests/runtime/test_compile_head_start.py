@@ -1,8 +1,10 @@
-"""A kernel compiled while a Tape records begins its adjoint at once (runtime.pipeline:
-`Driver.compile`, `_start_adjoint`, `_settle_adjoint`): the adjoint's IR is made and lowered
-while the forward's LLVM work runs on a compile thread, and its own LLVM work follows on the
-other. What must not change: gradients, the access-rule refusals and their messages, and the
-errors of adjoints that cannot be made, which still surface where the adjoint is needed."""
+"""A kernel compiled where another of its programs is wanted next makes that one while its own
+LLVM work runs on a compile thread (runtime.pipeline: `Driver.compile`). While a Tape records,
+the adjoint (`_start_adjoint`, `_settle_adjoint`): its IR made and lowered on the calling
+thread, its own LLVM work on the other compile thread. In `FwdMode`, the tangent program the
+launch runs. What must not change: gradients and tangents, the access-rule refusals and their
+messages, and the errors of programs that cannot be made, which still surface where the
+program is needed."""
 import time
 
 import numpy as np
@@ -116,7 +118,7 @@ def test_a_refused_kernel_is_refused_as_on_one_thread_and_its_job_dropped():
     message_1, ck_1, x_1 = _overwrite_on_tape(1)
     message_2, ck_2, x_2 = _overwrite_on_tape(2)
     assert message_2 == message_1
-    assert "test_adjoint_head_start.py" in message_2
+    assert "test_compile_head_start.py" in message_2
     assert ck_2.adjoint is None and ck_2.adjoint_job is None  # never used, not kept
     np.testing.assert_array_equal(x_2, np.arange(8))  # refused before it ran: data as it was
     np.testing.assert_array_equal(x_1, x_2)
@@ -221,3 +223,40 @@ def test_a_unit_kernel_refused_at_the_backward_never_gets_its_begun_adjoint(monk
     (ck,) = p.overwrite._cache.values()
     assert begun == [True]
     assert ck.adjoint is None and ck.adjoint_job is None
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fwd_mode_makes_the_tangent_with_the_compile(threads, monkeypatch):
+    """In FwdMode the launch runs the tangent program, not the primal: on two threads it is
+    made during the compile, while the primal's LLVM work runs; the JVP is the analytic one."""
+    xs, x, U, energy = _energy(threads)
+    made_in_compile = []
+    real = pipeline.Driver.compile
+
+    def spy(self, kernel, rt, templates, dtypes, ret):
+        ck = real(self, kernel, rt, templates, dtypes, ret)
+        made_in_compile.append(ck.tangent is not None)
+        return ck
+    monkeypatch.setattr(pipeline.Driver, "compile", spy)
+    seed = np.cos(3.0 * xs)
+    with fs.ad.FwdMode(loss=U, param=x, seed=seed):
+        energy()
+        jvp = float(U.dual[None])
+    assert made_in_compile == [threads == 2]
+    np.testing.assert_allclose(jvp, float(np.dot(_expected_grad(xs), seed)), rtol=1e-12)
+    np.testing.assert_allclose(U[None], np.sum(np.sin(xs) * xs * xs), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_tangent_that_cannot_be_made_fails_at_the_launch_as_before(threads, monkeypatch):
+    from fieldsim.ad import forward
+
+    def refuse(kernel):
+        raise FieldsimCompilationError("no tangent for this kernel (test)", None)
+    monkeypatch.setattr(forward, "make_tangent", refuse)
+    xs, x, U, energy = _energy(threads)
+    with pytest.raises(FieldsimCompilationError, match="no tangent"):
+        with fs.ad.FwdMode(loss=U, param=x, seed=np.ones_like(xs)):
+            energy()
+    (ck,) = energy._cache.values()  # the primal compiled and kept, as on one thread
+    assert ck.program is not None and ck.tangent is None
