@@ -7,12 +7,11 @@ from the same IR on first use, except where the next is known to be wanted: a ke
 while a Tape records begins its adjoint at once (`_start_adjoint`: its IR made and lowered
 while the kernel's LLVM work runs on a compile thread), used only after the access rules are
 judged (`_settle_adjoint`); one compiled in `FwdMode` makes its tangent program (what the
-launch runs) the same way. A launch
-binds the arguments, lets an active Tape judge and record it (the access-rule checker, before
-anything runs), picks the primal or tangent program, and runs it on the backend, timed by the
-kernel profiler. An adjoint launch judges the
-access rules with its own argument values first when asked (`kernel.grad(...)`) or when no Tape
-launch has. Errors reach the user without fieldsim's frames. Python's cyclic garbage collector
+launch runs) the same way. A launch binds the arguments, lets an active Tape judge and record
+it (the access-rule checker, before anything runs), picks the primal or tangent program, and
+runs it on the backend, timed by the kernel profiler. An adjoint launch judges the access rules
+with its own argument values first when asked (`kernel.grad(...)`) or when no Tape launch has.
+Errors reach the user without fieldsim's frames. Python's cyclic garbage collector
 is paused while a kernel, an adjoint or a Tape's adjoints compile (`gc_paused`).
 """
 from __future__ import annotations
