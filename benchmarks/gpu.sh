@@ -10,6 +10,9 @@
 #   drivers  the CUDA corpus again through the other driver binding (pycuda / cuda-python)
 #   suite    tests/lang and tests/ad with every fs.init forced onto CUDA (informational)
 #   bench    benchmarks/run.py on CUDA (and on the CPU with FS_BENCH_CPU=1), as a table
+#   measure  benchmarks/gpu_measure.py: copy bandwidth, mpm88's p2g/g2p against it, gravity
+#            N=2048/16384, diffmpm full size (results_gpu.json)
+#   peers    benchmarks/run.py on CUDA, fieldsim beside Taichi 1.7.4 (wheels in .whl_taichi/)
 # Each stage has a time limit (FS_T_<STAGE> seconds), cut to what is left of FS_BUDGET (570 s
 # by default, inside the device tool's 10 minutes a call); a stage that fails or times out is
 # reported and the rest still run, a stage with under 20 s left is skipped. All stages together
@@ -149,8 +152,30 @@ stage_install() {
     stage_info | tail -4
 }
 
+# pytest-xdist spreads a stage over the machine's cores where it is installed (one CUDA context
+# per worker process)
+xdist() { "$PY" -c "import xdist" 2>/dev/null && echo "-n ${FS_WORKERS:-8}"; }
+
 stage_test() {
-    "$PY" -m pytest -q -rfEs -m cuda tests/cuda -p no:cacheprovider --durations=5
+    # shellcheck disable=SC2046
+    "$PY" -m pytest -q -rfEs -m cuda tests/cuda -p no:cacheprovider --durations=5 --maxfail=40 $(xdist)
+}
+
+stage_measure() {
+    "$PY" benchmarks/gpu_measure.py --out "$OUTDIR/results_gpu.json"
+}
+
+# Taichi 1.7.4 on the same device: its wheel (and dill, its one need the image lacks) carried in
+# .whl_taichi/ (56 MB: too much beside llvmlite's in one call, so a second call on the warm
+# machine, after `install`, carries it); Warp's wheel (149 MB) cannot travel at all
+stage_peers() {
+    if ls .whl_taichi/*.whl >/dev/null 2>&1; then
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target "$FS_SITE" .whl_taichi/*.whl || return 1
+    fi
+    "$PY" benchmarks/run.py --arch cuda --no-warp --taichi-python "$PY" --rounds "${FS_BENCH_ROUNDS:-3}" \
+        --reps "${FS_BENCH_REPS:-10}" --out "$OUTDIR/results_peers_cuda.json" \
+        --programs "${FS_BENCH_PROGRAMS:-mpm88_substep,gravity_fwd,gravity_adj,gravity16k_fwd,gravity16k_adj,diffmpm_full_iter}"
 }
 
 stage_drivers() {
@@ -162,8 +187,9 @@ stage_drivers() {
 }
 
 stage_suite() {
+    # shellcheck disable=SC2046
     FIELDSIM_FORCE_ARCH=cuda PYTHONPATH="$REPO/tests/cuda:$PYTHONPATH" "$PY" -m pytest -q -rfE \
-        -p force_cuda -p no:cacheprovider tests/lang tests/ad
+        -p force_cuda -p no:cacheprovider tests/lang tests/ad $(xdist) ${FS_SUITE_ARGS:-}
 }
 
 stage_bench() {
@@ -186,7 +212,7 @@ stage_bench() {
     return $rc
 }
 
-declare -A LIMIT=([info]=60 [install]=300 [test]=330 [drivers]=150 [suite]=300 [bench]=400)
+declare -A LIMIT=([info]=60 [install]=300 [test]=330 [drivers]=150 [suite]=300 [bench]=400 [measure]=300 [peers]=400)
 BUDGET=${FS_BUDGET:-570}
 for s in "${STAGES[@]}"; do
     declare -F "stage_$s" >/dev/null || { echo "unknown stage $s"; exit 2; }
@@ -198,7 +224,7 @@ for s in "${STAGES[@]}"; do
     [ "$lim" -gt "$left" ] && lim=$left
     note "$s (limit ${lim}s)"
     t0=$(date +%s)
-    export -f "stage_$s" note cuda_root cudadrv_dir stage_info
+    export -f "stage_$s" note cuda_root cudadrv_dir stage_info xdist
     export PY REPO OUTDIR FS_SITE T_START
     timeout --foreground -k 10 "$lim" bash -c "stage_$s" 2>&1 | tee "$OUTDIR/$s.log"
     rc=${PIPESTATUS[0]}

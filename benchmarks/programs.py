@@ -19,10 +19,10 @@ def mpm88_substep(ti):
     return mpm88.substep, ti.sync
 
 
-def _gravity(ti):
+def _gravity(ti, n=2048):
     import ad_gravity as g
-    g.setup(2048)
-    g.x.from_numpy(g.initial_state(2048)[0].astype(g.x.to_numpy().dtype))
+    g.setup(n)
+    g.x.from_numpy(g.initial_state(n)[0].astype(g.x.to_numpy().dtype))
     return g
 
 
@@ -139,8 +139,20 @@ def mass_spring_iter(ti):
     return ms.loss_and_grad, ti.sync
 
 
+def gravity16k_fwd(ti):
+    """gravity_fwd at N=16384 (the GPU size: 134M pairs)."""
+    return _gravity(ti, 16384).compute_U, ti.sync
+
+
+def gravity16k_adj(ti):
+    g = _gravity(ti, 16384)
+    g.compute_U()
+    g.U.grad[None] = 1.0
+    return g.compute_U.grad, ti.sync
+
+
 PROGRAMS.update({f.__name__: f for f in (mpm_pair_full_fwd, mpm_pair_full_adj, diffmpm_full_iter,
-                                          mass_spring_iter)})
+                                          mass_spring_iter, gravity16k_fwd, gravity16k_adj)})
 
 
 # ---------------------------------------------------------------- checksums across backends
@@ -194,6 +206,7 @@ def _mass_spring_check(ti):
 CHECKSUMS = {
     "mpm88_substep": _mpm88_check, "gravity_fwd": _gravity_fwd_check,
     "gravity_adj": _gravity_adj_check, "gravity_tape": _gravity_tape_check,
+    "gravity16k_fwd": _gravity_fwd_check, "gravity16k_adj": _gravity_adj_check,
     "mpm_pair_fwd": lambda ti: _particle_sums(1, ""),
     "mpm_pair_adj": lambda ti: _particle_sums(0, ".grad"),
     "mpm_pair_full_fwd": lambda ti: _particle_sums(1, ""),

@@ -98,6 +98,7 @@ class CpuProgram:
 
 class CpuBackend:
     name = "cpu"
+    host_memory = True  # kernels read host memory: a numpy argument is passed in place
 
     def __init__(self, rt):
         _init_llvm()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import warnings
 import weakref
 
@@ -36,14 +37,18 @@ from fieldsim.codegen.llvm import (
     CTX_STACK_OFFS,
     CTX_STACK_STRIDE,
     CTX_WORDS,
+    ERR_WORDS,
 )
 from fieldsim.codegen.ptx import KNOWN_ARCHS, check_arch, find_libdevice, lower_for_cuda, optimise_to_ptx
 from fieldsim.ir.ir import Kernel
+from fieldsim.lang.formatting import MAX_ASSERT_ARGS
 
 COMPILER_VERSION = "fieldsim-cuda-1"
 BLOCK_DIM = 128  # threads per block unless fs.loop_config(block_dim=...) says otherwise
 BLOCKS_PER_SM = 32  # grid cap for grid-stride loops (Taichi's saturating grid size)
 SCRATCH_LIMIT = 256 << 20  # bytes of AD-stack scratch a launch may use in all
+# the status buffer: the error words, then an assert's message values or the return words
+STATUS_BYTES = 8 * (ERR_WORDS + MAX_ASSERT_ARGS)
 
 
 # ---- driver API: pycuda or cuda-python ---------------------------------------------------------
@@ -346,6 +351,20 @@ def _sets_error_word(info) -> bool:
     return bool(info.stacks or info.asserts or info.accesses or info.stack_infos)
 
 
+def _flush_c_stdout():
+    """fflush(NULL): the driver writes device printf text through C's stdout buffer."""
+    import ctypes
+    ctypes.CDLL(None).fflush(None)
+
+
+def _return_words(info) -> int:
+    """Words of the kernel's return value (one per scalar; 0 without one)."""
+    if info.ret is None:
+        return 0
+    from fieldsim.lang.returns import flat_dtypes
+    return len(flat_dtypes(info.ret))
+
+
 class CudaLauncher:
     """Fills the entry's by-value words (ctx words, then arguments) and runs tasks as grids.
     (Not `launch.Launcher`: that one points the ctx at host buffers and runs `run_task`.)"""
@@ -355,6 +374,7 @@ class CudaLauncher:
 
     def launch(self, program: CudaProgram, args, rng_key):
         be, info = self.backend, program.info
+        be.status.ensure(STATUS_BYTES + 8 * _return_words(info))  # before the words hold its address
         words = self.entry_words(program, args, rng_key)
         caps, offs, stride = launch_common.stack_caps(info, args, be.rt.ad_stack_size)
         if stride:
@@ -362,11 +382,16 @@ class CudaLauncher:
             words[CTX_STACK_OFFS], words[CTX_STACK_CAPS] = self.stack_tables(program, caps, offs)
         checked = _sets_error_word(info)
         if checked or info.ret is not None:
-            be.drv.memset8(be.status.ptr, 0, 40)
+            be.drv.memset8(be.status.ptr, 0, 8 * (ERR_WORDS + _return_words(info)))
+        if info.prints:  # the kernel's printf output must follow what Python printed
+            sys.stdout.flush()
         for n, task in enumerate(info.tasks):
             self.run_task(program, n, task, args, words, stride)
             if checked:
                 self.raise_if_failed(info, caps)
+        if info.prints:  # the driver writes device printf output when the GPU is waited for
+            be.drv.sync()
+            _flush_c_stdout()
         be.rt.stats["launches"] += 1
         return None if info.ret is None else self.read_return(info)
 
@@ -379,7 +404,7 @@ class CudaLauncher:
         words[CTX_FIELDS] = self.field_table(program)
         words[CTX_RNG] = rng_key & 0xFFFFFFFFFFFFFFFF
         words[CTX_ERR] = status
-        words[CTX_RET] = status + 32
+        words[CTX_RET] = status + 8 * ERR_WORDS
         argf = words.view(np.float64)
         for n, (p, v) in enumerate(zip(program.info.params, args), CTX_WORDS):
             if p.dtype.is_float:
@@ -398,23 +423,20 @@ class CudaLauncher:
         be.drv.launch(program.functions[n], grid, block, words)
 
     def raise_if_failed(self, info, caps):
-        """Read the error words back (waits for the grid) and raise what the kernel reported."""
+        """Read the error words back (waits for the grid) and raise what the kernel reported
+        (an assert's message values follow the error words)."""
         be = self.backend
-        err = np.zeros(4, dtype=np.int64)
+        err = np.zeros(ERR_WORDS + (MAX_ASSERT_ARGS if info.asserts else 0), dtype=np.int64)
         be.drv.dtoh(err, be.status.ptr)
         if err[0]:
             launch_common.raise_kernel_error(info, err, caps)
 
     def read_return(self, info):
-        """The kernel's return value from the status buffer (one scalar)."""
-        from fieldsim.lang.returns import flat_dtypes, rebuild
-        if len(flat_dtypes(info.ret)) != 1:
-            from fieldsim.errors import FieldsimRuntimeError
-            raise FieldsimRuntimeError(f"kernel {info.name!r}: returning a vector, matrix or tuple "
-                                       "is not supported on the CUDA backend yet")
-        be = self.backend
-        ret = np.zeros(1, dtype=np.int64)
-        be.drv.dtoh(ret, be.status.ptr + 32)
+        """The kernel's return value (a scalar, or a vector, matrix, struct or tuple: one word
+        per scalar) from the status buffer, after the error words."""
+        from fieldsim.lang.returns import rebuild
+        ret = np.zeros(_return_words(info), dtype=np.int64)
+        self.backend.drv.dtoh(ret, self.backend.status.ptr + 8 * ERR_WORDS)
         return rebuild(info.ret, ret)
 
     def field_table(self, program: CudaProgram) -> int:
@@ -441,6 +463,7 @@ class CudaLauncher:
 
 class CudaBackend:
     name = "cuda"
+    host_memory = False  # a numpy argument is copied to the device and back (ndarray._staged)
 
     def __init__(self, rt, drv=None):
         self.rt = rt
@@ -452,8 +475,8 @@ class CudaBackend:
         self.max_blocks = max(1, self.drv.sm_count * BLOCKS_PER_SM)
         self.launcher = CudaLauncher(self)
         self.status = _Buffer(self.drv)
-        self.status.ensure(64)
-        self.drv.memset8(self.status.ptr, 0, 64)
+        self.status.ensure(STATUS_BYTES)
+        self.drv.memset8(self.status.ptr, 0, STATUS_BYTES)
         self.scratch = _Buffer(self.drv)
         self.storages: weakref.WeakSet = weakref.WeakSet()
         self.programs: list = []
@@ -502,7 +525,8 @@ class CudaBackend:
 
     def _cached_ptx(self, kernel, symbol, rt):
         module, info, entries = lower_for_cuda(kernel, symbol, rt.debug,
-                                               libdevice=self.libdevice is not None)
+                                               libdevice=self.libdevice is not None,
+                                               fast_math=rt.fast_math)
         text = str(module)
         parts = [COMPILER_VERSION, llvmlite.__version__, self.arch, self.libdevice_key, text]
         ptx = cached_build(rt, "cuda", parts, ".ptx",

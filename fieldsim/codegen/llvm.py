@@ -87,6 +87,9 @@ class Target:
     # under fast-math, f32 `x / sqrt(q)` multiplies by a refined hardware estimate of
     # 1/sqrt(q) (llvm_arith.fast_rsqrt) instead of taking a square root and dividing
     rsqrt_estimates = True
+    # further fast-math flags of float divisions under fast-math (CUDA: `afn`, a 2-ulp
+    # `div.approx` as Taichi's fast_math gives; the CPU keeps IEEE division)
+    approx_division: tuple = ()
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""
@@ -100,13 +103,19 @@ class Target:
     def finish_task(self, module: L.Module, fn: L.Function):
         """Called once per task function (CUDA adds its kernel entry point here)."""
 
-    def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args):
+    def reduce_atomic(self, b: L.IRBuilder, module: L.Module, op: str, ptr, total):
+        """A worker's reduction total (`find_reductions`) added into its element: one atomic
+        per worker (CUDA first sums a warp's totals)."""
+        b.atomic_rmw(op, ptr, total, "monotonic")
+
+    def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args, alloca_b: L.IRBuilder):
         """printf(fmt, args...) from libc (args are i64 or double), then fflush(NULL) so the
-        text is out before the launch returns (pytest's capfd, Python's own prints)."""
+        text is out before the launch returns (pytest's capfd, Python's own prints).
+        `alloca_b` makes stack slots in the function's entry block."""
         printf = module.globals.get("printf") or L.Function(
             module, L.FunctionType(I32, [PTR], var_arg=True), "printf")
         fflush = module.globals.get("fflush") or L.Function(module, L.FunctionType(I32, [PTR]), "fflush")
-        b.call(printf, [b.bitcast(_c_string(module, fmt), PTR)] + list(args))
+        b.call(printf, [b.bitcast(c_string(module, fmt), PTR)] + list(args))
         b.call(fflush, [L.Constant(PTR, None)])
 
     def math(self, b: L.IRBuilder, module: L.Module, name: str, dt: T.DataType, args):
@@ -121,7 +130,7 @@ class Target:
         return b.call(fn, args)
 
 
-def _c_string(module: L.Module, text: str):
+def c_string(module: L.Module, text: str):
     """A private NUL-terminated constant (one per distinct text in a module)."""
     data = bytearray(text.encode("utf-8")) + b"\0"
     name = ".str." + hashlib.sha1(data).hexdigest()[:16]  # stable: the IR text keys the disk cache
@@ -178,6 +187,7 @@ class Codegen:
     def __init__(self, kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
         self.k, self.target, self.debug = kernel, target, debug
         self.fmf = FAST_MATH_FLAGS if fast_math else ()  # the flags every float op carries
+        self.div_fmf = self.fmf + target.approx_division if fast_math else ()  # divisions'
         self.module = L.Module(name=symbol)
         if target.triple:
             self.module.triple = target.triple
@@ -215,7 +225,7 @@ class TaskLowering(NestLowering):
         self.stacks: dict[int, tuple] = {}
         self.reductions: dict[int, tuple] = {}
         self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
-        self.fmf = cg.fmf
+        self.fmf, self.div_fmf = cg.fmf, cg.div_fmf
         # fast-math: divisions by one divisor in one block multiply by one reciprocal
         self.div_groups = shared_divisors(task) if cg.fmf else {}
         self.reciprocals: dict[int, L.Value] = {}  # id(first div of a group) -> 1/d
@@ -320,7 +330,7 @@ class TaskLowering(NestLowering):
             ty = ll_type(first.field.dtype)
             total = self.b.load(acc, typ=ty)
             op = "fadd" if first.field.dtype.is_float else "add"
-            self.b.atomic_rmw(op, self.element_ptr(first), total, "monotonic")
+            self.cg.target.reduce_atomic(self.b, self.cg.module, op, self.element_ptr(first), total)
 
     def outer_for(self, s: Stmt):
         if s.attr.parallel:
@@ -615,15 +625,16 @@ class TaskLowering(NestLowering):
 
     def field_ptr(self, field):
         key = id(field)
-        if is_slot(field):
-            if key not in self.field_ptrs:
-                self.field_ptrs[key] = self.alloca_b.inttoptr(self.arg_word(field.ptr_pos), PTR)
+        if key in self.field_ptrs:
             return self.field_ptrs[key]
-        if key not in self.field_ptrs:
-            ab = self.alloca_b
+        ab = self.alloca_b
+        if is_slot(field):
+            base = ab.inttoptr(self.arg_word(field.ptr_pos), PTR)
+        else:
             p = ab.gep(self.field_table, [L.Constant(I64, self.cg.slot[key])], source_etype=PTR)
-            self.field_ptrs[key] = ab.load(p, typ=PTR)
-        return self.field_ptrs[key]
+            base = ab.load(p, typ=PTR)
+        self.field_ptrs[key] = base
+        return base
 
     def element_ptr(self, s: Stmt):
         b = self.b
@@ -820,7 +831,8 @@ class TaskLowering(NestLowering):
 
     def op_print(self, s: Stmt):
         self.cg.info.prints = True
-        self.cg.target.print(self.b, self.cg.module, s.attr, [self.v(a) for a in s.args])
+        self.cg.target.print(self.b, self.cg.module, s.attr, [self.v(a) for a in s.args],
+                             self.alloca_b)
 
     # ---- arithmetic ---------------------------------------------------------------------------
     def op_select(self, s: Stmt):
@@ -883,7 +895,7 @@ class TaskLowering(NestLowering):
                 self.reciprocals[first] = fast_rsqrt(self, self.b, self.v(d.args[0]))
             else:
                 dv = self.v(d)
-                self.reciprocals[first] = self.b.fdiv(L.Constant(dv.type, 1.0), dv, flags=self.fmf)
+                self.reciprocals[first] = self.b.fdiv(L.Constant(dv.type, 1.0), dv, flags=self.div_fmf)
         r = self.reciprocals[first]
         if x.op == Op.CONST and x.attr == 1.0:
             return r

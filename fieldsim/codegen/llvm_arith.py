@@ -159,7 +159,7 @@ LOWER_FLOAT = {
     Op.ADD: lambda lw, b, dt, x, y: b.fadd(x, y, flags=lw.fmf),
     Op.SUB: lambda lw, b, dt, x, y: b.fsub(x, y, flags=lw.fmf),
     Op.MUL: lambda lw, b, dt, x, y: b.fmul(x, y, flags=lw.fmf),
-    Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y, flags=lw.fmf),
+    Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y, flags=lw.div_fmf),
     Op.MOD: lambda lw, b, dt, x, y: b.frem(x, y),
     Op.MIN: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered("<", x, y), x, y),
     Op.MAX: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered(">", x, y), x, y),

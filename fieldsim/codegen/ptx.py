@@ -33,7 +33,7 @@ from llvmlite import ir as L
 
 from fieldsim.codegen.cpu import safe_symbol
 from fieldsim.codegen.jit_memory import dispose
-from fieldsim.codegen.llvm import CTX_ARGS, CTX_WORDS, I32, I64, PTR, Target, ll_type, lower_kernel
+from fieldsim.codegen.llvm import CTX_ARGS, CTX_WORDS, I32, I64, PTR, Target, c_string, ll_type, lower_kernel
 from fieldsim.errors import FieldsimError
 from fieldsim.ir import dtypes as T
 
@@ -141,13 +141,45 @@ class CudaTarget(Target):
     polls_interrupt = False  # the host cannot write the stop word during a launch
     private_scatters = False  # thousands of threads: per-chunk copies do not pay
     contiguous_chunks = False  # worker_range is a grid-stride loop
-    assert_values = False  # the status buffer holds the error words only
-    rsqrt_estimates = False  # the x86 estimate's refinement below; CUDA compiles in exact mode
+    rsqrt_estimates = False  # the x86 estimate's refinement (llvm_arith.fast_rsqrt)
+    approx_division = ("afn",)  # f32: div.approx (2 ulp) instead of div.rn's subroutine
 
-    def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args):
-        from fieldsim.errors import FieldsimCompilationError
-        raise FieldsimCompilationError("print() inside a kernel is not supported on the CUDA "
-                                       "backend yet; run with arch=fs.cpu to see its output")
+    def reduce_atomic(self, b: L.IRBuilder, module: L.Module, op: str, ptr, total):
+        """A warp's 32 totals summed by shuffles, then one atomic from lane 0, where the whole
+        warp is here together (`activemask`); else each thread's own atomic. Every thread of a
+        grid adds into the same element: one atomic per thread serialises half a million of
+        them on one address (gravity's energy: 1 ms at any N), one per warp 32 times fewer."""
+        width = total.type.width if isinstance(total.type, L.IntType) else \
+            {L.FloatType: 32, L.DoubleType: 64}.get(type(total.type))
+        if width not in (32, 64):
+            return b.atomic_rmw(op, ptr, total, "monotonic")
+        mask = b.call(module.declare_intrinsic("llvm.nvvm.activemask", (), L.FunctionType(I32, [])), [])
+        full = L.Constant(I32, 0xFFFFFFFF)
+        with b.if_else(b.icmp_unsigned("==", mask, full)) as (whole_warp, partial):
+            with whole_warp:
+                v = total
+                for lanes in (16, 8, 4, 2, 1):
+                    other = _shuffle_xor(b, module, v, lanes, width)
+                    v = b.fadd(v, other) if op == "fadd" else b.add(v, other)
+                lane = b.call(module.declare_intrinsic("llvm.nvvm.read.ptx.sreg.laneid", (),
+                                                       L.FunctionType(I32, [])), [])
+                with b.if_then(b.icmp_unsigned("==", lane, L.Constant(I32, 0))):
+                    b.atomic_rmw(op, ptr, v, "monotonic")
+            with partial:
+                b.atomic_rmw(op, ptr, total, "monotonic")
+
+    def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args, alloca_b: L.IRBuilder):
+        """CUDA's device printf, `vprintf(fmt, words)`: each argument (i64 or f64) one 8-byte
+        word of a local buffer. The driver writes the text out at the next synchronisation,
+        which the launcher does after a kernel that prints."""
+        vprintf = module.globals.get("vprintf") or L.Function(
+            module, L.FunctionType(I32, [PTR, PTR]), "vprintf")
+        # a stack slot in the entry block: one per print, not one per loop iteration
+        words = alloca_b.alloca(L.ArrayType(I64, max(len(args), 1)), name="printf_args")
+        for k, a in enumerate(args):
+            v = a if isinstance(a.type, L.IntType) else b.bitcast(a, I64)
+            b.store(v, b.gep(words, [L.Constant(I32, 0), L.Constant(I32, k)], inbounds=True))
+        b.call(vprintf, [b.bitcast(c_string(module, fmt), PTR), b.bitcast(words, PTR)])
 
     def __init__(self, nargs: int = 0, libdevice: bool | None = None):
         self.nargs = nargs
@@ -207,6 +239,24 @@ class CudaTarget(Target):
         self.entries.append(entry.name)
 
 
+def _shuffle_xor(b: L.IRBuilder, module: L.Module, v, lanes: int, width: int):
+    """v from the lane `lanes` away (xor) in a whole warp: `shfl.sync.bfly`, a 64-bit value
+    as its two 32-bit halves."""
+    def shfl(x32):
+        fn = module.declare_intrinsic("llvm.nvvm.shfl.sync.bfly.i32", (),
+                                      L.FunctionType(I32, [I32, I32, I32, I32]))
+        return b.call(fn, [L.Constant(I32, 0xFFFFFFFF), x32, L.Constant(I32, lanes),
+                           L.Constant(I32, 0x1F)])
+    bits = v if isinstance(v.type, L.IntType) else b.bitcast(v, L.IntType(width))
+    if width == 32:
+        got = shfl(bits)
+    else:
+        lo = shfl(b.trunc(bits, I32))
+        hi = shfl(b.trunc(b.lshr(bits, L.Constant(I64, 32)), I32))
+        got = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), L.Constant(I64, 32)))
+    return got if isinstance(v.type, L.IntType) else b.bitcast(got, v.type)
+
+
 def check_arch(arch: str, what: str = "arch") -> str:
     """`arch` if it names an NVPTX processor (`sm_XY`, `sm_XYa`, `sm_XYf`); else a FieldsimError
     naming `what` (LLVM would only warn and print PTX for no GPU)."""
@@ -220,7 +270,11 @@ def check_arch(arch: str, what: str = "arch") -> str:
 def target_machine(arch: str):
     check_arch(arch)
     _init_llvm()
-    return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, opt=3)
+    # PTX 6.4 (CUDA 10) at least: `activemask` (reduce_atomic) needs 6.2, and LLVM's default
+    # for sm_70 and older is 6.0; sm_75 and newer default to a later version already
+    older = int(re.match(r"sm_(\d+)", arch).group(1)) < 75
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(
+        cpu=arch, features="+ptx64" if older else "", opt=3)
 
 
 _ATOMIC_LINE = re.compile(r"^(\s*(?:%\S+ = )?(?:atomicrmw|cmpxchg) .*?) (monotonic|acquire|release|"
@@ -269,25 +323,28 @@ def optimise_to_ptx(ir_text: str, entries, arch: str = DEFAULT_ARCH, libdevice: 
         return ptx
 
 
-def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None, libdevice=None):
+def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None, libdevice=None,
+                   fast_math: bool = False):
     """fieldsim IR -> (llvmlite module, KernelInfo, entry names). `libdevice` (bool): whether
-    math may call libdevice; None looks for it."""
+    math may call libdevice; None looks for it. `fast_math`: `fs.init(fast_math=...)`."""
     nargs = sum(1 for p in kernel.params if not p.template)
     target = (target_cls or CudaTarget)(nargs=nargs, libdevice=libdevice)
-    module, info = lower_kernel(kernel, symbol, target, debug)
+    module, info = lower_kernel(kernel, symbol, target, debug, fast_math)
     return module, info, target.entries
 
 
-def compile_kernel(kernel, symbol: str, arch: str = DEFAULT_ARCH, debug: bool = False):
+def compile_kernel(kernel, symbol: str, arch: str = DEFAULT_ARCH, debug: bool = False,
+                   fast_math: bool = False):
     """fieldsim IR -> (PTX text, KernelInfo); each `info.tasks[n].entry` names a kernel."""
-    module, info, entries = lower_for_cuda(kernel, symbol, debug)
+    module, info, entries = lower_for_cuda(kernel, symbol, debug, fast_math=fast_math)
     return optimise_to_ptx(str(module), entries, arch), info
 
 
-def emit_ptx(kernel_ir, arch: str = DEFAULT_ARCH, debug: bool = False, symbol: str | None = None) -> str:
+def emit_ptx(kernel_ir, arch: str = DEFAULT_ARCH, debug: bool = False, symbol: str | None = None,
+             fast_math: bool = False) -> str:
     """The PTX of an offloaded kernel (see `kernel_ir`) for `arch` (e.g. "sm_70", "sm_90")."""
     name = symbol or "fs_" + safe_symbol(kernel_ir.name)
-    return compile_kernel(kernel_ir, name, arch, debug)[0]
+    return compile_kernel(kernel_ir, name, arch, debug, fast_math)[0]
 
 
 def kernel_ir(kernel_obj, *args, **kwargs):

@@ -9,10 +9,8 @@ same names.
 """
 from __future__ import annotations
 
-import os
-import sys
-
-from fieldsim.errors import FieldsimError, Loc
+from fieldsim.errors import FieldsimError
+from fieldsim.lang.naming import user_loc  # the user's line (tape, types_extra, matrix import it here)
 
 
 class FieldsimAttributeError(FieldsimError, AttributeError):
@@ -47,22 +45,6 @@ UNSUPPORTED = {
     "experimental": "Taichi's experimental features",
     "set_logging_level": "Taichi's C++ logger",
 }
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fieldsim/
-
-
-def user_loc() -> Loc | None:
-    """The innermost caller outside fieldsim: the user's line (walking frames: `inspect.stack()`
-    would read the source of every frame)."""
-    frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    import linecache
-    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno).rstrip("\n")
-    return Loc(frame.f_code.co_filename, frame.f_lineno, 0, None, frame.f_code.co_name, text)
 
 
 def module_getattr(name: str):

@@ -393,10 +393,6 @@ def _bind_arg(ann, value, kname, pname, rt):
     def bad(what):  # Taichi's wording, with the kernel's name
         return NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {pname} - {what}")
 
-    if rt.arch != runtime.cpu:  # the pointers are host memory; the CUDA backend copies fields only
-        raise FieldsimRuntimeError(f"kernel {kname!r}: ndarray argument {pname!r} needs the CPU "
-                                   f"backend (fs.init(arch=fs.cpu)); arch={rt.arch} takes fields only",
-                                   _call_loc())
     value, owner, grad_arr = _host_value(value, kname, pname, bad)
     copy_back = None
     if isinstance(value, Field):
@@ -413,10 +409,10 @@ def _bind_arg(ann, value, kname, pname, rt):
     # needs_grad=False in the annotation: the kernel's adjoint leaves this array's gradient alone
     has_grad = proxy.grad is not None and proxy.grad.storage is not None and ann.needs_grad is not False
     spec = _spec(dtype, ndim, n, m, ndim_el, has_grad)
-    values = [proxy.storage.ptr]
-    if has_grad:
-        values.append(proxy.grad.storage.ptr)
-    values.extend(int(s) for s in proxy.shape)
+    ptrs = [proxy.storage.ptr] + ([proxy.grad.storage.ptr] if has_grad else [])
+    if isinstance(proxy, ExternalArray) and not rt.backend().host_memory:
+        ptrs, copy_back = _staged(rt, proxy, has_grad, copy_back, kname, pname)
+    values = ptrs + [int(s) for s in proxy.shape]
     dtypes = spec.dtypes.get(pname)
     if dtypes is None:
         dtypes = spec.dtypes[pname] = {name: (T.i64 if k < 1 + has_grad else T.i32)
@@ -424,6 +420,30 @@ def _bind_arg(ann, value, kname, pname, rt):
     bound = BoundNdarray(spec, proxy)
     bound.copy_back = copy_back
     return bound, values, dtypes
+
+
+def _staged(rt, proxy, has_grad, copy_back, kname, pname):
+    """(device pointers, copy_back) of a host array (numpy, a tensor's host view) passed to a
+    kernel on the GPU: copied into device memory for this launch and back after it, as Taichi
+    does (an `fs.ndarray` lives on the device and is passed as is). A Tape's backward binds
+    such a launch's arguments again (`LaunchEntry` keeps no values for it), so its adjoint
+    gets copies of its own, gradients copied back after it."""
+    arrays = [proxy.array] + ([proxy.grad.array] if has_grad else [])
+    stages = []
+    for array in arrays:
+        stage = rt.backend().allocate(array.shape, proxy.dtype)
+        stage.from_numpy(array)
+        stages.append(stage)
+    earlier = copy_back  # a Fortran-order array's own copy back runs after ours
+
+    def back():
+        for array, stage in zip(arrays, stages):
+            if array.flags.writeable:  # a read-only one the kernel never writes (check_writable)
+                np.copyto(array, stage.to_numpy())
+            stage.free()
+        if earlier is not None:
+            earlier()
+    return [stage.ptr for stage in stages], back
 
 
 def check_writable(ck, templates, kname):

@@ -142,6 +142,8 @@ class Driver:
         rng = kernel.last_rng_key if rng_key is None else rng_key
         timed(rt, f"{kernel.__name__}.grad",
               lambda: rt.backend().launch(program, values, rng, adjoint=True))
+        if templates:  # host arrays a GPU launch ran on device copies of, Fortran-order ones
+            copy_back(templates)
 
 
     def compile_adjoints(self, wanted):

@@ -24,6 +24,8 @@ class EmuTarget(CudaTarget):
     triple = ""
     extra_params = 4
     math = Target.math
+    reduce_atomic = Target.reduce_atomic  # no warps: the emulator runs one thread at a time
+    print = Target.print  # the host's printf (a device's vprintf: test_ptx.py)
 
     def __init__(self, nargs=0, libdevice=None):
         super().__init__(nargs, libdevice=False)

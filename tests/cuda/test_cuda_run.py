@@ -220,6 +220,93 @@ def test_kernel_grad_and_dynamic_stack(backend):
     assert_same(ref, go(), (1e-12, 1e-12), "kernel.grad")
 
 
+def test_vector_matrix_struct_and_tuple_returns(backend):
+    start(backend)
+    pair = fs.types.struct(n=fs.i32, v=fs.types.vector(2, fs.f64))
+
+    @fs.kernel
+    def vec() -> fs.types.vector(2, fs.u64):
+        return fs.Vector([fs.u64(2 ** 64 - 1), fs.u64(5)])
+
+    @fs.kernel
+    def mat(s: fs.f32) -> fs.types.matrix(2, 2, fs.f32):
+        return fs.Matrix([[1.0, 2.0], [3.0, 4.0]]) * s
+
+    @fs.kernel
+    def tup(a: fs.i32) -> (fs.i32, fs.f64, fs.types.vector(3, fs.i8)):
+        return a + 1, a * 0.5, fs.Vector([a, -a, 2 * a])
+
+    @fs.kernel
+    def rec(a: fs.i32) -> pair:
+        return pair(n=a, v=fs.Vector([a * 0.25, -1.5]))
+
+    assert list(vec()) == [2 ** 64 - 1, 5]
+    assert np.array_equal(np.asarray(mat(2.0).to_numpy()), [[2.0, 4.0], [6.0, 8.0]])
+    n, half, v = tup(7)
+    assert (n, half, list(v)) == (8, 3.5, [7, -7, 14])
+    r = rec(6)
+    assert r.n == 6 and list(r.v) == [1.5, -1.5]
+    assert vec()[1] == 5  # again: the status words are zeroed per launch
+
+
+def test_print_and_assert_message_values(backend, capfd):
+    start(backend, debug=True)
+    x = fs.field(fs.i32, shape=4)
+
+    @fs.kernel
+    def show(a: fs.f64):
+        for i in x:
+            print("i =", i, "a*i =", a * i, fs.u8(200 + i))
+
+    @fs.kernel
+    def check():
+        for i in x:
+            assert x[i] < 3, "x[%d] = %d" % (i, x[i])  # noqa: UP031 - the % format is what is tested
+
+    print("before", end=" ")
+    show(0.5)
+    out = capfd.readouterr().out
+    assert out.startswith("before ")
+    assert sorted(out[len("before "):].splitlines()) == [
+        f"i = {i} a*i = {0.5 * i:f} {200 + i}" for i in range(4)]
+    x.from_numpy(np.array([0, 1, 2, 7], dtype=np.int32))
+    with pytest.raises(FieldsimError, match=r"x\[3\] = 7"):
+        check()
+
+
+def test_ndarray_arguments(backend):
+    """numpy arrays are copied to the device and back around each launch (in place for the
+    user, Fortran order and read-only inputs too); fs.ndarray lives on the device, gradients
+    through a Tape with numpy inputs beside it."""
+    start(backend)
+
+    @fs.kernel
+    def axpy(a: fs.f32, x: fs.types.ndarray(), y: fs.types.ndarray()):
+        for i, j in y:
+            y[i, j] += a * x[i, j]
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x.flags.writeable = False
+    y = np.asfortranarray(np.ones((2, 3), dtype=np.float32))
+    axpy(2.0, x, y)
+    assert np.array_equal(y, 1 + 2 * x) and y.flags.f_contiguous
+
+    @fs.kernel
+    def weighted(w: fs.types.ndarray(), v: fs.types.ndarray(), out: fs.types.ndarray()):
+        for i in v:
+            out[None] += w[i] * v[i] ** 2
+
+    w = np.array([1.0, -2.0, 0.5])
+    v = fs.ndarray(fs.f64, shape=3, needs_grad=True)
+    v.from_numpy(np.array([0.5, 1.5, -3.0]))
+    out = fs.ndarray(fs.f64, shape=(), needs_grad=True)
+    with fs.ad.Tape(loss=out):
+        weighted(w, v, out)
+    assert out[None] == pytest.approx(float((w * v.to_numpy() ** 2).sum()))
+    assert np.allclose(v.grad.to_numpy(), 2 * w * v.to_numpy())  # d/dv of sum(w v^2)
+    assert np.array_equal(w, [1.0, -2.0, 0.5])
+
+
 def test_forward_mode(backend):
     def go():
         x = fs.field(fs.f32, shape=64, needs_dual=True, name="x")

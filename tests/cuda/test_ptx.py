@@ -5,6 +5,7 @@ longer targets sm_70: sm_70 PTX is then assembled for the oldest GPU it knows (s
 checks the PTX (PTX for sm_XY is valid for every sm_MN >= XY) but not sm_70 machine code.
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -29,7 +30,9 @@ def check_ptx(ptx: str, sm: str, entries: int | None = None):
     n = ptx.count(".visible .entry")
     assert n >= 1 and (entries is None or n == entries), ptx[:2000]
     assert "__nvvm_reflect" not in ptx, "NVVMReflect did not run"
-    assert ".extern .func" not in ptx, "an unresolved call (libdevice not linked?)"
+    # vprintf (print) is the one external call: the driver's own device printf
+    externs = re.findall(r"\.extern \.func[^;]*?(\w+)\s*\(", ptx)
+    assert set(externs) <= {"vprintf"}, f"an unresolved call (libdevice not linked?): {externs}"
     gpu = P.ptxas_target(sm)  # CUDA 13's ptxas assembles sm_70 PTX only for sm_75 and newer
     if gpu is not None:
         r = P.run_ptxas(ptx, gpu)
@@ -172,6 +175,42 @@ def test_without_libdevice(monkeypatch, tmp_path):
     check_ptx(P.emit_ptx(P.kernel_ir(exact), "sm_90"), "sm_90")
     with pytest.raises(P.LibdeviceNotFound, match="libdevice"):
         P.emit_ptx(P.kernel_ir(transcendental), "sm_90")
+
+
+def test_print_is_a_vprintf_of_eight_byte_words():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=4)
+
+    @fs.kernel
+    def show(n: fs.i32):
+        for i in x:
+            print("x", i, "=", x[i], n)
+
+    text = P.emit_ptx(P.kernel_ir(show, 3), "sm_90")
+    assert re.search(r"call\.uni[^;]*vprintf", text)
+    strings = [bytes(int(c) for c in body.split(",")) for body in
+               re.findall(r"\.global \.align 1 \.b8 \S+\[\d+\] = \{([^}]*)\}", text)]
+    assert b"x %lld = %f %lld\n" in strings  # i32 and i64 as %lld words, f32 widened to %f
+    check_ptx(text, "sm_90", entries=1)
+
+
+def test_fast_math_divides_f32_approximately_and_f64_exactly():
+    fs.init(arch=fs.cpu)
+    a = fs.field(fs.f32, shape=8)
+    d = fs.field(fs.f64, shape=8)
+
+    @fs.kernel
+    def k(s: fs.f32):
+        for i in a:
+            a[i] = s / (a[i] + 1.0)
+            d[i] = 2.0 / (d[i] + fs.cast(s, fs.f64))
+
+    ir = P.kernel_ir(k, 1.0)
+    fast, exact = (P.emit_ptx(ir, "sm_90", fast_math=f) for f in (True, False))
+    # Taichi's fast_math on CUDA: div.approx.f32 (2 ulp) for f32; f64 stays correctly rounded
+    assert "div.approx.f32" in fast and "div.rn.f64" in fast and "div.rn.f32" not in fast
+    assert "div.rn.f32" in exact and "div.approx" not in exact
+    check_ptx(fast, "sm_90", entries=1)
 
 
 def test_half_precision_math():
