@@ -1,46 +1,53 @@
 #!/usr/bin/env bash
 # fieldsim on a lent GPU machine, in one call from the repo root:
 #
-#     bash benchmarks/gpu.sh [STAGE ...]      (default: info install test suite bench)
+#     bash benchmarks/gpu.sh [STAGE ...]      (default: info install test suite measure)
 #
 # Stages
 #   info     the GPU, driver, CUDA toolkit, python, llvmlite, libdevice
 #   install  the project and the CUDA driver binding (see "Offline installs" below)
 #   test     pytest -m cuda tests/cuda      (the CUDA backend against the CPU backend)
 #   drivers  the CUDA corpus again through the other driver binding (pycuda / cuda-python)
-#   suite    tests/lang and tests/ad with every fs.init forced onto CUDA (informational)
+#   suite    tests/lang and tests/ad with every fs.init forced onto CUDA (all passed on an H200)
 #   bench    benchmarks/run.py on CUDA (and on the CPU with FS_BENCH_CPU=1), as a table
 #   measure  benchmarks/gpu_measure.py: copy bandwidth, mpm88's p2g/g2p against it, gravity
 #            N=2048/16384, diffmpm full size (results_gpu.json)
 #   peers    benchmarks/run.py on CUDA, fieldsim beside Taichi 1.7.4 (wheels in .whl_taichi/)
 # Each stage has a time limit (FS_T_<STAGE> seconds), cut to what is left of FS_BUDGET (570 s
 # by default, inside the device tool's 10 minutes a call); a stage that fails or times out is
-# reported and the rest still run, a stage with under 20 s left is skipped. All stages together
-# take longer than one call: run `info install test drivers` in one call and `install suite
-# bench` (with FS_NO_PYCUDA=1 to skip the pycuda build) in a second.
+# reported and the rest still run, a stage with under 20 s left is skipped.
 # Logs and results go to $OUT (the device tool's output folder) or /tmp/fs-gpu-out: one
-# <stage>.log each, summary.md and results_<arch>.json (at most 8 files, the tool's limit).
+# <stage>.log each, summary.md and the results' JSON (at most 8 files, the tool's limit).
+#
+# What ran on 2026-11-28 (an H200, BENCHMARKS.md), in 250 s of one device call, carrying only
+# .whl_taichi/ (below):
+#
+#     FS_NO_PYCUDA=1 FS_BUDGET=300 FS_T_PEERS=170 \
+#     FS_BENCH_PROGRAMS=gravity_fwd,gravity16k_fwd,gravity16k_adj,mpm88_substep,diffmpm_full_iter \
+#         bash benchmarks/gpu.sh info test suite measure peers
 #
 # Offline installs. The GPU machine has no network; its python3 (/opt/torch/.venv) already has
-# numpy, pytest, matplotlib, tqdm, cuda-bindings (NVIDIA's cuda-python) and nvcc, but an
-# llvmlite older than fieldsim needs and no pycuda. Fetch these HERE, on a machine with
-# network, into .whl/ at the repo root (ignored by git; name it in the device call's `carry`):
+# everything fieldsim and its tests need: numpy, llvmlite 0.50.0, pytest (with xdist), tqdm,
+# matplotlib, torch, cuda-bindings (NVIDIA's cuda-python, the driver binding fieldsim uses
+# first) and the CUDA toolkit (nvcc, ptxas, nvvm/libdevice). No pycuda, no Taichi, no Warp.
+# For `peers`, fetch Taichi HERE into .whl_taichi/ (ignored by git; name it in `carry`):
+#
+#     echo /.whl_taichi/ >> .git/info/exclude; mkdir -p .whl_taichi
+#     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#         --implementation cp --platform manylinux_2_27_x86_64 -d .whl_taichi taichi==1.7.4 dill
+#
+# (56 MB: it fits the 64 MiB carry limit with the repo. Warp's wheel, 149 MB, does not.) For the
+# `drivers` stage, pycuda's sdist and its needs can go in .whl/ for `install` to build
+# against the toolkit (with CUDA_ROOT set, the driver library stub, without cuRAND):
 #
 #     echo /.whl/ >> .git/info/exclude; mkdir -p .whl
 #     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
-#         --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
-#         --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-#         --platform manylinux1_x86_64 -d .whl \
-#         llvmlite==0.50.0 pytools==2026.1.1 platformdirs==4.14.7 mako==1.4.3 siphash24==1.9
+#         --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
+#         -d .whl pytools==2026.1.1 platformdirs==4.14.7 mako==1.4.3 siphash24==1.9
 #     python3 -m pip download --no-deps --no-binary pycuda -d .whl pycuda==2026.1
 #
-# (about 60 MB, 57 of them llvmlite: it fits the 64 MiB carry limit with the repo, barely.
-# pycuda has no wheels: its sdist is built here against the CUDA toolkit, with CUDA_ROOT set,
-# the CUDA driver library stub, and without cuRAND. Its other needs, MarkupSafe and
-# typing-extensions, are already on the machine.) The wheels are installed with
-# `pip install --target $FS_SITE` and put first on PYTHONPATH, and fieldsim runs from the repo
-# through PYTHONPATH. Where pycuda does not build, fieldsim uses cuda-python's driver API
-# instead (fieldsim/codegen/cuda.py), so the tests still run.
+# The wheels are installed with `pip install --target $FS_SITE`, first on PYTHONPATH; fieldsim
+# runs from the repo through PYTHONPATH.
 #
 # On a machine WITH network, `FS_ONLINE=1 bash benchmarks/gpu.sh` does the usual
 #     CUDA_ROOT=/usr/local/cuda pip install -e ".[cuda]"
@@ -56,7 +63,7 @@ export PYTHONPATH="$FS_SITE:$REPO${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 export FIELDSIM_CACHE_DIR=${FIELDSIM_CACHE_DIR:-/tmp/fs-cache}
 STAGES=("$@")
-[ ${#STAGES[@]} -eq 0 ] && STAGES=(info install test suite bench)
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(info install test suite measure)
 SUMMARY=()
 T_START=$(date +%s)
 

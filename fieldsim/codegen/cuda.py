@@ -1,9 +1,9 @@
 """CUDA backend: device storage, PTX (from `codegen/ptx.py`) loaded through the driver API, and
 a launcher that passes a kernel's ctx words and arguments by value.
 
-The driver API comes from pycuda (the `cuda` extra) or, where pycuda is not installed, from
-NVIDIA's `cuda-python` bindings (`cuda.bindings.driver`); `FIELDSIM_CUDA_DRIVER=pycuda` or
-`=cuda-python` forces one. Neither is imported before a CUDA runtime is asked for, so importing
+The driver API comes from NVIDIA's `cuda-python` bindings (`cuda.bindings.driver`, the `cuda`
+extra; the one run on a GPU so far: BENCHMARKS.md) or, where they are not installed, from
+pycuda; `FIELDSIM_CUDA_DRIVER=pycuda` or `=cuda-python` forces one. Neither is imported before a CUDA runtime is asked for, so importing
 fieldsim never needs a GPU. `is_available()` never raises.
 
 A launch runs each task as one grid on the default stream, so launches stay in order and a
@@ -188,7 +188,7 @@ class _CudaPythonDriver:
         pass
 
 
-_DRIVERS = {"pycuda": _PycudaDriver, "cuda-python": _CudaPythonDriver}
+_DRIVERS = {"cuda-python": _CudaPythonDriver, "pycuda": _PycudaDriver}  # tried in this order
 _driver_state: dict = {}
 
 
