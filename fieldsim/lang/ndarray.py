@@ -30,9 +30,6 @@ Guarantees:
 from __future__ import annotations
 
 import itertools
-import linecache
-import os
-import sys
 
 import numpy as np
 
@@ -303,18 +300,8 @@ def bind_arg(ann: NdarrayType, value, kname, pname, rt):
 
 
 def _call_loc() -> Loc | None:
-    """The innermost caller outside fieldsim: where the user launched the kernel."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE):
-            line = linecache.getline(filename, frame.f_lineno).rstrip("\n")
-            return Loc(filename, frame.f_lineno, 0, None, frame.f_code.co_name, line)
-        frame = frame.f_back
-    return None
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    """Where the user launched the kernel: the innermost frame outside fieldsim."""
+    return naming.user_loc()
 
 
 def _host_value(value, kname, pname, bad):

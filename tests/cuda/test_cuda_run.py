@@ -225,12 +225,12 @@ def test_vector_matrix_struct_and_tuple_returns(backend):
     pair = fs.types.struct(n=fs.i32, v=fs.types.vector(2, fs.f64))
 
     @fs.kernel
-    def vec() -> fs.types.vector(2, fs.u64):
-        return fs.Vector([fs.u64(2 ** 64 - 1), fs.u64(5)])
+    def vec(k: fs.u64) -> fs.types.vector(3, fs.u64):
+        return fs.Vector([k, k // 2, 5])
 
     @fs.kernel
-    def mat(s: fs.f32) -> fs.types.matrix(2, 2, fs.f32):
-        return fs.Matrix([[1.0, 2.0], [3.0, 4.0]]) * s
+    def mat(s: fs.f32) -> fs.types.matrix(2, 3, fs.f64):
+        return fs.Matrix([[1.0, 2.0, 0.0], [3.0, 4.0, -1.0]]) * s
 
     @fs.kernel
     def tup(a: fs.i32) -> (fs.i32, fs.f64, fs.types.vector(3, fs.i8)):
@@ -240,13 +240,13 @@ def test_vector_matrix_struct_and_tuple_returns(backend):
     def rec(a: fs.i32) -> pair:
         return pair(n=a, v=fs.Vector([a * 0.25, -1.5]))
 
-    assert list(vec()) == [2 ** 64 - 1, 5]
-    assert np.array_equal(np.asarray(mat(2.0).to_numpy()), [[2.0, 4.0], [6.0, 8.0]])
+    assert list(vec(2 ** 64 - 1)) == [2 ** 64 - 1, 2 ** 63 - 1, 5]
+    assert np.array_equal(np.asarray(mat(2.0).to_numpy()), [[2.0, 4.0, 0.0], [6.0, 8.0, -2.0]])
     n, half, v = tup(7)
     assert (n, half, list(v)) == (8, 3.5, [7, -7, 14])
     r = rec(6)
     assert r.n == 6 and list(r.v) == [1.5, -1.5]
-    assert vec()[1] == 5  # again: the status words are zeroed per launch
+    assert vec(4)[1] == 2  # again: the status words are zeroed per launch
 
 
 def test_print_and_assert_message_values(backend, capfd):
