@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import threading
 import warnings
 import weakref
 
@@ -132,6 +133,7 @@ class _CudaPythonDriver:
         self.cc = (get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
                    get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
         self.sm_count = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        self._param_ptrs: dict = {}  # (address, length) of a words array -> its kernelParams
         raw = self.check(cu.cuDeviceGetName(256, self.dev))
         raw = raw.split(b"\0")[0].decode(errors="replace") if isinstance(raw, bytes) else raw
         self.device_name = str(raw)
@@ -177,8 +179,14 @@ class _CudaPythonDriver:
         return self.check(self.cu.cuFuncGetAttribute(attr, fn))
 
     def launch(self, fn, grid, block, words):
-        vals = np.ascontiguousarray(words, dtype=np.uint64)
-        ptrs = np.arange(len(vals), dtype=np.uint64) * 8 + np.uint64(vals.ctypes.data)
+        """`words`: a C-contiguous uint64 array (the launcher keeps it between launches, so
+        the array of pointers to its words is made once per array)."""
+        key = (words.ctypes.data, len(words))
+        ptrs = self._param_ptrs.get(key)
+        if ptrs is None:
+            if len(self._param_ptrs) > 4096:  # addresses of arrays long gone
+                self._param_ptrs.clear()
+            ptrs = self._param_ptrs[key] = np.arange(len(words), dtype=np.uint64) * 8 + np.uint64(key[0])
         self.check(self.cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, 0, ptrs.ctypes.data, 0))
 
     def sync(self):
@@ -343,6 +351,29 @@ class CudaProgram:
         self.table_key = None
         self.stack_key = None  # the capacities whose (offs, caps) tables were last uploaded
         self.stack_buf = None
+        self.frame = _Words(self)  # the launch words, reused by one launch at a time
+        self.grids: dict = {}  # (task, size hint, stack stride) -> (blocks, threads per block)
+        self.checked = _sets_error_word(info)
+        self.ret_words = _return_words(info)
+
+
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+_STORAGE = launch_common._STORAGE
+
+
+class _Words:
+    """A program's by-value launch words (ctx words, then one per argument), kept between
+    launches: only what changed is written again (the driver copies them at each launch, so
+    the next launch may overwrite them at once)."""
+
+    def __init__(self, program):
+        self.busy = threading.Lock()
+        self.words = np.zeros(CTX_WORDS + program.nargs, dtype=np.uint64)
+        self.argf = self.words.view(np.float64)
+        self.params = tuple((CTX_WORDS + n, p.dtype.is_float) for n, p in enumerate(program.info.params))
+        self.fields = tuple(program.info.fields)
+        self.fields_key = None  # the storages the field table was made for
+        self.status = None  # the status buffer's address the words hold
 
 
 def _sets_error_word(info) -> bool:
@@ -373,16 +404,26 @@ class CudaLauncher:
         self.backend = backend
 
     def launch(self, program: CudaProgram, args, rng_key):
+        frame = program.frame
+        if not frame.busy.acquire(blocking=False):  # another thread is launching it
+            return self.launch_with(program, _Words(program), args, rng_key)
+        try:
+            return self.launch_with(program, frame, args, rng_key)
+        finally:
+            frame.busy.release()
+
+    def launch_with(self, program: CudaProgram, frame: _Words, args, rng_key):
         be, info = self.backend, program.info
-        be.status.ensure(STATUS_BYTES + 8 * _return_words(info))  # before the words hold its address
-        words = self.entry_words(program, args, rng_key)
+        if program.ret_words:
+            be.status.ensure(STATUS_BYTES + 8 * program.ret_words)  # before the words hold it
+        words = self.entry_words(program, frame, args, rng_key)
         caps, offs, stride = launch_common.stack_caps(info, args, be.rt.ad_stack_size)
         if stride:
             words[CTX_STACK_STRIDE] = stride
             words[CTX_STACK_OFFS], words[CTX_STACK_CAPS] = self.stack_tables(program, caps, offs)
-        checked = _sets_error_word(info)
-        if checked or info.ret is not None:
-            be.drv.memset8(be.status.ptr, 0, 8 * (ERR_WORDS + _return_words(info)))
+        checked = program.checked
+        if checked or program.ret_words:
+            be.drv.memset8(be.status.ptr, 0, 8 * (ERR_WORDS + program.ret_words))
         if info.prints:  # the kernel's printf output must follow what Python printed
             sys.stdout.flush()
         for n, task in enumerate(info.tasks):
@@ -395,29 +436,40 @@ class CudaLauncher:
         be.rt.stats["launches"] += 1
         return None if info.ret is None else self.read_return(info)
 
-    def entry_words(self, program: CudaProgram, args, rng_key) -> np.ndarray:
+    def entry_words(self, program: CudaProgram, frame: _Words, args, rng_key) -> np.ndarray:
         """The by-value words: ctx words (field table, RNG key, status pointers), then one word
         per argument: its f64 bits, or the integer mod 2**64 (CTX_ARGS, left 0, is rebuilt on
-        the device from these words)."""
+        the device from these words). Written into `frame`'s words, the field table and the
+        status pointers only where they changed."""
+        words = frame.words
         status = self.backend.status.ptr
-        words = np.zeros(CTX_WORDS + program.nargs, dtype=np.uint64)
-        words[CTX_FIELDS] = self.field_table(program)
-        words[CTX_RNG] = rng_key & 0xFFFFFFFFFFFFFFFF
-        words[CTX_ERR] = status
-        words[CTX_RET] = status + 8 * ERR_WORDS
-        argf = words.view(np.float64)
-        for n, (p, v) in enumerate(zip(program.info.params, args), CTX_WORDS):
-            if p.dtype.is_float:
-                argf[n] = float(v)
+        if frame.status != status:
+            words[CTX_ERR] = status
+            words[CTX_RET] = status + 8 * ERR_WORDS
+            frame.status = status
+        storages = list(map(_STORAGE, frame.fields))
+        if storages != frame.fields_key:
+            words[CTX_FIELDS] = self.field_table(program)
+            frame.fields_key = storages
+        words[CTX_RNG] = rng_key & _MASK64
+        argf = frame.argf
+        for (n, is_float), v in zip(frame.params, args):
+            if is_float:
+                argf[n] = v  # numpy converts as float(v)
             else:
-                words[n] = int(v) & 0xFFFFFFFFFFFFFFFF
+                words[n] = int(v) & _MASK64
         return words
 
     def run_task(self, program: CudaProgram, n: int, task, args, words, stride: int):
         """Task `n` as one grid (with its share of AD-stack scratch)."""
         be = self.backend
-        hint = launch_common.task_size_hint(task, args)
-        grid, block = be.geometry(task, hint, stride, program.max_threads[n])
+        key = (n, launch_common.task_size_hint(task, args), stride)
+        shape = program.grids.get(key)
+        if shape is None:
+            if len(program.grids) > 256:  # size hints from arguments that keep changing
+                program.grids.clear()
+            shape = program.grids[key] = be.geometry(task, key[1], stride, program.max_threads[n])
+        grid, block = shape
         if stride:
             words[CTX_STACK] = be.scratch.ensure(stride * grid * block)
         be.drv.launch(program.functions[n], grid, block, words)

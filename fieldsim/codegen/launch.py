@@ -188,10 +188,13 @@ class Launcher:
         return caps, offs, stride
 
 
+_NO_STACKS = (np.zeros(1, np.int64), np.zeros(1, np.int64), 0)  # read only
+
+
 def stack_caps(info, args, default):
     """(capacities, byte offsets, bytes per worker) of a launch's AD stacks, from its args."""
     if not info.stacks:
-        return np.zeros(1, np.int64), np.zeros(1, np.int64), 0
+        return _NO_STACKS
     caps = np.array([max(1, int(f.evaluate(list(args), default))) for f in info.stacks], dtype=np.int64)
     sizes = caps * 8
     offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)

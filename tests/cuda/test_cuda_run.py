@@ -307,6 +307,31 @@ def test_ndarray_arguments(backend):
     assert np.array_equal(w, [1.0, -2.0, 0.5])
 
 
+def test_launch_words_kept_between_launches(backend):
+    """A program's launch words are written again only where they change: every argument at
+    every launch, from several threads at once too (each launch its own words then)."""
+    import threading
+    start(backend)
+    out = fs.field(fs.f64, shape=(8, 64))
+
+    @fs.kernel
+    def put(row: fs.i32, a: fs.f64, k: fs.u64):
+        for j in range(64):
+            out[row, j] = a * j + fs.cast(k % 1000, fs.f64)
+
+    for row in range(4):
+        put(row, 0.5 * row, 2 ** 64 - 1 - row)
+    threads = [threading.Thread(target=lambda r=r: [put(r, 0.5 * r, 2 ** 64 - 1 - r) for _ in range(20)])
+               for r in range(4, 8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    j = np.arange(64)
+    want = np.array([0.5 * r * j + (2 ** 64 - 1 - r) % 1000 for r in range(8)])
+    assert np.array_equal(out.to_numpy(), want)
+
+
 def test_forward_mode(backend):
     def go():
         x = fs.field(fs.f32, shape=64, needs_dual=True, name="x")
