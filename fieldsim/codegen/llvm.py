@@ -87,9 +87,10 @@ class Target:
     # under fast-math, f32 `x / sqrt(q)` multiplies by a refined hardware estimate of
     # 1/sqrt(q) (llvm_arith.fast_rsqrt) instead of taking a square root and dividing
     rsqrt_estimates = True
-    # further fast-math flags of float divisions under fast-math (CUDA: `afn`, a 2-ulp
-    # `div.approx` as Taichi's fast_math gives; the CPU keeps IEEE division)
-    approx_division: tuple = ()
+    # further fast-math flags of float divisions and square roots under fast-math (CUDA:
+    # `afn`, `div.approx` and `sqrt.approx` as Taichi's fast_math gives; the CPU keeps both
+    # correctly rounded)
+    approx_math: tuple = ()
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""
@@ -187,7 +188,7 @@ class Codegen:
     def __init__(self, kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
         self.k, self.target, self.debug = kernel, target, debug
         self.fmf = FAST_MATH_FLAGS if fast_math else ()  # the flags every float op carries
-        self.div_fmf = self.fmf + target.approx_division if fast_math else ()  # divisions'
+        self.approx_fmf = self.fmf + target.approx_math if fast_math else ()  # div and sqrt
         self.module = L.Module(name=symbol)
         if target.triple:
             self.module.triple = target.triple
@@ -225,7 +226,7 @@ class TaskLowering(NestLowering):
         self.stacks: dict[int, tuple] = {}
         self.reductions: dict[int, tuple] = {}
         self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
-        self.fmf, self.div_fmf = cg.fmf, cg.div_fmf
+        self.fmf, self.approx_fmf = cg.fmf, cg.approx_fmf
         # fast-math: divisions by one divisor in one block multiply by one reciprocal
         self.div_groups = shared_divisors(task) if cg.fmf else {}
         self.reciprocals: dict[int, L.Value] = {}  # id(first div of a group) -> 1/d
@@ -895,7 +896,7 @@ class TaskLowering(NestLowering):
                 self.reciprocals[first] = fast_rsqrt(self, self.b, self.v(d.args[0]))
             else:
                 dv = self.v(d)
-                self.reciprocals[first] = self.b.fdiv(L.Constant(dv.type, 1.0), dv, flags=self.div_fmf)
+                self.reciprocals[first] = self.b.fdiv(L.Constant(dv.type, 1.0), dv, flags=self.approx_fmf)
         r = self.reciprocals[first]
         if x.op == Op.CONST and x.attr == 1.0:
             return r

@@ -20,11 +20,12 @@ _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!
 def _math(name):
     def lower(lw, b, dt, *a):
         v = lw.cg.target.math(b, lw.cg.module, name, dt, list(a))
-        # sqrt only (no estimate: that needs `afn`, which only fast_rsqrt asks for). Not pow
+        # sqrt only, with the target's approx_math too (the CPU's adds nothing: an estimate
+        # needs `afn`, which only fast_rsqrt asks for; CUDA's `afn` is sqrt.approx). Not pow
         # (LLVM would turn pow(x, float(n)) into llvm.powi, a call to libgcc's __powisf2 the
         # JIT cannot link).
         if lw.fmf and name == "sqrt" and isinstance(v, L.CallInstr):
-            for f in lw.fmf:
+            for f in lw.approx_fmf:
                 v.fastmath.add(f)
         return v
     return lower
@@ -159,7 +160,7 @@ LOWER_FLOAT = {
     Op.ADD: lambda lw, b, dt, x, y: b.fadd(x, y, flags=lw.fmf),
     Op.SUB: lambda lw, b, dt, x, y: b.fsub(x, y, flags=lw.fmf),
     Op.MUL: lambda lw, b, dt, x, y: b.fmul(x, y, flags=lw.fmf),
-    Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y, flags=lw.div_fmf),
+    Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y, flags=lw.approx_fmf),
     Op.MOD: lambda lw, b, dt, x, y: b.frem(x, y),
     Op.MIN: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered("<", x, y), x, y),
     Op.MAX: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered(">", x, y), x, y),

@@ -142,7 +142,9 @@ class CudaTarget(Target):
     private_scatters = False  # thousands of threads: per-chunk copies do not pay
     contiguous_chunks = False  # worker_range is a grid-stride loop
     rsqrt_estimates = False  # the x86 estimate's refinement (llvm_arith.fast_rsqrt)
-    approx_division = ("afn",)  # f32: div.approx (2 ulp) instead of div.rn's subroutine
+    # f32 under fast-math: div.approx (2 ulp) and sqrt.approx instead of the correctly rounded
+    # subroutines; exact mode keeps those (f64 is correctly rounded either way)
+    approx_math = ("afn",)
 
     def reduce_atomic(self, b: L.IRBuilder, module: L.Module, op: str, ptr, total):
         """A warp's 32 totals summed by shuffles, then one atomic from lane 0, where the whole
@@ -194,7 +196,9 @@ class CudaTarget(Target):
             wide = [b.fpext(a, L.FloatType()) for a in args]
             return b.fptrunc(self.math(b, module, name, T.f32, wide), ll_type(dt))
         fty = ll_type(dt)
-        if self.libdevice and name in LIBDEVICE:
+        # sqrt as LLVM's intrinsic: sqrt.rn, or sqrt.approx where the call has `afn`
+        # (fast-math: approx_math); libdevice's picks approx whatever the mode
+        if self.libdevice and name in LIBDEVICE and name != "sqrt":
             cname = "__nv_" + LIBDEVICE[name] + ("f" if dt.bits == 32 else "")
             fn = module.globals.get(cname) or L.Function(
                 module, L.FunctionType(fty, [fty] * len(args)), cname)

@@ -194,7 +194,7 @@ def test_print_is_a_vprintf_of_eight_byte_words():
     check_ptx(text, "sm_90", entries=1)
 
 
-def test_fast_math_divides_f32_approximately_and_f64_exactly():
+def test_fast_math_divides_and_roots_f32_approximately_and_f64_exactly():
     fs.init(arch=fs.cpu)
     a = fs.field(fs.f32, shape=8)
     d = fs.field(fs.f64, shape=8)
@@ -202,15 +202,17 @@ def test_fast_math_divides_f32_approximately_and_f64_exactly():
     @fs.kernel
     def k(s: fs.f32):
         for i in a:
-            a[i] = s / (a[i] + 1.0)
-            d[i] = 2.0 / (d[i] + fs.cast(s, fs.f64))
+            a[i] = s / (a[i] + 1.0) + fs.sqrt(s + a[i])
+            d[i] = 2.0 / fs.sqrt(d[i] + fs.cast(s, fs.f64))
 
     ir = P.kernel_ir(k, 1.0)
     fast, exact = (P.emit_ptx(ir, "sm_90", fast_math=f) for f in (True, False))
-    # Taichi's fast_math on CUDA: div.approx.f32 (2 ulp) for f32; f64 stays correctly rounded
-    assert "div.approx.f32" in fast and "div.rn.f64" in fast and "div.rn.f32" not in fast
-    assert "div.rn.f32" in exact and "div.approx" not in exact
+    ops = lambda text: set(re.findall(r"\b((?:div|sqrt)\.\w+\.f(?:32|64))", text))  # noqa: E731
+    # Taichi's fast_math on CUDA: f32 div.approx (2 ulp) and sqrt.approx; f64 correctly rounded
+    assert ops(fast) == {"div.approx.f32", "sqrt.approx.f32", "div.rn.f64", "sqrt.rn.f64"}
+    assert ops(exact) == {"div.rn.f32", "sqrt.rn.f32", "div.rn.f64", "sqrt.rn.f64"}  # IEEE
     check_ptx(fast, "sm_90", entries=1)
+    check_ptx(exact, "sm_90", entries=1)
 
 
 def test_half_precision_math():
