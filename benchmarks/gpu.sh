@@ -36,7 +36,10 @@
 #     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #         --implementation cp --platform manylinux_2_27_x86_64 -d .whl_taichi taichi==1.7.4 dill
 #
-# (56 MB: it fits the 64 MiB carry limit with the repo. Warp's wheel, 149 MB, does not.) For the
+# (56 MB: it fits the 64 MiB carry limit with the repo. Warp's wheel, 149 MB, does not; untried:
+# `split -b 60M` it into three ignored folders carried by three back-to-back calls on the warm
+# machine (an ignored path a call does not name stays there), `cat` the parts in the last one,
+# and pass `--warp-python` to run.py, which today times Warp on the CPU only.) For the
 # `drivers` stage, pycuda's sdist and its needs can go in .whl/ for `install` to build
 # against the toolkit (with CUDA_ROOT set, the driver library stub, without cuRAND):
 #
