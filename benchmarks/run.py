@@ -123,13 +123,13 @@ def main(argv=None):
         print(f"note: no Taichi ({args.taichi_python} cannot import it, or --no-taichi); timing "
               "fieldsim alone (pass --taichi-python or set TAICHI_PYTHON)", file=sys.stderr)
     warp_python = args.warp_python or os.environ.get("WARP_PYTHON") or args.taichi_python
-    warp_version = None if args.no_warp or args.arch != "cpu" else version_of(warp_python, "warp")
+    warp_version = None if args.no_warp else version_of(warp_python, "warp")
     warp_names = set()
     if warp_version:
         backends.append(("warp", warp_python))
         warp_names = warp_programs_of(warp_python, env)
     elif not args.no_warp:
-        print(f"note: no Warp ({warp_python} cannot import warp, or --arch is not cpu); pass "
+        print(f"note: no Warp ({warp_python} cannot import warp); pass "
               "--warp-python or set WARP_PYTHON", file=sys.stderr)
     meta = machine()
     meta.update(threads=args.threads, arch=args.arch, rounds=args.rounds, reps=args.reps,

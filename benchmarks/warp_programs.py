@@ -42,7 +42,7 @@ import diffmpm as _dm
 import mass_spring as _ms
 import mpm88 as _m88
 
-DEVICE = "cpu"
+DEVICE = "cuda" if os.environ.get("BENCH_ARCH") == "cuda" else "cpu"  # run.py --arch
 COMPILE_S = 0.0  # seconds spent loading (compiling) the programs' modules in this process
 
 
@@ -191,16 +191,16 @@ def _gravity(n=2048):
     return n, x, U, args
 
 
-def gravity_fwd():
-    n, _, U, args = _gravity()
+def gravity_fwd(n=2048):
+    n, _, U, args = _gravity(n)
 
     def step():
         _launch(gravity_U, (n, n), *args)
     return step, _sync, lambda: {"U": float(U.numpy()[0])}
 
 
-def gravity_adj():
-    n, x, U, args = _gravity()
+def gravity_adj(n=2048):
+    n, x, U, args = _gravity(n)
     tape = wp.Tape()
     with tape:
         _launch(gravity_U, (n, n), *args)
@@ -209,6 +209,15 @@ def gravity_adj():
     def checksum():
         return {"x_grad_abs_sum": float(np.abs(x.grad.numpy()).sum())}
     return tape.backward, _sync, checksum
+
+
+def gravity16k_fwd():
+    """gravity_fwd at N=16384 (the GPU size)."""
+    return gravity_fwd(16384)
+
+
+def gravity16k_adj():
+    return gravity_adj(16384)
 
 
 def gravity_tape():
@@ -664,4 +673,5 @@ def mass_spring_iter():
 
 PROGRAMS = {f.__name__: f for f in (mpm88_substep, gravity_fwd, gravity_adj, gravity_tape,
                                      mpm_pair_fwd, mpm_pair_adj, diffmpm_iter, mpm_pair_full_fwd,
-                                     mpm_pair_full_adj, diffmpm_full_iter, mass_spring_iter)}
+                                     mpm_pair_full_adj, diffmpm_full_iter, mass_spring_iter,
+                                     gravity16k_fwd, gravity16k_adj)}
