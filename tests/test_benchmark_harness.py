@@ -74,3 +74,24 @@ def test_roofline_counts_divider_ops_after_shared_divisors():
     assert (flops, divider) == (4 * n, 0)
     flops, _, _, divider = roofline.kernel_counts(compiled_ir(root_kept).body)
     assert (flops, divider) == (3 * n, n)  # the square root itself is still taken
+
+
+def test_gpu_measure_parts_run_small_on_the_cpu(monkeypatch):
+    """benchmarks/gpu_measure.py (run on a GPU by gpu.sh) at toy sizes on the CPU backend: the
+    parts run, gravity's energy is the example's, the byte counts are consistent and mpm88's
+    step is restored afterwards."""
+    import gpu_measure
+    import mpm88
+
+    import fieldsim as fs
+
+    monkeypatch.setattr(gpu_measure, "init", lambda: fs.init(arch=fs.cpu, offline_cache=False))
+    dt = mpm88.DT
+    grav = gpu_measure.gravity(64, 2)
+    assert grav["n"] == 64 and grav["fwd_ms"] > 0 and grav["adj_ms"] > 0 and grav["U"] < 0
+    mpm = gpu_measure.mpm88_large(2, n_particles=2048, n_grid=64)
+    assert mpm88.DT == dt
+    for order in ("random", "by_cell"):
+        assert mpm[order]["finite"]
+        p2g = mpm[order]["kernels"]["particle_to_grid"]
+        assert p2g["access_bytes"] > p2g["compulsory_bytes"] > 0 and p2g["ms"] > 0
