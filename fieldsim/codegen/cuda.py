@@ -287,7 +287,10 @@ class DeviceStorage:
         return out
 
     def from_numpy(self, arr):
-        arr = np.ascontiguousarray(np.broadcast_to(np.asarray(arr, dtype=self.dtype), self.shape))
+        arr = np.asarray(arr, dtype=self.dtype)
+        if arr.shape != self.shape:  # a 0-d field's value arrives as shape (1,) (ascontiguousarray)
+            arr = arr.reshape(self.shape) if arr.size == self.size else np.broadcast_to(arr, self.shape)
+        arr = np.ascontiguousarray(arr)
         if self.nbytes:
             self.drv.htod(self.ptr, arr)
 

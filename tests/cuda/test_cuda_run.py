@@ -91,6 +91,8 @@ def _storage_ops():
     out = {}
     s[None] = 2.5
     out["s"] = np.float64(s[None])
+    s.from_numpy(np.array(-0.75))  # a 0-d array (numpy's ascontiguousarray makes it 1-d)
+    out["s0d"] = s.to_numpy()
     x.fill(-1.25)
     x[1, 2] = 7.0
     out["x1"] = x.to_numpy()
