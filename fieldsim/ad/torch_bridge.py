@@ -51,9 +51,13 @@ class _BufferEntry:
         buf = self.recording.buffers.get(self.key)
         if g is None or buf is None:
             return
-        arr = g.storage.array
+        storage = g.storage
+        host = getattr(storage, "array", None)  # None: the gradient lives in device memory
+        arr = host if host is not None else storage.to_numpy()
         if self.direction == "to_torch":  # tensor = copy(field): field.grad += tensor's gradient
             arr += buf.reshape(arr.shape).astype(arr.dtype, copy=False)
+            if host is None:
+                storage.from_numpy(arr)
         else:  # field = copy(tensor): tensor's gradient += field.grad
             buf += arr.reshape(buf.shape).astype(buf.dtype, copy=False)
 

@@ -45,6 +45,13 @@ def _host_array(field, what) -> np.ndarray:
     return arr
 
 
+def _storage_copy(field) -> np.ndarray:
+    """A copy of the field's storage (shape `storage_shape`), from host or device memory."""
+    field._check_live()
+    arr = getattr(field.storage, "array", None)
+    return arr.copy() if isinstance(arr, np.ndarray) else field.storage.to_numpy()
+
+
 def field_dlpack(self, stream=None, **kwargs):
     """`__dlpack__`: the field's data as a DLPack capsule (zero copy)."""
     return _host_array(self, "__dlpack__").__dlpack__(stream=stream, **kwargs)
@@ -63,7 +70,7 @@ def to_dlpack(self):
 def to_torch(self, device=None):
     """A torch tensor copy of the field (shape `shape + element shape`), as in Taichi."""
     import torch
-    t = torch.from_numpy(_host_array(self, "to_torch").copy())
+    t = torch.from_numpy(_storage_copy(self))
     if _grad_provider:  # inside fs.ad.torch_function: the copy's gradient flows to the field
         _grad_provider[-1].on_to_torch(self, t)
     return t if device is None else t.to(device)

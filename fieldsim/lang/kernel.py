@@ -155,10 +155,11 @@ def _resolve_annotation(ann, fn):
 class _Bound:
     """What `KernelObj.bind` collects, argument by argument."""
 
-    __slots__ = ("dtypes", "key", "templates", "values")
+    __slots__ = ("dtypes", "key", "staged", "templates", "values")
 
     def __init__(self):
         self.templates, self.key, self.values, self.dtypes = {}, [], [], {}
+        self.staged = {}  # host arrays this launch copies to the device (ndarray._staged)
 
 
 class CompiledKernel:
@@ -268,7 +269,8 @@ class KernelObj:
                 "decorated with @fs.data_oriented: decorate the class to use kernels as methods",
                 self.def_loc())
         if isinstance(a, NdarrayType):  # pointer and shape as hidden runtime arguments
-            bound.templates[name], nd_values, nd_dtypes = bind_arg(a, v, kname, name, rt)
+            bound.templates[name], nd_values, nd_dtypes = bind_arg(a, v, kname, name, rt,
+                                                                   bound.staged)
             bound.key.append(bound.templates[name].spec.key())
             bound.values.extend(nd_values)
             bound.dtypes.update(nd_dtypes)

@@ -288,11 +288,12 @@ class NdarrayArgumentError(FieldsimTypeError, ValueError):
     fieldsim's other argument errors) and a ValueError (what Taichi raises here)."""
 
 
-def bind_arg(ann: NdarrayType, value, kname, pname, rt):
+def bind_arg(ann: NdarrayType, value, kname, pname, rt, staged=None):
     """(BoundNdarray, hidden argument values, {hidden name: dtype}) for one launch. Errors
-    carry the launch's location in the user's code."""
+    carry the launch's location in the user's code. `staged`: the launch's device copies of
+    host arrays so far (a GPU backend), shared by arguments given the same array."""
     try:
-        return _bind_arg(ann, value, kname, pname, rt)
+        return _bind_arg(ann, value, kname, pname, rt, {} if staged is None else staged)
     except NdarrayArgumentError as err:
         if err.loc is None:
             raise NdarrayArgumentError(err.message, _call_loc()) from None
@@ -376,7 +377,7 @@ def _numpy_proxy(ann, value, owner, grad_arr, pname, bad):
     return proxy, dtype, n, m, ndim_el, copy_back
 
 
-def _bind_arg(ann, value, kname, pname, rt):
+def _bind_arg(ann, value, kname, pname, rt, staged):
     def bad(what):  # Taichi's wording, with the kernel's name
         return NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {pname} - {what}")
 
@@ -398,7 +399,7 @@ def _bind_arg(ann, value, kname, pname, rt):
     spec = _spec(dtype, ndim, n, m, ndim_el, has_grad)
     ptrs = [proxy.storage.ptr] + ([proxy.grad.storage.ptr] if has_grad else [])
     if isinstance(proxy, ExternalArray) and not rt.backend().host_memory:
-        ptrs, copy_back = _staged(rt, proxy, has_grad, copy_back, kname, pname)
+        ptrs, copy_back = _staged(rt, proxy, has_grad, copy_back, staged)
     values = ptrs + [int(s) for s in proxy.shape]
     dtypes = spec.dtypes.get(pname)
     if dtypes is None:
@@ -409,28 +410,45 @@ def _bind_arg(ann, value, kname, pname, rt):
     return bound, values, dtypes
 
 
-def _staged(rt, proxy, has_grad, copy_back, kname, pname):
+class _Stage:
+    """A host array's device copy for one launch; copied back and freed once, however many
+    arguments were given the array."""
+
+    def __init__(self, rt, array, dtype):
+        self.array, self.storage = array, rt.backend().allocate(array.shape, dtype)
+        self.storage.from_numpy(array)
+
+    def back(self):
+        if self.storage is None:
+            return
+        if self.array.flags.writeable:  # a read-only one the kernel never writes (check_writable)
+            np.copyto(self.array, self.storage.to_numpy())
+        self.storage.free()
+        self.storage = None
+
+
+def _staged(rt, proxy, has_grad, copy_back, staged):
     """(device pointers, copy_back) of a host array (numpy, a tensor's host view) passed to a
     kernel on the GPU: copied into device memory for this launch and back after it, as Taichi
-    does (an `fs.ndarray` lives on the device and is passed as is). A Tape's backward binds
-    such a launch's arguments again (`LaunchEntry` keeps no values for it), so its adjoint
-    gets copies of its own, gradients copied back after it."""
-    arrays = [proxy.array] + ([proxy.grad.array] if has_grad else [])
+    does (an `fs.ndarray` lives on the device and is passed as is); an array given to two
+    arguments gets one copy (`staged`: the launch's copies by address, shape and dtype), so
+    what the kernel adds through either arrives. A Tape's backward binds such a launch's
+    arguments again (`LaunchEntry` keeps no values for it), so its adjoint gets copies of its
+    own, gradients copied back after it."""
     stages = []
-    for array in arrays:
-        stage = rt.backend().allocate(array.shape, proxy.dtype)
-        stage.from_numpy(array)
-        stages.append(stage)
+    for array in [proxy.array] + ([proxy.grad.array] if has_grad else []):
+        key = (array.ctypes.data, array.shape, array.dtype.str)
+        if key not in staged:
+            staged[key] = _Stage(rt, array, proxy.dtype)
+        stages.append(staged[key])
     earlier = copy_back  # a Fortran-order array's own copy back runs after ours
 
     def back():
-        for array, stage in zip(arrays, stages):
-            if array.flags.writeable:  # a read-only one the kernel never writes (check_writable)
-                np.copyto(array, stage.to_numpy())
-            stage.free()
+        for stage in stages:
+            stage.back()
         if earlier is not None:
             earlier()
-    return [stage.ptr for stage in stages], back
+    return [stage.storage.ptr for stage in stages], back
 
 
 def check_writable(ck, templates, kname):

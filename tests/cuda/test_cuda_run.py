@@ -292,6 +292,9 @@ def test_ndarray_arguments(backend):
     y = np.asfortranarray(np.ones((2, 3), dtype=np.float32))
     axpy(2.0, x, y)
     assert np.array_equal(y, 1 + 2 * x) and y.flags.f_contiguous
+    z = np.ones((2, 3), dtype=np.float32)
+    axpy(3.0, z, z)  # one array, two arguments: one device copy, so it reads what it writes
+    assert np.array_equal(z, np.full((2, 3), 4.0))
 
     @fs.kernel
     def weighted(w: fs.types.ndarray(), v: fs.types.ndarray(), out: fs.types.ndarray()):
@@ -307,6 +310,34 @@ def test_ndarray_arguments(backend):
     assert out[None] == pytest.approx(float((w * v.to_numpy() ** 2).sum()))
     assert np.allclose(v.grad.to_numpy(), 2 * w * v.to_numpy())  # d/dv of sum(w v^2)
     assert np.array_equal(w, [1.0, -2.0, 0.5])
+
+
+def test_torch_copies_and_the_bridge_with_device_fields(backend):
+    """to_torch/from_torch copy through device memory; fs.ad.torch_function's gradients reach
+    a tensor through fields whose gradients live on the device."""
+    torch = pytest.importorskip("torch")
+    start(backend)
+    x = fs.field(fs.f64, shape=4, needs_grad=True)
+    y = fs.field(fs.f64, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def cube_sum():
+        for i in x:
+            y[None] += x[i] ** 3
+
+    @fs.ad.torch_function
+    def f(t):
+        x.from_torch(t)
+        y.fill(0)
+        cube_sum()
+        return y.to_torch()
+
+    t = torch.linspace(0.5, 2.0, 4, dtype=torch.float64, requires_grad=True)
+    out = f(t)
+    assert float(out) == pytest.approx(float((t.detach() ** 3).sum()))
+    assert np.array_equal(x.to_torch().numpy(), t.detach().numpy())
+    out.backward()
+    np.testing.assert_allclose(t.grad.numpy(), 3 * t.detach().numpy() ** 2, rtol=1e-12)
 
 
 def test_launch_words_kept_between_launches(backend):
