@@ -535,6 +535,7 @@ class CudaBackend:
         self.scratch = _Buffer(self.drv)
         self.storages: weakref.WeakSet = weakref.WeakSet()
         self.programs: list = []
+        self.loaded: dict = {}  # LLVM IR text -> (PTX, module, functions, max threads)
         self.counter = 0
         atexit.register(_close_at_exit, weakref.ref(self))  # before the driver lets go
 
@@ -561,6 +562,7 @@ class CudaBackend:
                 if buf is not None:
                     buf.release()
         self.programs.clear()
+        self.loaded.clear()
         self.scratch.release()
         self.status.release()
 
@@ -570,23 +572,29 @@ class CudaBackend:
         # Each kernel is its own CUDA module, so its symbols need not be unique: a name without
         # a compile counter keeps the cache key independent of compile order.
         symbol = f"fs_{safe_symbol(kernel.name)}"
-        ptx, info = self._cached_ptx(kernel, symbol, rt)
-        module = self.drv.load(ptx)
-        nwords = CTX_WORDS + len(info.params)
-        fns = [self.drv.function(module, t.entry, nwords) for t in info.tasks]
-        program = CudaProgram(info, module, fns, ptx, [self.drv.max_threads(f) for f in fns])
+        module_ir, info, entries = lower_for_cuda(kernel, symbol, rt.debug,
+                                                  libdevice=self.libdevice is not None,
+                                                  fast_math=rt.fast_math)
+        text = str(module_ir)
+        # a template kernel's specialisations for other fields lower to the same LLVM IR
+        # (fields are passed by pointer): one PTX build and one loaded module serve them all
+        loaded = self.loaded.get(text)
+        if loaded is None:
+            ptx = self._cached_ptx(text, entries, rt)
+            module = self.drv.load(ptx)
+            nwords = CTX_WORDS + len(info.params)
+            fns = [self.drv.function(module, t.entry, nwords) for t in info.tasks]
+            loaded = self.loaded[text] = (ptx, module, fns, [self.drv.max_threads(f) for f in fns])
+        ptx, module, fns, max_threads = loaded
+        program = CudaProgram(info, module, fns, ptx, max_threads)
         self.programs.append(program)
         return program
 
-    def _cached_ptx(self, kernel, symbol, rt):
-        module, info, entries = lower_for_cuda(kernel, symbol, rt.debug,
-                                               libdevice=self.libdevice is not None,
-                                               fast_math=rt.fast_math)
-        text = str(module)
+    def _cached_ptx(self, text, entries, rt) -> str:
         parts = [COMPILER_VERSION, llvmlite.__version__, self.arch, self.libdevice_key, text]
         ptx = cached_build(rt, "cuda", parts, ".ptx",
                            lambda: optimise_to_ptx(text, entries, self.arch, self.libdevice).encode())
-        return ptx.decode(), info
+        return ptx.decode()
 
     # ---- launch ----------------------------------------------------------------------------------
     def launch(self, program: CudaProgram, args, rng_key, adjoint=False):

@@ -215,6 +215,53 @@ def test_fast_math_divides_and_roots_f32_approximately_and_f64_exactly():
     check_ptx(exact, "sm_90", entries=1)
 
 
+class _LoadCountingDriver:
+    """The driver calls CudaBackend makes while compiling, counted; no device behind them."""
+    name, cc, sm_count, device_name = "counting", (9, 0), 2, "none"
+
+    def __init__(self):
+        self.loaded = []
+
+    def alloc(self, nbytes):
+        return 4096, None
+
+    def memset8(self, dptr, value, nbytes):
+        pass
+
+    def load(self, ptx):
+        self.loaded.append(ptx)
+        return len(self.loaded)
+
+    def function(self, module, name, nwords):
+        return (module, name, nwords)
+
+    def max_threads(self, fn):
+        return 1024
+
+
+def test_template_specialisations_share_one_ptx_build_and_module(monkeypatch):
+    from fieldsim.codegen import cuda as C
+    rt = fs.init(arch=fs.cpu, offline_cache=False)
+    builds = []
+    real_build = P.optimise_to_ptx
+    monkeypatch.setattr(C, "optimise_to_ptx", lambda *a, **k: builds.append(1) or real_build(*a, **k))
+    be = C.CudaBackend(rt, _LoadCountingDriver())
+    a, b = fs.field(fs.f32, shape=4), fs.field(fs.f32, shape=4)
+    c = fs.field(fs.f64, shape=4)
+
+    @fs.kernel
+    def inc(f: fs.template()):
+        for i in f:
+            f[i] += 1
+
+    pa, pb = (be.compile(P.kernel_ir(inc, f), rt) for f in (a, b))
+    assert len(builds) == 1 and len(be.drv.loaded) == 1  # same IR: one PTX, one module
+    assert pa is not pb and pa.functions == pb.functions and pa.info.fields != pb.info.fields
+    pc = be.compile(P.kernel_ir(inc, c), rt)  # f64: other IR, its own module
+    assert len(be.drv.loaded) == 2 and pc.functions != pa.functions
+    check_ptx(pc.ptx, be.arch, entries=1)
+
+
 def test_half_precision_math():
     fs.init(arch=fs.cpu)
     x = fs.field(fs.f16, shape=8, name="x")
