@@ -388,7 +388,11 @@ def _sets_error_word(info) -> bool:
 def _flush_c_stdout():
     """fflush(NULL): the driver writes device printf text through C's stdout buffer."""
     import ctypes
-    ctypes.CDLL(None).fflush(None)
+    try:
+        libc = ctypes.CDLL(None)  # the process's own C library (POSIX)
+    except (OSError, TypeError):  # elsewhere the driver's own flush is all there is
+        return
+    libc.fflush(None)
 
 
 def _return_words(info) -> int:
