@@ -10,6 +10,7 @@ import pytest
 from cuda_corpus import CORPUS, run
 from cuda_emu import EmuBackend, use_emulator
 from cuda_support import ad_corpus, ad_gradients
+from support.programs import cube_sum_through_torch
 
 import fieldsim as fs
 from fieldsim.codegen import cuda as C
@@ -317,20 +318,8 @@ def test_torch_copies_and_the_bridge_with_device_fields(backend):
     a tensor through fields whose gradients live on the device."""
     torch = pytest.importorskip("torch")
     start(backend)
-    x = fs.field(fs.f64, shape=4, needs_grad=True)
-    y = fs.field(fs.f64, shape=(), needs_grad=True)
-
-    @fs.kernel
-    def cube_sum():
-        for i in x:
-            y[None] += x[i] ** 3
-
-    @fs.ad.torch_function
-    def f(t):
-        x.from_torch(t)
-        y.fill(0)
-        cube_sum()
-        return y.to_torch()
+    prog = cube_sum_through_torch()
+    f, x = prog.f, prog.x
 
     t = torch.linspace(0.5, 2.0, 4, dtype=torch.float64, requires_grad=True)
     out = f(t)

@@ -2,6 +2,7 @@
 torch.autograd.gradcheck (float64 central differences) and against analytic derivatives."""
 import numpy as np
 import pytest
+from support.programs import cube_sum_through_torch
 
 import fieldsim as fs
 
@@ -105,20 +106,7 @@ def test_an_input_passed_twice_gets_its_gradient_once():
 
 
 def test_fields_inside_through_from_torch_and_to_torch():
-    x = fs.field(fs.f64, shape=4, needs_grad=True)
-    y = fs.field(fs.f64, shape=(), needs_grad=True)
-
-    @fs.kernel
-    def cube_sum():
-        for i in x:
-            y[None] += x[i] ** 3
-
-    @fs.ad.torch_function
-    def f(t):
-        x.from_torch(t)
-        y.fill(0)
-        cube_sum()
-        return y.to_torch()
+    f = cube_sum_through_torch().f
 
     t = torch.linspace(0.5, 2.0, 4, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(f, (t,))

@@ -56,3 +56,23 @@ def unit_that_overwrites(n: int = 8) -> SimpleNamespace:
 
     x.from_numpy(np.arange(n, dtype=np.float32))
     return SimpleNamespace(x=x, y=y, loss=loss, overwrite=overwrite, total=total, step=step)
+
+
+def cube_sum_through_torch() -> SimpleNamespace:
+    """x (4 f64) and y (0-d), both with gradients, and `f = fs.ad.torch_function` of a tensor t:
+    x.from_torch(t), y = sum x^3 by a kernel, y.to_torch(). df/dt = 3 t^2 (needs torch)."""
+    x = fs.field(fs.f64, shape=4, needs_grad=True)
+    y = fs.field(fs.f64, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def cube_sum():
+        for i in x:
+            y[None] += x[i] ** 3
+
+    @fs.ad.torch_function
+    def f(t):
+        x.from_torch(t)
+        y.fill(0)
+        cube_sum()
+        return y.to_torch()
+    return SimpleNamespace(x=x, y=y, f=f)
