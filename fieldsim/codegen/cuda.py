@@ -3,15 +3,19 @@ a launcher that passes a kernel's ctx words and arguments by value.
 
 The driver API comes from NVIDIA's `cuda-python` bindings (`cuda.bindings.driver`, the `cuda`
 extra; the one run on a GPU so far: BENCHMARKS.md) or, where they are not installed, from
-pycuda; `FIELDSIM_CUDA_DRIVER=pycuda` or `=cuda-python` forces one. Neither is imported before a CUDA runtime is asked for, so importing
-fieldsim never needs a GPU. `is_available()` never raises.
+pycuda; `FIELDSIM_CUDA_DRIVER=pycuda` or `=cuda-python` forces one. Neither is imported before
+a CUDA runtime is asked for, so importing fieldsim never needs a GPU. `is_available()` never
+raises.
 
 A launch runs each task as one grid on the default stream, so launches stay in order and a
 later copy to or from the host waits for them. Parallel tasks run grid-stride over their range
 (grid capped at 32 blocks per SM, fewer when AD-stack scratch would pass `SCRATCH_LIMIT`); serial
-tasks run on one thread. The error and return words live in a small per-backend device buffer;
-the host reads them back only for kernels that can set them (AD stacks, `debug=True` checks) or
-return a value, so other launches do not wait for the GPU.
+tasks run on one thread. The error words, an assert's values and the return words live in a
+small per-backend device buffer; the host reads them back only for kernels that can set them (AD
+stacks, `debug=True` checks) or return a value, so other launches do not wait for the GPU; a
+kernel that prints is waited for, so its text comes out before the launch returns. Each
+program keeps its by-value launch words between launches (`_Words`), and specialisations whose
+LLVM IR is the same share one PTX build and loaded module.
 """
 from __future__ import annotations
 

@@ -3,8 +3,12 @@
 `CudaTarget` plugs into the shared lowering (`codegen/llvm.py`) through its `Target` hooks:
 
 * math goes to libdevice (`__nv_sinf`, `__nv_pow`, ...), linked in from `libdevice.10.bc`
-  (found by `find_libdevice`). Without libdevice, only the ops NVPTX lowers natively (sqrt,
-  fabs, floor, ceil, round, min/max) compile; a transcendental raises `LibdeviceNotFound`.
+  (found by `find_libdevice`), except sqrt, LLVM's intrinsic (`sqrt.approx` under fast-math,
+  `sqrt.rn` in exact mode; f32 division likewise, `approx_math`). Without libdevice, only the
+  ops NVPTX lowers natively (sqrt, fabs, floor, ceil, round, min/max) compile; a
+  transcendental raises `LibdeviceNotFound`.
+* a reduction into one element adds once per warp (`reduce_atomic`); `print` is the driver's
+  `vprintf`.
 * a parallel task's iterations are split grid-stride: worker `w` of `n` runs `begin+w`,
   `begin+w+n`, ... The loop index (not the GPU thread id) seeds `fs.random`, so a CUDA launch
   draws exactly the CPU's numbers.
