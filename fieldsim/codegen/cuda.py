@@ -25,6 +25,7 @@ import sys
 import threading
 import warnings
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import llvmlite
 import numpy as np
@@ -524,6 +525,35 @@ class CudaLauncher:
         return base, base + 8 * n
 
 
+class _CudaJob:
+    """A program being made: its PTX built on a compile thread (a future, or None when the
+    module is loaded already), the rest by `finish(ptx)` on the first thread that asks for the
+    result or the exception (the thread whose CUDA context is current)."""
+
+    def __init__(self, finish, ptx):
+        self._finish, self._ptx = finish, ptx
+        self._program = self._error = None
+        self._lock = threading.Lock()
+
+    def _settle(self):
+        with self._lock:
+            if self._program is None and self._error is None:
+                try:
+                    self._program = self._finish(None if self._ptx is None else self._ptx.result())
+                except Exception as err:  # noqa: BLE001 - kept for result()/exception()
+                    self._error = err
+
+    def exception(self):
+        self._settle()
+        return self._error
+
+    def result(self):
+        self._settle()
+        if self._error is not None:
+            raise self._error
+        return self._program
+
+
 class CudaBackend:
     name = "cuda"
     host_memory = False  # a numpy argument is copied to the device and back (ndarray._staged)
@@ -544,6 +574,7 @@ class CudaBackend:
         self.storages: weakref.WeakSet = weakref.WeakSet()
         self.programs: list = []
         self.loaded: dict = {}  # LLVM IR text -> (PTX, module, functions, max threads)
+        self.compiler = None  # the PTX-building threads (compile_pool)
         self.counter = 0
         atexit.register(_close_at_exit, weakref.ref(self))  # before the driver lets go
 
@@ -576,6 +607,45 @@ class CudaBackend:
 
     # ---- compile ---------------------------------------------------------------------------------
     def compile(self, kernel: Kernel, rt) -> CudaProgram:
+        text, info, entries = self._lower(kernel, rt)
+        ptx = None if text in self.loaded else self._cached_ptx(text, entries, rt)
+        return self._program(text, info, ptx)
+
+    def compile_pool(self) -> ThreadPoolExecutor | None:
+        """Threads that build PTX at once (LLVM's work, outside Python's lock); None where the
+        host has one core."""
+        workers = min(os.cpu_count() or 1, 8)
+        if workers < 2:
+            return None
+        if self.compiler is None:
+            self.compiler = ThreadPoolExecutor(workers, thread_name_prefix="fieldsim-ptx")
+        return self.compiler
+
+    def start_compile(self, kernel: Kernel, rt):
+        """Lower `kernel` now (its errors raise here) and build its PTX on a compile thread: a
+        job whose `result()` is the program (its module loaded on the thread that asks, where
+        the CUDA context is current). None without compile threads."""
+        pool = self.compile_pool()
+        if pool is None:
+            return None
+        text, info, entries = self._lower(kernel, rt)
+        ptx = None if text in self.loaded else pool.submit(self._cached_ptx, text, entries, rt)
+        return _CudaJob(lambda built: self._program(text, info, built), ptx)
+
+    def compile_many(self, kernels: list[Kernel], rt) -> list:
+        """The programs of `kernels`, or for one that failed to build its exception: lowered in
+        turn on this thread, their PTX built on the compile threads meanwhile."""
+        jobs = []
+        for kernel in kernels:
+            try:
+                jobs.append(self.start_compile(kernel, rt) or self.compile(kernel, rt))
+            except Exception as err:  # noqa: BLE001 - handed back to the caller
+                jobs.append(err)
+        return [job.exception() or job.result() if isinstance(job, _CudaJob) else job
+                for job in jobs]
+
+    def _lower(self, kernel: Kernel, rt):
+        """(LLVM IR text, KernelInfo, entry names): the Python half of a compile."""
         self.counter += 1
         # Each kernel is its own CUDA module, so its symbols need not be unique: a name without
         # a compile counter keeps the cache key independent of compile order.
@@ -583,12 +653,14 @@ class CudaBackend:
         module_ir, info, entries = lower_for_cuda(kernel, symbol, rt.debug,
                                                   libdevice=self.libdevice is not None,
                                                   fast_math=rt.fast_math)
-        text = str(module_ir)
-        # a template kernel's specialisations for other fields lower to the same LLVM IR
-        # (fields are passed by pointer): one PTX build and one loaded module serve them all
+        return str(module_ir), info, entries
+
+    def _program(self, text: str, info, ptx: str | None) -> CudaProgram:
+        """The program of lowered `text` whose PTX is `ptx`, its module loaded on this thread;
+        a template kernel's specialisations for other fields lower to the same LLVM IR
+        (fields are passed by pointer): one PTX build and one loaded module serve them all."""
         loaded = self.loaded.get(text)
         if loaded is None:
-            ptx = self._cached_ptx(text, entries, rt)
             module = self.drv.load(ptx)
             nwords = CTX_WORDS + len(info.params)
             fns = [self.drv.function(module, t.entry, nwords) for t in info.tasks]

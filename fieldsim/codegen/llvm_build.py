@@ -39,8 +39,8 @@ class MachinePool:
     serves the program's first kernel on whichever thread compiles it (2-3 ms of a first
     compile; a machine per thread left the main thread's cold)."""
 
-    def __init__(self, triple: str, cpu: str, features: str, opt: int = 3):
-        self.settings = (triple, cpu, features, opt)
+    def __init__(self, triple: str, cpu: str, features: str, opt: int = 3, jit: bool = True):
+        self.settings = (triple, cpu, features, opt, jit)
         self._free: list = []
         self._lock = threading.Lock()
         self.made = 0  # machines created so far (at most one per thread building at once)
@@ -50,9 +50,9 @@ class MachinePool:
         with self._lock:
             tm = self._free.pop() if self._free else None
         if tm is None:
-            triple, cpu, features, opt = self.settings
+            triple, cpu, features, opt, jit = self.settings
             tm = llvm.Target.from_triple(triple).create_target_machine(
-                cpu=cpu, features=features, opt=opt, jit=True)
+                cpu=cpu, features=features, opt=opt, jit=jit)
             with self._lock:
                 self.made += 1
         try:
@@ -73,24 +73,31 @@ def parse(text: str, context) -> llvm.ModuleRef:
     return mod
 
 
-def optimise(mod: llvm.ModuleRef, tm: llvm.TargetMachine, speed_level: int, vectorize: bool):
-    """LLVM's default pipeline at `speed_level` (loop and SLP vectorizers on when `vectorize`),
-    without the global lock."""
+def optimise(mod: llvm.ModuleRef, tm: llvm.TargetMachine, speed_level: int, vectorize: bool,
+             slp: bool | None = None, before=None):
+    """LLVM's default pipeline at `speed_level` (loop vectorizer on when `vectorize`, SLP when
+    `slp`, which defaults to `vectorize`), without the global lock. `before(pm)`, if given,
+    adds passes to a module pass manager run first with the same pass builder."""
     pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     pto.loop_vectorization = vectorize
-    pto.slp_vectorization = vectorize
+    pto.slp_vectorization = vectorize if slp is None else slp
     pb = llvm.create_pass_builder(tm, pto)
+    first = None
+    if before is not None:
+        first = llvm.create_new_module_pass_manager()
+        before(first)
+        _unlocked("LLVMPY_RunNewModulePassManager")(first, mod, pb)
     mpm = pb.getModulePassManager()
     try:
         _unlocked("LLVMPY_RunNewModulePassManager")(mpm, mod, pb)
     finally:
-        dispose(mpm, pb, pto)  # else about 70 KB per compile stays (jit_memory.py)
+        dispose(first, mpm, pb, pto)  # else about 70 KB per compile stays (jit_memory.py)
 
 
-def emit(tm: llvm.TargetMachine, mod: llvm.ModuleRef) -> bytes:
-    """`tm.emit_object(mod)`, without the global lock."""
+def emit(tm: llvm.TargetMachine, mod: llvm.ModuleRef, assembly: bool = False) -> bytes:
+    """`tm.emit_object(mod)` (or `emit_assembly`), without the global lock."""
     with ffi.OutputString() as err:
-        buf = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
+        buf = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 0 if assembly else 1, err)
         if not buf:
             raise RuntimeError(str(err))
     try:

@@ -35,9 +35,11 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir as L
 
+from fieldsim.codegen import llvm_build
 from fieldsim.codegen.cpu import safe_symbol
 from fieldsim.codegen.jit_memory import dispose
 from fieldsim.codegen.llvm import CTX_ARGS, CTX_WORDS, I32, I64, PTR, Target, c_string, ll_type, lower_kernel
+from fieldsim.codegen.llvm_build import MachinePool
 from fieldsim.errors import FieldsimError
 from fieldsim.ir import dtypes as T
 
@@ -274,15 +276,26 @@ def check_arch(arch: str, what: str = "arch") -> str:
     return arch
 
 
+def _features(arch: str) -> str:
+    # PTX 6.4 (CUDA 10) at least: `activemask` (reduce_atomic) needs 6.2, and LLVM's default
+    # for sm_70 and older is 6.0; sm_75 and newer default to a later version already
+    return "+ptx64" if int(re.match(r"sm_(\d+)", arch).group(1)) < 75 else ""
+
+
 @functools.cache
 def target_machine(arch: str):
     check_arch(arch)
     _init_llvm()
-    # PTX 6.4 (CUDA 10) at least: `activemask` (reduce_atomic) needs 6.2, and LLVM's default
-    # for sm_70 and older is 6.0; sm_75 and newer default to a later version already
-    older = int(re.match(r"sm_(\d+)", arch).group(1)) < 75
     return llvm.Target.from_triple(TRIPLE).create_target_machine(
-        cpu=arch, features="+ptx64" if older else "", opt=3)
+        cpu=arch, features=_features(arch), opt=3)
+
+
+@functools.cache
+def machines(arch: str) -> MachinePool:
+    """Target machines for `arch`, one lent to each thread building PTX at once."""
+    check_arch(arch)
+    _init_llvm()
+    return MachinePool(TRIPLE, arch, _features(arch), opt=3, jit=False)
 
 
 _ATOMIC_LINE = re.compile(r"^(\s*(?:%\S+ = )?(?:atomicrmw|cmpxchg) .*?) (monotonic|acquire|release|"
@@ -296,39 +309,50 @@ def device_scope_atomics(ir_text: str) -> str:
 
 def optimise_to_ptx(ir_text: str, entries, arch: str = DEFAULT_ARCH, libdevice: str | None = None) -> str:
     """LLVM IR text (from a `CudaTarget` lowering) -> PTX text for `arch`; `libdevice` is the
-    path to link (looked up with `find_libdevice` when not given and the IR calls `__nv_*`)."""
-    tm = target_machine(arch)
-    with _lock:
-        mod = llvm.parse_assembly(device_scope_atomics(ir_text))
-        mod.triple = TRIPLE
-        mod.data_layout = str(tm.target_data)
-        if any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
-            path = libdevice or find_libdevice()
-            if path is None:
-                raise LibdeviceNotFound("libdevice*.bc not found (set CUDA_HOME or FIELDSIM_LIBDEVICE)")
-            lib = llvm.parse_bitcode(_slim_libdevice(path, mod.data_layout))
-            lib.triple, lib.data_layout = TRIPLE, mod.data_layout
-            mod.link_in(lib)
-        keep = set(entries)
-        for f in mod.functions:
-            if not f.is_declaration and f.name not in keep:
-                f.linkage = "internal"
-        for g in mod.global_variables:
-            if not g.is_declaration:
-                g.linkage = "internal"
-        mod.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pb = llvm.create_pass_builder(tm, pto)
-        dce = llvm.create_new_module_pass_manager()  # drop unused libdevice before O3 sees it
-        dce.add_global_dead_code_eliminate_pass()
-        dce.run(mod, pb)
-        mpm = pb.getModulePassManager()
-        mpm.run(mod, pb)
-        if os.environ.get("FIELDSIM_PRINT_LLVM"):
-            print(str(mod))
-        ptx = tm.emit_assembly(mod)
-        dispose(dce, mpm, pb, pto, mod)  # else about 70 KB per compile stays (jit_memory.py)
-        return ptx
+    path to link (looked up with `find_libdevice` when not given and the IR calls `__nv_*`).
+    Several threads may build at once: each module in an LLVM context of its own, on a target
+    machine lent to its thread, the parse, the pipeline and code generation outside llvmlite's
+    lock (`llvm_build`, as the CPU backend's builds); the PTX is the same either way."""
+    with machines(arch).borrow() as tm:
+        context = llvm.create_context()
+        mod = None
+        try:
+            mod = llvm_build.parse(device_scope_atomics(ir_text), context)
+            mod.triple = TRIPLE
+            mod.data_layout = str(tm.target_data)
+            _link_libdevice(mod, libdevice, context)
+            keep = set(entries)
+            for f in mod.functions:
+                if not f.is_declaration and f.name not in keep:
+                    f.linkage = "internal"
+            for g in mod.global_variables:
+                if not g.is_declaration:
+                    g.linkage = "internal"
+            mod.verify()
+            # O3 (loop vectorizer on, SLP off: the pipeline options' defaults), after dropping
+            # the libdevice functions nothing calls
+            llvm_build.optimise(mod, tm, 3, vectorize=True, slp=False,
+                                before=lambda pm: pm.add_global_dead_code_eliminate_pass())
+            if os.environ.get("FIELDSIM_PRINT_LLVM"):
+                print(str(mod))
+            return llvm_build.emit(tm, mod, assembly=True).decode()
+        finally:
+            dispose(mod)
+            context.close()
+
+
+def _link_libdevice(mod, libdevice: str | None, context):
+    """Link the slimmed libdevice into `mod` where it calls `__nv_*` functions."""
+    if not any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
+        return
+    path = libdevice or find_libdevice()
+    if path is None:
+        raise LibdeviceNotFound("libdevice*.bc not found (set CUDA_HOME or FIELDSIM_LIBDEVICE)")
+    with _lock:  # made once, on the global context
+        slim = _slim_libdevice(path, mod.data_layout)
+    lib = llvm.parse_bitcode(slim, context=context)
+    lib.triple, lib.data_layout = TRIPLE, mod.data_layout
+    mod.link_in(lib)
 
 
 def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None, libdevice=None,

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from cuda_corpus import CORPUS
@@ -207,7 +208,7 @@ def test_fast_math_divides_and_roots_f32_approximately_and_f64_exactly():
 
     ir = P.kernel_ir(k, 1.0)
     fast, exact = (P.emit_ptx(ir, "sm_90", fast_math=f) for f in (True, False))
-    ops = lambda text: set(re.findall(r"\b((?:div|sqrt)\.\w+\.f(?:32|64))", text))  # noqa: E731
+    ops = lambda text: set(re.findall(r"\b((?:div|sqrt)\.\w+\.f(?:32|64))", text))
     # Taichi's fast_math on CUDA: f32 div.approx (2 ulp) and sqrt.approx; f64 correctly rounded
     assert ops(fast) == {"div.approx.f32", "sqrt.approx.f32", "div.rn.f64", "sqrt.rn.f64"}
     assert ops(exact) == {"div.rn.f32", "sqrt.rn.f32", "div.rn.f64", "sqrt.rn.f64"}  # IEEE
@@ -229,7 +230,8 @@ class _LoadCountingDriver:
         pass
 
     def load(self, ptx):
-        self.loaded.append(ptx)
+        import threading
+        self.loaded.append((ptx, threading.get_ident()))
         return len(self.loaded)
 
     def function(self, module, name, nwords):
@@ -260,6 +262,52 @@ def test_template_specialisations_share_one_ptx_build_and_module(monkeypatch):
     pc = be.compile(P.kernel_ir(inc, c), rt)  # f64: other IR, its own module
     assert len(be.drv.loaded) == 2 and pc.functions != pa.functions
     check_ptx(pc.ptx, be.arch, entries=1)
+
+
+def test_ptx_built_on_several_threads_at_once_is_the_ptx_built_alone():
+    from concurrent.futures import ThreadPoolExecutor
+    # NVPTX numbers call sequences in comments (`// callseq 3`) per target machine: not code
+    def ptx(ir):
+        return re.sub(r"callseq \d+", "callseq", P.emit_ptx(ir, "sm_90", fast_math=True))
+    irs = [ir for entry in CORPUS for ir in forward_irs(entry)]
+    alone = [ptx(ir) for ir in irs]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(2):
+            assert list(pool.map(ptx, irs)) == alone
+
+
+def test_compile_many_builds_ptx_on_threads_and_loads_modules_on_the_caller(monkeypatch):
+    import threading
+
+    from fieldsim.codegen import cuda as C
+    rt = fs.init(arch=fs.cpu, offline_cache=False)
+    be = C.CudaBackend(rt, _LoadCountingDriver())
+    monkeypatch.setattr(be, "compile_pool", lambda: ThreadPoolExecutor(3))
+    built_on = []
+    real_build = P.optimise_to_ptx
+    monkeypatch.setattr(C, "optimise_to_ptx",
+                        lambda *a, **k: built_on.append(threading.get_ident()) or real_build(*a, **k))
+    fields = [fs.field(dt, shape=8) for dt in (fs.f32, fs.f64, fs.i32, fs.f32)]
+
+    @fs.kernel
+    def double(f: fs.template()):
+        for i in f:
+            f[i] = f[i] + f[i]
+
+    @fs.kernel
+    def broken(f: fs.template()):
+        for i in f:
+            f[i] = fs.sin(f[i])  # libdevice missing (below): this one fails to build
+
+    irs = [P.kernel_ir(double, f) for f in fields] + [P.kernel_ir(broken, fields[0])]
+    be.libdevice = "/nonexistent/libdevice.10.bc"
+    programs = be.compile_many(irs, rt)
+    assert all(isinstance(p, C.CudaProgram) for p in programs[:4])
+    assert isinstance(programs[4], Exception)  # handed back, not raised
+    assert threading.get_ident() not in built_on  # LLVM's work on the compile threads
+    assert {tid for _, tid in be.drv.loaded} == {threading.get_ident()}  # modules: the caller
+    assert len(be.drv.loaded) == 3  # f32 twice: one module
+    assert programs[0].functions == programs[3].functions != programs[1].functions
 
 
 def test_half_precision_math():
