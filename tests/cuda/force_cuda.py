@@ -31,6 +31,7 @@ def _forced_init(arch=runtime.cpu, *args, **kwargs):
 # fieldsim.*), so messages and warnings still point at the test's fs.init line
 _forced_init = types.FunctionType(_forced_init.__code__, dict(globals(), __name__="fieldsim.force_cuda"),
                                   "_forced_init", _forced_init.__defaults__)
+_forced_init.__doc__ = _real_init.__doc__  # what fs.init documents (tests/docs reads it)
 
 
 def pytest_configure(config):
