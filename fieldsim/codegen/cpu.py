@@ -32,7 +32,7 @@ import llvmlite
 import llvmlite.binding as llvm
 import numpy as np
 
-from fieldsim.codegen import chunk_runner, interrupt
+from fieldsim.codegen import chunk_runner, interrupt, llvm_build
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.jit_memory import EngineSlabs
@@ -154,19 +154,9 @@ class CpuBackend:
                 self.runner_object = pool.submit(self._chunk_runner_object)
 
     def compile_many(self, kernels: list[Kernel], rt) -> list:
-        """The programs of `kernels`, or for one that failed to build its exception (compiling
-        it again reports it): each lowered on the calling thread in turn (Python, which holds
-        the GIL), its LLVM work started on a compile thread as soon as its text is ready, so
-        the LLVM work of several runs in parallel and alongside the next one's lowering."""
-        jobs = []
-        for kernel in kernels:
-            try:
-                jobs.append(self.start_compile(kernel, rt) or self.compile(kernel, rt))
-            except Exception as err:  # noqa: BLE001 - handed back to the caller, see above
-                jobs.append(err)
-        futures.wait([job for job in jobs if isinstance(job, futures.Future)])
-        return [job.exception() or job.result() if isinstance(job, futures.Future) else job
-                for job in jobs]
+        """The programs of `kernels` (or exceptions), their LLVM work in parallel
+        (`llvm_build.compile_many`)."""
+        return llvm_build.compile_many(self, kernels, rt)
 
     def start_compile(self, kernel: Kernel, rt) -> futures.Future | None:
         """Lower `kernel` now (on the calling thread; its errors raise here) and start its LLVM

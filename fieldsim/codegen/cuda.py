@@ -31,6 +31,7 @@ import llvmlite
 import numpy as np
 
 from fieldsim.codegen import launch as launch_common
+from fieldsim.codegen import llvm_build
 from fieldsim.codegen.cpu import safe_symbol
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import (
@@ -633,16 +634,9 @@ class CudaBackend:
         return _CudaJob(lambda built: self._program(text, info, built), ptx)
 
     def compile_many(self, kernels: list[Kernel], rt) -> list:
-        """The programs of `kernels`, or for one that failed to build its exception: lowered in
-        turn on this thread, their PTX built on the compile threads meanwhile."""
-        jobs = []
-        for kernel in kernels:
-            try:
-                jobs.append(self.start_compile(kernel, rt) or self.compile(kernel, rt))
-            except Exception as err:  # noqa: BLE001 - handed back to the caller
-                jobs.append(err)
-        return [job.exception() or job.result() if isinstance(job, _CudaJob) else job
-                for job in jobs]
+        """The programs of `kernels` (or exceptions), their PTX built on the compile threads
+        meanwhile (`llvm_build.compile_many`)."""
+        return llvm_build.compile_many(self, kernels, rt)
 
     def _lower(self, kernel: Kernel, rt):
         """(LLVM IR text, KernelInfo, entry names): the Python half of a compile."""

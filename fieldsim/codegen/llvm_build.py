@@ -62,6 +62,26 @@ class MachinePool:
                 self._free.append(tm)
 
 
+def compile_many(backend, kernels: list, rt) -> list:
+    """A backend's programs of `kernels`, or for one that failed to build its exception
+    (compiling it again reports it): each lowered on the calling thread in turn (Python, which
+    holds the GIL) by `backend.start_compile`, its LLVM work begun on a compile thread as soon
+    as its text is ready, so the LLVM work of several runs in parallel and alongside the next
+    one's lowering (`backend.compile` where it has no compile threads). A job is anything with
+    `exception()` and `result()` that wait for it (a `Future`, cuda's `_CudaJob`)."""
+    jobs = []
+    for kernel in kernels:
+        try:
+            jobs.append(backend.start_compile(kernel, rt) or backend.compile(kernel, rt))
+        except Exception as err:  # noqa: BLE001 - handed back to the caller, see above
+            jobs.append(err)
+    return [job.exception() or job.result() if _is_job(job) else job for job in jobs]
+
+
+def _is_job(x) -> bool:
+    return callable(getattr(x, "exception", None)) and callable(getattr(x, "result", None))
+
+
 def parse(text: str, context) -> llvm.ModuleRef:
     """`llvm.parse_assembly` into `context`, without the global lock."""
     with ffi.OutputString() as err:
