@@ -13,11 +13,14 @@
 #   measure  benchmarks/gpu_measure.py: copy bandwidth, mpm88's p2g/g2p against it, gravity
 #            N=2048/16384, diffmpm full size (results_gpu.json)
 #   peers    benchmarks/run.py on CUDA, fieldsim beside Taichi 1.7.4 (wheels in .whl_taichi/)
+#   baseline gpu_measure.py of an earlier fieldsim, unpacked in .baseline/ (ignored by git:
+#            `git archive REV | tar -x -C .baseline`), on the same device: before / after
 # Each stage has a time limit (FS_T_<STAGE> seconds), cut to what is left of FS_BUDGET (570 s
 # by default, inside the device tool's 10 minutes a call); a stage that fails or times out is
 # reported and the rest still run, a stage with under 20 s left is skipped.
-# Logs and results go to $OUT (the device tool's output folder) or /tmp/fs-gpu-out: one
-# <stage>.log each, summary.md and the results' JSON (at most 8 files, the tool's limit).
+# Results go to $OUT (the device tool's output folder) or /tmp/fs-gpu-out: summary.md, the
+# results' JSON and logs.tgz, the stages' logs (<stage>.log each) in one file: the device tool
+# returns at most 8 files.
 #
 # What ran on 2026-11-28 (an H200, BENCHMARKS.md), in 250 s of one device call, carrying only
 # .whl_taichi/ (below):
@@ -188,6 +191,13 @@ stage_peers() {
         --programs "${FS_BENCH_PROGRAMS:-mpm88_substep,gravity_fwd,gravity_adj,gravity16k_fwd,gravity16k_adj,diffmpm_full_iter}"
 }
 
+stage_baseline() {
+    [ -f .baseline/benchmarks/gpu_measure.py ] || { echo "no .baseline/ checkout"; return 1; }
+    echo "baseline: $(cat .baseline/REV 2>/dev/null || echo '?')"
+    PYTHONPATH="$FS_SITE:$REPO/.baseline" FIELDSIM_CACHE_DIR=/tmp/fs-cache-baseline \
+        "$PY" .baseline/benchmarks/gpu_measure.py --out "$OUTDIR/results_gpu_baseline.json"
+}
+
 stage_drivers() {
     local other
     other=$("$PY" -c "from fieldsim.codegen import cuda; print('cuda-python' if cuda.driver().name == 'pycuda' else 'pycuda')") || return 1
@@ -222,7 +232,8 @@ stage_bench() {
     return $rc
 }
 
-declare -A LIMIT=([info]=60 [install]=300 [test]=330 [drivers]=150 [suite]=300 [bench]=400 [measure]=300 [peers]=400)
+declare -A LIMIT=([info]=60 [install]=300 [test]=330 [drivers]=150 [suite]=300 [bench]=400 [measure]=300 [peers]=400 [baseline]=300)
+LOGDIR=$(mktemp -d /tmp/fs-gpu-logs.XXXX)
 BUDGET=${FS_BUDGET:-570}
 for s in "${STAGES[@]}"; do
     declare -F "stage_$s" >/dev/null || { echo "unknown stage $s"; exit 2; }
@@ -236,11 +247,11 @@ for s in "${STAGES[@]}"; do
     t0=$(date +%s)
     export -f "stage_$s" note cuda_root cudadrv_dir stage_info xdist
     export PY REPO OUTDIR FS_SITE T_START
-    timeout --foreground -k 10 "$lim" bash -c "stage_$s" 2>&1 | tee "$OUTDIR/$s.log"
+    timeout --foreground -k 10 "$lim" bash -c "stage_$s" 2>&1 | tee "$LOGDIR/$s.log"
     rc=${PIPESTATUS[0]}
     case $rc in 0) st=ok ;; 124|137) st="TIMED OUT" ;; *) st="failed ($rc)" ;; esac
     # the pytest summary line, when the stage ran pytest
-    last=$(grep -E "[0-9]+ (passed|failed|error)" "$OUTDIR/$s.log" | tail -1)
+    last=$(grep -E "[0-9]+ (passed|failed|error)" "$LOGDIR/$s.log" | tail -1)
     SUMMARY+=("| $s | $st | $(( $(date +%s) - t0 ))s | ${last:-} |")
 done
 
@@ -248,4 +259,5 @@ note "summary"
 echo "| stage | result | time | pytest |"
 echo "|---|---|---|---|"
 printf '%s\n' "${SUMMARY[@]}" | tee "$OUTDIR/summary.md"
-grep -h "^|" "$OUTDIR/bench.log" 2>/dev/null | grep -v "^| stage" || true
+grep -h "^|" "$LOGDIR/bench.log" 2>/dev/null | grep -v "^| stage" || true
+tar czf "$OUTDIR/logs.tgz" -C "$LOGDIR" .

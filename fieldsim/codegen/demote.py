@@ -12,6 +12,10 @@ read-modify-write (Taichi's demote_atomics pass):
   both `L // c` and `L % c` of an expression L that does). Then two iterations that touch one
   element of F are the same iteration, which runs on one thread.
 
+`discarded_atomics(task)`: the ids of the task's parallel atomic adds and subs whose old value
+no statement uses, which a backend may combine across threads before touching memory (CUDA's
+warp aggregation, `CudaTarget.scatter_atomic`).
+
 Guarantees: analysis only (reads IR, never changes it); when unsure it keeps the atomic.
 """
 from __future__ import annotations
@@ -42,6 +46,15 @@ def owned_atomics(task: Stmt, prologue: list[Stmt]) -> set[int]:
             by_field.setdefault(id(s.field), []).append(s)
     owned_fields = {f for f, accs in by_field.items() if _owned(accs, keys)}
     return {id(s) for s in atomics if id(s.field) in owned_fields}
+
+
+def discarded_atomics(task: Stmt) -> set[int]:
+    if task.op != Op.FOR or not task.attr.parallel:
+        return set()
+    body = list(walk(task.body))
+    used = {id(a) for st in body for a in st.args}
+    return {id(s) for s in body if s.op == Op.ATOMIC and s.attr[1] in ("add", "sub")
+            and id(s) not in used}
 
 
 def _owned(accesses: list[Stmt], keys: _Keys) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from llvmlite import ir as L
 
 from fieldsim.codegen.alias import FieldScopes
-from fieldsim.codegen.demote import owned_atomics
+from fieldsim.codegen.demote import discarded_atomics, owned_atomics
 from fieldsim.codegen.fill_loops import fill_plan
 from fieldsim.codegen.llvm_nest import NestLowering, nbytes
 from fieldsim.codegen.loop_hints import LANES, SCALAR, VECTOR, LoopHints
@@ -103,6 +103,18 @@ class Target:
 
     def finish_task(self, module: L.Module, fn: L.Function):
         """Called once per task function (CUDA adds its kernel entry point here)."""
+
+    def field_memory(self, b: L.IRBuilder, ptr):
+        """A field element's pointer for a load, store or atomic (CUDA: the global space)."""
+        return ptr
+
+    # CUDA combines the adds of a warp's lanes into one element before the atomic
+    aggregates_scatters = False
+
+    def scatter_atomic(self, b: L.IRBuilder, module: L.Module, op: str, ptr, val, tag):
+        """An atomic add/sub whose old value nobody uses (`discarded_atomics`); `tag` marks an
+        atomic instruction with the field's alias scope. None: there is no value."""
+        tag(b.atomic_rmw(op, ptr, val, "monotonic"))
 
     def reduce_atomic(self, b: L.IRBuilder, module: L.Module, op: str, ptr, total):
         """A worker's reduction total (`find_reductions`) added into its element: one atomic
@@ -226,6 +238,7 @@ class TaskLowering(NestLowering):
         self.stacks: dict[int, tuple] = {}
         self.reductions: dict[int, tuple] = {}
         self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
+        self.discarded = discarded_atomics(task) if cg.target.aggregates_scatters else set()
         self.fmf, self.approx_fmf = cg.fmf, cg.approx_fmf
         # fast-math: divisions by one divisor in one block multiply by one reciprocal
         self.div_groups = shared_divisors(task) if cg.fmf else {}
@@ -331,7 +344,7 @@ class TaskLowering(NestLowering):
             ty = ll_type(first.field.dtype)
             total = self.b.load(acc, typ=ty)
             op = "fadd" if first.field.dtype.is_float else "add"
-            self.cg.target.reduce_atomic(self.b, self.cg.module, op, self.element_ptr(first), total)
+            self.cg.target.reduce_atomic(self.b, self.cg.module, op, self.memory_ptr(self.element_ptr(first)), total)
 
     def outer_for(self, s: Stmt):
         if s.attr.parallel:
@@ -719,11 +732,17 @@ class TaskLowering(NestLowering):
                          (2, extra if extra is not None else L.Constant(I64, 0))):
                 b.store(v, b.gep(self.err_ptr, [L.Constant(I64, k)], source_etype=I64))
 
+    def memory_ptr(self, ptr):
+        """An element pointer as a load, store or atomic uses it (the target's address space;
+        in debug mode it may be the out-of-range slot, a stack address)."""
+        return ptr if self.cg.debug else self.cg.target.field_memory(self.b, ptr)
+
     def op_load(self, s: Stmt):
-        return self.cg.scopes.tag(self.b.load(self.element_ptr(s), typ=ll_type(s.dtype)), s.field)
+        ptr = self.memory_ptr(self.element_ptr(s))
+        return self.cg.scopes.tag(self.b.load(ptr, typ=ll_type(s.dtype)), s.field)
 
     def op_store(self, s: Stmt):
-        self.cg.scopes.tag(self.b.store(self.v(s.value), self.element_ptr(s)), s.field)
+        self.cg.scopes.tag(self.b.store(self.v(s.value), self.memory_ptr(self.element_ptr(s))), s.field)
 
     def op_atomic(self, s: Stmt):
         if id(s) in self.reductions or id(s) in self.nest_acc:
@@ -744,6 +763,10 @@ class TaskLowering(NestLowering):
             return self.plain_update(ptr, val, dt, kind)
         if op is None:
             return self.cas_loop(ptr, val, dt, kind)
+        ptr = self.memory_ptr(ptr)
+        if id(s) in self.discarded and kind in ("add", "sub") and self.pred is None:
+            return self.cg.target.scatter_atomic(self.b, self.cg.module, op, ptr, val,
+                                                 lambda inst: self.cg.scopes.tag(inst, field))
         return self.cg.scopes.tag(self.b.atomic_rmw(op, ptr, val, "monotonic"), field)
 
     def plain_update(self, ptr, val, dt, kind):

@@ -147,7 +147,10 @@ class CudaTarget(Target):
     polls_interrupt = False  # the host cannot write the stop word during a launch
     private_scatters = False  # thousands of threads: per-chunk copies do not pay
     contiguous_chunks = False  # worker_range is a grid-stride loop
-    rsqrt_estimates = False  # the x86 estimate's refinement (llvm_arith.fast_rsqrt)
+    # f32 x / sqrt(q) under fast-math: `rsqrt.approx` and fast_rsqrt's Newton step (one
+    # special-function op where sqrt.approx and div.approx take three; gravity's pairs wait on
+    # those units)
+    rsqrt_estimates = True
     # f32 under fast-math: div.approx (2 ulp) and sqrt.approx instead of the correctly rounded
     # subroutines; exact mode keeps those (f64 is correctly rounded either way)
     approx_math = ("afn",)
@@ -167,7 +170,7 @@ class CudaTarget(Target):
             with whole_warp:
                 v = total
                 for lanes in (16, 8, 4, 2, 1):
-                    other = _shuffle_xor(b, module, v, lanes, width)
+                    other = _shuffle(b, module, v, lanes, width, "bfly")
                     v = b.fadd(v, other) if op == "fadd" else b.add(v, other)
                 lane = b.call(module.declare_intrinsic("llvm.nvvm.read.ptx.sreg.laneid", (),
                                                        L.FunctionType(I32, [])), [])
@@ -175,6 +178,64 @@ class CudaTarget(Target):
                     b.atomic_rmw(op, ptr, v, "monotonic")
             with partial:
                 b.atomic_rmw(op, ptr, total, "monotonic")
+
+    def field_memory(self, b: L.IRBuilder, ptr):
+        """Fields live in device memory (`cuMemAlloc`): `ld.global`/`st.global`/`atom.global`
+        (`red.global` where the old value is unused) instead of generic addressing."""
+        return b.addrspacecast(ptr, GLOBAL_PTR)
+
+    aggregates_scatters = True
+
+    def scatter_atomic(self, b: L.IRBuilder, module: L.Module, op: str, ptr, val, tag):
+        """Neighbouring lanes adding into one element add once: each run of consecutive lanes
+        with the same address sums its values by shuffles (a segmented suffix sum) and the run's
+        first lane issues the atomic. Where the whole warp is here (`activemask`) and some
+        neighbours share an address; else each lane's own atomic. MPM's scatter with particles
+        sorted by cell and an adjoint's `x.grad[i] += ...` over a row of pairs send many lanes
+        to one address, and atomics on one address serialise in the L2."""
+        width = val.type.width if isinstance(val.type, L.IntType) else \
+            {L.FloatType: 32, L.DoubleType: 64}.get(type(val.type))
+        if width not in (32, 64):
+            return tag(b.atomic_rmw(op, ptr, val, "monotonic"))
+        i32 = lambda k: L.Constant(I32, k)
+        full = i32(0xFFFFFFFF)
+        mask = b.call(module.declare_intrinsic("llvm.nvvm.activemask", (), L.FunctionType(I32, [])), [])
+        with b.if_else(b.icmp_unsigned("==", mask, full)) as (whole_warp, partial):
+            with whole_warp:
+                lane = b.call(module.declare_intrinsic("llvm.nvvm.read.ptx.sreg.laneid", (),
+                                                       L.FunctionType(I32, [])), [])
+                addr = b.ptrtoint(ptr, I64)
+                # the last lane of a run: its right neighbour adds elsewhere (lane 31 gets its
+                # own address back)
+                tail = b.or_(b.icmp_unsigned("!=", _shuffle(b, module, addr, 1, 64, "down"), addr),
+                             b.icmp_unsigned("==", lane, i32(31)))
+                ballot = module.declare_intrinsic("llvm.nvvm.vote.ballot.sync", (),
+                                                  L.FunctionType(I32, [I32, L.IntType(1)]))
+                tails = b.call(ballot, [full, tail])
+                with b.if_else(b.icmp_unsigned("==", tails, full)) as (all_distinct, runs):
+                    with all_distinct:
+                        tag(b.atomic_rmw(op, ptr, val, "monotonic"))
+                    with runs:
+                        self._add_run(b, module, op, ptr, val, width, lane, tails, tag)
+            with partial:
+                tag(b.atomic_rmw(op, ptr, val, "monotonic"))
+
+    @staticmethod
+    def _add_run(b, module, op, ptr, val, width, lane, tails, tag):
+        cttz = module.declare_intrinsic("llvm.cttz", [I32], L.FunctionType(I32, [I32, L.IntType(1)]))
+        run_end = b.call(cttz, [b.and_(tails, b.shl(L.Constant(I32, 0xFFFFFFFF), lane)),
+                                L.Constant(L.IntType(1), 0)])
+        v = val
+        # after step k each lane holds the sum of its run from itself up to 2k lanes on
+        for k in (1, 2, 4, 8, 16):
+            other = _shuffle(b, module, v, k, width, "down")
+            fits = b.icmp_unsigned("<=", b.add(lane, L.Constant(I32, k)), run_end)
+            v = b.select(fits, b.fadd(v, other) if op in ("fadd", "fsub") else b.add(v, other), v)
+        # a run's first lane: lane 0, or the lane after a tail
+        heads = b.or_(b.shl(tails, L.Constant(I32, 1)), L.Constant(I32, 1))
+        head = b.trunc(b.lshr(heads, lane), L.IntType(1))
+        with b.if_then(head):
+            tag(b.atomic_rmw(op, ptr, v, "monotonic"))
 
     def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args, alloca_b: L.IRBuilder):
         """CUDA's device printf, `vprintf(fmt, words)`: each argument (i64 or f64) one 8-byte
@@ -249,14 +310,19 @@ class CudaTarget(Target):
         self.entries.append(entry.name)
 
 
-def _shuffle_xor(b: L.IRBuilder, module: L.Module, v, lanes: int, width: int):
-    """v from the lane `lanes` away (xor) in a whole warp: `shfl.sync.bfly`, a 64-bit value
-    as its two 32-bit halves."""
+GLOBAL_PTR = L.PointerType(addrspace=1)
+
+
+def _shuffle(b: L.IRBuilder, module: L.Module, v, lanes: int, width: int, mode: str):
+    """v from another lane of a whole warp: `shfl.sync.bfly` (lane xor `lanes`) or
+    `shfl.sync.down` (lane + `lanes`; a lane past 31 gets its own v), a 64-bit value as its
+    two 32-bit halves."""
+    clamp = 0x1F
     def shfl(x32):
-        fn = module.declare_intrinsic("llvm.nvvm.shfl.sync.bfly.i32", (),
+        fn = module.declare_intrinsic(f"llvm.nvvm.shfl.sync.{mode}.i32", (),
                                       L.FunctionType(I32, [I32, I32, I32, I32]))
         return b.call(fn, [L.Constant(I32, 0xFFFFFFFF), x32, L.Constant(I32, lanes),
-                           L.Constant(I32, 0x1F)])
+                           L.Constant(I32, clamp)])
     bits = v if isinstance(v.type, L.IntType) else b.bitcast(v, L.IntType(width))
     if width == 32:
         got = shfl(bits)

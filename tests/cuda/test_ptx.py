@@ -10,6 +10,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 from cuda_corpus import CORPUS
 from cuda_support import ad_corpus, ad_gradients, capture_runtime
@@ -214,6 +215,50 @@ def test_fast_math_divides_and_roots_f32_approximately_and_f64_exactly():
     assert ops(exact) == {"div.rn.f32", "sqrt.rn.f32", "div.rn.f64", "sqrt.rn.f64"}  # IEEE
     check_ptx(fast, "sm_90", entries=1)
     check_ptx(exact, "sm_90", entries=1)
+
+
+def test_fast_math_divides_f32_by_a_root_with_one_reciprocal_root():
+    fs.init(arch=fs.cpu)
+    a = fs.field(fs.f32, shape=8)
+
+    @fs.kernel
+    def k():
+        for i in a:
+            a[i] = -3.0 / fs.sqrt(a[i] * a[i] + 0.5)
+
+    ir = P.kernel_ir(k)
+    fast, exact = (P.emit_ptx(ir, "sm_90", fast_math=f) for f in (True, False))
+    ops = lambda text: set(re.findall(r"\b((?:div|sqrt|rsqrt)\.\w+\.f32)", text))
+    # gravity's pair term: one special-function op (and fast_rsqrt's Newton step in FMAs)
+    assert ops(fast) == {"rsqrt.approx.f32"}
+    assert fast.count("fma.rn.f32") >= 3
+    assert ops(exact) == {"div.rn.f32", "sqrt.rn.f32"}
+    check_ptx(fast, "sm_90", entries=1)
+
+
+@pytest.mark.cuda
+def test_fast_math_reciprocal_root_on_the_device_within_two_ulps():
+    fs.init(arch=fs.cuda, fast_math=True)
+    n = 1 << 16
+    q = fs.field(fs.f32, shape=n)
+    out = fs.field(fs.f32, shape=n)
+
+    @fs.kernel
+    def k():
+        for i in q:
+            out[i] = 2.0 / fs.sqrt(q[i])
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate([4.0 ** np.arange(-20, 20), rng.uniform(1e-6, 1e6, n - 40)])
+    q.from_numpy(values.astype(np.float32))
+    k()
+    got = out.to_numpy().astype(np.float64)
+    want = 2.0 / np.sqrt(values.astype(np.float32).astype(np.float64))
+    ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got - want) / ulp) <= 2.0
+    # exact where the result is: powers of 4 (a polar decomposition of I needs 1/sqrt(4) = 0.5)
+    np.testing.assert_array_equal(got[:40], want[:40])
+    fs.init(arch=fs.cpu)
 
 
 class _LoadCountingDriver:
