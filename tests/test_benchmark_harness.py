@@ -1,5 +1,6 @@
 """The benchmark harness's own logic (issue #13): the full-size diffmpm robot, the checksum table
 that every backend reports, and run.py's cross-backend comparison. No timing here."""
+import json
 import sys
 from pathlib import Path
 
@@ -95,3 +96,33 @@ def test_gpu_measure_parts_run_small_on_the_cpu(monkeypatch):
         assert mpm[order]["finite"]
         p2g = mpm[order]["kernels"]["particle_to_grid"]
         assert p2g["access_bytes"] > p2g["compulsory_bytes"] > 0 and p2g["ms"] > 0
+
+
+def test_gpu_variants_take_turns_and_restore_the_target(monkeypatch, tmp_path, capsys):
+    """benchmarks/gpu_variants.py: every variant runs with its CudaTarget attributes set, the
+    attributes are restored afterwards, and the medians land in --out."""
+    import gpu_measure
+    import gpu_variants
+
+    from fieldsim.codegen.ptx import CudaTarget
+
+    before = {k: getattr(CudaTarget, k) for k in ("rsqrt_estimates", "refine_rsqrt", "flush_subnormals")}
+    seen = []
+
+    def fake_gravity(n, reps):
+        seen.append((n, {k: getattr(CudaTarget, k) for k in before}))
+        ms = 1.0 + CudaTarget.refine_rsqrt + 2 * (not CudaTarget.flush_subnormals)
+        return {"n": n, "fwd_ms": ms, "adj_ms": 2 * ms, "tape_step_ms": 3 * ms, "U": -1.5}
+
+    monkeypatch.setattr(gpu_measure, "gravity", fake_gravity)
+    monkeypatch.setattr(gpu_measure, "device_info", lambda: {"device": "none"})
+    out = tmp_path / "v.json"
+    gpu_variants.main(["--rounds", "2", "--reps", "1", "--out", str(out)])
+    assert {k: getattr(CudaTarget, k) for k in before} == before
+    assert len(seen) == 2 * 2 * len(gpu_variants.VARIANTS)
+    assert {tuple(sorted(a.items())) for _, a in seen} == \
+        {tuple(sorted(v.items())) for v in gpu_variants.VARIANTS.values()}
+    medians = json.loads(out.read_text())["medians"]
+    assert medians["rsqrt_refined_no_ftz/16384"]["fwd_ms"] == 4.0
+    assert medians["rsqrt/2048"]["adj_ms"] == 2.0
+    assert "| rsqrt | 16384 |" in capsys.readouterr().out

@@ -20,6 +20,7 @@ LLVM IR is the same share one PTX build and loaded module.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import sys
 import threading
@@ -59,6 +60,25 @@ STATUS_BYTES = 8 * (ERR_WORDS + MAX_ASSERT_ARGS)
 
 
 # ---- driver API: pycuda or cuda-python ---------------------------------------------------------
+def _current_on_every_thread(cls):
+    """Each driver call first makes the context current on the calling thread, once per
+    thread: CUDA's current context is the thread's, and a launch from a thread it was never
+    made current on (a user's worker thread) fails with CUDA_ERROR_INVALID_CONTEXT."""
+    def wrap(method):
+        @functools.wraps(method)
+        def on_this_thread(self, *args):
+            if not getattr(self.threads, "current", False):
+                self.make_current()
+                self.threads.current = True
+            return method(self, *args)
+        return on_this_thread
+    for name in ("alloc", "free", "htod", "dtoh", "memset8", "memset32", "load", "function",
+                 "max_threads", "launch", "sync"):
+        setattr(cls, name, wrap(getattr(cls, name)))
+    return cls
+
+
+@_current_on_every_thread
 class _PycudaDriver:
     name = "pycuda"
 
@@ -70,11 +90,14 @@ class _PycudaDriver:
             raise RuntimeError("no CUDA device")
         self.dev = drv.Device(0)
         self.ctx = self.dev.retain_primary_context()
-        self.ctx.push()
+        self.threads = threading.local()
         a = drv.device_attribute
         self.cc = self.dev.compute_capability()
         self.sm_count = self.dev.get_attribute(a.MULTIPROCESSOR_COUNT)
         self.device_name = self.dev.name()
+
+    def make_current(self):
+        self.ctx.push()
 
     def alloc(self, nbytes):
         mem = self.drv.mem_alloc(max(int(nbytes), 1))
@@ -119,6 +142,7 @@ class _PycudaDriver:
             pass
 
 
+@_current_on_every_thread
 class _CudaPythonDriver:
     name = "cuda-python"
 
@@ -133,7 +157,7 @@ class _CudaPythonDriver:
             raise RuntimeError("no CUDA device")
         self.dev = self.check(cu.cuDeviceGet(0))
         self.ctx = self.check(cu.cuDevicePrimaryCtxRetain(self.dev))
-        self.check(cu.cuCtxSetCurrent(self.ctx))
+        self.threads = threading.local()
         attr = cu.CUdevice_attribute
         get = lambda a: self.check(cu.cuDeviceGetAttribute(a, self.dev))
         self.cc = (get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
@@ -153,6 +177,9 @@ class _CudaPythonDriver:
         if not rest:
             return None
         return rest[0] if len(rest) == 1 else rest
+
+    def make_current(self):
+        self.check(self.cu.cuCtxSetCurrent(self.ctx))
 
     def alloc(self, nbytes):
         dptr = self.check(self.cu.cuMemAlloc(max(int(nbytes), 1)))

@@ -104,6 +104,11 @@ class Target:
     def finish_task(self, module: L.Module, fn: L.Function):
         """Called once per task function (CUDA adds its kernel entry point here)."""
 
+    def reciprocal_root(self, lw, b: L.IRBuilder, x):
+        """f32 1/sqrt(x) for `x / sqrt(q)` under fast-math (`rsqrt_estimates`)."""
+        from fieldsim.codegen.llvm_arith import fast_rsqrt
+        return fast_rsqrt(lw, b, x)
+
     def field_memory(self, b: L.IRBuilder, ptr):
         """A field element's pointer for a load, store or atomic (CUDA: the global space)."""
         return ptr
@@ -915,8 +920,7 @@ class TaskLowering(NestLowering):
             return self.arith(s)
         if first == id(s):  # lowered before the rest of its group (shared_divisors)
             if by_sqrt:
-                from fieldsim.codegen.llvm_arith import fast_rsqrt
-                self.reciprocals[first] = fast_rsqrt(self, self.b, self.v(d.args[0]))
+                self.reciprocals[first] = self.cg.target.reciprocal_root(self, self.b, self.v(d.args[0]))
             else:
                 dv = self.v(d)
                 self.reciprocals[first] = self.b.fdiv(L.Constant(dv.type, 1.0), dv, flags=self.approx_fmf)

@@ -147,10 +147,33 @@ class CudaTarget(Target):
     polls_interrupt = False  # the host cannot write the stop word during a launch
     private_scatters = False  # thousands of threads: per-chunk copies do not pay
     contiguous_chunks = False  # worker_range is a grid-stride loop
-    # f32 x / sqrt(q) under fast-math: `rsqrt.approx` and fast_rsqrt's Newton step (one
-    # special-function op where sqrt.approx and div.approx take three; gravity's pairs wait on
-    # those units)
+    # f32 x / sqrt(q) under fast-math: x * `rsqrt.approx(q)` (one special-function op where
+    # sqrt.approx and div.approx take two or three), refined by fast_rsqrt's Newton step
+    # where `refine_rsqrt` (benchmarks/gpu_variants.py measures both)
     rsqrt_estimates = True
+    refine_rsqrt = False
+    # under fast-math, f32 subnormals flush to zero (`.ftz` instructions, libdevice's
+    # __CUDA_FTZ), as Taichi's CUDA backend always does and nvcc's --use_fast_math
+    flush_subnormals = True
+
+    def reciprocal_root(self, lw, b: L.IRBuilder, x):
+        if self.refine_rsqrt:
+            return super().reciprocal_root(lw, b, x)
+        root = b.call(module_intrinsic(lw.cg.module, "llvm.sqrt", x.type), [x])
+        root.fastmath.add("afn")
+        return b.fdiv(L.Constant(x.type, 1.0), root, flags=("arcp", "afn"))
+
+    def finish_module(self, module: L.Module, fast_math: bool):
+        """Under fast-math with `flush_subnormals`: every function flushes f32 subnormals, and
+        NVVMReflect answers libdevice's __CUDA_FTZ with 1."""
+        if not (fast_math and self.flush_subnormals):
+            return
+        for fn in module.functions:
+            if not fn.is_declaration:
+                set.add(fn.attributes, '"denormal-fp-math-f32"="preserve-sign,preserve-sign"')
+        flags = module.add_named_metadata("llvm.module.flags")
+        flags.add(module.add_metadata([L.Constant(I32, 4), L.MetaDataString(module, "nvvm-reflect-ftz"),
+                                       L.Constant(I32, 1)]))
     # f32 under fast-math: div.approx (2 ulp) and sqrt.approx instead of the correctly rounded
     # subroutines; exact mode keeps those (f64 is correctly rounded either way)
     approx_math = ("afn",)
@@ -313,6 +336,10 @@ class CudaTarget(Target):
 GLOBAL_PTR = L.PointerType(addrspace=1)
 
 
+def module_intrinsic(module: L.Module, name: str, ty):
+    return module.declare_intrinsic(name, [ty], L.FunctionType(ty, [ty]))
+
+
 def _shuffle(b: L.IRBuilder, module: L.Module, v, lanes: int, width: int, mode: str):
     """v from another lane of a whole warp: `shfl.sync.bfly` (lane xor `lanes`) or
     `shfl.sync.down` (lane + `lanes`; a lane past 31 gets its own v), a 64-bit value as its
@@ -428,6 +455,7 @@ def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None, li
     nargs = sum(1 for p in kernel.params if not p.template)
     target = (target_cls or CudaTarget)(nargs=nargs, libdevice=libdevice)
     module, info = lower_kernel(kernel, symbol, target, debug, fast_math)
+    target.finish_module(module, fast_math)
     return module, info, target.entries
 
 

@@ -27,6 +27,7 @@ class EmuTarget(CudaTarget):
     reduce_atomic = Target.reduce_atomic  # no warps: the emulator runs one thread at a time
     aggregates_scatters = False
     field_memory = Target.field_memory  # the host has one address space
+    flush_subnormals = False  # host code
     print = Target.print  # the host's printf (a device's vprintf: test_ptx.py)
 
     def __init__(self, nargs=0, libdevice=None):
