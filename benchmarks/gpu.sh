@@ -15,6 +15,10 @@
 #   peers    benchmarks/run.py on CUDA, fieldsim beside Taichi 1.7.4 (wheels in .whl_taichi/)
 #   baseline gpu_measure.py of an earlier fieldsim, unpacked in .baseline/ (ignored by git:
 #            `git archive REV | tar -x -C .baseline`), on the same device: before / after
+#   variants benchmarks/gpu_variants.py: the CUDA target's f32 x/sqrt(q) and subnormal choices,
+#            side by side on gravity (results_gpu_variants.json)
+#   warp     benchmarks/run.py on CUDA, fieldsim beside Warp 1.2.2 (its wheel in .whl_warp/), and
+#            beside Taichi too where an earlier call on the same warm machine installed it
 # Each stage has a time limit (FS_T_<STAGE> seconds), cut to what is left of FS_BUDGET (570 s
 # by default, inside the device tool's 10 minutes a call); a stage that fails or times out is
 # reported and the rest still run, a stage with under 20 s left is skipped.
@@ -39,11 +43,20 @@
 #     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #         --implementation cp --platform manylinux_2_27_x86_64 -d .whl_taichi taichi==1.7.4 dill
 #
-# (56 MB: it fits the 64 MiB carry limit with the repo. Warp's wheel, 149 MB, does not; untried:
-# `split -b 60M` it into three ignored folders carried by three back-to-back calls on the warm
-# machine (an ignored path a call does not name stays there), `cat` the parts in the last one,
-# and pass `--warp-python` to run.py, which today times Warp on the CPU only.) For the
-# `drivers` stage, pycuda's sdist and its needs can go in .whl/ for `install` to build
+# (56 MB: it fits the 64 MiB carry limit with the repo.) For `warp`, Warp 1.19's wheel (149 MB)
+# cannot travel; Warp 1.2.2's (63,462,023 bytes) would, with 250 KB to spare beside the repo's
+# 3.4 MB (the limit counts the whole working tree). benchmarks/warp_wheel.py fetches it into
+# .whl_warp/ without warp/examples and warp/tests (60,214,398 bytes; nothing `import warp` or
+# the benchmark uses): 1.3 and 1.4 (66 MB) are over the limit with the repo, 1.5+ over 80 MB.
+# warp_programs.py runs on Warp 1.2 and 1.19 alike (same checksums as fieldsim on the CPU).
+#
+#     echo /.whl_warp/ >> .git/info/exclude; python3 benchmarks/warp_wheel.py
+#
+# Carry .whl_warp alone (Taichi's and Warp's wheels together are over the limit): Taichi stays
+# on a warm machine from an earlier call that ran `peers` (an ignored path a call does not name
+# stays there), and `warp` then times all three. Warp 1.2.2 is built with CUDA 11.8: it JITs
+# PTX for sm_75 (its ptx_target_arch) with its own NVRTC, which a newer driver runs on sm_90.
+# For the `drivers` stage, pycuda's sdist and its needs can go in .whl/ for `install` to build
 # against the toolkit (with CUDA_ROOT set, the driver library stub, without cuRAND):
 #
 #     echo /.whl/ >> .git/info/exclude; mkdir -p .whl
@@ -180,7 +193,7 @@ stage_measure() {
 
 # Taichi 1.7.4 on the same device: its wheel (and dill, its one need the image lacks) carried in
 # .whl_taichi/ (56 MB: too much beside llvmlite's in one call, so a second call on the warm
-# machine, after `install`, carries it); Warp's wheel (149 MB) cannot travel at all
+# machine, after `install`, carries it); Warp: the `warp` stage
 stage_peers() {
     if ls .whl_taichi/*.whl >/dev/null 2>&1; then
         "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -196,6 +209,55 @@ stage_baseline() {
     echo "baseline: $(cat .baseline/REV 2>/dev/null || echo '?')"
     PYTHONPATH="$FS_SITE:$REPO/.baseline" FIELDSIM_CACHE_DIR=/tmp/fs-cache-baseline \
         "$PY" .baseline/benchmarks/gpu_measure.py --out "$OUTDIR/results_gpu_baseline.json"
+}
+
+# Warp 1.2.2 (its wheel in .whl_warp/, see "Offline installs") on CUDA, beside fieldsim, and
+# Taichi when it is importable (installed by `peers` in an earlier call on this machine).
+# run.py runs once per program, merging each program's results into results_warp_<arch>.json
+# as it ends, so a stage cut by its time limit keeps the programs it finished.
+# FS_WARP_ARCH=cpu runs the same on the CPU (how the stage is tried on a machine without a GPU).
+stage_warp() {
+    local arch=${FS_WARP_ARCH:-cuda} p rc=0 taichi=(--no-taichi)
+    local programs=${FS_BENCH_PROGRAMS:-mpm88_substep,gravity_fwd,gravity_adj,gravity16k_fwd,gravity16k_adj,diffmpm_full_iter}
+    local out="$OUTDIR/results_warp_$arch.json"
+    if ls .whl_warp/*.whl >/dev/null 2>&1; then
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target "$FS_SITE" .whl_warp/*.whl || return 1
+    fi
+    # Warp's kernel cache: run.py's workers point it at temporary folders of their own; this is
+    # for anything else that initialises Warp (HOME may not be writable)
+    export WARP_CACHE_PATH=${WARP_CACHE_PATH:-/tmp/fs-warp-cache}
+    "$PY" -c "import warp; print('warp', warp.__version__, 'from', warp.__file__)" || return 1
+    if "$PY" -c "import taichi" >/dev/null 2>&1; then
+        taichi=(--taichi-python "$PY")
+    else
+        echo "no Taichi here (an earlier call's \`peers\` on this machine installs it): Warp alone"
+    fi
+    rm -f "$out"
+    for p in ${programs//,/ }; do
+        rm -f "/tmp/fs-warp-$p.json"
+        "$PY" benchmarks/run.py --arch "$arch" --warp-python "$PY" "${taichi[@]}" \
+            --rounds "${FS_BENCH_ROUNDS:-3}" --reps "${FS_BENCH_REPS:-10}" \
+            --out "/tmp/fs-warp-$p.json" --programs "$p" || rc=1
+        [ -f "/tmp/fs-warp-$p.json" ] || continue
+        "$PY" - "$out" "/tmp/fs-warp-$p.json" "$p" <<'EOF' || rc=1
+import json, os, sys
+out, part, program = sys.argv[1:]
+merged = json.load(open(out)) if os.path.exists(out) else {}
+new = json.load(open(part))
+machine = new.pop("_machine")
+ok = merged.get("_machine", {}).get("checks_ok", True) and machine.get("checks_ok", False)
+merged.setdefault("_machine", dict(machine))["checks_ok"] = ok
+merged.setdefault("_machines", {})[program] = machine
+merged.update(new)
+json.dump(merged, open(out, "w"), indent=1)
+EOF
+    done
+    return $rc
+}
+
+stage_variants() {
+    "$PY" benchmarks/gpu_variants.py --rounds "${FS_VARIANT_ROUNDS:-3}" --out "$OUTDIR/results_gpu_variants.json"
 }
 
 stage_drivers() {
@@ -232,7 +294,7 @@ stage_bench() {
     return $rc
 }
 
-declare -A LIMIT=([info]=60 [install]=300 [test]=330 [drivers]=150 [suite]=300 [bench]=400 [measure]=300 [peers]=400 [baseline]=300)
+declare -A LIMIT=([info]=60 [install]=300 [test]=330 [drivers]=150 [suite]=300 [bench]=400 [measure]=300 [peers]=400 [baseline]=300 [warp]=400 [variants]=200)
 LOGDIR=$(mktemp -d /tmp/fs-gpu-logs.XXXX)
 BUDGET=${FS_BUDGET:-570}
 for s in "${STAGES[@]}"; do

@@ -7,7 +7,8 @@
 
 Takes: the programs of benchmarks/programs.py to time. fieldsim runs under this interpreter;
 Taichi under `--taichi-python` (default: $TAICHI_PYTHON, else this interpreter), and is left out,
-with a note, when that interpreter cannot import taichi. Warp (warp-lang, its CPU device) runs
+with a note, when that interpreter cannot import taichi. Warp (warp-lang 1.2 or later, on the
+device `--arch` names: "cpu", or "cuda:0" for cuda, as Taichi's `ti.init(arch=...)`) runs
 the programs of the same names in benchmarks/warp_programs.py under `--warp-python` (default:
 $WARP_PYTHON, else the Taichi interpreter), left out likewise when it cannot import warp or has
 no Warp version of a program. Neither is a dependency of the project: they live in their own

@@ -1,10 +1,13 @@
-"""Warp (warp-lang, CPU) versions of the benchmark programs of `programs.py`, for `_worker.py warp`.
+"""Warp (warp-lang) versions of the benchmark programs of `programs.py`, for `_worker.py warp`.
 
 Takes: nothing at import but `warp` (benchmark environment only: Warp is never a dependency of
 fieldsim) and the example modules of examples/simulation, read for their constants and their
 NumPy set-up (initial states, robot particles, controller parameters), so the Warp programs
 start from exactly the data the fieldsim and Taichi programs start from. Importing an example
 imports the fieldsim package (pure Python until a kernel is compiled; no llvmlite needed).
+BENCH_ARCH (run.py's `--arch`) picks the device: "cuda:0" for cuda (arrays allocated there,
+kernels launched there, `sync` = `wp.synchronize_device`), else "cpu". Runs on Warp 1.2 to 1.19
+(the GPU machine's carry limit takes 1.2.2's wheel; BENCHMARKS.md's CPU rows used 1.19).
 
 Guarantees: `PROGRAMS[name]()` returns `(step, sync, checksum)` for each name it has in common
 with `programs.PROGRAMS`; `step` does the same work as the fieldsim program of that name,
@@ -19,11 +22,12 @@ Differences of idiom, kept on purpose (a Warp user would write them so):
 * Warp compiles a module's forward and adjoint kernels together at the first launch, so an
   `_adj` program's compile time (measured after its forward ran) is about zero: Warp's adjoint
   compile is inside the `_fwd` row.
-* Each program's kernels live in their own Warp module (`module="fsbench_<program>"`), so a
+* Each program's kernels live in their own Warp module (`fsbench_<program>`, see `_kernel`), so a
   program compiles only its own kernels, as it would in a user's file. A program loads its
   module first (`wp.load_module`: a compile, or a fetch from the kernel cache) and adds that
   time to `COMPILE_S`, which the worker reports as compile time, apart from allocating arrays.
 """
+import inspect
 import math
 import os
 import sys
@@ -42,8 +46,22 @@ import diffmpm as _dm
 import mass_spring as _ms
 import mpm88 as _m88
 
-DEVICE = "cuda" if os.environ.get("BENCH_ARCH") == "cuda" else "cpu"  # run.py --arch
+DEVICE = "cuda:0" if os.environ.get("BENCH_ARCH") == "cuda" else "cpu"  # run.py --arch
 COMPILE_S = 0.0  # seconds spent loading (compiling) the programs' modules in this process
+# `wp.kernel(module=...)` is newer Warp's (1.19 has it, 1.2-1.4 do not: there a kernel's module
+# is its function's `__module__`, which _kernel sets to the same name)
+_KERNEL_TAKES_MODULE = "module" in inspect.signature(wp.kernel).parameters
+
+
+def _kernel(module):
+    """`@wp.kernel(module=module)` on any Warp version."""
+    if _KERNEL_TAKES_MODULE:
+        return wp.kernel(module=module)
+
+    def register(f):
+        f.__module__ = module
+        return wp.kernel(f)
+    return register
 
 
 def _compile(module):
@@ -76,7 +94,7 @@ def bspline_weights(f: float):
     return wp.vec3(0.5 * a * a, 0.75 - b * b, 0.5 * c * c)
 
 
-@wp.kernel(module="fsbench_mpm88")
+@_kernel("fsbench_mpm88")
 def mpm88_p2g(x: wp.array(dtype=wp.vec2), v: wp.array(dtype=wp.vec2), C: wp.array(dtype=wp.mat22),
               J: wp.array(dtype=float), grid_v: wp.array2d(dtype=wp.vec2),
               grid_m: wp.array2d(dtype=float), dx: float, inv_dx: float, p_vol: float,
@@ -99,7 +117,7 @@ def mpm88_p2g(x: wp.array(dtype=wp.vec2), v: wp.array(dtype=wp.vec2), C: wp.arra
             wp.atomic_add(grid_m, bx + i, by + j, weight * p_mass)
 
 
-@wp.kernel(module="fsbench_mpm88")
+@_kernel("fsbench_mpm88")
 def mpm88_update_grid(grid_v: wp.array2d(dtype=wp.vec2), grid_m: wp.array2d(dtype=float),
                       n_grid: int):
     i, j = wp.tid()
@@ -119,7 +137,7 @@ def mpm88_update_grid(grid_v: wp.array2d(dtype=wp.vec2), grid_m: wp.array2d(dtyp
         grid_v[i, j] = wp.vec2(vx, vy)
 
 
-@wp.kernel(module="fsbench_mpm88")
+@_kernel("fsbench_mpm88")
 def mpm88_g2p(x: wp.array(dtype=wp.vec2), v: wp.array(dtype=wp.vec2), C: wp.array(dtype=wp.mat22),
               J: wp.array(dtype=float), grid_v: wp.array2d(dtype=wp.vec2), dx: float,
               inv_dx: float):
@@ -173,19 +191,23 @@ def mpm88_substep():
 
 
 # ------------------------------------------------------------------------------------ gravity
-@wp.kernel(module="fsbench_gravity")
-def gravity_U(x: wp.array(dtype=wp.vec2), gmm: float, eps2: float, U: wp.array(dtype=float)):
+# U sums n^2 / 2 float32 terms by one atomic add each: in float32 (fieldsim's and Taichi's field
+# type) the sum stops growing once the terms fall under half its ulp (U read -1.23 for -2.61 at
+# N=16384, sequentially on Warp's CPU device), where fieldsim and Taichi add partial sums (per
+# thread, per GPU warp). So Warp's U is float64, each term still float32.
+@_kernel("fsbench_gravity")
+def gravity_U(x: wp.array(dtype=wp.vec2), gmm: float, eps2: float, U: wp.array(dtype=wp.float64)):
     i, j = wp.tid()
     if i < j:
         r = x[i] - x[j]
-        wp.atomic_add(U, 0, -gmm / wp.sqrt(wp.dot(r, r) + eps2))
+        wp.atomic_add(U, 0, wp.float64(-gmm / wp.sqrt(wp.dot(r, r) + eps2)))
 
 
 def _gravity(n=2048):
     _compile("fsbench_gravity")
     pos = _grav.initial_state(n)[0]
     x = wp.array(pos, dtype=wp.vec2, device=DEVICE, requires_grad=True)
-    U = wp.zeros(1, dtype=float, device=DEVICE, requires_grad=True)
+    U = wp.zeros(1, dtype=wp.float64, device=DEVICE, requires_grad=True)
     mass = _grav.TOTAL_MASS / n
     args = (x, _grav.G * mass * mass, _grav.EPS * _grav.EPS, U)
     return n, x, U, args
@@ -276,7 +298,7 @@ def polar_rotation(A: wp.mat22):
     return wp.mat22(co, -sg * si, si, sg * co)
 
 
-@wp.kernel(module="fsbench_diffmpm")
+@_kernel("fsbench_diffmpm")
 def dm_init_state(x0: wp.array(dtype=wp.vec2), x: wp.array2d(dtype=wp.vec2),
                   v: wp.array2d(dtype=wp.vec2), C: wp.array2d(dtype=wp.mat22),
                   F: wp.array2d(dtype=wp.mat22)):
@@ -287,7 +309,7 @@ def dm_init_state(x0: wp.array(dtype=wp.vec2), x: wp.array2d(dtype=wp.vec2),
     F[0, p] = wp.mat22(1.0, 0.0, 0.0, 1.0)
 
 
-@wp.kernel(module="fsbench_diffmpm")
+@_kernel("fsbench_diffmpm")
 def dm_compute_actuation(weights: wp.array2d(dtype=float), bias: wp.array(dtype=float),
                          actuation: wp.array2d(dtype=float), t: int):
     a = wp.tid()
@@ -297,7 +319,7 @@ def dm_compute_actuation(weights: wp.array2d(dtype=float), bias: wp.array(dtype=
     actuation[t, a] = wp.tanh(s)
 
 
-@wp.kernel(module="fsbench_diffmpm")
+@_kernel("fsbench_diffmpm")
 def dm_p2g(x: wp.array2d(dtype=wp.vec2), v: wp.array2d(dtype=wp.vec2),
            C: wp.array2d(dtype=wp.mat22), F: wp.array2d(dtype=wp.mat22),
            actuator_id: wp.array(dtype=wp.int32), actuation: wp.array2d(dtype=float),
@@ -333,7 +355,7 @@ def dm_p2g(x: wp.array2d(dtype=wp.vec2), v: wp.array2d(dtype=wp.vec2),
             wp.atomic_add(grid_m_in, s, bx + i, by + j, weight * DM_P_MASS)
 
 
-@wp.kernel(module="fsbench_diffmpm")
+@_kernel("fsbench_diffmpm")
 def dm_grid_op(grid_v_in: wp.array3d(dtype=wp.vec2), grid_m_in: wp.array3d(dtype=float),
                grid_v_out: wp.array3d(dtype=wp.vec2), s: int):
     i, j = wp.tid()
@@ -354,7 +376,7 @@ def dm_grid_op(grid_v_in: wp.array3d(dtype=wp.vec2), grid_m_in: wp.array3d(dtype
     grid_v_out[s, i, j] = wp.vec2(vx, vy)
 
 
-@wp.kernel(module="fsbench_diffmpm")
+@_kernel("fsbench_diffmpm")
 def dm_g2p(x: wp.array2d(dtype=wp.vec2), v: wp.array2d(dtype=wp.vec2),
            C: wp.array2d(dtype=wp.mat22), grid_v_out: wp.array3d(dtype=wp.vec2), f: int, s: int):
     p = wp.tid()
@@ -378,7 +400,7 @@ def dm_g2p(x: wp.array2d(dtype=wp.vec2), v: wp.array2d(dtype=wp.vec2),
     C[f + 1, p] = new_C
 
 
-@wp.kernel(module="fsbench_diffmpm")
+@_kernel("fsbench_diffmpm")
 def dm_compute_loss(x: wp.array2d(dtype=wp.vec2), loss: wp.array(dtype=float), steps: int,
                     inv_n: float):
     p = wp.tid()
@@ -547,7 +569,7 @@ MS_POS_SCALE = wp.constant(float(_ms.POS_SCALE))
 wp.get_module("fsbench_mass_spring").options["max_unroll"] = 64
 
 
-@wp.kernel(module="fsbench_mass_spring")
+@_kernel("fsbench_mass_spring")
 def ms_init_state(x0: wp.array(dtype=wp.vec2), x: wp.array2d(dtype=wp.vec2),
                   v: wp.array2d(dtype=wp.vec2)):
     i = wp.tid()
@@ -555,13 +577,13 @@ def ms_init_state(x0: wp.array(dtype=wp.vec2), x: wp.array2d(dtype=wp.vec2),
     v[0, i] = wp.vec2(0.0, 0.0)
 
 
-@wp.kernel(module="fsbench_mass_spring")
+@_kernel("fsbench_mass_spring")
 def ms_compute_center(x: wp.array2d(dtype=wp.vec2), center: wp.array(dtype=wp.vec2), t: int):
     i = wp.tid()
     wp.atomic_add(center, t, x[t, i] / float(MS_N_NODES))
 
 
-@wp.kernel(module="fsbench_mass_spring")
+@_kernel("fsbench_mass_spring")
 def ms_controller_hidden(x: wp.array2d(dtype=wp.vec2), center: wp.array(dtype=wp.vec2),
                          w1: wp.array2d(dtype=float), b1: wp.array(dtype=float),
                          hidden: wp.array2d(dtype=float), t: int):
@@ -575,7 +597,7 @@ def ms_controller_hidden(x: wp.array2d(dtype=wp.vec2), center: wp.array(dtype=wp
     hidden[t, h] = wp.tanh(a)
 
 
-@wp.kernel(module="fsbench_mass_spring")
+@_kernel("fsbench_mass_spring")
 def ms_controller_output(hidden: wp.array2d(dtype=float), w2: wp.array2d(dtype=float),
                          b2: wp.array(dtype=float), act: wp.array2d(dtype=float), t: int):
     s = wp.tid()
@@ -585,7 +607,7 @@ def ms_controller_output(hidden: wp.array2d(dtype=float), w2: wp.array2d(dtype=f
     act[t, s] = wp.tanh(a)
 
 
-@wp.kernel(module="fsbench_mass_spring")
+@_kernel("fsbench_mass_spring")
 def ms_spring_forces(x: wp.array2d(dtype=wp.vec2), act: wp.array2d(dtype=float),
                      spring_a: wp.array(dtype=wp.int32), spring_b: wp.array(dtype=wp.int32),
                      rest: wp.array(dtype=float), gain: wp.array(dtype=float),
@@ -601,7 +623,7 @@ def ms_spring_forces(x: wp.array2d(dtype=wp.vec2), act: wp.array2d(dtype=float),
     wp.atomic_add(v_inc, t, ib, impulse)
 
 
-@wp.kernel(module="fsbench_mass_spring")
+@_kernel("fsbench_mass_spring")
 def ms_advance(v: wp.array2d(dtype=wp.vec2), v_inc: wp.array2d(dtype=wp.vec2),
                x: wp.array2d(dtype=wp.vec2), t: int):
     i = wp.tid()
@@ -618,7 +640,7 @@ def ms_advance(v: wp.array2d(dtype=wp.vec2), v_inc: wp.array2d(dtype=wp.vec2),
     x[t, i] = old_x + toi * vel + (MS_DT - toi) * new_v
 
 
-@wp.kernel(module="fsbench_mass_spring")
+@_kernel("fsbench_mass_spring")
 def ms_compute_loss(center: wp.array(dtype=wp.vec2), loss: wp.array(dtype=float), steps: int):
     loss[0] = -center[steps][0]
 

@@ -126,3 +126,38 @@ def test_gpu_variants_take_turns_and_restore_the_target(monkeypatch, tmp_path, c
     assert medians["rsqrt_refined_no_ftz/16384"]["fwd_ms"] == 4.0
     assert medians["rsqrt/2048"]["adj_ms"] == 2.0
     assert "| rsqrt | 16384 |" in capsys.readouterr().out
+
+
+def test_warp_wheel_trim_drops_examples_tests_and_their_record_lines(tmp_path):
+    """benchmarks/warp_wheel.py's trim: what makes Warp's wheel fit a device call."""
+    import zipfile
+
+    import warp_wheel
+    src, dst = tmp_path / "w.whl", tmp_path / "out.whl"
+    record = "".join(f"{n},sha256=x,1\n" for n in
+                     ("warp/__init__.py", "warp/bin/warp.so", "warp/examples/a.usd",
+                      "warp/tests/t.py", "warp_lang-1.2.2.dist-info/RECORD"))
+    with zipfile.ZipFile(src, "w") as z:
+        for name in ("warp/__init__.py", "warp/bin/warp.so", "warp/examples/a.usd",
+                     "warp/tests/t.py"):
+            z.writestr(name, "x")
+        z.writestr("warp_lang-1.2.2.dist-info/RECORD", record)
+    warp_wheel.trim(src, dst)
+    with zipfile.ZipFile(dst) as z:
+        assert sorted(z.namelist()) == ["warp/__init__.py", "warp/bin/warp.so",
+                                        "warp_lang-1.2.2.dist-info/RECORD"]
+        kept = z.read("warp_lang-1.2.2.dist-info/RECORD").decode()
+    assert "examples" not in kept and "tests" not in kept and "warp/bin/warp.so" in kept
+
+
+def test_gpu_sh_parses_and_every_documented_stage_has_a_function_and_a_limit():
+    import re
+    import subprocess
+    script = ROOT / "benchmarks" / "gpu.sh"
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    text = script.read_text()
+    documented = re.findall(r"^#   (\w+) ", text, re.MULTILINE)
+    assert "warp" in documented and "peers" in documented
+    limits = re.search(r"declare -A LIMIT=\((.*)\)", text).group(1)
+    for stage in documented:
+        assert f"\nstage_{stage}() {{" in text and f"[{stage}]=" in limits, stage
