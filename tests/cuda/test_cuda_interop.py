@@ -212,6 +212,38 @@ def test_cuda_array_as_a_kernel_argument_in_place(emu):
     assert nd.shape == (4,) and nd.n == 2
 
 
+class FakeCudaTensor(FakeCudaArray):
+    """What fieldsim reads of a torch CUDA tensor (its module's name starts with torch)."""
+    __module__ = "torch_emulated"
+
+    def __init__(self, array, grad=None):
+        super().__init__(array)
+        self.device = type("Device", (), {"type": "cuda"})()
+        self.requires_grad, self.grad = grad is not None, grad
+
+    def data_ptr(self):
+        return self.array.ctypes.data
+
+    def detach(self):
+        return self
+
+
+def test_cuda_tensor_grad_is_the_adjoints_gradient(emu):
+    @fs.kernel
+    def cube(a: fs.types.ndarray(), b: fs.types.ndarray()):
+        for i in a:
+            b[i] = a[i] ** 3
+
+    av = np.linspace(-1, 1, 5)
+    a = FakeCudaTensor(av.copy(), grad=FakeCudaTensor(np.zeros(5)))
+    b = FakeCudaTensor(np.zeros(5), grad=FakeCudaTensor(np.zeros(5)))
+    cube(a, b)
+    np.testing.assert_allclose(b.array, av ** 3)
+    b.grad = FakeCudaTensor(np.ones(5))  # a new seed: new memory, as a user's assignment gives
+    cube.grad(a, b)
+    np.testing.assert_allclose(a.grad.array, 3 * av ** 2)
+
+
 def test_cuda_array_refusals(emu):
     with pytest.raises(InteropError, match="capsule"):
         fs.from_dlpack(FakeCudaArray(np.zeros(3, np.float32)).__dlpack__())
