@@ -278,17 +278,38 @@ def device_arch(cc) -> str:
 
 # ---- storage ---------------------------------------------------------------------------------------
 class DeviceStorage:
-    """A field's data in device memory (C order, zero-filled)."""
+    """A field's data in device memory (C order, zero-filled), or memory someone else owns
+    (`borrowed`: a DLPack import, never freed here).
+
+    For DLPack (fieldsim.lang.interop, which reaches storage by these names only): `ptr`, `shape`,
+    `dtype`, `dlpack_device` ((kDLCUDA, device 0): the driver uses device 0), and `exported`, the
+    number of live exports: a backend reset leaves such memory allocated, to be freed when the
+    last reference (the consumer's) goes."""
+
+    dlpack_device = (2, 0)
 
     def __init__(self, backend, shape, dtype):
+        self._describe(backend, shape, dtype)
+        self.ptr, self._handle = self.drv.alloc(self.nbytes)
+        if self.nbytes:
+            self.drv.memset8(self.ptr, 0, self.nbytes)
+
+    def _describe(self, backend, shape, dtype):
         self.drv = backend.drv
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype.np)
         self.size = int(np.prod(self.shape, dtype=np.int64))
         self.nbytes = self.size * self.dtype.itemsize
-        self.ptr, self._handle = self.drv.alloc(self.nbytes)
-        if self.nbytes:
-            self.drv.memset8(self.ptr, 0, self.nbytes)
+        self.exported = 0
+        self.keep = None
+
+    @classmethod
+    def borrowed(cls, backend, ptr, shape, dtype, keep):
+        """Storage over `ptr` (device memory `keep` owns and is kept alive with it)."""
+        s = cls.__new__(cls)
+        s._describe(backend, shape, dtype)
+        s.ptr, s._handle, s.keep = int(ptr), None, keep
+        return s
 
     def _span(self, idx):
         """(byte offset, shape) of the block `idx` (leading indices) selects."""
@@ -612,6 +633,11 @@ class CudaBackend:
         self.storages.add(s)
         return s
 
+    def borrow(self, ptr, shape, dtype, keep):
+        """Storage over device memory someone else owns (a DLPack import: fieldsim.lang.interop),
+        never freed here; `keep` lives as long as it."""
+        return DeviceStorage.borrowed(self, ptr, shape, dtype, keep)
+
     def sync(self):
         self.drv.sync()
 
@@ -623,7 +649,8 @@ class CudaBackend:
         if self.status._handle is None and not self.programs:
             return  # closed already
         for s in list(self.storages):
-            s.free()
+            if not s.exported:  # exported through DLPack: freed when the consumer lets go
+                s.free()
         for p in self.programs:
             for buf in (p.table, p.stack_buf):
                 if buf is not None:

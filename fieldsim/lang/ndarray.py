@@ -3,7 +3,9 @@
 Takes what a user passes to a kernel argument annotated `fs.types.ndarray(dtype=, ndim=)`: a
 fieldsim `Ndarray` (`fs.ndarray`, `fs.Vector.ndarray`, `fs.Matrix.ndarray`, or an ndarray's
 `.grad`) or a C-contiguous numpy array, read and written in place (zero copy; a Fortran-order
-array runs on a C-order copy that is copied back after the launch). CPU backend only.
+array runs on a C-order copy that is copied back after the launch). On the CUDA backend a host
+array is copied to the device for the launch (`_staged`), and a CUDA array (a torch CUDA
+tensor, any DLPack array in CUDA memory) is used in place (`_device_tensor`).
 
 Guarantees:
 
@@ -239,6 +241,70 @@ def _external_tensor(owner, array, grad_arr, dtype, n, m, ndim_el, name):
     return proxy
 
 
+# (memory, layout, gradient memory) -> the Ndarray of a CUDA tensor argument (a CUDA runtime)
+_DEVICE_TENSORS: dict = {}
+
+
+class _Layout:
+    """What `_numpy_element` reads of an array: its shape and ndim."""
+
+    def __init__(self, shape):
+        self.shape, self.ndim = shape, len(shape)
+
+
+def _device_tensor(owner, what, pname, ann, bad):
+    """A CUDA array argument on the CUDA backend as an unregistered `Ndarray` over its memory
+    (zero copy), one per memory as `_external_tensor`; a torch tensor with `requires_grad` lends
+    its `.grad` (made as zeros when None) as the gradient, as on the host."""
+    interop._no_bridge(what)
+    imported = interop.device_import(owner, what)
+    grad = None
+    if interop._is_torch(owner) and owner.requires_grad:
+        import torch
+        if owner.grad is None:
+            owner.grad = torch.zeros_like(owner)
+        grad = interop.device_import(owner.grad, f"{what} (its .grad)")
+        if (grad.shape, grad.dtype) != (imported.shape, imported.dtype):
+            raise NdarrayArgumentError(f"{what}: its .grad does not match the tensor")
+    gen = runtime.get().generation
+    layout = _numpy_element(ann, _Layout(imported.shape), bad)  # its trailing axes as elements
+    key = (imported.ptr, imported.shape, imported.dtype.str, imported.read_only, gen, layout,
+           None if grad is None else grad.ptr)
+    nd = _DEVICE_TENSORS.get(key)
+    if nd is None:
+        if len(_DEVICE_TENSORS) > 64:  # each keeps its tensor alive
+            _DEVICE_TENSORS.clear()
+        nd = _DEVICE_TENSORS[key] = _unregistered(imported, owner, pname, "primal", layout)
+        if grad is not None:
+            g = nd._grad = _unregistered(grad, owner.grad, f"{pname}.grad", "ndarray_grad", layout)
+            g.primal, nd.needs_grad = nd, True
+    return nd
+
+
+def unlist(nd: Ndarray) -> Ndarray:
+    """Take a just-made Ndarray over memory the user owns off the runtime's list (an
+    ExternalArray's negative uid), so that it, and the memory it keeps alive, go when the user
+    drops it (a reset still makes it unusable: its generation)."""
+    rt = runtime.get()
+    if rt.fields and rt.fields[-1] is nd:
+        rt.fields.pop()
+    nd.uid = -next(_EXTERNAL_IDS)
+    return nd
+
+
+def _unregistered(imported, owner, name, role, layout):
+    """An Ndarray over imported device memory that the runtime does not list (it belongs to the
+    user, as an ExternalArray): a negative uid, like theirs."""
+    dt = interop.fieldsim_dtype(imported.dtype, name)
+    n, m, ndim_el = layout
+    nd = unlist(Ndarray(dt, None, name=name, n=n, m=m, ndim_el=ndim_el, _role=role))
+    nd.shape = imported.shape[:len(imported.shape) - ndim_el]
+    nd.storage = interop.device_storage(imported, dt, owner)
+    nd.external = nd.owner = owner
+    nd.read_only = imported.read_only
+    return nd
+
+
 # ---- binding a launch's array ---------------------------------------------------------------------
 class NdarraySpec:
     """What a compiled kernel is specialised on for one ndarray argument."""
@@ -305,13 +371,17 @@ def _call_loc() -> Loc | None:
     return naming.user_loc()
 
 
-def _host_value(value, kname, pname, bad):
+def _host_value(value, kname, pname, bad, ann):
     """(value, owner, gradient array): a torch tensor or DLPack array becomes a numpy view of its
-    host memory (in place, never a copy); a jax_function bridge buffer brings its gradient."""
+    host memory (in place, never a copy), or on the CUDA backend a CUDA one an `Ndarray` over
+    its device memory; a jax_function bridge buffer brings its gradient."""
     if not isinstance(value, (Field, np.ndarray)) and interop.is_external(value):
         owner = value
+        what = f"kernel {kname!r} argument {pname}"
         try:
-            value = interop.host_view(owner, f"kernel {kname!r} argument {pname}")
+            if interop.is_device_array(owner):
+                return _device_tensor(owner, what, pname, ann, bad), owner, None
+            value = interop.host_view(owner, what)
         except interop.InteropError as err:
             raise NdarrayArgumentError(err.message) from None
         if not value.flags.c_contiguous:
@@ -381,7 +451,7 @@ def _bind_arg(ann, value, kname, pname, rt, staged):
     def bad(what):  # Taichi's wording, with the kernel's name
         return NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {pname} - {what}")
 
-    value, owner, grad_arr = _host_value(value, kname, pname, bad)
+    value, owner, grad_arr = _host_value(value, kname, pname, bad, ann)
     copy_back = None
     if isinstance(value, Field):
         proxy, dtype, n, m, ndim_el = _field_proxy(ann, value, rt, bad)
@@ -459,14 +529,19 @@ def check_writable(ck, templates, kname):
         written = ck.nd_written = {s.field.ir_name for s in _walk(ck.ir.body)
                                    if s.op in (Op.STORE, Op.ATOMIC) and is_slot(s.field)}
     for name, t in templates.items():
-        if isinstance(t, BoundNdarray) and name in written and isinstance(t.proxy, ExternalArray) \
-                and not t.proxy.array.flags.writeable:
+        if isinstance(t, BoundNdarray) and name in written and _read_only(t.proxy):
             owner = getattr(t.proxy, "owner", None)
             what = "numpy array" if owner is None or isinstance(owner, np.ndarray) else \
                 f"{type(owner).__name__} (e.g. a JAX array: immutable)"
             raise NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {name} - the "
                                        f"kernel writes it but the {what} is read-only",
                                        _call_loc())
+
+
+def _read_only(proxy) -> bool:
+    if isinstance(proxy, ExternalArray):
+        return not proxy.array.flags.writeable
+    return getattr(proxy, "read_only", False)  # a read-only CUDA array (_device_tensor)
 
 
 def check_func_args(fn, bound: dict):
