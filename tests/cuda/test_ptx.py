@@ -209,9 +209,10 @@ def test_fast_math_divides_and_roots_f32_approximately_and_f64_exactly():
 
     ir = P.kernel_ir(k, 1.0)
     fast, exact = (P.emit_ptx(ir, "sm_90", fast_math=f) for f in (True, False))
-    ops = lambda text: set(re.findall(r"\b((?:div|sqrt)\.\w+\.f(?:32|64))", text))
-    # Taichi's fast_math on CUDA: f32 div.approx (2 ulp) and sqrt.approx; f64 correctly rounded
-    assert ops(fast) == {"div.approx.f32", "sqrt.approx.f32", "div.rn.f64", "sqrt.rn.f64"}
+    ops = lambda text: set(re.findall(r"\b((?:div|sqrt)\.\w+(?:\.ftz)?\.f(?:32|64))", text))
+    # Taichi's fast_math on CUDA: f32 div.approx (2 ulp) and sqrt.approx, subnormals flushed;
+    # f64 correctly rounded
+    assert ops(fast) == {"div.approx.ftz.f32", "sqrt.approx.ftz.f32", "div.rn.f64", "sqrt.rn.f64"}
     assert ops(exact) == {"div.rn.f32", "sqrt.rn.f32", "div.rn.f64", "sqrt.rn.f64"}  # IEEE
     check_ptx(fast, "sm_90", entries=1)
     check_ptx(exact, "sm_90", entries=1)
@@ -228,12 +229,33 @@ def test_fast_math_divides_f32_by_a_root_with_one_reciprocal_root():
 
     ir = P.kernel_ir(k)
     fast, exact = (P.emit_ptx(ir, "sm_90", fast_math=f) for f in (True, False))
-    ops = lambda text: set(re.findall(r"\b((?:div|sqrt|rsqrt)\.\w+\.f32)", text))
-    # gravity's pair term: one special-function op (and fast_rsqrt's Newton step in FMAs)
-    assert ops(fast) == {"rsqrt.approx.f32"}
-    assert fast.count("fma.rn.f32") >= 3
+    ops = lambda text: set(re.findall(r"\b((?:div|sqrt|rsqrt)\.\w+(?:\.ftz)?\.f32)", text))
+    # gravity's pair term: one special-function op, subnormals flushed as Taichi does
+    assert ops(fast) == {"rsqrt.approx.ftz.f32"}
     assert ops(exact) == {"div.rn.f32", "sqrt.rn.f32"}
+    assert ".ftz" not in exact  # IEEE subnormals in exact mode
     check_ptx(fast, "sm_90", entries=1)
+
+
+def test_reciprocal_root_variants_of_the_cuda_target(monkeypatch):
+    """benchmarks/gpu_variants.py's switches: the Newton step and subnormal flushing."""
+    fs.init(arch=fs.cpu)
+    a = fs.field(fs.f32, shape=8)
+
+    @fs.kernel
+    def k():
+        for i in a:
+            a[i] = -3.0 / fs.sqrt(a[i] * a[i] + 0.5)
+
+    ir = P.kernel_ir(k)
+    monkeypatch.setattr(P.CudaTarget, "refine_rsqrt", True)
+    refined = P.emit_ptx(ir, "sm_90", fast_math=True)
+    assert "rsqrt.approx.ftz.f32" in refined and refined.count("fma.rn.ftz.f32") >= 3
+    monkeypatch.setattr(P.CudaTarget, "flush_subnormals", False)
+    ieee = P.emit_ptx(ir, "sm_90", fast_math=True)
+    assert "rsqrt.approx.f32" in ieee and ".ftz" not in ieee
+    check_ptx(refined, "sm_90", entries=1)
+    check_ptx(ieee, "sm_90", entries=1)
 
 
 @pytest.mark.cuda
