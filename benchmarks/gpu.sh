@@ -33,6 +33,19 @@
 #     FS_BENCH_PROGRAMS=gravity_fwd,gravity16k_fwd,gravity16k_adj,mpm88_substep,diffmpm_full_iter \
 #         bash benchmarks/gpu.sh info test suite measure peers
 #
+# The second session (BENCHMARKS.md, "second session"), 815 s of device time in four calls:
+#  1. carry .whl_taichi .whl .baseline (60 MB), 351 s: pycuda built, before/after of 0eb5927
+#       FS_BUDGET=560 FS_T_TEST=150 FS_T_MEASURE=120 FS_T_BASELINE=120 FS_T_SUITE=150 \
+#       FS_T_PEERS=200 FS_T_INSTALL=150 FS_T_DRIVERS=60 FS_BENCH_PROGRAMS=... \
+#           bash benchmarks/gpu.sh info test measure baseline suite peers install drivers
+#  2. carry .whl_taichi, 54 s, then Taichi installed into /tmp/fs-site for the next call:
+#       FS_NO_PYCUDA=1 bash benchmarks/gpu.sh info test variants measure suite
+#  3. at once on the warm machine, carry .whl_warp (60 MB), 264 s: fieldsim, Taichi and Warp
+#       FS_NO_PYCUDA=1 FS_BUDGET=290 FS_T_WARP=270 FS_BENCH_ROUNDS=2 FS_BENCH_PROGRAMS=... \
+#           bash benchmarks/gpu.sh warp
+#  4. at once again, no carry, 30 s: python3 -m pytest -m cuda tests/cuda/test_cuda_interop.py ...
+# (`peers` with 3 rounds of 5 programs outran 200 s: 2 rounds fit.)
+#
 # Offline installs. The GPU machine has no network; its python3 (/opt/torch/.venv) already has
 # everything fieldsim and its tests need: numpy, llvmlite 0.50.0, pytest (with xdist), tqdm,
 # matplotlib, torch, cuda-bindings (NVIDIA's cuda-python, the driver binding fieldsim uses

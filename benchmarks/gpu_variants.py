@@ -22,9 +22,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import gpu_measure  # noqa: E402  (puts the examples on sys.path)
+import gpu_measure
 
-from fieldsim.codegen.ptx import CudaTarget  # noqa: E402
+from fieldsim.codegen.ptx import CudaTarget
 
 VARIANTS = {
     f"{name}{'' if ftz else '_no_ftz'}": dict(attrs, flush_subnormals=ftz)

@@ -218,13 +218,23 @@ def size_hint(task: Stmt, args):
 
 def task_size_hint(task, args):
     """`size_hint` of a compiled task (a `TaskInfo`), its bounds' launch expressions read
-    from the IR once and kept on the task, so they die with the kernel."""
+    from the IR once and kept on the task, so they die with the kernel (the count itself where
+    they are constant)."""
     if task.stmt.op != Op.FOR:
         return 1
     bounds = task.bounds
     if bounds is None:
-        bounds = task.bounds = (launch_expr(task.stmt.args[0]), launch_expr(task.stmt.args[1]))
+        lo, hi = launch_expr(task.stmt.args[0]), launch_expr(task.stmt.args[1])
+        # constant bounds (most tasks): the count itself, computed once
+        bounds = task.bounds = (range_length(lo, hi, ()),) \
+            if _constant(lo) and _constant(hi) else (lo, hi)
+    if len(bounds) == 1:
+        return bounds[0]
     return range_length(bounds[0], bounds[1], args)
+
+
+def _constant(e) -> bool:
+    return e is not None and (e[0] == "const" or (e[0] != "arg" and all(map(_constant, e[1:]))))
 
 
 def request_stop(ctx_ptr: int):

@@ -174,7 +174,7 @@ class TaskInfo:
     stmt: Stmt
     body_cost: float | None = None  # statements per iteration, at most (the CPU scheduler's)
     has_while: bool | None = None  # whether it holds a `while` loop (Ctrl-C polling; cached)
-    bounds: tuple | None = None  # launch expressions of a FOR's bounds (launch.task_size_hint)
+    bounds: tuple | None = None  # a FOR's (lo, hi) launch expressions, or (count,) (launch.task_size_hint)
     private: PrivateLayout | None = None  # its privatized scatter fields (codegen.privatize)
 
     @property

@@ -129,9 +129,14 @@ class Driver:
         when `check` (a user's `kernel.grad(...)`) or when no Tape launch has judged them."""
         rt = runtime.get()
         try:
-            templates, key, values, dtypes, ret = kernel.bind(args, kwargs or {})
-            ck = kernel.compiled(templates, key, dtypes, ret)
-            checked = bound_view(ck, templates)  # ndarray arguments: judged on this launch's arrays
+            fast = None if kwargs else kernel._fast_bind(rt, args)  # as `launch`
+            if fast is not None:
+                (ck, values), templates = fast, None
+                checked = ck
+            else:
+                templates, key, values, dtypes, ret = kernel.bind(args, kwargs or {})
+                ck = kernel.compiled(templates, key, dtypes, ret)
+                checked = bound_view(ck, templates)  # ndarray arguments: judged on this launch's arrays
             if checked is not ck:
                 refuse_grad_reads(ck, kernel.__name__)
             if check or not checked.checked:
@@ -140,8 +145,11 @@ class Driver:
         except FieldsimError as err:
             raise err.with_traceback(None) from None
         rng = kernel.last_rng_key if rng_key is None else rng_key
-        timed(rt, f"{kernel.__name__}.grad",
-              lambda: rt.backend().launch(program, values, rng, adjoint=True))
+        if not rt.kernel_profiler:
+            (rt.device or rt.backend()).launch(program, values, rng, adjoint=True)
+        else:
+            timed(rt, f"{kernel.__name__}.grad",
+                  lambda: rt.backend().launch(program, values, rng, adjoint=True))
         if templates:  # host arrays a GPU launch ran on device copies of, Fortran-order ones
             copy_back(templates)
 

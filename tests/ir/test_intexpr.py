@@ -41,3 +41,22 @@ def test_bounds_from_a_field_are_not_known_at_launch():
     loop = _loop(lambda b, n: b.load(x, [b.i(0)]))
     assert trip_count(loop, [3]) is None and size_hint(loop, [3]) is None
     assert TripCount.of_loop(loop).evaluate([3], default=17) == 17
+
+
+def test_task_size_hint_keeps_a_constant_count_and_evaluates_the_rest_per_launch():
+    from support.ir_interp import FakeField
+
+    from fieldsim.codegen.launch import task_size_hint
+    from fieldsim.codegen.llvm import TaskInfo
+
+    def task(loop):
+        return TaskInfo(symbol="t", parallel=True, stmt=loop)
+
+    constant = task(_loop(lambda b, n: b.binary(Op.MUL, b.i(6), b.i(7))))
+    assert task_size_hint(constant, []) == 42 and constant.bounds == (42,)
+    assert task_size_hint(constant, [5]) == 42  # arguments do not matter to it
+    by_arg = task(_loop(lambda b, n: b.binary(Op.ADD, n, b.i(2))))
+    assert [task_size_hint(by_arg, [n]) for n in (1, 10, -5)] == [3, 12, 0]
+    x = FakeField("x", T.i32, (2,))
+    unknown = task(_loop(lambda b, n: b.load(x, [b.i(0)])))
+    assert task_size_hint(unknown, [3]) is None and task_size_hint(unknown, [3]) is None
