@@ -218,7 +218,8 @@ def test_fast_math_divides_and_roots_f32_approximately_and_f64_exactly():
     check_ptx(exact, "sm_90", entries=1)
 
 
-def test_fast_math_divides_f32_by_a_root_with_one_reciprocal_root():
+def root_quotient_ir():
+    """gravity's pair term, f32 `c / sqrt(q)`, as the IR of a kernel."""
     fs.init(arch=fs.cpu)
     a = fs.field(fs.f32, shape=8)
 
@@ -227,7 +228,11 @@ def test_fast_math_divides_f32_by_a_root_with_one_reciprocal_root():
         for i in a:
             a[i] = -3.0 / fs.sqrt(a[i] * a[i] + 0.5)
 
-    ir = P.kernel_ir(k)
+    return P.kernel_ir(k)
+
+
+def test_fast_math_divides_f32_by_a_root_with_one_reciprocal_root():
+    ir = root_quotient_ir()
     fast, exact = (P.emit_ptx(ir, "sm_90", fast_math=f) for f in (True, False))
     ops = lambda text: set(re.findall(r"\b((?:div|sqrt|rsqrt)\.\w+(?:\.ftz)?\.f32)", text))
     # gravity's pair term: one special-function op, subnormals flushed as Taichi does
@@ -239,15 +244,7 @@ def test_fast_math_divides_f32_by_a_root_with_one_reciprocal_root():
 
 def test_reciprocal_root_variants_of_the_cuda_target(monkeypatch):
     """benchmarks/gpu_variants.py's switches: the Newton step and subnormal flushing."""
-    fs.init(arch=fs.cpu)
-    a = fs.field(fs.f32, shape=8)
-
-    @fs.kernel
-    def k():
-        for i in a:
-            a[i] = -3.0 / fs.sqrt(a[i] * a[i] + 0.5)
-
-    ir = P.kernel_ir(k)
+    ir = root_quotient_ir()
     monkeypatch.setattr(P.CudaTarget, "refine_rsqrt", True)
     refined = P.emit_ptx(ir, "sm_90", fast_math=True)
     assert "rsqrt.approx.ftz.f32" in refined and refined.count("fma.rn.ftz.f32") >= 3
