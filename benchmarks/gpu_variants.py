@@ -11,7 +11,8 @@ rounds; it prints the medians over rounds and the energy each variant computes.
 Variants: f32 `x / sqrt(q)` as `div.approx(sqrt.approx)` (`rsqrt_estimates` off), as
 `x * rsqrt.approx(q)` (on), or with fast_rsqrt's Newton step on that (`refine_rsqrt`); each
 with f32 subnormals flushed to zero under fast-math (`flush_subnormals`, Taichi's choice) and
-without. Guarantees: timing only; restores the class attributes; writes only `--out`.
+without; and the defaults with 64-bit grid-stride counters (`narrow_counters` off).
+Guarantees: timing only; restores the class attributes; writes only `--out`.
 """
 import argparse
 import json
@@ -27,12 +28,14 @@ import gpu_measure
 from fieldsim.codegen.ptx import CudaTarget
 
 VARIANTS = {
-    f"{name}{'' if ftz else '_no_ftz'}": dict(attrs, flush_subnormals=ftz)
+    f"{name}{'' if ftz else '_no_ftz'}": dict(attrs, flush_subnormals=ftz, narrow_counters=True)
     for name, attrs in (("div_sqrt", {"rsqrt_estimates": False, "refine_rsqrt": False}),
                         ("rsqrt", {"rsqrt_estimates": True, "refine_rsqrt": False}),
                         ("rsqrt_refined", {"rsqrt_estimates": True, "refine_rsqrt": True}))
     for ftz in (True, False)
 }
+# the defaults with 64-bit grid-stride counters (Target.narrow_counters off)
+VARIANTS["rsqrt_wide_counters"] = dict(VARIANTS["rsqrt"], narrow_counters=False)
 
 
 def run_variant(attrs, reps):

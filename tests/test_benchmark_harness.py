@@ -106,7 +106,8 @@ def test_gpu_variants_take_turns_and_restore_the_target(monkeypatch, tmp_path, c
 
     from fieldsim.codegen.ptx import CudaTarget
 
-    before = {k: getattr(CudaTarget, k) for k in ("rsqrt_estimates", "refine_rsqrt", "flush_subnormals")}
+    before = {k: getattr(CudaTarget, k) for k in ("rsqrt_estimates", "refine_rsqrt", "flush_subnormals",
+                                                   "narrow_counters")}
     seen = []
 
     def fake_gravity(n, reps):

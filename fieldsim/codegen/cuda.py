@@ -54,6 +54,7 @@ from fieldsim.lang.formatting import MAX_ASSERT_ARGS
 COMPILER_VERSION = "fieldsim-cuda-1"
 BLOCK_DIM = 128  # threads per block unless fs.loop_config(block_dim=...) says otherwise
 BLOCKS_PER_SM = 32  # grid cap for grid-stride loops (Taichi's saturating grid size)
+MAX_GRID_THREADS = 1 << 30  # llvm.Target.narrow_counters
 SCRATCH_LIMIT = 256 << 20  # bytes of AD-stack scratch a launch may use in all
 # the status buffer: the error words, then an assert's message values or the return words
 STATUS_BYTES = 8 * (ERR_WORDS + MAX_ASSERT_ARGS)
@@ -736,7 +737,8 @@ class CudaBackend:
         block = int(getattr(stmt.attr, "block_dim", None) or BLOCK_DIM)
         block = max(1, min(block, 1024, int(max_threads)))
         blocks = self.max_blocks if size_hint is None else max(1, -(-int(size_hint) // block))
-        blocks = min(blocks, self.max_blocks)
+        # under 2**30 threads in all: 32-bit grid-stride counters rely on it (narrow_counters)
+        blocks = min(blocks, self.max_blocks, MAX_GRID_THREADS // block)
         if stride:
             blocks = max(1, min(blocks, SCRATCH_LIMIT // (stride * block)))
         return blocks, block

@@ -113,6 +113,12 @@ class Target:
         """A field element's pointer for a load, store or atomic (CUDA: the global space)."""
         return ptr
 
+    # a grid-stride loop (worker_range's step) over constant bounds within [0, 2**30]
+    # counts in 32 bits: the CUDA launcher keeps a grid under 2**30 threads, so neither the
+    # first index (begin + worker) nor an index plus the stride leaves i32 (a 64-bit add and
+    # compare are two instructions each on a GPU, in every iteration)
+    narrow_counters = False
+
     # CUDA combines the adds of a warp's lanes into one element before the atomic
     aggregates_scatters = False
 
@@ -467,7 +473,12 @@ class TaskLowering(NestLowering):
         # i32 bounds: every i the body sees lies between them, so it is an i32 index as is
         bounded = all(a.dtype.bits <= 32 and a.dtype.is_signed for a in s.args[:2]) \
             and s.dtype.is_signed
-        idx = self.alloca_b.alloca(I64, name="i")
+        narrow = step is not None and not descending and self.cg.target.narrow_counters \
+            and small_constant_range(s)
+        cty = I32 if narrow else I64
+        if narrow:  # a grid-stride counter in 32 bits (see Target.narrow_counters)
+            lo, hi, step = (b.trunc(v, I32) for v in (lo, hi, step))
+        idx = self.alloca_b.alloca(cty, name="i")
         b.store(b.sub(hi, L.Constant(I64, 1)) if descending else lo, idx)
         cond_bb = self.fn.append_basic_block("for.cond")
         body_bb = self.fn.append_basic_block("for.body")
@@ -475,12 +486,19 @@ class TaskLowering(NestLowering):
         exit_bb = self.fn.append_basic_block("for.exit")
         b.branch(cond_bb)
         b.position_at_end(cond_bb)
-        i = b.load(idx, typ=I64)
-        b.cbranch(b.icmp_signed(">=", i, lo) if descending else b.icmp_signed("<", i, hi),
-                  body_bb, exit_bb)
+        i = b.load(idx, typ=cty)
+        if narrow:  # unsigned: the body then knows 0 <= i < hi
+            b.cbranch(b.icmp_unsigned("<", i, hi), body_bb, exit_bb)
+        else:
+            b.cbranch(b.icmp_signed(">=", i, lo) if descending else b.icmp_signed("<", i, hi),
+                      body_bb, exit_bb)
         b.position_at_end(body_bb)
-        self.vals[id(s)] = i if s.dtype.bits == 64 else \
-            self.narrow_index(i, I32) if bounded else b.trunc(i, I32)
+        if narrow:
+            self.vals[id(s)] = i if s.dtype.bits == 32 else b.sext(i, I64)
+            i = b.sext(i, I64)
+        else:
+            self.vals[id(s)] = i if s.dtype.bits == 64 else \
+                self.narrow_index(i, I32) if bounded else b.trunc(i, I32)
         if outermost:
             self.tid = i
             b.store(L.Constant(I64, 0), self.rng_counter)
@@ -491,7 +509,7 @@ class TaskLowering(NestLowering):
             self.b.branch(step_bb)
         b.position_at_end(step_bb)
         step = L.Constant(I64, -1 if descending else 1) if step is None else step
-        b.store(b.add(b.load(idx, typ=I64), step), idx)
+        b.store(b.add(b.load(idx, typ=cty), step, flags=("nsw",) if narrow else ()), idx)
         self.cg.hints.mark(b.branch(cond_bb), kind)
         b.position_at_end(exit_bb)
 
@@ -932,6 +950,13 @@ class TaskLowering(NestLowering):
     def arith(self, s: Stmt):
         from fieldsim.codegen.llvm_arith import lower_arith
         return lower_arith(self, s)
+
+
+def small_constant_range(s: Stmt) -> bool:
+    """A FOR whose bounds are constants within [0, 2**30] (Target.narrow_counters; the
+    frontend starts ranges at 0)."""
+    lo, hi = s.args[0], s.args[1]
+    return lo.op == Op.CONST and hi.op == Op.CONST and 0 <= int(lo.attr) and int(hi.attr) <= (1 << 30)
 
 
 def index64(b: L.IRBuilder, v):

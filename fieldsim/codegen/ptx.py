@@ -208,6 +208,7 @@ class CudaTarget(Target):
         return b.addrspacecast(ptr, GLOBAL_PTR)
 
     aggregates_scatters = True
+    narrow_counters = True
 
     def scatter_atomic(self, b: L.IRBuilder, module: L.Module, op: str, ptr, val, tag):
         """Neighbouring lanes adding into one element add once: each run of consecutive lanes

@@ -5,6 +5,8 @@ cuda_emu.py: always runs) and on `cuda` (a real device: marked `cuda`, skipped w
 tests/conftest.py; `pytest -m cuda tests/cuda` runs only those). Results must equal the CPU's
 within each corpus entry's tolerance; random numbers and integer results bitwise.
 """
+import re
+
 import numpy as np
 import pytest
 from cuda_corpus import CORPUS, run
@@ -456,3 +458,69 @@ def test_unknown_driver_name_warns(monkeypatch):
     monkeypatch.setenv("FIELDSIM_CUDA_DRIVER", "cuda_python")
     with pytest.warns(UserWarning, match="FIELDSIM_CUDA_DRIVER='cuda_python' is not one of"):
         assert isinstance(C.driver(), Fake)
+
+
+# ---- 32-bit grid-stride counters (Target.narrow_counters) ------------------------------------------
+def test_narrow_counters_run_every_index_once_with_negative_and_wide_bounds():
+    """Constant bounds within [0, 2**30] count in 32 bits (a range from a negative start too:
+    the frontend shifts it to start at 0), other loops in 64; each grid-strides several times
+    here (32 blocks of 32)."""
+    use_emulator(fs, sm_count=1)
+    hits = fs.field(fs.i32, shape=20000)
+    wide = fs.field(fs.i64, shape=10)
+
+    @fs.kernel
+    def k():
+        fs.loop_config(block_dim=32)
+        for i in range(-9000, 11000):  # narrow
+            hits[i + 9000] += 1 + (i < 0)
+        fs.loop_config(block_dim=32)
+        for i in range(0, 5000):  # narrow
+            hits[i] += 10
+        for i in range((1 << 31) + 5, (1 << 31) + 15):  # i64 bounds: 64-bit counter
+            wide[i - (1 << 31) - 5] = i
+
+    k()
+    want = np.ones(20000, dtype=np.int32) + (np.arange(20000) < 9000)
+    want[:5000] += 10
+    assert (hits.to_numpy() == want).all()
+    assert (wide.to_numpy() == (1 << 31) + 5 + np.arange(10)).all()
+    fs.init(arch=fs.cpu)
+
+
+def test_narrow_counters_in_ptx():
+    from fieldsim.codegen import ptx as P
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=1 << 20)
+
+    @fs.kernel
+    def small():
+        for i in x:
+            x[i] = 1.0
+
+    @fs.kernel
+    def by_argument(n: fs.i32):
+        for i in range(n):  # bounds known only at launch: a 64-bit counter
+            x[i] = 2.0
+
+    narrow = P.emit_ptx(P.kernel_ir(small), "sm_90")
+    assert re.search(r"setp\.lt\.u32\s+%p\d+, %r\d+, 1048576", narrow)
+    assert "setp.lt.u64" not in narrow and "setp.lt.s64" not in narrow
+    wide = P.emit_ptx(P.kernel_ir(by_argument, 5), "sm_90")
+    assert re.search(r"setp\.\w+\.[su]64", wide)
+
+
+def test_grids_stay_under_2_to_the_30_threads():
+    rt = use_emulator(fs, sm_count=1 << 20)  # more SMs than any GPU: the thread cap binds
+    x = fs.field(fs.f32, shape=10)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            x[i] = 1.0
+
+    k()
+    task = rt.device.programs[-1].info.tasks[0]
+    blocks, block = rt.device.geometry(task, 1 << 40)
+    assert blocks * block <= C.MAX_GRID_THREADS and blocks * block > C.MAX_GRID_THREADS // 2
+    fs.init(arch=fs.cpu)
