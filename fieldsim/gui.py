@@ -47,6 +47,15 @@ def _points(x) -> np.ndarray:
     return a[:, :2]
 
 
+def _point(x) -> np.ndarray:
+    """One position as a ``(1, 2)`` float array, read as Taichi's single-item calls read it:
+    ``x[0]`` and ``x[1]``, each a number or a one-element array. A ``(2, 1)`` column is
+    accepted (older Taichi did; 1.7.4's pybind binding raises TypeError for it)."""
+    if hasattr(x, "to_numpy"):
+        x = x.to_numpy()
+    return np.array([[np.asarray(x[0], dtype=np.float64).item(), np.asarray(x[1], dtype=np.float64).item()]])
+
+
 def _packed(c) -> np.ndarray:
     """Colours as packed ``0xRRGGBB`` uint32 values, one per item. Accepts Taichi's hex ints
     (one or an array), ``(N, 3)`` RGB arrays, and one float RGB triple; floats are in [0, 1]."""
@@ -200,7 +209,7 @@ class GUI:
             self._plot(ids, xs, ys, inside, colors)
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
-        self.circles(_points(pos)[:1], radius=radius, color=color)
+        self.circles(_point(pos), radius=radius, color=color)
 
     def lines(self, begin, end, radius=1, color=0xFFFFFF):
         """Segments from ``begin`` to ``end`` (N, 2 each) with round caps; every pixel whose
@@ -253,7 +262,7 @@ class GUI:
             self._plot(s, xs, ys, inside, colors)
 
     def line(self, begin, end, radius=1, color=0xFFFFFF):
-        self.lines(_points(begin)[:1], _points(end)[:1], radius=radius, color=color)
+        self.lines(_point(begin), _point(end), radius=radius, color=color)
 
     def triangles(self, a, b, c, color=0xFFFFFF):
         """Filled triangles with corners ``a``, ``b``, ``c`` (N, 2 each)."""
@@ -274,11 +283,11 @@ class GUI:
             self._plot(ids, xs, ys, inside, colors)
 
     def triangle(self, a, b, c, color=0xFFFFFF):
-        self.triangles(_points(a)[:1], _points(b)[:1], _points(c)[:1], color=color)
+        self.triangles(_point(a), _point(b), _point(c), color=color)
 
     def rect(self, topleft, bottomright, radius=1, color=0xFFFFFF):
         """The outline of an axis-aligned rectangle."""
-        (x0, y0), (x1, y1) = _points(topleft)[0], _points(bottomright)[0]
+        (x0, y0), (x1, y1) = _point(topleft)[0], _point(bottomright)[0]
         corners = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
         self.lines(corners, np.roll(corners, -1, axis=0), radius=radius, color=color)
 
@@ -301,7 +310,7 @@ class GUI:
         )
 
     def arrow(self, orig, direction, radius=1, color=0xFFFFFF):
-        self.arrows(_points(orig)[:1], _points(direction)[:1], radius=radius, color=color)
+        self.arrows(_point(orig), _point(direction), radius=radius, color=color)
 
     # ----------------------------------------------------------- images and text
     def set_image(self, img):
@@ -339,7 +348,7 @@ class GUI:
         renderer = RendererAgg(w, h, 72)  # 72 dpi: one point is one pixel
         prop = FontProperties(size=font_size)
         _, th, descent = renderer.get_text_width_height_descent(str(content), prop, ismath=False)
-        x, y = self._to_px(_points(pos)[:1])
+        x, y = self._to_px(_point(pos))
         gc = renderer.new_gc()
         renderer.draw_text(gc, float(x[0]), float(y[0]) + th - descent, str(content), prop, 0)
         alpha = np.asarray(renderer.buffer_rgba())[..., 3:4].astype(np.float32) / 255.0

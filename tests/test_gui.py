@@ -98,6 +98,23 @@ def test_diagonal_line_is_connected(tmp_path):
     assert cols.all()
 
 
+def test_single_item_calls_read_pos0_and_pos1_like_taichi(tmp_path):
+    """line/circle/triangle read ``p[0]`` and ``p[1]`` as Taichi's do: a (2, 1) column (a rotation
+    matrix times a column offset, as DiffTaichi's rigid_body.py passes) or a longer sequence
+    draws at its first two entries. (Taichi 1.7.4's pybind path_single rejects the column.)"""
+    gui = GUI(res=100, background_color=BG)
+    col = lambda x, y: np.array([[x], [y]])
+    gui.line(col(0.1, 0.25), col(0.9, 0.25), radius=2, color=RED)
+    gui.circle(col(0.5, 0.7), color=GREEN, radius=4)
+    gui.triangle(col(0.1, 0.5), col(0.3, 0.5), [0.2, 0.6, 123.0], color=BLUE)
+    img = shot(gui, tmp_path)
+    assert at(img, 0.5, 0.25) == rgb(RED) and at(img, 0.5, 0.3) == rgb(BG)
+    assert at(img, 0.5, 0.7) == rgb(GREEN) and at(img, 0.6, 0.7) == rgb(BG)
+    assert at(img, 0.2, 0.52) == rgb(BLUE) and at(img, 0.2, 0.62) == rgb(BG)
+    with pytest.raises(ValueError):
+        gui.line(np.zeros((2, 2)), (0.5, 0.5))  # p[0] is not one number
+
+
 def test_triangles_and_arrows(tmp_path):
     gui = GUI(res=100)
     gui.triangles(np.array([[0.1, 0.1]]), np.array([[0.5, 0.1]]), np.array([[0.3, 0.5]]), color=GREEN)
