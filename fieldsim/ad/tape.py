@@ -359,7 +359,7 @@ class _CheckerAdapter:
 
     def __init__(self, validation):
         from fieldsim.checks.tape_rules import TapeState
-        self.state = TapeState(validation=validation)
+        self.state = TapeState(validation=validation, index_ranges=True)
 
     def launch(self, kernel, ck, values):
         state = self.state

@@ -19,6 +19,8 @@ import numpy as np
 
 from fieldsim.checks.access_rules import Access
 from fieldsim.checks.index_expr import Affine, Arg, Var, guard_limits
+from fieldsim.ir.ir import walk
+from fieldsim.ir.opdefs import Op
 
 ENV_CACHE = 1 << 14  # argument tuples remembered per kernel
 BIG = 1 << 62
@@ -156,8 +158,8 @@ class LaunchBoxes:
         self._remerge = {key for key, srcs in sources.items() if len(srcs) > 1}
         self._moves = [(k, a, base, _moves(shifts)) for k, a, base, shifts in self._templates]
         # every launch as one parametric plan (None: per argument values, `plan`)
-        self.fast = None if self._in_full or self._remerge else fast_plan(sorted(self._moves,
-                                                                               key=_first))
+        self.fast = None if self._in_full or self._remerge else fast_plan(
+            sorted(self._moves, key=_first), range_limits(self._general, self.items))
 
     def of_launch(self, env: dict, per_access: bool = False) -> list:
         """(access, box) pairs for these argument values. Unless `per_access` (run-time
@@ -400,6 +402,12 @@ class FastPlan(NamedTuple):
     positions: tuple
     single: int  # the forms are one argument itself (`x[t, i]`): its position; else -1
     moving_keys: tuple  # per moving read, (tid, kind, b0, fi0, fis): what a launch logs
+    # per form: (form, lowest, highest value) that keeps every exact index of an access that
+    # surely runs inside its field; `outside`: such (access, axis, Comp) out of range whatever
+    # the arguments (`range_limits`)
+    limits: tuple = ()
+    outside: tuple = ()
+    range_items: tuple = ()  # (form, lowest, highest, access, axis, Comp): names a violation
 
     def deltas(self, values) -> tuple | None:
         """The forms' values for a launch's argument values (a sequence by position); None
@@ -419,8 +427,9 @@ class FastPlan(NamedTuple):
                      for const, terms in self.forms)
 
 
-def fast_plan(moves: list) -> FastPlan:
-    """A `FastPlan` from (item number, access, base box, moves) in access order (`_moves`)."""
+def fast_plan(moves: list, ranges: tuple = ((), ())) -> FastPlan:
+    """A `FastPlan` from (item number, access, base box, moves) in access order (`_moves`);
+    `ranges`: `range_limits` of the kernel's items, keyed by their moves."""
     forms: dict = {}
     writes, reads = [], []
     for _, a, base, mv in moves:
@@ -437,8 +446,54 @@ def fast_plan(moves: list) -> FastPlan:
     (const, terms), = forms if len(forms) == 1 else [(None, None)]
     single = terms[0][0] if const == 0 and terms and len(terms) == 1 and terms[0][1] == 1 else -1
     moving = tuple(t for t in reads if t.kind)
+    by_move, outside = ranges
+    limits: dict = {}
+    items = []
+    for key, lo, hi, *named in by_move:
+        fi = forms.get(key)
+        if fi is not None:
+            old = limits.get(fi, (-BIG, BIG))
+            limits[fi] = (max(old[0], lo), min(old[1], hi))
+            items.append((fi, lo, hi, *named))
     return FastPlan(tuple(writes), tuple(reads), moving, tuple(forms), positions, single,
-                    tuple((t.tid, t.kind, t.b0, t.fi0, t.fis) for t in moving))
+                    tuple((t.tid, t.kind, t.b0, t.fi0, t.fis) for t in moving),
+                    tuple((fi, lo, hi) for fi, (lo, hi) in limits.items()), outside,
+                    tuple(items))
+
+
+def surely_runs(a: Access) -> bool:
+    """Does access `a` run on every iteration of the loops around it: only `for` loops (and
+    the serial task of top-level statements) enclose it, and no `break`, `continue` or
+    `return` inside the outermost one can skip it?"""
+    if any(s.op not in (Op.FOR, Op.SERIAL) for s, _ in a.path):
+        return False
+    return not a.path or not any(s.op in (Op.BREAK, Op.CONTINUE, Op.RETURN)
+                                 for s in walk(a.path[0][0].body))
+
+
+def range_limits(general: dict, items: list) -> tuple:
+    """What keeps the exact indices of the accesses that surely run (`surely_runs`) inside
+    their fields: ((move key, lowest, highest translation), ...) for the components that the
+    arguments translate (with the access, axis and base Comp), and the (access, axis,
+    Comp)s out of range whatever the arguments.
+    An out-of-range index would read or write outside the field's memory (Taichi does not
+    check it either without `debug=True`)."""
+    by_move, outside = [], []
+    for k, (base, shifts) in general.items():
+        a, _, shape = items[k]
+        if not surely_runs(a):
+            continue
+        for d, (c, s, n) in enumerate(zip(base, shifts, shape)):
+            if not c.exact or n is None or n <= 0:
+                continue
+            n = int(n)
+            if s is None:
+                if c.lo < 0 or c.hi > n - 1:
+                    outside.append((a, d, c))
+            else:
+                (_, const, terms), = _moves((s,))
+                by_move.append(((const, terms), -c.lo, n - 1 - c.hi, a, d, c))
+    return tuple(by_move), tuple(outside)
 
 
 def constant_plan(writes: list, reads: list) -> FastPlan:

@@ -65,7 +65,7 @@ from fieldsim.checks.boxes import (
     whole,
 )
 from fieldsim.checks.index_expr import Affine
-from fieldsim.errors import Loc
+from fieldsim.errors import FieldsimIndexError, Loc
 from fieldsim.ir.printer import field_name
 
 
@@ -258,8 +258,11 @@ _CHECKED, _IN_UNIT = _Done(True), _Done(False)
 class TapeState:
     """Rule 1 across the launches and Python-scope writes recorded on one Tape."""
 
-    def __init__(self, validation: bool = False):
+    def __init__(self, validation: bool = False, index_ranges: bool = False):
         self.validation = validation
+        # refuse a launch whose surely-run index leaves its field (`_check_range`): the
+        # runtime's Tape asks for it; IR-level tests judge fake fields with nominal shapes
+        self.index_ranges = index_ranges
         self.reads: dict[int, _Log] = {}  # reads outside grad_replaced units
         self.unit_reads: dict[int, _Log] = {}
         self.launches = 0
@@ -318,6 +321,8 @@ class TapeState:
             found, unit = _CHECKED, None
         n = self.launches + 1
         name = kernel_name or kernel_ir.name
+        if self.index_ranges and (plan.outside or plan.limits):
+            _check_range(plan, deltas, name, kernel_ir, arg_values)
         if plan.writes:
             self._check_writes(plan, deltas, n, unit, (name, kernel_ir, arg_values))
         self.launches = n
@@ -589,6 +594,29 @@ class _ArgsText:
 
     def __bool__(self) -> bool:
         return bool(str(self))
+
+
+def _check_range(plan, deltas: tuple, name: str, kernel_ir, arg_values) -> None:
+    """Refuse a launch (before it runs) with an index that surely runs and is out of its
+    field's range for these arguments: it would read or write outside the field's memory
+    (Taichi without `debug=True` does so silently; here it could crash the process)."""
+    for fi, lo, hi in plan.limits:
+        if not lo <= deltas[fi] <= hi:
+            break
+    else:
+        if not plan.outside:
+            return
+    bad = [(a, d, c) for a, d, c in plan.outside]
+    bad += [(a, d, Comp(c.lo + deltas[fi], c.hi + deltas[fi], c.step, True))
+            for fi, lo, hi, a, d, c in plan.range_items if not lo <= deltas[fi] <= hi]
+    a, d, c = bad[0]
+    n = field_shape(a.field)[d]
+    args = _args_text(kernel_ir, arg_env(arg_values))
+    raise FieldsimIndexError(
+        f"{where(a.loc)}: kernel '{name}'{' (' + args + ')' if args else ''} {describe(a)} "
+        f"with index {d} taking {c.lo}..{c.hi}, outside 0..{n - 1}: {source(a.loc)}\n"
+        "It would touch memory outside the field (Taichi does not check this either unless "
+        "ti.init(debug=True)); keep the index in range, e.g. with ti.min/ti.max or an `if`.")
 
 
 def _plan_of(check: KernelCheck, boxes: LaunchBoxes, arg_values, units) -> tuple:
