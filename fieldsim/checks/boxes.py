@@ -321,9 +321,21 @@ def _templates(items: list):
     templates = []
     for shifts, members in groups.items():
         number = {id(a): k for k, a, _ in members}
-        for a, box in merge_boxes(_dedup([(a, box) for _, a, box in members])):
-            templates.append((number[id(a)], a, box, shifts))
+        # merged only where they share the component the Tape's read logs bucket by (the
+        # first one-value one): `v[t - 1]` and `v[t]` stay two boxes, each in its time step's
+        # bucket, so a write of `v[t]` looks at one bucket, not at every read of the Tape
+        by_bucket: dict = {}
+        for _, a, box in members:
+            by_bucket.setdefault(_bucket_component(box), []).append((a, box))
+        for part in by_bucket.values():
+            for a, box in merge_boxes(_dedup(part)):
+                templates.append((number[id(a)], a, box, shifts))
     return templates, general, arg_pos, never
+
+
+def _bucket_component(box: tuple):
+    """(axis, value) of a box's first one-value component (Tmpl.ax, Tmpl.b0), or None."""
+    return next(((d, c.lo) for d, c in enumerate(box) if c.lo == c.hi), None)
 
 
 def _moves(shifts: tuple) -> tuple:

@@ -306,3 +306,41 @@ def test_a_dropped_tape_state_is_freed_without_the_gc(prog):
         assert ref() is None
     finally:
         gc.enable()
+
+
+def test_reads_of_neighbouring_time_steps_keep_their_buckets(monkeypatch):
+    """`v[t] = d * v[t - 1]; x[t] = x[t - 1] + v[t]` reads v at t - 1 and t: two boxes, each in
+    its time step's bucket, not one merged box v[t - 1:t + 1] that every later write of the
+    Tape would have to look at (DiffTaichi's gradient_explosion.py: 300 us a launch at 500
+    launches, growing with the Tape)."""
+    fs.init(arch=fs.cpu, offline_cache=False)
+    v = fs.field(fs.f32, shape=3000, needs_grad=True)
+    x = fs.field(fs.f32, shape=3000, needs_grad=True)
+    d = fs.field(fs.f32, shape=(), needs_grad=True)
+    loss = fs.field(fs.f32, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def advance(t: fs.i32):
+        v[t] = d[None] * v[t - 1] + 1.0
+        x[t] = x[t - 1] + 0.01 * v[t]
+
+    @fs.kernel
+    def compute_loss(t: fs.i32):
+        loss[None] = x[t]
+
+    looked = []
+    original = TapeState._entry_box
+    monkeypatch.setattr(TapeState, "_entry_box",
+                        lambda self, key, entry: looked.append(entry) or original(self, key, entry))
+    n = 2000
+    d[None] = 0.99
+    with fs.ad.Tape(loss):
+        for t in range(1, n):
+            advance(t)
+        compute_loss(n - 1)
+    assert not looked
+    # x[n-1] = 0.01 * sum_{k<n} v[k] with v[k] = sum_{m<k} d^m, so
+    # dloss/dd = 0.01 * sum_{m=1}^{n-2} m d^(m-1) (n-1-m)
+    m = np.arange(1, n - 1, dtype=np.float64)
+    want = 0.01 * np.sum(m * 0.99 ** (m - 1) * (n - 1 - m))
+    assert d.grad[None] == pytest.approx(want, rel=1e-3)
