@@ -20,17 +20,17 @@ DT = 2e-2
 
 def _build():
     fs.init(arch=fs.cpu, default_fp=fs.f64)
-    f = dict(
-        x=fs.Vector.field(3, fs.f64),
-        v=fs.Vector.field(3, fs.f64),
-        gv=fs.Vector.field(3, fs.f64),
-        gm=fs.field(fs.f64),
-        gout=fs.Vector.field(3, fs.f64),
-        act=fs.field(fs.f64),
-        w=fs.field(fs.f64),
-        aid=fs.field(fs.i32),
-        loss=fs.field(fs.f64),
-    )
+    f = {
+        "x": fs.Vector.field(3, fs.f64),
+        "v": fs.Vector.field(3, fs.f64),
+        "gv": fs.Vector.field(3, fs.f64),
+        "gm": fs.field(fs.f64),
+        "gout": fs.Vector.field(3, fs.f64),
+        "act": fs.field(fs.f64),
+        "w": fs.field(fs.f64),
+        "aid": fs.field(fs.i32),
+        "loss": fs.field(fs.f64),
+    }
     fs.root.dense(fs.k, STEPS + 1).dense(fs.l, N_PART).place(f["x"], f["v"])
     fs.root.dense(fs.ijk, N_GRID).place(f["gv"], f["gm"], f["gout"])
     fs.root.dense(fs.ij, (STEPS, N_ACT)).place(f["act"])
