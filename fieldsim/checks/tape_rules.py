@@ -606,7 +606,7 @@ def _check_range(plan, deltas: tuple, name: str, kernel_ir, arg_values) -> None:
     else:
         if not plan.outside:
             return
-    bad = [(a, d, c) for a, d, c in plan.outside]
+    bad = list(plan.outside)
     bad += [(a, d, Comp(c.lo + deltas[fi], c.hi + deltas[fi], c.step, True))
             for fi, lo, hi, a, d, c in plan.range_items if not lo <= deltas[fi] <= hi]
     a, d, c = bad[0]
