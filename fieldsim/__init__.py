@@ -24,8 +24,10 @@ from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
                                ndrange, pow, random, round, rsqrt, select, sin, sqrt, static,
                                static_print, tan, tanh)
-from fieldsim.lang.runtime import (amdgpu, arm64, cpu, cuda, dx11, dx12, gles, gpu, init, metal,
-                                   opengl, reset, sync, vulkan, x64)
+from fieldsim.lang.runtime import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, amdgpu, arm64, cpu,
+                                   cuda, dx11, dx12, gles, gpu, init, is_arch_supported,
+                                   is_logging_effective, metal, opengl, reset, set_logging_level,
+                                   sync, vulkan, x64)
 from fieldsim.lang.enums import extension
 from fieldsim.lang.lang_builtins import randn
 from fieldsim.lang.func_args import ref
@@ -58,6 +60,14 @@ polar_decompose = _linalg.polar_decompose
 svd = _linalg.svd
 
 import fieldsim.runtime
+from fieldsim import _lib
+
+import sys as _sys
+
+# `import fieldsim.math as tm` and `from fieldsim.types import ndarray`, as Taichi programs write
+# `import taichi.math`: the modules behind `fs.math` and `fs.types` answer to those names too.
+_sys.modules[__name__ + ".math"] = math
+_sys.modules[__name__ + ".types"] = types
 
 __version__ = "0.1.0"
 

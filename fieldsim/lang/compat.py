@@ -43,7 +43,6 @@ UNSUPPORTED = {
     "no_activate": "sparse SNodes (fieldsim fields are dense)",
     "global_thread_idx": "thread indices of GPU backends",
     "experimental": "Taichi's experimental features",
-    "set_logging_level": "Taichi's C++ logger",
 }
 
 

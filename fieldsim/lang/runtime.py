@@ -315,3 +315,32 @@ def _xdg_cache_home() -> str:
     ~/.cache."""
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     return xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
+
+
+def is_arch_supported(arch) -> bool:
+    """`ti.is_arch_supported(arch)`: can `init(arch=arch)` run on it without falling back?"""
+    if arch in (cpu, "x64", "arm64"):
+        return True
+    if arch in (cuda, gpu):
+        return _cuda_reason() is None
+    return False
+
+
+# Taichi's logging levels. fieldsim has no C++ logger: its messages are Python warnings, which
+# the `warnings` module filters; the level is kept so programs that set or ask for it run.
+TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL = "trace", "debug", "info", "warn", "error", "critical"
+_LOG_LEVELS = (TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL)
+_log_level = [INFO]
+
+
+def set_logging_level(level) -> None:
+    if level not in _LOG_LEVELS:
+        raise ValueError(f"unknown logging level {level!r}; use one of {', '.join(_LOG_LEVELS)}")
+    _log_level[0] = level
+
+
+def is_logging_effective(level) -> bool:
+    """Would a message at `level` be logged at the level set now?"""
+    if level not in _LOG_LEVELS:
+        raise ValueError(f"unknown logging level {level!r}; use one of {', '.join(_LOG_LEVELS)}")
+    return _LOG_LEVELS.index(level) >= _LOG_LEVELS.index(_log_level[0])
