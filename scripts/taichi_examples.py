@@ -109,8 +109,8 @@ def run_one(examples: Path, program: Path, backend: str, frames: int, timeout: f
         start = time.perf_counter()
         try:
             proc = subprocess.run([python, "-c", _CHILD, str(examples), str(program), backend,
-                                   str(frames)], cwd=cwd, env=env, capture_output=True,
-                                  text=True, timeout=timeout)
+                                   str(frames)], check=False, cwd=cwd, env=env,
+                                  capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"program": rel, "status": "timeout", "seconds": timeout, "detail": ""}
     out = (proc.stdout + proc.stderr).strip().splitlines()
