@@ -1,0 +1,63 @@
+"""How Taichi programs import and probe the package: `import taichi.math as tm`, `from
+taichi.types import ndarray`, `ti._lib.core.with_vulkan()`, `ti.is_arch_supported`, logging."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+
+def test_math_module_imports_and_works_in_a_kernel():
+    import fieldsim.math as tm
+    from fieldsim.math import clamp, vec3
+    assert tm is fs.math
+    fs.init(arch=fs.cpu)
+    out = fs.Vector.field(3, fs.f32, shape=2)
+
+    @fs.kernel
+    def k():
+        for i in out:
+            out[i] = clamp(vec3(i - 0.5, 2.0, -3.0), 0.0, 1.0) + tm.vec3(0, 0, i)
+
+    k()
+    np.testing.assert_allclose(out.to_numpy(), [[0, 1, 0], [0.5, 1, 1]])
+
+
+def test_types_module_imports_for_annotations():
+    from fieldsim.types import ndarray, vector
+    assert vector is fs.types.vector and vector(2, fs.f32).n == 2
+    fs.init(arch=fs.cpu)
+
+    @fs.kernel
+    def double(a: ndarray(dtype=fs.f32, ndim=1)):
+        for i in a:
+            a[i] *= 2
+
+    a = np.arange(4, dtype=np.float32)
+    double(a)
+    np.testing.assert_array_equal(a, [0, 2, 4, 6])
+
+
+def test_build_questions_of_taichis_extension():
+    core = fs._lib.core
+    assert core.with_vulkan() is False and core.with_metal() is False
+    assert core.with_cuda() == fs.is_arch_supported(fs.cuda)
+    assert core.GGUI_AVAILABLE is False
+    assert core.get_version_string() == fs.__version__
+
+
+def test_is_arch_supported():
+    assert fs.is_arch_supported(fs.cpu) and fs.is_arch_supported(fs.x64)
+    assert not fs.is_arch_supported(fs.vulkan) and not fs.is_arch_supported(fs.metal)
+
+
+def test_logging_level_is_kept_and_checked():
+    try:
+        fs.set_logging_level(fs.ERROR)
+        assert not fs.is_logging_effective(fs.WARN)
+        assert fs.is_logging_effective(fs.CRITICAL)
+        fs.set_logging_level(fs.TRACE)
+        assert fs.is_logging_effective(fs.DEBUG)
+    finally:
+        fs.set_logging_level(fs.INFO)
+    with pytest.raises(ValueError, match="unknown logging level 'loud'"):
+        fs.set_logging_level("loud")
