@@ -61,6 +61,7 @@ svd = _linalg.svd
 
 import fieldsim.runtime
 from fieldsim import _lib
+from fieldsim import graph
 
 import sys as _sys
 

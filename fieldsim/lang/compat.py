@@ -22,7 +22,6 @@ UNSUPPORTED = {
     "ui": "GGUI (Taichi's Vulkan window, Scene and Canvas); use fs.GUI",
     "Texture": "textures (a Vulkan/OpenGL backend feature)",
     "aot": "ahead-of-time modules for deployment",
-    "graph": "compute graphs (ti.graph)",
     "simt": "warp/subgroup intrinsics of GPU backends",
     "Mesh": "the MeshTaichi extension",
     "mesh_local": "the MeshTaichi extension",

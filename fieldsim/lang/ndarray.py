@@ -599,6 +599,14 @@ def _check_element(ann, dtype, n, m, ndim_el, bad):
 
 
 # ---- the kernel-side argument -------------------------------------------------------------------
+class _ElementShape(tuple):
+    """An ndarray argument's element shape in a kernel: a tuple, as on a field, and callable,
+    since Taichi spells it `arr.element_shape()` there (a list: `== [2]` compares true)."""
+
+    def __call__(self) -> list:
+        return list(self)
+
+
 class NdarraySlot(Field):
     """An ndarray argument inside a compiled kernel: a field whose data pointer (hidden argument
     `ptr_pos`) and shape (hidden arguments `shape_pos`; the IR values `shape`) come with each
@@ -620,6 +628,10 @@ class NdarraySlot(Field):
         self.offset, self._snode = None, None
         self.grad = self.dual = self.primal = None
         self.needs_grad, self.needs_dual = spec.has_grad, False
+
+    @property
+    def element_shape(self) -> _ElementShape:
+        return _ElementShape(Field.element_shape.fget(self))
 
     def _unplaced_twin(self, role):
         return None
