@@ -4,7 +4,7 @@ Each program runs unmodified in its own process: `taichi`, `taichi.math`, `taich
 fieldsim's modules, `taichi.examples.*` (the programs' shared helpers) load from the examples
 folder with the same substitution, and every GUI stops after `--frames` frames (`ti.GUI.show`,
 `ti.ui.Window.show`). `--backend taichi` runs the same programs with Taichi itself (in an
-environment that has it; its windows are never opened), for comparison.
+environment that has it; its windows are never opened, and it runs on the CPU), for comparison.
 
     python scripts/taichi_examples.py --examples /path/to/site-packages/taichi/examples [names...]
 
@@ -79,6 +79,8 @@ _stop_after(ti.GUI, "show")
 if backend != "fieldsim":
     _gui_init = ti.GUI.__init__
     ti.GUI.__init__ = lambda self, *a, **k: _gui_init(self, *a, **{**k, "show_gui": False})
+    _init = ti.init  # Taichi 1.7.4 crashes probing for a GPU on machines without one: the CPU
+    ti.init = lambda arch=None, *a, **k: _init(ti.cpu, *a, **k)
 try:
     _stop_after(ti.ui.Window, "show")
 except AttributeError:
