@@ -318,7 +318,11 @@ def _xdg_cache_home() -> str:
 
 
 def is_arch_supported(arch) -> bool:
-    """`ti.is_arch_supported(arch)`: can `init(arch=arch)` run on it without falling back?"""
+    """`ti.is_arch_supported(arch)`: can `init(arch=arch)` run on it without falling back?
+
+    >>> fs.is_arch_supported(fs.cpu), fs.is_arch_supported(fs.vulkan)
+    (True, False)
+    """
     if arch in (cpu, "x64", "arm64"):
         return True
     if arch in (cuda, gpu):
@@ -334,13 +338,23 @@ _log_level = [INFO]
 
 
 def set_logging_level(level) -> None:
+    """Taichi's `ti.set_logging_level`: keeps the level (`fs.TRACE` ... `fs.CRITICAL`).
+
+    >>> fs.set_logging_level(fs.WARN); fs.is_logging_effective(fs.INFO)
+    False
+    >>> fs.set_logging_level(fs.INFO)
+    """
     if level not in _LOG_LEVELS:
         raise ValueError(f"unknown logging level {level!r}; use one of {', '.join(_LOG_LEVELS)}")
     _log_level[0] = level
 
 
 def is_logging_effective(level) -> bool:
-    """Would a message at `level` be logged at the level set now?"""
+    """Would a message at `level` be logged at the level set now?
+
+    >>> fs.is_logging_effective(fs.ERROR)
+    True
+    """
     if level not in _LOG_LEVELS:
         raise ValueError(f"unknown logging level {level!r}; use one of {', '.join(_LOG_LEVELS)}")
     return _LOG_LEVELS.index(level) >= _LOG_LEVELS.index(_log_level[0])
