@@ -303,3 +303,16 @@ def test_no_input_arrives_and_widgets_return_their_values():
     camera = _camera()
     camera.track_user_inputs(window, movement_speed=0.03, hold_key=fs.ui.RMB)
     assert np.allclose(list(camera.curr_lookat), [0.0, 0.0, 2.0])  # one unit ahead, as Taichi
+
+
+def test_vector_field_draws_arrows_along_the_field():
+    window = fs.ui.Window("vf", (100, 100))
+    canvas = window.get_canvas()
+    canvas.set_background_color((1.0, 1.0, 1.0))
+    v = fs.Vector.field(2, fs.f32, shape=(11, 11))
+    v.fill(0)
+    v[5, 5] = [1.0, 0.0]  # one arrow from the centre, 0.3 long, pointing right
+    canvas.vector_field(v, arrow_spacing=5, scale=0.3, width=0.02)
+    img = frame(window)
+    assert at(img, 0.65, 0.5) == (0, 0, 0) and at(img, 0.5, 0.65) == (255, 255, 255)
+    assert at(img, 0.75, 0.7) == (255, 255, 255)

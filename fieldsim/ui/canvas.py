@@ -93,6 +93,24 @@ class Canvas:
         rgb = _inputs.colors(per_vertex_color, color, len(v), what)
         self._draw(lambda surface: _fill_triangles(surface, v, tri, rgb))
 
+    def vector_field(self, vector_field, arrow_spacing=5, scale=0.1, width=0.002, color=(0, 0, 0)):
+        """Arrows for a 2-D field of 2-vectors sampled every ``arrow_spacing`` cells (and the
+        last row and column), the longest ``scale`` long, as Taichi draws them."""
+        v = _inputs.array(vector_field, "Canvas.vector_field")
+        if v.ndim != 3 or v.shape[2] < 2:
+            _inputs.fail(f"Canvas.vector_field: expected a 2-D field of 2-vectors, got shape {v.shape}")
+        nx, ny = v.shape[:2]
+        i, j = (a.ravel() for a in np.meshgrid(_samples(nx, arrow_spacing), _samples(ny, arrow_spacing),
+                                                indexing="ij"))
+        base = np.stack([i / max(nx - 1, 1), j / max(ny - 1, 1)], axis=1)
+        d = v[i, j, :2] * (scale / max(np.linalg.norm(v[..., :2], axis=-1).max(), 1e-30))
+        tip = base + d
+        angle, head = np.arctan2(d[:, 1], d[:, 0]), 0.2 * np.linalg.norm(d, axis=1)
+        ends = [tip + (head * np.stack([np.cos(a), np.sin(a)])).T
+                for a in (angle + np.pi - np.pi / 6, angle - np.pi + np.pi / 6)]
+        pts = np.stack([base, tip, tip, ends[0], tip, ends[1]], axis=1).reshape(-1, 2)
+        self.lines(pts, width=width, color=color)
+
     def scene(self, scene):
         """Draw ``scene``'s frame (its draws and lights so far) and start its next frame."""
         draws, lights, ambient, camera = scene.take_frame()
@@ -103,6 +121,12 @@ class Canvas:
             self._window._depth = (depth, proj)
 
         self._draw(op)
+
+
+def _samples(n: int, spacing: int) -> np.ndarray:
+    """Every ``spacing``-th of ``n`` cells, the last sample moved to the last cell (Taichi's)."""
+    k = np.arange(n // spacing + 1)
+    return np.where(k < n // spacing, k * spacing, n - 1)
 
 
 def _fill_triangles(surface, v: np.ndarray, tri: np.ndarray, rgb: np.ndarray):
