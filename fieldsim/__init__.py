@@ -22,8 +22,8 @@ from fieldsim.lang.ops_int import bit_cast, bit_sar, bit_shl, bit_shr, raw_div, 
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
-                               ndrange, pow, random, round, rsqrt, select, sin, sqrt, static,
-                               static_print, tan, tanh)
+                               ndrange, one, pow, random, round, rsqrt, select, sin, sqrt, static,
+                               static_print, tan, tanh, zero)
 from fieldsim.lang.runtime import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, amdgpu, arm64, cpu,
                                    cuda, dx11, dx12, gles, gpu, init, is_arch_supported,
                                    is_logging_effective, metal, opengl, reset, set_logging_level,
@@ -38,6 +38,7 @@ from fieldsim.lang.types import (f16, f32, f64, float16, float32, float64, i8, i
                                  int8, int16, int32, int64, u1, u8, u16, u32, u64, uint8, uint16,
                                  uint32, uint64)
 from fieldsim.gui import GUI
+from fieldsim import ui
 from fieldsim import tools
 from fieldsim.lang import profiler
 from fieldsim.tools import hex_to_rgb, rgb_to_hex

@@ -110,6 +110,80 @@ def _boxes(x0, y0, w, h):
         start = stop
 
 
+def _pixel_box(xlo, xhi, ylo, yhi, res):
+    """Integer pixel boxes ``(x0, y0, w, h)`` covering the float ranges, clipped to a canvas of
+    ``res = (width, height)`` pixels."""
+    w, h = res
+    x0 = np.clip(np.floor(xlo), 0, w).astype(np.int64)
+    x1 = np.clip(np.floor(xhi) + 1, 0, w).astype(np.int64)
+    y0 = np.clip(np.floor(ylo), 0, h).astype(np.int64)
+    y1 = np.clip(np.floor(yhi) + 1, 0, h).astype(np.int64)
+    return x0, y0, np.maximum(x1 - x0, 0), np.maximum(y1 - y0, 0)
+
+
+def _disc_cover(cx, cy, r, res):
+    """Yield ``(ids, xs, ys, dx, dy)`` for the pixels of discs ``ids`` (centres ``cx, cy`` and
+    radii ``r`` in pixels, y down) on a ``res`` canvas; ``dx, dy`` run from the centre to the
+    pixel centre. A pixel is covered when its centre is inside; the centre's own pixel always is."""
+    for ids, xs, ys in _boxes(*_pixel_box(cx - r, cx + r, cy - r, cy + r, res)):
+        dx, dy = xs + 0.5 - cx[ids], ys + 0.5 - cy[ids]
+        own = (xs == np.floor(cx[ids])) & (ys == np.floor(cy[ids]))
+        inside = (dx * dx + dy * dy <= r[ids] ** 2) | own
+        yield ids[inside], xs[inside], ys[inside], dx[inside], dy[inside]
+
+
+def _disc_cover_grouped(cx, cy, r, res):
+    """What `_disc_cover` yields, several times faster (float32, no per-pixel integer division):
+    discs are visited in groups of equal box size, so the order in which overlapping discs are
+    drawn is not kept. For depth-tested drawing, or discs of one colour."""
+    w, h = res
+    cx, cy, r = (np.asarray(a, dtype=np.float32) for a in (cx, cy, r))
+    x0, y0 = np.floor(cx - r).astype(np.int32), np.floor(cy - r).astype(np.int32)
+    bw = np.floor(cx + r).astype(np.int32) - x0 + 1
+    bh = np.floor(cy + r).astype(np.int32) - y0 + 1
+    shown = np.flatnonzero((x0 < w) & (x0 + bw > 0) & (y0 < h) & (y0 + bh > 0))
+    key = bw[shown].astype(np.int64) << 32 | bh[shown]
+    order = shown[np.argsort(key, kind="stable")]
+    cuts = np.flatnonzero(np.diff(np.sort(key))) + 1
+    for group in np.split(order, cuts) if order.size else ():
+        gw, gh = int(bw[group[0]]), int(bh[group[0]])
+        ox = np.tile(np.arange(gw, dtype=np.int32), gh)
+        oy = np.repeat(np.arange(gh, dtype=np.int32), gw)
+        step = max(1, _CHUNK // (gw * gh))
+        for start in range(0, group.size, step):
+            yield _disc_group(group[start:start + step], ox, oy, cx, cy, r, x0, y0, res)
+
+
+def _disc_group(ids, ox, oy, cx, cy, r, x0, y0, res):
+    """Covered pixels of discs ``ids``, all with the box size of the offsets ``ox, oy``."""
+    w, h = res
+    xs, ys = x0[ids, None] + ox, y0[ids, None] + oy
+    dx, dy = xs + np.float32(0.5) - cx[ids, None], ys + np.float32(0.5) - cy[ids, None]
+    inside = dx * dx + dy * dy <= (r[ids] ** 2)[:, None]
+    if r[ids].min() < 0.75:  # a disc this small may miss its own pixel's centre
+        inside |= (xs == np.floor(cx[ids, None])) & (ys == np.floor(cy[ids, None]))
+    if x0[ids].min() < 0 or y0[ids].min() < 0 or xs[:, -1].max() >= w or ys[:, -1].max() >= h:
+        inside &= (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
+    rows = np.nonzero(inside)[0]
+    return ids[rows], xs[inside], ys[inside], dx[inside], dy[inside]
+
+
+def _triangle_cover(ax, ay, bx, by, cx, cy, res):
+    """Yield ``(ids, xs, ys, e_ab, e_bc, e_ca)`` for the pixels whose centres lie in triangles
+    ``ids`` (corners in pixels) on a ``res`` canvas, either winding. The edge functions are
+    twice the signed areas opposite c, a and b: divided by their sum they are the barycentric
+    weights of c, a and b."""
+    xs_all, ys_all = np.stack([ax, bx, cx]), np.stack([ay, by, cy])
+    box = _pixel_box(xs_all.min(0), xs_all.max(0), ys_all.min(0), ys_all.max(0), res)
+    for ids, xs, ys in _boxes(*box):
+        px, py = xs + 0.5, ys + 0.5
+        e0 = (bx[ids] - ax[ids]) * (py - ay[ids]) - (by[ids] - ay[ids]) * (px - ax[ids])
+        e1 = (cx[ids] - bx[ids]) * (py - by[ids]) - (cy[ids] - by[ids]) * (px - bx[ids])
+        e2 = (ax[ids] - cx[ids]) * (py - cy[ids]) - (ay[ids] - cy[ids]) * (px - cx[ids])
+        inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
+        yield ids[inside], xs[inside], ys[inside], e0[inside], e1[inside], e2[inside]
+
+
 class GUI:
     """Taichi's ``ti.GUI``, drawn offscreen into a numpy buffer (never a window).
 
@@ -176,19 +250,10 @@ class GUI:
             return _per_item(color, n, "palette_indices")
         return _per_item(_packed(color), n, "color")
 
-    def _plot(self, ids, xs, ys, inside, colors):
+    def _plot(self, ids, xs, ys, colors, inside=True):
         w, h = self.res
         ok = inside & (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
         self._buf.reshape(-1)[ys[ok] * w + xs[ok]] = colors[ids[ok]]
-
-    def _box(self, xlo, xhi, ylo, yhi):
-        """Integer pixel boxes covering the float ranges, clipped to the canvas."""
-        w, h = self.res
-        x0 = np.clip(np.floor(xlo), 0, w).astype(np.int64)
-        x1 = np.clip(np.floor(xhi) + 1, 0, w).astype(np.int64)
-        y0 = np.clip(np.floor(ylo), 0, h).astype(np.int64)
-        y1 = np.clip(np.floor(yhi) + 1, 0, h).astype(np.int64)
-        return x0, y0, np.maximum(x1 - x0, 0), np.maximum(y1 - y0, 0)
 
     # ----------------------------------------------------------- shapes
     def circles(self, pos, radius=1, color=0xFFFFFF, palette=None, palette_indices=None):
@@ -200,13 +265,8 @@ class GUI:
         cx, cy = self._to_px(p)
         r = _per_item(np.atleast_1d(_as_array(radius)).ravel(), n, "radius")
         colors = self._colors(color, n, palette, palette_indices)
-        for ids, xs, ys in _boxes(*self._box(cx - r, cx + r, cy - r, cy + r)):
-            dx, dy = xs + 0.5 - cx[ids], ys + 0.5 - cy[ids]
-            # A pixel is covered when its centre is inside; the centre's own pixel always is.
-            inside = (dx * dx + dy * dy <= r[ids] ** 2) | (
-                (xs == np.floor(cx[ids])) & (ys == np.floor(cy[ids]))
-            )
-            self._plot(ids, xs, ys, inside, colors)
+        for ids, xs, ys, _, _ in _disc_cover(cx, cy, r, self.res):
+            self._plot(ids, xs, ys, colors)
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self.circles(_point(pos), radius=radius, color=color)
@@ -259,7 +319,7 @@ class GUI:
             px, py = xs + 0.5 - ax[s], ys + 0.5 - ay[s]
             t = np.clip((px * ex[s] + py * ey[s]) / np.maximum(ex[s] ** 2 + ey[s] ** 2, 1e-12), 0.0, 1.0)
             inside = (px - t * ex[s]) ** 2 + (py - t * ey[s]) ** 2 <= r[s] ** 2
-            self._plot(s, xs, ys, inside, colors)
+            self._plot(s, xs, ys, colors, inside)
 
     def line(self, begin, end, radius=1, color=0xFFFFFF):
         self.lines(_point(begin), _point(end), radius=radius, color=color)
@@ -272,15 +332,8 @@ class GUI:
             return
         (ax, ay), (bx, by), (cx, cy) = self._to_px(pa), self._to_px(pb), self._to_px(pc)
         colors = self._colors(color, n)
-        xs_all, ys_all = np.stack([ax, bx, cx]), np.stack([ay, by, cy])
-        box = self._box(xs_all.min(0), xs_all.max(0), ys_all.min(0), ys_all.max(0))
-        for ids, xs, ys in _boxes(*box):
-            px, py = xs + 0.5, ys + 0.5
-            e0 = (bx[ids] - ax[ids]) * (py - ay[ids]) - (by[ids] - ay[ids]) * (px - ax[ids])
-            e1 = (cx[ids] - bx[ids]) * (py - by[ids]) - (cy[ids] - by[ids]) * (px - bx[ids])
-            e2 = (ax[ids] - cx[ids]) * (py - cy[ids]) - (ay[ids] - cy[ids]) * (px - cx[ids])
-            inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
-            self._plot(ids, xs, ys, inside, colors)
+        for ids, xs, ys, *_ in _triangle_cover(ax, ay, bx, by, cx, cy, self.res):
+            self._plot(ids, xs, ys, colors)
 
     def triangle(self, a, b, c, color=0xFFFFFF):
         self.triangles(_point(a), _point(b), _point(c), color=color)
@@ -357,15 +410,20 @@ class GUI:
         self._buf[...] = _pack(out + 0.5)
 
     # ----------------------------------------------------------- frames
+    def save(self, file):
+        """Write the canvas to the image file ``file`` (its format from the extension, e.g. PNG),
+        making its folder if needed."""
+        from PIL import Image
+
+        parent = os.path.dirname(os.fspath(file))
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        Image.fromarray(_unpack(self._buf)).save(file)
+
     def show(self, file=None):
         """Finish the frame: write it to ``file`` (PNG) if given, then clear the canvas."""
         if file:
-            from PIL import Image
-
-            parent = os.path.dirname(os.fspath(file))
-            if parent:
-                os.makedirs(parent, exist_ok=True)
-            Image.fromarray(_unpack(self._buf)).save(file)
+            self.save(file)
         self.frame += 1
         self.clear()
 

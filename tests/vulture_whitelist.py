@@ -23,3 +23,15 @@ boundary
 # Taichi's ti.tools.VideoManager(automatic_build=True) builds the video at frames 4, 8, 16, ...;
 # fieldsim accepts it and builds only on make_video() (documented there, fieldsim/tools.py)
 automatic_build
+
+# Taichi's GGUI API (fieldsim/ui/): Window(vsync, show_window, fps_limit), Camera.track_user_inputs
+# (movement_speed, yaw_speed, pitch_speed, hold_key) and Scene.mesh(show_wireframe) are accepted and
+# have no effect offscreen (no screen, no input, triangles always filled)
+vsync
+show_window
+fps_limit
+movement_speed
+yaw_speed
+pitch_speed
+hold_key
+show_wireframe

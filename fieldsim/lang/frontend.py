@@ -517,8 +517,8 @@ class Frontend(ExprMixin):
                     if isinstance(value, (tuple, list)) else None
             if values is None or len(values) != len(target.elts):
                 raise FieldsimTypeError(f"cannot unpack {describe(value)} into {len(target.elts)} names")
-            for t, v in zip(target.elts, values):
-                self.assign_target(t, v, node)
+            for k, (t, v) in enumerate(zip(target.elts, values)):
+                self.assign_target(t, v, _element_assign(node, k, len(values)))
         elif isinstance(target, ast.Subscript):
             self.store_subscript(target, value)
         elif isinstance(target, ast.Attribute):
@@ -1161,6 +1161,17 @@ class RangeSpec:
 
     def __init__(self, begin, end):
         self.begin, self.end = begin, end
+
+
+def _element_assign(node, k: int, n: int):
+    """For `a, b = x, False`: the assignment of item k alone (`b = False`), so that a literal
+    item is judged as its own assignment would be; `node` itself when the value is no literal
+    tuple of n items."""
+    value = getattr(node, "value", None)
+    if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == n \
+            and not any(isinstance(e, ast.Starred) for e in value.elts):
+        return ast.copy_location(ast.Assign(targets=[], value=value.elts[k]), node)
+    return node
 
 
 def _assigned_names(fdef) -> set:

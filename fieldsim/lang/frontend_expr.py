@@ -726,6 +726,15 @@ def _py_abs(fe, args, kw):
     return fe.e.unop(Op.ABS, args[0])
 
 
+def _py_pow(fe, args, kw):
+    """Python's `pow(a, b)` in a kernel is `a ** b`, as in Taichi."""
+    if not any(isinstance(a, (Stmt, MatVal)) for a in args):
+        return builtins.pow(*args, **kw)
+    if len(args) != 2 or kw:
+        raise FieldsimTypeError("pow() in a kernel takes two arguments (no modulus)")
+    return fe.e.binop("**", args[0], args[1])
+
+
 def _getattr(fe, args, kw):
     if args and isinstance(args[0], struct.StructValue) and len(args) == 2:
         return struct.attribute(fe, args[0], args[1])
@@ -746,7 +755,7 @@ _UNHANDLED = object()  # a call handler declines with this (a handled call may r
 _PRINT = builtins.print  # as imported, before any tool replaced it
 _PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
                 float: _float_cast, len: _len, min: _py_minmax("min"),
-                max: _py_minmax("max"), abs: _py_abs, _PRINT: formatting.emit_print,
+                max: _py_minmax("max"), abs: _py_abs, builtins.pow: _py_pow, _PRINT: formatting.emit_print,
                 builtins.range: lambda fe, a, k: _static_range(a)}
 
 

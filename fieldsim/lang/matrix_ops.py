@@ -127,7 +127,8 @@ def _square(a: MatVal, what):
 
 
 def _cast(e: Emitter, a: MatVal, dtype):
-    return e.cast(a, dtype)
+    # `v.cast(float)` / `v.cast(int)` mean default_fp / default_ip, as in Taichi
+    return e.cast(a, e.fp if dtype is float else e.ip if dtype is int else dtype)
 
 
 METHODS = {

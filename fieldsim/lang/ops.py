@@ -140,6 +140,28 @@ def select(cond, a, b):
 KERNEL_BUILTINS[select] = lambda fe, n, a, k: fe.e.select(a[0], a[1], a[2])
 
 
+def zero(x):
+    """Zeros shaped and typed like `x` (a scalar, vector or matrix), as Taichi's `ti.zero`.
+
+    >>> fs.zero(fs.Vector([1.5, 2.0]))
+    Vector([0.0, 0.0])
+    """
+    return x * 0
+
+
+def one(x):
+    """Ones shaped and typed like `x`, as Taichi's `ti.one`.
+
+    >>> fs.one(fs.Vector([3, 4]))
+    Vector([1, 1])
+    """
+    return zero(x) + 1
+
+
+KERNEL_BUILTINS[zero] = lambda fe, n, a, k: fe.e.binop("*", a[0], 0)
+KERNEL_BUILTINS[one] = lambda fe, n, a, k: fe.e.binop("+", fe.e.binop("*", a[0], 0), 1)
+
+
 def cast(value, dtype):
     if hasattr(value, "to_numpy") and hasattr(value, "cast"):  # a Python-scope Vector/Matrix
         return value.cast(dtype)
