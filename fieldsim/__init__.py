@@ -15,7 +15,7 @@ from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, 
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector
 from fieldsim.lang.struct import Struct, StructField, dataclass
-from fieldsim.lang.extra_ops import static_assert
+from fieldsim.lang.extra_ops import one, static_assert, zero
 from fieldsim.lang.sparse import activate, append, deactivate, is_active, length, rescale_index
 from fieldsim.lang import math
 from fieldsim.lang.ops_int import bit_cast, bit_sar, bit_shl, bit_shr, raw_div, raw_mod

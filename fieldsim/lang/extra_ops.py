@@ -1,5 +1,6 @@
 """`fs.static_assert`: checks a compile-time condition in a kernel and refuses a runtime one
-with a `FieldsimTypeError`; a plain check in Python scope. (`raw_div`, `raw_mod` and the bit
+with a `FieldsimTypeError`; a plain check in Python scope. `fs.zero(x)`/`fs.one(x)`: a value of
+x's type and shape filled with 0/1 (Taichi's `x * 0` and `x * 0 + 1`), in both scopes. (`raw_div`, `raw_mod` and the bit
 shifts live in `ops_int`.)"""
 from __future__ import annotations
 
@@ -30,3 +31,17 @@ def _static_assert(fe, node, args, kw):
 
 
 ops.KERNEL_BUILTINS[static_assert] = _static_assert
+
+
+def zero(x):
+    """A value of x's type and shape filled with zeros (Taichi computes it as `x * 0`)."""
+    return x * 0
+
+
+def one(x):
+    """A value of x's type and shape filled with ones (Taichi: `zero(x) + 1`)."""
+    return zero(x) + 1
+
+
+ops.KERNEL_BUILTINS[zero] = lambda fe, node, a, kw: fe.e.binop("*", a[0], 0)
+ops.KERNEL_BUILTINS[one] = lambda fe, node, a, kw: fe.e.binop("+", fe.e.binop("*", a[0], 0), 1)
