@@ -98,7 +98,7 @@ class Emitter:
         if isinstance(v, MatVal):
             return v.map(lambda e: self.cast(e, dtype))
         if isinstance(v, numbers.Number) and not isinstance(v, Stmt):
-            return self.b.const(v if dtype.is_float else math.trunc(v), dtype)
+            return self.b.const(v if dtype.is_float else int(v != 0) if dtype.bits == 1 else math.trunc(v), dtype)
         return self.b.cast(self.value(v), dtype)
 
     # -- scalar arithmetic
