@@ -19,13 +19,15 @@ import numpy as np
 
 
 def rgb_to_hex(c):
-    """`(r, g, b)` floats in [0, 1] (or an array of them, last axis RGB) as `0xRRGGBB`."""
+    """`(r, g, b)` floats in [0, 1] as `0xRRGGBB`. As in Taichi, r, g and b may each be an array
+    (one colour per item); an (N, 3) array is read along its last axis."""
     if isinstance(c, np.ndarray) and c.ndim > 1:
         q = np.clip((c * 255).astype(np.int64), 0, 255)
         return q[..., 0] * 65536 + q[..., 1] * 256 + q[..., 2]
 
     def convert(x):
-        return max(0, min(255, int(x * 255)))
+        q = np.clip((np.asarray(x) * 255).astype(np.int64), 0, 255)
+        return int(q) if q.ndim == 0 else q
 
     return 65536 * convert(c[0]) + 256 * convert(c[1]) + convert(c[2])
 
