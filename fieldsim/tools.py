@@ -1,4 +1,5 @@
-"""`fs.tools` image helpers and `fs.rgb_to_hex`/`fs.hex_to_rgb`, with Taichi's conventions.
+"""`fs.tools` image helpers and `fs.rgb_to_hex`/`fs.hex_to_rgb`, with Taichi's conventions
+(`fs.tools.PLYWriter` lives in `fieldsim.ply`).
 
 `VideoManager` collects frames as PNGs and builds a GIF (Pillow) and, where an `ffmpeg`
 executable is on PATH, an MP4; without ffmpeg, asking for an MP4 warns and writes the GIF only.
@@ -16,6 +17,11 @@ from __future__ import annotations
 import os
 
 import numpy as np
+
+from fieldsim.ply import PLYWriter
+
+__all__ = ["PLYWriter", "VideoManager", "hex_to_rgb", "imread", "imresize", "imshow", "imwrite",
+           "rgb_to_hex"]
 
 
 def rgb_to_hex(c):
