@@ -192,6 +192,4 @@ def _ascii_rows(columns, n):
 
 
 def _frame_path(series_num: int, path: str) -> str:
-    path = str(path)
-    stem = path[:-4] if path.endswith(".ply") else path
-    return f"{stem}_{series_num:06d}.ply"
+    return f"{str(path).removesuffix('.ply')}_{series_num:06d}.ply"
