@@ -34,12 +34,26 @@ ops.KERNEL_BUILTINS[static_assert] = _static_assert
 
 
 def zero(x):
-    """A value of x's type and shape filled with zeros (Taichi computes it as `x * 0`)."""
+    """A value of x's type and shape filled with zeros (Taichi computes it as `x * 0`).
+
+    >>> @fs.kernel
+    ... def k() -> fs.f32:
+    ...     return fs.zero(fs.Vector([1.5, 2.5])).sum() + fs.zero(3.0)
+    >>> k()
+    0.0
+    """
     return x * 0
 
 
 def one(x):
-    """A value of x's type and shape filled with ones (Taichi: `zero(x) + 1`)."""
+    """A value of x's type and shape filled with ones (Taichi: `zero(x) + 1`).
+
+    >>> @fs.kernel
+    ... def k() -> fs.i32:
+    ...     return fs.one(fs.Vector([4, 5, 6])).sum()
+    >>> k()
+    3
+    """
     return zero(x) + 1
 
 

@@ -145,7 +145,16 @@ def deactivate_all(node: SNode):
 
 def deactivate_all_snodes():
     """`fs.deactivate_all_snodes()` (Python scope): every sparse node of the layout tree
-    deactivated, as `fs.root.deactivate_all()`."""
+    deactivated, as `fs.root.deactivate_all()`.
+
+    >>> x = fs.field(fs.f32)
+    >>> blk = fs.root.pointer(fs.i, 4)
+    >>> _ = blk.dense(fs.i, 2).place(x)
+    >>> x[5] = 1.0
+    >>> fs.deactivate_all_snodes()
+    >>> float(x[5])
+    0.0
+    """
     from fieldsim.lang.snode import root
     deactivate_all(root)
 
