@@ -67,3 +67,23 @@ def test_pow_with_a_modulus_and_kernel_values_is_refused():
 
     with pytest.raises(fs.FieldsimTypeError, match="pow"):
         k(3)
+
+
+@pytest.mark.fieldsim_specific  # Taichi refuses them too, with a TypeError about __round__
+def test_round_and_divmod_on_kernel_values_are_refused_with_a_hint():
+    out = fs.field(fs.f32, shape=2)
+
+    @fs.kernel
+    def k(a: fs.f32):
+        out[0] = round(a)
+
+    with pytest.raises(fs.FieldsimSyntaxError, match=r"Python's round\(\) runs in Python.*fs\.round"):
+        k(2.5)
+
+    @fs.kernel
+    def k2(n: fs.i32):
+        q, r = divmod(n, 3)
+        out[1] = q + r
+
+    with pytest.raises(fs.FieldsimSyntaxError, match=r"Python's divmod\(\)"):
+        k2(7)
