@@ -16,7 +16,8 @@ from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, 
 from fieldsim.lang.matrix import Matrix, Vector
 from fieldsim.lang.struct import Struct, StructField, dataclass
 from fieldsim.lang.extra_ops import static_assert
-from fieldsim.lang.sparse import activate, append, deactivate, is_active, length, rescale_index
+from fieldsim.lang.sparse import (activate, append, deactivate, deactivate_all_snodes, is_active, length,
+                                  rescale_index)
 from fieldsim.lang import math
 from fieldsim.lang.ops_int import bit_cast, bit_sar, bit_shl, bit_shr, raw_div, raw_mod
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
@@ -45,7 +46,7 @@ from fieldsim.tools import hex_to_rgb, rgb_to_hex
 from fieldsim import ad
 from fieldsim.ad import Tape
 from fieldsim.lang.stop_grad import stop_grad
-from fieldsim.lang.hints import block_local, cache_read_only
+from fieldsim.lang.hints import block_local, cache_read_only, no_activate
 
 from fieldsim.lang.ndarray import Ndarray, ndarray
 from fieldsim.lang.types_extra import eig, sym_eig

@@ -4,7 +4,8 @@ Provides:
 
 - ``GUI``: the subset of Taichi's ``ti.GUI`` that simulation examples use
   (``circles``, ``lines``, ``triangles``, ``rect``, ``arrows``, ``set_image``,
-  ``text``, ``clear``, ``show``, ``running``, ``frame``, the event methods).
+  ``text``, ``clear``, ``show``, ``running``, ``frame``, ``point_field``, ``arrow_field``,
+  ``vector_field``, ``contour``, the event methods and ``event``).
   It never opens a window: every frame is drawn into a numpy RGB buffer and
   ``show(file)`` writes it as a PNG. Coordinates are Taichi's: positions in
   ``[0, 1]^2`` with the origin at the bottom-left, radii in pixels, colours as
@@ -187,11 +188,18 @@ def _triangle_cover(ax, ay, bx, by, cx, cy, res):
 class GUI:
     """Taichi's ``ti.GUI``, drawn offscreen into a numpy buffer (never a window).
 
-    ``show_gui`` and ``fast_gui`` are accepted for compatibility and ignored.
+    ``show_gui``, ``fullscreen`` and ``fast_gui`` are accepted for compatibility and ignored.
+    No input ever arrives: ``get_event`` is False, ``event`` stays None, no key is pressed.
     """
 
+    class Event:
+        """One input event, as Taichi's ``GUI.Event`` (type, modifier, pos, key, delta)."""
+
+        def __init__(self):
+            self.type = self.modifier = self.pos = self.key = self.delta = None
+
     # Key and event names, as in Taichi, so that event-polling loops still run.
-    ESCAPE, SHIFT, ALT, CTRL, SPACE, BACKSPACE, RETURN = (
+    ESCAPE, SHIFT, ALT, CTRL, SPACE, BACKSPACE, RETURN, TAB, CAPSLOCK = (
         "Escape",
         "Shift",
         "Alt",
@@ -199,19 +207,26 @@ class GUI:
         " ",
         "BackSpace",
         "Return",
+        "Tab",
+        "Caps_Lock",
     )
     LEFT, RIGHT, UP, DOWN = "Left", "Right", "Up", "Down"
     LMB, MMB, RMB, WHEEL, MOVE, EXIT = "LMB", "MMB", "RMB", "Wheel", "Motion", "WMClose"
     PRESS, RELEASE, MOTION = "Press", "Release", "Motion"
 
-    def __init__(self, name="Fieldsim", res=512, background_color=0x000000, show_gui=False, fast_gui=False):
+    def __init__(self, name="Taichi", res=512, background_color=0x000000, show_gui=False, fullscreen=False,
+                 fast_gui=False):
         self.name = name
         w, h = (res, res) if np.isscalar(res) else tuple(res)
         self.res = (int(w), int(h))
         self.background_color = background_color
         self.show_gui = show_gui
+        self.fullscreen = fullscreen
         self.fast_gui = fast_gui
         self.frame = 0
+        self.event = None
+        self.key_pressed = set()
+        self.fps_limit = None
         self._running = True
         # Packed 0xRRGGBB per pixel, row 0 at the top: drawing is a flat scatter of uint32.
         self._buf = np.empty((self.res[1], self.res[0]), dtype=np.uint32)
@@ -344,26 +359,68 @@ class GUI:
         corners = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
         self.lines(corners, np.roll(corners, -1, axis=0), radius=radius, color=color)
 
-    def arrows(self, orig, direction, radius=1, color=0xFFFFFF):
-        """Arrows from ``orig`` along ``direction`` (N, 2 each), with a two-stroke head."""
-        o, d = _points(orig), _points(direction)
-        tip = o + d
-        c, s = np.cos(np.pi / 6), np.sin(np.pi / 6)
-        back = -0.25 * d
-        left = np.stack([c * back[:, 0] - s * back[:, 1], s * back[:, 0] + c * back[:, 1]], 1)
-        right = np.stack([c * back[:, 0] + s * back[:, 1], -s * back[:, 0] + c * back[:, 1]], 1)
-        n = len(o)
-        colors = _per_item(np.atleast_1d(_as_array(color, dtype=None)), n, "color")
-        radii = _per_item(np.atleast_1d(_as_array(radius)), n, "radius")
-        self.lines(
-            np.concatenate([o, tip, tip]),
-            np.concatenate([tip, tip + left, tip + right]),
-            radius=np.tile(radii, 3),
-            color=np.concatenate([colors] * 3),
-        )
+    @staticmethod
+    def _arrow_to_lines(orig, major, tip_scale=0.2, angle=45):
+        """The three strokes of each arrow (shaft and two head strokes), as Taichi draws them."""
+        a = np.radians(180 - angle)
+        c, s = np.cos(a), np.sin(a)
+        minor1 = np.stack([major[:, 0] * c - major[:, 1] * s, major[:, 0] * s + major[:, 1] * c], 1)
+        minor2 = np.stack([major[:, 0] * c + major[:, 1] * s, -major[:, 0] * s + major[:, 1] * c], 1)
+        end = orig + major
+        return [(orig, end), (end, end + minor1 * tip_scale), (end, end + minor2 * tip_scale)]
 
-    def arrow(self, orig, direction, radius=1, color=0xFFFFFF):
-        self.arrows(_point(orig), _point(direction), radius=radius, color=color)
+    def arrows(self, orig, direction, radius=1, color=0xFFFFFF, **kwargs):
+        """Arrows from ``orig`` along ``direction`` (N, 2 each); ``tip_scale``, ``angle`` as in Taichi."""
+        for begin, end in self._arrow_to_lines(_points(orig), _points(direction), **kwargs):
+            self.lines(begin, end, radius=radius, color=color)
+
+    def arrow(self, orig, direction, radius=1, color=0xFFFFFF, **kwargs):
+        self.arrows(_point(orig), _point(direction), radius=radius, color=color, **kwargs)
+
+    # ----------------------------------------------------------- fields of shapes
+    @staticmethod
+    def _field_base(w, h, bound):
+        x = np.linspace(bound / w, 1 - bound / w, w)
+        y = np.linspace(bound / h, 1 - bound / h, h)
+        return np.stack(np.meshgrid(x, y, indexing="ij"), -1).reshape(w * h, 2)
+
+    def point_field(self, radius, color=0xFFFFFF, bound=0.5):
+        """A ``(W, H)`` grid of circles with the given radii, spread over the canvas."""
+        r = _as_array(radius)
+        self.circles(self._field_base(r.shape[0], r.shape[1], bound), radius=r.reshape(-1), color=color)
+
+    def arrow_field(self, direction, radius=1, color=0xFFFFFF, bound=0.5, **kwargs):
+        """A ``(W, H, 2)`` grid of arrows, spread over the canvas."""
+        d = _as_array(direction)
+        base = self._field_base(d.shape[0], d.shape[1], bound)
+        self.arrows(base, d.reshape(-1, 2), radius=radius, color=color, **kwargs)
+
+    def vector_field(self, vector_field, arrow_spacing=5, color=0xFFFFFF):
+        """Every ``arrow_spacing``-th vector of a 2-D vector field as an arrow; the longest is
+        a tenth of the window."""
+        v = _as_array(vector_field)
+        nx, ny = v.shape[:2]
+        scale = 0.1 / (np.max(np.linalg.norm(v, axis=-1)) + 1e-16)
+        xs, ys = np.meshgrid(np.arange(0, 1, arrow_spacing / nx), np.arange(0, 1, arrow_spacing / ny))
+        begin = np.dstack((xs, ys)).reshape(-1, 2, order="F")
+        self.arrows(begin, (v[::arrow_spacing, ::arrow_spacing] * scale).reshape(-1, 2), color=color)
+
+    def contour(self, scalar_field, normalize=False):
+        """A scalar field through matplotlib's 'plasma' colormap, bilinearly resampled to the canvas."""
+        from matplotlib import colormaps
+
+        a = _as_array(scalar_field)
+        if a.shape != self.res:
+            gy, gx = np.meshgrid(np.linspace(0, 1, self.res[1]), np.linspace(0, 1, self.res[0]))
+            xi, yi = gy * (a.shape[1] - 1), gx * (a.shape[0] - 1)
+            x1, y1 = xi.astype(int), yi.astype(int)
+            x2, y2 = np.minimum(x1 + 1, a.shape[1] - 1), np.minimum(y1 + 1, a.shape[0] - 1)
+            fx, fy = xi - x1, yi - y1
+            a = ((a[y1, x1] * (1 - fx) + a[y1, x2] * fx) * (1 - fy)
+                 + (a[y2, x1] * (1 - fx) + a[y2, x2] * fx) * fy)
+        if normalize:
+            a = (a - a.min()) / (a.max() - a.min())
+        self.set_image(colormaps["plasma"](a))
 
     # ----------------------------------------------------------- images and text
     def set_image(self, img):
@@ -428,6 +485,12 @@ class GUI:
         self.clear()
 
     # ----------------------------------------------------------- events and widgets (inert)
+    def has_key_event(self):
+        return False
+
+    def get_key_event(self):
+        raise RuntimeError("GUI.get_key_event: an offscreen GUI never receives input (has_key_event() is False)")
+
     def get_events(self, *filters):
         return []
 
@@ -435,7 +498,7 @@ class GUI:
         return False
 
     def is_pressed(self, *keys):
-        return False
+        return any(k in self.key_pressed for k in keys)
 
     def get_cursor_pos(self):
         return (0.5, 0.5)

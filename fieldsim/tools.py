@@ -1,4 +1,5 @@
-"""`fs.tools` image helpers and `fs.rgb_to_hex`/`fs.hex_to_rgb`, with Taichi's conventions.
+"""`fs.tools` image helpers and `fs.rgb_to_hex`/`fs.hex_to_rgb`, with Taichi's conventions
+(`fs.tools.PLYWriter` lives in `fieldsim.ply`).
 
 `VideoManager` collects frames as PNGs and builds a GIF (Pillow) and, where an `ffmpeg`
 executable is on PATH, an MP4; without ffmpeg, asking for an MP4 warns and writes the GIF only.
@@ -17,15 +18,22 @@ import os
 
 import numpy as np
 
+from fieldsim.ply import PLYWriter
+
+__all__ = ["PLYWriter", "VideoManager", "hex_to_rgb", "imread", "imresize", "imshow", "imwrite",
+           "rgb_to_hex"]
+
 
 def rgb_to_hex(c):
-    """`(r, g, b)` floats in [0, 1] (or an array of them, last axis RGB) as `0xRRGGBB`."""
+    """`(r, g, b)` floats in [0, 1] as `0xRRGGBB`. As in Taichi, r, g and b may each be an array
+    (one colour per item); an (N, 3) array is read along its last axis."""
     if isinstance(c, np.ndarray) and c.ndim > 1:
         q = np.clip((c * 255).astype(np.int64), 0, 255)
         return q[..., 0] * 65536 + q[..., 1] * 256 + q[..., 2]
 
     def convert(x):
-        return max(0, min(255, int(x * 255)))
+        q = np.clip((np.asarray(x) * 255).astype(np.int64), 0, 255)
+        return int(q) if q.ndim == 0 else q
 
     return 65536 * convert(c[0]) + 256 * convert(c[1]) + convert(c[2])
 

@@ -108,6 +108,8 @@ def run_one(examples: Path, program: Path, backend: str, frames: int, timeout: f
     rel = str(program.relative_to(examples))
     with tempfile.TemporaryDirectory() as cwd:  # programs write their pictures where they run
         env = {**os.environ, "MPLBACKEND": "Agg"}
+        if backend == "taichi":  # Taichi 1.7.4's ti.init(arch=ti.gpu) segfaults where no GPU works
+            env.setdefault("TI_ARCH", "x64")
         start = time.perf_counter()
         try:
             proc = subprocess.run([python, "-c", _CHILD, str(examples), str(program), backend,

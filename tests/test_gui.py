@@ -215,3 +215,50 @@ def test_thousands_of_circles_are_fast():
         gui.show()
         best = min(best, time.perf_counter() - t)
     assert best < 0.2, f"10k circles took {best:.3f} s"
+
+
+def test_taichi_constructor_arguments_and_event_state():
+    gui = GUI("full", (32, 16), fullscreen=True, fast_gui=True)
+    assert gui.res == (32, 16) and gui.event is None and gui.fps_limit is None
+    assert not gui.has_key_event() and not gui.get_event(GUI.PRESS) and gui.event is None
+    assert not gui.is_pressed(GUI.LEFT, "a", GUI.TAB, GUI.CAPSLOCK)
+    gui.key_pressed.add("a")  # what a received press would leave behind
+    assert gui.is_pressed(GUI.LEFT, "a")
+    gui.fps_limit = 30
+    assert isinstance(GUI.Event().key, type(None))
+
+
+def test_arrow_head_is_taichis_45_degree_tip(tmp_path):
+    gui = GUI(res=200)
+    gui.arrow((0.2, 0.5), (0.5, 0.0), radius=1, color=RED)
+    img = shot(gui, tmp_path)
+    # Tip at x = 0.7; head strokes of length 0.2 * 0.5 going back at 45 degrees.
+    d = 0.1 / np.sqrt(2)
+    assert at(img, 0.7 - d / 2, 0.5 + d / 2) == rgb(RED) and at(img, 0.7 - d / 2, 0.5 - d / 2) == rgb(RED)
+    assert at(img, 0.7 - d / 2, 0.5 + d) == (0, 0, 0)
+
+
+def test_point_and_vector_fields(tmp_path):
+    gui = GUI(res=40)
+    radius = np.zeros((2, 2))
+    radius[1, 0] = 4.0  # bottom-right cell of a 2 x 2 grid
+    gui.point_field(radius, color=BLUE)
+    img = shot(gui, tmp_path, "p.png")
+    assert at(img, 0.75, 0.25) == rgb(BLUE) and at(img, 0.25, 0.75) == rgb(BLUE)  # radius 0 draws a pixel
+    assert at(img, 0.75 + 0.08, 0.25) == rgb(BLUE) and at(img, 0.25 + 0.08, 0.75) == (0, 0, 0)
+    v = np.zeros((10, 10, 2))
+    v[0, 0] = (1.0, 0.0)
+    gui.vector_field(v, arrow_spacing=5, color=GREEN)
+    img = shot(gui, tmp_path, "v.png")
+    assert at(img, 0.05, 0.0) == rgb(GREEN) and at(img, 0.3, 0.3) == (0, 0, 0)
+
+
+def test_contour_resamples_through_plasma(tmp_path):
+    from matplotlib import colormaps
+
+    gui = GUI(res=(20, 10))
+    gui.contour(np.array([[0.0, 0.0], [1.0, 1.0]]), normalize=True)  # 0 on the left, 1 on the right
+    img = shot(gui, tmp_path)
+    lo, hi = (tuple(int(c * 255 + 0.5) for c in colormaps["plasma"](t)[:3]) for t in (0.0, 1.0))
+    assert np.abs(np.subtract(at(img, 0.0, 0.5), lo)).max() <= 1
+    assert np.abs(np.subtract(at(img, 0.99, 0.5), hi)).max() <= 1

@@ -46,6 +46,9 @@ def test_rgb_hex_conversions():
     arr = fs.rgb_to_hex(np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
     assert arr.tolist() == [0xFF0000, 0x0000FF]
     assert fs.hex_to_rgb(0xFF0080) == pytest.approx((1.0, 0.0, 128 / 255))
+    k = np.array([0.0, 0.5, 1.2])  # Taichi's per-channel arrays: one colour per item
+    per_item = fs.rgb_to_hex([k, 1 - k, np.zeros(3)])
+    assert per_item.tolist() == [0x00FF00, 0x7F7F00, 0xFF0000]
 
 
 def test_video_manager_writes_frames_and_a_gif(tmp_path):

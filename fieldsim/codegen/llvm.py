@@ -890,7 +890,16 @@ class TaskLowering(NestLowering):
     def op_cast(self, s: Stmt):
         if s.attr == "bit":  # ti.bit_cast: same width, reinterpret the bits
             return self.b.bitcast(self.v(s.args[0]), ll_type(s.dtype))
+        if s.dtype.bits == 1 and s.args[0].dtype.bits != 1:
+            return self.to_bool(self.v(s.args[0]), s.args[0].dtype)
         return self.convert(self.v(s.args[0]), s.args[0].dtype, s.dtype)
+
+    def to_bool(self, v, src: T.DataType):
+        """A cast to u1 (`bool(x)`): 1 for any nonzero value (NaN too), as C and Taichi convert;
+        truncating would keep only the lowest bit(s)."""
+        zero = L.Constant(v.type, 0)
+        nz = self.b.fcmp_unordered("!=", v, zero) if src.is_float else self.b.icmp_unsigned("!=", v, zero)
+        return self.b.zext(nz, ll_type(T.u1))
 
     def convert(self, v, src: T.DataType, dst: T.DataType):
         b, ty = self.b, ll_type(dst)

@@ -30,7 +30,6 @@ UNSUPPORTED = {
     "SparseMatrixBuilder": "sparse matrices (ti.linalg.SparseMatrixBuilder)",
     "BitpackedFields": "quantized types (bit-packed fields)",
     "FieldsBuilder": "dynamic SNode trees (fields are dense arrays in fieldsim)",
-    "deactivate_all_snodes": "sparse SNodes (fieldsim fields are dense)",
     "is_active": "sparse SNodes (fieldsim fields are dense)",
     "activate": "sparse SNodes (fieldsim fields are dense)",
     "deactivate": "sparse SNodes (fieldsim fields are dense)",
@@ -38,7 +37,6 @@ UNSUPPORTED = {
     "length": "dynamic SNodes (fieldsim fields are dense)",
     "rescale_index": "sparse SNode hierarchies (fieldsim fields are dense)",
     "get_addr": "raw SNode addresses",
-    "no_activate": "sparse SNodes (fieldsim fields are dense)",
     "global_thread_idx": "thread indices of GPU backends",
     "experimental": "Taichi's experimental features",
 }

@@ -75,8 +75,13 @@ class Emitter:
             return self.fp
         raise FieldsimTypeError(f"expected a scalar, got {describe(v)}")
 
+    def resolve(self, dtype):
+        """`dtype` with Python's `float`/`int` read as the default types, as Taichi reads them."""
+        return self.fp if dtype is float else self.ip if dtype is int else dtype
+
     def value(self, v, dtype=None) -> Stmt:
         """A runtime scalar of `dtype` (or v's own type) from a constant or a Stmt."""
+        dtype = self.resolve(dtype)
         if isinstance(v, Stmt):
             return self.b.cast(v, dtype) if dtype is not None else v
         if is_number(v):
@@ -89,10 +94,11 @@ class Emitter:
         raise FieldsimTypeError(f"expected a scalar, got {describe(v)}")
 
     def cast(self, v, dtype):
+        dtype = self.resolve(dtype)
         if isinstance(v, MatVal):
             return v.map(lambda e: self.cast(e, dtype))
         if isinstance(v, numbers.Number) and not isinstance(v, Stmt):
-            return self.b.const(v if dtype.is_float else math.trunc(v), dtype)
+            return self.b.const(v if dtype.is_float else int(v != 0) if dtype.bits == 1 else math.trunc(v), dtype)
         return self.b.cast(self.value(v), dtype)
 
     # -- scalar arithmetic

@@ -1,5 +1,6 @@
 """`fs.static_assert`: checks a compile-time condition in a kernel and refuses a runtime one
-with a `FieldsimTypeError`; a plain check in Python scope. (`raw_div`, `raw_mod` and the bit
+with a `FieldsimTypeError`; a plain check in Python scope. `fs.zero(x)`/`fs.one(x)`: a value of
+x's type and shape filled with 0/1 (Taichi's `x * 0` and `x * 0 + 1`), in both scopes. (`raw_div`, `raw_mod` and the bit
 shifts live in `ops_int`.)"""
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import builtins
 import numbers
+import operator
 import types
 
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
@@ -94,12 +95,15 @@ class ExprMixin:
     # ---- operators --------------------------------------------------------------------------------
     def expr_BinOp(self, node: ast.BinOp):
         op = BINOP_AST.get(type(node.op))
-        a, b = self.expr(node.left), self.expr(node.right)
+        if op is None:
+            raise FieldsimSyntaxError(f"unsupported operator {type(node.op).__name__}")
+        return self.apply_binop(op, self.expr(node.left), self.expr(node.right))
+
+    def apply_binop(self, op: str, a, b):
+        """`a op b` on frontend values (what `a op b` in kernel source means)."""
         a, b = coerce_pair(a, b)
         if op == "@":
             return self.e.matmul(a, b)
-        if op is None:
-            raise FieldsimSyntaxError(f"unsupported operator {type(node.op).__name__}")
         if op == "%" and isinstance(a, str) and _has_kernel_value(b):
             return formatting.percent_format(self, a, b)
         if not _is_value(a) or not _is_value(b):
@@ -728,11 +732,18 @@ def _py_abs(fe, args, kw):
 
 def _py_pow(fe, args, kw):
     """Python's `pow(a, b)` in a kernel is `a ** b`, as in Taichi."""
-    if not any(isinstance(a, (Stmt, MatVal)) for a in args):
-        return builtins.pow(*args, **kw)
     if len(args) != 2 or kw:
-        raise FieldsimTypeError("pow() in a kernel takes two arguments (no modulus)")
-    return fe.e.binop("**", args[0], args[1])
+        if any(isinstance(a, (Stmt, MatVal)) for a in args):
+            raise FieldsimTypeError("pow() in a kernel takes two arguments (base, exponent)")
+        return builtins.pow(*args, **kw)
+    return fe.apply_binop("**", args[0], args[1])
+
+
+def _py_bool(fe, args, kw):
+    v = args[0] if args else False
+    if isinstance(v, (Stmt, MatVal)):
+        return fe.e.cast(v, T.u1)  # as Taichi's `bool(x)`
+    return bool(v)
 
 
 def _getattr(fe, args, kw):
@@ -755,7 +766,9 @@ _UNHANDLED = object()  # a call handler declines with this (a handled call may r
 _PRINT = builtins.print  # as imported, before any tool replaced it
 _PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
                 float: _float_cast, len: _len, min: _py_minmax("min"),
-                max: _py_minmax("max"), abs: _py_abs, builtins.pow: _py_pow, _PRINT: formatting.emit_print,
+                max: _py_minmax("max"), abs: _py_abs, pow: _py_pow, bool: _py_bool,
+                operator.matmul: lambda fe, a, k: fe.apply_binop("@", a[0], a[1]),
+                _PRINT: formatting.emit_print,
                 builtins.range: lambda fe, a, k: _static_range(a)}
 
 

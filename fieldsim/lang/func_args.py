@@ -6,6 +6,8 @@ the value cast to that type, one annotated with a vector/matrix type a copy of t
 (another shape raises `FieldsimSyntaxError`), a `fs.template()` or `fs.ref(...)` parameter
 passed a caller's variable *is* that variable (`x += 1` in the func changes the caller's `x`),
 and a declared return type casts what the func returns (`-> fs.i32` returning 1.5 gives 1).
+A vector/matrix meeting a scalar annotation of a plain `@fs.func` is cast element-wise (Taichi
+casts it whole; a `real_func` refuses it).
 `fs.real_func` needs every parameter annotated (checked when decorated) and a return
 annotation when it returns a value.
 """
@@ -116,6 +118,8 @@ def coerce(fe, a, value, what: str, func):
     if isinstance(a, RefType):
         a = a.dtype
     if a is float or a is int or isinstance(a, T.DataType):
+        if isinstance(value, MatVal) and not getattr(func, "is_real", False):
+            return fe.e.cast(value, _dtype(fe, a))
         return _coerce_scalar(fe, a, value, what, name)
     if isinstance(a, T.MatrixType):
         return _coerce_matrix(fe, a, value, what, name)

@@ -1,6 +1,9 @@
 """Taichi's cache and scheduling hints, accepted and ignored: `ti.block_local(*fields)` and
 `ti.cache_read_only(*fields)` ask a GPU backend to stage fields in shared memory or the
 read-only cache. They change no result, so on fieldsim's CPU backend they do nothing.
+`ti.no_activate(*fields)` promises that the kernel's accesses to sparse fields need no
+activation (the cells are active already); it saves Taichi the activation work and changes no
+result of a program that keeps the promise, so it is accepted the same way.
 
 Takes fields (in kernel scope or Python scope); guarantees nothing is emitted.
 """
@@ -37,6 +40,19 @@ def cache_read_only(*fields):
     _check(fields, "cache_read_only")
 
 
+def no_activate(*fields):
+    """Taichi's "these accesses need no activation" hint: checked (arguments must be fields),
+    no effect here.
+
+    >>> y = fs.field(fs.f32, shape=4)
+    >>> @fs.kernel
+    ... def k():
+    ...     fs.no_activate(y)
+    >>> k()
+    """
+    _check(fields, "no_activate")
+
+
 def _check(fields, name):
     for f in fields:
         if not isinstance(f, Field):
@@ -45,3 +61,4 @@ def _check(fields, name):
 
 KERNEL_BUILTINS[block_local] = lambda fe, node, args, kw: block_local(*args)
 KERNEL_BUILTINS[cache_read_only] = lambda fe, node, args, kw: cache_read_only(*args)
+KERNEL_BUILTINS[no_activate] = lambda fe, node, args, kw: no_activate(*args)

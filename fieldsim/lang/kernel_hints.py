@@ -79,9 +79,10 @@ def python_call_hint(fn) -> str:
     from fieldsim.lang import ops
     key = "linalg.norm" if module == "numpy" and name == "norm" else name
     module = {"numpy": "np"}.get(module, module)  # as users spell it
+    label = f"Python's {name}()" if module == "builtins" else f"{module}.{name}"
     ours = _RENAMED.get(key, name)
     if ours in ("f32", "f64", "i32", "i64"):
-        return (f"{module}.{name} runs in Python, not in kernels: use fs.cast(v, fs.{ours}) "
+        return (f"{label} runs in Python, not in kernels: use fs.cast(v, fs.{ours}) "
                 f"(ti.cast(v, ti.{ours}))")
     if ours == "norm":
         return f"{module} functions run in Python, not in kernels: use v.norm() on a vector"
@@ -90,15 +91,15 @@ def python_call_hint(fn) -> str:
     if in_top or in_math:
         spell = f"fs.{ours}" if in_top else f"fs.math.{ours}"
         ti = f"ti.math.{ours}" if in_math else f"ti.{ours}"
-        return (f"{module}.{name} runs in Python, not in kernels: use {spell} "
+        return (f"{label} runs in Python, not in kernels: use {spell} "
                 f"(in Taichi code: {ti})")
-    return (f"{module}.{name} runs in Python, not in kernels, and fieldsim has no kernel "
+    return (f"{label} runs in Python, not in kernels, and fieldsim has no kernel "
             "version of it: write it with fs.math functions in an @fs.func")
 
 
 def _library(fn) -> str | None:
-    """'numpy' / 'math' / 'cmath' / 'random' / 'scipy' / 'torch' / 'jax' when `fn` comes from
-    one of those libraries, else None."""
+    """'numpy' / 'math' / 'cmath' / 'random' / 'scipy' / 'torch' / 'jax' / 'builtins' when `fn`
+    comes from one of those libraries, else None."""
     mod = getattr(fn, "__module__", None)
     if mod is None and type(fn).__name__ == "ufunc":  # numpy ufuncs carry no __module__
         mod = "numpy"
@@ -106,4 +107,4 @@ def _library(fn) -> str | None:
         return None
     root = mod.split(".")[0].lstrip("_")
     return root if root in ("numpy", "math", "cmath", "random", "scipy", "torch", "jax",
-                            "jaxlib") else None
+                            "jaxlib", "builtins") else None

@@ -127,8 +127,7 @@ def _square(a: MatVal, what):
 
 
 def _cast(e: Emitter, a: MatVal, dtype):
-    # `v.cast(float)` / `v.cast(int)` mean default_fp / default_ip, as in Taichi
-    return e.cast(a, e.fp if dtype is float else e.ip if dtype is int else dtype)
+    return e.cast(a, dtype)  # (Emitter.cast reads `float`/`int` as default_fp/default_ip)
 
 
 METHODS = {

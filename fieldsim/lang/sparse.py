@@ -10,10 +10,10 @@ full dense array; what sparsity changes:
 - `fs.deactivate(node, I)` / `node.deactivate_all()` deactivate and zero the data below, so an
   inactive cell reads 0 (as a Taichi pointer cell does); `fill` leaves inactive cells at 0;
 - `fs.is_active`, `fs.activate`, `fs.deactivate`, `fs.append`, `fs.length` work in kernels and
-  Python scope.
+  Python scope; `fs.deactivate_all_snodes()` (Python scope) deactivates every sparse node.
 As in Taichi 1.7, those functions take the node's own cell coordinates (`fs.rescale_index(x,
-node, I)` maps a field index to them; a dynamic node takes its parent's), while a struct-for
-over a node yields global coordinates (each cell's first field index). Memory is not saved: a
+node, I)` maps a field index to them; a dynamic node takes its parent's), and a struct-for
+over a node yields them too. Memory is not saved: a
 sparse field costs as much as a dense one.
 """
 from __future__ import annotations
@@ -143,6 +143,22 @@ def deactivate_all(node: SNode):
             n.field.storage.zero()
 
 
+def deactivate_all_snodes():
+    """`fs.deactivate_all_snodes()` (Python scope): every sparse node of the layout tree
+    deactivated, as `fs.root.deactivate_all()`.
+
+    >>> x = fs.field(fs.f32)
+    >>> blk = fs.root.pointer(fs.i, 4)
+    >>> _ = blk.dense(fs.i, 2).place(x)
+    >>> x[5] = 1.0
+    >>> fs.deactivate_all_snodes()
+    >>> float(x[5])
+    0.0
+    """
+    from fieldsim.lang.snode import root
+    deactivate_all(root)
+
+
 def _subtree(node):
     out, stack = [], [node]
     while stack:
@@ -237,17 +253,18 @@ def struct_for_guard(fe, iterable, indices):
         storage = [i if o == 0 else _i32(fe, fe.e.binop("-", i, o)) for i, o in zip(indices, off)]
         return active_condition(fe, path, iterable._snode.axis_sizes, storage), indices
     if isinstance(iterable, SNode):
+        # a node's loop yields its own cell coordinates (as Taichi 1.7.4); activity is looked up
+        # at each cell's global coordinates (its first field index)
+        path = iterable.sparse_path()
+        if not path:
+            return None, indices
         leaf = _leaf_sizes(iterable)
-        # a node's loop yields its cells; the user sees their global coordinates (first cell)
         glob = []
         for a, v in zip(sorted(iterable.axis_sizes), indices):
             block = leaf.get(a, iterable.axis_sizes[a]) // iterable.axis_sizes[a]
             glob.append(v if block == 1 else _i32(fe, fe.e.binop("*", v, block)))
-        path = iterable.sparse_path()
         node_leaf = {a: leaf.get(a, s) for a, s in iterable.axis_sizes.items()}
-        if not path:
-            return None, glob
-        return active_condition(fe, path, node_leaf, glob), glob
+        return active_condition(fe, path, node_leaf, glob), indices
     return None, indices
 
 

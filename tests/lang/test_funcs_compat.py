@@ -37,6 +37,37 @@ def test_typed_args_are_cast():
     assert k(5.9) == 2.5
 
 
+def test_scalar_annotation_casts_a_vector_element_wise():
+    """As Taichi 1.7.4: `-> fs.i32` on a func returning a vector gives the vector cast to i32."""
+    out = fs.Vector.field(2, fs.f32, shape=2)
+
+    @fs.func
+    def get(v: fs.i32) -> fs.i32:
+        return v * 1.5
+
+    @fs.kernel
+    def k(a: fs.f32):
+        out[0] = get(fs.Vector([a, 2 * a]))
+        get(fs.Vector([a, a]))  # the value may be dropped, too
+
+    k(1.75)
+    np.testing.assert_array_equal(out.to_numpy()[0], [1.0, 4.0])  # (1, 3) * 1.5 -> (1, 4)
+
+
+@pytest.mark.fieldsim_specific  # Taichi: TaichiRuntimeTypeError, an internal exception class
+def test_real_func_refuses_a_vector_for_a_scalar_annotation():
+    @fs.real_func
+    def get(v: fs.f32) -> fs.f32:
+        return fs.Vector([v, v])
+
+    @fs.kernel
+    def k() -> fs.f32:
+        return get(1.0)
+
+    with pytest.raises(fs.FieldsimTypeError, match="annotated f32 but is a vector"):
+        k()
+
+
 def test_template_and_ref_args_are_the_callers_variables():
     @fs.func
     def inc(x: fs.template()):
