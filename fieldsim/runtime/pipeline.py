@@ -31,6 +31,7 @@ from fieldsim.lang import runtime
 from fieldsim.lang.kernel import CompiledKernel, rng_key_of
 from fieldsim.lang.ndarray import bound_view, check_writable, copy_back, refuse_grad_reads
 from fieldsim.lang.profiler import timed
+from fieldsim.lang.triplets import after_launch as builders_after_launch
 
 _gc_pause = {"depth": 0, "was_enabled": False, "lock": threading.Lock()}
 
@@ -122,6 +123,10 @@ class Driver:
                            lambda: rt.backend().launch(program, values, rng_key))
         if templates:  # ndarray arguments given as Fortran-order numpy arrays
             copy_back(templates)
+            try:
+                builders_after_launch(templates)  # a sparse matrix builder that overflowed raises
+            except FieldsimError as err:
+                raise err.with_traceback(None) from None
         return result
 
     def launch_adjoint(self, kernel, args, kwargs=None, rng_key=None, check=False):
