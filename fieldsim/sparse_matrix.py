@@ -251,8 +251,7 @@ class SparseMatrix:
         with open(filename, "w") as f:
             f.write("%%MatrixMarket matrix coordinate real general\n")
             f.write(f"{self.n} {self.m} {len(vals)}\n")
-            for i, j, v in zip(rows, cols, vals):
-                f.write(f"{i + 1} {j + 1} {float(v)!r}\n")
+            f.writelines(f"{i + 1} {j + 1} {float(v)!r}\n" for i, j, v in zip(rows, cols, vals))
 
 
 class SparseMatrixBuilder(TripletBuffer):

@@ -30,7 +30,7 @@ from fieldsim.lang.expr import MatVal, describe
 from fieldsim.lang.field import Field
 
 
-class sparse_matrix_builder:  # noqa: N801 - Taichi's spelling: `ti.types.sparse_matrix_builder()`
+class sparse_matrix_builder:
     """Annotation of a kernel argument that is a `fs.linalg.SparseMatrixBuilder`."""
 
     def __repr__(self):
@@ -192,4 +192,3 @@ class TripletRef:
             fe.b.store(b._sites, [slot], fe.b.const(site, T.i32))
         with fe.b.into(branch.blocks[1]):
             fe.b.store(b._overflow, [], fe.b.const(site + 1, T.i32))
-        return None
