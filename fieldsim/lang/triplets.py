@@ -31,7 +31,17 @@ from fieldsim.lang.field import Field
 
 
 class sparse_matrix_builder:
-    """Annotation of a kernel argument that is a `fs.linalg.SparseMatrixBuilder`."""
+    """Annotation of a kernel argument that is a `fs.linalg.SparseMatrixBuilder`; the kernel
+    adds entries with `A[i, j] += v` (duplicates sum).
+
+    >>> B = fs.linalg.SparseMatrixBuilder(3, 3, max_num_triplets=6)
+    >>> @fs.kernel
+    ... def fill(A: fs.types.sparse_matrix_builder()):
+    ...     for i in range(6):
+    ...         A[i % 3, i % 3] += 1.0
+    >>> fill(B); B.build()[1, 1]
+    2.0
+    """
 
     def __repr__(self):
         return "sparse_matrix_builder()"
