@@ -8,7 +8,10 @@ Direct solver (`solver_type` 'LLT', 'LDLT' or 'LU'): as Eigen's SimplicialLLT/LD
 Taichi uses, the Cholesky types read the lower triangle only (the matrix is taken as
 symmetric). With scipy installed, the factorization is scipy's SuperLU (`splu`): for LLT and
 LDLT with a symmetric ordering and no pivoting, so `info()` is False for an LLT matrix that is
-not positive definite, as Eigen reports; with 'LU' with COLAMD ordering. Without scipy, systems
+not positive definite, as Eigen reports; with 'LU' with COLAMD ordering. A symmetric matrix
+that is singular to rounding (a pure-Neumann Laplacian: pivots below `TINY_PIVOT`) is solved
+with its near-null space projected out of the solution (the least-norm solution), where Eigen
+returns one with an arbitrary, rounding-made multiple of it. Without scipy, systems
 up to `DENSE_LIMIT` unknowns are solved densely with numpy (Cholesky to judge LLT), and larger
 symmetric ones by Jacobi-preconditioned conjugate gradients; a larger 'LU' system raises an
 error saying scipy is needed.
@@ -31,6 +34,10 @@ from fieldsim.sparse_matrix import SparseMatrix
 SOLVER_TYPES = ("LLT", "LDLT", "LU")
 ORDERINGS = ("AMD", "COLAMD")
 DENSE_LIMIT = 4000  # unknowns: above, the numpy fallback does not form a dense matrix
+# A pivot at most this fraction of the largest is a zero made nonzero by rounding: the matrix is
+# singular (e.g. a pure-Neumann Laplacian); up to MAX_NULL_DIM of them are projected out.
+TINY_PIVOT = 1e-10
+MAX_NULL_DIM = 8
 _SCIPY = []
 
 
@@ -58,21 +65,59 @@ def _lower_symmetric(A: SparseMatrix):
 class _ScipyFactor:
     def __init__(self, sp, spla, coo, n, solver_type):
         csc = sp.csc_matrix((coo[2], (coo[0], coo[1])), shape=(n, n))
-        self.lu, self.ok = None, False
+        self.lu, self.ok, self.null = None, False, None
         try:
+            self.lu = _splu(spla, csc, solver_type)
+        except RuntimeError:  # exactly singular: info() is False, as Eigen's
             if solver_type == "LU":
-                self.lu = spla.splu(csc, permc_spec="COLAMD")
-            else:  # symmetric: a symmetric ordering and no pivoting, so U's diagonal is D of LDL^T
-                self.lu = spla.splu(csc, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                                    options={"SymmetricMode": True})
-        except RuntimeError:  # exactly singular
+                return
+            # a symmetric one still solves (least-norm) through a copy shifted by a rounding-size
+            # multiple of I, whose tiny pivots are projected out below
+            shift = 1e-13 * max(float(np.abs(csc.diagonal()).max(initial=0.0)), 1e-300)
+            self.lu = _splu(spla, csc + shift * sp.identity(n, format="csc"), solver_type)
+            self._null_space(n)
             return
         diag = self.lu.U.diagonal()
         self.ok = bool(np.all(np.isfinite(diag)) and
-                       (np.all(diag > 0) if solver_type == "LLT" else np.all(diag != 0)))
+                       (np.all((diag > 0) | _tiny(diag)) if solver_type == "LLT" else True))
+        if solver_type != "LU":
+            self._null_space(n)
+
+    def _null_space(self, n):
+        k = int(_tiny(self.lu.U.diagonal()).sum())
+        if 0 < k <= MAX_NULL_DIM:
+            self.null = _null_basis(self.lu.solve, n, k)
 
     def solve(self, b):
-        return self.lu.solve(b) if self.lu is not None else np.full_like(b, np.nan)
+        if self.lu is None:
+            return np.full_like(b, np.nan)
+        x = self.lu.solve(b)
+        if self.null is not None:  # no multiple of the null space, however large rounding made it
+            x -= self.null @ (self.null.T @ x)
+        return x
+
+
+def _splu(spla, csc, solver_type):
+    if solver_type == "LU":
+        return spla.splu(csc, permc_spec="COLAMD")
+    # symmetric: a symmetric ordering and no pivoting, so U's diagonal is D of LDL^T
+    return spla.splu(csc, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                     options={"SymmetricMode": True})
+
+
+def _tiny(diag):
+    """Which pivots are zeros that rounding made nonzero."""
+    return np.abs(diag) <= TINY_PIVOT * (np.abs(diag).max() if diag.size else 1.0)
+
+
+def _null_basis(solve, n: int, k: int):
+    """An orthonormal basis of the k-dimensional near-null space of a symmetric matrix whose
+    factorization has k rounding-level pivots: inverse iteration from a fixed start (each step
+    shrinks the other directions by the tiny pivots' ratio to the rest)."""
+    z = np.random.default_rng(0).standard_normal((n, k))
+    for _ in range(2):
+        z, _ = np.linalg.qr(solve(z).reshape(n, k))
+    return z
 
 
 class _DenseFactor:

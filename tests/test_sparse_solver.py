@@ -135,3 +135,24 @@ def test_unsupported_linalg_name_is_clear():
     with pytest.raises(FieldsimAttributeError, match="MatrixFreeCG"):
         fs.linalg.MatrixFreeCG
     assert fs.linalg.svd is fs.svd and fs.linalg.polar_decompose is fs.polar_decompose
+
+
+def test_singular_neumann_laplacian_gives_the_least_norm_solution():
+    """A pure-Neumann Laplacian (constant null space, as stable_fluid.py's -S solve): rounding
+    leaves a tiny pivot; the solution has no multiple of the constants (np.linalg.lstsq's)."""
+    pytest.importorskip("scipy")
+    n = 50
+    L = 2.0 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
+    L[0, 0] = L[-1, -1] = 1.0
+    b = np.random.default_rng(4).standard_normal(n)
+    b -= b.mean()
+    solver = fs.linalg.SparseSolver(fs.f64, "LLT")
+    solver.compute(_matrix(L))
+    assert not solver.info()  # an exactly zero pivot, as Eigen's LLT reports it
+    x = solver.solve(b)
+    np.testing.assert_allclose(x, np.linalg.lstsq(L, b, rcond=None)[0], atol=1e-8)
+    np.testing.assert_allclose(L @ x, b, atol=1e-9)
+    L[1:, 1:] *= 1.0 + 1e-13  # rounding-level nonzero pivot instead (as in a real simulation)
+    solver.compute(_matrix(L))
+    assert solver.info()
+    np.testing.assert_allclose(solver.solve(b), np.linalg.lstsq(L, b, rcond=None)[0], atol=1e-6)
