@@ -10,7 +10,8 @@ threads lowers to existing IR: an atomic add on the counter reserves a slot, and
 column, value and the statement's site number are stored there; duplicates are summed later, on
 the host, when the matrix is built.
 
-Guarantees: a kernel that adds more triplets than `max_num_triplets` raises
+Guarantees: a launch with a builder argument on a `fs.ad.Tape` is refused (no gradient flows
+through sparse matrices). A kernel that adds more triplets than `max_num_triplets` raises
 `FieldsimRuntimeError` right after its launch, naming the builder, the kernel and the file:line of
 an `+=` that overflowed (nothing past the buffers is written). Any other use of `A[i, j]` (a read,
 a plain store, `*=`) is a compile error naming the builder; so is an index or value that is not a
@@ -135,9 +136,14 @@ def bind_builder(value, kname: str, pname: str, loc=None):
     if not isinstance(value, TripletBuffer):
         raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects a "
                                 f"fs.linalg.SparseMatrixBuilder, got {type(value).__name__}", loc)
-    if value.generation != runtime.get().generation:
+    rt = runtime.get()
+    if value.generation != rt.generation:
         raise FieldsimRuntimeError(f"kernel {kname!r}: argument {pname!r}: sparse matrix builder "
                                    f"{value.name!r} was made before the last fs.init()", loc)
+    if rt.tape is not None and rt.no_grad_depth == 0:
+        raise FieldsimRuntimeError(f"kernel {kname!r} fills sparse matrix builder {value.name!r}: "
+                                   "sparse matrices are not differentiable, so it cannot run on a "
+                                   "Tape; launch it before the Tape or through fs.ad.no_grad(kernel)", loc)
     return ("smb", value.uid, value.generation)
 
 

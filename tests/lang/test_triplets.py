@@ -160,3 +160,24 @@ def test_print_triplets(capsys):
     one(B)
     B.print_triplets()
     assert capsys.readouterr().out == "n=2, m=3, num_triplets=1 (max=4)\n[1, 2] = 1.5\n"
+
+
+@pytest.mark.fieldsim_specific  # Taichi's message differs
+def test_refused_on_a_tape_allowed_under_no_grad():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=3, needs_grad=True)
+    loss = fs.field(fs.f32, shape=(), needs_grad=True)
+    B = fs.linalg.SparseMatrixBuilder(3, 3, max_num_triplets=3)
+
+    @fs.kernel
+    def fill(A: fs.types.sparse_matrix_builder()):
+        for i in range(3):
+            A[i, i] += x[i]
+
+    with pytest.raises(fs.FieldsimRuntimeError, match="not differentiable"):
+        with fs.ad.Tape(loss):
+            fill(B)
+    x.fill(2.0)
+    with fs.ad.Tape(loss):
+        fs.ad.no_grad(fill)(B)
+    assert B.build()[2, 2] == 2.0
