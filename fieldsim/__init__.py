@@ -56,10 +56,11 @@ from fieldsim.lang import interop as _interop
 _interop.install()  # to_torch/from_torch/__dlpack__ on fields and ndarrays
 from_dlpack = _interop.from_dlpack
 
-from fieldsim import linalg as _linalg
+from fieldsim import linalg
+from fieldsim.lang.triplets import sparse_matrix_builder
 
-polar_decompose = _linalg.polar_decompose
-svd = _linalg.svd
+polar_decompose = linalg.polar_decompose
+svd = linalg.svd
 
 import fieldsim.runtime
 from fieldsim import _lib

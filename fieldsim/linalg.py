@@ -1,4 +1,6 @@
-"""Small-matrix decompositions for kernel scope: `fs.polar_decompose` and `fs.svd` (2x2, 3x3).
+"""Small-matrix decompositions for kernel scope: `fs.polar_decompose` and `fs.svd` (2x2, 3x3);
+and `fs.linalg`, Taichi's `ti.linalg`: the sparse matrices and solvers of
+`fieldsim.sparse_matrix` and `fieldsim.sparse_solver` are re-exported here.
 
 Everything here is ordinary fieldsim DSL code (`@fs.func`), inlined into the calling kernel and
 differentiated by the compiler's reverse mode like any other code.  Only straight-line scalar
@@ -47,6 +49,9 @@ Algorithms (written for this project):
   derivative is arbitrary.
 """
 import fieldsim as fs
+from fieldsim.lang.compat import FieldsimAttributeError, user_loc
+from fieldsim.sparse_matrix import SparseMatrix, SparseMatrixBuilder
+from fieldsim.sparse_solver import SparseCG, SparseSolver
 
 # Number of cyclic Jacobi sweeps (3 rotations each) for the 3x3 SVD.  Cyclic Jacobi converges
 # quadratically; 6 sweeps take random, nearly singular and clustered matrices to the rounding
@@ -339,3 +344,20 @@ def svd(A, dt=None):
     else:
         assert fs.static(A.n == 3), "svd supports 2x2 and 3x3 matrices only"
         return svd3d(A, dt)
+
+
+# Taichi 1.7's ti.linalg names fieldsim does not have: a clear, located error.
+_UNSUPPORTED = ("LinearOperator", "MatrixFreeCG", "MatrixFreeBICGSTAB")
+
+
+def __getattr__(name):
+    if name in _UNSUPPORTED:
+        raise FieldsimAttributeError(f"fieldsim does not support ti.linalg.{name} (Taichi's "
+                                     "matrix-free Krylov solvers); assemble a "
+                                     "fs.linalg.SparseMatrix and use fs.linalg.SparseSolver or "
+                                     "SparseCG", user_loc())
+    raise AttributeError(f"module 'fieldsim.linalg' has no attribute {name!r}")
+
+
+__all__ = ["SparseCG", "SparseMatrix", "SparseMatrixBuilder", "SparseSolver", "polar_decompose",
+           "svd"]

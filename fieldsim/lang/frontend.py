@@ -39,6 +39,7 @@ from fieldsim.lang.frontend_refs import (
 )
 from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
 from fieldsim.lang.snode import SNode
+from fieldsim.lang.triplets import TripletBuffer, TripletRef
 
 # fn -> its Source; weak, so that a kernel or func defined in a function (a closure made per
 # call) does not keep its AST, or the objects its closure holds, alive once it is dropped
@@ -88,6 +89,7 @@ class Source:
 
     # made when first asked (class defaults: a LambdaSource does not run this __init__)
     _assigned: frozenset | None = None
+    _item_assigned: frozenset | None = None
     _locs: dict | None = None
 
     @property
@@ -96,6 +98,13 @@ class Source:
         if self._assigned is None:
             self._assigned = frozenset(_assigned_names(self.node))
         return self._assigned
+
+    @property
+    def item_assigned(self) -> frozenset:
+        """The names whose items the function assigns (`a[k] = v`, `a[k] += v`)."""
+        if self._item_assigned is None:
+            self._item_assigned = frozenset(_item_assigned_names(self.node))
+        return self._item_assigned
 
     def loc(self, node) -> Loc:
         """The user-source location of `node` (one Loc per source span, made once: every
@@ -470,6 +479,11 @@ class Frontend(ExprMixin):
         if struct.is_struct(value):  # a new struct local holding a copy
             self.frame.bind(name, StructVar(struct.declare(self, name, value)))
             return
+        if isinstance(value, list) and name in self.frame.source.item_assigned:
+            # `v = [a, b]; v[1] = c`: as in Taichi, the items are variables (a local vector)
+            vec = to_matval(value)
+            if isinstance(vec, MatVal) and any(isinstance(e, Stmt) for e in vec.entries):
+                value = vec
         # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static)
         literal_bool = isinstance(value, bool) and isinstance(getattr(node, "value", None), ast.Constant)
         if isinstance(value, (Stmt, MatVal)) or (isinstance(value, (int, float)) and not isinstance(value, bool)) \
@@ -539,7 +553,7 @@ class Frontend(ExprMixin):
         op = BINOP_AST[type(node.op)]
         value = self.expr(node.value)
         ref = self.lvalue(node.target)
-        if isinstance(ref, FieldRef) and op in ("+", "-"):
+        if isinstance(ref, (FieldRef, TripletRef)) and op in ("+", "-"):
             ref.atomic(self, "add" if op == "+" else "sub", value)
             return
         current = ref.load(self)
@@ -553,7 +567,7 @@ class Frontend(ExprMixin):
             raise FieldsimSyntaxError(f"cannot use a non-writable target as the first operand of "
                                       f"'atomic_{kind}' (give a variable or a field element)")
         ref = self.lvalue(target_node)
-        if isinstance(ref, FieldRef):
+        if isinstance(ref, (FieldRef, TripletRef)):
             return ref.atomic(self, kind, value)
         old = ref.load(self)  # a local: no other thread can see it
         op = {"add": "+", "sub": "-", "min": "min", "max": "max", "and": "&", "or": "|",
@@ -594,6 +608,8 @@ class Frontend(ExprMixin):
             return FieldRef(obj, self.field_indices(obj, idx), None)
         if isinstance(obj, struct.StructField):
             return struct.StructFieldRef(obj, self.struct_indices(obj, idx))
+        if isinstance(obj, TripletBuffer):  # a sparse matrix builder: `A[i, j] += v`
+            return TripletRef(obj, idx)
         if any(isinstance(i, (Stmt, MatVal)) for i in idx):
             raise FieldsimSyntaxError("a Python container can only be indexed with constants")
         return StaticRef(obj[idx[0]] if len(idx) == 1 else obj[tuple(idx)])
@@ -1188,6 +1204,17 @@ def _assigned_names(fdef) -> set:
             for sub in ast.walk(t):
                 if isinstance(sub, ast.Name) and (isinstance(sub.ctx, ast.Store) or sub is t):
                     names.add(sub.id)
+    return names
+
+
+def _item_assigned_names(fdef) -> set:
+    names = set()
+    for n in ast.walk(fdef):
+        targets = n.targets if isinstance(n, ast.Assign) else \
+            [n.target] if isinstance(n, ast.AugAssign) else []
+        for t in targets:
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                names.add(t.value.id)
     return names
 
 

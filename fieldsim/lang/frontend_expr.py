@@ -9,6 +9,8 @@ import numbers
 import operator
 import types
 
+import numpy as np
+
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import formatting, matrix_ops, ops, struct
@@ -24,6 +26,7 @@ from fieldsim.lang.frontend_refs import (
     to_matval,
 )
 from fieldsim.lang.matrix import Matrix as PyMatrix
+from fieldsim.lang.triplets import TripletBuffer, TripletRef
 
 BINOP_AST = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
               ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -230,8 +233,13 @@ class ExprMixin:
             return struct.StructFieldRef(base, self.struct_indices(base, idx))
         if isinstance(base, MatVal):
             return self.matval_get(base, idx)
-        if isinstance(base, (tuple, list, dict, range)) and all(not isinstance(i, Stmt) for i in idx):
-            return base[idx[0]] if len(idx) == 1 else base[tuple(idx)]
+        if isinstance(base, TripletBuffer):
+            raise TripletRef(base, idx).only_accumulate()
+        if isinstance(base, (tuple, list, dict, range, np.ndarray)) and \
+                all(not isinstance(i, Stmt) for i in idx):
+            item = base[idx[0]] if len(idx) == 1 else base[tuple(idx)]
+            # a numpy array is a compile-time constant, as in Taichi: its scalars are numbers
+            return item.item() if isinstance(item, np.generic) else item
         raise FieldsimTypeError(f"cannot index {describe(base)}")
 
     def subscript_indices(self, sl) -> list:

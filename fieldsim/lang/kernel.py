@@ -25,6 +25,7 @@ from fieldsim.lang.ndarray import (
 )
 from fieldsim.lang.struct import StructType
 from fieldsim.lang.template_key import template_key
+from fieldsim.lang.triplets import bind_builder, is_builder_annotation
 
 
 class Template:
@@ -274,6 +275,9 @@ class KernelObj:
             bound.key.append(bound.templates[name].spec.key())
             bound.values.extend(nd_values)
             bound.dtypes.update(nd_dtypes)
+        elif is_builder_annotation(a):  # bound at compile time, like a template
+            bound.templates[name] = v
+            bound.key.append(bind_builder(v, kname, name, self.def_loc()))
         elif isinstance(a, (Template, _SelfArg)) or a is Template:
             bound.templates[name] = v
             bound.key.append(("f", v.uid, v.generation) if type(v) is Field else template_key(v))
@@ -333,7 +337,7 @@ class KernelObj:
                 ann = None
             self._scalar_only = ann is not None and all(
                 not isinstance(a, (NdarrayType, Template, _SelfArg, T.MatrixType, StructType))
-                and a is not Template for a in ann)
+                and a is not Template and not is_builder_annotation(a) for a in ann)
         return self._scalar_only
 
     def _fast_bind(self, rt, args):

@@ -133,6 +133,7 @@ _ELSEWHERE = {
     "is_signed": ("fieldsim.lang.types_extra", "is_signed"),
     "quant": ("fieldsim.lang.types_extra", "quant"),
     "primitive_types": ("fieldsim.lang.types_extra", "primitive_types"),
+    "sparse_matrix_builder": ("fieldsim.lang.triplets", "sparse_matrix_builder"),
 }
 
 

@@ -31,6 +31,7 @@ from fieldsim.lang import runtime
 from fieldsim.lang.kernel import CompiledKernel, rng_key_of
 from fieldsim.lang.ndarray import bound_view, check_writable, copy_back, refuse_grad_reads
 from fieldsim.lang.profiler import timed
+from fieldsim.lang.triplets import after_launch as builders_after_launch
 
 _gc_pause = {"depth": 0, "was_enabled": False, "lock": threading.Lock()}
 
@@ -120,8 +121,8 @@ class Driver:
         else:
             result = timed(rt, kernel.__name__,
                            lambda: rt.backend().launch(program, values, rng_key))
-        if templates:  # ndarray arguments given as Fortran-order numpy arrays
-            copy_back(templates)
+        if templates:
+            _after_launch(templates)
         return result
 
     def launch_adjoint(self, kernel, args, kwargs=None, rng_key=None, check=False):
@@ -189,6 +190,16 @@ def _on_tape(tape, kernel, ck, templates, args, kwargs, values):
     if ck.adjoint is None and not templates:
         tape.want_adjoint(ck, values)
     return run
+
+
+def _after_launch(templates):
+    """Copy Fortran-order numpy arguments back; a sparse matrix builder that overflowed
+    raises."""
+    copy_back(templates)
+    try:
+        builders_after_launch(templates)
+    except FieldsimError as err:
+        raise err.with_traceback(None) from None
 
 
 def _bind(kernel, rt, args, kwargs):

@@ -50,3 +50,50 @@ def test_captured_vector_is_not_assignable():
 
     with pytest.raises(fs.FieldsimSyntaxError, match="cannot assign"):
         k()
+
+
+SIZES = np.array([5, 4, 3])
+
+
+def test_global_numpy_array_indexed_with_constants():
+    """As in Taichi, a numpy array captured by a kernel is a compile-time constant."""
+    fs.init(arch=fs.cpu)
+    out = fs.field(fs.i32, shape=3)
+
+    @fs.func
+    def flat(I):
+        return (I.x * SIZES[1] + I.y) * SIZES[2] + I.z
+
+    @fs.kernel
+    def k():
+        for I in fs.grouped(fs.ndrange(*(SIZES - 1))):
+            if I.x == 3 and I.y == 2 and I.z == 1:
+                out[0] = flat(I)
+        out[1] = SIZES[0] * SIZES[2]
+        out[2] = int(SIZES.prod())
+
+    k()
+    assert out.to_numpy().tolist() == [(3 * 4 + 2) * 3 + 1, 15, 60]
+
+
+def test_list_of_kernel_values_with_item_assignment_is_a_local_vector():
+    """`v = [a, b, c]; v[1] = v[2]` (Taichi: the list's items are variables)."""
+    fs.init(arch=fs.cpu)
+    src = fs.field(fs.i32, shape=4)
+    out = fs.field(fs.i32, shape=(4, 3))
+    src.from_numpy(np.array([10, 20, 30, 40], np.int32))
+
+    @fs.kernel
+    def k():
+        for c in range(4):
+            items = [src[(c + j) % 4] for j in range(3)]
+            if c % 2 == 0:
+                tmp = items[1]
+                items[1] = items[2]
+                items[2] = tmp
+            for j in fs.static(range(3)):
+                out[c, j] = items[j]
+
+    k()
+    want = [[10, 30, 20], [20, 30, 40], [30, 10, 40], [40, 10, 20]]
+    assert out.to_numpy().tolist() == want
