@@ -10,7 +10,7 @@ import types
 
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.lang import formatting, matrix_ops, ops, struct
+from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe, is_number
 from fieldsim.lang.field import ComponentField, Field, placed_twin
@@ -385,6 +385,10 @@ class ExprMixin:
         loaded = self._field_element_swizzle(node)
         if loaded is not None:
             return loaded
+        if node.attr in dynamic_methods.METHODS:
+            bound = dynamic_methods.bind(self, node)
+            if bound is not None:
+                return bound
         base = self.expr(node.value)
         name = node.attr
         if isinstance(base, struct.StructValue):
@@ -484,6 +488,8 @@ class ExprMixin:
             fn = _PRINT
         if _hashable(fn) and fn in ops.KERNEL_BUILTINS:
             return ops.KERNEL_BUILTINS[fn](self, node, args, kwargs)
+        if isinstance(fn, dynamic_methods.DynamicMethod):
+            return fn(*args, **kwargs)
         for handler in (self._call_func, self._call_fieldsim_callable):
             out = handler(fn, args, kwargs, node)
             if out is not _UNHANDLED:

@@ -262,11 +262,24 @@ def _dyn_parent_index(node, idx):
     return idx
 
 
-def _placed_child(node):
+def _placed_fields(node) -> list:
+    """The fields placed directly under dynamic `node` (a struct field's members: several)."""
     fields = [c.field for c in node._children if c.kind == PLACE]
-    if len(fields) != 1 or len(fields) != len(node._children):
-        raise FieldsimTypeError("fs.append needs a dynamic node with exactly one field placed "
-                                "directly under it")
+    if not fields or len(fields) != len(node._children):
+        raise FieldsimTypeError("a dynamic node needs fields placed directly under it (and no "
+                                "other nodes)")
+    return fields
+
+
+def _append_target(node, target):
+    """What fs.append stores into: `target` (the field whose `x.append` was called, e.g. a
+    struct field), else the one field placed under `node`."""
+    if target is not None:
+        return target
+    fields = _placed_fields(node)
+    if len(fields) != 1:
+        raise FieldsimTypeError("fs.append(node, ...) needs a dynamic node with exactly one field "
+                                "placed under it; for a struct field use x.append(value)")
     return fields[0]
 
 
@@ -296,10 +309,10 @@ def deactivate(node, indices):
     if node.kind == DYNAMIC:
         p = tuple(_dyn_parent_index(node, indices))
         node.sparse.flag.storage.write_element(p, 0)
-        f = _placed_child(node)
         sl = list(p)
         sl.insert(sorted(node.axis_sizes).index(node.sparse.axis), slice(None))
-        _zero_host(f, tuple(sl))
+        for f in _placed_fields(node):
+            _zero_host(f, tuple(sl))
         return
     idx, leaf = _global_index(node, indices)
     cell = _node_index(node, leaf, idx, _py_div)
@@ -339,7 +352,7 @@ def append(node, indices, value):
     if node.kind != DYNAMIC:
         raise FieldsimTypeError("fs.append needs a dynamic node")
     p = tuple(_dyn_parent_index(node, indices))
-    f = _placed_child(node)
+    f = _append_target(node, None)
     store = node.sparse.flag.storage
     old = int(store.read_element(p))
     if old < node.own[node.sparse.axis]:
@@ -400,13 +413,13 @@ def _k_deactivate(fe, call, args, kw):
     if node.kind == DYNAMIC:
         p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
         fe.b.store(node.sparse.flag, p, fe.b.const(0, T.i32))
-        f = _placed_child(node)
         pos = sorted(node.axis_sizes).index(node.sparse.axis)
         base = list(p)
         base.insert(pos, 0)
         ext = [1] * len(p)
         ext.insert(pos, node.own[node.sparse.axis])
-        _zero_loop(fe, f, base, ext)
+        for f in _placed_fields(node):
+            _zero_loop(fe, f, base, ext)
         return
     idx, leaf = _global_index(node, args[1])
     cell = [_i32(fe, v) for v in _node_index(node, leaf, idx, _div(fe))]
@@ -425,21 +438,23 @@ def _k_deactivate(fe, call, args, kw):
         _zero_loop(fe, fld, base, ext)
 
 
-def _k_append(fe, call, args, kw):
+def _k_append(fe, call, args, kw, target=None):
     from fieldsim.lang.frontend_refs import FieldRef
+    from fieldsim.lang.struct import StructField, StructFieldRef
     node, value = args[0], args[2]
     _check_sparse(node, "append")
     if node.kind != DYNAMIC:
         raise FieldsimTypeError("fs.append needs a dynamic node")
     p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
-    f = _placed_child(node)
+    f = _append_target(node, target)
     old = fe.b.atomic("add", node.sparse.flag, p, fe.b.const(1, T.i32))
     fits = fe.e.compare("<", old, node.own[node.sparse.axis])
     guard = fe.b.if_(fits)
     with fe.b.into(guard.blocks[0]):
         full = list(p)
         full.insert(sorted(node.axis_sizes).index(node.sparse.axis), old)
-        FieldRef(f, full, None).store(fe, value)
+        ref = StructFieldRef(f, full) if isinstance(f, StructField) else FieldRef(f, full, None)
+        ref.store(fe, value)
     with fe.b.into(guard.blocks[1]):  # full: undo the count, as Taichi keeps length <= size
         fe.b.atomic("sub", node.sparse.flag, p, fe.b.const(1, T.i32))
     return old
