@@ -89,6 +89,8 @@ class Emitter:
         raise FieldsimTypeError(f"expected a scalar, got {describe(v)}")
 
     def cast(self, v, dtype):
+        if dtype is float or dtype is int:  # `v.cast(int)`: the default types, as in Taichi
+            dtype = self.fp if dtype is float else self.ip
         if isinstance(v, MatVal):
             return v.map(lambda e: self.cast(e, dtype))
         if isinstance(v, numbers.Number) and not isinstance(v, Stmt):
