@@ -328,7 +328,7 @@ class Field:
         _record_python_write(self, None, f"{self.ir_name}.fill(...)")
         self.storage.fill(arr)
         from fieldsim.lang import sparse
-        sparse.after_fill(self)
+        sparse.after_fill(self, arr)
 
     def copy_from(self, other: Field):
         self._check_live()

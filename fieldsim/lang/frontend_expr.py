@@ -594,8 +594,8 @@ class ExprMixin:
             return MatVal([self.b.const(int(r == c), dt) for r in range(n) for c in range(n)], n, n, 2)
         if name == "unit":
             n, i = args[0], args[1]
-            dt = args[2] if len(args) > 2 else kwargs.get("dt", self.e.fp)
-            dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
+            dt = args[2] if len(args) > 2 else kwargs.get("dt")
+            dt = self.e.fp if dt is float else self.e.ip if dt in (int, None) else dt  # Taichi: int
             return MatVal.vector([self.b.const(int(k == i), dt) for k in range(n)])
         return None
 

@@ -110,23 +110,37 @@ def _active_cells(field) -> np.ndarray:
     """Boolean array over `field.shape`: which cells are active."""
     active = np.ones(field.shape, dtype=bool)
     leaf = field._snode.axis_sizes
-    grids = np.indices(field.shape) if field.shape else np.zeros((0,), dtype=int)
-    idx = [grids[d] for d in range(len(field.shape))]
+    idx = None
     for node in _path(field):
         st = node.sparse
         arr = st.flag.storage.to_numpy()
-        if node.kind == DYNAMIC:
-            j = _node_index(node, leaf, idx, _py_div)[sorted(node.axis_sizes).index(st.axis)]
-            p = tuple(_node_index(node._parent, leaf, idx, _py_div))
-            active &= j < arr[p] if p else j < arr[()]
-        else:
-            active &= arr[tuple(_node_index(node, leaf, idx, _py_div))] != 0
+        if node.kind != DYNAMIC:
+            active &= _expand(arr != 0, node, leaf)
+            continue
+        if idx is None:
+            grids = np.indices(field.shape) if field.shape else np.zeros((0,), dtype=int)
+            idx = [grids[d] for d in range(len(field.shape))]
+        j = _node_index(node, leaf, idx, _py_div)[sorted(node.axis_sizes).index(st.axis)]
+        p = tuple(_node_index(node._parent, leaf, idx, _py_div))
+        active &= j < arr[p] if p else j < arr[()]
     return active
 
 
-def after_fill(field):
-    """`x.fill(v)` fills active cells only (Taichi's fill is a struct-for)."""
-    if not _path(field):
+def _expand(mask, node, leaf) -> np.ndarray:
+    """A per-cell array of `node` repeated over the field cells each of its cells holds (axes
+    the node lacks: over all of them)."""
+    cells, blocks = [], []
+    for a in sorted(leaf):
+        n = node.axis_sizes.get(a, 1)
+        cells += [n, 1]
+        blocks += [n, leaf[a] // n]
+    return np.broadcast_to(mask.reshape(cells), blocks).reshape([leaf[a] for a in sorted(leaf)])
+
+
+def after_fill(field, value):
+    """`x.fill(v)` fills active cells only (Taichi's fill is a struct-for); inactive cells
+    read 0, so a fill with 0 is already right."""
+    if not _path(field) or not np.any(value):
         return
     arr = field.storage.to_numpy()
     arr[~_active_cells(field)] = 0

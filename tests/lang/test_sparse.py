@@ -183,3 +183,28 @@ def test_rescale_index_and_is_active_in_a_kernel():
         return acc
 
     assert origins() == 24
+
+
+def test_fill_of_nested_2d_sparse_fills_active_cells_only():
+    """Nested pointer/bitmasked nodes over 2-D blocks, one node over one axis only: `fill`
+    writes exactly the cells whose every sparse ancestor is active."""
+    x = fs.field(fs.f32)
+    outer = fs.root.pointer(fs.i, 3)
+    inner = outer.bitmasked(fs.ij, (2, 2))
+    inner.dense(fs.ij, (2, 3)).place(x)  # shape (12, 6)
+    assert x.shape == (12, 6)
+
+    @fs.kernel
+    def touch():
+        x[0, 0] = 1.0    # outer 0, inner (0, 0)
+        x[5, 4] = 1.0    # outer 1, inner (1, 1)
+        x[9, 1] = 1.0    # outer 2, inner (0, 0)
+
+    touch()
+    x.fill(0.0)
+    assert not x.to_numpy().any()
+    x.fill(2.5)
+    want = np.zeros((12, 6), np.float32)
+    for i0, j0 in [(0, 0), (4, 3), (8, 0)]:
+        want[i0:i0 + 2, j0:j0 + 3] = 2.5
+    np.testing.assert_array_equal(x.to_numpy(), want)
