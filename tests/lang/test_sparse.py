@@ -208,3 +208,15 @@ def test_fill_of_nested_2d_sparse_fills_active_cells_only():
     for i0, j0 in [(0, 0), (4, 3), (8, 0)]:
         want[i0:i0 + 2, j0:j0 + 3] = 2.5
     np.testing.assert_array_equal(x.to_numpy(), want)
+
+
+def test_a_dense_copy_too_big_to_allocate_is_a_clear_error():
+    """fieldsim stores a dynamic node densely at its full size: when that cannot be allocated
+    (Taichi's oit_renderer example: 1000 x 1000 pixels x 2048 slots), the error names the field,
+    its size, the node to shrink and the user's line, instead of numpy's MemoryError."""
+    x = fs.Vector.field(4, fs.f32)
+    with pytest.raises(MemoryError) as info:
+        fs.root.dense(fs.ij, (1 << 10, 1 << 10)).dynamic(fs.k, 1 << 24).place(x)
+    msg = str(info.value)
+    assert "'x'" in msg and "GiB" in msg and "dynamic(axis 2: 16777216)" in msg
+    assert "test_sparse.py" in msg and ".place(x)" in msg
