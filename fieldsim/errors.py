@@ -124,6 +124,10 @@ class FieldsimIndexError(FieldsimError, IndexError):
     """
 
 
+class FieldsimMemoryError(FieldsimError, MemoryError):
+    """A field's storage could not be allocated; also a `MemoryError`."""
+
+
 class ADStackOverflowError(FieldsimRuntimeError):
     """A reverse-mode loop needed more adstack entries than `fs.init(ad_stack_size=...)` allows.
 

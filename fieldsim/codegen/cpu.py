@@ -60,11 +60,33 @@ _llvm_lock = threading.Lock()
 _initialised = []
 
 
+GUARD_BYTES = 1024  # the least guard zone on each side of a field's data
+
+
 class HostStorage(ArrayStorage):
-    """A field's data: a contiguous numpy array of its own."""
+    """A field's data: a contiguous numpy array of its own, inside a zeroed buffer that has a
+    guard zone on each side.
+
+    Kernels do not check indices (unless `debug=True`), so an out-of-range access lands
+    outside the data, as in Taichi. Taichi's fields sit in one large memory pool, where an
+    index one past an axis reads or writes a neighbouring field; a bare numpy array sits
+    in the Python heap, where the same write corrupts the allocator and kills the process
+    later (Taichi's differential_evolution example writes `best_fit[max_iter]`). The guard,
+    one outermost row and at least GUARD_BYTES on each side, absorbs such accesses; its
+    untouched pages cost no memory (large zeroed buffers are mapped lazily)."""
 
     def __init__(self, shape, dtype):
-        super().__init__(np.zeros(shape, dtype=dtype.np))
+        super().__init__(_guarded_zeros(tuple(shape), dtype.np))
+
+
+def _guarded_zeros(shape, np_dtype):
+    """A zeroed C-contiguous array of `shape`, a view into a buffer with a guard zone (a
+    multiple of 64 bytes, so the data keeps the buffer's alignment) before and after."""
+    n = math.prod(shape)
+    item = np.dtype(np_dtype).itemsize
+    row = n // shape[0] if shape and shape[0] else n
+    guard = -(-max(row * item, GUARD_BYTES) // 64) * 64 // item
+    return np.zeros(n + 2 * guard, dtype=np_dtype)[guard:guard + n].reshape(shape)
 
 
 def _init_llvm():

@@ -33,7 +33,7 @@ from fieldsim.codegen.loopnest import (
     whole_rows,
 )
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
-from fieldsim.codegen.shared_divisors import divides_by_f32_root, shared_divisors
+from fieldsim.codegen.shared_divisors import constant_reciprocal, divides_by_f32_root, shared_divisors
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
@@ -940,6 +940,9 @@ class TaskLowering(NestLowering):
 
     def op_div(self, s: Stmt):
         x, d = s.args
+        r = constant_reciprocal(d) if self.fmf else None
+        if r is not None:  # Taichi's fast-math: x * fl(1/C)
+            return self.b.fmul(self.v(x), L.Constant(ll_type(d.dtype), r), flags=self.fmf)
         by_sqrt = self.fmf and self.cg.target.rsqrt_estimates and divides_by_f32_root(s)
         # a division by a square root is a group of its own when no other division shares it
         first = self.div_groups.get(id(s), id(s) if by_sqrt else None)

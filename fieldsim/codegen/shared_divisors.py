@@ -16,13 +16,34 @@ a multiplication 0.5-1. LLVM shares the reciprocal itself only under `arcp`, whi
 does not give it (codegen.llvm.FAST_MATH_FLAGS). A group whose divisor is an f32 square root
 takes its reciprocal from the refined estimate instead (`llvm_arith.fast_rsqrt`).
 What it changes: x * (1/d) may differ from x / d by an ulp or so; a subnormal d, whose
-reciprocal overflows, can give +-inf (LLVM's `arcp`, which Taichi's fast-math enables, makes the
-same rewrite). Exact mode (`fast_math=False`) keeps every division.
+reciprocal overflows, can give +-inf (LLVM's `arcp` makes the same rewrite; Taichi 1.7.4's CPU
+backend, measured, divides such runtime divisors exactly). Exact mode (`fast_math=False`)
+keeps every division.
+
+`constant_reciprocal(d)`: a division by a float constant C multiplies by fl(1/C) under
+fast-math, as Taichi's CPU fast-math does (LLVM folds `x / C` so when the reciprocal is a finite
+normal number): `i / 800.0` then gives Taichi's bits, which decide e.g. `int(i / 800.0 * 20)`
+(Taichi's poisson_disk_sampling example).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import types as T
+
+
+def constant_reciprocal(d: Stmt) -> float | None:
+    """fl(1/C) in C's type for a float CONST divisor `d` whose reciprocal is finite and normal
+    (LLVM's condition for the fold), else None."""
+    if d.op != Op.CONST or d.dtype is None or not d.dtype.is_float:
+        return None
+    npt = d.dtype.np
+    with np.errstate(all="ignore"):
+        r = npt.type(1) / npt.type(d.attr)
+    if not np.isfinite(r) or abs(r) < np.finfo(npt).tiny:
+        return None
+    return float(r)
 
 
 def divides_by_f32_root(s: Stmt) -> bool:

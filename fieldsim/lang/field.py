@@ -10,6 +10,7 @@ naming the field, leaving its data unchanged; `x[i][k] = v` writes through to th
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -18,6 +19,7 @@ from fieldsim.errors import (
     FieldsimCompilationError,
     FieldsimError,
     FieldsimIndexError,
+    FieldsimMemoryError,
     FieldsimRuntimeError,
     FieldsimTypeError,
 )
@@ -151,7 +153,10 @@ class Field:
         self.shape = shape
         self.offset = offset
         self._snode = snode
-        self.storage = runtime.get().backend().allocate(self.storage_shape, self.dtype)
+        try:
+            self.storage = runtime.get().backend().allocate(self.storage_shape, self.dtype)
+        except MemoryError:
+            raise FieldsimMemoryError(_allocation_failed(self), naming.user_loc()) from None
         for role in ("grad", "dual"):
             twin = getattr(self, "_" + role)
             if twin is not None and twin.shape is None and getattr(self, "needs_" + role):
@@ -328,7 +333,7 @@ class Field:
         _record_python_write(self, None, f"{self.ir_name}.fill(...)")
         self.storage.fill(arr)
         from fieldsim.lang import sparse
-        sparse.after_fill(self)
+        sparse.after_fill(self, arr)
 
     def copy_from(self, other: Field):
         self._check_live()
@@ -485,6 +490,24 @@ def _record_python_write(field: Field, idx, what: str):
             rt.tape.record_python_write(field, idx, what)
         except FieldsimError as err:  # the checker's refusal, without fieldsim's own frames
             raise err.with_traceback(None) from None
+
+
+def _allocation_failed(field) -> str:
+    """Why a field's storage could not be had: its size and, under sparse nodes, that fieldsim
+    stores those densely at their full size (Taichi allocates only the cells in use)."""
+    nbytes = math.prod(field.storage_shape) * np.dtype(field.dtype.np).itemsize
+    element = field.storage_shape[len(field.shape):]
+    what = f"{field.dtype}" + (f" elements of shape {element}" if element else "")
+    msg = (f"field {field.ir_name!r} needs {nbytes / 2**30:.1f} GiB of storage (shape "
+           f"{field.shape}, {what}) and the allocation failed")
+    nodes = field._snode.sparse_path() if field._snode is not None else []
+    if nodes:
+        sizes = ", ".join(f"{n.kind}(" + ", ".join(f"axis {a}: {c}" for a, c in n.own.items()) + ")"
+                          for n in nodes)
+        msg += (f"; fieldsim stores fields under pointer, bitmasked and dynamic nodes densely at "
+                f"their full size, where Taichi allocates only the cells in use: make {sizes} "
+                "smaller")
+    return msg
 
 
 def _resolve_dtype(dtype, rt) -> T.DataType:

@@ -506,6 +506,13 @@ class Frontend(ExprMixin):
         for target in node.targets:
             self.assign_target(target, value, node)
 
+    def expr_NamedExpr(self, node: ast.NamedExpr):
+        """`(name := value)`: assigns as `name = value` does; its value is the variable's
+        afterwards (a value stored into an existing float variable reads back as a float), as
+        in Taichi."""
+        self.assign_name(node.target.id, self.expr(node.value), node)
+        return self.expr(ast.copy_location(ast.Name(node.target.id, ast.Load()), node.target))
+
     def stmt_AnnAssign(self, node: ast.AnnAssign):
         dt = self.expr(node.annotation)
         dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
@@ -1196,7 +1203,7 @@ def _assigned_names(fdef) -> set:
         targets = []
         if isinstance(n, ast.Assign):
             targets = n.targets
-        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
             targets = [n.target]
         for t in targets:
             while isinstance(t, (ast.Subscript, ast.Attribute)):  # `a[0] = v` writes a's copy

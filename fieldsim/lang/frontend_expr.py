@@ -13,7 +13,7 @@ import numpy as np
 
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.lang import formatting, matrix_ops, ops, struct
+from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe, is_number
 from fieldsim.lang.field import ComponentField, Field, placed_twin
@@ -397,6 +397,10 @@ class ExprMixin:
         loaded = self._field_element_swizzle(node)
         if loaded is not None:
             return loaded
+        if node.attr in dynamic_methods.METHODS:
+            bound = dynamic_methods.bind(self, node)
+            if bound is not None:
+                return bound
         base = self.expr(node.value)
         name = node.attr
         if isinstance(base, struct.StructValue):
@@ -496,6 +500,8 @@ class ExprMixin:
             fn = _PRINT
         if _hashable(fn) and fn in ops.KERNEL_BUILTINS:
             return ops.KERNEL_BUILTINS[fn](self, node, args, kwargs)
+        if isinstance(fn, dynamic_methods.DynamicMethod):
+            return fn(*args, **kwargs)
         for handler in (self._call_func, self._call_fieldsim_callable):
             out = handler(fn, args, kwargs, node)
             if out is not _UNHANDLED:
@@ -600,8 +606,8 @@ class ExprMixin:
             return MatVal([self.b.const(int(r == c), dt) for r in range(n) for c in range(n)], n, n, 2)
         if name == "unit":
             n, i = args[0], args[1]
-            dt = args[2] if len(args) > 2 else kwargs.get("dt", self.e.fp)
-            dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
+            dt = args[2] if len(args) > 2 else kwargs.get("dt")
+            dt = self.e.fp if dt is float else self.e.ip if dt in (int, None) else dt  # Taichi: int
             return MatVal.vector([self.b.const(int(k == i), dt) for k in range(n)])
         return None
 

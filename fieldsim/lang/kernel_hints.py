@@ -22,7 +22,6 @@ _CONSTRUCTS = {
          "or a struct")),
     "GeneratorExp": ("a generator expression",
         ("use a list comprehension over fs.static(range(...)) or a for loop")),
-    "NamedExpr": ("an assignment expression (:=)", "assign in a statement of its own"),
     "Starred": ("a starred expression (*...)", "pass the values one by one"),
     "Await": ("an await expression", "kernels are not coroutines: await outside the kernel"),
     "Yield": ("a yield expression", "kernels are not generators: write results to a field"),

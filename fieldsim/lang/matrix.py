@@ -45,9 +45,9 @@ class Matrix:
 
     @classmethod
     def unit(cls, n, i, dt=None):
-        v = np.zeros(n)
-        v[i] = 1
-        return Vector(v, dt=dt)
+        """The i-th unit n-vector; its entries are ints unless `dt` says otherwise (as in
+        Taichi, so `I + fs.Vector.unit(3, k)` stays an integer index)."""
+        return Vector([int(k == i) for k in range(n)], dt=int if dt is None else dt)
 
     @classmethod
     def diag(cls, dim, val):

@@ -110,23 +110,37 @@ def _active_cells(field) -> np.ndarray:
     """Boolean array over `field.shape`: which cells are active."""
     active = np.ones(field.shape, dtype=bool)
     leaf = field._snode.axis_sizes
-    grids = np.indices(field.shape) if field.shape else np.zeros((0,), dtype=int)
-    idx = [grids[d] for d in range(len(field.shape))]
+    idx = None
     for node in _path(field):
         st = node.sparse
         arr = st.flag.storage.to_numpy()
-        if node.kind == DYNAMIC:
-            j = _node_index(node, leaf, idx, _py_div)[sorted(node.axis_sizes).index(st.axis)]
-            p = tuple(_node_index(node._parent, leaf, idx, _py_div))
-            active &= j < arr[p] if p else j < arr[()]
-        else:
-            active &= arr[tuple(_node_index(node, leaf, idx, _py_div))] != 0
+        if node.kind != DYNAMIC:
+            active &= _expand(arr != 0, node, leaf)
+            continue
+        if idx is None:
+            grids = np.indices(field.shape) if field.shape else np.zeros((0,), dtype=int)
+            idx = [grids[d] for d in range(len(field.shape))]
+        j = _node_index(node, leaf, idx, _py_div)[sorted(node.axis_sizes).index(st.axis)]
+        p = tuple(_node_index(node._parent, leaf, idx, _py_div))
+        active &= j < arr[p] if p else j < arr[()]
     return active
 
 
-def after_fill(field):
-    """`x.fill(v)` fills active cells only (Taichi's fill is a struct-for)."""
-    if not _path(field):
+def _expand(mask, node, leaf) -> np.ndarray:
+    """A per-cell array of `node` repeated over the field cells each of its cells holds (axes
+    the node lacks: over all of them)."""
+    cells, blocks = [], []
+    for a in sorted(leaf):
+        n = node.axis_sizes.get(a, 1)
+        cells += [n, 1]
+        blocks += [n, leaf[a] // n]
+    return np.broadcast_to(mask.reshape(cells), blocks).reshape([leaf[a] for a in sorted(leaf)])
+
+
+def after_fill(field, value):
+    """`x.fill(v)` fills active cells only (Taichi's fill is a struct-for); inactive cells
+    read 0, so a fill with 0 is already right."""
+    if not _path(field) or not np.any(value):
         return
     arr = field.storage.to_numpy()
     arr[~_active_cells(field)] = 0
@@ -279,11 +293,24 @@ def _dyn_parent_index(node, idx):
     return idx
 
 
-def _placed_child(node):
+def _placed_fields(node) -> list:
+    """The fields placed directly under dynamic `node` (a struct field's members: several)."""
     fields = [c.field for c in node._children if c.kind == PLACE]
-    if len(fields) != 1 or len(fields) != len(node._children):
-        raise FieldsimTypeError("fs.append needs a dynamic node with exactly one field placed "
-                                "directly under it")
+    if not fields or len(fields) != len(node._children):
+        raise FieldsimTypeError("a dynamic node needs fields placed directly under it (and no "
+                                "other nodes)")
+    return fields
+
+
+def _append_target(node, target):
+    """What fs.append stores into: `target` (the field whose `x.append` was called, e.g. a
+    struct field), else the one field placed under `node`."""
+    if target is not None:
+        return target
+    fields = _placed_fields(node)
+    if len(fields) != 1:
+        raise FieldsimTypeError("fs.append(node, ...) needs a dynamic node with exactly one field "
+                                "placed under it; for a struct field use x.append(value)")
     return fields[0]
 
 
@@ -313,10 +340,10 @@ def deactivate(node, indices):
     if node.kind == DYNAMIC:
         p = tuple(_dyn_parent_index(node, indices))
         node.sparse.flag.storage.write_element(p, 0)
-        f = _placed_child(node)
         sl = list(p)
         sl.insert(sorted(node.axis_sizes).index(node.sparse.axis), slice(None))
-        _zero_host(f, tuple(sl))
+        for f in _placed_fields(node):
+            _zero_host(f, tuple(sl))
         return
     idx, leaf = _global_index(node, indices)
     cell = _node_index(node, leaf, idx, _py_div)
@@ -356,7 +383,7 @@ def append(node, indices, value):
     if node.kind != DYNAMIC:
         raise FieldsimTypeError("fs.append needs a dynamic node")
     p = tuple(_dyn_parent_index(node, indices))
-    f = _placed_child(node)
+    f = _append_target(node, None)
     store = node.sparse.flag.storage
     old = int(store.read_element(p))
     if old < node.own[node.sparse.axis]:
@@ -417,13 +444,13 @@ def _k_deactivate(fe, call, args, kw):
     if node.kind == DYNAMIC:
         p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
         fe.b.store(node.sparse.flag, p, fe.b.const(0, T.i32))
-        f = _placed_child(node)
         pos = sorted(node.axis_sizes).index(node.sparse.axis)
         base = list(p)
         base.insert(pos, 0)
         ext = [1] * len(p)
         ext.insert(pos, node.own[node.sparse.axis])
-        _zero_loop(fe, f, base, ext)
+        for f in _placed_fields(node):
+            _zero_loop(fe, f, base, ext)
         return
     idx, leaf = _global_index(node, args[1])
     cell = [_i32(fe, v) for v in _node_index(node, leaf, idx, _div(fe))]
@@ -442,21 +469,23 @@ def _k_deactivate(fe, call, args, kw):
         _zero_loop(fe, fld, base, ext)
 
 
-def _k_append(fe, call, args, kw):
+def _k_append(fe, call, args, kw, target=None):
     from fieldsim.lang.frontend_refs import FieldRef
+    from fieldsim.lang.struct import StructField, StructFieldRef
     node, value = args[0], args[2]
     _check_sparse(node, "append")
     if node.kind != DYNAMIC:
         raise FieldsimTypeError("fs.append needs a dynamic node")
     p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
-    f = _placed_child(node)
+    f = _append_target(node, target)
     old = fe.b.atomic("add", node.sparse.flag, p, fe.b.const(1, T.i32))
     fits = fe.e.compare("<", old, node.own[node.sparse.axis])
     guard = fe.b.if_(fits)
     with fe.b.into(guard.blocks[0]):
         full = list(p)
         full.insert(sorted(node.axis_sizes).index(node.sparse.axis), old)
-        FieldRef(f, full, None).store(fe, value)
+        ref = StructFieldRef(f, full) if isinstance(f, StructField) else FieldRef(f, full, None)
+        ref.store(fe, value)
     with fe.b.into(guard.blocks[1]):  # full: undo the count, as Taichi keeps length <= size
         fe.b.atomic("sub", node.sparse.flag, p, fe.b.const(1, T.i32))
     return old

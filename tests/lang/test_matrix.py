@@ -332,3 +332,15 @@ def test_matrix_inverse_times_matrix_is_identity(n):
 
     k()
     np.testing.assert_allclose(out.to_numpy(), np.broadcast_to(np.eye(n), (10, n, n)), atol=1e-5)
+
+
+def test_cast_to_python_int_and_float_in_kernel():
+    """`v.cast(int)` / `v.cast(float)` mean default_ip / default_fp (Taichi's real_func
+    poisson_disk_sampling example writes `(p * tm.vec2(grid_n)).cast(int)`)."""
+    @fs.kernel
+    def k(x: fs.f32, y: fs.f32) -> fs.math.ivec2:
+        v = fs.math.vec2(x, y) * 20
+        w = v.cast(int).cast(float) + 0.5
+        return w.cast(int)
+
+    assert list(k(0.26, -0.33)) == [5, -5]

@@ -213,3 +213,40 @@ def test_deactivate_all_snodes_and_no_activate():
     fs.deactivate_all_snodes()
     assert state() == 0
     assert x[9, 13] == 0 and x.to_numpy().sum() == 0
+
+
+def test_fill_of_nested_2d_sparse_fills_active_cells_only():
+    """Nested pointer/bitmasked nodes over 2-D blocks, one node over one axis only: `fill`
+    writes exactly the cells whose every sparse ancestor is active."""
+    x = fs.field(fs.f32)
+    outer = fs.root.pointer(fs.i, 3)
+    inner = outer.bitmasked(fs.ij, (2, 2))
+    inner.dense(fs.ij, (2, 3)).place(x)  # shape (12, 6)
+    assert x.shape == (12, 6)
+
+    @fs.kernel
+    def touch():
+        x[0, 0] = 1.0    # outer 0, inner (0, 0)
+        x[5, 4] = 1.0    # outer 1, inner (1, 1)
+        x[9, 1] = 1.0    # outer 2, inner (0, 0)
+
+    touch()
+    x.fill(0.0)
+    assert not x.to_numpy().any()
+    x.fill(2.5)
+    want = np.zeros((12, 6), np.float32)
+    for i0, j0 in [(0, 0), (4, 3), (8, 0)]:
+        want[i0:i0 + 2, j0:j0 + 3] = 2.5
+    np.testing.assert_array_equal(x.to_numpy(), want)
+
+
+def test_a_dense_copy_too_big_to_allocate_is_a_clear_error():
+    """fieldsim stores a dynamic node densely at its full size: when that cannot be allocated
+    (Taichi's oit_renderer example: 1000 x 1000 pixels x 2048 slots), the error names the field,
+    its size, the node to shrink and the user's line, instead of numpy's MemoryError."""
+    x = fs.Vector.field(4, fs.f32)
+    with pytest.raises(MemoryError) as info:
+        fs.root.dense(fs.ij, (1 << 10, 1 << 10)).dynamic(fs.k, 1 << 24).place(x)
+    msg = str(info.value)
+    assert "'x'" in msg and "GiB" in msg and "dynamic(axis 2: 16777216)" in msg
+    assert "test_sparse.py" in msg and ".place(x)" in msg

@@ -1,0 +1,88 @@
+"""An index one past an axis (Taichi's differential_evolution example writes `best_fit[max_iter]`
+and `all_pop[max_iter, i, j]`) is not checked without `debug=True`, as in Taichi; it must land
+in the field's guard zone (`cpu.HostStorage`), never in the Python heap, whose corruption killed
+the process later. With `debug=True` the same access is an IndexError naming the field."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import fieldsim as fs
+from fieldsim.codegen.cpu import GUARD_BYTES, _guarded_zeros
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Many small fields, each written one element / one outermost row past both ends, with Python
+# objects allocated in between: before the guard zones this crashed (SIGSEGV) or raised
+# MemoryError from a corrupted heap.
+_PROGRAM = textwrap.dedent("""
+    import gc
+    import numpy as np
+    import fieldsim as fs
+
+    fs.init(arch=fs.cpu)
+    fields = [(fs.field(fs.f32, shape=50), fs.field(fs.f32, shape=(50, 20, 2))) for _ in range(200)]
+
+    @fs.kernel
+    def past_end(a: fs.template(), b: fs.template()):
+        for _ in range(1):
+            for t in range(1, 51):
+                a[t] = 7.0
+                for i, j in fs.ndrange(20, 2):
+                    b[t, i, j] = 7.0
+                    if t == 1:
+                        b[t - 2, i, j] = 7.0
+
+    junk = []
+    for a, b in fields:
+        past_end(a, b)
+        junk.append({str(i): [i] * 3 for i in range(50)})
+    gc.collect()
+    ok = all(np.all(a.to_numpy()[1:] == 7) and a.to_numpy()[0] == 0
+             and np.all(b.to_numpy()[1:] == 7) and np.all(b.to_numpy()[0] == 0) for a, b in fields)
+    print("OK" if ok else "WRONG")
+""")
+
+
+def test_one_past_the_end_does_not_crash(tmp_path):
+    program = tmp_path / "past_end.py"  # a file: kernels need their source
+    program.write_text(_PROGRAM)
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                          env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith("OK")
+
+
+@pytest.mark.parametrize("shape, dtype", [((50,), np.float32), ((50, 20, 2), np.float32),
+                                          ((3, 1000), np.float64), ((7,), np.uint8)])
+def test_guard_zone_is_a_row_and_aligned(shape, dtype):
+    a = _guarded_zeros(shape, dtype)
+    assert a.shape == shape and a.flags.c_contiguous and not a.any()
+    item = np.dtype(dtype).itemsize
+    row = int(np.prod(shape[1:], dtype=np.int64)) * item
+    before = (a.ctypes.data - a.base.ctypes.data)
+    after = a.base.nbytes - before - a.nbytes
+    assert before == after >= max(row, GUARD_BYTES)
+    assert before % 64 == 0
+
+
+def test_empty_field_storage():
+    assert _guarded_zeros((0, 4), np.int32).shape == (0, 4)
+
+
+def test_debug_reports_the_field():
+    fs.init(arch=fs.cpu, debug=True)
+    best = fs.field(fs.f32, shape=4, name="best_fit")
+
+    @fs.kernel
+    def k(n: fs.i32):
+        for t in range(1, n + 1):
+            best[t] = 1.0
+
+    with pytest.raises(IndexError, match="best_fit"):
+        k(4)
+    fs.init(arch=fs.cpu)
