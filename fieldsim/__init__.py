@@ -10,7 +10,7 @@ from fieldsim.errors import (AccessRuleError, FieldsimCompilationError, Fieldsim
                              FieldsimAssertionError)
 from fieldsim.lang import types
 from fieldsim.lang.field import Field, MatrixField, ScalarField, field
-from fieldsim.lang.snode import SNode, axes, i, ij, ijk, ijkl, ik, j, jk, k, l, root
+from fieldsim.lang.snode import FieldsBuilder, SNode, axes, i, ij, ijk, ijkl, ik, j, jk, k, l, root
 from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, pyfunc, real_func,
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector

@@ -176,7 +176,17 @@ class Field:
         self.storage = None
         self.generation = -1
 
+    def _destroy(self):
+        """Free the storage of this field and its twins (`SNodeTree.destroy()`)."""
+        for f in (self, self._grad, self._dual):
+            if f is not None:
+                f._invalidate()
+                f._destroyed = True
+
     def _check_live(self):
+        if getattr(self, "_destroyed", False):
+            raise FieldsimRuntimeError(f"field {self.ir_name!r} was destroyed with its SNodeTree "
+                                       "(FieldsBuilder.finalize().destroy())", naming.user_loc())
         if self.generation != runtime.get().generation or self.storage is None:
             if (self.shape is None and self.primal is not None and self.generation == runtime.get().generation
                     and self.primal._unplaced.get(self.role) is self):
@@ -356,6 +366,9 @@ class Field:
     def __repr__(self):
         kind = {0: "field", 1: f"Vector.field({self.n})", 2: f"Matrix.field({self.n}, {self.m})"}
         return f"<fs.{kind[self.ndim_el]} {self.ir_name!r} shape={self.shape} dtype={self.dtype}>"
+
+    def __str__(self):
+        return str(self.to_numpy())  # Taichi's `print(field)`
 
 
 class ComponentField(Field):
