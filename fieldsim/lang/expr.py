@@ -106,7 +106,8 @@ class Emitter:
         if op in CMPOPS:
             return self.compare(op, a, b)
         ta, tb = self.dtype_of(a), self.dtype_of(b)
-        dt = T.promote(ta, tb)
+        # a shift has its left operand's type (Taichi: `u8 << i32 -> u8`); the rest promote
+        dt = ta if op in ("<<", ">>") and not tb.is_float else T.promote(ta, tb)
         folded = _fold_identity(op, a, b, dt)
         if folded is not None:
             return folded
