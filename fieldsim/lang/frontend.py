@@ -489,8 +489,22 @@ class Frontend(ExprMixin):
 
     def stmt_Assign(self, node: ast.Assign):
         value = self.expr(node.value)
+        static = isinstance(node.value, ast.Call) and self._is(node.value.func, ops.static)
         for target in node.targets:
-            self.assign_target(target, value, node)
+            if static:  # `n = ti.static(3)`: n names the Python value itself, as in Taichi
+                self.bind_static(target, value)
+            else:
+                self.assign_target(target, value, node)
+
+    def bind_static(self, target, value):
+        if isinstance(target, ast.Name):
+            self.frame.bind(target.id, StaticRef(value))
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (tuple, list)) \
+                and len(value) == len(target.elts):
+            for t, v in zip(target.elts, value):
+                self.bind_static(t, v)
+        else:
+            raise FieldsimSyntaxError("the value of fs.static(...) can be assigned only to names")
 
     def stmt_AnnAssign(self, node: ast.AnnAssign):
         dt = self.expr(node.annotation)
@@ -1169,7 +1183,7 @@ def _assigned_names(fdef) -> set:
         targets = []
         if isinstance(n, ast.Assign):
             targets = n.targets
-        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
             targets = [n.target]
         for t in targets:
             while isinstance(t, (ast.Subscript, ast.Attribute)):  # `a[0] = v` writes a's copy

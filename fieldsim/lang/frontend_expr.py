@@ -76,11 +76,15 @@ class ExprMixin:
     def expr_Dict(self, node):
         if any(k is None for k in node.keys):
             raise FieldsimSyntaxError("dict unpacking (**) is not supported in a kernel")
-        keys = [self.expr(k) for k in node.keys]
-        if not all(isinstance(k, str) for k in keys):
-            raise FieldsimSyntaxError("a dict in a kernel needs constant string keys "
-                                      "(e.g. fs.Struct({'a': x}))")
+        keys = [self._dict_key(k) for k in node.keys]
         return {k: self.expr(v) for k, v in zip(keys, node.values)}
+
+    def _dict_key(self, node):
+        key = self.expr(node)
+        if isinstance(key, (Stmt, MatVal)) or not _hashable(key):
+            raise FieldsimSyntaxError("a dict in a kernel needs compile-time keys "
+                                      "(e.g. fs.Struct({'a': x}), {0: x})")
+        return key
 
     def expr_JoinedStr(self, node):
         return formatting.joined_str(self, node)
@@ -125,14 +129,21 @@ class ExprMixin:
         return self.e.unop(op, v)
 
     def expr_BoolOp(self, node: ast.BoolOp):
-        acc = self.e.truthy(self.expr(node.values[0]))
+        """`a and b` / `a or b` take Python's values (`5 or 2` is 5, `5 and 2` is 2), as in
+        Taichi; both sides are evaluated (Taichi's default `short_circuit_operators=False`)."""
+        is_and = isinstance(node.op, ast.And)
+        acc = self.expr(node.values[0])
         for sub in node.values[1:]:
-            nxt = self.e.truthy(self.expr(sub))
-            if isinstance(acc, int) and isinstance(nxt, int):
-                acc = int(acc and nxt) if isinstance(node.op, ast.And) else int(acc or nxt)
+            nxt = self.expr(sub)
+            for v in (acc, nxt):
+                if isinstance(v, MatVal):
+                    raise FieldsimTypeError("`and`/`or` take scalars; use & and | for an "
+                                            "element-wise vector condition")
+            if not isinstance(acc, Stmt) and not isinstance(nxt, Stmt):
+                acc = (acc and nxt) if is_and else (acc or nxt)
             else:
-                acc = self.e.binop("&" if isinstance(node.op, ast.And) else "|",
-                                   self.e.value(acc), self.e.value(nxt))
+                c = self.e.truthy(acc)
+                acc = self.e.select(c, nxt, acc) if is_and else self.e.select(c, acc, nxt)
         return acc
 
     def expr_Compare(self, node: ast.Compare):
@@ -140,6 +151,11 @@ class ExprMixin:
         result = None
         for op_node, right_node in zip(node.ops, node.comparators):
             right = self.expr(right_node)
+            if isinstance(op_node, (ast.In, ast.NotIn)):
+                r = _membership(op_node, left, right)
+                result = r if result is None else self.e.binop("&", result, r)
+                left = right
+                continue
             left, right = coerce_pair(left, right)
             op = _CMP_AST.get(type(op_node))
             if op is None:
@@ -153,6 +169,12 @@ class ExprMixin:
             result = r if result is None else self.e.binop("&", result, r)
             left = right
         return result
+
+    def expr_NamedExpr(self, node: ast.NamedExpr):
+        """`(a := value)`: assigns as `a = value` does, and is that value."""
+        value = self.expr(node.value)
+        self.assign_name(node.target.id, value, node)
+        return value
 
     def expr_IfExp(self, node: ast.IfExp):
         c = self.e.truthy(self.expr(node.test))
@@ -339,34 +361,43 @@ class ExprMixin:
         """A list comprehension over compile-time iterables (`[x * 2 for x in range(3)]`),
         unrolled; `fs.Vector`/`fs.Matrix` turn the list into a vector/matrix."""
         out = []
-
-        def gen(k):
-            if k == len(node.generators):
-                out.append(self.expr(node.elt))
-                return
-            g = node.generators[k]
-            it = self.expr(g.iter)
-            if isinstance(it, MatVal):
-                it = it.entries if it.ndim == 1 else [MatVal.vector([it.at(r, c) for c in range(it.m)])
-                                                      for r in range(it.n)]
-            if isinstance(it, Stmt) or not hasattr(it, "__iter__") or \
-                    type(it).__name__ == "RangeSpec":
-                raise FieldsimSyntaxError("a list comprehension in a kernel must iterate over a "
-                                          "compile-time range or list (e.g. range(3))")
-            for v in it:
-                self.frame.scopes.append({})
-                try:
-                    self.bind_comprehension_target(g.target, v)
-                    conds = [self.e.truthy(self.expr(c)) for c in g.ifs]
-                    if any(not isinstance(c, int) for c in conds):
-                        raise FieldsimSyntaxError("a list comprehension condition must be a "
-                                                  "compile-time constant")
-                    if all(conds):
-                        gen(k + 1)
-                finally:
-                    self.frame.scopes.pop()
-        gen(0)
+        self._unroll_comprehension(node.generators, 0, lambda: out.append(self.expr(node.elt)))
         return out
+
+    def expr_DictComp(self, node: ast.DictComp):
+        """`{k: v for k in range(3)}` over compile-time iterables, unrolled (keys compile-time)."""
+        out = {}
+
+        def leaf():
+            out[self._dict_key(node.key)] = self.expr(node.value)
+        self._unroll_comprehension(node.generators, 0, leaf)
+        return out
+
+    def _unroll_comprehension(self, generators, k, leaf):
+        if k == len(generators):
+            leaf()
+            return
+        g = generators[k]
+        it = self.expr(g.iter)
+        if isinstance(it, MatVal):
+            it = it.entries if it.ndim == 1 else [MatVal.vector([it.at(r, c) for c in range(it.m)])
+                                                  for r in range(it.n)]
+        if isinstance(it, Stmt) or not hasattr(it, "__iter__") or \
+                type(it).__name__ == "RangeSpec":
+            raise FieldsimSyntaxError("a comprehension in a kernel must iterate over a "
+                                      "compile-time range or list (e.g. range(3))")
+        for v in it:
+            self.frame.scopes.append({})
+            try:
+                self.bind_comprehension_target(g.target, v)
+                conds = [self.e.truthy(self.expr(c)) for c in g.ifs]
+                if any(not isinstance(c, int) for c in conds):
+                    raise FieldsimSyntaxError("a comprehension condition must be a "
+                                              "compile-time constant")
+                if all(conds):
+                    self._unroll_comprehension(generators, k + 1, leaf)
+            finally:
+                self.frame.scopes.pop()
 
     def bind_comprehension_target(self, target, v):
         if isinstance(target, ast.Name):
@@ -588,7 +619,7 @@ class ExprMixin:
             return MatVal([self.b.const(int(r == c), dt) for r in range(n) for c in range(n)], n, n, 2)
         if name == "unit":
             n, i = args[0], args[1]
-            dt = args[2] if len(args) > 2 else kwargs.get("dt", self.e.fp)
+            dt = args[2] if len(args) > 2 else kwargs.get("dt", self.e.ip)  # Taichi: int
             dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
             return MatVal.vector([self.b.const(int(k == i), dt) for k in range(n)])
         return None
@@ -679,6 +710,13 @@ def _hashable(v) -> bool:
         return False
 
 
+def _membership(op_node, item, container) -> int:
+    """`a in b` / `a not in b` between compile-time values (Taichi allows it only there)."""
+    if any(isinstance(v, (Stmt, MatVal)) for v in (item, container)):
+        raise FieldsimSyntaxError("`in` works only on compile-time values (inside fs.static)")
+    return int((item in container) == isinstance(op_node, ast.In))
+
+
 def _py_binop(op, a, b):
     from fieldsim.lang.expr import _PY
     return _PY[op](a, b)
@@ -689,6 +727,13 @@ def _int_cast(fe, args, kw):
     if isinstance(v, (Stmt, MatVal)):
         return fe.e.cast(v, fe.e.ip)
     return int(v)
+
+
+def _bool_cast(fe, args, kw):
+    v = args[0] if args else False
+    if isinstance(v, Stmt):
+        return fe.e.truthy(v)  # 0/1, as Taichi's `bool(x)` in a kernel
+    return bool(v)  # (a vector's truth is refused by bool itself, as in Taichi)
 
 
 def _float_cast(fe, args, kw):
@@ -726,6 +771,12 @@ def _py_abs(fe, args, kw):
     return fe.e.unop(Op.ABS, args[0])
 
 
+def _py_pow(fe, args, kw):
+    if len(args) != 2 or not any(isinstance(a, (Stmt, MatVal)) for a in args):
+        return builtins.pow(*args)  # (three-argument pow only on Python values)
+    return fe.e.binop("**", args[0], args[1])
+
+
 def _getattr(fe, args, kw):
     if args and isinstance(args[0], struct.StructValue) and len(args) == 2:
         return struct.attribute(fe, args[0], args[1])
@@ -745,8 +796,8 @@ def _py_anyall(name):
 _UNHANDLED = object()  # a call handler declines with this (a handled call may return None)
 _PRINT = builtins.print  # as imported, before any tool replaced it
 _PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
-                float: _float_cast, len: _len, min: _py_minmax("min"),
-                max: _py_minmax("max"), abs: _py_abs, _PRINT: formatting.emit_print,
+                float: _float_cast, bool: _bool_cast, len: _len, min: _py_minmax("min"),
+                max: _py_minmax("max"), abs: _py_abs, pow: _py_pow, _PRINT: formatting.emit_print,
                 builtins.range: lambda fe, a, k: _static_range(a)}
 
 

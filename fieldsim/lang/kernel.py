@@ -127,7 +127,8 @@ def data_oriented(cls):
 
 
 def _is_data_oriented(obj) -> bool:
-    return bool(getattr(type(obj), "_fieldsim_data_oriented", False))
+    cls = obj if isinstance(obj, type) else type(obj)  # a `@classmethod` kernel binds the class
+    return bool(getattr(cls, "_fieldsim_data_oriented", False))
 
 
 class _SelfArg:

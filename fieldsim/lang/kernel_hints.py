@@ -17,12 +17,8 @@ _CONSTRUCTS = {
     "Set": ("a set literal", "use a tuple, an fs.Vector, or a field"),
     "SetComp": ("a set comprehension",
         ("use a list comprehension over fs.static(range(...)) or a loop")),
-    "DictComp": ("a dict comprehension",
-        ("kernels have no dicts at run time: use separate variables, a vector, "
-         "or a struct")),
     "GeneratorExp": ("a generator expression",
         ("use a list comprehension over fs.static(range(...)) or a for loop")),
-    "NamedExpr": ("an assignment expression (:=)", "assign in a statement of its own"),
     "Starred": ("a starred expression (*...)", "pass the values one by one"),
     "Await": ("an await expression", "kernels are not coroutines: await outside the kernel"),
     "Yield": ("a yield expression", "kernels are not generators: write results to a field"),

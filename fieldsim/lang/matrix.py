@@ -45,7 +45,7 @@ class Matrix:
 
     @classmethod
     def unit(cls, n, i, dt=None):
-        v = np.zeros(n)
+        v = np.zeros(n, dtype=int)  # Taichi: an int vector unless dt says otherwise
         v[i] = 1
         return Vector(v, dt=dt)
 
@@ -303,7 +303,7 @@ class Vector(Matrix):
         self._a[sw] = _np(value)
         self._write_back(sw)
 
-    x = r = _swizzle(0)
-    y = g = _swizzle(1)
-    z = b = _swizzle(2)
-    w = a = _swizzle(3)
+    x = r = s = _swizzle(0)
+    y = g = t = _swizzle(1)
+    z = b = p = _swizzle(2)
+    w = a = q = _swizzle(3)

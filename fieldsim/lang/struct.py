@@ -55,8 +55,10 @@ class StructType:
 
 
 def struct(**members) -> StructType:
-    """`fs.types.struct(a=fs.f32, v=vec3)`."""
-    return StructType(members)
+    """`fs.types.struct(a=fs.f32, v=vec3)`; `__struct_methods={"name": fn}` attaches methods,
+    as `@fs.dataclass` does."""
+    methods = members.pop("__struct_methods", None)
+    return StructType(members, methods)
 
 
 def dataclass(cls) -> StructType:
