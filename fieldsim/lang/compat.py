@@ -30,7 +30,6 @@ UNSUPPORTED = {
     "sparse_matrix_builder": "sparse matrices (ti.linalg.SparseMatrixBuilder)",
     "SparseMatrixBuilder": "sparse matrices (ti.linalg.SparseMatrixBuilder)",
     "BitpackedFields": "quantized types (bit-packed fields)",
-    "deactivate_all_snodes": "sparse SNodes (fieldsim fields are dense)",
     "is_active": "sparse SNodes (fieldsim fields are dense)",
     "activate": "sparse SNodes (fieldsim fields are dense)",
     "deactivate": "sparse SNodes (fieldsim fields are dense)",

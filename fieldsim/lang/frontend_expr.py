@@ -10,7 +10,7 @@ import types
 
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.lang import formatting, matrix_ops, ops, struct
+from fieldsim.lang import formatting, matrix_ops, ops, sparse, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe, is_number
 from fieldsim.lang.field import ComponentField, Field, placed_twin
@@ -472,6 +472,9 @@ class ExprMixin:
         filled = self.fill_in_place(node)
         if filled is not None:
             return None
+        listed = self.dynamic_list_call(node)
+        if listed is not _UNHANDLED:
+            return listed
         fn = self.expr(node.func)
         if fn in ops.LVALUE_BUILTINS:
             args = [None] + [self.expr(a) for a in node.args[1:]]
@@ -484,6 +487,28 @@ class ExprMixin:
                 args.append(self.expr(a))
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
         return self.call(fn, args, kwargs, node)
+
+    def dynamic_list_call(self, node: ast.Call):
+        """`x.append(v)`, `x[i].length()`, `x[i].deactivate()` on a field placed under a
+        dynamic node: Taichi's list methods, as `fs.append(node, [i], v)` etc."""
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in sparse.LIST_METHODS):
+            return _UNHANDLED
+        recv, index = func.value, ()
+        if isinstance(recv, ast.Subscript):
+            recv, index = recv.value, self.expr(recv.slice)
+        try:
+            fld = self.expr(recv)
+        except FieldsimError:
+            return _UNHANDLED
+        dyn = sparse.dynamic_node_of(fld)
+        if dyn is None:
+            return _UNHANDLED
+        args = [self.expr(a) for a in node.args]
+        index = list(index) if isinstance(index, tuple) else [index] if index != () else []
+        builtin = sparse.LIST_METHODS[func.attr]
+        kw = {"field": fld} if builtin is sparse.append else {}
+        return ops.KERNEL_BUILTINS[builtin](self, node, [dyn, index, *args], kw)
 
     def fill_in_place(self, node: ast.Call):
         """`v.fill(c)` on an assignable vector/matrix (a field element, a local, a struct

@@ -12,8 +12,8 @@ full dense array; what sparsity changes:
 - `fs.is_active`, `fs.activate`, `fs.deactivate`, `fs.append`, `fs.length` work in kernels and
   Python scope.
 As in Taichi 1.7, those functions take the node's own cell coordinates (`fs.rescale_index(x,
-node, I)` maps a field index to them; a dynamic node takes its parent's), while a struct-for
-over a node yields global coordinates (each cell's first field index). Memory is not saved: a
+node, I)` maps a field index to them; a dynamic node takes its parent's), and so does a
+struct-for over a node: it yields the node's cell coordinates. Memory is not saved: a
 sparse field costs as much as a dense one.
 """
 from __future__ import annotations
@@ -143,6 +143,13 @@ def deactivate_all(node: SNode):
             n.field.storage.zero()
 
 
+def deactivate_all_snodes():
+    """`fs.deactivate_all_snodes()`: every sparse node of `fs.root`, as `deactivate_all`."""
+    from fieldsim.lang.snode import root
+    for child in root.get_children():
+        deactivate_all(child)
+
+
 def _subtree(node):
     out, stack = [], [node]
     while stack:
@@ -238,7 +245,8 @@ def struct_for_guard(fe, iterable, indices):
         return active_condition(fe, path, iterable._snode.axis_sizes, storage), indices
     if isinstance(iterable, SNode):
         leaf = _leaf_sizes(iterable)
-        # a node's loop yields its cells; the user sees their global coordinates (first cell)
+        # a node's loop yields its own cell coordinates (as Taichi 1.7.4); activity is judged
+        # at each cell's first field index
         glob = []
         for a, v in zip(sorted(iterable.axis_sizes), indices):
             block = leaf.get(a, iterable.axis_sizes[a]) // iterable.axis_sizes[a]
@@ -246,8 +254,8 @@ def struct_for_guard(fe, iterable, indices):
         path = iterable.sparse_path()
         node_leaf = {a: leaf.get(a, s) for a, s in iterable.axis_sizes.items()}
         if not path:
-            return None, glob
-        return active_condition(fe, path, node_leaf, glob), glob
+            return None, indices
+        return active_condition(fe, path, node_leaf, glob), indices
     return None, indices
 
 
@@ -400,13 +408,14 @@ def _k_deactivate(fe, call, args, kw):
     if node.kind == DYNAMIC:
         p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
         fe.b.store(node.sparse.flag, p, fe.b.const(0, T.i32))
-        f = _placed_child(node)
         pos = sorted(node.axis_sizes).index(node.sparse.axis)
         base = list(p)
         base.insert(pos, 0)
         ext = [1] * len(p)
         ext.insert(pos, node.own[node.sparse.axis])
-        _zero_loop(fe, f, base, ext)
+        for c in node._children:  # every field placed under it (a struct field's members)
+            if c.kind == PLACE:
+                _zero_loop(fe, c.field, base, ext)
         return
     idx, leaf = _global_index(node, args[1])
     cell = [_i32(fe, v) for v in _node_index(node, leaf, idx, _div(fe))]
@@ -432,14 +441,18 @@ def _k_append(fe, call, args, kw):
     if node.kind != DYNAMIC:
         raise FieldsimTypeError("fs.append needs a dynamic node")
     p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
-    f = _placed_child(node)
+    f = kw.get("field") or _placed_child(node)  # `x.append(v)` names its (struct) field
     old = fe.b.atomic("add", node.sparse.flag, p, fe.b.const(1, T.i32))
     fits = fe.e.compare("<", old, node.own[node.sparse.axis])
     guard = fe.b.if_(fits)
     with fe.b.into(guard.blocks[0]):
         full = list(p)
         full.insert(sorted(node.axis_sizes).index(node.sparse.axis), old)
-        FieldRef(f, full, None).store(fe, value)
+        if hasattr(f, "leaves"):
+            from fieldsim.lang.struct import StructFieldRef
+            StructFieldRef(f, full).store(fe, value)
+        else:
+            FieldRef(f, full, None).store(fe, value)
     with fe.b.into(guard.blocks[1]):  # full: undo the count, as Taichi keeps length <= size
         fe.b.atomic("sub", node.sparse.flag, p, fe.b.const(1, T.i32))
     return old
@@ -452,6 +465,16 @@ def _k_length(fe, call, args, kw):
         raise FieldsimTypeError("fs.length needs a dynamic node")
     p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
     return fe.b.load(node.sparse.flag, p)
+
+
+def dynamic_node_of(fld):
+    """The dynamic node `fld` (a field, or a struct field's members) is placed directly under
+    (None for any other value)."""
+    leaves = fld.leaves() if hasattr(fld, "leaves") else [fld]
+    parents = {id(p): p for p in (getattr(getattr(f, "_snode", None), "_parent", None)
+                                  for f in leaves)}
+    parent = next(iter(parents.values())) if len(parents) == 1 else None
+    return parent if parent is not None and parent.kind == DYNAMIC else None
 
 
 def rescale_index(a, b, index):
@@ -487,6 +510,10 @@ def _register():
     ops.KERNEL_BUILTINS[deactivate] = _k_deactivate
     ops.KERNEL_BUILTINS[append] = _k_append
     ops.KERNEL_BUILTINS[length] = _k_length
+
+
+# a field under a dynamic node is a list in kernels: `x[i].append(v)` is `fs.append(node, [i], v)`
+LIST_METHODS = {"append": append, "length": length, "deactivate": deactivate}
 
 
 _register()

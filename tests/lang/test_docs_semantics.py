@@ -86,3 +86,122 @@ def test_fields_builder_tree_and_destroy():
     z = fs.field(fs.f32, shape=3)  # fs.root's fields are untouched by the tree
     inc(z)
     assert z.to_numpy().tolist() == [1, 1, 1]
+
+
+def test_and_or_take_python_values():
+    @fs.kernel
+    def k(a: fs.i32, b: fs.i32, c: fs.i32) -> fs.types.vector(6, fs.i32):
+        return fs.Vector([a or b, a and b, c or b, c and b, (a > 0) and b, a and b and 9])
+
+    assert k(5, 2, 0).to_numpy().tolist() == [5, 2, 2, 0, 2, 9]
+    assert k(0, 3, 4).to_numpy().tolist() == [3, 0, 4, 3, 0, 0]
+
+
+def test_walrus_dict_comprehension_membership_static_assign():
+    @fs.kernel
+    def k(p: fs.i32) -> fs.types.vector(5, fs.i32):
+        b = 2 + (a := p)
+        b += a
+        d = {q: q * p for q in range(3) if q != 1}
+        n = fs.static(3)
+        r = 0
+        if fs.static(n > 2 and 2 in [1, 2] and 5 not in (1, 2)):
+            r = 1
+        return fs.Vector([b, d[0], d[2], r, a])
+
+    assert k(5).to_numpy().tolist() == [12, 0, 10, 1, 5]
+
+
+def test_pow_bool_builtins_and_select_types():
+    @fs.kernel
+    def k(a: fs.i32, x: fs.f32) -> fs.types.vector(5, fs.f32):
+        return fs.Vector([pow(a, 3), pow(x, 2), bool(a), bool(x - x),
+                          fs.select(1 > 2, 1.5, 2) / 4])
+
+    assert k(3, 1.5).to_numpy().tolist() == [27, 2.25, 1, 0, 0.5]
+
+
+def test_vector_unit_is_int_and_stpq_swizzles():
+    u = fs.Vector.unit(3, 1)
+    assert u.to_numpy().dtype.kind == "i" and u.to_numpy().tolist() == [0, 1, 0]
+    v = fs.math.vec4(1, 2, 3, 4)
+    assert v.stpq.to_numpy().tolist() == [1, 2, 3, 4] and v.q == 4 and v.ts.to_numpy().tolist() == [2, 1]
+
+    @fs.kernel
+    def k() -> fs.types.vector(4, fs.i32):
+        w = fs.math.ivec4(1, 2, 3, 4)
+        e = fs.Vector.unit(2, 0)
+        return fs.Vector([w.p, w.qs[0], e[0] + e[1], fs.Vector.unit(2, 1)[1] // 1])
+
+    assert k().to_numpy().tolist() == [3, 4, 1, 1]
+
+
+def test_struct_methods_argument_and_classmethod_kernel():
+    @fs.func
+    def area(self):
+        return 2.0 * self.r
+
+    circle = fs.types.struct(r=fs.f32, __struct_methods={"area": area})
+
+    @fs.kernel
+    def k() -> fs.f32:
+        return circle(r=1.5).area()
+
+    assert k() == 3.0
+
+    @fs.data_oriented
+    class Counter:
+        n = fs.field(fs.i32, shape=4)
+
+        @classmethod
+        @fs.kernel
+        def add(cls, d: fs.i32):
+            for i in cls.n:
+                cls.n[i] += d
+
+    Counter.add(2)
+    Counter().add(1)
+    assert Counter.n.to_numpy().tolist() == [3, 3, 3, 3]
+
+
+def test_dynamic_fields_as_lists():
+    x = fs.field(fs.i32)
+    fs.root.dense(fs.i, 4).dynamic(fs.j, 8, chunk_size=4).place(x)
+    pts = fs.types.struct(p=fs.math.vec2, w=fs.f32).field()
+    fs.root.dynamic(fs.i, 16).place(pts)
+    lengths = fs.field(fs.i32, shape=6)
+
+    @fs.kernel
+    def fill():
+        for i in range(4):
+            for j in range(i + 1):
+                x[i].append(j * 10)
+            lengths[i] = x[i].length()
+        x[2].deactivate()
+        lengths[4] = x[2].length()
+        for k in range(3):
+            pts.append(fs.Struct(p=fs.math.vec2(k, -k), w=0.5 * k))
+        lengths[5] = pts.length()
+
+    fill()
+    assert lengths.to_numpy().tolist() == [1, 2, 3, 4, 0, 3]
+    assert x[3, 3] == 30 and x[2, 1] == 0
+    assert pts.w.to_numpy()[:3].tolist() == [0, 0.5, 1.0] and pts[2].p[1] == -2
+
+
+def test_deactivate_all_snodes():
+    x = fs.field(fs.f32)
+    fs.root.pointer(fs.i, 4).bitmasked(fs.i, 2).place(x)
+    x[3] = 1.0
+    x[6] = 2.0
+    fs.deactivate_all_snodes()
+    assert x[3] == 0 and x[6] == 0
+
+    @fs.kernel
+    def count() -> fs.i32:
+        c = 0
+        for i in x:
+            c += 1
+        return c
+
+    assert count() == 0
