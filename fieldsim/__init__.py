@@ -25,7 +25,7 @@ from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
                                ndrange, pow, random, round, rsqrt, select, sin, sqrt, static,
                                static_print, tan, tanh)
-from fieldsim.lang.runtime import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, amdgpu, arm64, cpu,
+from fieldsim.lang.runtime import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, amdgpu, arm64, cfg, cpu,
                                    cuda, dx11, dx12, gles, gpu, init, is_arch_supported,
                                    is_logging_effective, metal, opengl, reset, set_logging_level,
                                    sync, vulkan, x64)

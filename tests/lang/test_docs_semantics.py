@@ -205,3 +205,25 @@ def test_deactivate_all_snodes():
         return c
 
     assert count() == 0
+
+
+def test_cfg_reads_back_init_options():
+    fs.init(arch=fs.cpu, debug=True, default_fp=fs.f64, fast_math=False, random_seed=3)
+    assert fs.cfg.debug is True and fs.cfg.default_fp == fs.f64 and fs.cfg.fast_math is False
+    assert fs.cfg.random_seed == 3 and fs.cfg.arch == fs.cpu and fs.cfg.cpu_max_num_threads >= 1
+    assert fs.cfg.advanced_optimization is True  # a Taichi option not given: Taichi's default
+    fs.init(arch=fs.cpu)
+    assert fs.cfg.debug is False and fs.cfg.default_fp == fs.f32
+
+
+def test_ti_environment_variables(monkeypatch):
+    monkeypatch.setenv("TI_DEBUG", "1")
+    monkeypatch.setenv("TI_DEFAULT_FP", "64")
+    monkeypatch.setenv("TI_ARCH", "x64")
+    fs.init(arch=fs.cuda)  # TI_ARCH wins over arch=
+    assert fs.cfg.arch == fs.cpu and fs.cfg.debug is True and fs.cfg.default_fp == fs.f64
+    fs.init(arch=fs.cpu, debug=False, default_fp=fs.f32)  # given options win over the others
+    assert fs.cfg.debug is False and fs.cfg.default_fp == fs.f32
+    monkeypatch.setenv("TI_DEFAULT_FP", "16")
+    with pytest.raises(ValueError):
+        fs.init(arch=fs.cpu)
