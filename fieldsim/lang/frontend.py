@@ -412,9 +412,7 @@ class Frontend(ExprMixin):
                         self.block(rest)
                     return
                 if isinstance(node, ast.Return):
-                    if rest:
-                        raise self._located(FieldsimSyntaxError("code after return is unreachable"), rest[0])
-                    return
+                    return  # code after it never runs: Taichi discards it, and so do we
         finally:
             if new_scope:
                 self.frame.scopes.pop()
