@@ -15,10 +15,10 @@ import numbers
 import numpy as np
 
 from fieldsim.errors import (
-    FieldsimCompilationError,
     FieldsimError,
     FieldsimIndexError,
     FieldsimRuntimeError,
+    FieldsimSyntaxError,
     FieldsimTypeError,
 )
 from fieldsim.lang import naming, runtime
@@ -56,8 +56,8 @@ class Field:
                 f"field {self.ir_name!r}: dtype {self.dtype} is not supported for field with "
                 "`needs_grad=True` or `needs_dual=True`. (only float fields have gradients)")
         if offset is not None and shape is None:
-            raise FieldsimCompilationError(f"field {self.ir_name!r}: shape cannot be None when "
-                                           "offset is set")
+            raise FieldsimSyntaxError(f"field {self.ir_name!r}: shape cannot be None when "
+                                      "offset is set")
         rt.fields.append(self)
         if needs_grad:
             self._grad = self._twin("grad")
@@ -534,7 +534,7 @@ def _normalize_offset(offset, shape, field):
         offset = (int(offset),)
     offset = tuple(int(o) for o in offset)
     if len(offset) != len(shape):
-        raise FieldsimCompilationError(
+        raise FieldsimSyntaxError(
             f"field {field.ir_name!r}: The dimensionality of shape and offset must be the same "
             f"(shape {shape}, offset {offset})")
     return offset if any(offset) else None

@@ -489,20 +489,17 @@ class Frontend(ExprMixin):
         value = self.expr(node.value)
         static = isinstance(node.value, ast.Call) and self._is(node.value.func, ops.static)
         for target in node.targets:
-            if static:  # `n = ti.static(3)`: n names the Python value itself, as in Taichi
-                self.bind_static(target, value)
+            if static and _names_only(target, value):
+                self.bind_static(target, value)  # `n = ti.static(3)`: n is the Python value
             else:
                 self.assign_target(target, value, node)
 
     def bind_static(self, target, value):
         if isinstance(target, ast.Name):
             self.frame.bind(target.id, StaticRef(value))
-        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (tuple, list)) \
-                and len(value) == len(target.elts):
+        else:
             for t, v in zip(target.elts, value):
                 self.bind_static(t, v)
-        else:
-            raise FieldsimSyntaxError("the value of fs.static(...) can be assigned only to names")
 
     def stmt_AnnAssign(self, node: ast.AnnAssign):
         dt = self.expr(node.annotation)
@@ -1173,6 +1170,15 @@ class RangeSpec:
 
     def __init__(self, begin, end):
         self.begin, self.end = begin, end
+
+
+def _names_only(target, value) -> bool:
+    """`target` is a name, or a tuple of names matching `value` (Taichi's static assignment)."""
+    if isinstance(target, ast.Name):
+        return True
+    return isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (tuple, list)) \
+        and len(value) == len(target.elts) \
+        and all(_names_only(t, v) for t, v in zip(target.elts, value))
 
 
 def _assigned_names(fdef) -> set:
