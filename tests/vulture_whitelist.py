@@ -23,3 +23,7 @@ boundary
 # Taichi's ti.tools.VideoManager(automatic_build=True) builds the video at frames 4, 8, 16, ...;
 # fieldsim accepts it and builds only on make_video() (documented there, fieldsim/tools.py)
 automatic_build
+
+# Taichi's FieldsBuilder.finalize(raise_warning=True) warns about an empty builder; fieldsim's
+# accepts the flag (fieldsim/lang/snode.py)
+raise_warning

@@ -308,22 +308,23 @@ def _from_environment(arch, default_fp, default_ip, kwargs: dict):
     return arch, default_fp, default_ip
 
 
+_CFG_RENAMED = {"cpu_max_num_threads": "num_threads"}
+_TAICHI_DEFAULTS = {"advanced_optimization": True, "print_ir": False, "verbose": True,
+                    "check_out_of_bound": False, "default_gpu_block_dim": 128,
+                    "device_memory_GB": 1.0, "device_memory_fraction": 0.0,
+                    "default_cpu_block_dim": 32, "opt_level": 3, "flatten_if": False,
+                    "make_block_local": True, "make_thread_local": True}
+
+
 class Config:
     """`ti.cfg`: the options of the current `init`, read back (`ti.cfg.debug`, `ti.cfg.arch`);
     Taichi options fieldsim only accepts read back as given, else as Taichi's default."""
 
-    _RENAMED = {"cpu_max_num_threads": "num_threads"}
-    _TAICHI_DEFAULTS = {"advanced_optimization": True, "print_ir": False, "verbose": True,
-                        "check_out_of_bound": False, "default_gpu_block_dim": 128,
-                        "device_memory_GB": 1.0, "device_memory_fraction": 0.0,
-                        "default_cpu_block_dim": 32, "opt_level": 3, "flatten_if": False,
-                        "make_block_local": True, "make_thread_local": True}
-
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        value = getattr(get(), self._RENAMED.get(name, name))
-        return self._TAICHI_DEFAULTS.get(name) if value is None else value
+        value = getattr(get(), _CFG_RENAMED.get(name, name))
+        return _TAICHI_DEFAULTS.get(name) if value is None else value
 
     def __repr__(self):
         return f"<fs.cfg of the current init: arch={get().arch}, debug={get().debug}>"
