@@ -215,3 +215,13 @@ def test_thousands_of_circles_are_fast():
         gui.show()
         best = min(best, time.perf_counter() - t)
     assert best < 0.2, f"10k circles took {best:.3f} s"
+
+
+def test_widget_values_are_floats():
+    gui = GUI("widgets", res=(32, 32))
+    radius = gui.slider("Radius", 1, 50, step=1)
+    label = gui.label("x")
+    assert radius.value == 1.0 and isinstance(radius.value, float)
+    radius.value += 9
+    label.value = 2
+    assert radius.value == 10.0 and isinstance(label.value, float)

@@ -108,7 +108,14 @@ def func(fn=None, *, is_real_function=False):
 
 
 def pyfunc(fn):
-    """`@fs.pyfunc`: a func kernels inline that Python code may also call directly."""
+    """`@fs.pyfunc`: a func kernels inline that Python code may also call directly.
+
+    >>> @fs.pyfunc
+    ... def twice(v):
+    ...     return v * 2
+    >>> twice(3)
+    6
+    """
     return Func(fn, python_scope=True)
 
 

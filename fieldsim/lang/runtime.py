@@ -318,7 +318,13 @@ _TAICHI_DEFAULTS = {"advanced_optimization": True, "print_ir": False, "verbose":
 
 class Config:
     """`ti.cfg`: the options of the current `init`, read back (`ti.cfg.debug`, `ti.cfg.arch`);
-    Taichi options fieldsim only accepts read back as given, else as Taichi's default."""
+    Taichi options fieldsim only accepts read back as given, else as Taichi's default.
+
+    >>> rt = fs.init(arch=fs.cpu, debug=True)
+    >>> fs.cfg.debug, fs.cfg.arch == fs.cpu, fs.cfg.default_fp
+    (True, True, f32)
+    >>> rt = fs.init(arch=fs.cpu)
+    """
 
     def __getattr__(self, name):
         if name.startswith("_"):

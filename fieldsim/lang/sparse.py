@@ -144,7 +144,15 @@ def deactivate_all(node: SNode):
 
 
 def deactivate_all_snodes():
-    """`fs.deactivate_all_snodes()`: every sparse node of `fs.root`, as `deactivate_all`."""
+    """`fs.deactivate_all_snodes()`: every sparse node of `fs.root`, as `deactivate_all`.
+
+    >>> x = fs.field(fs.f32)
+    >>> _ = fs.root.pointer(fs.i, 4).place(x)
+    >>> x[2] = 1.0
+    >>> fs.deactivate_all_snodes()
+    >>> x[2]
+    0.0
+    """
     from fieldsim.lang.snode import root
     for child in root.get_children():
         deactivate_all(child)
