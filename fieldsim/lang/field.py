@@ -263,10 +263,12 @@ class Field:
         if self.ndim_el == 0:
             return value.item() if hasattr(value, "item") else value
         from fieldsim.lang.matrix import Matrix, Vector
-        # bound to the element: `x[i][0, 1] = v` and `x[i].y = v` write through, as in Taichi
+        # bound to the element: `x[i][0, 1] = v` and `x[i].y = v` write through, as in Taichi.
+        # Entries are Python numbers, as Taichi reads them: a float field's element is an f64
+        # array in Python scope (prints `[2.20000005 1.]`, computes in f64 there).
         if self.ndim_el == 1:
-            return Vector(list(value), dt=self.dtype)._bind(self, key)
-        return Matrix([list(r) for r in value], dt=self.dtype)._bind(self, key)
+            return Vector(np.asarray(value).tolist())._bind(self, key)
+        return Matrix(np.asarray(value).tolist())._bind(self, key)
 
     def __setitem__(self, key, value):
         idx = self._index(key)

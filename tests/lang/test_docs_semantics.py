@@ -227,3 +227,16 @@ def test_ti_environment_variables(monkeypatch):
     monkeypatch.setenv("TI_DEFAULT_FP", "16")
     with pytest.raises(ValueError):
         fs.init(arch=fs.cpu)
+
+
+def test_python_scope_element_reads_are_f64_as_in_taichi():
+    v = fs.Vector.field(2, fs.f32, shape=2)
+    v[0] = [2.2, 1.0]
+    e = v[0]
+    assert e.to_numpy().dtype == np.float64 and e[0] == float(np.float32(2.2))
+    assert str(e) == str(np.array([float(np.float32(2.2)), 1.0]))
+    e.y = 3.5  # still writes through to the field
+    assert v[0][1] == 3.5
+    m = fs.Matrix.field(2, 2, fs.i32, shape=1)
+    m[0] = [[1, 2], [3, 4]]
+    assert m[0].to_numpy().dtype.kind == "i" and str(m[0]) == "[[1 2]\n [3 4]]"
