@@ -494,9 +494,9 @@ class ExprMixin:
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr in sparse.LIST_METHODS):
             return _UNHANDLED
-        recv, index = func.value, ()
-        if isinstance(recv, ast.Subscript):
-            recv, index = recv.value, self.expr(recv.slice)
+        recv = func.value.value if isinstance(func.value, ast.Subscript) else func.value
+        if not isinstance(recv, (ast.Name, ast.Attribute)):  # (evaluated twice: no calls)
+            return _UNHANDLED
         try:
             fld = self.expr(recv)
         except FieldsimError:
@@ -504,6 +504,7 @@ class ExprMixin:
         dyn = sparse.dynamic_node_of(fld)
         if dyn is None:
             return _UNHANDLED
+        index = self.expr(func.value.slice) if isinstance(func.value, ast.Subscript) else ()
         args = [self.expr(a) for a in node.args]
         index = list(index) if isinstance(index, tuple) else [index] if index != () else []
         builtin = sparse.LIST_METHODS[func.attr]
