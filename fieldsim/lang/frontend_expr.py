@@ -141,6 +141,8 @@ class ExprMixin:
                                             "element-wise vector condition")
             if not isinstance(acc, Stmt) and not isinstance(nxt, Stmt):
                 acc = (acc and nxt) if is_and else (acc or nxt)
+            elif _is_boolean(acc) and _is_boolean(nxt):  # 0/1 values: the same as & and |
+                acc = self.e.binop("&" if is_and else "|", self.e.value(acc), self.e.value(nxt))
             else:
                 c = self.e.truthy(acc)
                 acc = self.e.select(c, nxt, acc) if is_and else self.e.select(c, acc, nxt)
@@ -734,6 +736,18 @@ def _hashable(v) -> bool:
         return True
     except TypeError:
         return False
+
+
+_BOOLEAN_OPS = (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.NOT)
+
+
+def _is_boolean(v) -> bool:
+    """A value that is 0 or 1: a comparison, a `not`, `&`/`|` of such, or a 0/1 constant."""
+    if not isinstance(v, Stmt):
+        return isinstance(v, (bool, int)) and v in (0, 1)
+    if v.op in (Op.BIT_AND, Op.BIT_OR):
+        return all(_is_boolean(a) for a in v.args)
+    return v.op in _BOOLEAN_OPS
 
 
 def _membership(op_node, item, container) -> int:
