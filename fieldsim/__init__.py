@@ -10,14 +10,14 @@ from fieldsim.errors import (AccessRuleError, FieldsimCompilationError, Fieldsim
                              FieldsimAssertionError)
 from fieldsim.lang import types
 from fieldsim.lang.field import Field, MatrixField, ScalarField, field
-from fieldsim.lang.snode import SNode, axes, i, ij, ijk, ijkl, ik, j, jk, k, l, root
+from fieldsim.lang.snode import FieldsBuilder, SNode, axes, i, ij, ijk, ijkl, ik, j, jk, k, l, root
 from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, pyfunc, real_func,
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector
 from fieldsim.lang.struct import Struct, StructField, dataclass
 from fieldsim.lang.extra_ops import static_assert
-from fieldsim.lang.sparse import (activate, append, deactivate, deactivate_all_snodes, is_active, length,
-                                  rescale_index)
+from fieldsim.lang.sparse import (activate, append, deactivate, deactivate_all_snodes, is_active,
+                                  length, rescale_index)
 from fieldsim.lang import math
 from fieldsim.lang.ops_int import bit_cast, bit_sar, bit_shl, bit_shr, raw_div, raw_mod
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
@@ -25,7 +25,7 @@ from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
                                ndrange, one, pow, random, round, rsqrt, select, sin, sqrt, static,
                                static_print, tan, tanh, zero)
-from fieldsim.lang.runtime import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, amdgpu, arm64, cpu,
+from fieldsim.lang.runtime import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, amdgpu, arm64, cfg, cpu,
                                    cuda, dx11, dx12, gles, gpu, init, is_arch_supported,
                                    is_logging_effective, metal, opengl, reset, set_logging_level,
                                    sync, vulkan, x64)

@@ -21,7 +21,6 @@ matplotlib's Agg renderer. Only numpy and matplotlib (which brings Pillow) are u
 from __future__ import annotations
 
 import os
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -504,13 +503,29 @@ class GUI:
         return (0.5, 0.5)
 
     def slider(self, text, minimum, maximum, step=1):
-        return SimpleNamespace(value=minimum)
+        return _WidgetValue(minimum)
 
     def label(self, text):
-        return SimpleNamespace(value=0)
+        return _WidgetValue(0)
 
     def button(self, text, event_name=None):
         return event_name or f"WidgetButton_{text}"
+
+
+class _WidgetValue:
+    """A slider's or label's value: a float, as Taichi's GUI keeps it (`radius.value = 10` reads
+    back 10.0)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    @property
+    def value(self) -> float:
+        return self._value
+
+    @value.setter
+    def value(self, v):
+        self._value = float(v)
 
 
 def frames_to_gif(pngs, out_path, fps=20):

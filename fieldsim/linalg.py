@@ -2,12 +2,12 @@
 and `fs.linalg`, Taichi's `ti.linalg`: the sparse matrices and solvers of
 `fieldsim.sparse_matrix` and `fieldsim.sparse_solver` are re-exported here.
 
-Everything here is ordinary fieldsim DSL code (`@fs.func`), inlined into the calling kernel and
-differentiated by the compiler's reverse mode like any other code.  Only straight-line scalar
-arithmetic is used: `fs.sqrt`, `fs.abs`, `fs.max`, `fs.select`, `fs.cast`, comparisons,
-`fs.static` conditions and `fs.Matrix` built from scalars.  There is no data-dependent control
-flow at all (every guard is an `fs.select`), no loop, and no global memory, so the adjoint is
-plain straight-line code.
+Everything here is ordinary fieldsim DSL code (`@fs.pyfunc`: also callable from Python scope),
+inlined into the calling kernel and differentiated by the compiler's reverse mode like any other
+code.  Only straight-line scalar arithmetic is used: `fs.sqrt`, `fs.abs`, `fs.max`, `fs.select`,
+`fs.cast`, comparisons, `fs.static` conditions and `fs.Matrix` built from scalars.  There is no
+data-dependent control flow at all (every guard is an `fs.select`), no loop, and no global
+memory, so the adjoint is plain straight-line code.
 
 Guards use the "double select" pattern: where a formula would divide by zero, its *inputs* are
 replaced by harmless values (`fs.select(ok, x, 1.0)`) before the division, so that neither the
@@ -76,19 +76,19 @@ def _fp(dt):
     return dt
 
 
-@fs.func
+@fs.pyfunc  # every helper here: callable from Python scope too, beyond Taichi
 def _cast(x, dt):
     """`x` as type `dt` (the default float type when dt is None)."""
     return fs.cast(x, _fp(dt))
 
 
-@fs.func
+@fs.pyfunc
 def _sgn(x):
     """+1 for x >= 0, -1 otherwise (constant: no gradient)."""
     return fs.select(x >= 0.0, 1.0, -1.0)
 
 
-@fs.func
+@fs.pyfunc
 def _jacobi_pair(app, aqq, apq):
     """Jacobi rotation for the symmetric 2x2 block [[app, apq], [apq, aqq]].
 
@@ -112,7 +112,7 @@ def _jacobi_pair(app, aqq, apq):
     return c, s, h
 
 
-@fs.func
+@fs.pyfunc
 def _givens(a, b):
     """(c, s) with c*a + s*b = |(a, b)| and -s*a + c*b = 0; (1, 0) when a = b = 0."""
     m = fs.max(fs.abs(a), fs.abs(b))
@@ -127,7 +127,7 @@ def _givens(a, b):
 # ---------------------------------------------------------------------------------------------
 # 2x2
 # ---------------------------------------------------------------------------------------------
-@fs.func
+@fs.pyfunc
 def polar_decompose2d(A, dt):
     """(R, S) with A = R @ S, S symmetric PSD; R a rotation, or a reflection if det(A) < 0."""
     a = _cast(A[0, 0], dt)
@@ -156,7 +156,7 @@ def polar_decompose2d(A, dt):
     return R, S
 
 
-@fs.func
+@fs.pyfunc
 def svd2d(A, dt):
     """(U, sig, V) with A = U @ sig @ V.T, sig = diag(s0 >= s1 >= 0), V a rotation."""
     R, S = polar_decompose2d(A, dt)
@@ -191,20 +191,20 @@ def svd2d(A, dt):
 # ---------------------------------------------------------------------------------------------
 # 3x3
 # ---------------------------------------------------------------------------------------------
-@fs.func
+@fs.pyfunc
 def _rot(c, s, x, y):
     """The plane rotation (x, y) -> (c x + s y, c y - s x), for scalars or vectors."""
     return c * x + s * y, c * y - s * x
 
 
-@fs.func
+@fs.pyfunc
 def _vsel(cond, x, y):
     """Per-entry fs.select of two 3-vectors."""
     return fs.Vector([fs.select(cond, x[0], y[0]), fs.select(cond, x[1], y[1]),
                       fs.select(cond, x[2], y[2])])
 
 
-@fs.func
+@fs.pyfunc
 def _sort_pair(lp, lq, bp, bq, vp, vq):
     """Order one pair of columns by decreasing squared norm; a swap (p, q) -> (q, -p) keeps
     the determinants of B and V."""
@@ -213,7 +213,7 @@ def _sort_pair(lp, lq, bp, bq, vp, vq):
             _vsel(sw, bq, bp), _vsel(sw, -bp, bq), _vsel(sw, vq, vp), _vsel(sw, -vp, vq))
 
 
-@fs.func
+@fs.pyfunc
 def svd3d(A, dt):
     """(U, sig, V) with A = U @ sig @ V.T, U, V rotations, sig = diag(s0 >= s1 >= |s2|)."""
     # columns of B = A V (one-sided Jacobi works on them directly) and of V
@@ -275,7 +275,7 @@ def svd3d(A, dt):
     return U, sig, V
 
 
-@fs.func
+@fs.pyfunc
 def _pair_coef(m, si, sj, tol):
     """m / (si + sj), or 0 where |si + sj| <= tol."""
     den = si + sj
@@ -283,7 +283,7 @@ def _pair_coef(m, si, sj, tol):
     return fs.select(ok, m, 0.0) / fs.select(ok, den, 1.0)
 
 
-@fs.func
+@fs.pyfunc
 def polar_decompose3d(A, dt):
     """(R, S) with A = R @ S, R a rotation, S symmetric (PSD when det(A) >= 0)."""
     U, sig, V = svd3d(A, dt)
@@ -321,7 +321,7 @@ def polar_decompose3d(A, dt):
 # ---------------------------------------------------------------------------------------------
 # public entry points (fs.polar_decompose, fs.svd)
 # ---------------------------------------------------------------------------------------------
-@fs.func
+@fs.pyfunc
 def polar_decompose(A, dt=None):
     """Polar decomposition A = R @ S of a 2x2 or 3x3 matrix (see the module docstring).
 
@@ -334,7 +334,7 @@ def polar_decompose(A, dt=None):
         return polar_decompose3d(A, dt)
 
 
-@fs.func
+@fs.pyfunc
 def svd(A, dt=None):
     """Singular value decomposition A = U @ sig @ V.T of a 2x2 or 3x3 matrix (see the module
     docstring).  `dt` is the computation/result type (the default float type when omitted).

@@ -262,3 +262,13 @@ def test_contour_resamples_through_plasma(tmp_path):
     lo, hi = (tuple(int(c * 255 + 0.5) for c in colormaps["plasma"](t)[:3]) for t in (0.0, 1.0))
     assert np.abs(np.subtract(at(img, 0.0, 0.5), lo)).max() <= 1
     assert np.abs(np.subtract(at(img, 0.99, 0.5), hi)).max() <= 1
+
+
+def test_widget_values_are_floats():
+    gui = GUI("widgets", res=(32, 32))
+    radius = gui.slider("Radius", 1, 50, step=1)
+    label = gui.label("x")
+    assert radius.value == 1.0 and isinstance(radius.value, float)
+    radius.value += 9
+    label.value = 2
+    assert radius.value == 10.0 and isinstance(label.value, float)

@@ -35,3 +35,6 @@ yaw_speed
 pitch_speed
 hold_key
 show_wireframe
+# Taichi's FieldsBuilder.finalize(raise_warning=True) warns about an empty builder; fieldsim's
+# accepts the flag (fieldsim/lang/snode.py)
+raise_warning

@@ -26,7 +26,6 @@ UNSUPPORTED = {
     "mesh_local": "the MeshTaichi extension",
     "mesh_patch_idx": "the MeshTaichi extension",
     "BitpackedFields": "quantized types (bit-packed fields)",
-    "FieldsBuilder": "dynamic SNode trees (fields are dense arrays in fieldsim)",
     "is_active": "sparse SNodes (fieldsim fields are dense)",
     "activate": "sparse SNodes (fieldsim fields are dense)",
     "deactivate": "sparse SNodes (fieldsim fields are dense)",

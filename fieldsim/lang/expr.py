@@ -112,7 +112,8 @@ class Emitter:
         if op in CMPOPS:
             return self.compare(op, a, b)
         ta, tb = self.dtype_of(a), self.dtype_of(b)
-        dt = T.promote(ta, tb)
+        # a shift has its left operand's type (Taichi: `u8 << i32 -> u8`); the rest promote
+        dt = ta if op in ("<<", ">>") and not tb.is_float else T.promote(ta, tb)
         folded = _fold_identity(op, a, b, dt)
         if folded is not None:
             return folded
@@ -176,9 +177,12 @@ class Emitter:
             return MatVal([self.select(c, x, y) for x, y in zip(a.entries, b.entries)],
                           a.n, a.m, a.ndim)
         c = self.truthy(c)
-        if not isinstance(c, Stmt):
-            return a if c else b
         dt = T.promote(self.dtype_of(a), self.dtype_of(b))
+        if not isinstance(c, Stmt):  # the result still has both branches' type, as in Taichi
+            chosen = a if c else b
+            if isinstance(chosen, Stmt):
+                return self.b.cast(chosen, dt) if chosen.dtype != dt else chosen
+            return float(chosen) if dt.is_float else chosen
         return self.b.select(c, self.value(a, dt), self.value(b, dt))
 
     # -- vectors and matrices

@@ -16,11 +16,11 @@ import numbers
 import numpy as np
 
 from fieldsim.errors import (
-    FieldsimCompilationError,
     FieldsimError,
     FieldsimIndexError,
     FieldsimMemoryError,
     FieldsimRuntimeError,
+    FieldsimSyntaxError,
     FieldsimTypeError,
 )
 from fieldsim.lang import naming, runtime
@@ -58,8 +58,8 @@ class Field:
                 f"field {self.ir_name!r}: dtype {self.dtype} is not supported for field with "
                 "`needs_grad=True` or `needs_dual=True`. (only float fields have gradients)")
         if offset is not None and shape is None:
-            raise FieldsimCompilationError(f"field {self.ir_name!r}: shape cannot be None when "
-                                           "offset is set")
+            raise FieldsimSyntaxError(f"field {self.ir_name!r}: shape cannot be None when "
+                                      "offset is set")
         rt.fields.append(self)
         if needs_grad:
             self._grad = self._twin("grad")
@@ -181,7 +181,17 @@ class Field:
         self.storage = None
         self.generation = -1
 
+    def _destroy(self):
+        """Free the storage of this field and its twins (`SNodeTree.destroy()`)."""
+        for f in (self, self._grad, self._dual):
+            if f is not None:
+                f._invalidate()
+                f._destroyed = True
+
     def _check_live(self):
+        if getattr(self, "_destroyed", False):
+            raise FieldsimRuntimeError(f"field {self.ir_name!r} was destroyed with its SNodeTree "
+                                       "(FieldsBuilder.finalize().destroy())", naming.user_loc())
         if self.generation != runtime.get().generation or self.storage is None:
             if (self.shape is None and self.primal is not None and self.generation == runtime.get().generation
                     and self.primal._unplaced.get(self.role) is self):
@@ -258,10 +268,12 @@ class Field:
         if self.ndim_el == 0:
             return value.item() if hasattr(value, "item") else value
         from fieldsim.lang.matrix import Matrix, Vector
-        # bound to the element: `x[i][0, 1] = v` and `x[i].y = v` write through, as in Taichi
+        # bound to the element: `x[i][0, 1] = v` and `x[i].y = v` write through, as in Taichi.
+        # Entries are Python numbers, as Taichi reads them: a float field's element is an f64
+        # array in Python scope (prints `[2.20000005 1.]`, computes in f64 there).
         if self.ndim_el == 1:
-            return Vector(list(value), dt=self.dtype)._bind(self, key)
-        return Matrix([list(r) for r in value], dt=self.dtype)._bind(self, key)
+            return Vector(np.asarray(value).tolist())._bind(self, key)
+        return Matrix(np.asarray(value).tolist())._bind(self, key)
 
     def __setitem__(self, key, value):
         idx = self._index(key)
@@ -361,6 +373,9 @@ class Field:
     def __repr__(self):
         kind = {0: "field", 1: f"Vector.field({self.n})", 2: f"Matrix.field({self.n}, {self.m})"}
         return f"<fs.{kind[self.ndim_el]} {self.ir_name!r} shape={self.shape} dtype={self.dtype}>"
+
+    def __str__(self):
+        return str(self.to_numpy())  # Taichi's `print(field)`
 
 
 class ComponentField(Field):
@@ -544,7 +559,7 @@ def _normalize_offset(offset, shape, field):
         offset = (int(offset),)
     offset = tuple(int(o) for o in offset)
     if len(offset) != len(shape):
-        raise FieldsimCompilationError(
+        raise FieldsimSyntaxError(
             f"field {field.ir_name!r}: The dimensionality of shape and offset must be the same "
             f"(shape {shape}, offset {offset})")
     return offset if any(offset) else None

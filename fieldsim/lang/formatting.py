@@ -3,7 +3,7 @@ for `print` and for `assert` messages.
 
 Takes frontend values (constants, `Stmt`, `MatVal`, strings, lists) and format specs; produces
 a `FmtStr`, a list of literal text and runtime values each with a printf conversion. Guarantees
-(Taichi's format): ints print as `%d`, floats as `%f`, vectors and matrices as `[a, b]` /
+(Taichi's format): ints print as `%d`, f32 as `%f`, f64 as `%.12f`, vectors and matrices as `[a, b]` /
 `[[a, b], [c, d]]` with the spec applied to each entry, `print(a, b)` joins with `sep=" "` and
 ends with `end="\\n"`; a spec whose conversion does not fit the value's type (`{:.2d}` of an
 f32) raises `FieldsimTypeError` ("'.2d' doesn't match 'f32'."). Runtime values are widened to
@@ -103,6 +103,8 @@ def _parse_spec(spec: str, dt) -> tuple[str, str]:
     flags, width, prec, _length, conv = m.groups()
     if conv in ("", "s"):
         conv = "f" if dt.is_float else "d" if dt.is_signed else "u"
+        if dt == T.f64 and not prec:
+            prec = ".12"  # Taichi prints an f64 with 12 decimals, an f32 with printf's 6
     if (conv in INT_CONV) == dt.is_float or (conv == "u" and dt.is_signed) \
             or (conv in "di" and not dt.is_float and not dt.is_signed):
         raise FieldsimTypeError(f"'{spec}' doesn't match '{dt}'.")

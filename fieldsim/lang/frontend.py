@@ -421,9 +421,7 @@ class Frontend(ExprMixin):
                         self.block(rest)
                     return
                 if isinstance(node, ast.Return):
-                    if rest:
-                        raise self._located(FieldsimSyntaxError("code after return is unreachable"), rest[0])
-                    return
+                    return  # code after it never runs: Taichi discards it, and so do we
         finally:
             if new_scope:
                 self.frame.scopes.pop()
@@ -503,8 +501,19 @@ class Frontend(ExprMixin):
 
     def stmt_Assign(self, node: ast.Assign):
         value = self.expr(node.value)
+        static = isinstance(node.value, ast.Call) and self._is(node.value.func, ops.static)
         for target in node.targets:
-            self.assign_target(target, value, node)
+            if static and _names_only(target, value):
+                self.bind_static(target, value)  # `n = ti.static(3)`: n is the Python value
+            else:
+                self.assign_target(target, value, node)
+
+    def bind_static(self, target, value):
+        if isinstance(target, ast.Name):
+            self.frame.bind(target.id, StaticRef(value))
+        else:
+            for t, v in zip(target.elts, value):
+                self.bind_static(t, v)
 
     def expr_NamedExpr(self, node: ast.NamedExpr):
         """`(name := value)`: assigns as `name = value` does; its value is the variable's
@@ -1195,6 +1204,15 @@ def _element_assign(node, k: int, n: int):
             and not any(isinstance(e, ast.Starred) for e in value.elts):
         return ast.copy_location(ast.Assign(targets=[], value=value.elts[k]), node)
     return node
+
+
+def _names_only(target, value) -> bool:
+    """`target` is a name, or a tuple of names matching `value` (Taichi's static assignment)."""
+    if isinstance(target, ast.Name):
+        return True
+    return isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (tuple, list)) \
+        and len(value) == len(target.elts) \
+        and all(_names_only(t, v) for t, v in zip(target.elts, value))
 
 
 def _assigned_names(fdef) -> set:

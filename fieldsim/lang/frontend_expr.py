@@ -80,11 +80,15 @@ class ExprMixin:
     def expr_Dict(self, node):
         if any(k is None for k in node.keys):
             raise FieldsimSyntaxError("dict unpacking (**) is not supported in a kernel")
-        keys = [self.expr(k) for k in node.keys]
-        if not all(isinstance(k, str) for k in keys):
-            raise FieldsimSyntaxError("a dict in a kernel needs constant string keys "
-                                      "(e.g. fs.Struct({'a': x}))")
+        keys = [self._dict_key(k) for k in node.keys]
         return {k: self.expr(v) for k, v in zip(keys, node.values)}
+
+    def _dict_key(self, node):
+        key = self.expr(node)
+        if isinstance(key, (Stmt, MatVal)) or not _hashable(key):
+            raise FieldsimSyntaxError("a dict in a kernel needs compile-time keys "
+                                      "(e.g. fs.Struct({'a': x}), {0: x})")
+        return key
 
     def expr_JoinedStr(self, node):
         return formatting.joined_str(self, node)
@@ -132,14 +136,23 @@ class ExprMixin:
         return self.e.unop(op, v)
 
     def expr_BoolOp(self, node: ast.BoolOp):
-        acc = self.e.truthy(self.expr(node.values[0]))
+        """`a and b` / `a or b` take Python's values (`5 or 2` is 5, `5 and 2` is 2), as in
+        Taichi; both sides are evaluated (Taichi's default `short_circuit_operators=False`)."""
+        is_and = isinstance(node.op, ast.And)
+        acc = self.expr(node.values[0])
         for sub in node.values[1:]:
-            nxt = self.e.truthy(self.expr(sub))
-            if isinstance(acc, int) and isinstance(nxt, int):
-                acc = int(acc and nxt) if isinstance(node.op, ast.And) else int(acc or nxt)
+            nxt = self.expr(sub)
+            for v in (acc, nxt):
+                if isinstance(v, MatVal):
+                    raise FieldsimTypeError("`and`/`or` take scalars; use & and | for an "
+                                            "element-wise vector condition")
+            if not isinstance(acc, Stmt) and not isinstance(nxt, Stmt):
+                acc = (acc and nxt) if is_and else (acc or nxt)
+            elif _is_boolean(acc) and _is_boolean(nxt):  # 0/1 values: the same as & and |
+                acc = self.e.binop("&" if is_and else "|", self.e.value(acc), self.e.value(nxt))
             else:
-                acc = self.e.binop("&" if isinstance(node.op, ast.And) else "|",
-                                   self.e.value(acc), self.e.value(nxt))
+                c = self.e.truthy(acc)
+                acc = self.e.select(c, nxt, acc) if is_and else self.e.select(c, acc, nxt)
         return acc
 
     def expr_Compare(self, node: ast.Compare):
@@ -147,6 +160,11 @@ class ExprMixin:
         result = None
         for op_node, right_node in zip(node.ops, node.comparators):
             right = self.expr(right_node)
+            if isinstance(op_node, (ast.In, ast.NotIn)):
+                r = _membership(op_node, left, right)
+                result = r if result is None else self.e.binop("&", result, r)
+                left = right
+                continue
             left, right = coerce_pair(left, right)
             op = _CMP_AST.get(type(op_node))
             if op is None:
@@ -160,6 +178,12 @@ class ExprMixin:
             result = r if result is None else self.e.binop("&", result, r)
             left = right
         return result
+
+    def expr_NamedExpr(self, node: ast.NamedExpr):
+        """`(a := value)`: assigns as `a = value` does, and is that value."""
+        value = self.expr(node.value)
+        self.assign_name(node.target.id, value, node)
+        return value
 
     def expr_IfExp(self, node: ast.IfExp):
         c = self.e.truthy(self.expr(node.test))
@@ -351,34 +375,43 @@ class ExprMixin:
         """A list comprehension over compile-time iterables (`[x * 2 for x in range(3)]`),
         unrolled; `fs.Vector`/`fs.Matrix` turn the list into a vector/matrix."""
         out = []
-
-        def gen(k):
-            if k == len(node.generators):
-                out.append(self.expr(node.elt))
-                return
-            g = node.generators[k]
-            it = self.expr(g.iter)
-            if isinstance(it, MatVal):
-                it = it.entries if it.ndim == 1 else [MatVal.vector([it.at(r, c) for c in range(it.m)])
-                                                      for r in range(it.n)]
-            if isinstance(it, Stmt) or not hasattr(it, "__iter__") or \
-                    type(it).__name__ == "RangeSpec":
-                raise FieldsimSyntaxError("a list comprehension in a kernel must iterate over a "
-                                          "compile-time range or list (e.g. range(3))")
-            for v in it:
-                self.frame.scopes.append({})
-                try:
-                    self.bind_comprehension_target(g.target, v)
-                    conds = [self.e.truthy(self.expr(c)) for c in g.ifs]
-                    if any(not isinstance(c, int) for c in conds):
-                        raise FieldsimSyntaxError("a list comprehension condition must be a "
-                                                  "compile-time constant")
-                    if all(conds):
-                        gen(k + 1)
-                finally:
-                    self.frame.scopes.pop()
-        gen(0)
+        self._unroll_comprehension(node.generators, 0, lambda: out.append(self.expr(node.elt)))
         return out
+
+    def expr_DictComp(self, node: ast.DictComp):
+        """`{k: v for k in range(3)}` over compile-time iterables, unrolled (keys compile-time)."""
+        out = {}
+
+        def leaf():
+            out[self._dict_key(node.key)] = self.expr(node.value)
+        self._unroll_comprehension(node.generators, 0, leaf)
+        return out
+
+    def _unroll_comprehension(self, generators, k, leaf):
+        if k == len(generators):
+            leaf()
+            return
+        g = generators[k]
+        it = self.expr(g.iter)
+        if isinstance(it, MatVal):
+            it = it.entries if it.ndim == 1 else [MatVal.vector([it.at(r, c) for c in range(it.m)])
+                                                  for r in range(it.n)]
+        if isinstance(it, Stmt) or not hasattr(it, "__iter__") or \
+                type(it).__name__ == "RangeSpec":
+            raise FieldsimSyntaxError("a comprehension in a kernel must iterate over a "
+                                      "compile-time range or list (e.g. range(3))")
+        for v in it:
+            self.frame.scopes.append({})
+            try:
+                self.bind_comprehension_target(g.target, v)
+                conds = [self.e.truthy(self.expr(c)) for c in g.ifs]
+                if any(not isinstance(c, int) for c in conds):
+                    raise FieldsimSyntaxError("a comprehension condition must be a "
+                                              "compile-time constant")
+                if all(conds):
+                    self._unroll_comprehension(generators, k + 1, leaf)
+            finally:
+                self.frame.scopes.pop()
 
     def bind_comprehension_target(self, target, v):
         if isinstance(target, ast.Name):
@@ -695,6 +728,25 @@ def _hashable(v) -> bool:
         return True
     except TypeError:
         return False
+
+
+_BOOLEAN_OPS = (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.NOT)
+
+
+def _is_boolean(v) -> bool:
+    """A value that is 0 or 1: a comparison, a `not`, `&`/`|` of such, or a 0/1 constant."""
+    if not isinstance(v, Stmt):
+        return isinstance(v, (bool, int)) and v in (0, 1)
+    if v.op in (Op.BIT_AND, Op.BIT_OR):
+        return all(_is_boolean(a) for a in v.args)
+    return v.op in _BOOLEAN_OPS
+
+
+def _membership(op_node, item, container) -> int:
+    """`a in b` / `a not in b` between compile-time values (Taichi allows it only there)."""
+    if any(isinstance(v, (Stmt, MatVal)) for v in (item, container)):
+        raise FieldsimSyntaxError("`in` works only on compile-time values (inside fs.static)")
+    return int((item in container) == isinstance(op_node, ast.In))
 
 
 def _py_binop(op, a, b):

@@ -103,8 +103,8 @@ def return_type(fe, func, fdef, ann):
                                            "must be annotated (e.g. `-> fs.i32`)")
         return None
     if not returns_value:
-        raise FieldsimCompilationError(f"Function has a return type but does not have a return "
-                                       f"statement: func {func.fn.__name__!r} declares {rtype!r}")
+        raise FieldsimSyntaxError(f"Function has a return type but does not have a return "
+                                  f"statement: func {func.fn.__name__!r} declares {rtype!r}")
     return rtype
 
 

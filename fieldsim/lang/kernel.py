@@ -54,15 +54,22 @@ def template():
 class Func:
     """`@fs.func`: inlined into the kernels that call it."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, python_scope=False):
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self.custom_grad = None  # set by fs.ad.func_grad
         self.replay = None  # set by fs.ad.func_replay
+        self.python_scope = python_scope  # `@fs.pyfunc`: callable from Python too
 
     def __call__(self, *args, **kwargs):
-        return self.fn(*args, **kwargs)  # Python scope: plain call
+        # Kernels inline funcs without calling this: a call here comes from Python scope
+        if not self.python_scope:
+            from fieldsim.lang.naming import user_loc
+            raise FieldsimSyntaxError(f"Taichi functions cannot be called from Python-scope: "
+                                      f"{self.__name__!r} is an @fs.func (use @fs.pyfunc for "
+                                      "both scopes)", user_loc())
+        return self.fn(*args, **kwargs)
 
     def __get__(self, obj, owner=None):
         # `self.helper(...)` on a data-oriented object or a dataclass value: `self` is bound
@@ -101,7 +108,16 @@ def func(fn=None, *, is_real_function=False):
     return real_func(fn) if is_real_function else Func(fn)  # Taichi's older real_func spelling
 
 
-pyfunc = func
+def pyfunc(fn):
+    """`@fs.pyfunc`: a func kernels inline that Python code may also call directly.
+
+    >>> @fs.pyfunc
+    ... def twice(v):
+    ...     return v * 2
+    >>> twice(3)
+    6
+    """
+    return Func(fn, python_scope=True)
 
 
 def real_func(fn=None):
@@ -128,7 +144,8 @@ def data_oriented(cls):
 
 
 def _is_data_oriented(obj) -> bool:
-    return bool(getattr(type(obj), "_fieldsim_data_oriented", False))
+    cls = obj if isinstance(obj, type) else type(obj)  # a `@classmethod` kernel binds the class
+    return bool(getattr(cls, "_fieldsim_data_oriented", False))
 
 
 class _SelfArg:

@@ -17,9 +17,6 @@ _CONSTRUCTS = {
     "Set": ("a set literal", "use a tuple, an fs.Vector, or a field"),
     "SetComp": ("a set comprehension",
         ("use a list comprehension over fs.static(range(...)) or a loop")),
-    "DictComp": ("a dict comprehension",
-        ("kernels have no dicts at run time: use separate variables, a vector, "
-         "or a struct")),
     "GeneratorExp": ("a generator expression",
         ("use a list comprehension over fs.static(range(...)) or a for loop")),
     "Starred": ("a starred expression (*...)", "pass the values one by one"),

@@ -129,11 +129,11 @@ class Matrix:
     def __iter__(self):
         return iter(self._a.tolist())
 
+    # Taichi prints a Python-scope matrix as its numpy array: `[1.5 2. ]`, `[[1 2]\n [3 4]]`
     def __repr__(self):
-        return f"{type(self).__name__}({self._a.tolist()})"
+        return str(self._a)
 
-    def __str__(self):
-        return str(self._a.tolist())
+    __str__ = __repr__
 
     def _bin(self, other, fn):
         return _wrap(fn(self._a, _np(other)))
@@ -303,7 +303,7 @@ class Vector(Matrix):
         self._a[sw] = _np(value)
         self._write_back(sw)
 
-    x = r = _swizzle(0)
-    y = g = _swizzle(1)
-    z = b = _swizzle(2)
-    w = a = _swizzle(3)
+    x = r = s = _swizzle(0)
+    y = g = t = _swizzle(1)
+    z = b = p = _swizzle(2)
+    w = a = q = _swizzle(3)

@@ -143,10 +143,11 @@ SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
 
 
 def swizzle_indices(name: str):
-    """Component indices of a swizzle such as `xy`, `zyx` or `rgba` (one letter group), or None."""
+    """Component indices of a swizzle such as `xy`, `zyx`, `rgba` or `stpq` (one letter group),
+    or None."""
     if not 1 <= len(name) <= 4:
         return None
-    for group in ("xyzw", "rgba"):
+    for group in ("xyzw", "rgba", "stpq"):
         if all(ch in group for ch in name):
             return [group.index(ch) for ch in name]
     return None

@@ -277,8 +277,66 @@ def init(arch=cpu, default_fp=None, default_ip=None, random_seed=0, **kwargs) ->
     global _current
     if _current is not None:
         _shutdown(_current)
+    arch, default_fp, default_ip = _from_environment(arch, default_fp, default_ip, kwargs)
     _current = Runtime(arch, default_fp, default_ip, random_seed, **kwargs)
     return _current
+
+
+# Taichi's environment variables: TI_ARCH wins over `arch=`; the others (TI_DEBUG=1, ...) apply
+# where `init` does not give the option, as in Taichi 1.7.
+_ENV_OPTIONS = {"debug": bool, "fast_math": bool, "offline_cache": bool, "kernel_profiler": bool,
+                "cpu_max_num_threads": int, "ad_stack_size": int}
+_ENV_BITS = {"32": (T.f32, T.i32), "64": (T.f64, T.i64)}
+
+
+def _from_environment(arch, default_fp, default_ip, kwargs: dict):
+    env = os.environ
+    arch = env.get("TI_ARCH") or arch
+    for name, given, k in (("TI_DEFAULT_FP", default_fp, 0), ("TI_DEFAULT_IP", default_ip, 1)):
+        value = env.get(name)
+        if value and given is None:
+            if value not in _ENV_BITS:
+                raise ValueError(f"Invalid {name}={value}, should be 32 or 64")
+            if k == 0:
+                default_fp = _ENV_BITS[value][0]
+            else:
+                default_ip = _ENV_BITS[value][1]
+    for key, cast in _ENV_OPTIONS.items():
+        value = env.get("TI_" + key.upper())
+        if value and key not in kwargs:
+            kwargs[key] = cast(int(value))
+    return arch, default_fp, default_ip
+
+
+_CFG_RENAMED = {"cpu_max_num_threads": "num_threads"}
+_TAICHI_DEFAULTS = {"advanced_optimization": True, "print_ir": False, "verbose": True,
+                    "check_out_of_bound": False, "default_gpu_block_dim": 128,
+                    "device_memory_GB": 1.0, "device_memory_fraction": 0.0,
+                    "default_cpu_block_dim": 32, "opt_level": 3, "flatten_if": False,
+                    "make_block_local": True, "make_thread_local": True}
+
+
+class Config:
+    """`ti.cfg`: the options of the current `init`, read back (`ti.cfg.debug`, `ti.cfg.arch`);
+    Taichi options fieldsim only accepts read back as given, else as Taichi's default.
+
+    >>> rt = fs.init(arch=fs.cpu, debug=True)
+    >>> fs.cfg.debug, fs.cfg.arch == fs.cpu, fs.cfg.default_fp
+    (True, True, f32)
+    >>> rt = fs.init(arch=fs.cpu)
+    """
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = getattr(get(), _CFG_RENAMED.get(name, name))
+        return _TAICHI_DEFAULTS.get(name) if value is None else value
+
+    def __repr__(self):
+        return f"<fs.cfg of the current init: arch={get().arch}, debug={get().debug}>"
+
+
+cfg = Config()
 
 
 def reset():

@@ -168,16 +168,17 @@ class SNode:
     def _float_fields(self) -> list:
         """The float primal fields `lazy_grad` covers: for `fs.root` every one (also those placed
         later), for another node the fields placed below it."""
-        if self.kind == ROOT:
-            fields = list(runtime.get().fields)
-        else:
-            fields, stack = [], [self]
-            while stack:
-                n = stack.pop()
-                if n.field is not None:  # a component view stands for its owner
-                    fields.append(getattr(n.field, "owner", n.field))
-                stack.extend(n._children)
+        fields = list(runtime.get().fields) if self is root else self._placed_fields()
         return [f for f in fields if f.role == "primal" and f.dtype.is_float]
+
+    def _placed_fields(self) -> list:
+        fields, stack = [], [self]
+        while stack:
+            n = stack.pop()
+            if n.field is not None:  # a component view stands for its owner
+                fields.append(getattr(n.field, "owner", n.field))
+            stack.extend(n._children)
+        return fields
 
     def lazy_grad(self):
         for f in self._float_fields():
@@ -216,3 +217,56 @@ class _SNodePtr:
 
 
 root = SNode()
+
+
+class FieldsBuilder(SNode):
+    """`fs.FieldsBuilder()`: a layout tree of its own, declared like `fs.root`; `finalize()`
+    returns the `SNodeTree` whose `destroy()` frees its fields (using them afterwards raises).
+
+    >>> fb = fs.FieldsBuilder()
+    >>> x = fs.field(fs.f32)
+    >>> _ = fb.dense(fs.i, 3).place(x)
+    >>> tree = fb.finalize()
+    >>> x.shape
+    (3,)
+    >>> tree.destroy()
+    """
+
+    def __init__(self):
+        super().__init__(ROOT)
+        self._tree = None
+
+    @property
+    def finalized(self) -> bool:
+        return self._tree is not None
+
+    @property
+    def empty(self) -> bool:
+        return not self._children
+
+    def _child(self, kind, axis, dims, chunk_size=None) -> SNode:
+        if self.finalized:
+            raise FieldsimError(f"FieldsBuilder: cannot add a {kind} node after finalize()")
+        return super()._child(kind, axis, dims, chunk_size)
+
+    def finalize(self, raise_warning=True) -> SNodeTree:
+        if self.finalized:
+            raise FieldsimError("FieldsBuilder: finalize() was already called")
+        self._tree = SNodeTree(self)
+        return self._tree
+
+
+class SNodeTree:
+    """What `FieldsBuilder.finalize()` returns."""
+
+    def __init__(self, builder: FieldsBuilder):
+        self.builder = builder
+        self.destroyed = False
+
+    def destroy(self):
+        if self.destroyed:
+            raise FieldsimRuntimeError("SNodeTree: destroy() was already called")
+        self.destroyed = True
+        for f in self.builder._placed_fields():
+            f._destroy()
+

@@ -55,8 +55,10 @@ class StructType:
 
 
 def struct(**members) -> StructType:
-    """`fs.types.struct(a=fs.f32, v=vec3)`."""
-    return StructType(members)
+    """`fs.types.struct(a=fs.f32, v=vec3)`; `__struct_methods={"name": fn}` attaches methods,
+    as `@fs.dataclass` does."""
+    methods = members.pop("__struct_methods", None)
+    return StructType(members, methods)
 
 
 def dataclass(cls) -> StructType:
@@ -141,6 +143,9 @@ class Struct:
     def __repr__(self):
         inner = ", ".join(f"{k}={v!r}" for k, v in self._entries.items())
         return f"{type(self).__name__}({inner})"
+
+    def __str__(self):
+        return str(_printable(self))
 
 
 def _resolve(dt):
@@ -331,6 +336,9 @@ class StructField:
     def __repr__(self):
         return f"<fs.Struct.field {self.ir_name!r} shape={self.shape} type={self.stype!r}>"
 
+    def __str__(self):
+        return str(self.to_numpy())  # Taichi's `print(field)`
+
 
 def _check_differentiable(stype: StructType, path: str):
     """As in Taichi: a struct field with grads/duals must have real members only."""
@@ -441,6 +449,17 @@ class StructElement:
 
     def __repr__(self):
         return f"{self._field.stype.name}({', '.join(f'{k}={v!r}' for k, v in self.items())})"
+
+    def __str__(self):
+        return str(_printable(self))
+
+
+def _printable(v):
+    """What `print` shows of a Python-scope struct, as in Taichi: a dict of its members,
+    vectors and matrices as lists."""
+    if isinstance(v, (Struct, StructElement)):
+        return {k: _printable(e) for k, e in v.items()}
+    return v.to_list() if hasattr(v, "to_list") else v
 
 
 # ---- kernel scope: struct values as the frontend sees them ---------------------------------------
