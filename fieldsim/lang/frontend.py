@@ -315,6 +315,7 @@ class Frontend(ExprMixin):
         self.funcs: list = []  # the kernel's real functions (lang.real_calls)
         self.real_funcs: dict = {}  # their keys
         self.real_inlining: list = []  # keys of the real funcs being inlined
+        self.real_building = 0  # how many real functions' bodies are being built
 
     # ---- entry --------------------------------------------------------------------------------
     def build(self) -> Kernel:

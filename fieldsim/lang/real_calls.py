@@ -8,6 +8,8 @@ what it had emitted (builder and frontend state as at its start), builds the fun
 `Function` of the kernel (once per key: runtime arguments become PARAMs, scalars and
 flattened vectors/matrices; static ones are bound as usual) and emits a CALL instead. Inside a
 function's body its own key, and every key built before, is called, never inlined.
+A result called for at the kernel's top level goes through a hidden 0-D field (like a kernel
+variable), so a later task, e.g. the loop it bounds, can read it.
 Guarantees: a kernel's `funcs` hold only complete functions, each ending with one RETURN of its
 declared scalar result. Refused (`FieldsimCompilationError`, naming the func): a recursive real
 func returning a vector, matrix, tuple or struct, or taking a struct or a by-reference
@@ -148,6 +150,7 @@ def _build(fe, func, key, spec, bound, ann, node) -> Function:
     fe.funcs.append(fn)
     saved = _State(fe)
     saved_inlining, fe.real_inlining = fe.real_inlining, []
+    fe.real_building += 1
     fe.b.blocks[:] = [fn.body]
     fe.depth, fe.loop_depth, fe.parallel_depth, fe.loop_config = 0, 0, -1, {}
     fe.static_loops[:], fe.inline_stack[:] = [], []
@@ -159,6 +162,7 @@ def _build(fe, func, key, spec, bound, ann, node) -> Function:
             fe.b.emit(Op.RETURN, None, (fe.e.value(result, fn.ret),))
     finally:
         fe.real_inlining = saved_inlining
+        fe.real_building -= 1
         saved.restore(fe)
     return fn
 
@@ -192,4 +196,20 @@ def _emit_call(fe, fn: Function, spec, bound, ann, func):
         else:
             args.append(fe.e.value(value, kind))
     s = fe.b.emit(Op.CALL, fn.ret, tuple(args), attr=fn)
-    return s if fn.ret is not None else None
+    if fn.ret is None:
+        return None
+    if len(fe.b.blocks) == 1 and not fe.real_building:
+        return _kernel_level(fe, fn, s)
+    return s
+
+
+def _kernel_level(fe, fn: Function, value: Stmt) -> Stmt:
+    """A result made at the kernel's top level, through a hidden 0-D field: the call runs
+    in a serial task, and a later task (a loop whose bound it is) reads it there, as it
+    reads a kernel variable."""
+    from fieldsim.lang.field import Field
+    hidden = Field(fn.ret, (), f"{fe.kernel_name}.{fn.name}.result{len(fe.hidden_fields)}",
+                   _role="hidden")
+    fe.hidden_fields.append(hidden)
+    fe.b.store(hidden, [], value)
+    return fe.b.load(hidden, [])

@@ -193,6 +193,26 @@ def test_calls_from_a_parallel_loop_with_field_writes():
     assert np.array_equal(out.to_numpy(), 2 * np.array([fibs[i % 16] for i in range(32)], np.float32))
 
 
+def test_a_kernel_level_call_can_bound_a_later_loop():
+    out = fs.field(fs.i32, shape=64)
+
+    @fs.real_func
+    def tri(n: fs.i32) -> fs.i32:
+        if n == 0:
+            return 0
+        return tri(n - 1) + n
+
+    @fs.kernel
+    def run(n: fs.i32):
+        for i in range(tri(n)):  # the call runs in a task before the loop's
+            out[i] = i + tri(3)
+
+    run(4)
+    want = np.zeros(64, np.int32)
+    want[:10] = np.arange(10) + 6
+    assert np.array_equal(out.to_numpy(), want)
+
+
 def test_reverse_and_forward_ad_refuse_a_real_call():
     x = fs.field(fs.f32, shape=(), needs_grad=True, needs_dual=True)
     y = fs.field(fs.f32, shape=(), needs_grad=True, needs_dual=True)
