@@ -229,8 +229,7 @@ class Codegen:
 
     def run(self) -> tuple[L.Module, KernelInfo]:
         for k, f in enumerate(self.k.funcs):  # all declared first: calls may come before
-            ret = ll_type(f.ret) if f.ret is not None else L.VoidType()
-            fty = L.FunctionType(ret, [PTR, I64, PTR] + [ll_type(d) for d in f.params])
+            fty = L.FunctionType(_result_type(f), [PTR, I64, PTR] + [ll_type(d) for d in f.params])
             self.funcs[id(f)] = L.Function(self.module, fty, f"{self.info.symbol}_f{k}")
         for f in self.k.funcs:
             FuncLowering(self, f).lower()
@@ -624,7 +623,10 @@ class TaskLowering(NestLowering):
         callee = self.cg.funcs[id(s.attr)]
         out = self.b.call(callee, [self.fn.args[0], self.tid, self.rng_counter]
                           + [self.v(a) for a in s.args])
-        return out if s.attr.ret is not None else None
+        return out if s.attr.rets else None
+
+    def op_call_result(self, s: Stmt):
+        return self.b.extract_value(self.v(s.args[0]), s.attr)
 
     def op_param(self, s: Stmt):
         return self.fn.args[3 + s.attr]
@@ -1027,17 +1029,31 @@ class FuncLowering(TaskLowering):
         self.alloca_b.branch(self.fn.blocks[1])
 
     def leave(self):
-        ret = self.fn.function_type.return_type
-        if isinstance(ret, L.VoidType):
-            self.b.ret_void()
-        else:
-            self.b.ret(L.Constant(ret, 0))
+        rets = self.func.rets
+        self.ret([L.Constant(ll_type(d), 0) for d in rets])
 
     def op_return(self, s: Stmt):
-        if s.args:
-            self.b.ret(self.v(s.args[0]))
-        else:
+        self.ret([self.v(a) for a in s.args])
+
+    def ret(self, values):
+        if not values:
             self.b.ret_void()
+        elif len(values) == 1:
+            self.b.ret(values[0])
+        else:  # several results: a literal struct
+            agg = L.Constant(self.fn.function_type.return_type, L.Undefined)
+            for k, v in enumerate(values):
+                agg = self.b.insert_value(agg, v, k)
+            self.b.ret(agg)
+
+
+def _result_type(f: Function):
+    """A real function's LLVM result: void, its one scalar, or a struct of several."""
+    if not f.rets:
+        return L.VoidType()
+    if len(f.rets) == 1:
+        return ll_type(f.rets[0])
+    return L.LiteralStructType([ll_type(d) for d in f.rets])
 
 
 def small_constant_range(s: Stmt) -> bool:

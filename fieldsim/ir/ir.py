@@ -16,8 +16,9 @@ Every pass and the codegen read this and nothing else. The invariants are:
 * A kernel may hold `Function`s (`Kernel.funcs`: recursive real functions, compiled as real
   calls). A function's body is self-contained (it uses only its own statements; PARAM gives
   its scalar parameters), has no tasks (it runs inside the task that calls it), and ends with
-  one RETURN of its result (no operand without one). CALL statements (in the kernel or in any
-  function, itself included) name their `Function` as attr.
+  one RETURN of its results. CALL statements (in the kernel or in any function, itself
+  included) name their `Function` as attr; a CALL's value is a function's one result, and
+  CALL_RESULT reads each of several.
 
 Statements are treated as immutable once a pass has produced them: passes build new IR.
 The two exceptions own what they are given, which nothing else holds yet: offload reuses the
@@ -158,14 +159,20 @@ class Param:
 @dataclass(eq=False)
 class Function:
     """A real function (a recursive `fs.real_func` for one set of compile-time arguments):
-    scalar parameter dtypes, optional scalar result dtype, and its body (see the invariants
-    above). Compared by identity: CALLs name it."""
+    scalar parameter dtypes, scalar result dtypes (none, one: the CALL's value, or several:
+    CALL_RESULTs), and its body (see the invariants above). Compared by identity: CALLs name
+    it."""
 
     name: str
     params: list[DataType]
-    ret: DataType | None
+    rets: list[DataType]
     body: list[Stmt] = dc_field(default_factory=list)
     loc: Loc | None = None
+
+    @property
+    def call_dtype(self) -> DataType | None:
+        """A CALL's dtype: the one result's, else None."""
+        return self.rets[0] if len(self.rets) == 1 else None
 
 
 @dataclass

@@ -109,10 +109,12 @@ class Op(enum.IntEnum):
     PRINT = enum.auto()
     # real calls (a recursive `fs.real_func`, compiled as an IR `Function`): PARAM is the
     # k-th scalar parameter of the function whose body holds it (attr k); CALL calls the
-    # function `attr` with one scalar operand per parameter; its value is the function's scalar
-    # result (dtype None for a function without one). A function body ends by RETURN.
+    # function `attr` with one scalar operand per parameter; its value is the function's result
+    # where it has one scalar result (dtype None for none or several); CALL_RESULT (args
+    # (call,), attr k) is the k-th of several. A function body ends by RETURN of its results.
     PARAM = enum.auto()
     CALL = enum.auto()
+    CALL_RESULT = enum.auto()
 
 
 class Effect(enum.Enum):
@@ -310,6 +312,7 @@ _SPECS = {
     Op.PRINT: _statement(None, Result.NONE, Effect.OUTPUT),
     Op.PARAM: _statement(0, Result.GIVEN, Effect.PURE),
     Op.CALL: _statement(None, Result.GIVEN, Effect.CONTROL),
+    Op.CALL_RESULT: _statement(1, Result.GIVEN, Effect.PURE),
     Op.CUSTOM_ADJ_OUT: _spec(arity=None, result=Result.NONE, operands=Operands.ANY,
                             effect=Effect.CONTROL, differentiable=False, lowering=Lowering.REGION),
 }
@@ -327,6 +330,7 @@ _ATTR_TEXT = {
     Op.ARG: lambda a: f" arg{a}",
     Op.PARAM: lambda a: f" param{a}",
     Op.CALL: lambda a: f" @{a.name}",
+    Op.CALL_RESULT: lambda a: f" out{a}",
     Op.FOR: _for_text,
     Op.ASSERT: lambda a: f" {a!r}",
     Op.PRINT: lambda a: f" {a!r}",

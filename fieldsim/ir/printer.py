@@ -83,7 +83,8 @@ def print_kernel(k: Kernel, locs: bool = False) -> str:
     ret = f" -> {k.ret}" if k.ret is not None else ""
     text = f"kernel {k.name}({params}){ret}:\n" + print_block(k.body, locs=locs)
     for f in k.funcs:
-        fret = f" -> {f.ret}" if f.ret is not None else ""
+        fret = "" if not f.rets else f" -> {f.rets[0]}" if len(f.rets) == 1 else \
+            f" -> ({', '.join(str(d) for d in f.rets)})"
         text += (f"\nfunc @{f.name}({', '.join(str(d) for d in f.params)}){fret}:\n"
                  + print_block(f.body, locs=locs))
     return text

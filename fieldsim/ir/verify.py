@@ -142,6 +142,8 @@ class _Verifier:
             self.fail(s, "FOR bounds must be integers")
         elif s.op in (Op.PARAM, Op.CALL, Op.RETURN) and (self.function is not None or s.op != Op.RETURN):
             self.real_call(s)
+        elif s.op == Op.CALL_RESULT:
+            self.call_result(s)
 
     def real_call(self, s: Stmt):
         """PARAM, CALL, and RETURN inside a function, against the functions' signatures."""
@@ -153,9 +155,15 @@ class _Verifier:
         callee = f if s.op == Op.RETURN else s.attr
         if s.op == Op.CALL and not any(callee is g for g in self.kernel.funcs):
             self.fail(s, "CALL of a function the kernel does not hold")
-        want = callee.params if s.op == Op.CALL else [callee.ret] if callee.ret is not None else []
+        want = callee.params if s.op == Op.CALL else callee.rets
         if [a.dtype for a in s.args] != list(want):
             self.fail(s, f"{s.op.name} of {', '.join(str(a.dtype) for a in s.args)}, function "
                          f"{callee.name!r} takes {', '.join(str(d) for d in want)}")
-        if s.op == Op.CALL and s.dtype is not callee.ret:
-            self.fail(s, f"CALL gives {s.dtype}, function {callee.name!r} returns {callee.ret}")
+        if s.op == Op.CALL and s.dtype is not callee.call_dtype:
+            self.fail(s, f"CALL gives {s.dtype}, function {callee.name!r} returns {callee.rets}")
+
+    def call_result(self, s: Stmt):
+        call = s.args[0]
+        rets = call.attr.rets if call.op == Op.CALL else []
+        if len(rets) < 2 or not 0 <= s.attr < len(rets) or rets[s.attr] is not s.dtype:
+            self.fail(s, "CALL_RESULT is not one of the several results of its CALL")

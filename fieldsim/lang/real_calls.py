@@ -10,10 +10,12 @@ flattened vectors/matrices; static ones are bound as usual) and emits a CALL ins
 function's body its own key, and every key built before, is called, never inlined.
 A result called for at the kernel's top level goes through a hidden 0-D field (like a kernel
 variable), so a later task, e.g. the loop it bounds, can read it.
+Results: a scalar is the CALL's value; a vector/matrix, or a tuple of scalars and matrices, is
+flattened into several scalar results (CALL_RESULT) and rebuilt.
 Guarantees: a kernel's `funcs` hold only complete functions, each ending with one RETURN of its
-declared scalar result. Refused (`FieldsimCompilationError`, naming the func): a recursive real
-func returning a vector, matrix, tuple or struct, or taking a struct or a by-reference
-runtime value.
+declared results. Refused (`FieldsimCompilationError`, naming the func): a recursive real func
+returning a struct. A call passing a struct, or a runtime value to a by-reference parameter,
+is always inlined (as before: recursion through it must end at compile time).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from fieldsim.ir.dtypes import DataType
 from fieldsim.ir.ir import Function, Op, Stmt
 from fieldsim.lang import func_args
 from fieldsim.lang.expr import MatVal
+from fieldsim.lang.frontend import _bind_args, _flatten_value, _parse_cached, _rebuild_value
 from fieldsim.lang.types import MatrixType
 
 
@@ -39,7 +42,6 @@ class _Unkeyed(Exception):
 
 def call(fe, func, args, kwargs, node):
     """A call of the real func `func` from the frontend `fe`: inlined, or a CALL."""
-    from fieldsim.lang.frontend import _bind_args, _parse_cached
     fdef = _parse_cached(func.fn).node
     bound = _bind_args(func.fn, [a.arg for a in fdef.args.args], fdef, args, kwargs)
     ann = func_args.annotations(func, fdef)
@@ -122,20 +124,34 @@ class _State:
         fe.inline_stack[:] = self.inline_stack
 
 
-def _ret_dtype(fe, func, ann):
-    a = ann.get("return")
+def _ret_spec(fe, func, a):
+    """(result dtypes, shape to rebuild the value from them) of a return annotation: a
+    scalar, a vector/matrix (flattened), or a tuple of those."""
     if a is None or a is type(None):
-        return None
+        return [], None
     if a is int or a is float or isinstance(a, DataType):
-        return func_args._dtype(fe, a)
+        return [func_args._dtype(fe, a)], ("scalar",)
+    if isinstance(a, MatrixType):
+        return [func_args._dtype(fe, a.dtype)] * (a.n * a.m), ("mat", a.n, a.m, a.ndim)
+    if isinstance(a, tuple):
+        dtypes, shapes = [], []
+        for item in a:
+            d, s = _ret_spec(fe, func, item)
+            if s is None:
+                break
+            dtypes.extend(d)
+            shapes.append((len(d), s))
+        else:
+            return dtypes, ("tuple", tuple(shapes))
     raise FieldsimCompilationError(
         f"real function {func.fn.__name__!r} recurses on runtime values and returns {a!r}: "
-        "fieldsim compiles such a function as a real call, which returns one scalar (or "
-        "nothing); return a scalar, or write results into a field")
+        "fieldsim compiles such a function as a real call, which returns scalars, vectors, "
+        "matrices or tuples of them (not structs); write other results into a field")
 
 
-def _build(fe, func, key, spec, bound, ann, node) -> Function:
-    """The Function of `func` for `key` (registered before its body, which may call it)."""
+def _build(fe, func, key, spec, bound, ann, node) -> tuple:
+    """(the Function of `func` for `key`, its result shape), registered before its body is
+    built, which may call it."""
     params = []
     for kind in spec.values():
         if isinstance(kind, MatrixType):
@@ -145,8 +161,9 @@ def _build(fe, func, key, spec, bound, ann, node) -> Function:
     name = func.fn.__name__
     if any(g.name == name for g in fe.funcs):  # another instantiation: names stay distinct
         name = f"{name}.{len(fe.funcs)}"
-    fn = Function(name, params, _ret_dtype(fe, func, ann), [], fe.b.loc)
-    fe.real_funcs[key] = fn
+    rets, shape = _ret_spec(fe, func, ann.get("return"))
+    fn = Function(name, params, rets, [], fe.b.loc)
+    fe.real_funcs[key] = (fn, shape)
     fe.funcs.append(fn)
     saved = _State(fe)
     saved_inlining, fe.real_inlining = fe.real_inlining, []
@@ -156,15 +173,17 @@ def _build(fe, func, key, spec, bound, ann, node) -> Function:
     fe.static_loops[:], fe.inline_stack[:] = [], []
     try:
         result = fe.inline_plain(func, [], _param_values(fe, spec, bound), node)
-        if fn.ret is None:
-            fe.b.emit(Op.RETURN, None, ())
-        else:
-            fe.b.emit(Op.RETURN, None, (fe.e.value(result, fn.ret),))
+        flat = _flatten_value(result)[0] if rets else []
+        if len(flat) != len(rets):
+            raise FieldsimCompilationError(
+                f"real function {func.fn.__name__!r} returns {len(flat)} value(s) where its "
+                f"annotation declares {len(rets)}")
+        fe.b.emit(Op.RETURN, None, tuple(fe.e.value(v, d) for v, d in zip(flat, rets)))
     finally:
         fe.real_inlining = saved_inlining
         fe.real_building -= 1
         saved.restore(fe)
-    return fn
+    return fe.real_funcs[key]
 
 
 def _param_values(fe, spec, bound) -> dict:
@@ -185,7 +204,9 @@ def _param_values(fe, spec, bound) -> dict:
     return out
 
 
-def _emit_call(fe, fn: Function, spec, bound, ann, func):
+def _emit_call(fe, built, spec, bound, ann, func):
+    """CALL of the function `built` (with its result shape); the result rebuilt from it."""
+    fn, shape = built
     args = []
     for name, kind in spec.items():
         if kind is None:
@@ -195,12 +216,14 @@ def _emit_call(fe, fn: Function, spec, bound, ann, func):
             args.extend(fe.e.value(e, kind.dtype) for e in value.entries)
         else:
             args.append(fe.e.value(value, kind))
-    s = fe.b.emit(Op.CALL, fn.ret, tuple(args), attr=fn)
-    if fn.ret is None:
+    call = fe.b.emit(Op.CALL, fn.call_dtype, tuple(args), attr=fn)
+    if not fn.rets:
         return None
+    flat = [call] if len(fn.rets) == 1 else \
+        [fe.b.emit(Op.CALL_RESULT, d, (call,), attr=k) for k, d in enumerate(fn.rets)]
     if len(fe.b.blocks) == 1 and not fe.real_building:
-        return _kernel_level(fe, fn, s)
-    return s
+        flat = [_kernel_level(fe, fn, v) for v in flat]
+    return _rebuild_value(flat, shape)
 
 
 def _kernel_level(fe, fn: Function, value: Stmt) -> Stmt:
@@ -208,7 +231,7 @@ def _kernel_level(fe, fn: Function, value: Stmt) -> Stmt:
     in a serial task, and a later task (a loop whose bound it is) reads it there, as it
     reads a kernel variable."""
     from fieldsim.lang.field import Field
-    hidden = Field(fn.ret, (), f"{fe.kernel_name}.{fn.name}.result{len(fe.hidden_fields)}",
+    hidden = Field(value.dtype, (), f"{fe.kernel_name}.{fn.name}.result{len(fe.hidden_fields)}",
                    _role="hidden")
     fe.hidden_fields.append(hidden)
     fe.b.store(hidden, [], value)

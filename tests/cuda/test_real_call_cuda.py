@@ -32,11 +32,18 @@ def program():
             r = range_sum(lo, m) + range_sum(m + 1, hi)
         return r
 
+    @fs.real_func
+    def fib_pair(n: fs.i32) -> (fs.i32, fs.f64):
+        if n == 0:
+            return 0, 1.0
+        a, b = fib_pair(n - 1)
+        return fs.i32(b), a + b
+
     @fs.kernel
     def k(n: fs.i32) -> fs.i32:
         for i in f:
-            f[i] = sum_to(i) + range_sum(i, 15) * 0.0 + 0.5
-        return sum_to(n)
+            f[i] = sum_to(i) + range_sum(i, 15) * 0.0 + 0.5 + fib_pair(i)[0] * 0
+        return sum_to(n) + fib_pair(20)[0] - 6765
 
     return f, hits, k
 

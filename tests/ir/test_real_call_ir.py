@@ -69,8 +69,8 @@ def test_golden_real_call_ir():
     assert k(7) == 28.0
 
 
-def _function(body_ops):
-    f = Function("g", [T.i32], T.i32)
+def _function(body_ops, rets=(T.i32,)):
+    f = Function("g", [T.i32], list(rets))
     p = Stmt(Op.PARAM, T.i32, attr=0)
     f.body = [p, *body_ops(f, p)]
     return f
@@ -96,3 +96,19 @@ def test_verifier_checks_calls_and_functions():
     leaky = _function(lambda f, p: [Stmt(Op.RETURN, None, (outer,))])
     with pytest.raises(IRVerifyError, match="used before its definition"):
         verify(Kernel("k", [], [outer], funcs=[leaky]))
+
+
+def test_verifier_checks_several_results():
+    two = _function(lambda f, p: [Stmt(Op.RETURN, None, (p, p))], rets=(T.i32, T.i32))
+    arg = Stmt(Op.CONST, T.i32, attr=3)
+    call = Stmt(Op.CALL, None, (arg,), attr=two)
+    first = Stmt(Op.CALL_RESULT, T.i32, (call,), attr=1)
+    k = Kernel("k", [], [arg, call, first], funcs=[two])
+    verify(k)
+    assert "%1 = call @g %0\n  %2 = call_result.i32 out1 %1" in print_kernel(k)
+    assert "func @g(i32) -> (i32, i32):" in print_kernel(k)
+    beyond = Stmt(Op.CALL_RESULT, T.i32, (call,), attr=2)
+    with pytest.raises(IRVerifyError, match="CALL_RESULT is not one"):
+        verify(Kernel("k", [], [arg, call, beyond], funcs=[two]))
+    with pytest.raises(IRVerifyError, match="CALL gives i32"):
+        verify(Kernel("k", [], [arg, Stmt(Op.CALL, T.i32, (arg,), attr=two)], funcs=[two]))

@@ -239,8 +239,9 @@ def test_reverse_and_forward_ad_refuse_a_real_call():
         k(3)
 
 
-def test_a_recursive_matrix_return_is_refused_clearly():
+def test_matrix_and_tuple_returns_are_flattened():
     vec2 = fs.types.vector(2, fs.f32)
+    mat2 = fs.types.matrix(2, 2, fs.f64)
 
     @fs.real_func
     def halves(v: vec2, n: fs.i32) -> vec2:
@@ -248,11 +249,62 @@ def test_a_recursive_matrix_return_is_refused_clearly():
             return v
         return halves(v * 0.5, n - 1)
 
+    @fs.real_func
+    def mat_power(a: mat2, n: fs.i32) -> mat2:
+        r = fs.Matrix.identity(fs.f64, 2)
+        if n > 0:
+            r = a @ mat_power(a, n - 1)
+        return r
+
+    @fs.real_func
+    def fib_pair(n: fs.i32) -> (fs.i64, fs.i64):
+        if n == 0:
+            return fs.i64(0), fs.i64(1)
+        a, b = fib_pair(n - 1)
+        return b, a + b
+
+    out = fs.Matrix.field(2, 2, fs.f64, shape=())
+
     @fs.kernel
-    def run(n: fs.i32) -> vec2:
+    def run_halves(n: fs.i32) -> vec2:
         return halves(vec2(1.0, 2.0), n)
 
-    with pytest.raises(fs.FieldsimCompilationError, match=r"real function 'halves'.*returns one scalar"):
+    @fs.kernel
+    def run_power(n: fs.i32):
+        for _ in range(1):  # a call inside a task's loop
+            out[None] = mat_power(fs.Matrix([[1.0, 1.0], [1.0, 0.0]], fs.f64), n)
+
+    @fs.kernel
+    def run_fib(n: fs.i32) -> fs.i64:
+        a, _ = fib_pair(n)
+        return a
+
+    assert np.allclose(run_halves(3).to_numpy(), [0.125, 0.25])
+    run_power(30)
+    want = np.linalg.matrix_power(np.array([[1, 1], [1, 0]], np.int64), 30).astype(np.float64)
+    assert np.array_equal(out.to_numpy(), want)
+    fibs = [0, 1]
+    while len(fibs) <= 90:
+        fibs.append(fibs[-1] + fibs[-2])
+    assert run_fib(90) == fibs[90]
+
+
+def test_a_recursive_struct_return_is_refused_clearly():
+    pair = fs.types.struct(a=fs.f32, b=fs.i32)
+
+    @fs.real_func
+    def count(n: fs.i32) -> pair:
+        r = pair(a=0.0, b=0)
+        if n > 0:
+            r = count(n - 1)
+            r.b += 1
+        return r
+
+    @fs.kernel
+    def run(n: fs.i32) -> fs.i32:
+        return count(n).b
+
+    with pytest.raises(fs.FieldsimCompilationError, match=r"real function 'count'.*not structs"):
         run(3)
 
 
