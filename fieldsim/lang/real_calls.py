@@ -8,6 +8,9 @@ what it had emitted (builder and frontend state as at its start), builds the fun
 `Function` of the kernel (once per key: runtime arguments become PARAMs, scalars and
 flattened vectors/matrices; static ones are bound as usual) and emits a CALL instead. Inside a
 function's body its own key, and every key built before, is called, never inlined.
+Recursion on compile-time values (constants passed to annotated scalar/matrix parameters)
+keeps inlining and folding, up to `_MAX_SELF_INLINED` nested calls of one func; deeper, the
+outermost of them becomes a real call with those constants as runtime arguments.
 A result called for at the kernel's top level goes through a hidden 0-D field (like a kernel
 variable), so a later task, e.g. the loop it bounds, can read it.
 Results: a scalar is the CALL's value; a vector/matrix, or a tuple of scalars and matrices, is
@@ -19,6 +22,8 @@ is always inlined (as before: recursion through it must end at compile time).
 """
 from __future__ import annotations
 
+import numbers
+
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.ir.dtypes import DataType
 from fieldsim.ir.ir import Function, Op, Stmt
@@ -27,13 +32,20 @@ from fieldsim.lang.expr import MatVal
 from fieldsim.lang.frontend import _bind_args, _flatten_value, _parse_cached, _rebuild_value
 from fieldsim.lang.types import MatrixType
 
+# nested inlined calls of one real func on compile-time values beyond which it becomes a real
+# call (its constants made runtime values): well within the frontend's 64 nested calls and
+# Python's recursion limit, each inlined call costing some tens of Python frames
+_MAX_SELF_INLINED = 16
+
 
 class _Recursion(Exception):
-    """Raised at a recursive call; caught by the inlining of the same key."""
+    """Raised at a recursive call; caught by the inlining of the same key. `promote`: the
+    recursion runs on compile-time values too deep to inline, so the catcher makes its
+    constant scalar and matrix arguments runtime ones."""
 
-    def __init__(self, key):
+    def __init__(self, key, promote=False):
         super().__init__(key)
-        self.key = key
+        self.key, self.promote = key, promote
 
 
 class _Unkeyed(Exception):
@@ -54,6 +66,9 @@ def call(fe, func, args, kwargs, node):
         return _emit_call(fe, built, spec, bound, ann, func)
     if key in fe.real_inlining:
         raise _Recursion(key)
+    mine = [k for k in fe.real_inlining if k[0] == id(func)]
+    if len(mine) >= _MAX_SELF_INLINED and _key(fe, func, bound, ann, promote=True)[0] != key:
+        raise _Recursion(mine[0], promote=True)  # a real call from its first call on
     mark = _State(fe)
     fe.real_inlining.append(key)
     try:
@@ -61,21 +76,25 @@ def call(fe, func, args, kwargs, node):
     except _Recursion as rec:
         if rec.key != key:
             raise
+        promote = rec.promote
     finally:
         fe.real_inlining.pop()
     mark.restore(fe)
-    built = _build(fe, func, key, spec, bound, ann, node)
+    if promote:
+        key, spec = _key(fe, func, bound, ann, promote=True)
+    built = fe.real_funcs.get(key) or _build(fe, func, key, spec, bound, ann, node)
     return _emit_call(fe, built, spec, bound, ann, func)
 
 
-def _key(fe, func, bound: dict, ann: dict):
+def _key(fe, func, bound: dict, ann: dict, promote=False):
     """(key, spec): the key of this call's compile-time arguments, and per parameter its
-    runtime kind (None: static; a DataType: a scalar; a MatrixType: its entries)."""
+    runtime kind (None: static; a DataType: a scalar; a MatrixType: its entries). `promote`:
+    constants passed to scalar- or matrix-annotated parameters count as runtime values."""
     from fieldsim.lang import struct
     parts, spec = [id(func)], {}
     for name, value in bound.items():
         a = ann.get(name)
-        kind = _runtime_kind(fe, a, value)
+        kind = _runtime_kind(fe, a, value, promote)
         if kind is None and isinstance(value, (Stmt, MatVal)) or struct.is_struct(value):
             raise _Unkeyed(name)
         spec[name] = kind
@@ -90,13 +109,14 @@ def _key(fe, func, bound: dict, ann: dict):
     return tuple(parts), spec
 
 
-def _runtime_kind(fe, a, value):
+def _runtime_kind(fe, a, value, promote=False):
     if isinstance(a, func_args.RefType) or func_args.is_by_reference(a):
         return None
-    if (a is int or a is float or isinstance(a, DataType)) and isinstance(value, Stmt):
+    number = isinstance(value, numbers.Number) and not isinstance(value, bool) and promote
+    if (a is int or a is float or isinstance(a, DataType)) and (isinstance(value, Stmt) or number):
         return func_args._dtype(fe, a)
     if isinstance(a, MatrixType) and isinstance(value, MatVal) \
-            and any(isinstance(e, Stmt) for e in value.entries):
+            and (promote or any(isinstance(e, Stmt) for e in value.entries)):
         return MatrixType(a.n, a.m, func_args._dtype(fe, a.dtype), a.ndim)
     return None
 

@@ -325,5 +325,46 @@ def test_non_recursive_and_static_recursion_still_inline():
         return fact(5) + twice(a) + twice(a)
 
     assert k(1.25) == 125.0
-    ir = k.compiled(*[k.bind((1.25,), {})[i] for i in (0, 1, 3, 4)]).ir
-    assert ir.funcs == []
+    assert _ir(k, 1.25).funcs == []
+
+
+def test_deep_recursion_on_constants_becomes_a_real_call():
+    @fs.real_func
+    def sum_to(n: fs.i32) -> fs.i32:
+        if n == 0:
+            return 0
+        return sum_to(n - 1) + n
+
+    @fs.kernel
+    def shallow() -> fs.i32:
+        return sum_to(10)  # inlined and folded, as before
+
+    @fs.kernel
+    def deep() -> fs.i32:
+        return sum_to(1000)  # too deep to inline: a real call
+
+    assert shallow() == 55
+    assert deep() == 500500
+    assert _ir(shallow).funcs == []
+    assert [f.name for f in _ir(deep).funcs] == ["sum_to"]
+
+
+def test_deep_static_recursion_through_templates_is_still_refused():
+    @fs.real_func
+    def fact(n: fs.template()) -> fs.i32:
+        r = 1
+        if fs.static(n > 1):
+            r = n * fact(n - 1)
+        return r
+
+    @fs.kernel
+    def k() -> fs.i32:
+        return fact(100)
+
+    with pytest.raises(fs.FieldsimSyntaxError, match="too deeply"):
+        k()
+
+
+def _ir(kernel, *args):
+    templates, key, _, dtypes, ret = kernel.bind(args, {})
+    return kernel.compiled(templates, key, dtypes, ret).ir
