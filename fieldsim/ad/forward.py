@@ -10,6 +10,7 @@ draws and task structure are copied unchanged, so the primal results are bit-ide
 """
 from __future__ import annotations
 
+from fieldsim.ad.real_calls import refuse_real_calls
 from fieldsim.ad.rules import RULES
 from fieldsim.ir.activity import stopped_loads
 from fieldsim.ir.builder import IRBuilder
@@ -17,6 +18,7 @@ from fieldsim.ir.ir import Kernel, Op, Stmt
 
 
 def make_tangent(kernel: Kernel) -> Kernel:
+    refuse_real_calls(kernel, "forward")
     t = _Tangent()
     t.stopped = stopped_loads(kernel.body)
     body = t.block(kernel.body)

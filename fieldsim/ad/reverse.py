@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 
+from fieldsim.ad.real_calls import refuse_real_calls
 from fieldsim.ad.rules import RULES
 from fieldsim.ad.stack import CapacityFormula
 from fieldsim.errors import FieldsimCompilationError
@@ -73,6 +74,7 @@ _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() valu
 
 
 def make_adjoint(kernel: Kernel) -> Kernel:
+    refuse_real_calls(kernel, "reverse")
     k = run_pass("lower_break", lower_break, kernel)
     _refuse_unsupported(k)
     ad = _KernelAD(k)

@@ -226,7 +226,8 @@ def instrument(kernel: Kernel, tags: list[FieldTags]) -> Kernel:
         body.append(new[0])
         if len(new) > 1:  # a watched prologue load: mark it in a task of its own, right after it
             body.append(Stmt(Op.SERIAL, None, blocks=[new[1:]], loc=s.loc))
-    return Kernel(kernel.name, kernel.params, body, kernel.ret, kernel.loc, dict(kernel.meta))
+    return Kernel(kernel.name, kernel.params, body, kernel.ret, kernel.loc, dict(kernel.meta),
+                  kernel.funcs)
 
 
 def _marks(access: Stmt, site: Site, ft: FieldTags, tid) -> list[Stmt]:

@@ -3,6 +3,11 @@
 Takes an offloaded `Kernel` (top level: pure prologue statements and tasks). Produces one LLVM
 function per task, `void @<name>_t<k>(ptr ctx, i64 worker, i64 num_workers)`, where a parallel
 task runs the worker's contiguous chunk of its iteration range and a serial task runs whole.
+A kernel's real functions (`Kernel.funcs`) are declared first, as
+`<ret> @<name>_f<k>(ptr ctx, i64 tid, ptr rng_counter, <params>)`, so that any function and task
+can call any (recursion); each is lowered like a serial task's body, its locals in its own frame.
+A task that calls one gives up the task-wide memory analyses (reductions, privatized scatters,
+demoted atomics, loop-nest forms), which cannot see into the call.
 Targets differ only through the `Target` hooks: math calls, and (for CUDA) how the worker index
 and the launch are made. The ctx is an array of 8-byte words, see `CTX_*`.
 
@@ -35,7 +40,7 @@ from fieldsim.codegen.loopnest import (
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
 from fieldsim.codegen.shared_divisors import constant_reciprocal, divides_by_f32_root, shared_divisors
 from fieldsim.ir import dtypes as T
-from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, fields_of, walk
+from fieldsim.ir.ir import GLOBAL_ACCESS, Function, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
 from fieldsim.lang.ndarray import is_slot
 
@@ -220,8 +225,14 @@ class Codegen:
         self.scopes = FieldScopes(self.module, self.info.fields)  # distinct fields never alias
         self.hints = LoopHints(self.module)  # which loops LLVM may vectorize/unroll
         self.prologue = [s for s in kernel.body if not is_task(s)]
+        self.funcs: dict[int, L.Function] = {}  # id(Function) -> its LLVM function
 
     def run(self) -> tuple[L.Module, KernelInfo]:
+        for k, f in enumerate(self.k.funcs):  # all declared first: calls may come before
+            fty = L.FunctionType(_result_type(f), [PTR, I64, PTR] + [ll_type(d) for d in f.params])
+            self.funcs[id(f)] = L.Function(self.module, fty, f"{self.info.symbol}_f{k}")
+        for f in self.k.funcs:
+            FuncLowering(self, f).lower()
         for n, task in enumerate(s for s in self.k.body if is_task(s)):
             name = f"{self.info.symbol}_t{n}"
             lowering = TaskLowering(self, task, name)
@@ -234,10 +245,12 @@ class Codegen:
 class TaskLowering(NestLowering):
     """Lowers one task into one LLVM function."""
 
-    def __init__(self, cg: Codegen, task: Stmt, name: str):
+    def __init__(self, cg: Codegen, task: Stmt, name: str, fn: L.Function | None = None):
         self.cg, self.task, self.name = cg, task, name
-        self.fn = L.Function(cg.module, L.FunctionType(L.VoidType(), [PTR, I64, I64]), name)
-        self.fn.args[0].add_attribute("noalias")
+        if fn is None:
+            fn = L.Function(cg.module, L.FunctionType(L.VoidType(), [PTR, I64, I64]), name)
+            fn.args[0].add_attribute("noalias")
+        self.fn = fn
         self.entry = self.fn.append_basic_block("entry")
         self.b = L.IRBuilder(self.fn.append_basic_block("start"))
         self.alloca_b = L.IRBuilder(self.entry)
@@ -270,19 +283,27 @@ class TaskLowering(NestLowering):
         # i32 view widens back to the counter itself, not to sext(trunc(counter)), which
         # LLVM spends compile time proving equal (counters stay within i32: narrow_index)
         self.widened: dict[int, tuple] = {}
+        # a task that calls a real function: analyses of the task's own statements miss what
+        # the call does, so none of those that rest on them are used
+        self.calls = any(st.op == Op.CALL for st in walk(task.body))
+        if self.calls:
+            self.demoted, self.discarded, self.div_groups = set(), set(), {}
 
     # ---- context words ------------------------------------------------------------------------
     def ctx_word(self, k, ty=I64):
         p = self.alloca_b.gep(self.fn.args[0], [L.Constant(I64, k)], source_etype=I64)
         return self.alloca_b.load(p, typ=ty)
 
-    def lower(self):
-        ab = self.alloca_b
+    def load_ctx(self):
         self.field_table = self.ctx_word(CTX_FIELDS, PTR)
         self.args_ptr = self.ctx_word(CTX_ARGS, PTR)
         self.rng_key = self.ctx_word(CTX_RNG)
         self.err_ptr = self.ctx_word(CTX_ERR, PTR)
         self.ret_ptr = self.ctx_word(CTX_RET, PTR)
+
+    def lower(self):
+        ab = self.alloca_b
+        self.load_ctx()
         self.rng_counter = ab.alloca(I64, name="rng_counter")
         ab.store(L.Constant(I64, 0), self.rng_counter)
         for s in self.cg.prologue:
@@ -358,6 +379,8 @@ class TaskLowering(NestLowering):
             self.cg.target.reduce_atomic(self.b, self.cg.module, op, self.memory_ptr(self.element_ptr(first)), total)
 
     def outer_for(self, s: Stmt):
+        if self.calls:
+            return self.plain_outer_for(s)
         if s.attr.parallel:
             self.find_reductions(s)
             if self.cg.target.private_scatters:
@@ -388,6 +411,16 @@ class TaskLowering(NestLowering):
                           kind=kind)
         self.ranges = {}
         self.flush_reductions()
+
+    def plain_outer_for(self, s: Stmt):
+        """A task loop lowered without the task-wide analyses: one that calls a function."""
+        begin, end = self.as_i64(s.args[0]), self.as_i64(s.args[1])
+        step = None
+        if s.attr.parallel:
+            begin, end, step = self.cg.target.worker_range(self.b, begin, end, self.fn.args[1],
+                                                           self.fn.args[2])
+        self.counted_loop(s, begin, end, outermost=True, step=step, descending=s.attr.reverse,
+                          kind=SCALAR)
 
     def loop_kind(self, s: Stmt):
         """The loop_hints kind of a parallel loop's innermost loop."""
@@ -539,7 +572,7 @@ class TaskLowering(NestLowering):
         stop = b.load_atomic(p, "monotonic", 8, typ=I64)
         with b.if_then(b.icmp_signed("!=", stop, L.Constant(I64, 0)), likely=False):
             self.set_error(ERR_INTERRUPTED, 0)
-            b.ret_void()
+            self.leave()
         # (if_then continues in a fresh block after the early return)
 
     def op_if(self, s: Stmt):
@@ -581,6 +614,22 @@ class TaskLowering(NestLowering):
             v = self.convert(self.v(a), a.dtype, T.f64 if a.dtype.is_float else T.i64)
             self.b.store(v, self.b.gep(self.ret_ptr, [L.Constant(I64, k)], source_etype=I64))
         self.b.ret_void()
+
+    def leave(self):
+        """Return from the function being lowered at once (a stopped launch)."""
+        self.b.ret_void()
+
+    def op_call(self, s: Stmt):
+        callee = self.cg.funcs[id(s.attr)]
+        out = self.b.call(callee, [self.fn.args[0], self.tid, self.rng_counter]
+                          + [self.v(a) for a in s.args])
+        return out if s.attr.rets else None
+
+    def op_call_result(self, s: Stmt):
+        return self.b.extract_value(self.v(s.args[0]), s.attr)
+
+    def op_param(self, s: Stmt):
+        return self.fn.args[3 + s.attr]
 
     def op_serial(self, s):
         self.block(s.body)
@@ -962,6 +1011,52 @@ class TaskLowering(NestLowering):
     def arith(self, s: Stmt):
         from fieldsim.codegen.llvm_arith import lower_arith
         return lower_arith(self, s)
+
+
+class FuncLowering(TaskLowering):
+    """Lowers one real function (declared by `Codegen.run`) into its LLVM function."""
+
+    def __init__(self, cg: Codegen, func: Function):
+        llfn = cg.funcs[id(func)]
+        super().__init__(cg, Stmt(Op.SERIAL, None, blocks=[func.body], loc=func.loc), llfn.name,
+                         llfn)
+        self.func = func
+        self.demoted, self.discarded = set(), set()  # callers may run on many threads
+
+    def lower(self):
+        self.load_ctx()
+        self.tid, self.rng_counter = self.fn.args[1], self.fn.args[2]
+        self.block(self.task.body)
+        if not self.b.block.is_terminated:
+            self.b.unreachable()  # the body ends with its RETURN
+        self.alloca_b.branch(self.fn.blocks[1])
+
+    def leave(self):
+        rets = self.func.rets
+        self.ret([L.Constant(ll_type(d), 0) for d in rets])
+
+    def op_return(self, s: Stmt):
+        self.ret([self.v(a) for a in s.args])
+
+    def ret(self, values):
+        if not values:
+            self.b.ret_void()
+        elif len(values) == 1:
+            self.b.ret(values[0])
+        else:  # several results: a literal struct
+            agg = L.Constant(self.fn.function_type.return_type, L.Undefined)
+            for k, v in enumerate(values):
+                agg = self.b.insert_value(agg, v, k)
+            self.b.ret(agg)
+
+
+def _result_type(f: Function):
+    """A real function's LLVM result: void, its one scalar, or a struct of several."""
+    if not f.rets:
+        return L.VoidType()
+    if len(f.rets) == 1:
+        return ll_type(f.rets[0])
+    return L.LiteralStructType([ll_type(d) for d in f.rets])
 
 
 def small_constant_range(s: Stmt) -> bool:

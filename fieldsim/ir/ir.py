@@ -13,6 +13,12 @@ Every pass and the codegen read this and nothing else. The invariants are:
   fields take the component as one more index).
 * Mutable locals are explicit: `ALLOCA` / `LOCAL_LOAD` / `LOCAL_STORE`. Everything else is SSA.
 * Every statement carries the `Loc` of the user source it came from.
+* A kernel may hold `Function`s (`Kernel.funcs`: recursive real functions, compiled as real
+  calls). A function's body is self-contained (it uses only its own statements; PARAM gives
+  its scalar parameters), has no tasks (it runs inside the task that calls it), and ends with
+  one RETURN of its results. CALL statements (in the kernel or in any function, itself
+  included) name their `Function` as attr; a CALL's value is a function's one result, and
+  CALL_RESULT reads each of several.
 
 Statements are treated as immutable once a pass has produced them: passes build new IR.
 The two exceptions own what they are given, which nothing else holds yet: offload reuses the
@@ -62,6 +68,7 @@ __all__ = [
     "UNARY",
     "CustomGradInfo",
     "ForInfo",
+    "Function",
     "Kernel",
     "Op",
     "Param",
@@ -71,6 +78,7 @@ __all__ = [
     "has_user_adjoint",
     "replayed_block",
     "walk",
+    "walk_all",
 ]
 
 
@@ -148,9 +156,29 @@ class Param:
     template: bool = False
 
 
+@dataclass(eq=False)
+class Function:
+    """A real function (a recursive `fs.real_func` for one set of compile-time arguments):
+    scalar parameter dtypes, scalar result dtypes (none, one: the CALL's value, or several:
+    CALL_RESULTs), and its body (see the invariants above). Compared by identity: CALLs name
+    it."""
+
+    name: str
+    params: list[DataType]
+    rets: list[DataType]
+    body: list[Stmt] = dc_field(default_factory=list)
+    loc: Loc | None = None
+
+    @property
+    def call_dtype(self) -> DataType | None:
+        """A CALL's dtype: the one result's, else None."""
+        return self.rets[0] if len(self.rets) == 1 else None
+
+
 @dataclass
 class Kernel:
-    """A whole kernel: parameters, top-level statements, optional scalar return type."""
+    """A whole kernel: parameters, top-level statements, optional scalar return type, and the
+    real functions its code calls."""
 
     name: str
     params: list[Param]
@@ -158,6 +186,7 @@ class Kernel:
     ret: DataType | None = None
     loc: Loc | None = None
     meta: dict = dc_field(default_factory=dict)
+    funcs: list[Function] = dc_field(default_factory=list)
 
 
 def walk(block: list[Stmt]):
@@ -175,10 +204,17 @@ def walk(block: list[Stmt]):
             stack.pop()
 
 
+def walk_all(kernel: Kernel):
+    """`walk` of the kernel's body, then of each of its functions' bodies."""
+    yield from walk(kernel.body)
+    for f in kernel.funcs:
+        yield from walk(f.body)
+
+
 def fields_of(kernel: Kernel) -> list:
-    """The fields a kernel touches, in order of first appearance."""
+    """The fields a kernel touches (its functions included), in order of first appearance."""
     seen: dict[int, Any] = {}
-    for s in walk(kernel.body):
+    for s in walk_all(kernel):
         if s.op in GLOBAL_ACCESS:
             seen.setdefault(id(s.field), s.field)
     return list(seen.values())

@@ -81,7 +81,7 @@ class Op(enum.IntEnum):
     IF = enum.auto()  # args (cond,); blocks [then, else]
     BREAK = enum.auto()
     CONTINUE = enum.auto()
-    RETURN = enum.auto()  # args: the kernel's returned scalars (one per scalar of its return type)
+    RETURN = enum.auto()  # args: the kernel's (in a Function: the function's) returned scalars
     SERIAL = enum.auto()  # a top-level task run once, by one thread; blocks [body]
     ASSERT = enum.auto()  # args (cond, *format args); attr message, or (message %-format, value
     # kinds 'i'/'u'/'f') with format args; checked with debug=True
@@ -107,6 +107,14 @@ class Op(enum.IntEnum):
     # `print(...)` in a kernel: args are i64/u64/f64 values, attr the printf format string
     # (fieldsim.lang.formatting); written to stdout when reached, like Taichi's print
     PRINT = enum.auto()
+    # real calls (a recursive `fs.real_func`, compiled as an IR `Function`): PARAM is the
+    # k-th scalar parameter of the function whose body holds it (attr k); CALL calls the
+    # function `attr` with one scalar operand per parameter; its value is the function's result
+    # where it has one scalar result (dtype None for none or several); CALL_RESULT (args
+    # (call,), attr k) is the k-th of several. A function body ends by RETURN of its results.
+    PARAM = enum.auto()
+    CALL = enum.auto()
+    CALL_RESULT = enum.auto()
 
 
 class Effect(enum.Enum):
@@ -302,6 +310,9 @@ _SPECS = {
                            differentiable=False, lowering=Lowering.REGION),
     Op.STOP_GRAD: _statement(0, Result.NONE, Effect.MARKER),
     Op.PRINT: _statement(None, Result.NONE, Effect.OUTPUT),
+    Op.PARAM: _statement(0, Result.GIVEN, Effect.PURE),
+    Op.CALL: _statement(None, Result.GIVEN, Effect.CONTROL),
+    Op.CALL_RESULT: _statement(1, Result.GIVEN, Effect.PURE),
     Op.CUSTOM_ADJ_OUT: _spec(arity=None, result=Result.NONE, operands=Operands.ANY,
                             effect=Effect.CONTROL, differentiable=False, lowering=Lowering.REGION),
 }
@@ -317,6 +328,9 @@ def _for_text(info) -> str:
 _ATTR_TEXT = {
     Op.CONST: lambda a: f" {a!r}",
     Op.ARG: lambda a: f" arg{a}",
+    Op.PARAM: lambda a: f" param{a}",
+    Op.CALL: lambda a: f" @{a.name}",
+    Op.CALL_RESULT: lambda a: f" out{a}",
     Op.FOR: _for_text,
     Op.ASSERT: lambda a: f" {a!r}",
     Op.PRINT: lambda a: f" {a!r}",

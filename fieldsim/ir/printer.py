@@ -2,7 +2,8 @@
 
 Values are numbered `%0, %1, ...` in order of appearance, so the text of a kernel depends only
 on its structure. Fields print as `name` (grad fields as `name.grad`), with their storage
-shape and dtype listed once in a header when `header=True`.
+shape and dtype listed once in a header when `header=True`. A kernel's functions follow it,
+numbered on their own.
 """
 from __future__ import annotations
 
@@ -77,6 +78,13 @@ def print_block(block: list[Stmt], n: _Namer | None = None, indent: int = 1, loc
 
 
 def print_kernel(k: Kernel, locs: bool = False) -> str:
+    """The kernel, then each of its functions (`func @name(dtypes) -> dtype:`)."""
     params = ", ".join(f"{p.name}: {'template' if p.template else p.dtype}" for p in k.params)
     ret = f" -> {k.ret}" if k.ret is not None else ""
-    return f"kernel {k.name}({params}){ret}:\n" + print_block(k.body, locs=locs)
+    text = f"kernel {k.name}({params}){ret}:\n" + print_block(k.body, locs=locs)
+    for f in k.funcs:
+        fret = "" if not f.rets else f" -> {f.rets[0]}" if len(f.rets) == 1 else \
+            f" -> ({', '.join(str(d) for d in f.rets)})"
+        text += (f"\nfunc @{f.name}({', '.join(str(d) for d in f.params)}){fret}:\n"
+                 + print_block(f.body, locs=locs))
+    return text

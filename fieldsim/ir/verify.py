@@ -6,8 +6,10 @@ says of every op: operand count, operand dtypes (one shared dtype, float only, i
 the result dtype rule, and that an op without a value has no dtype. Beyond the table: every
 operand is a statement defined before use in an enclosing scope; field accesses have one integer
 index per storage dimension and load/store the field's dtype; atomics name a known kind; locals
-and stacks are reached through their ALLOCA; BREAK/CONTINUE sit inside a loop. The error shows
-the statements around the bad one, not the whole kernel. Analysis only.
+and stacks are reached through their ALLOCA; BREAK/CONTINUE sit inside a loop; each function
+of the kernel uses only its own statements, takes PARAMs of its parameter dtypes, and ends with a
+RETURN of its result; a CALL names a function of the kernel and passes (and gets) its dtypes.
+The error shows the statements around the bad one, not the whole kernel. Analysis only.
 """
 from __future__ import annotations
 
@@ -24,7 +26,15 @@ class IRVerifyError(AssertionError):
 
 
 def verify(kernel: Kernel) -> Kernel:
-    _Verifier(kernel).block(kernel.body, set(), loop_depth=0)
+    v = _Verifier(kernel)
+    v.block(kernel.body, set(), loop_depth=0)
+    for f in kernel.funcs:
+        v.function = f
+        v.current_block = f.body
+        if not f.body or f.body[-1].op != Op.RETURN:
+            raise IRVerifyError(f"kernel {kernel.name!r}: function {f.name!r} does not end "
+                                "with a RETURN")
+        v.block(f.body, set(), loop_depth=0)
     return kernel
 
 
@@ -36,6 +46,7 @@ class _Verifier:
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
         self.current_block: list[Stmt] = kernel.body
+        self.function = None  # the Function whose body is being checked
 
     def fail(self, s: Stmt, why: str):
         block = self.current_block
@@ -93,7 +104,7 @@ class _Verifier:
             self.fail(s, f"{s.op.name} defines no value but has dtype {s.dtype}")
         elif d.result is Result.I32 and s.dtype is not T.i32:
             self.fail(s, f"{s.op.name} gives i32, has dtype {s.dtype}")
-        elif d.result is Result.GIVEN and s.dtype is None and s.op != Op.FOR:
+        elif d.result is Result.GIVEN and s.dtype is None and s.op not in (Op.FOR, Op.CALL):
             self.fail(s, f"{s.op.name} needs a dtype")
         elif d.result is Result.OPERAND and s.args:
             src = s.args[1] if s.op == Op.SELECT else s.args[0]
@@ -129,3 +140,30 @@ class _Verifier:
             self.fail(s, f"{s.op.name} condition must be an integer, is {s.args[0].dtype}")
         elif s.op == Op.FOR and not all(_is_int(a.dtype) for a in s.args):
             self.fail(s, "FOR bounds must be integers")
+        elif s.op in (Op.PARAM, Op.CALL, Op.RETURN) and (self.function is not None or s.op != Op.RETURN):
+            self.real_call(s)
+        elif s.op == Op.CALL_RESULT:
+            self.call_result(s)
+
+    def real_call(self, s: Stmt):
+        """PARAM, CALL, and RETURN inside a function, against the functions' signatures."""
+        f = self.function
+        if s.op == Op.PARAM:
+            if f is None or not 0 <= s.attr < len(f.params) or f.params[s.attr] is not s.dtype:
+                self.fail(s, "PARAM outside a function, or not one of its parameters")
+            return
+        callee = f if s.op == Op.RETURN else s.attr
+        if s.op == Op.CALL and not any(callee is g for g in self.kernel.funcs):
+            self.fail(s, "CALL of a function the kernel does not hold")
+        want = callee.params if s.op == Op.CALL else callee.rets
+        if [a.dtype for a in s.args] != list(want):
+            self.fail(s, f"{s.op.name} of {', '.join(str(a.dtype) for a in s.args)}, function "
+                         f"{callee.name!r} takes {', '.join(str(d) for d in want)}")
+        if s.op == Op.CALL and s.dtype is not callee.call_dtype:
+            self.fail(s, f"CALL gives {s.dtype}, function {callee.name!r} returns {callee.rets}")
+
+    def call_result(self, s: Stmt):
+        call = s.args[0]
+        rets = call.attr.rets if call.op == Op.CALL else []
+        if len(rets) < 2 or not 0 <= s.attr < len(rets) or rets[s.attr] is not s.dtype:
+            self.fail(s, "CALL_RESULT is not one of the several results of its CALL")

@@ -312,6 +312,10 @@ class Frontend(ExprMixin):
         self.hidden_fields: list = []
         self.nonneg: set = set()  # ids of runtime values known >= 0 (ndarray shapes)
         self.parallel_depth = -1
+        self.funcs: list = []  # the kernel's real functions (lang.real_calls)
+        self.real_funcs: dict = {}  # their keys
+        self.real_inlining: list = []  # keys of the real funcs being inlined
+        self.real_building = 0  # how many real functions' bodies are being built
 
     # ---- entry --------------------------------------------------------------------------------
     def build(self) -> Kernel:
@@ -356,7 +360,8 @@ class Frontend(ExprMixin):
                                       f"statement: kernel {self.kernel_name!r} declares {self.ret} "
                                       f"but does not end with a return statement",
                                       self.source.loc(node))
-        return Kernel(self.kernel_name, params, self.b.block, self.ret, self.source.loc(node))
+        return Kernel(self.kernel_name, params, self.b.block, self.ret, self.source.loc(node),
+                      funcs=self.funcs)
 
     def _struct_arg(self, a, spec, params, pos, base):
         """A struct kernel argument rebuilt from its scalar arguments (leaves in member order)."""
@@ -781,8 +786,9 @@ class Frontend(ExprMixin):
         if slot.vars is None:
             slot.shape = shape
             slot.vars = []
+            declared = _declared_dtype(self, slot.rtype)  # `return 1.0` of an f64 func is f64
             for pos, v in enumerate(flat):
-                var = Stmt(Op.ALLOCA, self.e.dtype_of(v), loc=self.b.loc)
+                var = Stmt(Op.ALLOCA, declared or self.e.dtype_of(v), loc=self.b.loc)
                 slot.block.insert(slot.position + pos, var)
                 slot.vars.append(var)
         if shape != slot.shape:
@@ -1007,6 +1013,9 @@ class Frontend(ExprMixin):
     def inline_func(self, func, args, kwargs, node):
         if func.custom_grad is not None or func.replay is not None:
             return self.inline_custom_grad(func, args, kwargs, node)
+        if getattr(func, "is_real", False):  # a real call where it recurses
+            from fieldsim.lang import real_calls
+            return real_calls.call(self, func, args, kwargs, node)
         return self.inline_plain(func, args, kwargs, node, refs=self.caller_refs(node))
 
     def caller_refs(self, node) -> dict:
@@ -1154,12 +1163,28 @@ class _StaticContinue(Exception):
 
 
 def _raise_too_deep(func):
-    kind = "real function" if getattr(func, "is_real", False) else "func"
+    if getattr(func, "is_real", False):  # recursion on compile-time values (lang.real_calls)
+        raise FieldsimSyntaxError(
+            f"real function {func.fn.__name__!r} recurses too deeply (more than 64 nested "
+            "calls) on compile-time arguments (constants or templates), which are inlined: "
+            "pass the value that ends the recursion as a runtime value (e.g. a kernel "
+            "argument) to make it a real call, or write it as a loop")
     raise FieldsimSyntaxError(
-        f"{kind} {func.fn.__name__!r} recurses too deeply (more than 64 nested calls): "
-        "fieldsim inlines funcs and real functions into the kernel, so recursion must end "
-        "through fs.static conditions; recursion whose depth depends on a runtime value "
-        "(e.g. an argument) is not supported; write it as a loop")
+        f"func {func.fn.__name__!r} recurses too deeply (more than 64 nested calls): "
+        "fieldsim inlines funcs into the kernel, so recursion must end through fs.static "
+        "conditions; recursion whose depth depends on a runtime value (e.g. an argument) "
+        "needs @fs.real_func (compiled as a real call), or a loop")
+
+
+def _declared_dtype(fe, rtype):
+    """The element dtype a func's declared return type gives every returned scalar (None for
+    an undeclared one, a tuple or a struct)."""
+    if rtype is float or rtype is int:
+        return fe.e.fp if rtype is float else fe.e.ip
+    if isinstance(rtype, T.DataType):
+        return rtype
+    dt = getattr(rtype, "dtype", None) if isinstance(rtype, T.MatrixType) else None
+    return _declared_dtype(fe, dt) if dt is not None else None
 
 
 def _static_items(iterable) -> list:

@@ -122,8 +122,9 @@ def pyfunc(fn):
 
 def real_func(fn=None):
     """`ti.real_func`: Taichi compiles it as a separate function; fieldsim inlines it like any
-    `@func` (same results; recursion must end through fs.static conditions). As in Taichi, its
-    parameters must be annotated, and so must its return value if it has one."""
+    `@func` unless it recurses, and then compiles it as a real function it calls (recursion on
+    runtime values; lang/real_calls.py). As in Taichi, its parameters must be annotated, and so
+    must its return value if it has one."""
     if fn is None:
         return real_func
     from fieldsim.lang.func_args import check_real_func

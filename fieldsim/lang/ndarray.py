@@ -526,7 +526,8 @@ def check_writable(ck, templates, kname):
     never writes (writing it could fault, and would break the owner's promise)."""
     written = getattr(ck, "nd_written", None)
     if written is None:
-        written = ck.nd_written = {s.field.ir_name for s in _walk(ck.ir.body)
+        bodies = [ck.ir.body] + [f.body for f in ck.ir.funcs]  # real functions write too
+        written = ck.nd_written = {s.field.ir_name for body in bodies for s in _walk(body)
                                    if s.op in (Op.STORE, Op.ATOMIC) and is_slot(s.field)}
     for name, t in templates.items():
         if isinstance(t, BoundNdarray) and name in written and _read_only(t.proxy):
@@ -713,7 +714,7 @@ def bound_view(ck, templates):
             shapes[pos] = int(proxies[base].shape[int(dim)])
     smap: dict = {}
     body = _subst(ir.body, fmap, smap, shapes)
-    view_ir = Kernel(ir.name, ir.params, body, ir.ret, ir.loc, dict(ir.meta))
+    view_ir = Kernel(ir.name, ir.params, body, ir.ret, ir.loc, dict(ir.meta), ir.funcs)
     view = CompiledKernel(ck.owner, view_ir, ck.hidden_fields, ck.arg_dtypes, ck.ret)
     view.program = ck.program
     view.proxies = list(proxies.values())  # keeps the arrays (and so the key's ids) alive

@@ -84,7 +84,7 @@ TAICHI_ONLY_OPTIONS = {
     "packed": "no effect (fields are always packed)",
     "_test_mode": "no effect",
     "use_unified_memory": "CUDA memory is allocated per field",
-    "experimental_real_function": "real functions are inlined",
+    "experimental_real_function": "real functions are inlined unless they recurse",
     "print_preprocessed": "fieldsim does not print preprocessed source",
 }
 _EFFECTIVE = {"real_matrix_scalarize": True, "dynamic_index": True}

@@ -17,9 +17,10 @@ from fieldsim.lang import types as T
 
 MEMORY = {Op.ALLOCA, Op.LOCAL_LOAD, Op.LOCAL_STORE, Op.LOAD, Op.STORE, Op.ATOMIC,
           Op.STACK_ALLOCA, Op.STACK_PUSH, Op.STACK_POP, Op.STACK_TOP}
-# control flow, plus the markers of a func_grad region (its adjoint is the user's code)
+# control flow, plus the markers of a func_grad region (its adjoint is the user's code), plus
+# real calls (AD refuses kernels that make them)
 CONTROL = set(IR_CONTROL) | {Op.BREAK, Op.CONTINUE, Op.RETURN, Op.ASSERT, Op.CUSTOM_ADJ_IN,
-                             Op.CUSTOM_ADJ_OUT}
+                             Op.CUSTOM_ADJ_OUT, Op.CALL}
 
 POINTS = {Op.MOD: (1.7, 0.6), Op.MIN: (0.6, 0.35), Op.MAX: (0.35, 0.6), Op.ATAN2: (-0.4, 0.7),
           Op.POW: (0.6, 1.35), Op.NEG: (-0.3,)}

@@ -1,5 +1,5 @@
-"""`fs.real_func` corners: methods of data-oriented classes (an unannotated `self`), and the
-clear refusal of recursion whose depth depends on runtime values."""
+"""`fs.real_func` corners: methods of data-oriented classes (an unannotated `self`), and
+recursion whose depth depends on runtime values (a real call; a plain func refuses it)."""
 import numpy as np
 import pytest
 
@@ -39,7 +39,24 @@ def test_real_func_outside_a_class_still_needs_every_annotation():
             return i
 
 
-def test_runtime_recursion_is_a_clear_error():
+def test_runtime_recursion_of_a_plain_func_is_a_clear_error():
+    @fs.func
+    def sum_to(n: fs.i32) -> fs.i32:
+        if n == 0:
+            return 0
+        return sum_to(n - 1) + n
+
+    @fs.kernel
+    def total(n: fs.i32) -> fs.i32:
+        return sum_to(n)
+
+    with pytest.raises(fs.FieldsimSyntaxError, match=r"func 'sum_to' recurses too deeply"
+                                                    r".*runtime value.*real_func") as err:
+        total(10)
+    assert "test_compat_real_funcs.py" in str(err.value)
+
+
+def test_runtime_recursion_of_a_real_func_is_a_real_call():
     @fs.real_func
     def sum_to(n: fs.i32) -> fs.i32:
         if n == 0:
@@ -50,10 +67,7 @@ def test_runtime_recursion_is_a_clear_error():
     def total(n: fs.i32) -> fs.i32:
         return sum_to(n)
 
-    with pytest.raises(fs.FieldsimSyntaxError, match=r"real function 'sum_to' recurses too deeply"
-                                                    r".*runtime value") as err:
-        total(10)
-    assert "test_compat_real_funcs.py" in str(err.value)
+    assert total(10) == 55
 
 
 def test_static_recursion_of_a_real_func_still_works():

@@ -30,7 +30,8 @@ _EXITS = (Op.BREAK, Op.CONTINUE)
 def lower_break(kernel: Kernel) -> Kernel:
     low = _Lowering()
     body = low.fresh_block(kernel.body, None, task_level=True)
-    return Kernel(kernel.name, list(kernel.params), body, kernel.ret, kernel.loc, dict(kernel.meta))
+    return Kernel(kernel.name, list(kernel.params), body, kernel.ret, kernel.loc, dict(kernel.meta),
+                  kernel.funcs)
 
 
 def exits(s: Stmt) -> bool:

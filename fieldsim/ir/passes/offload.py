@@ -53,7 +53,8 @@ def offload(kernel: Kernel) -> Kernel:
         else:
             serial.append(s)
     flush()
-    return Kernel(kernel.name, kernel.params, body, kernel.ret, kernel.loc, dict(kernel.meta))
+    return Kernel(kernel.name, kernel.params, body, kernel.ret, kernel.loc, dict(kernel.meta),
+                  kernel.funcs)
 
 
 def is_task(s: Stmt) -> bool:

@@ -1,7 +1,8 @@
 """promote_locals: a local written once, before every read of it, becomes the value written.
 
 Takes, and owns, a kernel just made by the frontend and offload (nothing else holds its
-statements, as offload owns the frontend's): it is changed in place and returned. In it, each
+statements, as offload owns the frontend's): it is changed in place and returned. In its body,
+and in each of its functions' bodies, each
 ALLOCA that
 
 * is written by exactly one LOCAL_STORE, of a value of the ALLOCA's own dtype, and that store is
@@ -84,8 +85,14 @@ class _Locals:
 
 
 def promote_locals(kernel: Kernel) -> Kernel:
+    for body in [kernel.body] + [f.body for f in kernel.funcs]:  # each function on its own
+        _promote(body)
+    return kernel
+
+
+def _promote(body: list[Stmt]):
     found = _Locals()
-    found.scan(kernel.body)
+    found.scan(body)
     value_of: dict[int, Stmt] = {}  # id(promoted LOCAL_LOAD) -> the value it reads
     gone: set[int] = set()  # the promoted ALLOCAs, their stores and their loads
     for local in found.allocas:
@@ -96,8 +103,7 @@ def promote_locals(kernel: Kernel) -> Kernel:
                 value_of[id(load)] = store.value
     if gone:
         gone.update(value_of)
-        _rewrite(kernel.body, value_of, gone)
-    return kernel
+        _rewrite(body, value_of, gone)
 
 
 def _rewrite(block: list[Stmt], value_of: dict[int, Stmt], gone: set[int]):
