@@ -103,6 +103,8 @@ def _parse_spec(spec: str, dt) -> tuple[str, str]:
     flags, width, prec, _length, conv = m.groups()
     if conv in ("", "s"):
         conv = "f" if dt.is_float else "d" if dt.is_signed else "u"
+        if dt == T.f64 and not prec:  # Taichi prints a plain f64 with 12 decimals
+            prec = ".12"
     if (conv in INT_CONV) == dt.is_float or (conv == "u" and dt.is_signed) \
             or (conv in "di" and not dt.is_float and not dt.is_signed):
         raise FieldsimTypeError(f"'{spec}' doesn't match '{dt}'.")

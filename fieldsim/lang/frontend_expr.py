@@ -162,7 +162,11 @@ class ExprMixin:
         return result
 
     def expr_IfExp(self, node: ast.IfExp):
-        c = self.e.truthy(self.expr(node.test))
+        test = self.expr(node.test)
+        if isinstance(test, MatVal):  # Taichi >= 1.5 refuses this too
+            raise FieldsimTypeError("`a if cond else b` with a vector/matrix condition is not an "
+                                    "element-wise choice; use ti.select(cond, a, b)")
+        c = self.e.truthy(test)
         if isinstance(c, int):
             return self.expr(node.body if c else node.orelse)
         if _may_touch_memory(node.body) or _may_touch_memory(node.orelse):
@@ -622,15 +626,49 @@ class ExprMixin:
             raise FieldsimTypeError(f"{describe(fn)} is not callable")
         if fn is ops.ndrange and not kwargs:  # runtime bounds, e.g. an ndarray's shape
             return fn(*args)
+        if _is_user_method(fn) and _holds_kernel_values(fn.__self__):  # `ray.at(0.5)`
+            from fieldsim.lang.kernel import Func
+            return self.inline_func(Func(fn.__func__), [fn.__self__, *args], kwargs, None)
         if any(isinstance(v, (Stmt, MatVal)) for v in list(args) + list(kwargs.values())):
             if isinstance(fn, types.FunctionType):  # as Taichi runs it on its values: inlined
                 from fieldsim.lang.kernel import Func
                 return self.inline_func(Func(fn), args, kwargs, None)
+            if _is_user_method(fn):  # `ray.at(t)` on an object made in the kernel: inlined too
+                from fieldsim.lang.kernel import Func
+                return self.inline_func(Func(fn.__func__), [fn.__self__, *args], kwargs, None)
+            if _is_user_class(fn):
+                return _construct_in_python(fn, args, kwargs)
             from fieldsim.lang import kernel_hints  # (errors only: kept out of the first import)
             name = getattr(fn, "__name__", repr(fn))
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
                                       + kernel_hints.python_call_hint(fn))
         return fn(*args, **kwargs)
+
+
+def _is_user_method(fn) -> bool:
+    return isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) \
+        and not isinstance(fn.__self__, type)
+
+
+def _holds_kernel_values(obj) -> bool:
+    """An object made in this kernel (`Ray(o, d)`) keeps kernel values as attributes."""
+    return any(isinstance(v, (Stmt, MatVal)) for v in getattr(obj, "__dict__", {}).values())
+
+
+def _is_user_class(fn) -> bool:
+    return isinstance(fn, type) and not fn.__module__.split(".")[0] in ("fieldsim", "builtins", "numpy")
+
+
+def _construct_in_python(cls, args, kwargs):
+    """`Ray(origin, direction)` in a kernel: as in Taichi, the constructor runs in Python and
+    the object keeps the kernel values it was given as attributes (its methods are inlined)."""
+    try:
+        return cls(*args, **kwargs)
+    except TypeError as err:
+        raise FieldsimTypeError(
+            f"constructing {cls.__name__} in a kernel runs its __init__ in Python, which failed on "
+            f"kernel values ({err}); let __init__ only store its arguments, or use @fs.dataclass"
+        ) from None
 
 
 def coerce_pair(a, b):

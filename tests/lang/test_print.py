@@ -27,7 +27,7 @@ def test_print_types(capfd):
         print(fs.u64(2 ** 64 - 1), fs.i8(-3), fs.cast(-2.5, fs.f64), fs.u8(200))
 
     k()
-    assert capfd.readouterr().out == "18446744073709551615 -3 -2.500000 200\n"
+    assert capfd.readouterr().out == "18446744073709551615 -3 -2.500000000000 200\n"  # f64: 12 places, as Taichi
 
 
 def test_print_vectors_matrices_and_formats(capfd):

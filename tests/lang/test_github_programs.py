@@ -1,0 +1,81 @@
+"""Features that Taichi programs found on GitHub use, each checked on a small program of our own."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+
+def test_vector_condition_in_ifexp_points_to_select():
+    fs.init(arch=fs.cpu)
+    v = fs.Vector.field(2, fs.f32, shape=2)
+
+    @fs.kernel
+    def k():
+        for i in v:
+            v[i] = 0 if v[i] < 0 else v[i]
+
+    with pytest.raises(fs.FieldsimTypeError, match="ti.select"):
+        k()
+
+
+class _Ray:
+    """A plain Python class built inside a kernel from kernel values (as smallpt's Ray)."""
+
+    def __init__(self, origin, direction):
+        self.origin = origin
+        self.direction = direction
+
+    def at(self, t):
+        return self.origin + t * self.direction
+
+
+def test_python_class_constructed_in_kernel_keeps_kernel_values():
+    fs.init(arch=fs.cpu)
+    o = fs.Vector.field(3, fs.f32, shape=4)
+    out = fs.Vector.field(3, fs.f32, shape=4)
+
+    @fs.func
+    def make_ray(i):
+        return _Ray(o[i], fs.Vector([1.0, 2.0, 3.0]) * i)
+
+    @fs.kernel
+    def k():
+        for i in o:
+            ray = make_ray(i)
+            out[i] = ray.at(0.5) + ray.origin
+
+    o.from_numpy(np.arange(12, dtype=np.float32).reshape(4, 3))
+    k()
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    want = 2 * a + 0.5 * np.array([1.0, 2.0, 3.0]) * np.arange(4)[:, None]
+    np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-6)
+
+
+class _Doubling:
+    def __init__(self, v):
+        self.v = v * 2  # arithmetic on a kernel value in Python: refused with a clear error
+
+
+def test_python_class_whose_init_computes_is_refused_clearly():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=2)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            x[i] = _Doubling(x[i]).v
+
+    with pytest.raises(fs.FieldsimTypeError, match="_Doubling"):
+        k()
+
+
+def test_f64_values_print_with_twelve_decimals(capfd):
+    fs.init(arch=fs.cpu)
+
+    @fs.kernel
+    def k():
+        x = fs.f64(0.1)
+        print(x, 0.25, fs.Vector([x, x]), f"{x:.3f}")
+
+    k()
+    assert capfd.readouterr().out == "0.100000000000 0.250000 [0.100000000000, 0.100000000000] 0.100\n"
