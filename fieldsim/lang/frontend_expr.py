@@ -132,15 +132,27 @@ class ExprMixin:
         return self.e.unop(op, v)
 
     def expr_BoolOp(self, node: ast.BoolOp):
-        acc = self.e.truthy(self.expr(node.values[0]))
-        for sub in node.values[1:]:
-            nxt = self.e.truthy(self.expr(sub))
+        # every operand is evaluated (Taichi's default: no short circuit)
+        vals = [self.expr(v) for v in node.values]
+        op = "&" if isinstance(node.op, ast.And) else "|"
+        if any(isinstance(v, MatVal) for v in vals):  # `p < 0 and v < 0`: element-wise, as Taichi
+            acc = None
+            for v in vals:
+                t = v.map(self.truth_value) if isinstance(v, MatVal) else self.truth_value(v)
+                acc = t if acc is None else self.e.binop(op, acc, t)
+            return acc
+        acc = self.e.truthy(vals[0])
+        for v in vals[1:]:
+            nxt = self.e.truthy(v)
             if isinstance(acc, int) and isinstance(nxt, int):
-                acc = int(acc and nxt) if isinstance(node.op, ast.And) else int(acc or nxt)
+                acc = int(acc and nxt) if op == "&" else int(acc or nxt)
             else:
-                acc = self.e.binop("&" if isinstance(node.op, ast.And) else "|",
-                                   self.e.value(acc), self.e.value(nxt))
+                acc = self.e.binop(op, self.e.value(acc), self.e.value(nxt))
         return acc
+
+    def truth_value(self, v):
+        """A scalar as a 0/1 kernel value."""
+        return self.e.value(self.e.truthy(v))
 
     def expr_Compare(self, node: ast.Compare):
         left = self.expr(node.left)

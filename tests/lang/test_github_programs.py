@@ -79,3 +79,22 @@ def test_f64_values_print_with_twelve_decimals(capfd):
 
     k()
     assert capfd.readouterr().out == "0.100000000000 0.250000 [0.100000000000, 0.100000000000] 0.100\n"
+
+
+def test_and_or_on_vectors_are_element_wise():
+    fs.init(arch=fs.cpu)
+    p = fs.Vector.field(3, fs.f32, shape=())
+    q = fs.Vector.field(3, fs.f32, shape=())
+    out = fs.Vector.field(3, fs.i32, shape=())
+
+    @fs.kernel
+    def k():
+        cond = p[None] < 0 and q[None] < 0 or p[None] > 1 and q[None] > 0
+        for j in fs.static(range(3)):
+            out[None][j] = 7 if cond[j] else 0
+
+    pa, qa = np.array([-1.0, 2.0, 0.5, ]), np.array([-1.0, 3.0, 3.0])
+    p[None], q[None] = pa.tolist(), qa.tolist()
+    k()
+    want = ((pa < 0) & (qa < 0)) | ((pa > 1) & (qa > 0))
+    np.testing.assert_array_equal(out[None].to_numpy(), np.where(want, 7, 0))
