@@ -825,6 +825,7 @@ _PRINT = builtins.print  # as imported, before any tool replaced it
 _PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
                 float: _float_cast, len: _len, min: _py_minmax("min"),
                 max: _py_minmax("max"), abs: _py_abs, pow: _py_pow, bool: _py_bool,
+                np.absolute: _py_abs,  # numpy calls the value's __abs__: Taichi takes it
                 operator.matmul: lambda fe, a, k: fe.apply_binop("@", a[0], a[1]),
                 _PRINT: formatting.emit_print,
                 builtins.range: lambda fe, a, k: _static_range(a)}

@@ -98,3 +98,22 @@ def test_and_or_on_vectors_are_element_wise():
     k()
     want = ((pa < 0) & (qa < 0)) | ((pa > 1) & (qa > 0))
     np.testing.assert_array_equal(out[None].to_numpy(), np.where(want, 7, 0))
+
+
+def test_numpy_abs_on_kernel_values():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=5)
+    out = fs.field(fs.f32, shape=())
+
+    @fs.kernel
+    def k():
+        m = 0.0
+        fs.loop_config(serialize=True)
+        for i in range(5):
+            if np.abs(x[i]) >= m:
+                m = np.abs(x[i])
+        out[None] = m
+
+    x.from_numpy(np.array([1.0, -4.5, 2.0, -0.5, 3.0], dtype=np.float32))
+    k()
+    assert out[None] == 4.5
