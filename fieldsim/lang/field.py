@@ -151,7 +151,8 @@ class Field:
         self.shape = shape
         self.offset = offset
         self._snode = snode
-        self.storage = runtime.get().backend().allocate(self.storage_shape, self.dtype)
+        self.storage = runtime.get().backend().allocate(self.storage_shape, self.dtype,
+                                                        sparse=bool(snode.sparse_path()))
         for role in ("grad", "dual"):
             twin = getattr(self, "_" + role)
             if twin is not None and twin.shape is None and getattr(self, "needs_" + role):
