@@ -358,6 +358,12 @@ class Field:
         kind = {0: "field", 1: f"Vector.field({self.n})", 2: f"Matrix.field({self.n}, {self.m})"}
         return f"<fs.{kind[self.ndim_el]} {self.ir_name!r} shape={self.shape} dtype={self.dtype}>"
 
+    def __str__(self):
+        """`print(x)` in Python scope shows the values, as Taichi prints a field."""
+        if self.shape is None:
+            return repr(self)
+        return str(self.to_numpy())
+
 
 class ComponentField(Field):
     """`m.get_scalar_field(i, j)`: one component of a vector/matrix field, as a scalar field

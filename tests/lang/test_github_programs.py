@@ -117,3 +117,14 @@ def test_numpy_abs_on_kernel_values():
     x.from_numpy(np.array([1.0, -4.5, 2.0, -0.5, 3.0], dtype=np.float32))
     k()
     assert out[None] == 4.5
+
+
+def test_printing_a_field_in_python_shows_its_values(capsys):
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32, shape=(2, 3))
+    v = fs.Vector.field(2, fs.f32, shape=2)
+    x.from_numpy(np.arange(6, dtype=np.int32).reshape(2, 3))
+    print(x)
+    print(v)
+    assert capsys.readouterr().out == f"{np.arange(6).reshape(2, 3)}\n{np.zeros((2, 2), np.float32)}\n"
+    assert repr(x).startswith("<fs.field")
