@@ -129,11 +129,11 @@ class Matrix:
     def __iter__(self):
         return iter(self._a.tolist())
 
-    def __repr__(self):
-        return f"{type(self).__name__}({self._a.tolist()})"
+    def __repr__(self):  # as Taichi shows a Python-scope matrix: its numpy array
+        return str(self._a)
 
     def __str__(self):
-        return str(self._a.tolist())
+        return str(self._a)
 
     def _bin(self, other, fn):
         return _wrap(fn(self._a, _np(other)))

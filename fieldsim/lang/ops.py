@@ -144,7 +144,7 @@ def zero(x):
     """Zeros shaped and typed like `x` (a scalar, vector or matrix), as Taichi's `ti.zero`.
 
     >>> fs.zero(fs.Vector([1.5, 2.0]))
-    Vector([0.0, 0.0])
+    [0. 0.]
     """
     return x * 0
 
@@ -153,7 +153,7 @@ def one(x):
     """Ones shaped and typed like `x`, as Taichi's `ti.one`.
 
     >>> fs.one(fs.Vector([3, 4]))
-    Vector([1, 1])
+    [1 1]
     """
     return zero(x) + 1
 

@@ -128,3 +128,11 @@ def test_printing_a_field_in_python_shows_its_values(capsys):
     print(v)
     assert capsys.readouterr().out == f"{np.arange(6).reshape(2, 3)}\n{np.zeros((2, 2), np.float32)}\n"
     assert repr(x).startswith("<fs.field")
+
+
+def test_python_scope_vectors_print_as_taichi_and_build_from_numpy(capsys):
+    fs.init(arch=fs.cpu)
+    m = fs.math.mat4(np.eye(4, dtype=np.float32) * 2)  # a numpy matrix, not 16 copies of it
+    assert m.to_numpy().shape == (4, 4) and m[3, 3] == 2
+    print(fs.Vector([1.5, 2.0]), fs.Matrix([[1, 2], [3, 4]]))
+    assert capsys.readouterr().out == f"{np.array([1.5, 2.0])} {np.array([[1, 2], [3, 4]])}\n"
