@@ -73,8 +73,8 @@ class ExprMixin:
         return MatVal(vals, arr.shape[0], arr.shape[1], 2)
 
     def expr_Constant(self, node: ast.Constant):
-        if isinstance(node.value, (bool, int, float, str)) or node.value is None:
-            return node.value
+        if isinstance(node.value, (bool, int, float, str)) or node.value in (None, Ellipsis):
+            return node.value  # (`...` as a statement: a placeholder body, as in Python)
         raise FieldsimSyntaxError(f"unsupported constant {node.value!r}")
 
     def expr_Dict(self, node):
@@ -469,6 +469,9 @@ class ExprMixin:
         filled = self.fill_in_place(node)
         if filled is not None:
             return None
+        dynamic = self.dynamic_cell_call(node)
+        if dynamic is not _UNHANDLED:
+            return dynamic
         fn = self.expr(node.func)
         if fn in ops.LVALUE_BUILTINS:
             args = [None] + [self.expr(a) for a in node.args[1:]]
@@ -481,6 +484,30 @@ class ExprMixin:
                 args.append(self.expr(a))
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
         return self.call(fn, args, kwargs, node)
+
+    def dynamic_cell_call(self, node: ast.Call):
+        """`x[i].append(v)`, `x[i].length()`, `x[i].deactivate()` on a field placed under a
+        dynamic node, `i` indexing every axis but the dynamic one (Taichi 1.x): fs.append /
+        fs.length / fs.deactivate on that node. _UNHANDLED for any other call."""
+        from fieldsim.lang import sparse
+        from fieldsim.lang.snode import DYNAMIC
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _DYNAMIC_CELL_METHODS
+                and isinstance(func.value, ast.Subscript)
+                and isinstance(func.value.value, (ast.Name, ast.Attribute))):
+            return _UNHANDLED
+        field = self.expr(func.value.value)
+        snode = getattr(field, "_snode", None) if isinstance(field, Field) else None
+        dyn = getattr(snode, "_parent", None)
+        if dyn is None or dyn.kind != DYNAMIC:
+            return _UNHANDLED
+        index = self.expr(func.value.slice)
+        index = list(index) if isinstance(index, (list, tuple)) else [index]
+        if len(index) != len(field.shape) - 1:
+            return _UNHANDLED
+        op = getattr(sparse, _DYNAMIC_CELL_METHODS[func.attr])
+        args = [dyn, index] + [self.expr(a) for a in node.args]
+        return ops.KERNEL_BUILTINS[op](self, node, args, {})
 
     def fill_in_place(self, node: ast.Call):
         """`v.fill(c)` on an assignable vector/matrix (a field element, a local, a struct
@@ -821,6 +848,7 @@ def _py_anyall(name):
 
 
 _UNHANDLED = object()  # a call handler declines with this (a handled call may return None)
+_DYNAMIC_CELL_METHODS = {"append": "append", "length": "length", "deactivate": "deactivate"}
 _PRINT = builtins.print  # as imported, before any tool replaced it
 _PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
                 float: _float_cast, len: _len, min: _py_minmax("min"),

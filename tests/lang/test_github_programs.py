@@ -136,3 +136,43 @@ def test_python_scope_vectors_print_as_taichi_and_build_from_numpy(capsys):
     assert m.to_numpy().shape == (4, 4) and m[3, 3] == 2
     print(fs.Vector([1.5, 2.0]), fs.Matrix([[1, 2], [3, 4]]))
     assert capsys.readouterr().out == f"{np.array([1.5, 2.0])} {np.array([[1, 2], [3, 4]])}\n"
+
+
+def test_dynamic_cell_methods_append_length_deactivate():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32)
+    fs.root.pointer(fs.i, 4).dynamic(fs.j, 8, chunk_size=4).place(x)
+    out = fs.field(fs.i32, shape=4)
+
+    @fs.kernel
+    def k():
+        for i in range(4):
+            for j in range(i + 1):
+                x[i].append(j * 10)
+        for i in range(4):
+            out[i] = x[i].length()
+        x[2].deactivate()
+
+    @fs.kernel
+    def total() -> fs.i32:
+        return x[2].length() + x[3].length()
+
+    k()
+    np.testing.assert_array_equal(out.to_numpy(), [1, 2, 3, 4])
+    np.testing.assert_array_equal(x.to_numpy()[:, :4], [[0, 0, 0, 0], [0, 10, 0, 0],
+                                                       [0, 0, 0, 0], [0, 10, 20, 30]])
+    assert total() == 4
+
+
+def test_ellipsis_statement_is_a_placeholder():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32, shape=3)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            ...
+            x[i] = i
+
+    k()
+    np.testing.assert_array_equal(x.to_numpy(), [0, 1, 2])
