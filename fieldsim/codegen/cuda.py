@@ -629,7 +629,7 @@ class CudaBackend:
         atexit.register(_close_at_exit, weakref.ref(self))  # before the driver lets go
 
     # ---- storage ---------------------------------------------------------------------------------
-    def allocate(self, shape, dtype):
+    def allocate(self, shape, dtype, sparse=False):  # device memory: `sparse` changes nothing
         s = DeviceStorage(self, shape, dtype)
         self.storages.add(s)
         return s

@@ -272,7 +272,7 @@ class TaskLowering(NestLowering):
         self.written: set | None = None  # ids of the fields the task writes (made on demand)
         self.pred = None  # i1: the predicate of if-converted code (None: not predicated)
         self.holds = frozenset()  # ids of conditions true wherever the code now lowered runs
-        self.pred_locals: set = set()  # ids of allocas made inside if-converted code
+        self.pred_locals: dict = {}  # id(alloca made in if-converted code) -> its predicate
         self.nest_acc: dict = {}  # id(atomic) -> a nest's row/column accumulator (llvm_nest)
         self.nest_r = None  # the current r of a nest (i64), indexing column accumulators
         self.private: PrivateLayout | None = None
@@ -674,7 +674,7 @@ class TaskLowering(NestLowering):
         slot = self.alloca_b.alloca(ty)
         self.b.store(L.Constant(ty, 0), slot)
         if self.pred is not None:
-            self.pred_locals.add(id(s))  # private to the predicated block: no guard needed
+            self.pred_locals[id(s)] = self.pred  # private to the predicated block
         return slot
 
     def op_local_load(self, s: Stmt):
@@ -682,7 +682,9 @@ class TaskLowering(NestLowering):
 
     def op_local_store(self, s: Stmt):
         v, slot = self.v(s.args[1]), self.v(s.args[0])
-        if self.pred is not None and id(s.args[0]) not in self.pred_locals:
+        # a store needs no guard only under the very predicate its alloca was made under: one
+        # in a nested if (`ret = a; if c: ret = b`, inlined into an if) must keep `a` elsewhere
+        if self.pred is not None and self.pred_locals.get(id(s.args[0])) is not self.pred:
             v = self.b.select(self.pred, v, self.b.load(slot, typ=v.type))
         self.b.store(v, slot)
 

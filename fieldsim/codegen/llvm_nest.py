@@ -197,7 +197,7 @@ class NestLowering:
             self.block(blk)
         self.pred = outer
         if outer is None:
-            self.pred_locals = set()
+            self.pred_locals = {}
 
     # ---- local accumulation -------------------------------------------------------------------
     def reduce_into(self, s: Stmt):

@@ -154,7 +154,8 @@ class Field:
         self.offset = offset
         self._snode = snode
         try:
-            self.storage = runtime.get().backend().allocate(self.storage_shape, self.dtype)
+            self.storage = runtime.get().backend().allocate(self.storage_shape, self.dtype,
+                                                            sparse=bool(snode.sparse_path()))
         except MemoryError:
             raise FieldsimMemoryError(_allocation_failed(self), naming.user_loc()) from None
         for role in ("grad", "dual"):
@@ -375,7 +376,10 @@ class Field:
         return f"<fs.{kind[self.ndim_el]} {self.ir_name!r} shape={self.shape} dtype={self.dtype}>"
 
     def __str__(self):
-        return str(self.to_numpy())  # Taichi's `print(field)`
+        """`print(x)` in Python scope shows the values, as Taichi prints a field."""
+        if self.shape is None:
+            return repr(self)
+        return str(self.to_numpy())
 
 
 class ComponentField(Field):

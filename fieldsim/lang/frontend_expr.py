@@ -73,8 +73,8 @@ class ExprMixin:
         return MatVal(vals, arr.shape[0], arr.shape[1], 2)
 
     def expr_Constant(self, node: ast.Constant):
-        if isinstance(node.value, (bool, int, float, str)) or node.value is None:
-            return node.value
+        if isinstance(node.value, (bool, int, float, str)) or node.value in (None, Ellipsis):
+            return node.value  # (`...` as a statement: a placeholder body, as in Python)
         raise FieldsimSyntaxError(f"unsupported constant {node.value!r}")
 
     def expr_Dict(self, node):
@@ -137,15 +137,14 @@ class ExprMixin:
 
     def expr_BoolOp(self, node: ast.BoolOp):
         """`a and b` / `a or b` take Python's values (`5 or 2` is 5, `5 and 2` is 2), as in
-        Taichi; both sides are evaluated (Taichi's default `short_circuit_operators=False`)."""
+        Taichi; both sides are evaluated (Taichi's default `short_circuit_operators=False`).
+        With a vector operand they are element-wise 0/1 (`p < 0 and v < 0`), as in Taichi."""
         is_and = isinstance(node.op, ast.And)
-        acc = self.expr(node.values[0])
-        for sub in node.values[1:]:
-            nxt = self.expr(sub)
-            for v in (acc, nxt):
-                if isinstance(v, MatVal):
-                    raise FieldsimTypeError("`and`/`or` take scalars; use & and | for an "
-                                            "element-wise vector condition")
+        vals = [self.expr(v) for v in node.values]
+        if any(isinstance(v, MatVal) for v in vals):
+            return self.elementwise_bool_op("&" if is_and else "|", vals)
+        acc = vals[0]
+        for nxt in vals[1:]:
             if not isinstance(acc, Stmt) and not isinstance(nxt, Stmt):
                 acc = (acc and nxt) if is_and else (acc or nxt)
             elif _is_boolean(acc) and _is_boolean(nxt):  # 0/1 values: the same as & and |
@@ -154,6 +153,17 @@ class ExprMixin:
                 c = self.e.truthy(acc)
                 acc = self.e.select(c, nxt, acc) if is_and else self.e.select(c, acc, nxt)
         return acc
+
+    def elementwise_bool_op(self, op: str, vals):
+        acc = None
+        for v in vals:
+            t = v.map(self.truth_value) if isinstance(v, MatVal) else self.truth_value(v)
+            acc = t if acc is None else self.e.binop(op, acc, t)
+        return acc
+
+    def truth_value(self, v):
+        """A scalar as a 0/1 kernel value."""
+        return self.e.value(self.e.truthy(v))
 
     def expr_Compare(self, node: ast.Compare):
         left = self.expr(node.left)
@@ -186,7 +196,11 @@ class ExprMixin:
         return value
 
     def expr_IfExp(self, node: ast.IfExp):
-        c = self.e.truthy(self.expr(node.test))
+        test = self.expr(node.test)
+        if isinstance(test, MatVal):  # Taichi >= 1.5 refuses this too
+            raise FieldsimTypeError("`a if cond else b` with a vector/matrix condition is not an "
+                                    "element-wise choice; use ti.select(cond, a, b)")
+        c = self.e.truthy(test)
         if isinstance(c, int):
             return self.expr(node.body if c else node.orelse)
         if _may_touch_memory(node.body) or _may_touch_memory(node.orelse):
@@ -661,15 +675,49 @@ class ExprMixin:
             raise FieldsimTypeError(f"{describe(fn)} is not callable")
         if fn is ops.ndrange and not kwargs:  # runtime bounds, e.g. an ndarray's shape
             return fn(*args)
+        if _is_user_method(fn) and _holds_kernel_values(fn.__self__):  # `ray.at(0.5)`
+            from fieldsim.lang.kernel import Func
+            return self.inline_func(Func(fn.__func__), [fn.__self__, *args], kwargs, None)
         if any(isinstance(v, (Stmt, MatVal)) for v in list(args) + list(kwargs.values())):
             if isinstance(fn, types.FunctionType):  # as Taichi runs it on its values: inlined
                 from fieldsim.lang.kernel import Func
                 return self.inline_func(Func(fn), args, kwargs, None)
+            if _is_user_method(fn):  # `ray.at(t)` on an object made in the kernel: inlined too
+                from fieldsim.lang.kernel import Func
+                return self.inline_func(Func(fn.__func__), [fn.__self__, *args], kwargs, None)
+            if _is_user_class(fn):
+                return _construct_in_python(fn, args, kwargs)
             from fieldsim.lang import kernel_hints  # (errors only: kept out of the first import)
             name = getattr(fn, "__name__", repr(fn))
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
                                       + kernel_hints.python_call_hint(fn))
         return fn(*args, **kwargs)
+
+
+def _is_user_method(fn) -> bool:
+    return isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) \
+        and not isinstance(fn.__self__, type)
+
+
+def _holds_kernel_values(obj) -> bool:
+    """An object made in this kernel (`Ray(o, d)`) keeps kernel values as attributes."""
+    return any(isinstance(v, (Stmt, MatVal)) for v in getattr(obj, "__dict__", {}).values())
+
+
+def _is_user_class(fn) -> bool:
+    return isinstance(fn, type) and not fn.__module__.split(".")[0] in ("fieldsim", "builtins", "numpy")
+
+
+def _construct_in_python(cls, args, kwargs):
+    """`Ray(origin, direction)` in a kernel: as in Taichi, the constructor runs in Python and
+    the object keeps the kernel values it was given as attributes (its methods are inlined)."""
+    try:
+        return cls(*args, **kwargs)
+    except TypeError as err:
+        raise FieldsimTypeError(
+            f"constructing {cls.__name__} in a kernel runs its __init__ in Python, which failed on "
+            f"kernel values ({err}); let __init__ only store its arguments, or use @fs.dataclass"
+        ) from None
 
 
 def coerce_pair(a, b):
@@ -833,6 +881,7 @@ _PRINT = builtins.print  # as imported, before any tool replaced it
 _PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
                 float: _float_cast, len: _len, min: _py_minmax("min"),
                 max: _py_minmax("max"), abs: _py_abs, pow: _py_pow, bool: _py_bool,
+                np.absolute: _py_abs,  # numpy calls the value's __abs__: Taichi takes it
                 operator.matmul: lambda fe, a, k: fe.apply_binop("@", a[0], a[1]),
                 _PRINT: formatting.emit_print,
                 builtins.range: lambda fe, a, k: _static_range(a)}

@@ -87,6 +87,8 @@ def _flatten(v):
         return out
     if hasattr(v, "entries"):
         return list(v.entries)
+    if type(v).__module__ == "numpy" and getattr(v, "ndim", 0) > 0:  # mat4(np.eye(4))
+        return v.reshape(-1).tolist()
     return [v]
 
 

@@ -1,0 +1,178 @@
+"""Features that Taichi programs found on GitHub use, each checked on a small program of our own."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+
+def test_vector_condition_in_ifexp_points_to_select():
+    fs.init(arch=fs.cpu)
+    v = fs.Vector.field(2, fs.f32, shape=2)
+
+    @fs.kernel
+    def k():
+        for i in v:
+            v[i] = 0 if v[i] < 0 else v[i]
+
+    with pytest.raises(fs.FieldsimTypeError, match="ti.select"):
+        k()
+
+
+class _Ray:
+    """A plain Python class built inside a kernel from kernel values (as smallpt's Ray)."""
+
+    def __init__(self, origin, direction):
+        self.origin = origin
+        self.direction = direction
+
+    def at(self, t):
+        return self.origin + t * self.direction
+
+
+def test_python_class_constructed_in_kernel_keeps_kernel_values():
+    fs.init(arch=fs.cpu)
+    o = fs.Vector.field(3, fs.f32, shape=4)
+    out = fs.Vector.field(3, fs.f32, shape=4)
+
+    @fs.func
+    def make_ray(i):
+        return _Ray(o[i], fs.Vector([1.0, 2.0, 3.0]) * i)
+
+    @fs.kernel
+    def k():
+        for i in o:
+            ray = make_ray(i)
+            out[i] = ray.at(0.5) + ray.origin
+
+    o.from_numpy(np.arange(12, dtype=np.float32).reshape(4, 3))
+    k()
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    want = 2 * a + 0.5 * np.array([1.0, 2.0, 3.0]) * np.arange(4)[:, None]
+    np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-6)
+
+
+class _Doubling:
+    def __init__(self, v):
+        self.v = v * 2  # arithmetic on a kernel value in Python: refused with a clear error
+
+
+def test_python_class_whose_init_computes_is_refused_clearly():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=2)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            x[i] = _Doubling(x[i]).v
+
+    with pytest.raises(fs.FieldsimTypeError, match="_Doubling"):
+        k()
+
+
+def test_f64_values_print_with_twelve_decimals(capfd):
+    fs.init(arch=fs.cpu)
+
+    @fs.kernel
+    def k():
+        x = fs.f64(0.1)
+        print(x, 0.25, fs.Vector([x, x]), f"{x:.3f}")
+
+    k()
+    assert capfd.readouterr().out == "0.100000000000 0.250000 [0.100000000000, 0.100000000000] 0.100\n"
+
+
+def test_and_or_on_vectors_are_element_wise():
+    fs.init(arch=fs.cpu)
+    p = fs.Vector.field(3, fs.f32, shape=())
+    q = fs.Vector.field(3, fs.f32, shape=())
+    out = fs.Vector.field(3, fs.i32, shape=())
+
+    @fs.kernel
+    def k():
+        cond = p[None] < 0 and q[None] < 0 or p[None] > 1 and q[None] > 0
+        for j in fs.static(range(3)):
+            out[None][j] = 7 if cond[j] else 0
+
+    pa, qa = np.array([-1.0, 2.0, 0.5, ]), np.array([-1.0, 3.0, 3.0])
+    p[None], q[None] = pa.tolist(), qa.tolist()
+    k()
+    want = ((pa < 0) & (qa < 0)) | ((pa > 1) & (qa > 0))
+    np.testing.assert_array_equal(out[None].to_numpy(), np.where(want, 7, 0))
+
+
+def test_numpy_abs_on_kernel_values():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=5)
+    out = fs.field(fs.f32, shape=())
+
+    @fs.kernel
+    def k():
+        m = 0.0
+        fs.loop_config(serialize=True)
+        for i in range(5):
+            if np.abs(x[i]) >= m:
+                m = np.abs(x[i])
+        out[None] = m
+
+    x.from_numpy(np.array([1.0, -4.5, 2.0, -0.5, 3.0], dtype=np.float32))
+    k()
+    assert out[None] == 4.5
+
+
+def test_printing_a_field_in_python_shows_its_values(capsys):
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32, shape=(2, 3))
+    v = fs.Vector.field(2, fs.f32, shape=2)
+    x.from_numpy(np.arange(6, dtype=np.int32).reshape(2, 3))
+    print(x)
+    print(v)
+    assert capsys.readouterr().out == f"{np.arange(6).reshape(2, 3)}\n{np.zeros((2, 2), np.float32)}\n"
+    assert repr(x).startswith("<fs.field")
+
+
+def test_python_scope_vectors_print_as_taichi_and_build_from_numpy(capsys):
+    fs.init(arch=fs.cpu)
+    m = fs.math.mat4(np.eye(4, dtype=np.float32) * 2)  # a numpy matrix, not 16 copies of it
+    assert m.to_numpy().shape == (4, 4) and m[3, 3] == 2
+    print(fs.Vector([1.5, 2.0]), fs.Matrix([[1, 2], [3, 4]]))
+    assert capsys.readouterr().out == f"{np.array([1.5, 2.0])} {np.array([[1, 2], [3, 4]])}\n"
+
+
+def test_dynamic_cell_methods_append_length_deactivate():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32)
+    fs.root.pointer(fs.i, 4).dynamic(fs.j, 8, chunk_size=4).place(x)
+    out = fs.field(fs.i32, shape=4)
+
+    @fs.kernel
+    def k():
+        for i in range(4):
+            for j in range(i + 1):
+                x[i].append(j * 10)
+        for i in range(4):
+            out[i] = x[i].length()
+        x[2].deactivate()
+
+    @fs.kernel
+    def total() -> fs.i32:
+        return x[2].length() + x[3].length()
+
+    k()
+    np.testing.assert_array_equal(out.to_numpy(), [1, 2, 3, 4])
+    np.testing.assert_array_equal(x.to_numpy()[:, :4], [[0, 0, 0, 0], [0, 10, 0, 0],
+                                                       [0, 0, 0, 0], [0, 10, 20, 30]])
+    assert total() == 4
+
+
+def test_ellipsis_statement_is_a_placeholder():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32, shape=3)
+
+    @fs.kernel
+    def k():
+        for i in x:
+            ...
+            x[i] = i
+
+    k()
+    np.testing.assert_array_equal(x.to_numpy(), [0, 1, 2])
