@@ -56,20 +56,6 @@ def test_runtime_recursion_of_a_plain_func_is_a_clear_error():
     assert "test_compat_real_funcs.py" in str(err.value)
 
 
-def test_runtime_recursion_of_a_real_func_is_a_real_call():
-    @fs.real_func
-    def sum_to(n: fs.i32) -> fs.i32:
-        if n == 0:
-            return 0
-        return sum_to(n - 1) + n
-
-    @fs.kernel
-    def total(n: fs.i32) -> fs.i32:
-        return sum_to(n)
-
-    assert total(10) == 55
-
-
 def test_static_recursion_of_a_real_func_still_works():
     @fs.real_func
     def fact(n: fs.template()) -> fs.i32:
