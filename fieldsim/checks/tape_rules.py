@@ -619,6 +619,18 @@ def _check_range(plan, deltas: tuple, name: str, kernel_ir, arg_values) -> None:
         "ti.init(debug=True)); keep the index in range, e.g. with ti.min/ti.max or an `if`.")
 
 
+def check_index_ranges(check: KernelCheck, kernel_ir, name: str, arg_values) -> None:
+    """A user's `kernel.grad(...)` outside a Tape: refuse it, as a Tape launch is refused, when
+    an index that surely runs is out of its field's range for these arguments (`_check_range`):
+    the adjoint would read or write outside the field and give a wrong gradient."""
+    boxes = getattr(check, "tape_boxes", None)
+    if boxes is None:
+        boxes = check.tape_boxes = LaunchBoxes(check.accesses)
+    plan, deltas, _ = _plan_of(check, boxes, arg_values, ())
+    if plan.outside or plan.limits:
+        _check_range(plan, deltas, name, kernel_ir, arg_values)
+
+
 def _plan_of(check: KernelCheck, boxes: LaunchBoxes, arg_values, units) -> tuple:
     """(`FastPlan`, its form values, in-kernel findings) of a fast-path launch: the kernel's
     parametric plan, or (arguments in loop bounds or guards, a float index...) its plan per

@@ -24,6 +24,7 @@ import time
 from fieldsim.ad.fwd_mode import tangent_program
 from fieldsim.ad.reverse import make_adjoint
 from fieldsim.checks.access_rules import kernel_check
+from fieldsim.checks.tape_rules import check_index_ranges
 from fieldsim.errors import AccessRuleError, FieldsimError
 from fieldsim.ir.ir import walk
 from fieldsim.ir.passes.run import run_pass
@@ -142,6 +143,8 @@ class Driver:
                 refuse_grad_reads(ck, kernel.__name__)
             if check or not checked.checked:
                 kernel_check(checked).run(values)
+            if check:  # a user's kernel.grad(): its indices judged as a Tape launch's are
+                check_index_ranges(kernel_check(checked), checked.ir, kernel.__name__, values)
             program = adjoint_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None

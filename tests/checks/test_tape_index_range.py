@@ -115,3 +115,25 @@ def test_guarded_and_skipped_accesses_are_not_refused():
     want[[0, 1, 3]] += 1.0  # p[i-1] where flag[i] == 1
     want[1:] += 1.0  # p[i+1] for i < n - 1
     np.testing.assert_allclose(p.grad.to_numpy(), want, rtol=1e-12)
+
+
+def test_a_users_kernel_grad_is_refused_like_a_tape_launch():
+    """`kernel.grad(...)` outside a Tape: the same refusal, before the adjoint runs (the forward
+    launch itself is not checked, as in Taichi); in range, the gradient is the analytic one."""
+    n = 6
+    x = fs.field(float, shape=n, needs_grad=True, name="x")
+    y = fs.field(float, shape=n, needs_grad=True, name="y")
+
+    @fs.kernel
+    def shift(d: fs.i32):
+        for i in range(n - 1):
+            y[i] = 3.0 * x[i + d]
+
+    shift(0)
+    y.grad.fill(1.0)
+    with pytest.raises(fs.FieldsimIndexError, match=r"kernel 'shift' \(d=2\) reads x .*2\.\.6, "
+                       r"outside 0\.\.5"):
+        shift.grad(2)
+    np.testing.assert_array_equal(x.grad.to_numpy(), 0)  # the adjoint did not run
+    shift.grad(1)
+    np.testing.assert_array_equal(x.grad.to_numpy(), [0, 3, 3, 3, 3, 3])
