@@ -359,6 +359,8 @@ class TapeState:
     def _launch_validated(self, kernel_ir, kernel_name, check, boxes, arg_values) -> Checked:
         """`launch` under validation: every access's box and `Origin`, read sets kept for the
         run-time check (`checks.validation`)."""
+        if self.index_ranges:
+            check_index_ranges(check, kernel_ir, kernel_name or kernel_ir.name, arg_values)
         found = Checked()
         found.in_kernel = [] if self._units else check.run(arg_values, self.validation)
         found.kernel_checked = not self._units

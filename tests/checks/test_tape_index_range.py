@@ -137,3 +137,18 @@ def test_a_users_kernel_grad_is_refused_like_a_tape_launch():
     np.testing.assert_array_equal(x.grad.to_numpy(), 0)  # the adjoint did not run
     shift.grad(1)
     np.testing.assert_array_equal(x.grad.to_numpy(), [0, 3, 3, 3, 3, 3])
+
+
+def test_a_validating_tape_refuses_it_too():
+    n = 5
+    p = fs.field(float, shape=n, needs_grad=True, name="p")
+    loss = fs.field(float, shape=(), needs_grad=True, name="loss")
+
+    @fs.kernel
+    def edge():
+        for i in range(n):
+            loss[None] += p[i + 1]
+
+    with pytest.raises(fs.FieldsimIndexError, match=r"reads p .*1\.\.5, outside 0\.\.4"), \
+            fs.ad.Tape(loss, validation=True):
+        edge()
