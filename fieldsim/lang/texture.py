@@ -25,11 +25,11 @@ import enum
 import numpy as np
 
 from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError
+from fieldsim.lang import ops
 from fieldsim.lang import types as T
 from fieldsim.lang.kernel import Template, func
 from fieldsim.lang.matrix import Vector
 from fieldsim.lang.naming import user_loc
-from fieldsim.lang import ops
 from fieldsim.lang.ops import cast, floor, static
 
 Format = enum.Enum("Format", [
