@@ -188,7 +188,7 @@ class _Sampler:
                     idx[d] = base[d] % self.shape[d]
                     w *= 1.0 - frac[d]
             out += w * self.tex._data[idx]
-        return out
+        return cast(out, T.f32)  # Taichi's texture reads are vec4 of f32 whatever default_fp
 
 
 class _RWAccessor(_Sampler):
