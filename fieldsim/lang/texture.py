@@ -38,7 +38,11 @@ Format = enum.Enum("Format", [
     "rgba16u", "r16i", "rg16i", "rgb16i", "rgba16i", "r16f", "rg16f", "rgb16f", "rgba16f", "r32u",
     "rg32u", "rgb32u", "rgba32u", "r32i", "rg32i", "rgb32i", "rgba32i", "r32f", "rg32f", "rgb32f",
     "rgba32f", "depth16", "depth24stencil8", "depth32f"], module=__name__)
-Format.__doc__ = "`ti.Format`: a texture's texel format (channels and their storage)."
+Format.__doc__ = """`ti.Format`: a texture's texel format (channels and their storage).
+
+>>> fs.Format.rgba8.name
+'rgba8'
+"""
 
 _DEPTH = {"depth16": (1, "unorm", 16), "depth24stencil8": (1, "unorm", 24),
           "depth32f": (1, "float", 32)}
