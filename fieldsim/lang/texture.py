@@ -153,20 +153,20 @@ class Texture:
         return Image.fromarray(rgb).rotate(270, expand=True)
 
 
-class _Sampler:
-    """What a `texture(n)` parameter is in a kernel: `sample_lod` and `fetch`."""
+class _View:
+    """A texture as a kernel sees it: its shape (a Python tuple, static in kernels) and texels."""
 
     def __init__(self, tex: Texture):
         self.tex = tex
         self.dims = tex.num_dims
         self.shape = tex.shape
 
-    @func
-    def fetch(self, index, lod):
-        return self.tex_texel(index)
+    def __repr__(self):
+        what = "rw_texture" if isinstance(self, _RWAccessor) else "texture"
+        return f"(a {what} parameter, given {self.tex!r})"
 
     @func
-    def tex_texel(self, index):
+    def texel(self, index):
         inside = 1
         for d in static(range(self.dims)):
             if index[d] < 0 or index[d] >= self.shape[d]:
@@ -175,6 +175,14 @@ class _Sampler:
         if inside:
             v = self.tex._data[index]
         return v
+
+
+class _Sampler(_View):
+    """What a `texture(n)` parameter is in a kernel: `sample_lod` and `fetch`."""
+
+    @func
+    def fetch(self, index, lod):
+        return self.texel(index)
 
     @func
     def sample_lod(self, uv, lod):
@@ -195,7 +203,7 @@ class _Sampler:
         return cast(out, T.f32)  # Taichi's texture reads are vec4 of f32 whatever default_fp
 
 
-class _RWAccessor(_Sampler):
+class _RWAccessor(_View):
     """What an `rw_texture(n, fmt, lod)` parameter is in a kernel: `load` and `store`."""
 
     def __init__(self, tex: Texture):
@@ -208,7 +216,7 @@ class _RWAccessor(_Sampler):
 
     @func
     def load(self, index):
-        return self.tex_texel(index)
+        return self.texel(index)
 
     @func
     def store(self, index, value):

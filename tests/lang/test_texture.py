@@ -149,3 +149,20 @@ def test_texture_examples_run():
                         "graph/texture_graph.py"], capture_output=True, text=True, env=env,
                        cwd=ROOT, timeout=600, check=False)
     assert "2 of 2 programs ran" in r.stdout + r.stderr, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_from_ndarray_quantises_and_sampler_has_no_store():
+    tex = ti.Texture(ti.Format.r8, (3,))
+    arr = ti.ndarray(ti.f32, shape=3)
+    arr.from_numpy(np.array([0.1, 2.0, -1.0], np.float32))
+    tex.from_ndarray(arr)
+    want = np.round(np.clip(np.float32([0.1, 2.0, -1.0]).astype(np.float64), 0, 1) * 255) / 255
+    np.testing.assert_allclose(tex._data.to_numpy(), np.stack(
+        [want, np.zeros(3), np.zeros(3), np.ones(3)], -1), rtol=1e-6)
+
+    @ti.kernel
+    def k(t: ti.types.texture(num_dimensions=1)):
+        t.store(ti.Vector([0]), ti.Vector([1.0, 0.0, 0.0, 0.0]))
+
+    with pytest.raises(ti.FieldsimError, match="texture parameter.*no attribute 'store'"):
+        k(tex)
