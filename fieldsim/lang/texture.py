@@ -153,6 +153,11 @@ class Texture:
         return Image.fromarray(rgb).rotate(270, expand=True)
 
 
+def texels(tex: Texture) -> np.ndarray:
+    """The texture's texels as numpy, shape `tex.shape + (4,)` (for GGUI's `set_image`)."""
+    return tex._data.to_numpy()
+
+
 class _View:
     """A texture as a kernel sees it: its shape (a Python tuple, static in kernels) and texels."""
 
