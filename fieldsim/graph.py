@@ -1,7 +1,7 @@
 """`ti.graph`: compute graphs, a fixed sequence of kernel launches over named arguments.
 
 A `GraphBuilder` records `dispatch(kernel, *args)` calls whose arguments are symbolic
-(`Arg(ArgKind.NDARRAY, "x", dtype, ndim)`, scalars, matrices) or concrete values; sequences made
+(`Arg(ArgKind.NDARRAY, "x", dtype, ndim)`, scalars, matrices, textures) or concrete values; sequences made
 with `create_sequential()` can be appended many times. `compile()` freezes the list into a
 `Graph`; `graph.run({"x": array, ...})` binds every symbol by name and launches the kernels in
 order, each through the kernel's ordinary call (so each specialisation compiles once and is then
@@ -26,6 +26,7 @@ from fieldsim.lang import types as T
 from fieldsim.lang.kernel import KernelObj
 from fieldsim.lang.naming import user_loc
 from fieldsim.lang.ndarray import Ndarray, NdarrayType
+from fieldsim.lang.texture import RWTextureType, Texture, TextureType
 
 __all__ = ["Arg", "ArgKind", "Graph", "GraphBuilder", "Sequential"]
 
@@ -42,7 +43,12 @@ _ALLOWED = {
     ArgKind.SCALAR: ("dtype",),
     ArgKind.NDARRAY: ("dtype", "ndim", "field_dim"),
     ArgKind.MATRIX: ("dtype",),
+    ArgKind.TEXTURE: ("ndim",),
+    ArgKind.RWTEXTURE: ("ndim", "fmt"),
 }
+
+
+_ARRAYS = (ArgKind.NDARRAY, ArgKind.TEXTURE, ArgKind.RWTEXTURE)
 
 
 class Arg:
@@ -57,9 +63,6 @@ class Arg:
         options = {"dtype": dtype, "ndim": ndim, **kwargs}
         if not isinstance(tag, ArgKind):
             raise FieldsimRuntimeError(f"tag must be a ti.graph.ArgKind, got {tag!r}", user_loc())
-        if tag not in _ALLOWED:
-            raise FieldsimRuntimeError(f"graph argument {name!r}: {tag.name} arguments are "
-                                       "textures, which fieldsim does not have", user_loc())
         if not isinstance(name, str):
             raise FieldsimRuntimeError(f"name must be a string, got {type(name).__name__}",
                                        user_loc())
@@ -70,7 +73,7 @@ class Arg:
                 f"{tag.name}; allowed: {', '.join(_ALLOWED[tag])}", user_loc())
         self.tag, self.name = tag, name
         self.ndim = options["ndim"] if options["ndim"] is not None else kwargs.get("field_dim")
-        self.dtype = dtype
+        self.dtype, self.fmt = dtype, kwargs.get("fmt")
         self._check_declaration()
 
     def _check_declaration(self):
@@ -81,9 +84,9 @@ class Arg:
         if self.tag is ArgKind.MATRIX and not matrix:
             raise FieldsimRuntimeError(f"graph argument {self.name!r}: ArgKind.MATRIX needs a "
                                        f"vector or matrix dtype, got {self.dtype}", user_loc())
-        if self.tag is ArgKind.NDARRAY and not isinstance(self.ndim, int):
-            raise FieldsimRuntimeError(f"graph argument {self.name!r}: an NDARRAY argument "
-                                       "needs ndim", user_loc())
+        if self.tag in _ARRAYS and not isinstance(self.ndim, int):
+            raise FieldsimRuntimeError(f"graph argument {self.name!r}: an {self.tag.name} "
+                                       "argument needs ndim", user_loc())
 
     def __repr__(self):
         return f"ti.graph.Arg({self.tag.name}, {self.name!r}, dtype={self.dtype}, ndim={self.ndim})"
@@ -92,9 +95,20 @@ class Arg:
         """Raises unless `value` can stand for this argument."""
         if self.tag is ArgKind.NDARRAY:
             self._check_array(value)
+        elif self.tag in (ArgKind.TEXTURE, ArgKind.RWTEXTURE):
+            self._check_texture(value)
         elif self.tag is ArgKind.SCALAR and not isinstance(value, (int, float, np.number)):
             raise FieldsimRuntimeError(f"graph argument {self.name!r} is a scalar; got "
                                        f"{type(value).__name__}", user_loc())
+
+    def _check_texture(self, value):
+        problem = (f"got {type(value).__name__}" if not isinstance(value, Texture)
+                   else f"got a {value.num_dims}-D texture" if value.num_dims != self.ndim
+                   else f"got format {value.fmt.name}" if self.fmt not in (None, value.fmt)
+                   else None)
+        if problem:
+            raise FieldsimRuntimeError(f"graph argument {self.name!r} is a {self.ndim}-D "
+                                       f"{self.tag.name}; {problem}", user_loc())
 
     def _check_array(self, value):
         if not isinstance(value, (Ndarray, np.ndarray)) and not hasattr(value, "__dlpack__"):
@@ -199,6 +213,16 @@ def _bind(arg, values):
     return arg
 
 
+def _kind_of(x):
+    """The graph argument kind an annotation (or Arg) takes: ndarray, texture, rw texture or
+    other (None)."""
+    if isinstance(x, Arg):
+        return x.tag if x.tag in _ARRAYS else None
+    return (ArgKind.RWTEXTURE if isinstance(x, RWTextureType) else ArgKind.TEXTURE
+            if isinstance(x, TextureType) else ArgKind.NDARRAY if isinstance(x, NdarrayType)
+            else None)
+
+
 def _check_dispatch(kernel, args):
     if not isinstance(kernel, KernelObj):
         raise FieldsimRuntimeError(f"graph dispatch takes a @ti.kernel; got {kernel!r}",
@@ -209,7 +233,7 @@ def _check_dispatch(kernel, args):
             f"graph dispatch of kernel {kernel.__name__!r}: it takes {len(params)} argument(s), "
             f"{len(args)} given", user_loc())
     for p, a in zip(params, args):
-        if isinstance(a, Arg) and isinstance(p.annotation, NdarrayType) != (a.tag is ArgKind.NDARRAY):
+        if isinstance(a, Arg) and _kind_of(p.annotation) is not _kind_of(a):
             raise FieldsimRuntimeError(
                 f"graph dispatch of kernel {kernel.__name__!r}: parameter {p.name!r} is "
                 f"annotated {p.annotation}, but graph argument {a.name!r} is {a.tag.name}",

@@ -93,8 +93,10 @@ def test_bad_dispatches_fail_at_the_dispatch(kernels):
         builder.dispatch(fill, s, 1.0)
     with pytest.raises(fs.FieldsimRuntimeError, match="SCALAR needs a scalar dtype"):
         G.Arg(G.ArgKind.SCALAR, "v", fs.math.vec2)
-    with pytest.raises(fs.FieldsimRuntimeError, match="textures"):
-        G.Arg(G.ArgKind.TEXTURE, "t", ndim=2)
+    with pytest.raises(fs.FieldsimRuntimeError, match="TEXTURE argument needs ndim"):
+        G.Arg(G.ArgKind.TEXTURE, "t")
+    with pytest.raises(fs.FieldsimRuntimeError, match="invalid option.*fmt"):
+        G.Arg(G.ArgKind.TEXTURE, "t", ndim=2, fmt=fs.Format.r8)
     with pytest.raises(fs.FieldsimRuntimeError, match="invalid option.*ndim"):
         G.Arg(G.ArgKind.SCALAR, "v", fs.f32, ndim=1)
 

@@ -316,3 +316,16 @@ def test_vector_field_draws_arrows_along_the_field():
     img = frame(window)
     assert at(img, 0.65, 0.5) == (0, 0, 0) and at(img, 0.5, 0.65) == (255, 255, 255)
     assert at(img, 0.75, 0.7) == (255, 255, 255)
+
+
+def test_set_image_takes_a_texture():
+    rng = np.random.default_rng(3)
+    img = rng.random((20, 10, 4)).astype(np.float32)
+    tex = fs.Texture(fs.Format.rgba32f, (20, 10))
+    field = fs.Vector.field(4, fs.f32, shape=(20, 10))
+    field.from_numpy(img)
+    tex.from_field(field)
+    window = fs.ui.Window("tex", (20, 10))
+    window.get_canvas().set_image(tex)
+    back = window.get_image_buffer_as_numpy()
+    assert np.abs(back[..., :3] - img[..., :3]).max() <= 0.5 / 255 + 1e-6

@@ -19,7 +19,6 @@ class FieldsimAttributeError(FieldsimError, AttributeError):
 
 # Taichi 1.7 public names of features fieldsim does not have, and what they belong to.
 UNSUPPORTED = {
-    "Texture": "textures (a Vulkan/OpenGL backend feature)",
     "aot": "ahead-of-time modules for deployment",
     "simt": "warp/subgroup intrinsics of GPU backends",
     "Mesh": "the MeshTaichi extension",

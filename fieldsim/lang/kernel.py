@@ -297,6 +297,8 @@ class KernelObj:
             bound.templates[name] = v
             bound.key.append(bind_builder(v, kname, name, self.def_loc()))
         elif isinstance(a, (Template, _SelfArg)) or a is Template:
+            if hasattr(a, "bind_value"):  # a texture: the view the kernel sees
+                v = a.bind_value(v, kname, name, self.def_loc())
             bound.templates[name] = v
             bound.key.append(("f", v.uid, v.generation) if type(v) is Field else template_key(v))
         elif isinstance(a, (T.MatrixType, StructType)):  # entries travel as scalar arguments

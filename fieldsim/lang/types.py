@@ -129,6 +129,8 @@ primitive_types = __import__("sys").modules[__name__]  # `ti.types.primitive_typ
 _ELSEWHERE = {
     "ndarray": ("fieldsim.lang.ndarray", "NdarrayType"),
     "template": ("fieldsim.lang.kernel", "template"),
+    "texture": ("fieldsim.lang.texture", "texture"),
+    "rw_texture": ("fieldsim.lang.texture", "rw_texture"),
     "struct": ("fieldsim.lang.struct", "struct"),
     "is_integral": ("fieldsim.lang.types_extra", "is_integral"),
     "is_real": ("fieldsim.lang.types_extra", "is_real"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from fieldsim.gui import _pack, _triangle_cover
+from fieldsim.lang.texture import Texture, texels
 from fieldsim.ui import _inputs
 from fieldsim.ui.render3d import render
 
@@ -45,7 +46,10 @@ class Canvas:
 
     def set_image(self, img):
         """``img`` indexed ``[x, y]`` (y up): ``(W, H)``, ``(W, H, 3)`` or ``(W, H, 4)``, floats in
-        [0, 1] or 8-bit integers; another size is stretched over the window."""
+        [0, 1] or 8-bit integers, or a 2-D ``ti.Texture``; another size is stretched over the
+        window."""
+        if isinstance(img, Texture):
+            img = texels(img)
         a = _inputs.array(img, "Canvas.set_image", dtype=None)
         self._draw(lambda surface: surface.set_image(a))
 
