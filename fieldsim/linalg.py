@@ -49,7 +49,7 @@ Algorithms (written for this project):
   derivative is arbitrary.
 """
 import fieldsim as fs
-from fieldsim.lang.compat import FieldsimAttributeError, user_loc
+from fieldsim.matrixfree import LinearOperator, MatrixFreeBICGSTAB, MatrixFreeCG
 from fieldsim.sparse_matrix import SparseMatrix, SparseMatrixBuilder
 from fieldsim.sparse_solver import SparseCG, SparseSolver
 
@@ -346,18 +346,5 @@ def svd(A, dt=None):
         return svd3d(A, dt)
 
 
-# Taichi 1.7's ti.linalg names fieldsim does not have: a clear, located error.
-_UNSUPPORTED = ("LinearOperator", "MatrixFreeCG", "MatrixFreeBICGSTAB")
-
-
-def __getattr__(name):
-    if name in _UNSUPPORTED:
-        raise FieldsimAttributeError(f"fieldsim does not support ti.linalg.{name} (Taichi's "
-                                     "matrix-free Krylov solvers); assemble a "
-                                     "fs.linalg.SparseMatrix and use fs.linalg.SparseSolver or "
-                                     "SparseCG", user_loc())
-    raise AttributeError(f"module 'fieldsim.linalg' has no attribute {name!r}")
-
-
-__all__ = ["SparseCG", "SparseMatrix", "SparseMatrixBuilder", "SparseSolver", "polar_decompose",
-           "svd"]
+__all__ = ["LinearOperator", "MatrixFreeBICGSTAB", "MatrixFreeCG", "SparseCG", "SparseMatrix",
+           "SparseMatrixBuilder", "SparseSolver", "polar_decompose", "svd"]
