@@ -116,13 +116,10 @@ class Arg:
                                        f"{type(value).__name__}", user_loc())
         if not isinstance(value, Ndarray):
             return  # numpy/torch/jax arrays: the kernel's launch checks them as usual
-        declared = self.dtype
-        element = declared.dtype if isinstance(declared, T.MatrixType) else declared
-        shape = (declared.n, declared.m) if isinstance(declared, T.MatrixType) else ()
-        got_shape = () if not value.ndim_el else (value.n,) if value.ndim_el == 1 else (value.n,
-                                                                                       value.m)
-        if isinstance(declared, T.MatrixType) and declared.ndim == 1:
-            shape = (declared.n,)
+        declared, got_shape = self.dtype, value.element_shape
+        matrix = isinstance(declared, T.MatrixType)
+        element = declared.dtype if matrix else declared
+        shape = ((declared.n,) if declared.ndim == 1 else (declared.n, declared.m)) if matrix else ()
         problems = []
         if len(value.shape) != self.ndim:
             problems.append(f"ndim {len(value.shape)} (declared {self.ndim})")

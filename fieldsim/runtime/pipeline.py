@@ -142,9 +142,10 @@ class Driver:
             if checked is not ck:
                 refuse_grad_reads(ck, kernel.__name__)
             if check or not checked.checked:
-                kernel_check(checked).run(values)
-            if check:  # a user's kernel.grad(): its indices judged as a Tape launch's are
-                check_index_ranges(kernel_check(checked), checked.ir, kernel.__name__, values)
+                rules = kernel_check(checked)
+                rules.run(values)
+                if check:  # a user's kernel.grad(): its indices judged as a Tape launch's are
+                    check_index_ranges(rules, checked.ir, kernel.__name__, values)
             program = adjoint_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None

@@ -100,7 +100,7 @@ def test_rgba8_store_quantises_like_unorm8():
 
 
 def test_from_image_to_image_round_trip():
-    Image = pytest.importorskip("PIL.Image")
+    from PIL import Image  # (Pillow comes with matplotlib, a dependency)
     rgb = np.random.default_rng(2).integers(0, 256, (6, 9, 3), dtype=np.uint8)  # height 6, width 9
     tex = ti.Texture(ti.Format.rgba8, (9, 6))
     tex.from_image(Image.fromarray(rgb))
