@@ -123,18 +123,15 @@ class Arg:
         problems = []
         if len(value.shape) != self.ndim:
             problems.append(f"ndim {len(value.shape)} (declared {self.ndim})")
-        if element is not None and _concrete(element) != value.dtype:
+        rt = runtime.get()
+        if element is not None and T.concrete_dtype(element, rt.default_fp,
+                                                    rt.default_ip) != value.dtype:
             problems.append(f"element dtype {value.dtype} (declared {element})")
         if declared is not None and shape != got_shape:
             problems.append(f"element shape {got_shape} (declared {shape})")
         if problems:
             raise FieldsimRuntimeError(f"graph argument {self.name!r}: the ndarray given has "
                                        + ", ".join(problems), user_loc())
-
-
-def _concrete(dtype):
-    rt = runtime.get()
-    return rt.default_fp if dtype is float else rt.default_ip if dtype is int else dtype
 
 
 def _symbols(args):

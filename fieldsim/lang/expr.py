@@ -77,7 +77,7 @@ class Emitter:
 
     def resolve(self, dtype):
         """`dtype` with Python's `float`/`int` read as the default types, as Taichi reads them."""
-        return self.fp if dtype is float else self.ip if dtype is int else dtype
+        return T.concrete_dtype(dtype, self.fp, self.ip)
 
     def value(self, v, dtype=None) -> Stmt:
         """A runtime scalar of `dtype` (or v's own type) from a constant or a Stmt."""

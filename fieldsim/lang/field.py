@@ -530,10 +530,7 @@ def _allocation_failed(field) -> str:
 
 
 def _resolve_dtype(dtype, rt) -> T.DataType:
-    if dtype is None or dtype is float:
-        return rt.default_fp
-    if dtype is int:
-        return rt.default_ip
+    dtype = T.concrete_dtype(float if dtype is None else dtype, rt.default_fp, rt.default_ip)
     if isinstance(dtype, T.DataType):
         return dtype
     if isinstance(dtype, T.MatrixType):

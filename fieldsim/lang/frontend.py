@@ -528,8 +528,7 @@ class Frontend(ExprMixin):
         return self.expr(ast.copy_location(ast.Name(node.target.id, ast.Load()), node.target))
 
     def stmt_AnnAssign(self, node: ast.AnnAssign):
-        dt = self.expr(node.annotation)
-        dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
+        dt = self.e.resolve(self.expr(node.annotation))
         if node.value is None:
             raise FieldsimSyntaxError("an annotated variable needs a value")
         value = self.expr(node.value)
@@ -1179,8 +1178,7 @@ def _raise_too_deep(func):
 def _declared_dtype(fe, rtype):
     """The element dtype a func's declared return type gives every returned scalar (None for
     an undeclared one, a tuple or a struct)."""
-    if rtype is float or rtype is int:
-        return fe.e.fp if rtype is float else fe.e.ip
+    rtype = fe.e.resolve(rtype)
     if isinstance(rtype, T.DataType):
         return rtype
     dt = getattr(rtype, "dtype", None) if isinstance(rtype, T.MatrixType) else None

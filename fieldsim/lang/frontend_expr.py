@@ -45,8 +45,7 @@ class ExprMixin:
         """A Python-scope `fs.Vector`/`fs.Matrix` met in a kernel is a constant vector/matrix."""
         if not isinstance(v, PyMatrix):
             return v
-        dt = v.dtype
-        dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
+        dt = self.e.resolve(v.dtype)
         entries = [self.b.const(x.item(), dt) if isinstance(dt, T.DataType) else x.item()
                    for x in v.to_numpy().reshape(-1)]
         return MatVal(entries, v.n, v.m, 1 if v.ndim == 1 or v.to_numpy().ndim == 1 else 2)
@@ -643,18 +642,18 @@ class ExprMixin:
         if name in ("zero", "one"):
             dt, shape = args[0], args[1:]
             fill = 0 if name == "zero" else 1
-            dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
+            dt = self.e.resolve(dt)
             n, m = shape[0], (shape[1] if len(shape) > 1 else 1)
             vals = [self.b.const(fill, dt) for _ in range(n * m)]
             return MatVal(vals, n, m, 2 if len(shape) > 1 else 1)
         if name == "identity":
             dt, n = args
-            dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
+            dt = self.e.resolve(dt)
             return MatVal([self.b.const(int(r == c), dt) for r in range(n) for c in range(n)], n, n, 2)
         if name == "unit":
             n, i = args[0], args[1]
             dt = args[2] if len(args) > 2 else kwargs.get("dt")
-            dt = self.e.fp if dt is float else self.e.ip if dt in (int, None) else dt  # Taichi: int
+            dt = self.e.resolve(int if dt is None else dt)  # Taichi's default here is int
             return MatVal.vector([self.b.const(int(k == i), dt) for k in range(n)])
         return None
 
@@ -666,8 +665,7 @@ class ExprMixin:
             flat = flat * (mt.n * mt.m)
         if len(flat) != mt.n * mt.m:
             raise FieldsimTypeError(f"{mt!r} needs {mt.n * mt.m} values, got {len(flat)}")
-        dt = mt.dtype or self.e.fp
-        dt = self.e.fp if dt is float else self.e.ip if dt is int else dt
+        dt = self.e.resolve(mt.dtype or self.e.fp)
         return MatVal([self.e.cast(v, dt) for v in flat], mt.n, mt.m, mt.ndim)
 
     def call_python(self, fn, args, kwargs):

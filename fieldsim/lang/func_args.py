@@ -108,10 +108,6 @@ def return_type(fe, func, fdef, ann):
     return rtype
 
 
-def _dtype(fe, a):
-    return fe.e.fp if a is float else fe.e.ip if a is int else a
-
-
 def coerce(fe, a, value, what: str, func):
     """`value` as the parameter/return annotated `a` receives it."""
     name = getattr(getattr(func, "fn", func), "__name__", "?")
@@ -119,7 +115,7 @@ def coerce(fe, a, value, what: str, func):
         a = a.dtype
     if a is float or a is int or isinstance(a, T.DataType):
         if isinstance(value, MatVal) and not getattr(func, "is_real", False):
-            return fe.e.cast(value, _dtype(fe, a))
+            return fe.e.cast(value, fe.e.resolve(a))
         return _coerce_scalar(fe, a, value, what, name)
     if isinstance(a, T.MatrixType):
         return _coerce_matrix(fe, a, value, what, name)
@@ -130,7 +126,7 @@ def coerce(fe, a, value, what: str, func):
 
 def _coerce_scalar(fe, a, value, what: str, name: str):
     """A scalar annotated `a` (float, int or a dtype): a constant stays one, a Stmt is cast."""
-    dt = _dtype(fe, a)
+    dt = fe.e.resolve(a)
     if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
         raise FieldsimTypeError(f"func {name!r}: {what} is annotated {dt} but is {describe(value)}")
     if not isinstance(value, Stmt):  # a constant stays one (static conditions still fold)
@@ -149,5 +145,5 @@ def _coerce_matrix(fe, a, value, what: str, name: str):
         raise FieldsimSyntaxError(f"func {name!r}: {what} is expected to be a Matrix with m "
                                   f"{a.m}, but got {value.m}")
     if a.dtype is not None:
-        value = fe.e.cast(value, _dtype(fe, a.dtype))
+        value = fe.e.cast(value, fe.e.resolve(a.dtype))
     return value

@@ -17,16 +17,9 @@ from fieldsim.errors import FieldsimTypeError
 from fieldsim.lang import types as T
 
 
-def resolve(ann: T.MatrixType, rt) -> T.MatrixType:
-    """The annotation with its element dtype made concrete (float/int/None -> the defaults)."""
-    dt = ann.dtype
-    dt = rt.default_fp if dt in (None, float) else rt.default_ip if dt is int else dt
-    return T.MatrixType(ann.n, ann.m, dt, ann.ndim)
-
-
 def bind_matrix_arg(ann: T.MatrixType, value, rt, kname: str, pname: str, loc=None):
     """(resolved MatrixType, list of Python scalars) for one launch's argument."""
-    spec = resolve(ann, rt)
+    spec = ann.concrete(rt.default_fp, rt.default_ip)
     v = value.to_numpy() if hasattr(value, "to_numpy") else value
     try:
         arr = np.asarray(v)

@@ -114,10 +114,10 @@ def _runtime_kind(fe, a, value, promote=False):
         return None
     number = isinstance(value, numbers.Number) and not isinstance(value, bool) and promote
     if (a is int or a is float or isinstance(a, DataType)) and (isinstance(value, Stmt) or number):
-        return func_args._dtype(fe, a)
+        return fe.e.resolve(a)
     if isinstance(a, MatrixType) and isinstance(value, MatVal) \
             and (promote or any(isinstance(e, Stmt) for e in value.entries)):
-        return MatrixType(a.n, a.m, func_args._dtype(fe, a.dtype), a.ndim)
+        return MatrixType(a.n, a.m, fe.e.resolve(a.dtype), a.ndim)
     return None
 
 
@@ -150,9 +150,9 @@ def _ret_spec(fe, func, a):
     if a is None or a is type(None):
         return [], None
     if a is int or a is float or isinstance(a, DataType):
-        return [func_args._dtype(fe, a)], ("scalar",)
+        return [fe.e.resolve(a)], ("scalar",)
     if isinstance(a, MatrixType):
-        return [func_args._dtype(fe, a.dtype)] * (a.n * a.m), ("mat", a.n, a.m, a.ndim)
+        return [fe.e.resolve(a.dtype)] * (a.n * a.m), ("mat", a.n, a.m, a.ndim)
     if isinstance(a, tuple):
         dtypes, shapes = [], []
         for item in a:

@@ -39,16 +39,11 @@ def ret_spec(ann, rt, kname: str):
     """The return spec of an annotation (None for no return value)."""
     if ann is None or ann is type(None):
         return None
-    if ann is float:
-        return rt.default_fp
-    if ann is int:
-        return rt.default_ip
+    ann = T.concrete_dtype(ann, rt.default_fp, rt.default_ip)
     if isinstance(ann, T.DataType):
         return ann
     if isinstance(ann, T.MatrixType):
-        dt = ann.dtype
-        dt = rt.default_fp if dt in (None, float) else rt.default_ip if dt is int else dt
-        return T.MatrixType(ann.n, ann.m, dt, ann.ndim)
+        return ann.concrete(rt.default_fp, rt.default_ip)
     if isinstance(ann, StructType):  # members resolved; same name and methods
         st = StructType({k: ret_spec(t, rt, kname) for k, t in ann.members.items()},
                         ann.methods, ann.name)

@@ -150,11 +150,7 @@ class Struct:
 
 def _resolve(dt):
     rt = runtime.get()
-    if dt is float or dt is None:
-        return rt.default_fp
-    if dt is int:
-        return rt.default_ip
-    return dt
+    return T.concrete_dtype(float if dt is None else dt, rt.default_fp, rt.default_ip)
 
 
 def _distribute(stype: StructType, args, kwargs) -> dict:
@@ -198,8 +194,8 @@ def _py_cast(t, v):
             return _py_construct(t, tuple(v), {})
         return _py_construct(t, (v,), {})
     if isinstance(t, T.MatrixType):
-        dt = _resolve(t.dtype)
-        return T.MatrixType(t.n, t.m, dt, t.ndim)(v)
+        rt = runtime.get()
+        return t.concrete(rt.default_fp, rt.default_ip)(v)
     dt = _resolve(t)
     if hasattr(v, "item"):
         v = v.item()

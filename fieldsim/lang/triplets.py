@@ -61,7 +61,7 @@ class TripletBuffer:
         self.num_rows = int(num_rows)
         self.num_cols = int(num_cols) if num_cols else self.num_rows  # as Taichi: 0/None -> square
         self.max_num_triplets = int(max_num_triplets)
-        self.dtype = rt.default_fp if dtype in (None, float) else dtype
+        self.dtype = T.concrete_dtype(float if dtype is None else dtype, rt.default_fp, rt.default_ip)
         if not (isinstance(self.dtype, T.DataType) and self.dtype.is_float):
             raise FieldsimTypeError(f"SparseMatrixBuilder: dtype must be a float type, got {dtype!r}",
                                     naming.user_loc())

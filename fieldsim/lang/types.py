@@ -66,6 +66,12 @@ class MatrixType:
         rows = [flat[r * self.m:(r + 1) * self.m] for r in range(self.n)]
         return Matrix(rows, dt=self.dtype)
 
+    def concrete(self, default_fp, default_ip) -> MatrixType:
+        """This type with its element dtype made concrete (None and float read as `default_fp`,
+        int as `default_ip`)."""
+        dt = concrete_dtype(float if self.dtype is None else self.dtype, default_fp, default_ip)
+        return MatrixType(self.n, self.m, dt, self.ndim)
+
     def field(self, shape=None, **kwargs):
         """`vec3.field(shape=...)`: a vector/matrix field of this type."""
         from fieldsim.lang.matrix import Matrix, Vector
@@ -90,6 +96,12 @@ def _flatten(v):
     if type(v).__module__ == "numpy" and getattr(v, "ndim", 0) > 0:  # mat4(np.eye(4))
         return v.reshape(-1).tolist()
     return [v]
+
+
+def concrete_dtype(dtype, default_fp, default_ip):
+    """`dtype` with Python's `float`/`int` read as `default_fp`/`default_ip`, as Taichi reads
+    them; anything else (a DataType, a MatrixType, None) comes back unchanged."""
+    return default_fp if dtype is float else default_ip if dtype is int else dtype
 
 
 def vector(n: int, dtype=None) -> MatrixType:
