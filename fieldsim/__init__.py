@@ -16,8 +16,8 @@ from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, 
 from fieldsim.lang.matrix import Matrix, Vector
 from fieldsim.lang.struct import Struct, StructField, dataclass
 from fieldsim.lang.extra_ops import static_assert
-from fieldsim.lang.sparse import (activate, append, deactivate, deactivate_all_snodes, is_active,
-                                  length, rescale_index)
+from fieldsim.lang.sparse_ops import (activate, append, deactivate, deactivate_all_snodes,
+                                      is_active, length, rescale_index)
 from fieldsim.lang import math
 from fieldsim.lang.ops_int import bit_cast, bit_sar, bit_shl, bit_shr, raw_div, raw_mod
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,

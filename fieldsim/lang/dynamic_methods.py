@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ast
 
-from fieldsim.lang import sparse
+from fieldsim.errors import FieldsimTypeError
+from fieldsim.lang import sparse_ops
 from fieldsim.lang.field import Field
 from fieldsim.lang.snode import DYNAMIC
 from fieldsim.lang.struct import StructField
@@ -45,11 +46,11 @@ class DynamicMethod:
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != (self.name == "append"):
             want = "one value" if self.name == "append" else "no arguments"
-            raise sparse.FieldsimTypeError(f"{self.name}() of a dynamic field takes {want}")
+            raise FieldsimTypeError(f"{self.name}() of a dynamic field takes {want}")
         call = [self.node, self.indices, *args]
         if self.name == "append":
-            return sparse._k_append(self.fe, None, call, {}, target=self.field)
-        handler = sparse._k_deactivate if self.name == "deactivate" else sparse._k_length
+            return sparse_ops.kernel_append(self.fe, None, call, {}, target=self.field)
+        handler = sparse_ops.kernel_deactivate if self.name == "deactivate" else sparse_ops.kernel_length
         return handler(self.fe, None, call, {})
 
 

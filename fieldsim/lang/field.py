@@ -281,8 +281,8 @@ class Field:
         arr = self._coerce(value, self.element_shape, f"element {idx}")
         _record_python_write(self, idx, f"{self.ir_name}[{_index_text(idx)}] = ...")
         self.storage.write_element(idx, arr)
-        from fieldsim.lang import sparse
-        sparse.activate_python(self, idx)
+        from fieldsim.lang import sparse_host
+        sparse_host.activate_python(self, idx)
 
     def _coerce(self, value, shape, what, broadcast=False, truncate=False) -> np.ndarray:
         if hasattr(value, "to_numpy") and not isinstance(value, Field):
@@ -337,16 +337,16 @@ class Field:
             raise TypeError(f"field {self.ir_name!r}.from_numpy: unsupported dtype {a.dtype}")
         _record_python_write(self, None, f"{self.ir_name}.from_numpy(...)")
         self.storage.from_numpy(np.ascontiguousarray(a, dtype=self.dtype.np))
-        from fieldsim.lang import sparse
-        sparse.activate_python(self, None)
+        from fieldsim.lang import sparse_host
+        sparse_host.activate_python(self, None)
 
     def fill(self, value):
         self._check_live()
         arr = self._coerce(value, self.element_shape, "fill value", broadcast=True, truncate=True)
         _record_python_write(self, None, f"{self.ir_name}.fill(...)")
         self.storage.fill(arr)
-        from fieldsim.lang import sparse
-        sparse.after_fill(self, arr)
+        from fieldsim.lang import sparse_host
+        sparse_host.after_fill(self, arr)
 
     def copy_from(self, other: Field):
         self._check_live()
@@ -358,8 +358,8 @@ class Field:
                              f"{self.storage_shape}")
         _record_python_write(self, None, f"{self.ir_name}.copy_from(...)")
         self.storage.from_numpy(other.to_numpy().astype(self.dtype.np))
-        from fieldsim.lang import sparse
-        sparse.activate_python(self, None)
+        from fieldsim.lang import sparse_host
+        sparse_host.activate_python(self, None)
 
     def get_scalar_field(self, i, j=0):
         """Component (i, j) of a vector/matrix field as a scalar field sharing its data."""

@@ -22,7 +22,7 @@ from typing import ClassVar
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
-from fieldsim.lang import ops, sparse, struct
+from fieldsim.lang import ops, sparse_kernel, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field, placed_twin
@@ -826,7 +826,7 @@ class Frontend(ExprMixin):
         with self.b.into(loop.body):
             indices = self.delinearize(loop, dims, sizes)
             target = iterable.target if grouped else iterable
-            active, indices = sparse.struct_for_guard(self, target, indices)
+            active, indices = sparse_kernel.struct_for_guard(self, target, indices)
             self._bind_loop_indices(names, indices, grouped)
             if active is None:
                 self.block(node.body, new_scope=True)
@@ -886,7 +886,7 @@ class Frontend(ExprMixin):
             indices = self.delinearize(loop, [(0, n) for n in sizes], sizes)
             user = [i if o == 0 else self.e.value(self.e.binop("+", i, o), T.i32)
                     for i, o in zip(indices, field._offset)]
-            active, _ = sparse.struct_for_guard(self, field, user)
+            active, _ = sparse_kernel.struct_for_guard(self, field, user)
             if active is None:
                 FieldRef(field, indices, None).store(self, value)
             else:  # as Taichi's fill (a struct-for): active cells only

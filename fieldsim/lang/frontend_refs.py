@@ -31,7 +31,7 @@ import numbers
 
 from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Stmt
-from fieldsim.lang import sparse, struct
+from fieldsim.lang import sparse_kernel, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe
 from fieldsim.lang.field import ComponentField, Field
@@ -261,13 +261,13 @@ class FieldRef(Ref):
         targets, values = self._values(fe, value)
         for idx, v in zip(targets, values):
             fe.b.store(self.field, idx, fe.e.value(v, self.field.dtype))
-        sparse.activate_kernel(fe, self.field, self.indices)
+        sparse_kernel.activate_kernel(fe, self.field, self.indices)
 
     def atomic(self, fe, kind, value):
         targets, values = self._values(fe, value)
         olds = [fe.b.atomic(kind, self.field, idx, fe.e.value(v, self.field.dtype))
                 for idx, v in zip(targets, values)]
-        sparse.activate_kernel(fe, self.field, self.indices)
+        sparse_kernel.activate_kernel(fe, self.field, self.indices)
         if len(olds) == 1 and (self.comp is not None or self.field.ndim_el == 0):
             return olds[0]
         return MatVal(olds, self.field.n, self.field.m or 1, self.field.ndim_el)

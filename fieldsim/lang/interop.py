@@ -184,13 +184,13 @@ def _device_from_torch(field, tensor):
     by torch into a DLPack view of the field."""
     import torch
 
-    from fieldsim.lang import sparse
+    from fieldsim.lang import sparse_host
     from fieldsim.lang.field import _record_python_write
     _record_python_write(field, None, f"{field.ir_name}.from_torch(...)")
     view = torch.from_dlpack(field)  # fieldsim's launches waited for: none still reads it
     view.copy_(tensor.detach().resolve_conj())
     torch.cuda.current_stream(view.device).synchronize()
-    sparse.activate_python(field, None)
+    sparse_host.activate_python(field, None)
 
 
 # ---- arrays in --------------------------------------------------------------------------------

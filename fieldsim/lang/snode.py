@@ -189,8 +189,8 @@ class SNode:
             f._enable_twin("dual")
 
     def deactivate_all(self):
-        from fieldsim.lang import sparse
-        sparse.deactivate_all(self)
+        from fieldsim.lang import sparse_ops
+        sparse_ops.deactivate_all(self)
 
     def __repr__(self):
         return f"<fs.SNode {self.kind} shape={self.shape}>"

@@ -1,0 +1,79 @@
+"""Python-scope bookkeeping of sparse activation (see `fieldsim.lang.sparse`).
+
+Takes a field write from Python scope (`x[i] = v`, `from_numpy`, `fill`); guarantees the cells
+written are active in every sparse ancestor (a dynamic node's length grows to cover them) and
+that `fill` leaves inactive cells at 0, as Taichi's struct-for fill does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fieldsim.lang.snode import DYNAMIC
+from fieldsim.lang.sparse import field_path, node_index, py_floordiv
+
+
+def activate_python(field, idx):
+    """Python-scope write to `field` at storage index `idx` (None: every cell)."""
+    path = field_path(field)
+    if not path:
+        return
+    leaf = field._snode.axis_sizes
+    if idx is None:
+        for node in path:
+            st = node.sparse
+            st.flag.storage.fill(node.own[st.axis] if node.kind == DYNAMIC else 1)
+        return
+    for node in path:
+        _activate_cell_py(node, leaf, idx)
+
+
+def _activate_cell_py(node, leaf, idx):
+    st = node.sparse
+    store = st.flag.storage
+    if node.kind == DYNAMIC:
+        j = node_index(node, leaf, idx, py_floordiv)[sorted(node.axis_sizes).index(st.axis)]
+        p = tuple(node_index(node._parent, leaf, idx, py_floordiv))
+        store.write_element(p, max(int(store.read_element(p)), j + 1))
+    else:
+        store.write_element(tuple(node_index(node, leaf, idx, py_floordiv)), 1)
+
+
+def _active_cells(field) -> np.ndarray:
+    """Boolean array over `field.shape`: which cells are active."""
+    active = np.ones(field.shape, dtype=bool)
+    leaf = field._snode.axis_sizes
+    idx = None
+    for node in field_path(field):
+        st = node.sparse
+        arr = st.flag.storage.to_numpy()
+        if node.kind != DYNAMIC:
+            active &= _expand(arr != 0, node, leaf)
+            continue
+        if idx is None:
+            grids = np.indices(field.shape) if field.shape else np.zeros((0,), dtype=int)
+            idx = [grids[d] for d in range(len(field.shape))]
+        j = node_index(node, leaf, idx, py_floordiv)[sorted(node.axis_sizes).index(st.axis)]
+        p = tuple(node_index(node._parent, leaf, idx, py_floordiv))
+        active &= j < arr[p] if p else j < arr[()]
+    return active
+
+
+def _expand(mask, node, leaf) -> np.ndarray:
+    """A per-cell array of `node` repeated over the field cells each of its cells holds (axes
+    the node lacks: over all of them)."""
+    cells, blocks = [], []
+    for a in sorted(leaf):
+        n = node.axis_sizes.get(a, 1)
+        cells += [n, 1]
+        blocks += [n, leaf[a] // n]
+    return np.broadcast_to(mask.reshape(cells), blocks).reshape([leaf[a] for a in sorted(leaf)])
+
+
+def after_fill(field, value):
+    """`x.fill(v)` fills active cells only (Taichi's fill is a struct-for); inactive cells
+    read 0, so a fill with 0 is already right."""
+    if not field_path(field) or not np.any(value):
+        return
+    arr = field.storage.to_numpy()
+    arr[~_active_cells(field)] = 0
+    field.storage.from_numpy(arr)

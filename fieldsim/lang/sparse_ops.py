@@ -1,0 +1,340 @@
+"""The user functions over sparse nodes, in Python scope and in kernels: `fs.is_active`,
+`fs.activate`, `fs.deactivate`, `fs.append`, `fs.length`, `fs.rescale_index`,
+`node.deactivate_all()` and `fs.deactivate_all_snodes()` (see `fieldsim.lang.sparse`).
+
+Takes a pointer/bitmasked/dynamic node and the node's own cell coordinates (a dynamic node: its
+parent's), as Taichi 1.7 does. Guarantees a deactivated cell's data reads 0 afterwards; a node of
+another kind, a wrong number of indices or a constant index out of range raises a
+FieldsimTypeError/FieldsimIndexError naming the node. The kernel-scope versions are registered in
+`ops.KERNEL_BUILTINS`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fieldsim.errors import FieldsimIndexError, FieldsimTypeError
+from fieldsim.lang import types as T
+from fieldsim.lang.snode import DYNAMIC, PLACE, SPARSE_KINDS, SNode
+from fieldsim.lang.sparse import node_index, py_floordiv
+from fieldsim.lang.sparse_kernel import active_condition, as_i32, ir_floordiv
+
+
+def deactivate_all(node: SNode):
+    """Deactivate every cell of `node` and of the sparse nodes below it; zero the data below."""
+    for n in _subtree(node):
+        if n.kind in SPARSE_KINDS:
+            n.sparse.flag.storage.zero()
+        live = n.kind == PLACE and n.field is not None and n.field.storage is not None
+        if live and n.sparse_path():  # data under a sparse node: its cells are all inactive now
+            n.field.storage.zero()
+
+
+def deactivate_all_snodes():
+    """`fs.deactivate_all_snodes()` (Python scope): every sparse node of the layout tree
+    deactivated, as `fs.root.deactivate_all()`.
+
+    >>> x = fs.field(fs.f32)
+    >>> blk = fs.root.pointer(fs.i, 4)
+    >>> _ = blk.dense(fs.i, 2).place(x)
+    >>> x[5] = 1.0
+    >>> fs.deactivate_all_snodes()
+    >>> float(x[5])
+    0.0
+    """
+    from fieldsim.lang.snode import root
+    deactivate_all(root)
+
+
+def _subtree(node):
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(n._children)
+    return out
+
+
+def _check_sparse(node, what):
+    if not isinstance(node, SNode) or node.kind not in SPARSE_KINDS:
+        raise FieldsimTypeError(f"fs.{what} needs a pointer, bitmasked or dynamic node "
+                                f"(e.g. x.parent()), got {node!r}")
+
+
+def _as_list(idx) -> list:
+    if hasattr(idx, "entries"):  # a Vector / kernel vector value
+        return list(idx.entries)
+    return list(idx) if isinstance(idx, (list, tuple)) else [idx]
+
+
+def _node_cell_index(node, idx):
+    """(`idx`, the index space it is in) for a cell of `node`: node-level coordinates, as
+    Taichi's activate/is_active/deactivate take them (fs.rescale_index maps a field's index)."""
+    idx = _as_list(idx)
+    if len(idx) != len(node.axis_sizes):
+        raise FieldsimTypeError(f"{node!r} takes {len(node.axis_sizes)} index(es) (its own cell "
+                                f"coordinates), got {len(idx)}")
+    _check_range(node, idx, node.axis_sizes)
+    return idx, node.axis_sizes
+
+
+def _check_range(node, idx, sizes):
+    for v, a in zip(idx, sorted(sizes)):
+        if isinstance(v, (int, np.integer)) and not 0 <= int(v) < sizes[a]:
+            raise FieldsimIndexError(f"{node!r}: cell index {int(v)} is out of range "
+                                     f"[0, {sizes[a]}) on axis {a} (indices are the node's own "
+                                     "cell coordinates: see fs.rescale_index)")
+
+
+def _dyn_parent_index(node, idx):
+    """A dynamic node's length slot: the cell coordinates of its parent node."""
+    idx = _as_list(idx)
+    if len(idx) != len(node._parent.axis_sizes):
+        raise FieldsimTypeError(f"{node!r}: expected {len(node._parent.axis_sizes)} index(es) "
+                                f"for the cells of its parent, got {len(idx)}")
+    _check_range(node._parent, idx, node._parent.axis_sizes)
+    return idx
+
+
+def _placed_fields(node) -> list:
+    """The fields placed directly under dynamic `node` (a struct field's members: several)."""
+    fields = [c.field for c in node._children if c.kind == PLACE]
+    if not fields or len(fields) != len(node._children):
+        raise FieldsimTypeError("a dynamic node needs fields placed directly under it (and no "
+                                "other nodes)")
+    return fields
+
+
+def _append_target(node, target):
+    """What fs.append stores into: `target` (the field whose `x.append` was called, e.g. a
+    struct field), else the one field placed under `node`."""
+    if target is not None:
+        return target
+    fields = _placed_fields(node)
+    if len(fields) != 1:
+        raise FieldsimTypeError("fs.append(node, ...) needs a dynamic node with exactly one field "
+                                "placed under it; for a struct field use x.append(value)")
+    return fields[0]
+
+
+def is_active(node, indices):
+    _check_sparse(node, "is_active")
+    if node.kind == DYNAMIC:
+        raise FieldsimTypeError("fs.is_active on a dynamic node: use fs.length")
+    idx, leaf = _node_cell_index(node, indices)
+    for n in node.sparse_path():
+        if n.kind == DYNAMIC:
+            continue
+        if n.sparse.flag.storage.read_element(tuple(node_index(n, leaf, idx, py_floordiv))) == 0:
+            return 0
+    return 1
+
+
+def activate(node, indices):
+    _check_sparse(node, "activate")
+    idx, leaf = _node_cell_index(node, indices)
+    for n in node.sparse_path():
+        if n.kind != DYNAMIC:
+            n.sparse.flag.storage.write_element(tuple(node_index(n, leaf, idx, py_floordiv)), 1)
+
+
+def deactivate(node, indices):
+    _check_sparse(node, "deactivate")
+    if node.kind == DYNAMIC:
+        p = tuple(_dyn_parent_index(node, indices))
+        node.sparse.flag.storage.write_element(p, 0)
+        sl = list(p)
+        sl.insert(sorted(node.axis_sizes).index(node.sparse.axis), slice(None))
+        for f in _placed_fields(node):
+            _zero_host(f, tuple(sl))
+        return
+    idx, leaf = _node_cell_index(node, indices)
+    cell = node_index(node, leaf, idx, py_floordiv)
+    node.sparse.flag.storage.write_element(tuple(cell), 0)
+    for fld, sizes in _below(node):
+        sl = []
+        for a in sorted(sizes):
+            if a in node.axis_sizes:
+                blk = sizes[a] // node.axis_sizes[a]
+                c = cell[sorted(node.axis_sizes).index(a)]
+                sl.append(slice(c * blk, (c + 1) * blk))
+            else:
+                sl.append(slice(None))
+        _zero_host(fld, tuple(sl))
+
+
+def _zero_host(fld, sl):
+    arr = fld.storage.to_numpy()  # any backend's storage: round trip through the host
+    arr[sl] = 0
+    fld.storage.from_numpy(arr)
+
+
+def _below(node):
+    """(field, its axis sizes) for the data and masks under `node`."""
+    out = []
+    for n in _subtree(node):
+        if n.kind == PLACE and n.field is not None and n.field.storage is not None:
+            out.append((n.field, n.axis_sizes))
+        elif n is not node and n.kind in SPARSE_KINDS:
+            sizes = n._parent.axis_sizes if n.kind == DYNAMIC else n.axis_sizes
+            out.append((n.sparse.flag, sizes))
+    return out
+
+
+def append(node, indices, value):
+    _check_sparse(node, "append")
+    if node.kind != DYNAMIC:
+        raise FieldsimTypeError("fs.append needs a dynamic node")
+    p = tuple(_dyn_parent_index(node, indices))
+    f = _append_target(node, None)
+    store = node.sparse.flag.storage
+    old = int(store.read_element(p))
+    if old < node.own[node.sparse.axis]:
+        store.write_element(p, old + 1)
+        full = list(p)
+        full.insert(sorted(node.axis_sizes).index(node.sparse.axis), old)
+        f[tuple(v + o for v, o in zip(full, f._offset))] = value  # user (offset) indices
+    return old
+
+
+def length(node, indices):
+    _check_sparse(node, "length")
+    if node.kind != DYNAMIC:
+        raise FieldsimTypeError("fs.length needs a dynamic node")
+    return int(node.sparse.flag.storage.read_element(
+        tuple(_dyn_parent_index(node, indices))))
+
+
+def _k_is_active(fe, call, args, kw):
+    node = args[0]
+    _check_sparse(node, "is_active")
+    if node.kind == DYNAMIC:
+        raise FieldsimTypeError("fs.is_active on a dynamic node: use fs.length")
+    idx, leaf = _node_cell_index(node, args[1])
+    path = [n for n in node.sparse_path() if n.kind != DYNAMIC]
+    return active_condition(fe, path, leaf, idx)
+
+
+def _k_activate(fe, call, args, kw):
+    node = args[0]
+    _check_sparse(node, "activate")
+    idx, leaf = _node_cell_index(node, args[1])
+    for n in node.sparse_path():
+        if n.kind != DYNAMIC:
+            cell = [as_i32(fe, v) for v in node_index(n, leaf, idx, ir_floordiv(fe))]
+            fe.b.store(n.sparse.flag, cell, fe.b.const(1, T.i32))
+
+
+def _zero_loop(fe, fld, base, ext):
+    """A serial loop storing 0 into `fld` at base + every offset in the box `ext`."""
+    from fieldsim.ir.ir import ForInfo
+    from fieldsim.lang.frontend_refs import FieldRef
+    total = 1
+    for e in ext:
+        total *= e
+    loop = fe.b.for_(fe.b.const(0, T.i32), fe.b.const(total, T.i32), ForInfo(False))
+    with fe.b.into(loop.body):
+        local = fe.delinearize(loop, [(0, e) for e in ext], ext)
+        idx = [as_i32(fe, fe.e.binop("+", b, l)) for b, l in zip(base, local)]
+        # plain stores: a FieldRef store would activate the cell again
+        for target in FieldRef(fld, idx, None)._targets(fe):
+            fe.b.store(fld, target, fe.b.const(0, fld.dtype))
+
+
+def kernel_deactivate(fe, call, args, kw):
+    node = args[0]
+    _check_sparse(node, "deactivate")
+    if node.kind == DYNAMIC:
+        p = [as_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
+        fe.b.store(node.sparse.flag, p, fe.b.const(0, T.i32))
+        pos = sorted(node.axis_sizes).index(node.sparse.axis)
+        base = list(p)
+        base.insert(pos, 0)
+        ext = [1] * len(p)
+        ext.insert(pos, node.own[node.sparse.axis])
+        for f in _placed_fields(node):
+            _zero_loop(fe, f, base, ext)
+        return
+    idx, leaf = _node_cell_index(node, args[1])
+    cell = [as_i32(fe, v) for v in node_index(node, leaf, idx, ir_floordiv(fe))]
+    fe.b.store(node.sparse.flag, cell, fe.b.const(0, T.i32))
+    node_axes = sorted(node.axis_sizes)
+    for fld, sizes in _below(node):
+        base, ext = [], []
+        for a in sorted(sizes):
+            if a in node.axis_sizes:
+                blk = sizes[a] // node.axis_sizes[a]
+                base.append(as_i32(fe, fe.e.binop("*", cell[node_axes.index(a)], blk)))
+                ext.append(blk)
+            else:
+                base.append(fe.b.const(0, T.i32))
+                ext.append(sizes[a])
+        _zero_loop(fe, fld, base, ext)
+
+
+def kernel_append(fe, call, args, kw, target=None):
+    from fieldsim.lang.frontend_refs import FieldRef
+    from fieldsim.lang.struct import StructField, StructFieldRef
+    node, value = args[0], args[2]
+    _check_sparse(node, "append")
+    if node.kind != DYNAMIC:
+        raise FieldsimTypeError("fs.append needs a dynamic node")
+    p = [as_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
+    f = _append_target(node, target)
+    old = fe.b.atomic("add", node.sparse.flag, p, fe.b.const(1, T.i32))
+    fits = fe.e.compare("<", old, node.own[node.sparse.axis])
+    guard = fe.b.if_(fits)
+    with fe.b.into(guard.blocks[0]):
+        full = list(p)
+        full.insert(sorted(node.axis_sizes).index(node.sparse.axis), old)
+        ref = StructFieldRef(f, full) if isinstance(f, StructField) else FieldRef(f, full, None)
+        ref.store(fe, value)
+    with fe.b.into(guard.blocks[1]):  # full: undo the count, as Taichi keeps length <= size
+        fe.b.atomic("sub", node.sparse.flag, p, fe.b.const(1, T.i32))
+    return old
+
+
+def kernel_length(fe, call, args, kw):
+    node = args[0]
+    _check_sparse(node, "length")
+    if node.kind != DYNAMIC:
+        raise FieldsimTypeError("fs.length needs a dynamic node")
+    p = [as_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
+    return fe.b.load(node.sparse.flag, p)
+
+
+def rescale_index(a, b, index):
+    """Taichi's `fs.rescale_index(x, node, I)`: the index of `node`'s cell holding cell `I` of
+    the field or node `a` (per axis, scaled by the ratio of their shapes)."""
+    out = _as_list(index)
+    for n in range(min(len(out), len(a.shape), len(b.shape))):
+        if a.shape[n] > b.shape[n]:
+            out[n] = out[n] // (a.shape[n] // b.shape[n])
+        elif a.shape[n] < b.shape[n]:
+            out[n] = out[n] * (b.shape[n] // a.shape[n])
+    from fieldsim.lang.matrix import Vector
+    return Vector(out)
+
+
+def _k_rescale_index(fe, call, args, kw):
+    from fieldsim.lang.expr import MatVal
+    a, b, index = args
+    out = _as_list(index)
+    for n in range(min(len(out), len(a.shape), len(b.shape))):
+        if a.shape[n] > b.shape[n]:
+            out[n] = fe.e.binop("//", out[n], a.shape[n] // b.shape[n])
+        elif a.shape[n] < b.shape[n]:
+            out[n] = fe.e.binop("*", out[n], b.shape[n] // a.shape[n])
+    return MatVal.vector([as_i32(fe, v) for v in out])
+
+
+def _register():
+    from fieldsim.lang import ops
+    ops.KERNEL_BUILTINS[rescale_index] = _k_rescale_index
+    ops.KERNEL_BUILTINS[is_active] = _k_is_active
+    ops.KERNEL_BUILTINS[activate] = _k_activate
+    ops.KERNEL_BUILTINS[deactivate] = kernel_deactivate
+    ops.KERNEL_BUILTINS[append] = kernel_append
+    ops.KERNEL_BUILTINS[length] = kernel_length
+
+
+_register()
