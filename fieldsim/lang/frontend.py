@@ -39,6 +39,7 @@ from fieldsim.lang.frontend_refs import (
 )
 from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
 from fieldsim.lang.snode import SNode
+from fieldsim.lang.task_bounds import task_safe_dims
 from fieldsim.lang.triplets import TripletBuffer, TripletRef
 
 # fn -> its Source; weak, so that a kernel or func defined in a function (a closure made per
@@ -315,7 +316,6 @@ class Frontend(ExprMixin):
         self.funcs: list = []  # the kernel's real functions (lang.real_calls)
         self.real_funcs: dict = {}  # their keys
         self.real_inlining: list = []  # keys of the real funcs being inlined
-        self.real_building = 0  # how many real functions' bodies are being built
 
     # ---- entry --------------------------------------------------------------------------------
     def build(self) -> Kernel:
@@ -810,6 +810,8 @@ class Frontend(ExprMixin):
         outermost = self.depth == 0 and not self.inline_stack
         iterable = self.expr(it)
         dims, names, grouped = self.loop_dims(iterable, node)
+        if outermost:
+            dims = task_safe_dims(self, dims)
         info = ForInfo(parallel=outermost and not config.get("serialize", False),
                        serialize=outermost and config.get("serialize", False),
                        block_dim=config.get("block_dim"))

@@ -11,8 +11,8 @@ function's body its own key, and every key built before, is called, never inline
 Recursion on compile-time values (constants passed to annotated scalar/matrix parameters)
 keeps inlining and folding, up to `_MAX_SELF_INLINED` nested calls of one func; deeper, the
 outermost of them becomes a real call with those constants as runtime arguments.
-A result called for at the kernel's top level goes through a hidden 0-D field (like a kernel
-variable), so a later task, e.g. the loop it bounds, can read it.
+A result that bounds a later outermost loop crosses into the loop's task as any impure bound
+does (`lang.task_bounds`).
 Results: a scalar is the CALL's value; a vector/matrix, or a tuple of scalars and matrices, is
 flattened into several scalar results (CALL_RESULT) and rebuilt.
 Guarantees: a kernel's `funcs` hold only complete functions, each ending with one RETURN of its
@@ -187,7 +187,6 @@ def _build(fe, func, key, spec, bound, ann, node) -> tuple:
     fe.funcs.append(fn)
     saved = _State(fe)
     saved_inlining, fe.real_inlining = fe.real_inlining, []
-    fe.real_building += 1
     fe.b.blocks[:] = [fn.body]
     fe.depth, fe.loop_depth, fe.parallel_depth, fe.loop_config = 0, 0, -1, {}
     fe.static_loops[:], fe.inline_stack[:] = [], []
@@ -201,7 +200,6 @@ def _build(fe, func, key, spec, bound, ann, node) -> tuple:
         fe.b.emit(Op.RETURN, None, tuple(fe.e.value(v, d) for v, d in zip(flat, rets)))
     finally:
         fe.real_inlining = saved_inlining
-        fe.real_building -= 1
         saved.restore(fe)
     return fe.real_funcs[key]
 
@@ -241,18 +239,5 @@ def _emit_call(fe, built, spec, bound, ann, func):
         return None
     flat = [call] if len(fn.rets) == 1 else \
         [fe.b.emit(Op.CALL_RESULT, d, (call,), attr=k) for k, d in enumerate(fn.rets)]
-    if len(fe.b.blocks) == 1 and not fe.real_building:
-        flat = [_kernel_level(fe, fn, v) for v in flat]
     return _rebuild_value(flat, shape)
 
-
-def _kernel_level(fe, fn: Function, value: Stmt) -> Stmt:
-    """A result made at the kernel's top level, through a hidden 0-D field: the call runs
-    in a serial task, and a later task (a loop whose bound it is) reads it there, as it
-    reads a kernel variable."""
-    from fieldsim.lang.field import Field
-    hidden = Field(value.dtype, (), f"{fe.kernel_name}.{fn.name}.result{len(fe.hidden_fields)}",
-                   _role="hidden")
-    fe.hidden_fields.append(hidden)
-    fe.b.store(hidden, [], value)
-    return fe.b.load(hidden, [])

@@ -1,6 +1,7 @@
 """Real calls in the IR: the printed form of a kernel with a recursive real func (golden), the
 verifier's checks of functions, PARAM and CALL, and `fields_of` seeing into functions. A call at
-the kernel's top level passes its result through a hidden 0-D field (lang.real_calls)."""
+the kernel's top level returns its result in the same serial task, with no hidden field (one
+that bounds a later loop crosses through one: tests/lang/test_task_bounds.py)."""
 import numpy as np
 import pytest
 from support.ir_kit import compiled_ir
@@ -34,9 +35,7 @@ kernel k(n: i32) -> f32:
   %0 = arg.i32 arg0
   serial {
     %1 = call.f32 @down %0
-    store k.down.result0[], %1
-    %2 = load.f32 k.down.result0[]
-    return %2
+    return %1
   }
 func @down(i32) -> f32:
   %0 = param.i32 param0
