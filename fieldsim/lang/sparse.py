@@ -79,3 +79,10 @@ def node_index(node: SNode, leaf_sizes: dict, idx, div) -> list:
 
 def py_floordiv(v, b):
     return v // b
+
+
+def dynamic_slot(node: SNode, leaf_sizes: dict, idx, div) -> tuple:
+    """(the parent's cell, the position along the dynamic axis) of the global index `idx`
+    under the dynamic node `node`: where its length is kept, and what it must exceed."""
+    j = node_index(node, leaf_sizes, idx, div)[sorted(node.axis_sizes).index(node.sparse.axis)]
+    return node_index(node._parent, leaf_sizes, idx, div), j

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from fieldsim.lang.snode import DYNAMIC
-from fieldsim.lang.sparse import field_path, node_index, py_floordiv
+from fieldsim.lang.sparse import dynamic_slot, field_path, node_index, py_floordiv
 
 
 def activate_python(field, idx):
@@ -31,8 +31,8 @@ def _activate_cell_py(node, leaf, idx):
     st = node.sparse
     store = st.flag.storage
     if node.kind == DYNAMIC:
-        j = node_index(node, leaf, idx, py_floordiv)[sorted(node.axis_sizes).index(st.axis)]
-        p = tuple(node_index(node._parent, leaf, idx, py_floordiv))
+        p, j = dynamic_slot(node, leaf, idx, py_floordiv)
+        p = tuple(p)
         store.write_element(p, max(int(store.read_element(p)), j + 1))
     else:
         store.write_element(tuple(node_index(node, leaf, idx, py_floordiv)), 1)
@@ -52,8 +52,8 @@ def _active_cells(field) -> np.ndarray:
         if idx is None:
             grids = np.indices(field.shape) if field.shape else np.zeros((0,), dtype=int)
             idx = [grids[d] for d in range(len(field.shape))]
-        j = node_index(node, leaf, idx, py_floordiv)[sorted(node.axis_sizes).index(st.axis)]
-        p = tuple(node_index(node._parent, leaf, idx, py_floordiv))
+        p, j = dynamic_slot(node, leaf, idx, py_floordiv)
+        p = tuple(p)
         active &= j < arr[p] if p else j < arr[()]
     return active
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fieldsim.lang import types as T
 from fieldsim.lang.snode import DYNAMIC, SNode
-from fieldsim.lang.sparse import field_path, leaf_sizes, node_index
+from fieldsim.lang.sparse import dynamic_slot, field_path, leaf_sizes, node_index
 
 
 def ir_floordiv(fe):
@@ -29,8 +29,8 @@ def activate_kernel(fe, field, indices):
     for node in path:
         st = node.sparse
         if node.kind == DYNAMIC:
-            j = node_index(node, leaf, indices, ir_floordiv(fe))[sorted(node.axis_sizes).index(st.axis)]
-            p = [as_i32(fe, v) for v in node_index(node._parent, leaf, indices, ir_floordiv(fe))]
+            p, j = dynamic_slot(node, leaf, indices, ir_floordiv(fe))
+            p = [as_i32(fe, v) for v in p]
             fe.b.atomic("max", st.flag, p, as_i32(fe, fe.e.binop("+", j, 1)))
         else:
             n = [as_i32(fe, v) for v in node_index(node, leaf, indices, ir_floordiv(fe))]
@@ -43,8 +43,8 @@ def active_condition(fe, path, leaf, indices):
     for node in path:
         st = node.sparse
         if node.kind == DYNAMIC:
-            j = node_index(node, leaf, indices, ir_floordiv(fe))[sorted(node.axis_sizes).index(st.axis)]
-            p = [as_i32(fe, v) for v in node_index(node._parent, leaf, indices, ir_floordiv(fe))]
+            p, j = dynamic_slot(node, leaf, indices, ir_floordiv(fe))
+            p = [as_i32(fe, v) for v in p]
             c = fe.e.compare("<", j, fe.b.load(st.flag, p))
         else:
             n = [as_i32(fe, v) for v in node_index(node, leaf, indices, ir_floordiv(fe))]

@@ -151,15 +151,23 @@ def deactivate(node, indices):
     cell = node_index(node, leaf, idx, py_floordiv)
     node.sparse.flag.storage.write_element(tuple(cell), 0)
     for fld, sizes in _below(node):
-        sl = []
-        for a in sorted(sizes):
-            if a in node.axis_sizes:
-                blk = sizes[a] // node.axis_sizes[a]
-                c = cell[sorted(node.axis_sizes).index(a)]
-                sl.append(slice(c * blk, (c + 1) * blk))
-            else:
-                sl.append(slice(None))
-        _zero_host(fld, tuple(sl))
+        box = _cell_box(node, cell, sizes, lambda c, blk: c * blk)
+        _zero_host(fld, tuple(slice(start, start + ext) for start, ext in box))
+
+
+def _cell_box(node, cell, sizes, scale) -> list:
+    """(start, extent) per axis of `sizes` (a field's or mask's, below `node`) of the block
+    that `node`'s `cell` holds: `scale(cell index, block size)` gives a start on the node's axes,
+    the other axes are whole."""
+    node_axes = sorted(node.axis_sizes)
+    box = []
+    for a in sorted(sizes):
+        if a in node.axis_sizes:
+            blk = sizes[a] // node.axis_sizes[a]
+            box.append((scale(cell[node_axes.index(a)], blk), blk))
+        else:
+            box.append((0, sizes[a]))
+    return box
 
 
 def _zero_host(fld, sl):
@@ -257,18 +265,9 @@ def kernel_deactivate(fe, call, args, kw):
     idx, leaf = _node_cell_index(node, args[1])
     cell = [as_i32(fe, v) for v in node_index(node, leaf, idx, ir_floordiv(fe))]
     fe.b.store(node.sparse.flag, cell, fe.b.const(0, T.i32))
-    node_axes = sorted(node.axis_sizes)
     for fld, sizes in _below(node):
-        base, ext = [], []
-        for a in sorted(sizes):
-            if a in node.axis_sizes:
-                blk = sizes[a] // node.axis_sizes[a]
-                base.append(as_i32(fe, fe.e.binop("*", cell[node_axes.index(a)], blk)))
-                ext.append(blk)
-            else:
-                base.append(fe.b.const(0, T.i32))
-                ext.append(sizes[a])
-        _zero_loop(fe, fld, base, ext)
+        box = _cell_box(node, cell, sizes, lambda c, blk: as_i32(fe, fe.e.binop("*", c, blk)))
+        _zero_loop(fe, fld, [start for start, _ in box], [ext for _, ext in box])
 
 
 def kernel_append(fe, call, args, kw, target=None):

@@ -171,13 +171,17 @@ class _View:
         return f"(a {what} parameter, given {self.tex!r})"
 
     @func
-    def texel(self, index):
-        inside = 1
+    def inside(self, index):
+        result = 1
         for d in static(range(self.dims)):
             if index[d] < 0 or index[d] >= self.shape[d]:
-                inside = 0
+                result = 0
+        return result
+
+    @func
+    def texel(self, index):
         v = Vector([0.0, 0.0, 0.0, 0.0])
-        if inside:
+        if self.inside(index):
             v = self.tex._data[index]
         return v
 
@@ -225,11 +229,7 @@ class _RWAccessor(_View):
 
     @func
     def store(self, index, value):
-        inside = 1
-        for d in static(range(self.dims)):
-            if index[d] < 0 or index[d] >= self.shape[d]:
-                inside = 0
-        if inside:
+        if self.inside(index):
             for c in static(range(self.channels)):
                 self.tex._data[index][c] = self.quantised(value[c])
 

@@ -144,11 +144,7 @@ _ELSEWHERE = {
     "texture": ("fieldsim.lang.texture", "texture"),
     "rw_texture": ("fieldsim.lang.texture", "rw_texture"),
     "struct": ("fieldsim.lang.struct", "struct"),
-    "is_integral": ("fieldsim.lang.types_extra", "is_integral"),
-    "is_real": ("fieldsim.lang.types_extra", "is_real"),
-    "is_signed": ("fieldsim.lang.types_extra", "is_signed"),
     "quant": ("fieldsim.lang.types_extra", "quant"),
-    "primitive_types": ("fieldsim.lang.types_extra", "primitive_types"),
     "sparse_matrix_builder": ("fieldsim.lang.triplets", "sparse_matrix_builder"),
 }
 

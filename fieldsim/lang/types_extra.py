@@ -1,44 +1,15 @@
-"""Taichi's type predicates and type namespaces on `ti.types`: `is_integral`, `is_real`,
-`is_signed`, `primitive_types.all_types`, and `quant` (which fieldsim does not support).
+"""What Taichi has on `ti.types` and `ti` that fieldsim refuses clearly: `ti.types.quant`
+(quantized types) and `ti.sym_eig`/`ti.eig`. (The type predicates `is_integral`, `is_real`,
+`is_signed` and `primitive_types` live in `fieldsim.lang.types`.)
 
-Takes `DataType`s (or Python's `int`/`float`); guarantees Taichi's answers for every primitive
-type and a clear `FieldsimTypeError` for quantized types rather than a silently wrong layout.
+Guarantees a `FieldsimTypeError` naming the missing thing and the user's line, in either scope,
+rather than a missing name or a silently wrong layout.
 """
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 from fieldsim.errors import FieldsimTypeError
-from fieldsim.lang import types as T
-
-
-def _dtype(dt):
-    if dt is int:
-        return T.i32
-    if dt is float:
-        return T.f32
-    if not isinstance(dt, T.DataType):
-        raise FieldsimTypeError(f"expected a primitive type such as ti.f32, got {dt!r}")
-    return dt
-
-
-def is_integral(dt) -> bool:
-    return _dtype(dt).is_int
-
-
-def is_real(dt) -> bool:
-    return _dtype(dt).is_float
-
-
-def is_signed(dt) -> bool:
-    return _dtype(dt).is_signed  # floats count as signed
-
-
-_INTEGRAL = [T.i8, T.i16, T.i32, T.i64, T.u8, T.u16, T.u32, T.u64]
-_REAL = [T.f16, T.f32, T.f64]
-primitive_types = SimpleNamespace(
-    all_types=_REAL + _INTEGRAL, integer_types=_INTEGRAL, real_types=_REAL,
-    **{t.name: t for t in T.ALL_TYPES})
 
 
 def _unsupported(kind):

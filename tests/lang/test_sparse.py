@@ -250,3 +250,29 @@ def test_a_dense_copy_too_big_to_allocate_is_a_clear_error():
     msg = str(info.value)
     assert "'x'" in msg and "GiB" in msg and "dynamic(axis 2: 16777216)" in msg
     assert "test_sparse.py" in msg and ".place(x)" in msg
+
+
+@pytest.mark.parametrize("scope", ["python", "kernel"])
+def test_deactivate_zeroes_the_cells_block_over_axes_the_node_lacks(scope):
+    x = fs.field(fs.f32)
+    blk = fs.root.pointer(fs.i, 3)
+    blk.dense(fs.ij, (2, 4)).place(x)  # x is 6 x 4; a pointer cell holds 2 rows, all columns
+
+    @fs.kernel
+    def fill():
+        for i, j in fs.ndrange(6, 4):
+            x[i, j] = i * 4 + j + 1
+
+    @fs.kernel
+    def drop(c: fs.i32):
+        fs.deactivate(blk, [c])
+
+    fill()
+    if scope == "python":
+        fs.deactivate(blk, [1])
+    else:
+        drop(1)
+    want = np.arange(1, 25, dtype=np.float32).reshape(6, 4)
+    want[2:4, :] = 0
+    assert np.array_equal(x.to_numpy(), want)
+    assert fs.is_active(blk, [0]) == 1 and fs.is_active(blk, [1]) == 0
