@@ -15,6 +15,7 @@ import builtins
 import inspect
 import linecache
 import numbers
+import os
 import textwrap
 import weakref
 from typing import ClassVar
@@ -57,12 +58,16 @@ def _parse_cached(fn):
     return src
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 class Source:
     """The parsed source of one Python function and how to locate its nodes."""
 
     def __init__(self, fn):
         fn = inspect.unwrap(fn)
         self.file = inspect.getsourcefile(fn) or "<unknown>"
+        self.in_fieldsim = os.path.abspath(self.file).startswith(_PACKAGE_DIR)
         file_lines, first = _find_definition(fn, self.file)
         self.start = first + 1
         block = _indented_block(file_lines, first)
@@ -88,6 +93,7 @@ class Source:
         self.indent = len(text.splitlines()[0]) - len(dedented.splitlines()[0])
         return ast.parse(dedented)
 
+    in_fieldsim = False  # one of fieldsim's own funcs (a texture's sample_lod, ...)
     # made when first asked (class defaults: a LambdaSource does not run this __init__)
     _assigned: frozenset | None = None
     _item_assigned: frozenset | None = None
@@ -314,7 +320,7 @@ class Frontend(ExprMixin):
         self.nonneg: set = set()  # ids of runtime values known >= 0 (ndarray shapes)
         self.parallel_depth = -1
         self.funcs: list = []  # the kernel's real functions (lang.real_calls)
-        self.real_funcs: dict = {}  # their keys
+        self.real_funcs: dict = {}  # key -> (its Function, result shape), once built
         self.real_inlining: list = []  # keys of the real funcs being inlined
 
     # ---- entry --------------------------------------------------------------------------------
@@ -394,7 +400,9 @@ class Frontend(ExprMixin):
     stmt = _visit_with(_STATEMENTS)
 
     def _located(self, err: FieldsimError, node):
-        if err.loc is None:
+        # an error inside one of fieldsim's own funcs is the user's call's: left unlocated
+        # here, the visit of the call in the user's code locates it
+        if err.loc is None and not (self.frame.source.in_fieldsim and self.inline_stack):
             err = type(err)(err.message, self.loc(node), err.related)
         return err
 

@@ -123,13 +123,19 @@ class Texture:
         data[..., :n] = self._spec.quantise(arr[..., :n])
         self._data.from_numpy(data)
 
+    def _to_numpy(self, source, what: str, kind: str):
+        if not hasattr(source, "to_numpy"):
+            raise FieldsimTypeError(f"{self!r}.{what} takes a ti.{kind}; got "
+                                    f"{type(source).__name__}", user_loc())
+        return source.to_numpy()
+
     def from_field(self, field):
         """Loads a scalar or vector field of the texture's shape (its first channels)."""
-        self._load_array(field.to_numpy(), "from_field")
+        self._load_array(self._to_numpy(field, "from_field", "field"), "from_field")
 
     def from_ndarray(self, ndarray):
         """Loads a scalar or vector ndarray of the texture's shape (its first channels)."""
-        self._load_array(ndarray.to_numpy(), "from_ndarray")
+        self._load_array(self._to_numpy(ndarray, "from_ndarray", "ndarray"), "from_ndarray")
 
     def from_image(self, image):
         """Loads a PIL image of size `shape` into a 2-D texture: RGB / 255, alpha 0 (as Taichi)."""

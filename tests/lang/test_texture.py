@@ -166,3 +166,27 @@ def test_from_ndarray_quantises_and_sampler_has_no_store():
 
     with pytest.raises(ti.FieldsimError, match="texture parameter.*no attribute 'store'"):
         k(tex)
+
+
+def test_bad_sources_and_bad_uses_in_kernels_name_the_users_line():
+    tex = ti.Texture(ti.Format.r32f, (4, 4))
+    with pytest.raises(ti.FieldsimTypeError, match=r"from_ndarray takes a ti.ndarray; got ndarray"):
+        tex.from_ndarray(np.zeros((4, 4), np.float32))
+    with pytest.raises(ti.FieldsimTypeError, match=r"from_field takes a ti.field; got list"):
+        tex.from_field([[0.0] * 4] * 4)
+
+    out = ti.field(ti.f32, shape=())
+
+    @ti.kernel
+    def fetch_3d(t: ti.types.texture(num_dimensions=2)):
+        out[None] = t.fetch(ti.Vector([1, 2, 3]), 0).x  # the line the error names
+
+    @ti.kernel
+    def store_scalar(t: ti.types.rw_texture(num_dimensions=2, fmt=ti.Format.r32f, lod=0)):
+        t.store(ti.Vector([0, 0]), 1.0)  # a texel is a vector
+
+    for kern, what in ((fetch_3d, "indexed with 3 index"), (store_scalar, "cannot index float")):
+        with pytest.raises(ti.FieldsimError, match=what) as err:
+            kern(tex)
+        assert err.value.loc.file == __file__
+        assert "t." in err.value.loc.source  # the user's call, not fieldsim's texture.py
