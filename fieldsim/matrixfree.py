@@ -20,7 +20,7 @@ import math
 
 from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError
 from fieldsim.lang import types as T
-from fieldsim.lang.field import field
+from fieldsim.lang.field import Field, field
 from fieldsim.lang.kernel import kernel, template
 from fieldsim.lang.naming import user_loc
 from fieldsim.lang.ops import grouped
@@ -45,6 +45,9 @@ class LinearOperator:
     """
 
     def __init__(self, matvec_kernel):
+        if not callable(matvec_kernel):
+            raise FieldsimTypeError("LinearOperator takes a kernel matvec(x, Ax); got "
+                                    f"{type(matvec_kernel).__name__}", user_loc())
         self._matvec = matvec_kernel
 
     def matvec(self, x, Ax):
@@ -89,6 +92,10 @@ def _combine(out: template(), x: template(), a: T.f64, y: template()):
 
 
 def _work_fields(b, x, names: str, count: int) -> list:
+    for name, value in (("b", b), ("x", x)):
+        if not isinstance(value, Field):
+            raise FieldsimTypeError(f"{names}: {name} must be a ti.field; got "
+                                    f"{type(value).__name__}", user_loc())
     if b.dtype != x.dtype:
         raise FieldsimTypeError(f"{names}: b is {b.dtype} but x is {x.dtype}", user_loc())
     if b.dtype not in (T.f32, T.f64) or b.element_shape:
@@ -121,7 +128,10 @@ def MatrixFreeCG(A: LinearOperator, b, x, tol=1e-6, maxiter=5000, quiet=True) ->
             _log(quiet, f">>> Conjugate Gradient method converged after {it} iterations.")
             return True
         A.matvec(p, ap)
-        alpha = rr / _dot(p, ap)
+        pap = _dot(p, ap)
+        if pap == 0.0:  # breakdown (A not positive definite, or tol <= 0 met exactly)
+            break
+        alpha = rr / pap
         _axpy(x, alpha, p)
         _axpy(r, -alpha, ap)
         rr, rr_old = _dot(r, r), rr
@@ -143,7 +153,10 @@ def MatrixFreeBICGSTAB(A: LinearOperator, b, x, tol=1e-6, maxiter=5000, quiet=Tr
             _log(quiet, f">>> BiCGSTAB converged after {it} iterations.")
             return True
         A.matvec(p, v)
-        alpha = rho / _dot(r0, v)
+        r0v = _dot(r0, v)
+        if r0v == 0.0:  # breakdown: the last iterate stands
+            break
+        alpha = rho / r0v
         _combine(s, r, -alpha, v)
         A.matvec(s, t)
         tt = _dot(t, t)

@@ -83,3 +83,25 @@ def test_too_few_iterations_report_failure_and_bad_fields_are_refused(capsys):
         fs.linalg.MatrixFreeBICGSTAB(A, b, fs.field(fs.f64, shape=3))
     with pytest.raises(fs.FieldsimRuntimeError, match="shape"):
         A.matvec(b, fs.field(fs.f64, shape=3))
+
+
+@pytest.mark.parametrize("solver", ["MatrixFreeCG", "MatrixFreeBICGSTAB"])
+def test_a_breakdown_reports_failure_and_bad_arguments_name_themselves(solver):
+    fs.init(arch=fs.cpu)
+
+    @fs.kernel
+    def zero(v: fs.template(), out: fs.template()):
+        for i in v:
+            out[i] = 0.0
+
+    b, x = fs.field(fs.f32, shape=4), fs.field(fs.f32, shape=4)
+    b.fill(1.0)
+    solve = getattr(fs.linalg, solver)
+    # A = 0: p.Ap (CG) / r0.v (BiCGSTAB) is 0 at the first step; x stays 0
+    assert solve(fs.linalg.LinearOperator(zero), b, x, maxiter=10) is False
+    assert np.array_equal(x.to_numpy(), np.zeros(4, np.float32))
+    with pytest.raises(fs.FieldsimTypeError, match="b must be a ti.field; got ndarray") as err:
+        solve(fs.linalg.LinearOperator(zero), np.ones(4, np.float32), x)
+    assert "test_matrixfree.py" in str(err.value)
+    with pytest.raises(fs.FieldsimTypeError, match="LinearOperator takes a kernel"):
+        fs.linalg.LinearOperator(None)
