@@ -503,10 +503,10 @@ class GUI:
         return (0.5, 0.5)
 
     def slider(self, text, minimum, maximum, step=1):
-        return _WidgetValue(minimum)
+        return _WidgetValue(minimum, f"slider {text!r}")
 
     def label(self, text):
-        return _WidgetValue(0)
+        return _WidgetValue(0, f"label {text!r}")
 
     def button(self, text, event_name=None):
         return event_name or f"WidgetButton_{text}"
@@ -516,7 +516,8 @@ class _WidgetValue:
     """A slider's or label's value: a float, as Taichi's GUI keeps it (`radius.value = 10` reads
     back 10.0)."""
 
-    def __init__(self, value):
+    def __init__(self, value, what: str):
+        self.what = what
         self.value = value
 
     @property
@@ -525,7 +526,13 @@ class _WidgetValue:
 
     @value.setter
     def value(self, v):
-        self._value = float(v)
+        try:
+            self._value = float(v)
+        except (TypeError, ValueError):
+            from fieldsim.errors import FieldsimTypeError
+            from fieldsim.lang.naming import user_loc
+            raise FieldsimTypeError(f"GUI {self.what}: the value must be a number, got {v!r}",
+                                    user_loc()) from None
 
 
 def frames_to_gif(pngs, out_path, fps=20):

@@ -272,3 +272,6 @@ def test_widget_values_are_floats():
     radius.value += 9
     label.value = 2
     assert radius.value == 10.0 and isinstance(label.value, float)
+    with pytest.raises(TypeError, match="slider 'Radius': the value must be a number, got 'x'"):
+        radius.value = "x"
+    assert radius.value == 10.0

@@ -304,7 +304,10 @@ def _from_environment(arch, default_fp, default_ip, kwargs: dict):
     for key, cast in _ENV_OPTIONS.items():
         value = env.get("TI_" + key.upper())
         if value and key not in kwargs:
-            kwargs[key] = cast(int(value))
+            try:
+                kwargs[key] = cast(int(value))
+            except ValueError:  # a ValueError, as Taichi's own: naming the variable
+                raise ValueError(f"Invalid TI_{key.upper()}={value}, should be an integer") from None
     return arch, default_fp, default_ip
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numbers
 
-from fieldsim.errors import FieldsimError, FieldsimRuntimeError
+from fieldsim.errors import FieldsimError, FieldsimRuntimeError, FieldsimTypeError
 from fieldsim.lang import runtime
 from fieldsim.lang.enums import SNodeGradType
+from fieldsim.lang.naming import user_loc
 
 DENSE, POINTER, BITMASKED, DYNAMIC, PLACE, ROOT = ("dense", "pointer", "bitmasked", "dynamic",
                                                    "place", "root")
@@ -114,16 +115,16 @@ class SNode:
     def _child(self, kind, axis, dims, chunk_size=None) -> SNode:
         if self.kind == PLACE:
             raise FieldsimError(f"cannot add a {kind} node under the place node of field "
-                                f"{self._name!r}")
-        dims_t = (int(dims),) if isinstance(dims, numbers.Integral) else tuple(int(d) for d in dims)
+                                f"{self._name!r}", user_loc())
+        dims_t = _sizes(kind, dims)
         if any(d <= 0 for d in dims_t):
             raise FieldsimRuntimeError(f"{kind}: every dimension of a field should be positive, "
-                                       f"got {dims_t}")
+                                       f"got {dims_t}", user_loc())
         axes_t = axis.dims if isinstance(axis, Axis) else (int(axis),)
         if len(dims_t) == 1 and len(axes_t) > 1:
             dims_t = dims_t * len(axes_t)
         if len(dims_t) != len(axes_t):
-            raise FieldsimError(f"{kind}: {len(axes_t)} axes but {len(dims_t)} sizes {dims_t}")
+            raise FieldsimError(f"{kind}: {len(axes_t)} axes but {len(dims_t)} sizes {dims_t}", user_loc())
         child = SNode(kind, self, dict(zip(axes_t, dims_t)), chunk_size)
         self._live_children().append(child)
         if kind in SPARSE_KINDS:
@@ -142,7 +143,7 @@ class SNode:
 
     def dynamic(self, axis, dims, chunk_size=None) -> SNode:
         if isinstance(axis, Axis) and len(axis.dims) != 1:
-            raise FieldsimError("dynamic: a dynamic node has exactly one axis")
+            raise FieldsimError("dynamic: a dynamic node has exactly one axis", user_loc())
         return self._child(DYNAMIC, axis, dims, chunk_size)
 
     def place(self, *fields, offset=None) -> SNode:
@@ -155,9 +156,9 @@ class SNode:
                 if member is None:
                     raise FieldsimError(
                         "place: got None; a field's .grad/.dual can be placed only together "
-                        "with the field (place(x, x.grad)) or with needs_grad=True / lazy_grad()")
+                        "with the field (place(x, x.grad)) or with needs_grad=True / lazy_grad()", user_loc())
                 if not hasattr(member, "_place"):
-                    raise FieldsimError(f"place: {member!r} is not a field")
+                    raise FieldsimError(f"place: {member!r} is not a field", user_loc())
                 node = SNode(PLACE, self)
                 node.field = member
                 member._place(self.shape, offset=offset, snode=node)
@@ -246,12 +247,12 @@ class FieldsBuilder(SNode):
 
     def _child(self, kind, axis, dims, chunk_size=None) -> SNode:
         if self.finalized:
-            raise FieldsimError(f"FieldsBuilder: cannot add a {kind} node after finalize()")
+            raise FieldsimError(f"FieldsBuilder: cannot add a {kind} node after finalize()", user_loc())
         return super()._child(kind, axis, dims, chunk_size)
 
     def finalize(self, raise_warning=True) -> SNodeTree:
         if self.finalized:
-            raise FieldsimError("FieldsBuilder: finalize() was already called")
+            raise FieldsimError("FieldsBuilder: finalize() was already called", user_loc())
         self._tree = SNodeTree(self)
         return self._tree
 
@@ -265,8 +266,16 @@ class SNodeTree:
 
     def destroy(self):
         if self.destroyed:
-            raise FieldsimRuntimeError("SNodeTree: destroy() was already called")
+            raise FieldsimRuntimeError("SNodeTree: destroy() was already called", user_loc())
         self.destroyed = True
         for f in self.builder._placed_fields():
             f._destroy()
 
+
+def _sizes(kind: str, dims) -> tuple:
+    """A node's sizes as ints: one int, or a sequence of them."""
+    try:
+        return (int(dims),) if isinstance(dims, numbers.Integral) else tuple(int(d) for d in dims)
+    except (TypeError, ValueError):
+        raise FieldsimTypeError(f"{kind}: the sizes must be an int or a tuple of ints, got "
+                                f"{dims!r}", user_loc()) from None

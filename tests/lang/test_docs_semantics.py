@@ -227,6 +227,33 @@ def test_ti_environment_variables(monkeypatch):
     monkeypatch.setenv("TI_DEFAULT_FP", "16")
     with pytest.raises(ValueError):
         fs.init(arch=fs.cpu)
+    monkeypatch.setenv("TI_DEFAULT_FP", "32")
+    monkeypatch.setenv("TI_CPU_MAX_NUM_THREADS", "many")
+    with pytest.raises(ValueError, match="TI_CPU_MAX_NUM_THREADS=many"):
+        fs.init(arch=fs.cpu)
+
+
+def test_layout_mistakes_name_the_users_line():
+    fb = fs.FieldsBuilder()
+    x = fs.field(fs.f32)
+    fb.dense(fs.i, 4).place(x)
+    tree = fb.finalize()
+    mistakes = [
+        (lambda: fb.finalize(), fs.FieldsimError, "finalize\(\) was already called"),
+        (lambda: fb.dense(fs.i, 2), fs.FieldsimError, "after finalize"),
+        (lambda: fs.FieldsBuilder().dense(fs.i, 3).place(3), fs.FieldsimError, "3 is not a field"),
+        (lambda: fs.root.dense(fs.i, "four"), fs.FieldsimTypeError, "sizes must be an int"),
+        (lambda: fs.root.dense(fs.ij, 4.5j), fs.FieldsimTypeError, "sizes must be an int"),
+        (lambda: fs.root.dense(fs.i, -1), fs.FieldsimRuntimeError, "should be positive"),
+    ]
+    for make, error, what in mistakes:
+        with pytest.raises(error, match=what) as err:
+            make()
+        assert err.value.loc is not None and err.value.loc.file == __file__
+    tree.destroy()
+    with pytest.raises(fs.FieldsimRuntimeError, match="already called") as err:
+        tree.destroy()
+    assert err.value.loc.file == __file__
 
 
 def test_python_scope_element_reads_are_f64_as_in_taichi():
