@@ -18,11 +18,22 @@ import warnings
 
 import numpy as np
 
+from fieldsim.errors import FieldsimError
+from fieldsim.lang.naming import user_loc
+
 __all__ = ["PLYWriter"]
 
 _TYPES = {"char": np.int8, "uchar": np.uint8, "short": np.int16, "ushort": np.uint16,
           "int": np.int32, "uint": np.uint32, "float": np.float32, "double": np.float64}
 
+
+
+class PLYWriterError(FieldsimError, ValueError):
+    """A PLYWriter given counts, channels or faces that do not fit (a ValueError, as Taichi's)."""
+
+
+def _fail(message: str):
+    raise PLYWriterError(message, user_loc())
 
 class _Element:
     """One PLY element (vertex or face): a count and its named, typed channels in order."""
@@ -44,8 +55,8 @@ class _Element:
         elif a.ndim == 2 and a.shape[0] == self.count:
             columns = [(f"{key}_{c + 1}", a[:, c]) for c in range(a.shape[1])]
         else:
-            raise ValueError(f"PLYWriter: {self.name} channel {key!r} has shape {a.shape}; expected "
-                             f"({self.count},) or ({self.count}, k), one row per {self.name}")
+            _fail(f"PLYWriter: {self.name} channel {key!r} has shape {a.shape}; expected "
+                  f"({self.count},) or ({self.count}, k), one row per {self.name}")
         for name, col in columns:
             if name in self.keys:
                 warnings.warn(f"PLYWriter: duplicate {self.name} channel {name!r}", stacklevel=3)
@@ -62,11 +73,11 @@ class PLYWriter:
 
     def __init__(self, num_vertices: int, num_faces=0, face_type="tri", comment="created by PLYWriter"):
         if num_vertices <= 0:
-            raise ValueError(f"PLYWriter: num_vertices should be greater than 0, got {num_vertices}")
+            _fail(f"PLYWriter: num_vertices should be greater than 0, got {num_vertices}")
         if num_faces < 0:
-            raise ValueError(f"PLYWriter: num_faces should not be negative, got {num_faces}")
+            _fail(f"PLYWriter: num_faces should not be negative, got {num_faces}")
         if face_type not in ("tri", "quad"):
-            raise ValueError(f"PLYWriter: face_type is 'tri' or 'quad', got {face_type!r}")
+            _fail(f"PLYWriter: face_type is 'tri' or 'quad', got {face_type!r}")
         self.num_vertices, self.num_faces, self.face_type = num_vertices, num_faces, face_type
         self.comment = comment
         self.vertex = _Element("vertex", num_vertices)
@@ -115,8 +126,8 @@ class PLYWriter:
         """Vertex indices of every face, `num_faces * (3 or 4)` of them (any shape)."""
         a = np.asarray(indices.to_numpy() if hasattr(indices, "to_numpy") else indices)
         if a.size != self.num_faces * self._corners:
-            raise ValueError(f"PLYWriter.add_faces: {a.size} indices for {self.num_faces} "
-                             f"{self.face_type} faces (expected {self.num_faces * self._corners})")
+            _fail(f"PLYWriter.add_faces: {a.size} indices for {self.num_faces} "
+                  f"{self.face_type} faces (expected {self.num_faces * self._corners})")
         self.face_indices = a.reshape(self.num_faces, self._corners).astype(np.int32)
 
     def add_face_channel(self, key: str, data_type: str, data):
@@ -132,13 +143,13 @@ class PLYWriter:
     def sanity_check(self):
         missing = [k for k in "xyz" if k not in self.vertex.keys]
         if missing:
-            raise ValueError(f"PLYWriter: the vertex position channel(s) {', '.join(missing)} are "
-                             "missing (add_vertex_pos)")
+            _fail(f"PLYWriter: the vertex position channel(s) {', '.join(missing)} are "
+                  "missing (add_vertex_pos)")
         bad = (self.face_indices < 0) | (self.face_indices >= self.num_vertices)
         if self.num_faces and bad.any():
             f = int(np.argwhere(bad)[0][0])
-            raise ValueError(f"PLYWriter: face {f} has vertex indices {self.face_indices[f].tolist()}, "
-                             f"outside 0..{self.num_vertices - 1} (add_faces)")
+            _fail(f"PLYWriter: face {f} has vertex indices {self.face_indices[f].tolist()}, "
+                  f"outside 0..{self.num_vertices - 1} (add_faces)")
 
     def _header(self, fmt: str) -> str:
         lines = ["ply\n", f"format {fmt} 1.0\n", f"comment {self.comment}\n",

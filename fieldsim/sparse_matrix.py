@@ -64,6 +64,8 @@ class SparseMatrix:
         if n is None:
             raise _error("SparseMatrix needs its number of rows n", FieldsimTypeError)
         self.n, self.m = int(n), int(m) if m else int(n)
+        if self.n < 0 or self.m < 0:
+            raise _error(f"SparseMatrix: n and m must not be negative, got n={n!r}, m={m!r}")
         self.dtype = dtype
         self.storage_format = storage_format
         self._np = dtype.np

@@ -119,5 +119,6 @@ def test_unknown_type_is_skipped_and_bad_input_refused(tmp_path):
     w.add_faces(np.array([0, 1, 3]))
     with pytest.raises(ValueError, match="face 0 has vertex indices"):
         w.export(str(tmp_path / "a.ply"))
-    with pytest.raises(ValueError, match="face_type"):
+    with pytest.raises(ValueError, match="face_type") as err:
         fs.tools.PLYWriter(3, 1, face_type="hex")
+    assert isinstance(err.value, fs.FieldsimError) and err.value.loc.file == __file__

@@ -111,3 +111,9 @@ def test_build_from_ndarray_of_triplets():
         A.build_from_ndarray(fs.ndarray(fs.f32, shape=4))
     with pytest.raises(fs.FieldsimTypeError, match="only supports building from"):
         A.build_from_ndarray(np.zeros(6))
+
+
+def test_negative_dimensions_are_refused_at_the_users_line():
+    with pytest.raises(fs.FieldsimRuntimeError, match="must not be negative, got n=-1") as err:
+        fs.linalg.SparseMatrix(n=-1, m=3)
+    assert err.value.loc.file == __file__

@@ -282,6 +282,12 @@ def test_inputs_from_ndarray_and_bad_shape_is_located():
     assert "test_ui.py" in str(info.value) and isinstance(info.value, ValueError)
     with pytest.raises(UIInputError, match="out of range for 3 vertices"):
         window.get_canvas().triangles(np.zeros((3, 2)), indices=np.array([0, 1, 3]))
+    for image in (np.zeros(3), np.zeros((4, 4, 2)), "img"):  # refused at the call, not at show()
+        with pytest.raises(UIInputError, match="Canvas.set_image: expected numbers of shape") as info:
+            window.get_canvas().set_image(image)
+        assert info.value.loc.file == __file__
+    with pytest.raises(UIInputError, match=r"Camera.position takes three numbers, got \('a', 1, 2\)"):
+        fs.ui.Camera().position("a", 1, 2)
 
 
 def test_no_input_arrives_and_widgets_return_their_values():

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from fieldsim.lang.matrix import Vector
+from fieldsim.ui import _inputs
 from fieldsim.ui.constants import ProjectionMode
 
 
@@ -111,16 +112,19 @@ class Camera:
         self._state = replace(self._state, **changes)
 
     def position(self, x, y, z):
-        self.curr_position = Vector([float(x), float(y), float(z)])
-        self._set(eye=(float(x), float(y), float(z)))
+        xyz = _xyz("Camera.position", x, y, z)
+        self.curr_position = Vector(list(xyz))
+        self._set(eye=xyz)
 
     def lookat(self, x, y, z):
-        self.curr_lookat = Vector([float(x), float(y), float(z)])
-        self._set(target=(float(x), float(y), float(z)))
+        xyz = _xyz("Camera.lookat", x, y, z)
+        self.curr_lookat = Vector(list(xyz))
+        self._set(target=xyz)
 
     def up(self, x, y, z):
-        self.curr_up = Vector([float(x), float(y), float(z)])
-        self._set(up=(float(x), float(y), float(z)))
+        xyz = _xyz("Camera.up", x, y, z)
+        self.curr_up = Vector(list(xyz))
+        self._set(up=xyz)
 
     def projection_mode(self, mode):
         self._set(mode=ProjectionMode(int(mode)))
@@ -182,3 +186,10 @@ class Camera:
 
     def state(self) -> CameraState:
         return self._state
+
+
+def _xyz(what: str, x, y, z) -> tuple:
+    try:
+        return float(x), float(y), float(z)
+    except (TypeError, ValueError):
+        _inputs.fail(f"{what} takes three numbers, got ({x!r}, {y!r}, {z!r})")

@@ -51,6 +51,10 @@ class Canvas:
         if isinstance(img, Texture):
             img = texels(img)
         a = _inputs.array(img, "Canvas.set_image", dtype=None)
+        if a.dtype.kind not in "biuf" or a.ndim not in (2, 3) or (a.ndim == 3
+                                                                   and a.shape[2] not in (3, 4)):
+            _inputs.fail(f"Canvas.set_image: expected numbers of shape (W, H), (W, H, 3) or "
+                         f"(W, H, 4), got {a.dtype} of shape {a.shape}")
         self._draw(lambda surface: surface.set_image(a))
 
     def contour(self, scalar_field, cmap_name="plasma", normalize=False):
@@ -59,7 +63,7 @@ class Canvas:
 
         a = _inputs.array(scalar_field, "Canvas.contour")
         if a.ndim != 2:
-            raise ValueError("contour() can only be used on a 2D scalar field.")
+            _inputs.fail("contour() can only be used on a 2D scalar field.")
         if normalize:
             a = (a - a.min()) / (a.max() - a.min() + 1e-16)
         self.set_image(colormaps[cmap_name](a)[..., :3].astype(np.float32))

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from fieldsim.gui import GUI
+from fieldsim.ui import _inputs
 from fieldsim.ui.canvas import Canvas
 from fieldsim.ui.constants import PRESS, RELEASE
 from fieldsim.ui.scene import Scene
@@ -58,7 +59,7 @@ class Gui:
 
 def _check_tag(tag):
     if tag not in (None, PRESS, RELEASE):
-        raise ValueError(f"unrecognized event tag {tag!r} (use None, ti.ui.PRESS or ti.ui.RELEASE)")
+        _inputs.fail(f"unrecognized event tag {tag!r} (use None, ti.ui.PRESS or ti.ui.RELEASE)")
 
 
 class Window:
