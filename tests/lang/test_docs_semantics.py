@@ -239,7 +239,7 @@ def test_layout_mistakes_name_the_users_line():
     fb.dense(fs.i, 4).place(x)
     tree = fb.finalize()
     mistakes = [
-        (lambda: fb.finalize(), fs.FieldsimError, "finalize\(\) was already called"),
+        (lambda: fb.finalize(), fs.FieldsimError, r"finalize\(\) was already called"),
         (lambda: fb.dense(fs.i, 2), fs.FieldsimError, "after finalize"),
         (lambda: fs.FieldsBuilder().dense(fs.i, 3).place(3), fs.FieldsimError, "3 is not a field"),
         (lambda: fs.root.dense(fs.i, "four"), fs.FieldsimTypeError, "sizes must be an int"),
