@@ -9,7 +9,9 @@ leaves the device between iterations except the scalars of the dot products.
 
 Guarantees: returns True when the residual's 2-norm fell below `tol` within `maxiter`
 iterations (False otherwise, `x` then holds the last iterate); a dtype or shape mismatch is a
-`FieldsimTypeError` / `FieldsimRuntimeError` naming both fields before anything runs.
+`FieldsimTypeError` / `FieldsimRuntimeError` naming both fields before anything runs; a step
+that would divide by zero (A singular, or not positive definite for CG) raises
+`SolverBreakdownError`, a ZeroDivisionError as Taichi's.
 `MatrixFreeCG` needs A symmetric positive definite, `MatrixFreeBICGSTAB` only nonsingular.
 Taichi's CG compares the squared residual with `tol` for its return value; fieldsim compares
 the norm, the same test that ends the iterations.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError
+from fieldsim.errors import FieldsimError, FieldsimRuntimeError, FieldsimTypeError
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field, field
 from fieldsim.lang.kernel import kernel, template
@@ -110,6 +112,16 @@ def _work_fields(b, x, names: str, count: int) -> list:
     return [field(b.dtype, shape=b.shape) for _ in range(count)]
 
 
+class SolverBreakdownError(FieldsimError, ZeroDivisionError):
+    """A Krylov step would divide by zero. A ZeroDivisionError, as Taichi's solvers raise
+    there."""
+
+
+def _breakdown(name: str, it: int, what: str):
+    raise SolverBreakdownError(f"{name}: {what} is 0 at iteration {it} (A singular, or not "
+                               "positive definite for CG); x holds the last iterate", user_loc())
+
+
 def _log(quiet, text):
     if not quiet:
         print(text)
@@ -129,8 +141,8 @@ def MatrixFreeCG(A: LinearOperator, b, x, tol=1e-6, maxiter=5000, quiet=True) ->
             return True
         A.matvec(p, ap)
         pap = _dot(p, ap)
-        if pap == 0.0:  # breakdown (A not positive definite, or tol <= 0 met exactly)
-            break
+        if pap == 0.0:
+            _breakdown("MatrixFreeCG", it, "p.Ap")
         alpha = rr / pap
         _axpy(x, alpha, p)
         _axpy(r, -alpha, ap)
@@ -154,8 +166,8 @@ def MatrixFreeBICGSTAB(A: LinearOperator, b, x, tol=1e-6, maxiter=5000, quiet=Tr
             return True
         A.matvec(p, v)
         r0v = _dot(r0, v)
-        if r0v == 0.0:  # breakdown: the last iterate stands
-            break
+        if r0v == 0.0:
+            _breakdown("MatrixFreeBICGSTAB", it, "r0.v")
         alpha = rho / r0v
         _combine(s, r, -alpha, v)
         A.matvec(s, t)
