@@ -792,7 +792,7 @@ class TaskLowering(NestLowering):
         bad = b.icmp_unsigned(">=", i, n)
         code = len(self.cg.info.accesses)
         offset = getattr(s.field, "offset", None)  # kernels index storage: user index - offset
-        self.cg.info.accesses.append((s.field.ir_name, s.loc, offset))
+        self.cg.info.accesses.append((s.field.ir_name, s.loc, offset, _holder_note(s.field)))
         with b.if_then(bad, likely=False):
             self.set_error(ERR_OUT_OF_BOUNDS, code, i)
         return bad
@@ -1109,3 +1109,13 @@ def _mix64(b, z):
 
 def lower_kernel(kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
     return Codegen(kernel, symbol, target, debug, fast_math).run()
+
+
+def _holder_note(field):
+    """For a sparse node's hidden length/mask field: which user fields the node holds, so an
+    out-of-range message names them (None for user fields)."""
+    node = getattr(field, "sparse_node", None)
+    if node is None:
+        return None
+    names = ", ".join(repr(f.ir_name) for f in node._placed_fields())
+    return f"the cell index of the {node.kind} node that holds {names}"
