@@ -38,7 +38,8 @@ from fieldsim.codegen.loopnest import (
     whole_rows,
 )
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
-from fieldsim.codegen.shared_divisors import constant_reciprocal, divides_by_f32_root, shared_divisors
+from fieldsim.codegen.shared_divisors import (constant_reciprocal, divides_by_f32_root, same_value,
+                                              shared_divisors)
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Function, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
@@ -991,6 +992,11 @@ class TaskLowering(NestLowering):
 
     def op_div(self, s: Stmt):
         x, d = s.args
+        if self.fmf and s.dtype.is_float and same_value(x, d):
+            # `x / x` without fast-math flags: exactly 1 (NaN for 0, inf, NaN), as Taichi's
+            # fast-math folds it; with `reassoc` LLVM rewrote `J * (s / s)` into `J * a / a'`
+            # chains that are 1 - ulp (an MPM plasticity ratio `sig / sig` then drifted)
+            return self.b.fdiv(self.v(x), self.v(d))
         r = constant_reciprocal(d) if self.fmf else None
         if r is not None:  # Taichi's fast-math: x * fl(1/C)
             return self.b.fmul(self.v(x), L.Constant(ll_type(d.dtype), r), flags=self.fmf)
