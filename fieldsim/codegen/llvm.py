@@ -55,7 +55,8 @@ ERR_WORD_STOP = 3  # err[3]: set by the host to stop a running launch; polled by
 
 I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
 # LLVM fast-math flags of float ops under `fs.init(fast_math=True)`: reassociation (so float
-# reductions vectorize), contraction (mul+add -> FMA), no signed zeros. Not nnan/ninf:
+# reductions vectorize), no signed zeros, and contraction (mul+add -> FMA) where the target
+# contracts. Not nnan/ninf:
 # programs test isnan/isinf, and LLVM would fold those.
 # Not `arcp`/`afn`: with them LLVM computes 1/sqrt(x) as a hardware estimate plus its own
 # Newton step (`vrsqrt14ps`), a few ulps off and not exact at 1/sqrt(4), and a polar
@@ -65,7 +66,10 @@ I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
 # codegen.shared_divisors); f32 divisions by a square root take an estimate refined so that
 # it is exact there (llvm_arith.fast_rsqrt), with `arcp`/`afn` on those two instructions only.
 # Not `nnan`/`ninf`: isnan/isinf keep working.
-FAST_MATH_FLAGS = ("reassoc", "contract", "nsz")
+# No `contract` on the CPU (Target.contracts): Taichi 1.7.4's x64 backend never fuses a
+# multiply and an add, and FMA rounding steered ill-conditioned programs elsewhere (a CG
+# solve whose residual Taichi keeps exact drifted, MPM water 1e-5 off after 500 substeps).
+FAST_MATH_FLAGS = ("reassoc", "nsz")
 PTR = L.PointerType()
 _LL = {}
 
@@ -97,6 +101,9 @@ class Target:
     # `afn`, `div.approx` and `sqrt.approx` as Taichi's fast_math gives; the CPU keeps both
     # correctly rounded)
     approx_math: tuple = ()
+    # fast-math fuses multiply-adds (`contract`): CUDA does, as Taichi's CUDA backend; the CPU
+    # does not, as Taichi's x64 backend
+    contracts = False
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""
@@ -216,7 +223,8 @@ class KernelInfo:
 class Codegen:
     def __init__(self, kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
         self.k, self.target, self.debug = kernel, target, debug
-        self.fmf = FAST_MATH_FLAGS if fast_math else ()  # the flags every float op carries
+        # the flags every float op carries
+        self.fmf = FAST_MATH_FLAGS + (("contract",) if target.contracts else ()) if fast_math else ()
         self.approx_fmf = self.fmf + target.approx_math if fast_math else ()  # div and sqrt
         self.module = L.Module(name=symbol)
         if target.triple:
