@@ -38,8 +38,12 @@ from fieldsim.codegen.loopnest import (
     whole_rows,
 )
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
-from fieldsim.codegen.shared_divisors import (constant_reciprocal, divides_by_f32_root, same_value,
-                                              shared_divisors)
+from fieldsim.codegen.shared_divisors import (
+    constant_reciprocal,
+    divides_by_f32_root,
+    same_value,
+    shared_divisors,
+)
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Function, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
