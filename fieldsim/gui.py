@@ -460,10 +460,17 @@ class GUI:
         x, y = self._to_px(_point(pos))
         gc = renderer.new_gc()
         renderer.draw_text(gc, float(x[0]), float(y[0]) + th - descent, str(content), prop, 0)
-        alpha = np.asarray(renderer.buffer_rgba())[..., 3:4].astype(np.float32) / 255.0
+        alpha = np.asarray(renderer.buffer_rgba())[..., 3]
+        rows, cols = np.nonzero(alpha.any(axis=1))[0], np.nonzero(alpha.any(axis=0))[0]
+        if rows.size == 0:
+            return
+        # Blend only the text's bounding box: a whole-canvas blend per call made text-heavy
+        # GUI loops several times slower than their simulations.
+        box = np.s_[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+        a = alpha[box][..., None].astype(np.float32) / 255.0
         rgb = _unpack(_packed(color))[0].astype(np.float32)
-        out = _unpack(self._buf).astype(np.float32) * (1.0 - alpha) + rgb * alpha
-        self._buf[...] = _pack(out + 0.5)
+        out = _unpack(self._buf[box]).astype(np.float32) * (1.0 - a) + rgb * a
+        self._buf[box] = _pack(out + 0.5)
 
     # ----------------------------------------------------------- frames
     def save(self, file):

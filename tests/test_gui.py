@@ -161,6 +161,21 @@ def test_text_is_drawn_near_its_top_left_position(tmp_path):
     assert (img == 255).all(axis=2).any()  # fully covered glyph pixels get exactly the colour
 
 
+def test_text_blends_over_the_canvas_and_leaves_the_rest_alone():
+    rng = np.random.default_rng(0)
+    before = rng.random((120, 60, 3)).astype(np.float32)
+    gui = GUI(res=(120, 60))
+    gui.set_image(before)
+    base = gui.get_image()[..., :3]
+    gui.text("Wq", (0.1, 0.8), font_size=24, color=0x000000)
+    after = gui.get_image()[..., :3]
+    changed = np.nonzero((after != base).any(axis=2))
+    assert changed[0].size > 20
+    # black text only darkens, and nothing changes away from the glyphs (x < 60, top rows)
+    assert (after <= base + 1e-6).all()
+    assert changed[0].max() < 60 and changed[1].min() > 10
+
+
 def test_show_clears_and_counts_frames(tmp_path):
     gui = GUI(res=32, background_color=BG)
     gui.circle((0.5, 0.5), color=RED, radius=10)

@@ -61,3 +61,21 @@ def test_logging_level_is_kept_and_checked():
         fs.set_logging_level(fs.INFO)
     with pytest.raises(ValueError, match="unknown logging level 'loud'"):
         fs.set_logging_level("loud")
+
+
+def test_lang_impl_names_programs_import():
+    from fieldsim.lang.impl import call_internal, current_cfg, field, static
+    fs.init(arch=fs.cpu, debug=True)
+    assert current_cfg().debug is True
+    x = field(fs.i32, shape=3)
+
+    @fs.kernel
+    def fill():
+        for i in static(range(3)):
+            x[i] = i * 2
+
+    fill()
+    np.testing.assert_array_equal(x.to_numpy(), [0, 2, 4])
+    with pytest.raises(fs.FieldsimError, match="call_internal"):
+        call_internal("x")
+    fs.init(arch=fs.cpu)

@@ -45,7 +45,7 @@ from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Kernel, Op
 from fieldsim.lang.ndarray import ArrayStorage
 
-COMPILER_VERSION = "fieldsim-cpu-1"
+COMPILER_VERSION = "fieldsim-cpu-2"  # 2: no FMA contraction; x / x exact
 SMALL_LAUNCH = 2048  # iterations below which threads cost more than they give
 # Estimated work (iterations x IR statements per iteration) below which a launch runs on the
 # calling thread: waking the pool costs some tens of microseconds, more than splitting a few

@@ -273,6 +273,8 @@ def raise_kernel_error(info, err, caps):
         offset = info.accesses[which][2] if len(info.accesses[which]) > 2 else None
         note = (f" (the field has offset {offset}; the index shown is the user's index minus "
                 "the offset)") if offset else ""
+        holder = info.accesses[which][3] if len(info.accesses[which]) > 3 else None
+        note += f" ({holder})" if holder else ""
         raise FieldsimIndexError(f"kernel {info.name!r}: index {extra} is out of range for field "
                                  f"{name!r}{note}", loc)
     if code == ERR_ASSERT:

@@ -38,7 +38,12 @@ from fieldsim.codegen.loopnest import (
     whole_rows,
 )
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
-from fieldsim.codegen.shared_divisors import constant_reciprocal, divides_by_f32_root, shared_divisors
+from fieldsim.codegen.shared_divisors import (
+    constant_reciprocal,
+    divides_by_f32_root,
+    same_value,
+    shared_divisors,
+)
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Function, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
@@ -54,7 +59,8 @@ ERR_WORD_STOP = 3  # err[3]: set by the host to stop a running launch; polled by
 
 I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
 # LLVM fast-math flags of float ops under `fs.init(fast_math=True)`: reassociation (so float
-# reductions vectorize), contraction (mul+add -> FMA), no signed zeros. Not nnan/ninf:
+# reductions vectorize), no signed zeros, and contraction (mul+add -> FMA) where the target
+# contracts. Not nnan/ninf:
 # programs test isnan/isinf, and LLVM would fold those.
 # Not `arcp`/`afn`: with them LLVM computes 1/sqrt(x) as a hardware estimate plus its own
 # Newton step (`vrsqrt14ps`), a few ulps off and not exact at 1/sqrt(4), and a polar
@@ -64,7 +70,10 @@ I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
 # codegen.shared_divisors); f32 divisions by a square root take an estimate refined so that
 # it is exact there (llvm_arith.fast_rsqrt), with `arcp`/`afn` on those two instructions only.
 # Not `nnan`/`ninf`: isnan/isinf keep working.
-FAST_MATH_FLAGS = ("reassoc", "contract", "nsz")
+# No `contract` on the CPU (Target.contracts): Taichi 1.7.4's x64 backend never fuses a
+# multiply and an add, and FMA rounding steered ill-conditioned programs elsewhere (a CG
+# solve whose residual Taichi keeps exact drifted, MPM water 1e-5 off after 500 substeps).
+FAST_MATH_FLAGS = ("reassoc", "nsz")
 PTR = L.PointerType()
 _LL = {}
 
@@ -96,6 +105,9 @@ class Target:
     # `afn`, `div.approx` and `sqrt.approx` as Taichi's fast_math gives; the CPU keeps both
     # correctly rounded)
     approx_math: tuple = ()
+    # fast-math fuses multiply-adds (`contract`): CUDA does, as Taichi's CUDA backend; the CPU
+    # does not, as Taichi's x64 backend
+    contracts = False
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         """(lo, hi, step) of the iterations one worker runs, all i64."""
@@ -215,7 +227,8 @@ class KernelInfo:
 class Codegen:
     def __init__(self, kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
         self.k, self.target, self.debug = kernel, target, debug
-        self.fmf = FAST_MATH_FLAGS if fast_math else ()  # the flags every float op carries
+        # the flags every float op carries
+        self.fmf = FAST_MATH_FLAGS + (("contract",) if target.contracts else ()) if fast_math else ()
         self.approx_fmf = self.fmf + target.approx_math if fast_math else ()  # div and sqrt
         self.module = L.Module(name=symbol)
         if target.triple:
@@ -792,7 +805,7 @@ class TaskLowering(NestLowering):
         bad = b.icmp_unsigned(">=", i, n)
         code = len(self.cg.info.accesses)
         offset = getattr(s.field, "offset", None)  # kernels index storage: user index - offset
-        self.cg.info.accesses.append((s.field.ir_name, s.loc, offset))
+        self.cg.info.accesses.append((s.field.ir_name, s.loc, offset, _holder_note(s.field)))
         with b.if_then(bad, likely=False):
             self.set_error(ERR_OUT_OF_BOUNDS, code, i)
         return bad
@@ -991,6 +1004,11 @@ class TaskLowering(NestLowering):
 
     def op_div(self, s: Stmt):
         x, d = s.args
+        if self.fmf and s.dtype.is_float and same_value(x, d):
+            # `x / x` without fast-math flags: exactly 1 (NaN for 0, inf, NaN), as Taichi's
+            # fast-math folds it; with `reassoc` LLVM rewrote `J * (s / s)` into `J * a / a'`
+            # chains that are 1 - ulp (an MPM plasticity ratio `sig / sig` then drifted)
+            return self.b.fdiv(self.v(x), self.v(d))
         r = constant_reciprocal(d) if self.fmf else None
         if r is not None:  # Taichi's fast-math: x * fl(1/C)
             return self.b.fmul(self.v(x), L.Constant(ll_type(d.dtype), r), flags=self.fmf)
@@ -1109,3 +1127,13 @@ def _mix64(b, z):
 
 def lower_kernel(kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
     return Codegen(kernel, symbol, target, debug, fast_math).run()
+
+
+def _holder_note(field):
+    """For a sparse node's hidden length/mask field: which user fields the node holds, so an
+    out-of-range message names them (None for user fields)."""
+    node = getattr(field, "sparse_node", None)
+    if node is None:
+        return None
+    names = ", ".join(repr(f.ir_name) for f in node._placed_fields())
+    return f"the cell index of the {node.kind} node that holds {names}"

@@ -177,6 +177,7 @@ class CudaTarget(Target):
     # f32 under fast-math: div.approx (2 ulp) and sqrt.approx instead of the correctly rounded
     # subroutines; exact mode keeps those (f64 is correctly rounded either way)
     approx_math = ("afn",)
+    contracts = True
 
     def reduce_atomic(self, b: L.IRBuilder, module: L.Module, op: str, ptr, total):
         """A warp's 32 totals summed by shuffles, then one atomic from lane 0, where the whole

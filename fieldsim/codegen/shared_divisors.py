@@ -1,7 +1,7 @@
 """Float divisions that share a divisor: `shared_divisors(task)`, for fast-math lowering.
 
 Takes a task's IR. Returns, for every float `div` whose divisor is divided by at least twice
-in the same statement list, the id of the first such `div` in that list (in program order):
+in the same statement list (a division of a value by itself does not count: it stays exact), the id of the first such `div` in that list (in program order):
 the lowering computes the reciprocal `1 / d` there, once, and every division of the group
 becomes a multiplication by it. Statements of one list are lowered in program order (nested
 `if`/loop bodies are lists of their own, so a group never spans a branch), hence the first
@@ -63,7 +63,10 @@ def shared_divisors(task: Stmt) -> dict[int, int]:
 def _scan(block: list[Stmt], groups: dict[int, int]):
     by_divisor: dict[int, list[Stmt]] = {}
     for s in block:
-        if s.op == Op.DIV and s.dtype is not None and s.dtype.is_float:
+        # `x / x` stays a division: exactly 1 as in IEEE (and Taichi, whose fast-math folds
+        # it), where x * (1/x) is 1 - ulp for some x (a plasticity ratio sig / sig then drifts)
+        if s.op == Op.DIV and s.dtype is not None and s.dtype.is_float and \
+                not same_value(*s.args):
             by_divisor.setdefault(id(s.args[1]), []).append(s)
         for inner in s.blocks:
             _scan(inner, groups)
@@ -71,3 +74,10 @@ def _scan(block: list[Stmt], groups: dict[int, int]):
         if len(divs) > 1:
             for s in divs:
                 groups[id(s)] = id(divs[0])
+
+
+def same_value(a: Stmt, b: Stmt) -> bool:
+    """`a` and `b` are one value: one statement, or two reads of one local variable (fast-math
+    lowers `a / b` of such a pair as a plain division; a store between the reads only costs
+    it its fast-math flags, never its correctness)."""
+    return a is b or (a.op == Op.LOCAL_LOAD and b.op == Op.LOCAL_LOAD and a.args[0] is b.args[0])

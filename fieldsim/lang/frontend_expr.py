@@ -685,6 +685,9 @@ class ExprMixin:
                 return self.inline_func(Func(fn.__func__), [fn.__self__, *args], kwargs, None)
             if _is_user_class(fn):
                 return _construct_in_python(fn, args, kwargs)
+            if isinstance(getattr(fn, "__self__", None), (list, dict, set)):
+                # `temp = []; temp.append(m)`: a Python container of kernel values, as in Taichi
+                return fn(*args, **kwargs)
             from fieldsim.lang import kernel_hints  # (errors only: kept out of the first import)
             name = getattr(fn, "__name__", repr(fn))
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "

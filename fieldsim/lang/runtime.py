@@ -144,8 +144,9 @@ class Runtime:
         self.random_seed = int(random_seed)
         self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
         self.debug = bool(debug)
-        # Fast-math (Taichi's default, True): float ops may be reassociated and contracted to
-        # FMA, so reductions vectorize; shared divisors become one reciprocal and f32 x/sqrt(q)
+        # Fast-math (Taichi's default, True): float ops may be reassociated (and, on CUDA,
+        # contracted to FMA; the CPU rounds products as Taichi's x64 backend), so reductions
+        # vectorize; shared divisors become one reciprocal and f32 x/sqrt(q)
         # a refined estimate (codegen); NaN and infinity keep their meaning (no nnan/ninf).
         # False: IEEE results, op by op.
         self.fast_math = bool(fast_math)
@@ -264,8 +265,8 @@ def init(arch=cpu, default_fp=None, default_ip=None, random_seed=0, **kwargs) ->
         default_ip: the dtype of Python ints in kernels (`fs.i32` by default).
         random_seed: the seed of `fs.random()`.
         **kwargs: further options (`debug`, `ad_stack_size`, `offline_cache`, ...).
-            `fast_math` (default True, as in Taichi): float ops may be reassociated and fused
-            (FMA), so loops vectorize, divisions by one value in one block multiply by its
+            `fast_math` (default True, as in Taichi): float ops may be reassociated (and fused
+            into FMA on CUDA; never on the CPU, as in Taichi's x64 backend), so loops vectorize, divisions by one value in one block multiply by its
             reciprocal, and f32 `x / sqrt(q)` multiplies by a refined 1/sqrt estimate (about
             an ulp); `fast_math=False` gives IEEE results op by op.
 

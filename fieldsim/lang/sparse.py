@@ -44,6 +44,7 @@ class SparseState:
         else:
             self.flag = Field(T.i32, None, f"{label}.mask", _role="mask")
             self.flag._place(node.shape, snode=SNode(PLACE, None))
+        self.flag.sparse_node = node  # out-of-range messages name the fields it holds
 
 
 def declare(node: SNode):

@@ -86,3 +86,20 @@ def test_debug_reports_the_field():
     with pytest.raises(IndexError, match="best_fit"):
         k(4)
     fs.init(arch=fs.cpu)
+
+
+def test_append_past_a_dynamic_nodes_parent_names_the_fields_it_holds():
+    fs.init(arch=fs.cpu, debug=True)
+    bucket = fs.field(fs.i32)
+    fs.root.dense(fs.i, 4).dynamic(fs.j, 8).place(bucket)
+
+    @fs.kernel
+    def put(i: fs.i32):
+        bucket[i].append(1)
+
+    put(3)
+    assert bucket[3, 0] == 1
+    with pytest.raises(fs.FieldsimIndexError, match=r"index 4 is out of range.*dynamic node "
+                                                    r"that holds 'bucket'"):
+        put(4)
+    fs.init(arch=fs.cpu)

@@ -152,3 +152,30 @@ def test_subnormal_divisor_as_documented(fast_math):
     else:
         want = np.float32(1e-30) / np.float32(1e-40)
         np.testing.assert_allclose(got, [want, -want], rtol=1e-6)
+
+
+@pytest.mark.parametrize("fast_math", [True, False])
+def test_a_value_divided_by_itself_is_exactly_one(fast_math):
+    # an MPM plasticity step: `new_sig = sig[d, d]; Jp *= sig[d, d] / new_sig` after an SVD.
+    # Under fast-math LLVM reassociated the product of such ratios into chains 1 ulp off 1
+    # (52 of 8192 particles); Taichi's fast-math folds x / x to 1, IEEE division gives 1.
+    fs.init(arch=fs.cpu, offline_cache=False, fast_math=fast_math)
+    n = 8192
+    F = fs.Matrix.field(2, 2, fs.f32, n)
+    Jp = fs.field(fs.f32, n)
+    rng = np.random.default_rng(0)
+    F.from_numpy((np.eye(2) + 0.05 * rng.standard_normal((n, 2, 2))).astype(np.float32))
+
+    @fs.kernel
+    def plasticity():
+        for p in F:
+            Jp[p] = 1.0
+            U, sig, V = fs.svd(F[p])
+            for d in fs.static(range(2)):
+                new_sig = sig[d, d]
+                Jp[p] *= sig[d, d] / new_sig
+                sig[d, d] = new_sig
+
+    plasticity()
+    np.testing.assert_array_equal(Jp.to_numpy(), np.ones(n, np.float32))
+    fs.init(arch=fs.cpu)

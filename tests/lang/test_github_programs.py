@@ -176,3 +176,24 @@ def test_ellipsis_statement_is_a_placeholder():
 
     k()
     np.testing.assert_array_equal(x.to_numpy(), [0, 1, 2])
+
+
+def test_python_list_built_in_a_kernel_collects_matrices():
+    # `temp = []; temp.append(affine0); ...`: a Python list of kernel values, as in Taichi
+    fs.init(arch=fs.cpu)
+    x = fs.Vector.field(2, fs.f32, shape=4)
+    out = fs.Matrix.field(2, 2, fs.f32, shape=4)
+    x.from_numpy(np.arange(8, dtype=np.float32).reshape(4, 2))
+
+    @fs.kernel
+    def blend(r: fs.f32):
+        for p in x:
+            temp = []
+            temp.append(x[p].outer_product(x[p]))
+            temp.append(fs.Matrix.identity(fs.f32, 2) * x[p].sum())
+            out[p] = temp[0] * r + temp[1] * (1.0 - r)
+
+    blend(0.25)
+    xs = np.arange(8, dtype=np.float64).reshape(4, 2)
+    want = 0.25 * np.einsum("pi,pj->pij", xs, xs) + 0.75 * xs.sum(1)[:, None, None] * np.eye(2)
+    np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-6)

@@ -1,0 +1,30 @@
+"""Under fast-math the CPU rounds a product before adding it, as Taichi 1.7.4's x64 backend does
+(it never emits FMA): `a * b - c` equals numpy's float32 `(a * b) - c` bit for bit, not the
+fused result. An ill-conditioned CG solve (a GitHub stable-fluid program) kept Taichi's exact
+residual only this way."""
+import numpy as np
+
+import fieldsim as fs
+
+
+def test_multiply_then_add_is_rounded_twice_under_fast_math():
+    fs.init(arch=fs.cpu, fast_math=True, offline_cache=False)
+    n = 4096
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.random(n).astype(np.float32) for _ in range(3))
+    fa, fb, fc, out = (fs.field(fs.f32, shape=n) for _ in range(4))
+    fa.from_numpy(a)
+    fb.from_numpy(b)
+    fc.from_numpy(c)
+
+    @fs.kernel
+    def mad():
+        for i in fa:
+            out[i] = fa[i] * fb[i] - fc[i]
+
+    mad()
+    separate = (a * b).astype(np.float32) - c
+    fused = (a.astype(np.float64) * b - c).astype(np.float32)
+    assert (separate != fused).sum() > 100  # the data tells the two apart
+    np.testing.assert_array_equal(out.to_numpy(), separate)
+    fs.init(arch=fs.cpu)
