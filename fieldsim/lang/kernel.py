@@ -474,6 +474,8 @@ def _scalar_dtype(a, rt, kname, pname):
         return rt.default_fp
     if a is int:
         return rt.default_ip
+    if a is bool:  # as Taichi: a u1
+        return T.u1
     if isinstance(a, T.DataType):
         return a
     raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} has an unsupported annotation "

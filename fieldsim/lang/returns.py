@@ -43,6 +43,8 @@ def ret_spec(ann, rt, kname: str):
         return rt.default_fp
     if ann is int:
         return rt.default_ip
+    if ann is bool:  # as Taichi: a u1
+        return T.u1
     if isinstance(ann, T.DataType):
         return ann
     if isinstance(ann, T.MatrixType):
