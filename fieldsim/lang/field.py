@@ -267,7 +267,8 @@ class Field:
         idx = self._index(key)
         value = self.storage.read_element(idx)
         if self.ndim_el == 0:
-            return value.item() if hasattr(value, "item") else value
+            value = value.item() if hasattr(value, "item") else value
+            return int(value) if isinstance(value, bool) else value  # a u1 reads as 0/1, as in Taichi
         from fieldsim.lang.matrix import Matrix, Vector
         # bound to the element: `x[i][0, 1] = v` and `x[i].y = v` write through, as in Taichi.
         # Entries are Python numbers, as Taichi reads them: a float field's element is an f64

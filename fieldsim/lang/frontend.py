@@ -1019,13 +1019,20 @@ class Frontend(ExprMixin):
         return False
 
     # ---- funcs ----------------------------------------------------------------------------------
-    def inline_func(self, func, args, kwargs, node):
+    def inline_func(self, func, args, kwargs, node, method=False):
+        """Inlines `func(*args, **kwargs)`; `method`: `args[0]` is the object a method is
+        called on (`obj.f(...)`), whose call node lists the arguments after it."""
         if func.custom_grad is not None or func.replay is not None:
             return self.inline_custom_grad(func, args, kwargs, node)
         if getattr(func, "is_real", False):  # a real call where it recurses
             from fieldsim.lang import real_calls
             return real_calls.call(self, func, args, kwargs, node)
-        return self.inline_plain(func, args, kwargs, node, refs=self.caller_refs(node))
+        refs = self.caller_refs(node)
+        self_ref = None
+        if method:
+            refs = {k + 1 if isinstance(k, int) else k: r for k, r in refs.items()}
+            self_ref = _struct_self_ref(args[0])
+        return self.inline_plain(func, args, kwargs, node, refs=refs, self_ref=self_ref)
 
     def caller_refs(self, node) -> dict:
         """The caller's variables passed by name (`f(a, b=c)`): a `ti.template()` or `ti.ref`
@@ -1088,7 +1095,9 @@ class Frontend(ExprMixin):
             self.b.emit(Op.CUSTOM_ADJ_OUT, None, tuple(self.e.value(g, i.dtype) for g, i in zip(flat_grads, inputs)))
         return _rebuild_value([self.b.local_load(o) for o in outputs], out_shape)
 
-    def inline_plain(self, func, args, kwargs, node, refs=None):
+    def inline_plain(self, func, args, kwargs, node, refs=None, self_ref=None):
+        """`self_ref`: what the first parameter is bound to, by reference (a struct method's
+        `self`, so that `self.member = v` writes the caller's struct, as in Taichi)."""
         from fieldsim.lang import func_args
         src = _parse_cached(func.fn)
         fdef = src.node
@@ -1106,6 +1115,9 @@ class Frontend(ExprMixin):
             by_name[p] = (refs or {}).get(k) or (refs or {}).get(p)
         for name, value in bound.items():
             a = ann.get(name)
+            if self_ref is not None and name == params[0]:
+                frame.bind(name, self_ref)
+                continue
             if func_args.is_by_reference(a) and by_name.get(name) is not None:
                 frame.bind(name, by_name[name])  # the caller's own variable
                 continue
@@ -1157,6 +1169,14 @@ class Frontend(ExprMixin):
             self.frame = saved_frame
         else:
             frame.bind(name, StaticRef(value))
+
+
+def _struct_self_ref(obj):
+    """The binding of a struct method's `self` when it is called on a struct variable or a
+    struct field element: that struct itself; None for a struct rvalue or any other object."""
+    if isinstance(obj, (struct.StructLocalRef, struct.StructFieldRef)):
+        return StructVar(obj)
+    return None
 
 
 _STATEMENTS.fill(Frontend)

@@ -560,9 +560,10 @@ class ExprMixin:
         if isinstance(fn, Func):
             return self.inline_func(fn, args, kwargs, node)
         if isinstance(fn, BoundFunc):  # a func method: `self` comes first
-            return self.inline_func(fn.func, [fn.obj] + list(args), kwargs, node)
+            return self.inline_func(fn.func, [fn.obj] + list(args), kwargs, node, method=True)
         if isinstance(getattr(fn, "__func__", None), Func):  # a classmethod func (Python 3.13+)
-            return self.inline_func(fn.__func__, [fn.__self__] + list(args), kwargs, node)
+            return self.inline_func(fn.__func__, [fn.__self__] + list(args), kwargs, node,
+                                    method=True)
         return _UNHANDLED
 
     def _call_fieldsim_callable(self, fn, args, kwargs, node):

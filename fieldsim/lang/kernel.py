@@ -470,10 +470,7 @@ def kernel(fn):
 
 
 def _scalar_dtype(a, rt, kname, pname):
-    if a is float:
-        return rt.default_fp
-    if a is int:
-        return rt.default_ip
+    a = T.concrete_dtype(a, rt.default_fp, rt.default_ip)
     if isinstance(a, T.DataType):
         return a
     raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} has an unsupported annotation "

@@ -33,6 +33,8 @@ class StructType:
         for k, t in members.items():
             if isinstance(t, dict):
                 t = StructType(t)
+            if t is bool:  # Taichi's `hit: bool` member: a u1
+                t = T.u1
             if not (t in (float, int) or isinstance(t, (T.DataType, T.MatrixType, StructType))):
                 raise TypeError(f"struct member {k!r}: unsupported type {t!r}; use a scalar "
                                 "dtype, fs.types.vector/matrix, or a struct type")

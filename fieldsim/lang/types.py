@@ -99,8 +99,11 @@ def _flatten(v):
 
 
 def concrete_dtype(dtype, default_fp, default_ip):
-    """`dtype` with Python's `float`/`int` read as `default_fp`/`default_ip`, as Taichi reads
-    them; anything else (a DataType, a MatrixType, None) comes back unchanged."""
+    """`dtype` with Python's `float`/`int`/`bool` read as `default_fp`/`default_ip`/u1, as
+    Taichi's cook_dtype reads them; anything else (a DataType, a MatrixType, None) comes back
+    unchanged."""
+    if dtype is bool:
+        return u1
     return default_fp if dtype is float else default_ip if dtype is int else dtype
 
 
