@@ -336,17 +336,15 @@ class Field:
         if a.dtype.kind not in "biuf":
             raise TypeError(f"field {self.ir_name!r}.from_numpy: unsupported dtype {a.dtype}")
         _record_python_write(self, None, f"{self.ir_name}.from_numpy(...)")
-        self.storage.from_numpy(np.ascontiguousarray(a, dtype=self.dtype.np))
-        from fieldsim.lang import sparse
-        sparse.activate_python(self, None)
+        self._write_all(np.ascontiguousarray(a, dtype=self.dtype.np))
 
     def fill(self, value):
         self._check_live()
         arr = self._coerce(value, self.element_shape, "fill value", broadcast=True, truncate=True)
         _record_python_write(self, None, f"{self.ir_name}.fill(...)")
-        self.storage.fill(arr)
         from fieldsim.lang import sparse
-        sparse.after_fill(self, arr)
+        if not sparse.write_active(self, arr):
+            self.storage.fill(arr)
 
     def copy_from(self, other: Field):
         self._check_live()
@@ -357,9 +355,13 @@ class Field:
             raise ValueError(f"field {self.ir_name!r}.copy_from: needs a field of storage shape "
                              f"{self.storage_shape}")
         _record_python_write(self, None, f"{self.ir_name}.copy_from(...)")
-        self.storage.from_numpy(other.to_numpy().astype(self.dtype.np))
+        self._write_all(other.storage.to_numpy().astype(self.dtype.np))
+
+    def _write_all(self, arr):
+        """Storage-shaped `arr` into the field; under sparse nodes into its active cells only."""
         from fieldsim.lang import sparse
-        sparse.activate_python(self, None)
+        if not sparse.write_active(self, arr):
+            self.storage.from_numpy(arr)
 
     def get_scalar_field(self, i, j=0):
         """Component (i, j) of a vector/matrix field as a scalar field sharing its data."""

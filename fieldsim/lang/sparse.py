@@ -8,13 +8,16 @@ full dense array; what sparsity changes:
   its sparse ancestors (for a dynamic node: length = max(length, j + 1));
 - a struct-for (`for I in x`, `for I in fs.grouped(node)`) visits active cells only;
 - `fs.deactivate(node, I)` / `node.deactivate_all()` deactivate and zero the data below, so an
-  inactive cell reads 0 (as a Taichi pointer cell does); `fill` leaves inactive cells at 0;
+  inactive cell reads 0 (as a Taichi pointer cell does); a dynamic cell zeroes only its first
+  `length` slots (the only ones ever written); `fill`, `from_numpy` and `copy_from` write
+  active cells only and activate nothing (Taichi's are struct-for kernels);
 - `fs.is_active`, `fs.activate`, `fs.deactivate`, `fs.append`, `fs.length` work in kernels and
   Python scope; `fs.deactivate_all_snodes()` (Python scope) deactivates every sparse node.
 As in Taichi 1.7, those functions take the node's own cell coordinates (`fs.rescale_index(x,
 node, I)` maps a field index to them; a dynamic node takes its parent's), and a struct-for
-over a node yields them too. Memory is not saved: a
-sparse field costs as much as a dense one.
+over a node yields them too. A big sparse field's storage is a reservation on the CPU
+(codegen/cpu.py `_reserved_zeros`): memory is committed only in the 4 KB pages written, and
+`deactivate_all` hands the pages back.
 """
 from __future__ import annotations
 
@@ -137,14 +140,23 @@ def _expand(mask, node, leaf) -> np.ndarray:
     return np.broadcast_to(mask.reshape(cells), blocks).reshape([leaf[a] for a in sorted(leaf)])
 
 
-def after_fill(field, value):
-    """`x.fill(v)` fills active cells only (Taichi's fill is a struct-for); inactive cells
-    read 0, so a fill with 0 is already right."""
-    if not _path(field) or not np.any(value):
-        return
-    arr = field.storage.to_numpy()
-    arr[~_active_cells(field)] = 0
-    field.storage.from_numpy(arr)
+def write_active(field, arr) -> bool:
+    """`x.from_numpy(a)`, `x.fill(v)`, `x.copy_from(y)` of a field under sparse nodes: `arr`
+    (storage-shaped, or one element for every cell) goes into the active cells only, activating
+    none, as Taichi's struct-for kernels do; pages of inactive cells are not touched. False
+    (nothing written) for a field under no sparse node."""
+    if not _path(field):
+        return False
+    active = _active_cells(field)
+    src = arr if np.ndim(arr) <= field.ndim_el else arr[active]
+    host = getattr(field.storage, "array", None)
+    if host is not None:
+        host[active] = src
+        return True
+    data = field.storage.to_numpy()  # a device field: round trip through the host
+    data[active] = src
+    field.storage.from_numpy(data)
+    return True
 
 
 def deactivate_all(node: SNode):
@@ -339,9 +351,10 @@ def deactivate(node, indices):
     _check_sparse(node, "deactivate")
     if node.kind == DYNAMIC:
         p = tuple(_dyn_parent_index(node, indices))
+        used = min(int(node.sparse.flag.storage.read_element(p)), node.own[node.sparse.axis])
         node.sparse.flag.storage.write_element(p, 0)
         sl = list(p)
-        sl.insert(sorted(node.axis_sizes).index(node.sparse.axis), slice(None))
+        sl.insert(sorted(node.axis_sizes).index(node.sparse.axis), slice(0, used))
         for f in _placed_fields(node):
             _zero_host(f, tuple(sl))
         return
@@ -361,7 +374,11 @@ def deactivate(node, indices):
 
 
 def _zero_host(fld, sl):
-    arr = fld.storage.to_numpy()  # any backend's storage: round trip through the host
+    host = getattr(fld.storage, "array", None)
+    if host is not None:
+        host[sl] = 0
+        return
+    arr = fld.storage.to_numpy()  # a device field: round trip through the host
     arr[sl] = 0
     fld.storage.from_numpy(arr)
 
@@ -386,8 +403,8 @@ def append(node, indices, value):
     f = _append_target(node, None)
     store = node.sparse.flag.storage
     old = int(store.read_element(p))
+    store.write_element(p, old + 1)  # counted even when full, as Taichi 1.7.4 does
     if old < node.own[node.sparse.axis]:
-        store.write_element(p, old + 1)
         full = list(p)
         full.insert(sorted(node.axis_sizes).index(node.sparse.axis), old)
         f[tuple(v + o for v, o in zip(full, f._offset))] = value  # user (offset) indices
@@ -442,15 +459,7 @@ def _k_deactivate(fe, call, args, kw):
     node = args[0]
     _check_sparse(node, "deactivate")
     if node.kind == DYNAMIC:
-        p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
-        fe.b.store(node.sparse.flag, p, fe.b.const(0, T.i32))
-        pos = sorted(node.axis_sizes).index(node.sparse.axis)
-        base = list(p)
-        base.insert(pos, 0)
-        ext = [1] * len(p)
-        ext.insert(pos, node.own[node.sparse.axis])
-        for f in _placed_fields(node):
-            _zero_loop(fe, f, base, ext)
+        _k_deactivate_dynamic(fe, node, [_i32(fe, v) for v in _dyn_parent_index(node, args[1])])
         return
     idx, leaf = _global_index(node, args[1])
     cell = [_i32(fe, v) for v in _node_index(node, leaf, idx, _div(fe))]
@@ -469,6 +478,24 @@ def _k_deactivate(fe, call, args, kw):
         _zero_loop(fe, fld, base, ext)
 
 
+def _k_deactivate_dynamic(fe, node, p):
+    """Zero the slots a dynamic cell has used (its first `length`, at most its size: slots
+    beyond were never written), then its length: the pages of unused slots stay untouched."""
+    from fieldsim.ir.ir import ForInfo
+    from fieldsim.lang.frontend_refs import FieldRef
+    used = fe.e.binop("min", fe.b.load(node.sparse.flag, p), node.own[node.sparse.axis])
+    pos = sorted(node.axis_sizes).index(node.sparse.axis)
+    loop = fe.b.for_(fe.b.const(0, T.i32), used, ForInfo(False))
+    with fe.b.into(loop.body):
+        idx = list(p)
+        idx.insert(pos, loop)
+        for f in _placed_fields(node):
+            # plain stores: a FieldRef store would activate the cell again
+            for target in FieldRef(f, idx, None)._targets(fe):
+                fe.b.store(f, target, fe.b.const(0, f.dtype))
+    fe.b.store(node.sparse.flag, p, fe.b.const(0, T.i32))
+
+
 def _k_append(fe, call, args, kw, target=None):
     from fieldsim.lang.frontend_refs import FieldRef
     from fieldsim.lang.struct import StructField, StructFieldRef
@@ -478,6 +505,8 @@ def _k_append(fe, call, args, kw, target=None):
         raise FieldsimTypeError("fs.append needs a dynamic node")
     p = [_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
     f = _append_target(node, target)
+    # counted even when full, as Taichi 1.7.4 does (its length then exceeds the node's size);
+    # what does not fit is dropped (Taichi chains chunks past the declared shape)
     old = fe.b.atomic("add", node.sparse.flag, p, fe.b.const(1, T.i32))
     fits = fe.e.compare("<", old, node.own[node.sparse.axis])
     guard = fe.b.if_(fits)
@@ -486,8 +515,6 @@ def _k_append(fe, call, args, kw, target=None):
         full.insert(sorted(node.axis_sizes).index(node.sparse.axis), old)
         ref = StructFieldRef(f, full) if isinstance(f, StructField) else FieldRef(f, full, None)
         ref.store(fe, value)
-    with fe.b.into(guard.blocks[1]):  # full: undo the count, as Taichi keeps length <= size
-        fe.b.atomic("sub", node.sparse.flag, p, fe.b.const(1, T.i32))
     return old
 
 
