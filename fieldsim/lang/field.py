@@ -515,7 +515,7 @@ def _record_python_write(field: Field, idx, what: str):
 
 def _allocation_failed(field) -> str:
     """Why a field's storage could not be had: its size and, under sparse nodes, that fieldsim
-    stores those densely at their full size (Taichi allocates only the cells in use)."""
+    lays those out densely at their full size (Taichi allocates only the cells in use)."""
     nbytes = math.prod(field.storage_shape) * np.dtype(field.dtype.np).itemsize
     element = field.storage_shape[len(field.shape):]
     what = f"{field.dtype}" + (f" elements of shape {element}" if element else "")
@@ -525,9 +525,10 @@ def _allocation_failed(field) -> str:
     if nodes:
         sizes = ", ".join(f"{n.kind}(" + ", ".join(f"axis {a}: {c}" for a, c in n.own.items()) + ")"
                           for n in nodes)
-        msg += (f"; fieldsim stores fields under pointer, bitmasked and dynamic nodes densely at "
-                f"their full size, where Taichi allocates only the cells in use: make {sizes} "
-                "smaller")
+        msg += (f"; fieldsim lays out fields under pointer, bitmasked and dynamic nodes densely "
+                f"(on the CPU a reservation that commits memory only where written, but whose "
+                f"full size must fit the address space), where Taichi allocates only the cells "
+                f"in use: make {sizes} smaller")
     return msg
 
 
