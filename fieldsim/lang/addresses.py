@@ -20,9 +20,13 @@ from fieldsim.lang import types as T
 
 def _field_of(f):
     from fieldsim.lang.field import Field
+    from fieldsim.lang.ndarray import ExternalArray, is_slot
     from fieldsim.lang.snode import PLACE, SNode
     if isinstance(f, SNode) and f.kind == PLACE and f.field is not None:
         f = f.field
+    if is_slot(f) or isinstance(f, ExternalArray):  # a kernel compiled once serves many arrays
+        raise FieldsimTypeError("fs.get_addr takes a field, not an ndarray or numpy array (as "
+                                "in Taichi)")
     if not isinstance(f, Field) or f.shape is None:
         raise FieldsimTypeError(f"fs.get_addr needs a placed scalar or matrix field (or the SNode "
                                 f"it is placed in), got {f!r}")

@@ -60,3 +60,10 @@ def test_get_addr_misuse_is_a_clear_error():
         fs.get_addr(x, [0])
     with pytest.raises(fs.FieldsimTypeError, match="placed scalar or matrix field"):
         fs.get_addr(3, [0])
+
+    @fs.kernel
+    def of_array(a: fs.types.ndarray()) -> fs.u64:
+        return fs.get_addr(a, 0)
+
+    with pytest.raises(fs.FieldsimTypeError, match="not an ndarray"):
+        of_array(np.zeros(4, np.float32))
