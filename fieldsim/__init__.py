@@ -16,6 +16,7 @@ from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, 
 from fieldsim.lang.matrix import Matrix, Vector
 from fieldsim.lang.struct import Struct, StructField, dataclass
 from fieldsim.lang.extra_ops import static_assert
+from fieldsim.lang.addresses import get_addr
 from fieldsim.lang.sparse_ops import (activate, append, deactivate, deactivate_all_snodes,
                                       is_active, length, rescale_index)
 from fieldsim.lang import math

@@ -62,7 +62,10 @@ _initialised = []
 
 
 GUARD_BYTES = 1024  # the least guard zone on each side of a field's data
-SPARSE_MAP_BYTES = 1 << 26  # a sparse field this big gets small pages (_sparse_zeros)
+SPARSE_MAP_BYTES = 1 << 26  # a sparse field this big is reserved, not committed (_reserved_zeros)
+# Linux's MAP_NORESERVE (Python's mmap module does not name it): no commit charge for the
+# mapping, so overcommit's heuristic does not refuse a reservation bigger than the RAM
+MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
 
 
 class HostStorage(ArrayStorage):
@@ -75,39 +78,53 @@ class HostStorage(ArrayStorage):
     in the Python heap, where the same write corrupts the allocator and kills the process
     later (Taichi's differential_evolution example writes `best_fit[max_iter]`). The guard,
     one outermost row and at least GUARD_BYTES on each side, absorbs such accesses; its
-    untouched pages cost no memory (large zeroed buffers are mapped lazily)."""
+    untouched pages cost no memory (large zeroed buffers are mapped lazily). A big field under
+    a sparse node is a reservation (`_reserved_zeros`): `zero()` hands its pages back."""
 
     def __init__(self, shape, dtype, sparse=False):
-        super().__init__(_guarded_zeros(tuple(shape), dtype.np, sparse))
+        array, self.mapping = _guarded_zeros(tuple(shape), dtype.np, sparse)
+        super().__init__(array)
+
+    def zero(self):
+        if self.mapping is None:
+            super().zero()
+        else:  # a private anonymous mapping reads zeros again once its pages are dropped
+            self.mapping.madvise(mmap.MADV_DONTNEED)
 
 
 def _guarded_zeros(shape, np_dtype, sparse=False):
-    """A zeroed C-contiguous array of `shape`, a view into a buffer with a guard zone (a
-    multiple of 64 bytes, so the data keeps the buffer's alignment) before and after; a big
-    field under a sparse node gets small pages (`_small_page_zeros`)."""
+    """(a zeroed C-contiguous array of `shape`, its mmap or None): a view into a buffer with a
+    guard zone (a multiple of 64 bytes, so the data keeps the buffer's alignment) before and
+    after; a big field under a sparse node is a reservation (`_reserved_zeros`)."""
     n = math.prod(shape)
     item = np.dtype(np_dtype).itemsize
     row = n // shape[0] if shape and shape[0] else n
     guard = -(-max(row * item, GUARD_BYTES) // 64) * 64 // item
     total = n + 2 * guard
+    mapping = None
     if sparse and total * item >= SPARSE_MAP_BYTES and hasattr(mmap, "MADV_NOHUGEPAGE"):
-        buffer = _small_page_zeros(total * item, np_dtype)
+        mapping = _reserved_zeros(total * item)
+        buffer = np.frombuffer(mapping, dtype=np_dtype)
     else:
         buffer = np.zeros(total, dtype=np_dtype)
-    return buffer[guard:guard + n].reshape(shape)
+    return buffer[guard:guard + n].reshape(shape), mapping
 
 
-def _small_page_zeros(nbytes, np_dtype):
-    """Zeros in an anonymous mapping without transparent huge pages: a field under a
-    pointer/bitmasked node is stored densely, and a program writing a few scattered cells of
-    a huge one (a 20544^2 sparse matrix's diagonal) would otherwise have each write zero and
-    commit a whole 2 MB page (3.4 GB and seconds for that diagonal; 4 KB pages: 80 MB)."""
+def _reserved_zeros(nbytes):
+    """A private anonymous mapping of `nbytes` zeros that commits memory only in the pages
+    written, as Taichi allocates a sparse node's cells on demand: a field under a
+    pointer/bitmasked/dynamic node is stored densely, and Taichi programs size such layouts
+    far beyond the RAM (oit_renderer: 1000^2 pixels x 2048 fragments, 38 GB dense, a few
+    fragments written per pixel). Without MAP_NORESERVE the kernel's overcommit heuristic
+    refuses a mapping bigger than the RAM; without transparent huge pages each scattered write
+    commits 4 KB, not 2 MB (a 20544^2 sparse matrix's diagonal: 80 MB, not 3.4 GB). What cannot
+    be reserved at all (beyond the address space, or overcommit disabled) is a MemoryError."""
     try:
-        m = mmap.mmap(-1, nbytes)
+        m = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | MAP_NORESERVE)
     except OSError as err:  # ENOMEM: what np.zeros reports as a MemoryError
         raise MemoryError(str(err)) from None
     m.madvise(mmap.MADV_NOHUGEPAGE)
-    return np.frombuffer(m, dtype=np_dtype)
+    return m
 
 
 def _init_llvm():

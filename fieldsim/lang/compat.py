@@ -31,7 +31,6 @@ UNSUPPORTED = {
     "append": "dynamic SNodes (fieldsim fields are dense)",
     "length": "dynamic SNodes (fieldsim fields are dense)",
     "rescale_index": "sparse SNode hierarchies (fieldsim fields are dense)",
-    "get_addr": "raw SNode addresses",
     "global_thread_idx": "thread indices of GPU backends",
     "experimental": "Taichi's experimental features",
 }

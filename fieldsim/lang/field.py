@@ -337,17 +337,15 @@ class Field:
         if a.dtype.kind not in "biuf":
             raise TypeError(f"field {self.ir_name!r}.from_numpy: unsupported dtype {a.dtype}")
         _record_python_write(self, None, f"{self.ir_name}.from_numpy(...)")
-        self.storage.from_numpy(np.ascontiguousarray(a, dtype=self.dtype.np))
-        from fieldsim.lang import sparse_host
-        sparse_host.activate_python(self, None)
+        self._write_all(np.ascontiguousarray(a, dtype=self.dtype.np))
 
     def fill(self, value):
         self._check_live()
         arr = self._coerce(value, self.element_shape, "fill value", broadcast=True, truncate=True)
         _record_python_write(self, None, f"{self.ir_name}.fill(...)")
-        self.storage.fill(arr)
         from fieldsim.lang import sparse_host
-        sparse_host.after_fill(self, arr)
+        if not sparse_host.write_active(self, arr):
+            self.storage.fill(arr)
 
     def copy_from(self, other: Field):
         self._check_live()
@@ -358,9 +356,13 @@ class Field:
             raise ValueError(f"field {self.ir_name!r}.copy_from: needs a field of storage shape "
                              f"{self.storage_shape}")
         _record_python_write(self, None, f"{self.ir_name}.copy_from(...)")
-        self.storage.from_numpy(other.to_numpy().astype(self.dtype.np))
+        self._write_all(other.storage.to_numpy().astype(self.dtype.np))
+
+    def _write_all(self, arr):
+        """Storage-shaped `arr` into the field; under sparse nodes into its active cells only."""
         from fieldsim.lang import sparse_host
-        sparse_host.activate_python(self, None)
+        if not sparse_host.write_active(self, arr):
+            self.storage.from_numpy(arr)
 
     def get_scalar_field(self, i, j=0):
         """Component (i, j) of a vector/matrix field as a scalar field sharing its data."""
@@ -514,7 +516,7 @@ def _record_python_write(field: Field, idx, what: str):
 
 def _allocation_failed(field) -> str:
     """Why a field's storage could not be had: its size and, under sparse nodes, that fieldsim
-    stores those densely at their full size (Taichi allocates only the cells in use)."""
+    lays those out densely at their full size (Taichi allocates only the cells in use)."""
     nbytes = math.prod(field.storage_shape) * np.dtype(field.dtype.np).itemsize
     element = field.storage_shape[len(field.shape):]
     what = f"{field.dtype}" + (f" elements of shape {element}" if element else "")
@@ -524,9 +526,10 @@ def _allocation_failed(field) -> str:
     if nodes:
         sizes = ", ".join(f"{n.kind}(" + ", ".join(f"axis {a}: {c}" for a, c in n.own.items()) + ")"
                           for n in nodes)
-        msg += (f"; fieldsim stores fields under pointer, bitmasked and dynamic nodes densely at "
-                f"their full size, where Taichi allocates only the cells in use: make {sizes} "
-                "smaller")
+        msg += (f"; fieldsim lays out fields under pointer, bitmasked and dynamic nodes densely "
+                f"(on the CPU a reservation that commits memory only where written, but whose "
+                f"full size must fit the address space), where Taichi allocates only the cells "
+                f"in use: make {sizes} smaller")
     return msg
 
 

@@ -4,17 +4,20 @@ storage, on every backend.
 Each pointer/bitmasked node keeps an i32 mask with one entry per cell of the node; a dynamic
 node keeps an i32 length per cell of its parent. A field placed under sparse nodes still owns a
 full dense array; what sparsity changes:
-- a write to a cell (kernel store/atomic, `x[i] = v`, `from_numpy`) activates the cells of all
-  its sparse ancestors (for a dynamic node: length = max(length, j + 1));
+- a write to a cell (kernel store/atomic, `x[i] = v`) activates the cells of all its sparse
+  ancestors (for a dynamic node: length = max(length, j + 1));
 - a struct-for (`for I in x`, `for I in fs.grouped(node)`) visits active cells only;
 - `fs.deactivate(node, I)` / `node.deactivate_all()` deactivate and zero the data below, so an
-  inactive cell reads 0 (as a Taichi pointer cell does); `fill` leaves inactive cells at 0;
+  inactive cell reads 0 (as a Taichi pointer cell does); a dynamic cell zeroes only its first
+  `length` slots (the only ones ever written); `fill`, `from_numpy` and `copy_from` write
+  active cells only and activate nothing (Taichi's are struct-for kernels);
 - `fs.is_active`, `fs.activate`, `fs.deactivate`, `fs.append`, `fs.length` work in kernels and
   Python scope; `fs.deactivate_all_snodes()` (Python scope) deactivates every sparse node.
 As in Taichi 1.7, those functions take the node's own cell coordinates (`fs.rescale_index(x,
 node, I)` maps a field index to them; a dynamic node takes its parent's), and a struct-for
-over a node yields them too. Memory is not saved: a
-sparse field costs as much as a dense one.
+over a node yields them too. A big sparse field's storage is a reservation on the CPU
+(codegen/cpu.py `_reserved_zeros`): memory is committed only in the 4 KB pages written, and
+`deactivate_all` hands the pages back.
 
 This module holds each sparse node's state (`SparseState`: its mask or length field) and the
 map from a field index to a node's cell; `sparse_host` keeps the state on Python-scope writes,

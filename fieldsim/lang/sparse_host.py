@@ -1,8 +1,8 @@
 """Python-scope bookkeeping of sparse activation (see `fieldsim.lang.sparse`).
 
 Takes a field write from Python scope (`x[i] = v`, `from_numpy`, `fill`); guarantees the cells
-written are active in every sparse ancestor (a dynamic node's length grows to cover them) and
-that `fill` leaves inactive cells at 0, as Taichi's struct-for fill does.
+written are active in every sparse ancestor (a dynamic node's length grows to cover them), and
+that `from_numpy`/`fill`/`copy_from` write active cells only, as Taichi's struct-for kernels do.
 """
 from __future__ import annotations
 
@@ -69,11 +69,20 @@ def _expand(mask, node, leaf) -> np.ndarray:
     return np.broadcast_to(mask.reshape(cells), blocks).reshape([leaf[a] for a in sorted(leaf)])
 
 
-def after_fill(field, value):
-    """`x.fill(v)` fills active cells only (Taichi's fill is a struct-for); inactive cells
-    read 0, so a fill with 0 is already right."""
-    if not field_path(field) or not np.any(value):
-        return
-    arr = field.storage.to_numpy()
-    arr[~_active_cells(field)] = 0
-    field.storage.from_numpy(arr)
+def write_active(field, arr) -> bool:
+    """`x.from_numpy(a)`, `x.fill(v)`, `x.copy_from(y)` of a field under sparse nodes: `arr`
+    (storage-shaped, or one element for every cell) goes into the active cells only, activating
+    none, as Taichi's struct-for kernels do; pages of inactive cells are not touched. False
+    (nothing written) for a field under no sparse node."""
+    if not field_path(field):
+        return False
+    active = _active_cells(field)
+    src = arr if np.ndim(arr) <= field.ndim_el else arr[active]
+    host = getattr(field.storage, "array", None)
+    if host is not None:
+        host[active] = src
+        return True
+    data = field.storage.to_numpy()  # a device field: round trip through the host
+    data[active] = src
+    field.storage.from_numpy(data)
+    return True

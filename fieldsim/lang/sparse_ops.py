@@ -141,9 +141,10 @@ def deactivate(node, indices):
     _check_sparse(node, "deactivate")
     if node.kind == DYNAMIC:
         p = tuple(_dyn_parent_index(node, indices))
+        used = min(int(node.sparse.flag.storage.read_element(p)), node.own[node.sparse.axis])
         node.sparse.flag.storage.write_element(p, 0)
         sl = list(p)
-        sl.insert(sorted(node.axis_sizes).index(node.sparse.axis), slice(None))
+        sl.insert(sorted(node.axis_sizes).index(node.sparse.axis), slice(0, used))
         for f in _placed_fields(node):
             _zero_host(f, tuple(sl))
         return
@@ -171,7 +172,11 @@ def _cell_box(node, cell, sizes, scale) -> list:
 
 
 def _zero_host(fld, sl):
-    arr = fld.storage.to_numpy()  # any backend's storage: round trip through the host
+    host = getattr(fld.storage, "array", None)
+    if host is not None:
+        host[sl] = 0
+        return
+    arr = fld.storage.to_numpy()  # a device field: round trip through the host
     arr[sl] = 0
     fld.storage.from_numpy(arr)
 
@@ -196,8 +201,8 @@ def append(node, indices, value):
     f = _append_target(node, None)
     store = node.sparse.flag.storage
     old = int(store.read_element(p))
+    store.write_element(p, old + 1)  # counted even when full, as Taichi 1.7.4 does
     if old < node.own[node.sparse.axis]:
-        store.write_element(p, old + 1)
         full = list(p)
         full.insert(sorted(node.axis_sizes).index(node.sparse.axis), old)
         f[tuple(v + o for v, o in zip(full, f._offset))] = value  # user (offset) indices
@@ -252,15 +257,7 @@ def kernel_deactivate(fe, call, args, kw):
     node = args[0]
     _check_sparse(node, "deactivate")
     if node.kind == DYNAMIC:
-        p = [as_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
-        fe.b.store(node.sparse.flag, p, fe.b.const(0, T.i32))
-        pos = sorted(node.axis_sizes).index(node.sparse.axis)
-        base = list(p)
-        base.insert(pos, 0)
-        ext = [1] * len(p)
-        ext.insert(pos, node.own[node.sparse.axis])
-        for f in _placed_fields(node):
-            _zero_loop(fe, f, base, ext)
+        _deactivate_dynamic_cell(fe, node, [as_i32(fe, v) for v in _dyn_parent_index(node, args[1])])
         return
     idx, leaf = _node_cell_index(node, args[1])
     cell = [as_i32(fe, v) for v in node_index(node, leaf, idx, ir_floordiv(fe))]
@@ -268,6 +265,24 @@ def kernel_deactivate(fe, call, args, kw):
     for fld, sizes in _below(node):
         box = _cell_box(node, cell, sizes, lambda c, blk: as_i32(fe, fe.e.binop("*", c, blk)))
         _zero_loop(fe, fld, [start for start, _ in box], [ext for _, ext in box])
+
+
+def _deactivate_dynamic_cell(fe, node, p):
+    """Zero the slots a dynamic cell has used (its first `length`, at most its size: slots
+    beyond were never written), then its length: the pages of unused slots stay untouched."""
+    from fieldsim.ir.ir import ForInfo
+    from fieldsim.lang.frontend_refs import FieldRef
+    used = fe.e.binop("min", fe.b.load(node.sparse.flag, p), node.own[node.sparse.axis])
+    pos = sorted(node.axis_sizes).index(node.sparse.axis)
+    loop = fe.b.for_(fe.b.const(0, T.i32), used, ForInfo(False))
+    with fe.b.into(loop.body):
+        idx = list(p)
+        idx.insert(pos, loop)
+        for f in _placed_fields(node):
+            # plain stores: a FieldRef store would activate the cell again
+            for target in FieldRef(f, idx, None)._targets(fe):
+                fe.b.store(f, target, fe.b.const(0, f.dtype))
+    fe.b.store(node.sparse.flag, p, fe.b.const(0, T.i32))
 
 
 def kernel_append(fe, call, args, kw, target=None):
@@ -279,6 +294,8 @@ def kernel_append(fe, call, args, kw, target=None):
         raise FieldsimTypeError("fs.append needs a dynamic node")
     p = [as_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
     f = _append_target(node, target)
+    # counted even when full, as Taichi 1.7.4 does (its length then exceeds the node's size);
+    # what does not fit is dropped (Taichi chains chunks past the declared shape)
     old = fe.b.atomic("add", node.sparse.flag, p, fe.b.const(1, T.i32))
     fits = fe.e.compare("<", old, node.own[node.sparse.axis])
     guard = fe.b.if_(fits)
@@ -287,8 +304,6 @@ def kernel_append(fe, call, args, kw, target=None):
         full.insert(sorted(node.axis_sizes).index(node.sparse.axis), old)
         ref = StructFieldRef(f, full) if isinstance(f, StructField) else FieldRef(f, full, None)
         ref.store(fe, value)
-    with fe.b.into(guard.blocks[1]):  # full: undo the count, as Taichi keeps length <= size
-        fe.b.atomic("sub", node.sparse.flag, p, fe.b.const(1, T.i32))
     return old
 
 

@@ -69,7 +69,9 @@ def test_deactivate_in_kernel_zeroes_block_and_python_deactivate_all():
     x = fs.field(fs.f32)
     blk = fs.root.pointer(fs.i, 3)
     blk.dense(fs.i, 2).place(x)
-    x.from_numpy(np.arange(6, dtype=np.float32) + 1)  # activates everything
+    for b in range(3):
+        fs.activate(blk, [b])
+    x.from_numpy(np.arange(6, dtype=np.float32) + 1)  # into active cells
     count = _count_cells(x)
     assert count() == 6
 
@@ -119,7 +121,8 @@ def test_dynamic_append_length_and_struct_for():
         return s
 
     fill()
-    assert [fs.length(node, i) for i in range(3)] == [1, 4, 5]
+    # Taichi 1.7.4 counts every append, stored or not: row 2's length is 7
+    assert [fs.length(node, i) for i in range(3)] == [1, 4, 7]
     assert stats() == 1 + (1 + 2 + 3 + 4) + (1 + 2 + 3 + 4 + 5)
     fs.deactivate(node, [1])
     assert fs.length(node, 1) == 0 and stats() == 1 + 15
@@ -241,9 +244,10 @@ def test_fill_of_nested_2d_sparse_fills_active_cells_only():
 
 
 def test_a_dense_copy_too_big_to_allocate_is_a_clear_error():
-    """fieldsim stores a dynamic node densely at its full size: when that cannot be allocated
-    (Taichi's oit_renderer example: 1000 x 1000 pixels x 2048 slots), the error names the field,
-    its size, the node to shrink and the user's line, instead of numpy's MemoryError."""
+    """fieldsim lays a dynamic node out densely at its full size (reserved, committed where
+    written): when even the reservation fails (here 256 TiB, beyond the address space), the
+    error names the field, its size, the node to shrink and the user's line, instead of numpy's
+    MemoryError."""
     x = fs.Vector.field(4, fs.f32)
     with pytest.raises(MemoryError) as info:
         fs.root.dense(fs.ij, (1 << 10, 1 << 10)).dynamic(fs.k, 1 << 24).place(x)
@@ -276,3 +280,62 @@ def test_deactivate_zeroes_the_cells_block_over_axes_the_node_lacks(scope):
     want[2:4, :] = 0
     assert np.array_equal(x.to_numpy(), want)
     assert fs.is_active(blk, [0]) == 1 and fs.is_active(blk, [1]) == 0
+
+
+def test_numpy_transfers_and_fill_touch_active_cells_only():
+    """Taichi 1.7.4's from_numpy/fill/copy_from are struct-fors: inactive cells stay inactive
+    and read 0; a dynamic node's lengths do not change (checked against Taichi on the CPU)."""
+    x = fs.field(fs.i32)
+    node = fs.root.dense(fs.i, 3).dynamic(fs.j, 8, chunk_size=4)
+    node.place(x)
+    y = fs.field(fs.i32)
+    fs.root.dense(fs.i, 3).dynamic(fs.j, 8).place(y)
+
+    @fs.kernel
+    def lengths(f: fs.template()) -> fs.types.vector(3, fs.i32):
+        return fs.Vector([f[0].length(), f[1].length(), f[2].length()])
+
+    src = np.arange(24, dtype=np.int32).reshape(3, 8) + 1
+    x.from_numpy(src)
+    assert list(lengths(x)) == [0, 0, 0] and not x.to_numpy().any()
+    x[1, 2] = 5  # activates slots 0..2 of row 1
+    x.from_numpy(src)
+    want = np.zeros((3, 8), np.int32)
+    want[1, :3] = src[1, :3]
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    x.fill(7)
+    want[1, :3] = 7
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    y[2, 0] = 1
+    y.copy_from(x)  # row 2 slot 0 only: x has 0 there
+    assert list(lengths(y)) == [0, 0, 1] and not y.to_numpy().any()
+    assert list(lengths(x)) == [0, 3, 0]
+
+
+def test_append_past_capacity_counts_as_taichi_does():
+    y = fs.field(fs.f32)
+    fs.root.dynamic(fs.i, 6, chunk_size=2).place(y)
+    olds = fs.field(fs.i32, shape=8)
+
+    @fs.kernel
+    def push(n: fs.i32):
+        fs.loop_config(serialize=True)
+        for k in range(n):
+            olds[k] = fs.append(y.parent(), [], k + 1.0)
+
+    @fs.kernel
+    def length() -> fs.i32:
+        return y.length()
+
+    push(8)
+    # every append returns its own slot and counts; the two that do not fit are dropped
+    np.testing.assert_array_equal(olds.to_numpy(), np.arange(8))
+    assert length() == 8
+    np.testing.assert_array_equal(y.to_numpy(), np.arange(6) + 1.0)
+
+    @fs.kernel
+    def clear():
+        y.deactivate()
+
+    clear()
+    assert length() == 0 and not y.to_numpy().any()
