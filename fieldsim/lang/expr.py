@@ -119,6 +119,8 @@ class Emitter:
             return folded
         if op == "/" and not dt.is_float:
             dt = self.fp
+        if op == "**" and dt.is_float and _integral_exponent(b, tb):
+            return self._float_int_pow(self.value(a, dt), b)
         if op in ("**", "atan2") and not dt.is_float:
             return self._int_pow(a, b, dt) if op == "**" else self.binop(op, self.cast(a, self.fp), b)
         if op in ("&", "|", "^", "<<", ">>") and dt.is_float:
@@ -130,6 +132,36 @@ class Emitter:
             q = self.b.unary(Op.FLOOR, self.b.div(av, bv))
             return self.b.sub(av, self.b.mul(bv, q))
         return self.b.binary(BINOPS[op], self.value(a, dt), self.value(b, dt))
+
+    def _float_int_pow(self, x: Stmt, n):
+        """`x ** n` for a float x and an integer n as Taichi computes it: binary exponentiation
+        (a product of repeated squares; 1 / that for n < 0), not libm's pow, whose rounding
+        differs in the last bit for about a third of the values (and costs a call)."""
+        if not isinstance(n, Stmt):
+            return self._power_by_squaring(x, n)
+        r, base = self.b.const(1, x.dtype), x
+        mag = self.select(self.compare("<", n, 0), self.binop("-", 0, n), n)
+        for k in range(n.dtype.bits - 1):
+            rest = self.binop(">>", mag, k)
+            if k:  # squares only while bits remain: an overflowed square would NaN the adjoint
+                base = self.select(self.compare("!=", rest, 0), self.b.mul(base, base), base)
+            bit = self.compare("!=", self.binop("&", rest, 1), 0)
+            r = self.select(bit, self.b.mul(r, base), r)
+        if not n.dtype.is_signed:
+            return r
+        return self.select(self.compare("<", n, 0), self.b.div(self.b.const(1, x.dtype), r), r)
+
+    def _power_by_squaring(self, x: Stmt, n: int):
+        r, base, k = None, x, abs(n)
+        while k:
+            if k & 1:
+                r = base if r is None else self.b.mul(r, base)
+            k >>= 1
+            if k:
+                base = self.b.mul(base, base)
+        if r is None:
+            return self.b.const(1, x.dtype)
+        return self.b.div(self.b.const(1, x.dtype), r) if n < 0 else r
 
     def _int_pow(self, a, b, dt):
         # integer power through f64 is exact for the values an int can hold in practice
@@ -249,6 +281,14 @@ def _fold_identity(op, a, b, dt):
             (op == "+" and a == 0) or (op == "*" and a == 1)):
         return b
     return None
+
+
+def _integral_exponent(b, tb) -> bool:
+    """An exponent Taichi raises a float to by repeated squaring: an integer (a Python int or
+    an integer-typed value; not bool, which Python also counts as int)."""
+    if isinstance(b, Stmt):
+        return not tb.is_float
+    return isinstance(b, int) and not isinstance(b, bool)
 
 
 def is_number(v) -> bool:
