@@ -896,4 +896,9 @@ def _static_range(args):
         if len(args) not in (1, 2):
             raise FieldsimSyntaxError("range() with runtime bounds takes (end) or (begin, end)")
         return RangeSpec(0, args[0]) if len(args) == 1 else RangeSpec(args[0], args[1])
+    for a in args:
+        if getattr(a, "shape", None) == () and hasattr(a, "to_numpy"):  # Taichi refuses it too
+            name = getattr(a, "ir_name", "x")
+            raise FieldsimTypeError(f"range() of the 0-D field {name!r}: loop over its value, "
+                                    f"`range({name}[None])`")
     return range(*args)

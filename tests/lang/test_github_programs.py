@@ -197,3 +197,17 @@ def test_python_list_built_in_a_kernel_collects_matrices():
     xs = np.arange(8, dtype=np.float64).reshape(4, 2)
     want = 0.25 * np.einsum("pi,pj->pij", xs, xs) + 0.75 * xs.sum(1)[:, None, None] * np.eye(2)
     np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-6)
+
+
+def test_range_of_a_zero_d_field_names_the_fix():
+    # `for p in range(self.num_particles)` (Taichi 1.7.4 refuses it too: TaichiTypeError)
+    fs.init(arch=fs.cpu)
+    count = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def k():
+        for i in range(count):
+            pass
+
+    with pytest.raises(fs.FieldsimError, match=r"range\(count\[None\]\)"):
+        k()
