@@ -11,6 +11,8 @@ import math
 import numbers
 import types
 
+import numpy as np
+
 from fieldsim.errors import FieldsimTypeError
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import Op, Stmt
@@ -229,8 +231,21 @@ class Emitter:
 
     def elementwise(self, op: str, a, b):
         a, b = self.broadcast(a, b)
-        return MatVal([self.binop(op, x, y) for x, y in zip(a.entries, b.entries)],
+        return MatVal([self.entry_binop(op, x, y) for x, y in zip(a.entries, b.entries)],
                       a.n, a.m, a.ndim)
+
+    def entry_binop(self, op: str, x, y):
+        """`x op y` for two matrix entries. Constant float entries are typed as in Taichi, whose
+        kernel-scope matrices hold default_fp constants: `gravity * dt` with a Python-scope
+        `ti.Vector([0, -9.8, 0])` is an f32 product there (a Python float product rounded
+        once differs in the last bit: a cloth falling on a ball then slid off another side)."""
+        if isinstance(x, Stmt) or isinstance(y, Stmt) or op in CMPOPS or not (is_number(x) and is_number(y)):
+            return self.binop(op, x, y)
+        if isinstance(x, int) and isinstance(y, int) and op != "/":
+            return self.binop(op, x, y)
+        t = self.fp.np.type
+        with np.errstate(all="ignore"):
+            return float(_PY[op](t(x), t(y)))
 
     def matmul(self, a: MatVal, b: MatVal):
         if not isinstance(a, MatVal) or not isinstance(b, MatVal):
@@ -248,8 +263,8 @@ class Emitter:
             for c in range(b.m):
                 acc = None
                 for k in range(a.m):
-                    t = self.binop("*", a.at(r, k), b.at(k, c))
-                    acc = t if acc is None else self.binop("+", acc, t)
+                    t = self.entry_binop("*", a.at(r, k), b.at(k, c))
+                    acc = t if acc is None else self.entry_binop("+", acc, t)
                 out.append(acc)
         if b.ndim == 1:
             return MatVal.vector(out)
@@ -260,8 +275,8 @@ class Emitter:
             raise FieldsimTypeError(f"dot of shapes {a.shape} and {b.shape}")
         acc = None
         for x, y in zip(a.entries, b.entries):
-            t = self.binop("*", x, y)
-            acc = t if acc is None else self.binop("+", acc, t)
+            t = self.entry_binop("*", x, y)
+            acc = t if acc is None else self.entry_binop("+", acc, t)
         return acc
 
     def reduce(self, op: str, a: MatVal):

@@ -211,3 +211,24 @@ def test_range_of_a_zero_d_field_names_the_fix():
 
     with pytest.raises(fs.FieldsimError, match=r"range\(count\[None\]\)"):
         k()
+
+
+def test_constant_matrix_entries_are_default_fp_in_kernels():
+    # `gravity * dt` with a Python-scope ti.Vector([0, -9.8, 0]): Taichi multiplies f32
+    # constants (-0.0012250001...), not Python floats rounded once (-0.0012250000...)
+    fs.init(arch=fs.cpu)
+    out = fs.Vector.field(3, fs.f32, shape=2)
+    gravity = fs.Vector([0, -9.8, 0])
+    dt = 4e-3 / 32
+
+    @fs.kernel
+    def k():
+        out[0] = gravity * dt
+        out[1] = fs.Vector([1.0, 2.0, 3.0]) @ fs.Matrix([[0.1, 0, 0], [0, 0.2, 0], [0, 0, 0.3]])
+
+    k()
+    f = np.float32
+    np.testing.assert_array_equal(out.to_numpy()[0], [0, f(-9.8) * f(dt), 0])
+    want = [f(1) * f(0.1) + f(2) * f(0) + f(3) * f(0), f(f(1) * f(0) + f(2) * f(0.2)) + f(3) * f(0),
+            f(f(1) * f(0) + f(2) * f(0)) + f(3) * f(0.3)]
+    np.testing.assert_array_equal(out.to_numpy()[1], np.array(want, np.float32))
