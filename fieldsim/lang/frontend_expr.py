@@ -286,8 +286,8 @@ class ExprMixin:
         else:
             vals = [self.expr(sl)]
         out = []
-        for v in vals:  # a vector index `x[I]` expands to its entries
-            out.extend(v.entries if isinstance(v, MatVal) else [v])
+        for v in vals:  # a vector index `x[I]` or a tuple `idx = (i, j); x[idx]` expands
+            out.extend(v.entries if isinstance(v, MatVal) else list(v) if isinstance(v, tuple) else [v])
         return out
 
     def field_indices(self, field: Field, idx: list) -> list:

@@ -232,3 +232,26 @@ def test_constant_matrix_entries_are_default_fp_in_kernels():
     want = [f(1) * f(0.1) + f(2) * f(0) + f(3) * f(0), f(f(1) * f(0) + f(2) * f(0.2)) + f(3) * f(0),
             f(f(1) * f(0) + f(2) * f(0)) + f(3) * f(0.3)]
     np.testing.assert_array_equal(out.to_numpy()[1], np.array(want, np.float32))
+
+
+def test_a_tuple_variable_indexes_a_field_with_its_items():
+    # `idx = (idx_side[i].x, idx_center[j].y, idx_center[k].z); grid_v_x[idx] += w`
+    fs.init(arch=fs.cpu)
+    grid = fs.field(fs.f32, shape=(3, 4, 5))
+    vec = fs.Vector.field(2, fs.f32, shape=(3, 4))
+
+    @fs.kernel
+    def scatter():
+        for i, j in fs.ndrange(3, 4):
+            idx = (i, j, (i + j) % 5)
+            grid[idx] += 1.0 + i
+            ij = (i, j)
+            vec[ij] = fs.Vector([grid[idx], 2.0])
+
+    scatter()
+    want = np.zeros((3, 4, 5), np.float32)
+    for i in range(3):
+        for j in range(4):
+            want[i, j, (i + j) % 5] += 1 + i
+    np.testing.assert_array_equal(grid.to_numpy(), want)
+    np.testing.assert_array_equal(vec.to_numpy()[..., 0], want.sum(axis=2))
