@@ -121,10 +121,9 @@ class Emitter:
             return folded
         if op == "/" and not dt.is_float:
             dt = self.fp
-        if op == "**" and dt.is_float and _integral_exponent(b, tb):
-            return self._float_int_pow(self.value(a, dt), b)
-        if op in ("**", "atan2") and not dt.is_float:
-            return self._int_pow(a, b, dt) if op == "**" else self.binop(op, self.cast(a, self.fp), b)
+        special = self._power_or_atan2(op, a, b, dt, tb)
+        if special is not None:
+            return special
         if op in ("&", "|", "^", "<<", ">>") and dt.is_float:
             raise FieldsimTypeError(f"bitwise operator {op} needs integer operands, got {ta} and {tb}")
         if op == "//" and dt.is_float:
@@ -134,6 +133,18 @@ class Emitter:
             q = self.b.unary(Op.FLOOR, self.b.div(av, bv))
             return self.b.sub(av, self.b.mul(bv, q))
         return self.b.binary(BINOPS[op], self.value(a, dt), self.value(b, dt))
+
+    def _power_or_atan2(self, op, a, b, dt, tb):
+        """`a ** b` with an integer exponent (integers through f64, `_int_pow`; floats by
+        repeated squaring, `_float_int_pow`) and `atan2` of integers (in default_fp); None for
+        anything else."""
+        if op == "atan2" and not dt.is_float:
+            return self.binop(op, self.cast(a, self.fp), b)
+        if op != "**" or (dt.is_float and not _integral_exponent(b, tb)):
+            return None
+        if not dt.is_float:
+            return self._int_pow(a, b, dt)
+        return self._float_int_pow(self.value(a, dt), b)
 
     def _float_int_pow(self, x: Stmt, n):
         """`x ** n` for a float x and an integer n as Taichi computes it: binary exponentiation
