@@ -1095,8 +1095,14 @@ class Frontend(ExprMixin):
         by_name = {}
         for k, p in enumerate(params):
             by_name[p] = (refs or {}).get(k) or (refs or {}).get(p)
+        struct_self, self.struct_self = getattr(self, "struct_self", None), None
         for name, value in bound.items():
             a = ann.get(name)
+            if struct_self is not None and value is struct_self and name == params[0]:
+                # a struct method's `self` (`particles[i].init()`): assignments to its
+                # members reach the struct it was called on, as in Taichi
+                frame.bind(name, StructVar(value))
+                continue
             if func_args.is_by_reference(a) and by_name.get(name) is not None:
                 frame.bind(name, by_name[name])  # the caller's own variable
                 continue

@@ -561,7 +561,12 @@ class ExprMixin:
         if isinstance(fn, Func):
             return self.inline_func(fn, args, kwargs, node)
         if isinstance(fn, BoundFunc):  # a func method: `self` comes first
-            return self.inline_func(fn.func, [fn.obj] + list(args), kwargs, node)
+            if isinstance(fn.obj, (struct.StructFieldRef, struct.StructLocalRef)):
+                self.struct_self = fn.obj  # `p.init()`: the method's `self` is p itself
+            try:
+                return self.inline_func(fn.func, [fn.obj] + list(args), kwargs, node)
+            finally:
+                self.struct_self = None
         if isinstance(getattr(fn, "__func__", None), Func):  # a classmethod func (Python 3.13+)
             return self.inline_func(fn.__func__, [fn.__self__] + list(args), kwargs, node)
         return _UNHANDLED

@@ -255,3 +255,38 @@ def test_a_tuple_variable_indexes_a_field_with_its_items():
             want[i, j, (i + j) % 5] += 1 + i
     np.testing.assert_array_equal(grid.to_numpy(), want)
     np.testing.assert_array_equal(vec.to_numpy()[..., 0], want.sum(axis=2))
+
+
+@fs.dataclass
+class _Particle:
+    mass: fs.f32
+    inv_mass: fs.f32
+    pos: fs.math.vec2
+    prev: fs.math.vec2
+
+    @fs.func
+    def init(self):
+        self.inv_mass = 1.0 / self.mass if self.mass > 0 else 0
+        self.prev = self.pos
+
+
+def test_struct_method_assignments_reach_the_element_it_is_called_on():
+    # `Particles[i].Init()` with `self.InvMass = ...` (a PBD chain program): Taichi writes the
+    # field; fieldsim wrote a copy, left InvMass 0 and the solve divided 0 by 0
+    fs.init(arch=fs.cpu)
+    ps = _Particle.field(shape=3)
+    out = fs.field(fs.f32, shape=3)
+
+    @fs.kernel
+    def setup():
+        for i in ps:
+            ps[i] = _Particle(mass=i - 1.0, pos=fs.math.vec2(i, 2 * i))
+            ps[i].init()
+            local = _Particle(mass=4.0)
+            local.init()
+            out[i] = local.inv_mass
+
+    setup()
+    np.testing.assert_array_equal(ps.inv_mass.to_numpy(), [0, 0, 1])
+    np.testing.assert_array_equal(ps.prev.to_numpy(), [[0, 0], [1, 2], [2, 4]])
+    np.testing.assert_array_equal(out.to_numpy(), [0.25] * 3)
