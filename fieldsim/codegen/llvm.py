@@ -658,7 +658,7 @@ class TaskLowering(NestLowering):
         p = self.alloca_b.gep(self.args_ptr, [L.Constant(I64, s.attr)], source_etype=I64)
         if s.dtype.is_float:
             raw = self.alloca_b.load(p, typ=L.DoubleType())
-            return self.alloca_b.fptrunc(raw, ll_type(s.dtype)) if s.dtype is not T.f64 else raw
+            return narrow_float(self.alloca_b, raw, ll_type(s.dtype)) if s.dtype is not T.f64 else raw
         raw = self.alloca_b.load(p, typ=I64)
         return self.alloca_b.trunc(raw, ll_type(s.dtype)) if s.dtype.bits < 64 else raw
 
@@ -970,7 +970,7 @@ class TaskLowering(NestLowering):
         if src is dst or ll_type(src) == ty and src.is_float == dst.is_float and src.kind == dst.kind:
             return v
         if src.is_float and dst.is_float:
-            return b.fpext(v, ty) if dst.bits > src.bits else b.fptrunc(v, ty)
+            return b.fpext(v, ty) if dst.bits > src.bits else narrow_float(b, v, ty)
         if src.is_float:
             return self.float_to_int(v, src, dst, ty)
         if dst.is_float:
@@ -1137,3 +1137,12 @@ def _holder_note(field):
         return None
     names = ", ".join(repr(f.ir_name) for f in node._placed_fields())
     return f"the cell index of the {node.kind} node that holds {names}"
+
+
+def narrow_float(b: L.IRBuilder, v, ty):
+    """`fptrunc v to ty`, a double going to half through float: LLVM lowers f64 -> f16 to
+    compiler-rt's `__truncdfhf2`, which the JIT does not link (a call through a null pointer:
+    an `f16` kernel argument crashed the process); f32 -> f16 is F16C's `vcvtps2ph`."""
+    if isinstance(ty, L.HalfType) and isinstance(v.type, L.DoubleType):
+        v = b.fptrunc(v, L.FloatType())
+    return b.fptrunc(v, ty)

@@ -11,6 +11,8 @@ import math
 import numbers
 import types
 
+import numpy as np
+
 from fieldsim.errors import FieldsimTypeError
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import Op, Stmt
@@ -119,8 +121,9 @@ class Emitter:
             return folded
         if op == "/" and not dt.is_float:
             dt = self.fp
-        if op in ("**", "atan2") and not dt.is_float:
-            return self._int_pow(a, b, dt) if op == "**" else self.binop(op, self.cast(a, self.fp), b)
+        special = self._power_or_atan2(op, a, b, dt, tb)
+        if special is not None:
+            return special
         if op in ("&", "|", "^", "<<", ">>") and dt.is_float:
             raise FieldsimTypeError(f"bitwise operator {op} needs integer operands, got {ta} and {tb}")
         if op == "//" and dt.is_float:
@@ -130,6 +133,48 @@ class Emitter:
             q = self.b.unary(Op.FLOOR, self.b.div(av, bv))
             return self.b.sub(av, self.b.mul(bv, q))
         return self.b.binary(BINOPS[op], self.value(a, dt), self.value(b, dt))
+
+    def _power_or_atan2(self, op, a, b, dt, tb):
+        """`a ** b` with an integer exponent (integers through f64, `_int_pow`; floats by
+        repeated squaring, `_float_int_pow`) and `atan2` of integers (in default_fp); None for
+        anything else."""
+        if op == "atan2" and not dt.is_float:
+            return self.binop(op, self.cast(a, self.fp), b)
+        if op != "**" or (dt.is_float and not _integral_exponent(b, tb)):
+            return None
+        if not dt.is_float:
+            return self._int_pow(a, b, dt)
+        return self._float_int_pow(self.value(a, dt), b)
+
+    def _float_int_pow(self, x: Stmt, n):
+        """`x ** n` for a float x and an integer n as Taichi computes it: binary exponentiation
+        (a product of repeated squares; 1 / that for n < 0), not libm's pow, whose rounding
+        differs in the last bit for about a third of the values (and costs a call)."""
+        if not isinstance(n, Stmt):
+            return self._power_by_squaring(x, n)
+        r, base = self.b.const(1, x.dtype), x
+        mag = self.select(self.compare("<", n, 0), self.binop("-", 0, n), n)
+        for k in range(n.dtype.bits - 1):
+            rest = self.binop(">>", mag, k)
+            if k:  # squares only while bits remain: an overflowed square would NaN the adjoint
+                base = self.select(self.compare("!=", rest, 0), self.b.mul(base, base), base)
+            bit = self.compare("!=", self.binop("&", rest, 1), 0)
+            r = self.select(bit, self.b.mul(r, base), r)
+        if not n.dtype.is_signed:
+            return r
+        return self.select(self.compare("<", n, 0), self.b.div(self.b.const(1, x.dtype), r), r)
+
+    def _power_by_squaring(self, x: Stmt, n: int):
+        r, base, k = None, x, abs(n)
+        while k:
+            if k & 1:
+                r = base if r is None else self.b.mul(r, base)
+            k >>= 1
+            if k:
+                base = self.b.mul(base, base)
+        if r is None:
+            return self.b.const(1, x.dtype)
+        return self.b.div(self.b.const(1, x.dtype), r) if n < 0 else r
 
     def _int_pow(self, a, b, dt):
         # integer power through f64 is exact for the values an int can hold in practice
@@ -197,8 +242,21 @@ class Emitter:
 
     def elementwise(self, op: str, a, b):
         a, b = self.broadcast(a, b)
-        return MatVal([self.binop(op, x, y) for x, y in zip(a.entries, b.entries)],
+        return MatVal([self.entry_binop(op, x, y) for x, y in zip(a.entries, b.entries)],
                       a.n, a.m, a.ndim)
+
+    def entry_binop(self, op: str, x, y):
+        """`x op y` for two matrix entries. Constant float entries are typed as in Taichi, whose
+        kernel-scope matrices hold default_fp constants: `gravity * dt` with a Python-scope
+        `ti.Vector([0, -9.8, 0])` is an f32 product there (a Python float product rounded
+        once differs in the last bit: a cloth falling on a ball then slid off another side)."""
+        if isinstance(x, Stmt) or isinstance(y, Stmt) or op in CMPOPS or not (is_number(x) and is_number(y)):
+            return self.binop(op, x, y)
+        if isinstance(x, int) and isinstance(y, int) and op != "/":
+            return self.binop(op, x, y)
+        t = self.fp.np.type
+        with np.errstate(all="ignore"):
+            return float(_PY[op](t(x), t(y)))
 
     def matmul(self, a: MatVal, b: MatVal):
         if not isinstance(a, MatVal) or not isinstance(b, MatVal):
@@ -216,8 +274,8 @@ class Emitter:
             for c in range(b.m):
                 acc = None
                 for k in range(a.m):
-                    t = self.binop("*", a.at(r, k), b.at(k, c))
-                    acc = t if acc is None else self.binop("+", acc, t)
+                    t = self.entry_binop("*", a.at(r, k), b.at(k, c))
+                    acc = t if acc is None else self.entry_binop("+", acc, t)
                 out.append(acc)
         if b.ndim == 1:
             return MatVal.vector(out)
@@ -228,8 +286,8 @@ class Emitter:
             raise FieldsimTypeError(f"dot of shapes {a.shape} and {b.shape}")
         acc = None
         for x, y in zip(a.entries, b.entries):
-            t = self.binop("*", x, y)
-            acc = t if acc is None else self.binop("+", acc, t)
+            t = self.entry_binop("*", x, y)
+            acc = t if acc is None else self.entry_binop("+", acc, t)
         return acc
 
     def reduce(self, op: str, a: MatVal):
@@ -249,6 +307,14 @@ def _fold_identity(op, a, b, dt):
             (op == "+" and a == 0) or (op == "*" and a == 1)):
         return b
     return None
+
+
+def _integral_exponent(b, tb) -> bool:
+    """An exponent Taichi raises a float to by repeated squaring: an integer (a Python int or
+    an integer-typed value; not bool, which Python also counts as int)."""
+    if isinstance(b, Stmt):
+        return not tb.is_float
+    return isinstance(b, int) and not isinstance(b, bool)
 
 
 def is_number(v) -> bool:

@@ -285,8 +285,8 @@ class ExprMixin:
         else:
             vals = [self.expr(sl)]
         out = []
-        for v in vals:  # a vector index `x[I]` expands to its entries
-            out.extend(v.entries if isinstance(v, MatVal) else [v])
+        for v in vals:  # a vector index `x[I]` or a tuple `idx = (i, j); x[idx]` expands
+            out.extend(v.entries if isinstance(v, MatVal) else list(v) if isinstance(v, tuple) else [v])
         return out
 
     def field_indices(self, field: Field, idx: list) -> list:
@@ -895,4 +895,9 @@ def _static_range(args):
         if len(args) not in (1, 2):
             raise FieldsimSyntaxError("range() with runtime bounds takes (end) or (begin, end)")
         return RangeSpec(0, args[0]) if len(args) == 1 else RangeSpec(args[0], args[1])
+    for a in args:
+        if getattr(a, "shape", None) == () and hasattr(a, "to_numpy"):  # Taichi refuses it too
+            name = getattr(a, "ir_name", "x")
+            raise FieldsimTypeError(f"range() of the 0-D field {name!r}: loop over its value, "
+                                    f"`range({name}[None])`")
     return range(*args)

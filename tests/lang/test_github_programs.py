@@ -197,3 +197,96 @@ def test_python_list_built_in_a_kernel_collects_matrices():
     xs = np.arange(8, dtype=np.float64).reshape(4, 2)
     want = 0.25 * np.einsum("pi,pj->pij", xs, xs) + 0.75 * xs.sum(1)[:, None, None] * np.eye(2)
     np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-6)
+
+
+def test_range_of_a_zero_d_field_names_the_fix():
+    # `for p in range(self.num_particles)` (Taichi 1.7.4 refuses it too: TaichiTypeError)
+    fs.init(arch=fs.cpu)
+    count = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def k():
+        for i in range(count):
+            pass
+
+    with pytest.raises(fs.FieldsimError, match=r"range\(count\[None\]\)"):
+        k()
+
+
+def test_constant_matrix_entries_are_default_fp_in_kernels():
+    # `gravity * dt` with a Python-scope ti.Vector([0, -9.8, 0]): Taichi multiplies f32
+    # constants (-0.0012250001...), not Python floats rounded once (-0.0012250000...)
+    fs.init(arch=fs.cpu)
+    out = fs.Vector.field(3, fs.f32, shape=2)
+    gravity = fs.Vector([0, -9.8, 0])
+    dt = 4e-3 / 32
+
+    @fs.kernel
+    def k():
+        out[0] = gravity * dt
+        out[1] = fs.Vector([1.0, 2.0, 3.0]) @ fs.Matrix([[0.1, 0, 0], [0, 0.2, 0], [0, 0, 0.3]])
+
+    k()
+    f = np.float32
+    np.testing.assert_array_equal(out.to_numpy()[0], [0, f(-9.8) * f(dt), 0])
+    want = [f(1) * f(0.1) + f(2) * f(0) + f(3) * f(0), f(f(1) * f(0) + f(2) * f(0.2)) + f(3) * f(0),
+            f(f(1) * f(0) + f(2) * f(0)) + f(3) * f(0.3)]
+    np.testing.assert_array_equal(out.to_numpy()[1], np.array(want, np.float32))
+
+
+def test_a_tuple_variable_indexes_a_field_with_its_items():
+    # `idx = (idx_side[i].x, idx_center[j].y, idx_center[k].z); grid_v_x[idx] += w`
+    fs.init(arch=fs.cpu)
+    grid = fs.field(fs.f32, shape=(3, 4, 5))
+    vec = fs.Vector.field(2, fs.f32, shape=(3, 4))
+
+    @fs.kernel
+    def scatter():
+        for i, j in fs.ndrange(3, 4):
+            idx = (i, j, (i + j) % 5)
+            grid[idx] += 1.0 + i
+            ij = (i, j)
+            vec[ij] = fs.Vector([grid[idx], 2.0])
+
+    scatter()
+    want = np.zeros((3, 4, 5), np.float32)
+    for i in range(3):
+        for j in range(4):
+            want[i, j, (i + j) % 5] += 1 + i
+    np.testing.assert_array_equal(grid.to_numpy(), want)
+    np.testing.assert_array_equal(vec.to_numpy()[..., 0], want.sum(axis=2))
+
+
+@fs.dataclass
+class _Particle:
+    mass: fs.f32
+    inv_mass: fs.f32
+    pos: fs.math.vec2
+    prev: fs.math.vec2
+
+    @fs.func
+    def init(self):
+        self.inv_mass = 1.0 / self.mass if self.mass > 0 else 0
+        self.prev = self.pos
+
+
+def test_struct_method_assignments_reach_the_element_it_is_called_on():
+    # `Particles[i].Init()` with `self.InvMass = ...` (a PBD chain program): Taichi writes the
+    # field; fieldsim wrote a copy, left InvMass 0 and the solve divided 0 by 0
+    fs.init(arch=fs.cpu)
+    ps = _Particle.field(shape=3)
+    out = fs.field(fs.f32, shape=3)
+
+    @fs.kernel
+    def setup():
+        for i in ps:
+            ps[i] = _Particle(mass=i - 1.0, pos=fs.math.vec2(i, 2 * i))
+            ps[i].init()
+            local = _Particle(mass=4.0)
+            local.init()
+            out[i] = local.inv_mass
+
+    setup()
+    np.testing.assert_array_equal(ps.inv_mass.to_numpy(), [0, 0, 1])
+    np.testing.assert_array_equal(ps.prev.to_numpy(), [[0, 0], [1, 2], [2, 4]])
+    np.testing.assert_array_equal(out.to_numpy(), [0.25] * 3)
