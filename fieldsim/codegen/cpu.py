@@ -242,7 +242,8 @@ class CpuBackend:
         # looked up below. The same IR compiled twice shares one loaded object.
         placeholder = f"fs_{safe_symbol(kernel.name)}_SYMBOL"
         # fast-math changes the IR text (flags on float ops), hence the symbol and cache key
-        module, info = lower_kernel(kernel, placeholder, self.target, rt.debug, rt.fast_math)
+        module, info = lower_kernel(kernel, placeholder, self.target, rt.debug, rt.fast_math,
+                                    rt.fp_contract)
         text = str(module)
         symbol = f"fs_{safe_symbol(kernel.name)}_{hashlib.sha256(text.encode()).hexdigest()[:20]}"
         text = text.replace(placeholder, symbol)

@@ -70,7 +70,8 @@ I8, I32, I64 = L.IntType(8), L.IntType(32), L.IntType(64)
 # codegen.shared_divisors); f32 divisions by a square root take an estimate refined so that
 # it is exact there (llvm_arith.fast_rsqrt), with `arcp`/`afn` on those two instructions only.
 # Not `nnan`/`ninf`: isnan/isinf keep working.
-# No `contract` on the CPU (Target.contracts): Taichi 1.7.4's x64 backend never fuses a
+# No `contract` on the CPU (Target.contracts) unless `fs.init(fp_contract=True)`: Taichi
+# 1.7.4's x64 backend never fuses a
 # multiply and an add, and FMA rounding steered ill-conditioned programs elsewhere (a CG
 # solve whose residual Taichi keeps exact drifted, MPM water 1e-5 off after 500 substeps).
 FAST_MATH_FLAGS = ("reassoc", "nsz")
@@ -225,10 +226,12 @@ class KernelInfo:
 
 
 class Codegen:
-    def __init__(self, kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
+    def __init__(self, kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False,
+                 fp_contract=False):
         self.k, self.target, self.debug = kernel, target, debug
         # the flags every float op carries
-        self.fmf = FAST_MATH_FLAGS + (("contract",) if target.contracts else ()) if fast_math else ()
+        contract = ("contract",) if target.contracts or fp_contract else ()
+        self.fmf = FAST_MATH_FLAGS + contract if fast_math else ()
         self.approx_fmf = self.fmf + target.approx_math if fast_math else ()  # div and sqrt
         self.module = L.Module(name=symbol)
         if target.triple:
@@ -1125,8 +1128,9 @@ def _mix64(b, z):
     return b.xor(z, b.lshr(z, L.Constant(I64, 31)))
 
 
-def lower_kernel(kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False):
-    return Codegen(kernel, symbol, target, debug, fast_math).run()
+def lower_kernel(kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False,
+                 fp_contract=False):
+    return Codegen(kernel, symbol, target, debug, fast_math, fp_contract).run()
 
 
 def _holder_note(field):

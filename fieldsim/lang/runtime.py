@@ -90,7 +90,7 @@ TAICHI_ONLY_OPTIONS = {
 _EFFECTIVE = {"real_matrix_scalarize": True, "dynamic_index": True}
 FIELDSIM_OPTIONS = ("arch", "default_fp", "default_ip", "random_seed", "cpu_max_num_threads",
                     "debug", "offline_cache", "offline_cache_file_path", "ad_stack_size",
-                    "kernel_profiler", "fast_math")
+                    "kernel_profiler", "fast_math", "fp_contract")
 
 
 class InitOptionError(FieldsimError, TypeError, KeyError):
@@ -126,7 +126,7 @@ class Runtime:
     def __init__(self, arch=cpu, default_fp=T.f32, default_ip=T.i32, random_seed=0,
                  cpu_max_num_threads=None, debug=False, offline_cache=True, ad_stack_size=0,
                  offline_cache_file_path=None, kernel_profiler=False, fast_math=True,
-                 **taichi_options):
+                 fp_contract=False, **taichi_options):
         unknown = sorted(k for k in taichi_options if k not in TAICHI_ONLY_OPTIONS)
         if unknown:
             from fieldsim.lang.compat import user_loc
@@ -150,6 +150,9 @@ class Runtime:
         # a refined estimate (codegen); NaN and infinity keep their meaning (no nnan/ninf).
         # False: IEEE results, op by op.
         self.fast_math = bool(fast_math)
+        # fieldsim's own: under fast-math, let the CPU fuse multiply-adds too (faster where
+        # FMAs dominate; results then differ from Taichi's x64 backend in last bits)
+        self.fp_contract = bool(fp_contract)
         self.offline_cache = bool(offline_cache) and os.environ.get("FIELDSIM_OFFLINE_CACHE", "1") != "0"
         # An empty FIELDSIM_CACHE_DIR means the default, not the working directory.
         self.cache_dir = offline_cache_file_path or os.environ.get("FIELDSIM_CACHE_DIR") or \
@@ -268,7 +271,9 @@ def init(arch=cpu, default_fp=None, default_ip=None, random_seed=0, **kwargs) ->
             `fast_math` (default True, as in Taichi): float ops may be reassociated (and fused
             into FMA on CUDA; never on the CPU, as in Taichi's x64 backend), so loops vectorize, divisions by one value in one block multiply by its
             reciprocal, and f32 `x / sqrt(q)` multiplies by a refined 1/sqrt estimate (about
-            an ulp); `fast_math=False` gives IEEE results op by op.
+            an ulp); `fast_math=False` gives IEEE results op by op. `fp_contract=True`
+            (fieldsim's own, default False) lets fast-math fuse multiply-adds on the CPU too:
+            faster where FMAs dominate, last bits no longer Taichi's.
 
     >>> rt = fs.init(arch=fs.cpu, default_fp=fs.f64)
     >>> fs.field(float, shape=1).dtype

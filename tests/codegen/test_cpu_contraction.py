@@ -28,3 +28,28 @@ def test_multiply_then_add_is_rounded_twice_under_fast_math():
     assert (separate != fused).sum() > 100  # the data tells the two apart
     np.testing.assert_array_equal(out.to_numpy(), separate)
     fs.init(arch=fs.cpu)
+
+
+def test_fp_contract_opts_in_to_fused_multiply_adds():
+    """`fs.init(fp_contract=True)` (fieldsim's own): fast-math may fuse `a * b - c` into one
+    rounding where the CPU has FMA units, as numpy's float64 product rounded once shows."""
+    import llvmlite.binding as llvm
+    fs.init(arch=fs.cpu, fast_math=True, fp_contract=True, offline_cache=False)
+    n = 4096
+    rng = np.random.default_rng(1)
+    a, b, c = (rng.random(n).astype(np.float32) for _ in range(3))
+    fa, fb, fc, out = (fs.field(fs.f32, shape=n) for _ in range(4))
+    for f, v in ((fa, a), (fb, b), (fc, c)):
+        f.from_numpy(v)
+
+    @fs.kernel
+    def mad():
+        for i in fa:
+            out[i] = fa[i] * fb[i] - fc[i]
+
+    mad()
+    fused = (a.astype(np.float64) * b - c).astype(np.float32)
+    separate = (a * b).astype(np.float32) - c
+    has_fma = "+fma" in llvm.get_host_cpu_features().flatten().split(",")
+    np.testing.assert_array_equal(out.to_numpy(), fused if has_fma else separate)
+    fs.init(arch=fs.cpu)
