@@ -97,6 +97,7 @@ class Source:
     # made when first asked (class defaults: a LambdaSource does not run this __init__)
     _assigned: frozenset | None = None
     _item_assigned: frozenset | None = None
+    _receivers: frozenset | None = None
     _locs: dict | None = None
 
     @property
@@ -105,6 +106,17 @@ class Source:
         if self._assigned is None:
             self._assigned = frozenset(_assigned_names(self.node))
         return self._assigned
+
+    @property
+    def method_receivers(self) -> frozenset:
+        """The names the function calls a method on (`b.grow(k)`): a struct argument's method
+        may write its `self`, so such an argument gets its own copy."""
+        if self._receivers is None:
+            self._receivers = frozenset(
+                n.func.value.id for n in ast.walk(self.node)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name))
+        return self._receivers
 
     @property
     def item_assigned(self) -> frozenset:
@@ -1154,7 +1166,7 @@ class Frontend(ExprMixin):
         reassigns gets its own variable (declared in the callee's frame); others bind as is."""
         reassigned = name in frame.assigned
         if isinstance(value, struct.StructValue):
-            if not reassigned:
+            if not reassigned and name not in frame.source.method_receivers:
                 frame.bind(name, ValueRef(value))
                 return
             saved_frame, self.frame = self.frame, frame  # a struct argument the func reassigns: its own copy

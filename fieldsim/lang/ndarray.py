@@ -51,6 +51,10 @@ class NdarrayType:
                  field_dim=None, needs_grad=None, boundary=None, layout=None):
         self.dtype = dtype
         self.ndim = ndim if ndim is not None else field_dim
+        # Taichi's older `element_dim=1/2` without an element type: the array's last 1 or 2
+        # axes are its vector/matrix elements, their sizes taken from each launch's array
+        self.element_dim = element_dim if element_dim in (1, 2) and element_shape is None \
+            and not isinstance(dtype, T.MatrixType) else 0
         if element_shape is not None and dtype is not None and not isinstance(dtype, T.MatrixType):
             es = tuple(element_shape)
             self.dtype = T.vector(es[0], dtype) if len(es) == 1 else T.matrix(es[0], es[1], dtype)
@@ -410,6 +414,8 @@ def _field_proxy(ann, value, rt, bad):
 def _numpy_element(ann, value, bad):
     """(n, m, ndim_el) of a numpy array's elements under a matrix/vector annotation (its
     trailing axes), checked against the annotation; scalars: (None, None, 0)."""
+    if ann.element_dim:
+        return _numpy_element_dims(ann, value, bad)
     if not isinstance(ann.dtype, T.MatrixType):
         return None, None, 0
     mt = ann.dtype
@@ -422,6 +428,15 @@ def _numpy_element(ann, value, bad):
         raise bad(f"required element_shape={el}, array with element shape of {got} is "
                   "provided")
     return mt.n, (mt.m if mt.ndim == 2 else None), mt.ndim
+
+
+def _numpy_element_dims(ann, value, bad):
+    """(n, m, ndim_el) of a numpy array under `element_dim=k`: its last k axes."""
+    k = ann.element_dim
+    if value.ndim <= k or (ann.ndim is not None and value.ndim != ann.ndim + k):
+        raise bad(f"required array has ndim={ann.ndim} element_dim={k}, array with "
+                  f"{value.ndim} dimensions is provided")
+    return value.shape[value.ndim - k], (value.shape[-1] if k == 2 else None), k
 
 
 def _numpy_proxy(ann, value, owner, grad_arr, pname, bad):
@@ -590,7 +605,7 @@ def _check_element(ann, dtype, n, m, ndim_el, bad):
         if want is None or want is float or want is int:  # e.g. fs.math.vec3: any dtype, as Taichi
             return
     if isinstance(want, T.DataType):
-        if ndim_el != 0 and not isinstance(ann.dtype, T.MatrixType):
+        if ndim_el != 0 and not isinstance(ann.dtype, T.MatrixType) and not ann.element_dim:
             raise bad(f"required array has dtype={want} (scalar elements), array with "
                       "vector/matrix elements is provided")
         if want is not dtype:

@@ -107,3 +107,25 @@ def test_template_parameter_of_a_method_aliases_the_caller_variable():
             return x * 1000 + y
 
     assert Counter().run() == 2 * 1000 + 15
+
+
+@fs.func
+def grow_copy(b, k):
+    b.grow(k)  # the method writes the func's own copy of its argument
+    return b.hi
+
+
+def test_method_on_a_struct_argument_writes_the_funcs_copy_only():
+    boxes = Box.field(shape=1)
+    out = fs.field(fs.i32, shape=3)
+
+    @fs.kernel
+    def k():
+        out[0] = grow_copy(boxes[0], 5)
+        loc = Box(lo=1, hi=2)
+        out[1] = grow_copy(loc, 10)
+        out[2] = loc.hi
+
+    k()
+    assert boxes.hi.to_numpy().tolist() == [0]
+    assert out.to_numpy().tolist() == [5, 12, 2]
