@@ -149,12 +149,7 @@ class Driver:
             program = adjoint_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
-        rng = kernel.last_rng_key if rng_key is None else rng_key
-        if not rt.kernel_profiler:
-            (rt.device or rt.backend()).launch(program, values, rng, adjoint=True)
-        else:
-            timed(rt, f"{kernel.__name__}.grad",
-                  lambda: rt.backend().launch(program, values, rng, adjoint=True))
+        _launch_adjoint_program(rt, kernel, program, values, rng_key)
         if templates:  # host arrays a GPU launch ran on device copies of, Fortran-order ones
             copy_back(templates)
 
@@ -174,12 +169,16 @@ class Driver:
             program = ck.adjoint[1] if ck.adjoint is not None else adjoint_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
-        rng = kernel.last_rng_key if rng_key is None else rng_key
-        if not rt.kernel_profiler:
-            (rt.device or rt.backend()).launch(program, values, rng, adjoint=True)
-        else:
-            timed(rt, f"{kernel.__name__}.grad",
-                  lambda: rt.backend().launch(program, values, rng, adjoint=True))
+        _launch_adjoint_program(rt, kernel, program, values, rng_key)
+
+
+def _launch_adjoint_program(rt, kernel, program, values, rng_key):
+    rng = kernel.last_rng_key if rng_key is None else rng_key
+    if not rt.kernel_profiler:
+        (rt.device or rt.backend()).launch(program, values, rng, adjoint=True)
+    else:
+        timed(rt, f"{kernel.__name__}.grad",
+              lambda: rt.backend().launch(program, values, rng, adjoint=True))
 
 
 def _on_tape(tape, kernel, ck, templates, args, kwargs, values):
