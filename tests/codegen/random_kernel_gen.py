@@ -1,0 +1,232 @@
+"""Random kernels in the shapes the CPU code generator rewrites, and a plain-Python reference.
+
+The optimisations of `fieldsim/codegen` (whole-row and triangular nests, per-row accumulators,
+SIMD lanes with masks, shared divisors, demoted atomics, vectorized inner reductions) each
+rewrite a loop of some shape. A generated kernel is one such loop around random arithmetic:
+
+- `elementwise`: `for i in range(N)`, a local chain and `out[i] = ...` under data conditions;
+- `pairs`: `for i, j in ti.ndrange(N, M)` with an `if` on the indices and/or the data around
+  `out[i] += ...`, `out[j] -= ...` and `s[None] += ...` (a pairwise energy or force);
+- `inner`: `for i in range(N)` over a serial `for j in range(M)` reduction into a local;
+- `inner_exits`: the same with a `continue` and a `break` on conditions;
+- `loop`: `for i in range(N)` around a `while` with an index-dependent trip count.
+
+Expressions are random trees over `a[.]`, `b[.]`, `float(i)`, constants exact in f32, with
+`+ - *`, divisions by `1 + e*e`, `sqrt`, `1/sqrt`, `sin`, `cos`, `tanh`, `exp(-e*e)`, `abs`,
+`min`, `max`, `select`, conditional expressions and integer powers: bounded, defined everywhere.
+
+`Case.source()` is a module defining the fields and the kernel `k` for fieldsim; `reference`
+runs the same kernel body as plain Python over float64 NumPy arrays (a serial run is a valid
+reference: the generated kernels only add into shared elements, so the order does not matter
+beyond rounding). Inputs `a`, `b` have `L` elements drawn from a seeded generator, outputs
+`out` (L) and `s` (0-D) start at zero.
+"""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+L = 41  # inputs and outputs; loop bounds stay at or below it
+SIZES = (1, 3, 16, 17, 33, 41)  # below, at and past 16-lane vectors, with remainders
+CONSTANTS = ("0.5", "1.5", "2.0", "-0.25", "3.0", "0.75")
+
+
+@dataclass(frozen=True)
+class Case:
+    shape: str
+    body: str  # the kernel's body, indented by 4
+    n: int
+    m: int
+    threads: int
+    seed: int
+
+    def source(self, dtype: str) -> str:
+        return (f"import fieldsim as ti\n\nN, M = {self.n}, {self.m}\n"
+                f"a = ti.field(ti.{dtype}, shape={L}, needs_grad=True)\n"
+                f"b = ti.field(ti.{dtype}, shape={L}, needs_grad=True)\n"
+                f"out = ti.field(ti.{dtype}, shape={L}, needs_grad=True)\n"
+                f"s = ti.field(ti.{dtype}, shape=(), needs_grad=True)\n\n\n"
+                f"@ti.kernel\ndef k():\n{self.body}")
+
+    def inputs(self) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(self.seed)
+        return rng.uniform(-1.5, 1.5, L), rng.uniform(-1.5, 1.5, L)
+
+
+# ------------------------------------------------------------------------------ expressions
+def _leaves(indices: tuple) -> list[str]:
+    out = [f"{f}[{i}]" for i in indices for f in ("a", "b")]
+    return out + [f"float({indices[0]})", *CONSTANTS]
+
+
+@st.composite
+def expressions(draw, indices: tuple, depth: int = 3, extra: tuple = ()) -> str:
+    leaves = _leaves(indices) + list(extra)
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(leaves))
+    sub = expressions(indices, depth - 1, extra)
+    x = draw(sub)
+    form = draw(st.sampled_from(("+", "-", "*", "div", "sqrt", "rsqrt", "sin", "cos", "tanh",
+                                 "gauss", "abs", "min", "max", "select", "ifexp", "pow")))
+    if form in "+-*":
+        return f"({x} {form} {draw(sub)})"
+    if form == "div":
+        y = draw(sub)
+        return f"({x} / (1.0 + {y} * {y}))"
+    unary = {"sqrt": "ti.sqrt(1.0 + {x} * {x})", "rsqrt": "(1.0 / ti.sqrt({x} * {x} + 0.25))",
+             "sin": "ti.sin({x})", "cos": "ti.cos({x})", "tanh": "ti.tanh({x})",
+             "gauss": "ti.exp(-{x} * {x})", "abs": "ti.abs({x})"}
+    if form in unary:
+        return unary[form].format(x=x)
+    if form == "pow":
+        return f"({x} ** {draw(st.sampled_from((2, 3)))})"
+    y = draw(sub)
+    if form in ("min", "max"):
+        return f"ti.{form}({x}, {y})"
+    cond = draw(conditions(indices))
+    return f"ti.select({cond}, {x}, {y})" if form == "select" else f"({x} if {cond} else {y})"
+
+
+@st.composite
+def conditions(draw, indices: tuple) -> str:
+    i = indices[0]
+    j = indices[-1]
+    options = [f"a[{i}] < b[{j}]", f"a[{j}] > 0.0", f"{i} % 3 == 0", f"b[{i}] >= a[{j}]"]
+    if len(indices) > 1:
+        options += [f"{i} < {j}", f"{i} <= {j}", f"({i} + {j}) % 2 == 1", f"{i} != {j}"]
+    first = draw(st.sampled_from(options))
+    if draw(st.integers(0, 3)) == 0:
+        return f"({first} and {draw(st.sampled_from(options))})"
+    return first
+
+
+# ------------------------------------------------------------------------------ kernel shapes
+@st.composite
+def _elementwise(draw) -> str:
+    x = draw(expressions(("i",)))
+    y = draw(expressions(("i",), extra=("x",)))
+    cond = draw(conditions(("i",)))
+    return ("    for i in range(N):\n"
+            f"        x = {x}\n"
+            f"        if {cond}:\n"
+            f"            x = {y}\n"
+            "        out[i] = x\n")
+
+
+@st.composite
+def _pairs(draw) -> str:
+    guard = draw(st.sampled_from(("i < j", "i != j", "j < i", "i <= j", None, "data")))
+    if guard == "data":
+        guard = draw(conditions(("i", "j")))
+    e = draw(expressions(("i", "j")))
+    lines = [f"r = {e}", "out[i] += r"]
+    if draw(st.booleans()):
+        lines.append("out[j] -= r")
+    if draw(st.booleans()):
+        lines.append(f"s[None] += {draw(expressions(('i', 'j'), depth=2))}")
+    pad = "        " if guard is None else "            "
+    head = "    for i, j in ti.ndrange(N, M):\n" + ("" if guard is None else f"        if {guard}:\n")
+    return head + "".join(pad + line + "\n" for line in lines)
+
+
+@st.composite
+def _inner(draw) -> str:
+    e = draw(expressions(("i", "j")))
+    cond = draw(st.one_of(st.none(), conditions(("i", "j"))))
+    add = f"acc += {e}"
+    body = (f"            if {cond}:\n                {add}\n" if cond else f"            {add}\n")
+    store = draw(st.sampled_from(("out[i] = acc", "out[i] += acc", "s[None] += acc")))
+    return ("    for i in range(N):\n"
+            "        acc = 0.0\n"
+            "        for j in range(M):\n"
+            f"{body}"
+            f"        {store}\n")
+
+
+@st.composite
+def _loop(draw) -> str:
+    step = draw(expressions(("i",), depth=2, extra=("x",)))
+    trips = draw(st.sampled_from(("i % 4", "i % 3 + 1", "2")))
+    return ("    for i in range(N):\n"
+            "        x = a[i]\n"
+            "        t = 0\n"
+            f"        while t < {trips}:\n"
+            f"            x = 0.5 * ti.sin({step}) + 0.5 * x\n"
+            "            t += 1\n"
+            "        out[i] = x\n")
+
+
+@st.composite
+def _inner_exits(draw) -> str:
+    skip = draw(conditions(("i", "j")))
+    stop = draw(conditions(("i", "j")))
+    e = draw(expressions(("i", "j")))
+    return ("    for i in range(N):\n"
+            "        acc = 0.0\n"
+            "        for j in range(M):\n"
+            f"            if {skip}:\n"
+            "                continue\n"
+            f"            acc += {e}\n"
+            f"            if {stop}:\n"
+            "                break\n"
+            "        out[i] = acc\n")
+
+
+SHAPES = {"elementwise": _elementwise, "pairs": _pairs, "inner": _inner, "loop": _loop,
+          "inner_exits": _inner_exits}
+
+
+@st.composite
+def cases(draw, shape: str) -> Case:
+    return Case(shape, draw(SHAPES[shape]()), draw(st.sampled_from(SIZES)),
+                draw(st.sampled_from(SIZES)), draw(st.sampled_from((1, 2))),
+                draw(st.integers(0, 2**16)))
+
+
+# ------------------------------------------------------------------------------ running
+class _PlainTi:
+    """What the kernel bodies call on `ti`, for the plain-Python reference."""
+
+    sqrt, sin, cos, tanh, exp = math.sqrt, math.sin, math.cos, math.tanh, math.exp
+    abs, min, max = abs, min, max
+
+    @staticmethod
+    def ndrange(*shape):
+        return itertools.product(*(range(n) for n in shape))
+
+    @staticmethod
+    def select(cond, x, y):
+        return x if cond else y
+
+
+def reference(case: Case, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+    """(out, s) of the kernel body run serially in float64 Python."""
+    out, s = np.zeros(L), np.zeros(())
+    scope = {"ti": _PlainTi, "a": a, "b": b, "out": out, "s": s, "N": case.n, "M": case.m}
+    exec(f"def k():\n{case.body}", scope)  # noqa: S102 - the test's own generated source
+    scope["k"]()
+    return out, float(s)
+
+
+_DIR = tempfile.mkdtemp(prefix="fieldsim_random_kernels_")
+_COUNT = itertools.count()
+
+
+def load(case: Case, dtype: str):
+    """The module of `case.source(dtype)`, imported from a file of its own (the frontend reads
+    kernel source through `inspect`)."""
+    name = f"fieldsim_random_kernel_{os.getpid()}_{next(_COUNT)}"
+    path = os.path.join(_DIR, name + ".py")
+    with open(path, "w") as fh:
+        fh.write(case.source(dtype))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
