@@ -9,6 +9,7 @@ rewrite a loop of some shape. A generated kernel is one such loop around random 
   `out[i] += ...`, `out[j] -= ...` and `s[None] += ...` (a pairwise energy or force);
 - `inner`: `for i in range(N)` over a serial `for j in range(M)` reduction into a local;
 - `inner_exits`: the same with a `continue` and a `break` on conditions;
+- `vectors`: a pair nest over 2-vector locals (`norm`, `dot`, `cross`, `ti.math.length`);
 - `loop`: `for i in range(N)` around a `while` with an index-dependent trip count.
 
 Expressions are random trees over `a[.]`, `b[.]`, `float(i)`, constants exact in f32, with
@@ -179,8 +180,26 @@ def _inner_exits(draw) -> str:
             "        out[i] = acc\n")
 
 
+@st.composite
+def _vectors(draw) -> str:
+    ij = ("i", "j")
+    dx, dy, qx = (draw(expressions(ij, depth=2)) for _ in range(3))
+    vector_terms = ("d.norm_sqr()", "d.dot(q)", "d.norm(0.25)", "d[0]", "q[1]",
+                    "(d.cross(q))", "ti.math.length(q - d)")
+    r = draw(expressions(ij, depth=2, extra=vector_terms))
+    guard = draw(st.sampled_from(("i < j", "i != j", "True")))
+    return ("    for i, j in ti.ndrange(N, M):\n"
+            f"        if {guard}:\n"
+            f"            d = ti.Vector([{dx}, {dy}])\n"
+            f"            q = ti.Vector([{qx}, 0.5])\n"
+            f"            f = d * ({r}) + q\n"
+            "            out[i] += f[0]\n"
+            "            out[j] -= f[1]\n"
+            "            s[None] += f.dot(d)\n")
+
+
 SHAPES = {"elementwise": _elementwise, "pairs": _pairs, "inner": _inner, "loop": _loop,
-          "inner_exits": _inner_exits}
+          "inner_exits": _inner_exits, "vectors": _vectors}
 
 
 @st.composite
@@ -191,11 +210,49 @@ def cases(draw, shape: str) -> Case:
 
 
 # ------------------------------------------------------------------------------ running
+class _Vec2:
+    """The 2-vector operations the `vectors` bodies use, on Python floats."""
+
+    def __init__(self, items):
+        self.x, self.y = items
+
+    def __getitem__(self, k):
+        return (self.x, self.y)[k]
+
+    def __add__(self, o):
+        return _Vec2((self.x + o.x, self.y + o.y))
+
+    def __sub__(self, o):
+        return _Vec2((self.x - o.x, self.y - o.y))
+
+    def __mul__(self, c):
+        return _Vec2((self.x * c, self.y * c))
+
+    def dot(self, o):
+        return self.x * o.x + self.y * o.y
+
+    def norm_sqr(self):
+        return self.dot(self)
+
+    def norm(self, eps=0.0):
+        return math.sqrt(self.dot(self) + eps)
+
+    def cross(self, o):
+        return self.x * o.y - self.y * o.x
+
+
+class _PlainMath:
+    @staticmethod
+    def length(v):
+        return v.norm()
+
+
 class _PlainTi:
     """What the kernel bodies call on `ti`, for the plain-Python reference."""
 
     sqrt, sin, cos, tanh, exp = math.sqrt, math.sin, math.cos, math.tanh, math.exp
     abs, min, max = abs, min, max
+    Vector, math = _Vec2, _PlainMath
 
     @staticmethod
     def ndrange(*shape):
