@@ -10,6 +10,7 @@ rewrite a loop of some shape. A generated kernel is one such loop around random 
 - `inner`: `for i in range(N)` over a serial `for j in range(M)` reduction into a local;
 - `inner_exits`: the same with a `continue` and a `break` on conditions;
 - `vectors`: a pair nest over 2-vector locals (`norm`, `dot`, `cross`, `ti.math.length`);
+- `funcs`: `@ti.func`s with a `return` inside a runtime `if` and a loop, nested in calls;
 - `loop`: `for i in range(N)` around a `while` with an index-dependent trip count.
 
 Expressions are random trees over `a[.]`, `b[.]`, `float(i)`, constants exact in f32, with
@@ -36,6 +37,7 @@ from hypothesis import strategies as st
 
 L = 41  # inputs and outputs; loop bounds stay at or below it
 SIZES = (1, 3, 16, 17, 33, 41)  # below, at and past 16-lane vectors, with remainders
+VALUE_CONDITIONS = ("x < y", "x > 0.0", "y >= 0.5", "(x < 0.25 or y < x)")
 CONSTANTS = ("0.5", "1.5", "2.0", "-0.25", "3.0", "0.75")
 
 
@@ -47,13 +49,15 @@ class Case:
     m: int
     threads: int
     seed: int
+    funcs: str = ""  # module-level `def`s the body calls (`@ti.func`s in the kernel's module)
 
     def source(self, dtype: str) -> str:
+        funcs = self.funcs.replace("def ", "@ti.func\ndef ")
         return (f"import fieldsim as ti\n\nN, M = {self.n}, {self.m}\n"
                 f"a = ti.field(ti.{dtype}, shape={L}, needs_grad=True)\n"
                 f"b = ti.field(ti.{dtype}, shape={L}, needs_grad=True)\n"
                 f"out = ti.field(ti.{dtype}, shape={L}, needs_grad=True)\n"
-                f"s = ti.field(ti.{dtype}, shape=(), needs_grad=True)\n\n\n"
+                f"s = ti.field(ti.{dtype}, shape=(), needs_grad=True)\n\n\n{funcs}"
                 f"@ti.kernel\ndef k():\n{self.body}")
 
     def inputs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -64,7 +68,7 @@ class Case:
 # ------------------------------------------------------------------------------ expressions
 def _leaves(indices: tuple) -> list[str]:
     out = [f"{f}[{i}]" for i in indices for f in ("a", "b")]
-    return out + [f"float({indices[0]})", *CONSTANTS]
+    return out + [f"float({i})" for i in indices[:1]] + list(CONSTANTS)
 
 
 @st.composite
@@ -91,7 +95,7 @@ def expressions(draw, indices: tuple, depth: int = 3, extra: tuple = ()) -> str:
     y = draw(sub)
     if form in ("min", "max"):
         return f"ti.{form}({x}, {y})"
-    cond = draw(conditions(indices))
+    cond = draw(conditions(indices) if indices else st.sampled_from(VALUE_CONDITIONS))
     return f"ti.select({cond}, {x}, {y})" if form == "select" else f"({x} if {cond} else {y})"
 
 
@@ -198,15 +202,36 @@ def _vectors(draw) -> str:
             "            s[None] += f.dot(d)\n")
 
 
+@st.composite
+def _funcs(draw) -> tuple[str, str]:
+    xy = {"indices": (), "extra": ("x", "y")}
+    early, late = draw(expressions(**xy)), draw(expressions(**xy))
+    step = draw(expressions((), depth=2, extra=("t", "y")))
+    funcs = ("def g(x, y):\n"
+             f"    if {draw(st.sampled_from(VALUE_CONDITIONS))}:\n"
+             f"        return {early}\n"
+             f"    return {late}\n\n\n"
+             "def h(x, y):\n"
+             "    t = x\n"
+             f"    for _ in range({draw(st.integers(0, 3))}):\n"
+             f"        t = 0.5 * ti.sin({step}) + 0.5 * t\n"
+             "    return t\n\n\n")
+    body = ("    for i in range(N):\n"
+            "        out[i] = g(a[i], b[i]) + h(g(b[i], a[i]), b[i])\n"
+            "        s[None] += h(g(float(i), a[i]), a[i])\n")
+    return funcs, body
+
+
 SHAPES = {"elementwise": _elementwise, "pairs": _pairs, "inner": _inner, "loop": _loop,
-          "inner_exits": _inner_exits, "vectors": _vectors}
+          "inner_exits": _inner_exits, "vectors": _vectors, "funcs": _funcs}
 
 
 @st.composite
 def cases(draw, shape: str) -> Case:
-    return Case(shape, draw(SHAPES[shape]()), draw(st.sampled_from(SIZES)),
-                draw(st.sampled_from(SIZES)), draw(st.sampled_from((1, 2))),
-                draw(st.integers(0, 2**16)))
+    made = draw(SHAPES[shape]())
+    funcs, body = made if isinstance(made, tuple) else ("", made)
+    return Case(shape, body, draw(st.sampled_from(SIZES)), draw(st.sampled_from(SIZES)),
+                draw(st.sampled_from((1, 2))), draw(st.integers(0, 2**16)), funcs)
 
 
 # ------------------------------------------------------------------------------ running
@@ -267,7 +292,7 @@ def reference(case: Case, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, flo
     """(out, s) of the kernel body run serially in float64 Python."""
     out, s = np.zeros(L), np.zeros(())
     scope = {"ti": _PlainTi, "a": a, "b": b, "out": out, "s": s, "N": case.n, "M": case.m}
-    exec(f"def k():\n{case.body}", scope)  # noqa: S102 - the test's own generated source
+    exec(f"{case.funcs}def k():\n{case.body}", scope)  # noqa: S102 - the test's own generated source
     scope["k"]()
     return out, float(s)
 
