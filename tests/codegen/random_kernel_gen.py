@@ -302,12 +302,139 @@ _COUNT = itertools.count()
 
 
 def load(case: Case, dtype: str):
-    """The module of `case.source(dtype)`, imported from a file of its own (the frontend reads
-    kernel source through `inspect`)."""
+    """The module of `case.source(dtype)` (the frontend reads kernel source through
+    `inspect`, so it is imported from a file)."""
+    return load_source(case.source(dtype))
+
+
+# ------------------------------------------------------------------------------ integer kernels
+# i32 inputs `c` in [-20, 20], outputs `iout` (L) and `t` (0-D); depth-2 expressions stay far
+# from overflow (the reference wraps like i32 anyway: it computes in NumPy int32).
+INT_CONSTANTS = ("1", "3", "7", "-3", "5")
+
+
+@st.composite
+def int_expressions(draw, indices: tuple, depth: int = 2) -> str:
+    leaves = [f"c[{i}]" for i in indices] + list(indices) + list(INT_CONSTANTS)
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(leaves))
+    sub = int_expressions(indices, depth - 1)
+    x, y = draw(sub), draw(sub)
+    form = draw(st.sampled_from(("+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "min",
+                                 "max", "abs", "neg", "select")))
+    if form in ("//", "%"):  # a divisor in 1..7 under floored semantics
+        return f"({x} {form} ({y} % 7 + 1))"
+    if form in ("<<", ">>"):
+        return f"({x} {form} ({y} & 3))"
+    if form in ("min", "max"):
+        return f"ti.{form}({x}, {y})"
+    if form == "abs":
+        return f"ti.abs({x})"
+    if form == "neg":
+        return f"(-{x})"
+    if form == "select":
+        return f"ti.select({x} < {y}, {x}, {y} * 2)"
+    return f"({x} {form} {y})"
+
+
+@st.composite
+def _int_elementwise(draw) -> str:
+    x, y = draw(int_expressions(("i",))), draw(int_expressions(("i",)))
+    return ("    for i in range(N):\n"
+            f"        x = {x}\n"
+            f"        if x % 2 == 0 or {draw(st.sampled_from(('i < 9', 'c[i] > 0', 'False')))}:\n"
+            f"            x = {y} - x\n"
+            "        iout[i] = x\n"
+            f"        t[None] += {draw(int_expressions(('i',)))}\n")
+
+
+@st.composite
+def _int_pairs(draw) -> str:
+    guard = draw(st.sampled_from(("i < j", "i != j", "(i + j) % 3 == 0", "c[i] < c[j]")))
+    return ("    for i, j in ti.ndrange(N, M):\n"
+            f"        if {guard}:\n"
+            f"            iout[i] += {draw(int_expressions(('i', 'j')))}\n"
+            f"            t[None] += {draw(int_expressions(('i', 'j')))}\n")
+
+
+@st.composite
+def _int_atomics(draw) -> str:
+    fn = draw(st.sampled_from(("atomic_max", "atomic_min", "atomic_or", "atomic_and",
+                               "atomic_xor")))
+    return ("    for i, j in ti.ndrange(N, M):\n"
+            f"        v = {draw(int_expressions(('i', 'j')))}\n"
+            f"        ti.{fn}(iout[j], v)\n"
+            f"        ti.{fn}(t[None], v + i)\n")
+
+
+INT_SHAPES = {"int_elementwise": _int_elementwise, "int_pairs": _int_pairs,
+              "int_atomics": _int_atomics}
+_ATOMIC_PYTHON = {"atomic_max": "max({0}, {1})", "atomic_min": "min({0}, {1})",
+                  "atomic_or": "{0} | {1}", "atomic_and": "{0} & {1}", "atomic_xor": "{0} ^ {1}"}
+
+
+@st.composite
+def int_cases(draw, shape: str) -> Case:
+    return Case(shape, draw(INT_SHAPES[shape]()), draw(st.sampled_from(SIZES)),
+                draw(st.sampled_from(SIZES)), draw(st.sampled_from((1, 2))),
+                draw(st.integers(0, 2**16)))
+
+
+def int_source(case: Case) -> str:
+    return (f"import fieldsim as ti\n\nN, M = {case.n}, {case.m}\n"
+            f"c = ti.field(ti.i32, shape={L})\n"
+            f"iout = ti.field(ti.i32, shape={L})\n"
+            "t = ti.field(ti.i32, shape=())\n\n\n"
+            f"@ti.kernel\ndef k():\n{case.body}")
+
+
+def int_inputs(case: Case) -> np.ndarray:
+    return np.random.default_rng(case.seed).integers(-20, 21, L).astype(np.int32)
+
+
+def _python_atomics(body: str) -> str:
+    """`ti.atomic_op(target, v)` lines as `target = op(target, v)`."""
+    def rewrite(line):
+        stripped = line.strip()
+        for fn, form in _ATOMIC_PYTHON.items():
+            if stripped.startswith(f"ti.{fn}("):
+                target, value = stripped[len(fn) + 4:-1].split(", ", 1)
+                indent = line[:len(line) - len(line.lstrip())]
+                return f"{indent}{target} = {form.format(target, value)}"
+        return line
+    return "\n".join(rewrite(line) for line in body.split("\n"))
+
+
+def int_reference(case: Case, c: np.ndarray) -> tuple[np.ndarray, int]:
+    """(iout, t) of the body run serially in NumPy int32 (wrapping, floored `//` and `%`)."""
+    iout, t = np.zeros(L, np.int32), np.zeros((), np.int32)
+    i32 = np.int32
+
+    class Ti:
+        min, max, abs = min, max, abs
+
+        @staticmethod
+        def ndrange(*shape):
+            return ((i32(i), i32(j)) for i, j in itertools.product(*(range(n) for n in shape)))
+
+        @staticmethod
+        def select(cond, x, y):
+            return x if cond else y
+
+    body = _python_atomics(case.body).replace("range(N)", "map(i32, range(N))")
+    scope = {"ti": Ti, "c": c, "iout": iout, "t": t, "N": case.n, "M": case.m, "i32": i32}
+    exec(f"def k():\n{body}", scope)  # noqa: S102 - the test's own generated source
+    with np.errstate(over="ignore"):
+        scope["k"]()
+    return iout, int(t)
+
+
+def load_source(source: str):
+    """The module of `source`, imported from a file of its own."""
     name = f"fieldsim_random_kernel_{os.getpid()}_{next(_COUNT)}"
     path = os.path.join(_DIR, name + ".py")
     with open(path, "w") as fh:
-        fh.write(case.source(dtype))
+        fh.write(source)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

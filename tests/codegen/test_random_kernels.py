@@ -22,7 +22,19 @@ import re
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from random_kernel_gen import SHAPES, L, cases, load, reference
+from random_kernel_gen import (
+    INT_SHAPES,
+    SHAPES,
+    L,
+    cases,
+    int_cases,
+    int_inputs,
+    int_reference,
+    int_source,
+    load,
+    load_source,
+    reference,
+)
 
 import fieldsim as fs
 
@@ -141,3 +153,20 @@ def test_f32_values_match_python(shape):
 def _reset():
     yield
     fs.reset()
+
+
+@pytest.mark.parametrize("shape", sorted(INT_SHAPES))
+def test_i32_values_match_python(shape):
+    @SETTINGS
+    @given(int_cases(shape))
+    def i32_case(case):
+        fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=case.threads)
+        module = load_source(int_source(case))
+        c = int_inputs(case)
+        module.c.from_numpy(c)
+        module.k()
+        want_iout, want_t = int_reference(case, c)
+        np.testing.assert_array_equal(module.iout.to_numpy(), want_iout, err_msg=int_source(case))
+        assert int(module.t[None]) == want_t, int_source(case)
+
+    i32_case()
