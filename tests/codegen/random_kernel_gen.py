@@ -11,6 +11,8 @@ rewrite a loop of some shape. A generated kernel is one such loop around random 
 - `inner_exits`: the same with a `continue` and a `break` on conditions;
 - `vectors`: a pair nest over 2-vector locals (`norm`, `dot`, `cross`, `ti.math.length`);
 - `funcs`: `@ti.func`s with a `return` inside a runtime `if` and a loop, nested in calls;
+- `grid`: a struct-for (or `ti.grouped`) over a 2-D field, a stencil with wrapped and clamped
+  neighbours into a 2-D output, optionally reduced per row;
 - `loop`: `for i in range(N)` around a `while` with an index-dependent trip count.
 
 Expressions are random trees over `a[.]`, `b[.]`, `float(i)`, constants exact in f32, with
@@ -20,8 +22,8 @@ Expressions are random trees over `a[.]`, `b[.]`, `float(i)`, constants exact in
 `Case.source()` is a module defining the fields and the kernel `k` for fieldsim; `reference`
 runs the same kernel body as plain Python over float64 NumPy arrays (a serial run is a valid
 reference: the generated kernels only add into shared elements, so the order does not matter
-beyond rounding). Inputs `a`, `b` have `L` elements drawn from a seeded generator, outputs
-`out` (L) and `s` (0-D) start at zero.
+beyond rounding). Inputs `a`, `b` (L) and `g` (G x G) are drawn from a seeded generator;
+outputs `out` (L), `out2` (G x G) and `s` (0-D) start at zero.
 """
 from __future__ import annotations
 
@@ -36,6 +38,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 L = 41  # inputs and outputs; loop bounds stay at or below it
+G = 21  # the side of the 2-D fields
+INPUTS = {"a": (L,), "b": (L,), "g": (G, G)}
+OUTPUTS = {"out": (L,), "out2": (G, G), "s": ()}
 SIZES = (1, 3, 16, 17, 33, 41)  # below, at and past 16-lane vectors, with remainders
 VALUE_CONDITIONS = ("x < y", "x > 0.0", "y >= 0.5", "(x < 0.25 or y < x)")
 CONSTANTS = ("0.5", "1.5", "2.0", "-0.25", "3.0", "0.75")
@@ -53,16 +58,14 @@ class Case:
 
     def source(self, dtype: str) -> str:
         funcs = self.funcs.replace("def ", "@ti.func\ndef ")
-        return (f"import fieldsim as ti\n\nN, M = {self.n}, {self.m}\n"
-                f"a = ti.field(ti.{dtype}, shape={L}, needs_grad=True)\n"
-                f"b = ti.field(ti.{dtype}, shape={L}, needs_grad=True)\n"
-                f"out = ti.field(ti.{dtype}, shape={L}, needs_grad=True)\n"
-                f"s = ti.field(ti.{dtype}, shape=(), needs_grad=True)\n\n\n{funcs}"
-                f"@ti.kernel\ndef k():\n{self.body}")
+        fields = "".join(f"{name} = ti.field(ti.{dtype}, shape={shape}, needs_grad=True)\n"
+                         for name, shape in {**INPUTS, **OUTPUTS}.items())
+        return (f"import fieldsim as ti\n\nN, M, G = {self.n}, {self.m}, {G}\n{fields}\n\n"
+                f"{funcs}@ti.kernel\ndef k():\n{self.body}")
 
-    def inputs(self) -> tuple[np.ndarray, np.ndarray]:
+    def inputs(self) -> dict:
         rng = np.random.default_rng(self.seed)
-        return rng.uniform(-1.5, 1.5, L), rng.uniform(-1.5, 1.5, L)
+        return {name: rng.uniform(-1.5, 1.5, shape) for name, shape in INPUTS.items()}
 
 
 # ------------------------------------------------------------------------------ expressions
@@ -222,8 +225,22 @@ def _funcs(draw) -> tuple[str, str]:
     return funcs, body
 
 
+@st.composite
+def _grid(draw) -> str:
+    neighbours = ("c", "e", "w", "n")
+    value = draw(expressions(("i", "j"), extra=neighbours))
+    head = ("    for i, j in g:\n" if draw(st.booleans()) else
+            "    for I in ti.grouped(g):\n        i, j = I[0], I[1]\n")
+    lines = ["c = g[i, j]", "e = g[(i + 1) % G, j]", "w = g[i, ti.max(j - 1, 0)]",
+             "n = g[ti.min(i + 1, G - 1), (j + 2) % G]", f"out2[i, j] = {value}"]
+    if draw(st.booleans()):
+        lines.append(f"out[i] += {draw(expressions(('i', 'j'), depth=2, extra=neighbours))}")
+    return head + "".join(f"        {line}\n" for line in lines)
+
+
 SHAPES = {"elementwise": _elementwise, "pairs": _pairs, "inner": _inner, "loop": _loop,
-          "inner_exits": _inner_exits, "vectors": _vectors, "funcs": _funcs}
+          "inner_exits": _inner_exits, "vectors": _vectors, "funcs": _funcs,
+          "grid": _grid}
 
 
 @st.composite
@@ -287,14 +304,19 @@ class _PlainTi:
     def select(cond, x, y):
         return x if cond else y
 
+    @staticmethod
+    def grouped(field):
+        return np.ndindex(field.shape)
 
-def reference(case: Case, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
-    """(out, s) of the kernel body run serially in float64 Python."""
-    out, s = np.zeros(L), np.zeros(())
-    scope = {"ti": _PlainTi, "a": a, "b": b, "out": out, "s": s, "N": case.n, "M": case.m}
-    exec(f"{case.funcs}def k():\n{case.body}", scope)  # noqa: S102 - the test's own generated source
+
+def reference(case: Case, inputs: dict) -> dict:
+    """The outputs of the kernel body run serially in float64 Python."""
+    outputs = {name: np.zeros(shape) for name, shape in OUTPUTS.items()}
+    scope = {"ti": _PlainTi, **inputs, **outputs, "N": case.n, "M": case.m, "G": G}
+    body = case.body.replace("for i, j in g:", "for i, j in ti.ndrange(G, G):")
+    exec(f"{case.funcs}def k():\n{body}", scope)  # noqa: S102 - the test's own generated source
     scope["k"]()
-    return out, float(s)
+    return outputs
 
 
 _DIR = tempfile.mkdtemp(prefix="fieldsim_random_kernels_")

@@ -23,9 +23,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from random_kernel_gen import (
+    INPUTS,
     INT_SHAPES,
+    OUTPUTS,
     SHAPES,
-    L,
     cases,
     int_cases,
     int_inputs,
@@ -43,7 +44,8 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, data
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-_ADDED = re.compile(r"^(\s*)(out\[i\] \+=|out\[j\] -=|s\[None\] \+=|acc \+=|out\[i\] =) (.+)$")
+_ADDED = re.compile(r"^(\s*)(out\[i\] \+=|out\[j\] -=|s\[None\] \+=|acc \+=|out\[i\] =|"
+                    r"out2\[i, j\] =) (.+)$")
 
 
 def _sizes(case):
@@ -63,59 +65,57 @@ def _run(case, dtype):
     fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=case.threads,
             default_fp=getattr(fs, dtype))
     module = load(case, dtype)
-    a, b = case.inputs()
+    inputs = case.inputs()
     if dtype == "f32":  # the reference sees what the fields hold
-        a, b = a.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64)
-    module.a.from_numpy(a)
-    module.b.from_numpy(b)
+        inputs = {k: v.astype(np.float32).astype(np.float64) for k, v in inputs.items()}
+    for name, values in inputs.items():
+        getattr(module, name).from_numpy(values)
     module.k()
-    return module, a, b
+    return module, inputs
 
 
-def _check_forward(case, module, a, b, rtol):
-    want_out, want_s = reference(case, a, b)
-    size_out, size_s = reference(_sizes(case), a, b)
-    got_out, got_s = module.out.to_numpy(), float(module.s[None])
-    tol_out = rtol * (1.0 + np.abs(size_out) + np.abs(want_out))
-    bad = np.abs(got_out - want_out) > tol_out
-    assert not bad.any(), (f"{case.source('f64')}\nout differs at {np.flatnonzero(bad)}: "
-                           f"{got_out[bad]} vs {want_out[bad]}")
-    assert abs(got_s - want_s) <= rtol * (1.0 + abs(size_s) + abs(want_s)), (
-        f"{case.source('f64')}\ns: {got_s} vs {want_s}")
+def _check_forward(case, module, inputs, rtol):
+    want = reference(case, inputs)
+    size = reference(_sizes(case), inputs)
+    for name in OUTPUTS:
+        got = getattr(module, name).to_numpy()
+        bad = np.abs(got - want[name]) > rtol * (1.0 + np.abs(size[name]) + np.abs(want[name]))
+        assert not bad.any(), (f"{case.source('f64')}\n{name} differs at "
+                               f"{np.argwhere(bad)[:5].tolist()}: {got[bad]} vs {want[name][bad]}")
 
 
-def _loss(case, a, b, w, ws):
-    out, s = reference(case, a, b)
-    return float(w @ out + ws * s)
+def _loss(case, inputs, seeds):
+    outputs = reference(case, inputs)
+    return float(sum((seeds[name] * outputs[name]).sum() for name in OUTPUTS))
 
 
-def _directional(case, a, b, w, ws, da, db):
-    """The central difference of the loss along (da, db), or None where it is not stable under
-    halving the step twice (a branch or a kink lies within the step)."""
+def _directional(case, inputs, seeds, direction):
+    """The central difference of the loss along `direction`, or None where it is not stable
+    under dividing the step by four (a branch or a kink lies within the step)."""
     quotients = []
     for h in (1e-6, 2.5e-7):
-        up = _loss(case, a + h * da, b + h * db, w, ws)
-        down = _loss(case, a - h * da, b - h * db, w, ws)
+        up = _loss(case, {k: v + h * direction[k] for k, v in inputs.items()}, seeds)
+        down = _loss(case, {k: v - h * direction[k] for k, v in inputs.items()}, seeds)
         quotients.append((up - down) / (2 * h))
     coarse, fine = quotients
     return fine if abs(coarse - fine) <= 1e-6 * (1.0 + abs(fine)) else None
 
 
-def _check_gradient(case, module, a, b):
+def _check_gradient(case, module, inputs):
     rng = np.random.default_rng(case.seed + 1)
-    w, ws = rng.uniform(-1.0, 1.0, L), float(rng.uniform(-1.0, 1.0))
-    module.out.grad.from_numpy(w)
-    module.s.grad[None] = ws
+    seeds = {name: rng.uniform(-1.0, 1.0, shape) for name, shape in OUTPUTS.items()}
+    for name, seed in seeds.items():
+        getattr(module, name).grad.from_numpy(seed)
     module.k.grad()
-    ga, gb = module.a.grad.to_numpy(), module.b.grad.to_numpy()
+    grads = {name: getattr(module, name).grad.to_numpy() for name in INPUTS}
     checked = 0
     for _ in range(3):
-        da, db = rng.normal(size=L), rng.normal(size=L)
-        fd = _directional(case, a, b, w, ws, da, db)
+        direction = {name: rng.normal(size=shape) for name, shape in INPUTS.items()}
+        fd = _directional(case, inputs, seeds, direction)
         if fd is None:
             continue
-        ad = float(ga @ da + gb @ db)
-        scale = float(np.abs(ga * da).sum() + np.abs(gb * db).sum())
+        ad = float(sum((grads[k] * direction[k]).sum() for k in INPUTS))
+        scale = float(sum(np.abs(grads[k] * direction[k]).sum() for k in INPUTS))
         assert abs(ad - fd) <= 1e-6 * (1.0 + scale), (
             f"{case.source('f64')}\nadjoint {ad} vs central differences {fd}")
         checked += 1
@@ -129,9 +129,9 @@ def test_f64_values_and_adjoints_match_python(shape):
     @SETTINGS
     @given(cases(shape))
     def f64_case(case):
-        module, a, b = _run(case, "f64")
-        _check_forward(case, module, a, b, rtol=1e-9)
-        gradients_checked.append(_check_gradient(case, module, a, b) > 0)
+        module, inputs = _run(case, "f64")
+        _check_forward(case, module, inputs, rtol=1e-9)
+        gradients_checked.append(_check_gradient(case, module, inputs) > 0)
 
     f64_case()
     # branches and kinks make some directions unusable, never most of them
@@ -143,8 +143,8 @@ def test_f32_values_match_python(shape):
     @SETTINGS
     @given(cases(shape))
     def f32_case(case):
-        module, a, b = _run(case, "f32")
-        _check_forward(case, module, a, b, rtol=1e-3)
+        module, inputs = _run(case, "f32")
+        _check_forward(case, module, inputs, rtol=1e-3)
 
     f32_case()
 
