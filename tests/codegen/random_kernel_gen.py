@@ -13,6 +13,8 @@ rewrite a loop of some shape. A generated kernel is one such loop around random 
 - `funcs`: `@ti.func`s with a `return` inside a runtime `if` and a loop, nested in calls;
 - `grid`: a struct-for (or `ti.grouped`) over a 2-D field, a stencil with wrapped and clamped
   neighbours into a 2-D output, optionally reduced per row;
+- `matrices`: 2x2 matrices near the identity (`@`, `transpose`, `inverse`, `determinant`,
+  `outer_product`, `trace`, `ti.polar_decompose`), as MPM particle updates use them;
 - `loop`: `for i in range(N)` around a `while` with an index-dependent trip count.
 
 Expressions are random trees over `a[.]`, `b[.]`, `float(i)`, constants exact in f32, with
@@ -238,9 +240,27 @@ def _grid(draw) -> str:
     return head + "".join(f"        {line}\n" for line in lines)
 
 
+@st.composite
+def _matrices(draw) -> str:
+    small = [draw(expressions(("i",), depth=2)) for _ in range(4)]
+    v0, v1 = draw(expressions(("i",), depth=2)), draw(expressions(("i",), depth=2))
+    entries = [f"0.2 * ti.tanh({e})" for e in small]  # F near the identity: det(F) > 0.6
+    use = draw(st.sampled_from(("F.inverse() @ v", "R @ v", "S @ v", "C @ v * J")))
+    return ("    for i in range(N):\n"
+            f"        F = ti.Matrix([[1.0 + {entries[0]}, {entries[1]}], "
+            f"[{entries[2]}, 1.0 + {entries[3]}]])\n"
+            f"        v = ti.Matrix([{v0}, {v1}])\n"
+            "        R, S = ti.polar_decompose(F)\n"
+            "        J = F.determinant()\n"
+            "        C = F @ F.transpose() + v.outer_product(v) * 0.5\n"
+            f"        r = {use} + (R @ S - F) @ v\n"
+            "        out[i] = r[0] + C.trace() * J\n"
+            "        s[None] += r.norm_sqr() + C[0, 1] * S[1, 1]\n")
+
+
 SHAPES = {"elementwise": _elementwise, "pairs": _pairs, "inner": _inner, "loop": _loop,
           "inner_exits": _inner_exits, "vectors": _vectors, "funcs": _funcs,
-          "grid": _grid}
+          "grid": _grid, "matrices": _matrices}
 
 
 @st.composite
@@ -283,6 +303,55 @@ class _Vec2:
         return self.x * o.y - self.y * o.x
 
 
+class _Mat:
+    """The vector and matrix operations the `matrices` bodies use, on NumPy float64 arrays."""
+
+    def __init__(self, rows):
+        self.v = np.array(rows, dtype=np.float64)
+
+    def __getitem__(self, k):
+        return self.v[k]
+
+    def __matmul__(self, o):
+        return _Mat(self.v @ o.v)
+
+    def __add__(self, o):
+        return _Mat(self.v + o.v)
+
+    def __sub__(self, o):
+        return _Mat(self.v - o.v)
+
+    def __mul__(self, c):
+        return _Mat(self.v * c)
+
+    def transpose(self):
+        return _Mat(self.v.T)
+
+    def determinant(self):
+        return float(np.linalg.det(self.v))
+
+    def inverse(self):
+        return _Mat(np.linalg.inv(self.v))
+
+    def trace(self):
+        return float(np.trace(self.v))
+
+    def outer_product(self, o):
+        return _Mat(np.outer(self.v, o.v))
+
+    def dot(self, o):
+        return float(self.v @ o.v)
+
+    def norm_sqr(self):
+        return float(self.v @ self.v.ravel() if self.v.ndim == 1 else (self.v ** 2).sum())
+
+
+def _polar_decompose(m):
+    u, _, vt = np.linalg.svd(m.v)
+    rotation = u @ vt  # det(F) > 0 in the generated bodies: R is a rotation, unique
+    return _Mat(rotation), _Mat(rotation.T @ m.v)
+
+
 class _PlainMath:
     @staticmethod
     def length(v):
@@ -294,7 +363,8 @@ class _PlainTi:
 
     sqrt, sin, cos, tanh, exp = math.sqrt, math.sin, math.cos, math.tanh, math.exp
     abs, min, max = abs, min, max
-    Vector, math = _Vec2, _PlainMath
+    Vector, math, Matrix = _Vec2, _PlainMath, _Mat
+    polar_decompose = staticmethod(_polar_decompose)
 
     @staticmethod
     def ndrange(*shape):
