@@ -212,18 +212,18 @@ def _funcs(draw) -> tuple[str, str]:
     xy = {"indices": (), "extra": ("x", "y")}
     early, late = draw(expressions(**xy)), draw(expressions(**xy))
     step = draw(expressions((), depth=2, extra=("t", "y")))
-    funcs = ("def g(x, y):\n"
+    funcs = ("def pick(x, y):\n"
              f"    if {draw(st.sampled_from(VALUE_CONDITIONS))}:\n"
              f"        return {early}\n"
              f"    return {late}\n\n\n"
-             "def h(x, y):\n"
+             "def iterate(x, y):\n"
              "    t = x\n"
              f"    for _ in range({draw(st.integers(0, 3))}):\n"
              f"        t = 0.5 * ti.sin({step}) + 0.5 * t\n"
              "    return t\n\n\n")
     body = ("    for i in range(N):\n"
-            "        out[i] = g(a[i], b[i]) + h(g(b[i], a[i]), b[i])\n"
-            "        s[None] += h(g(float(i), a[i]), a[i])\n")
+            "        out[i] = pick(a[i], b[i]) + iterate(pick(b[i], a[i]), b[i])\n"
+            "        s[None] += iterate(pick(float(i), a[i]), a[i])\n")
     return funcs, body
 
 

@@ -13,7 +13,7 @@ vector width. Checks:
   are not used);
 - f32: the same forward values to 1e-3 of the size of what was summed (f32 rounding, fast math).
 
-`FS_RANDOM_KERNELS=N` draws N cases per shape and precision (12 by default).
+`FS_RANDOM_KERNELS=N` draws N cases per shape and precision (10 by default).
 """
 import dataclasses
 import os
@@ -39,7 +39,7 @@ from random_kernel_gen import (
 
 import fieldsim as fs
 
-EXAMPLES = int(os.environ.get("FS_RANDOM_KERNELS", "12"))  # per shape and precision
+EXAMPLES = int(os.environ.get("FS_RANDOM_KERNELS", "10"))  # per shape and precision
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
