@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -36,6 +37,9 @@ class Field:
         self.dtype = _resolve_dtype(dtype, rt)
         self.name = name or ""
         self.n, self.m, self.ndim_el = n, (1 if ndim_el == 1 else m), ndim_el
+        if ndim_el and not all(isinstance(k, numbers.Integral) and k >= 1 for k in (n, self.m)):
+            raise ValueError(f"a {('vector', 'matrix')[ndim_el - 1]} field needs integer "
+                             f"dimensions of at least 1, got n={n!r}, m={self.m!r}")
         self.uid = len(rt.fields)
         self.generation = rt.generation
         self.role = _role
@@ -325,7 +329,7 @@ class Field:
         self._check_live()
         if hasattr(arr, "to_numpy") and not isinstance(arr, np.ndarray):
             arr = arr.to_numpy()
-        a = np.asarray(arr)
+        a = _host_array(arr, f"field {self.ir_name!r}.from_numpy")
         if a.shape != self.storage_shape and self.ndim_el == 1 and \
                 a.shape == tuple(self.shape) + (self.n, 1):
             a = a.reshape(self.storage_shape)
@@ -336,6 +340,10 @@ class Field:
                              f"{self.storage_shape}, got {a.shape}")
         if a.dtype.kind not in "biuf":
             raise TypeError(f"field {self.ir_name!r}.from_numpy: unsupported dtype {a.dtype}")
+        if a.dtype.kind == "f" and not self.dtype.is_float and not np.isfinite(a).all():
+            where = tuple(int(k) for k in np.argwhere(~np.isfinite(a))[0])
+            raise ValueError(f"field {self.ir_name!r}.from_numpy: the array holds {a[where]} at "
+                             f"{where}, which the {self.dtype} field cannot store")
         _record_python_write(self, None, f"{self.ir_name}.from_numpy(...)")
         self._write_all(np.ascontiguousarray(a, dtype=self.dtype.np))
 
@@ -539,6 +547,8 @@ def _resolve_dtype(dtype, rt) -> T.DataType:
         return dtype
     if isinstance(dtype, T.MatrixType):
         raise TypeError("use fs.Vector.field / fs.Matrix.field for vector and matrix fields")
+    if isinstance(dtype, str):  # numpy would read "float" as f64, where `float` means default_fp
+        raise TypeError(f"unsupported field dtype {dtype!r}: use fs.f32, fs.i32, ... or float/int")
     try:
         return T.from_numpy(dtype)
     except TypeError:
@@ -570,12 +580,29 @@ def _normalize_offset(offset, shape, field):
     return offset if any(offset) else None
 
 
+def _host_array(value, what: str) -> np.ndarray:
+    """`np.asarray(value)`, or a ValueError naming `what` for a ragged nesting of lists."""
+    try:
+        return np.asarray(value)
+    except ValueError as err:
+        raise ValueError(f"{what}: {type(value).__name__} is not a rectangular array of "
+                         f"numbers ({err})") from None
+
+
 def _normalize_shape(shape, field=None) -> tuple:
-    if isinstance(shape, numbers.Integral):
-        shape = (int(shape),)
-    shape = tuple(int(s) for s in shape)
+    name = field.ir_name if field is not None else ""
+    if not isinstance(shape, (tuple, list)) and np.ndim(shape) == 0:
+        shape = (shape,)
+    extents = []
+    for axis, extent in enumerate(shape):
+        try:
+            extents.append(operator.index(extent))
+        except TypeError:  # a float extent: Taichi refuses it too
+            raise TypeError(f"field {name!r}: shape {tuple(shape)!r} has {extent!r} "
+                            f"({type(extent).__name__}) on axis {axis}; extents are integers"
+                            ) from None
+    shape = tuple(extents)
     if any(s <= 0 for s in shape):
-        name = field.ir_name if field is not None else ""
         raise ValueError(f"field {name!r}: shape {shape} must be positive")
     return shape
 
