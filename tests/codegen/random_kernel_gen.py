@@ -150,9 +150,12 @@ def _pairs(draw) -> str:
 def _inner(draw) -> str:
     e = draw(expressions(("i", "j")))
     cond = draw(st.one_of(st.none(), conditions(("i", "j"))))
-    add = f"acc += {e}"
+    # into a local, or straight into the loop's own element (which the code generator may
+    # keep in a register across the inner loop)
+    add = draw(st.sampled_from((f"acc += {e}", f"out[i] += {e}", f"out[i] -= {e}")))
     body = (f"            if {cond}:\n                {add}\n" if cond else f"            {add}\n")
-    store = draw(st.sampled_from(("out[i] = acc", "out[i] += acc", "s[None] += acc")))
+    store = draw(st.sampled_from(("out[i] += acc", "s[None] += acc", "out[i] = acc"
+                                  if add.startswith("acc") else "out[i] += acc")))
     return ("    for i in range(N):\n"
             "        acc = 0.0\n"
             "        for j in range(M):\n"

@@ -44,7 +44,7 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, data
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-_ADDED = re.compile(r"^(\s*)(out\[i\] \+=|out\[j\] -=|s\[None\] \+=|acc \+=|out\[i\] =|"
+_ADDED = re.compile(r"^(\s*)(out\[i\] \+=|out\[[ij]\] -=|s\[None\] \+=|acc \+=|out\[i\] =|"
                     r"out2\[i, j\] =) (.+)$")
 
 
