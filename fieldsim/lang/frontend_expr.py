@@ -886,7 +886,16 @@ _PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"
                 np.absolute: _py_abs,  # numpy calls the value's __abs__: Taichi takes it
                 operator.matmul: lambda fe, a, k: fe.apply_binop("@", a[0], a[1]),
                 _PRINT: formatting.emit_print,
-                builtins.range: lambda fe, a, k: _static_range(a)}
+                builtins.range: lambda fe, a, k: _static_range([_range_bound(fe, x) for x in a])}
+
+
+def _range_bound(fe, a):
+    """As Taichi: a real range bound is cast to i32 (truncated), `range(200.)` runs 200 times."""
+    if isinstance(a, Stmt) and a.dtype.is_float:
+        return fe.e.cast(a, T.i32)
+    if isinstance(a, (float, np.floating)):
+        return int(a)
+    return a
 
 
 def _static_range(args):
