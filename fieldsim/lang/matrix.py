@@ -22,6 +22,7 @@ class Matrix:
     _owner = None  # (field, key) when this value is a field element: writes go through to it
 
     def __init__(self, arr, dt=None, **kwargs):
+        _check_value_kwargs("Matrix", kwargs)
         if isinstance(dt, (list, tuple)) or (dt is not None and not _is_dtype(dt)):
             raise TypeError(f"fs.Matrix: bad dtype {dt!r}")
         a = np.array(arr.to_numpy() if hasattr(arr, "to_numpy") else _rows(arr))
@@ -218,6 +219,19 @@ class Matrix:
         return self.transpose()
 
 
+def _check_value_kwargs(kind, kwargs):
+    """Taichi 1.7's value constructors take only `dt` and `ndim`; the pre-1.0 field form
+    `ti.Vector(3, dt=ti.f32, shape=...)` is a TypeError there too, here with the new spelling."""
+    unknown = sorted(set(kwargs) - {"ndim"})
+    if not unknown:
+        return
+    from fieldsim.errors import FieldsimTypeError
+    from fieldsim.lang.compat import user_loc as _user_loc
+    hint = f" (a field of them is fs.{kind}.field(..., shape=...))" if "shape" in unknown else ""
+    raise FieldsimTypeError(f"fs.{kind}() got unexpected keyword argument(s) "
+                            f"{', '.join(unknown)}{hint}", _user_loc())
+
+
 def _is_dtype(dt):
     return isinstance(dt, T.DataType) or dt in (int, float)
 
@@ -261,6 +275,7 @@ class Vector(Matrix):
     ndim = 1
 
     def __init__(self, arr, dt=None, **kwargs):
+        _check_value_kwargs("Vector", kwargs)
         if dt is not None and not _is_dtype(dt):
             raise TypeError(f"fs.Vector: bad dtype {dt!r}")
         a = np.array(arr.to_numpy() if hasattr(arr, "to_numpy") else arr).reshape(-1)

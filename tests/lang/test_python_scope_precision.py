@@ -52,3 +52,13 @@ def test_struct_field_snode_is_its_first_members():
     assert rays.snode.parent() is rays.parent() is rays.t.snode.parent()
     rays.snode.parent().deactivate_all()
     assert count() == 0
+
+
+def test_pre_1_0_field_constructor_is_refused_with_the_new_spelling():
+    fs.init(arch=fs.cpu)
+    import pytest
+    with pytest.raises(TypeError, match=r"shape.*fs\.Vector\.field"):
+        fs.Vector(3, dt=fs.f32, shape=(4, 4))
+    with pytest.raises(TypeError, match=r"shape.*fs\.Matrix\.field"):
+        fs.Matrix([[1, 2]], dt=fs.f32, shape=4)
+    assert fs.Vector([1, 2], ndim=1).to_numpy().tolist() == [1, 2]
