@@ -24,7 +24,7 @@ _UNARY = {
 
 SUMMARY: dict[str, str] = {
     f"fs.{n}": f"Element-wise {d}; in kernels and in Python scope (on numbers, vectors, matrices).\n\n"
-               f">>> fs.{n}({a})\n{r}\n" for n, (d, a, r) in _UNARY.items()}
+               f">>> print(fs.{n}({a}))\n{r}\n" for n, (d, a, r) in _UNARY.items()}
 
 _KERNEL_USE = """
 >>> x = fs.field(fs.{dt}, shape=()){setup}
@@ -49,7 +49,7 @@ for _op, (_dt, _setup, _arg, _old, _new, _what) in _ATOMIC.items():
 
 SUMMARY.update({
     "fs.atan2": "Element-wise arctangent of y/x using the signs of both (kernels and Python scope).\n\n"
-                ">>> round(fs.atan2(1.0, 1.0), 4)\n0.7854\n",
+                ">>> print(round(fs.atan2(1.0, 1.0), 4))\n0.7854\n",
     "fs.pow": "Element-wise `x ** y` (kernels and Python scope).\n\n>>> fs.pow(2.0, 3)\n8.0\n",
     "fs.min": "Element-wise minimum of two or more values; one vector: its smallest entry.\n\n"
               ">>> fs.min(3, 1, 2)\n1\n",
@@ -178,7 +178,7 @@ EXAMPLE.update({
     "fs.GUI": ">>> gui = fs.GUI('demo', res=(8, 8), show_gui=False)\n>>> gui.res\n(8, 8)\n",
     "fs.Matrix": ">>> m = fs.Matrix([[1.0, 2.0], [3.0, 4.0]])\n>>> (m @ m).to_numpy().tolist()\n"
                  "[[7.0, 10.0], [15.0, 22.0]]\n",
-    "fs.Vector": ">>> v = fs.Vector([3.0, 4.0])\n>>> v.norm(), (v * 2).to_numpy().tolist()\n(5.0, [6.0, 8.0])\n",
+    "fs.Vector": ">>> v = fs.Vector([3.0, 4.0])\n>>> print(v.norm(), (v * 2).to_numpy().tolist())\n5.0 [6.0, 8.0]\n",
     "fs.Ndarray": ">>> a = fs.ndarray(fs.i32, shape=(2, 2))\n>>> isinstance(a, fs.Ndarray), a.shape\n(True, (2, 2))\n",
     "fs.SNode": ">>> x = fs.field(fs.f32)\n>>> _ = fs.root.dense(fs.ij, (2, 3)).place(x)\n>>> x.shape\n(2, 3)\n",
     "fs.Struct": ">>> s = fs.Struct(a=1, b=2.0)\n>>> s.a, s.b\n(1, 2.0)\n",

@@ -35,6 +35,7 @@ from fieldsim.lang.frontend_refs import (
     StructVar,
     SwizzleRef,
     ValueRef,
+    atomic_operand,
     binding_for,
     to_matval,
 )
@@ -597,7 +598,9 @@ class Frontend(ExprMixin):
             ref.atomic(self, "add" if op == "+" else "sub", value)
             return
         current = ref.load(self)
-        if isinstance(current, MatVal):
+        if op in ("+", "-"):  # Taichi: an atomic add/sub on the variable
+            value = atomic_operand(self, current, value)
+        elif isinstance(current, MatVal):
             value = to_matval(value)
         new = self.e.matmul(current, value) if op == "@" else self.e.binop(op, current, value)
         ref.store(self, new)
@@ -610,6 +613,7 @@ class Frontend(ExprMixin):
         if isinstance(ref, (FieldRef, TripletRef)):
             return ref.atomic(self, kind, value)
         old = ref.load(self)  # a local: no other thread can see it
+        value = atomic_operand(self, old, value)
         op = {"add": "+", "sub": "-", "min": "min", "max": "max", "and": "&", "or": "|",
               "xor": "^", "mul": "*"}[kind]
         ref.store(self, self.e.binop(op, old, value))

@@ -43,12 +43,7 @@ class BoundMethod:
 class ExprMixin:
     def kernel_value(self, v):
         """A Python-scope `fs.Vector`/`fs.Matrix` met in a kernel is a constant vector/matrix."""
-        if not isinstance(v, PyMatrix):
-            return v
-        dt = self.e.resolve(v.dtype)
-        entries = [self.b.const(x.item(), dt) if isinstance(dt, T.DataType) else x.item()
-                   for x in v.to_numpy().reshape(-1)]
-        return MatVal(entries, v.n, v.m, 1 if v.ndim == 1 or v.to_numpy().ndim == 1 else 2)
+        return self.captured(v)
 
     # ---- names ----------------------------------------------------------------------------------
     def expr_Name(self, node: ast.Name):
@@ -59,14 +54,19 @@ class ExprMixin:
 
     def captured(self, v):
         """A Python-scope `fs.Vector`/`fs.Matrix` (a global, closure or attribute) used in a
-        kernel: a constant vector/matrix value, typed as its dtype if it has one."""
+        kernel: a constant vector/matrix value. As in Taichi 1.7.4 (which rebuilds it from its
+        Python values), a typed one holds default_fp constants if its dtype is real and
+        default_ip ones if integral, whatever its own width (an f64 vector under the default f32
+        is f32 in a kernel); an untyped one holds its Python values."""
         if not isinstance(v, PyMatrix):  # most captured names are scalars, fields, modules
             return v
         arr = v.to_numpy()
         dt = v.dtype if isinstance(v.dtype, T.DataType) else None
         vals = [x.item() for x in arr.reshape(-1)]
-        if dt is not None:
-            vals = [self.b.const(x if dt.is_float else int(x), dt) for x in vals]
+        if dt is not None and dt.bits != 1:
+            dt = self.e.fp if dt.is_float else self.e.ip
+            vals = [self.b.const(float(self.e.fp.np.type(x)) if dt.is_float else int(x), dt)
+                    for x in vals]
         if arr.ndim == 1:
             return MatVal.vector(vals)
         return MatVal(vals, arr.shape[0], arr.shape[1], 2)
@@ -886,7 +886,16 @@ _PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"
                 np.absolute: _py_abs,  # numpy calls the value's __abs__: Taichi takes it
                 operator.matmul: lambda fe, a, k: fe.apply_binop("@", a[0], a[1]),
                 _PRINT: formatting.emit_print,
-                builtins.range: lambda fe, a, k: _static_range(a)}
+                builtins.range: lambda fe, a, k: _static_range([_range_bound(fe, x) for x in a])}
+
+
+def _range_bound(fe, a):
+    """As Taichi: a real range bound is cast to i32 (truncated), `range(200.)` runs 200 times."""
+    if isinstance(a, Stmt) and a.dtype.is_float:
+        return fe.e.cast(a, T.i32)
+    if isinstance(a, (float, np.floating)):
+        return int(a)
+    return a
 
 
 def _static_range(args):

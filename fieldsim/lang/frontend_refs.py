@@ -329,3 +329,28 @@ def to_matval(v):
                 all(isinstance(e, (Stmt, numbers.Number)) for r in rows for e in r):
             return MatVal.rows(rows)
     return v
+
+
+def atomic_operand(fe, current, value):
+    """`value` as Taichi's atomic operation on a variable holding `current` takes it: cast to
+    the variable's type (element by element) before the operation, as Taichi's `x += v` and
+    `ti.atomic_add(x, v)` on a local do (an f32 `t += f64_value` adds in f32; the value was
+    promoted before). Anything that is not a typed scalar or vector pair is left unchanged."""
+    value = to_matval(value)
+    if isinstance(current, MatVal):
+        if isinstance(value, MatVal):
+            if value.shape != current.shape:
+                return value
+            return MatVal([_cast_to(fe, v, c) for v, c in zip(value.entries, current.entries)],
+                          value.n, value.m, value.ndim)
+        return MatVal([_cast_to(fe, value, c) for c in current.entries],
+                      current.n, current.m, current.ndim)
+    if isinstance(value, MatVal):
+        return value
+    return _cast_to(fe, value, current)
+
+
+def _cast_to(fe, value, current):
+    if not isinstance(current, Stmt) or not isinstance(value, (Stmt, numbers.Number)):
+        return value
+    return fe.e.cast(value, current.dtype)

@@ -22,6 +22,7 @@ class Matrix:
     _owner = None  # (field, key) when this value is a field element: writes go through to it
 
     def __init__(self, arr, dt=None, **kwargs):
+        _check_value_kwargs("Matrix", kwargs)
         if isinstance(dt, (list, tuple)) or (dt is not None and not _is_dtype(dt)):
             raise TypeError(f"fs.Matrix: bad dtype {dt!r}")
         a = np.array(arr.to_numpy() if hasattr(arr, "to_numpy") else _rows(arr))
@@ -99,8 +100,8 @@ class Matrix:
         return self._a.astype(dtype) if dtype is not None else self._a
 
     def __getitem__(self, k):
-        v = self._a[k]
-        return v.item() if np.ndim(v) == 0 else _wrap(v)
+        v = self._a[k]  # an entry is a numpy scalar of the entries' dtype, as in Taichi
+        return v if np.ndim(v) == 0 else _wrap(v)
 
     def __setitem__(self, k, v):
         self._a[k] = _np(v)
@@ -182,10 +183,11 @@ class Matrix:
         r = _np(o) @ self._a
         return r.item() if np.ndim(r) == 0 else _wrap(r)
 
-    def dot(self, o): return np.dot(self._a.reshape(-1), _np(o).reshape(-1)).item()
-    def norm(self, eps=0): return float(np.sqrt(np.sum(self._a ** 2) + eps))
+    # numpy scalars of the entries' dtype, summed in order, as Taichi's Python-scope matrix ops
+    def dot(self, o): return (self._a.reshape(-1) * _np(o).reshape(-1)).sum()
+    def norm(self, eps=0): return np.sqrt(self.norm_sqr() + eps)
     def norm_inv(self, eps=0): return 1.0 / self.norm(eps)
-    def norm_sqr(self): return np.sum(self._a ** 2).item()
+    def norm_sqr(self): return (self._a ** 2).sum()
 
     def normalized(self, eps=0):
         # Taichi 1.7.4: v * (1 / (|v| + eps)), the norm without eps inside the root
@@ -201,9 +203,9 @@ class Matrix:
         return np.trace(self._a).item()
     def determinant(self): return float(np.linalg.det(self._a))
     def inverse(self): return Matrix(np.linalg.inv(self._a))
-    def sum(self): return self._a.sum().item()
-    def max(self): return self._a.max().item()
-    def min(self): return self._a.min().item()
+    def sum(self): return self._a.sum()
+    def max(self): return self._a.max()
+    def min(self): return self._a.min()
     def any(self): return int(np.any(self._a))
     def all(self): return int(np.all(self._a))
     def cross(self, o):
@@ -217,17 +219,30 @@ class Matrix:
         return self.transpose()
 
 
+def _check_value_kwargs(kind, kwargs):
+    """Taichi 1.7's value constructors take only `dt` and `ndim`; the pre-1.0 field form
+    `ti.Vector(3, dt=ti.f32, shape=...)` is a TypeError there too, here with the new spelling."""
+    unknown = sorted(set(kwargs) - {"ndim"})
+    if not unknown:
+        return
+    from fieldsim.errors import FieldsimTypeError
+    from fieldsim.lang.compat import user_loc as _user_loc
+    hint = f" (a field of them is fs.{kind}.field(..., shape=...))" if "shape" in unknown else ""
+    raise FieldsimTypeError(f"fs.{kind}() got unexpected keyword argument(s) "
+                            f"{', '.join(unknown)}{hint}", _user_loc())
+
+
 def _is_dtype(dt):
     return isinstance(dt, T.DataType) or dt in (int, float)
 
 
 def _as_dtype(a, dt):
+    if dt is int or dt is float:  # the current default_ip/default_fp, as Taichi's cook_dtype
+        from fieldsim.lang import runtime
+        rt = runtime.get()
+        dt = rt.default_fp if dt is float else rt.default_ip
     if isinstance(dt, T.DataType):
         return a.astype(dt.np)
-    if dt is int:
-        return a.astype(np.int32)
-    if dt is float:
-        return a.astype(np.float32) if a.dtype.kind != "f" else a
     return a
 
 
@@ -248,7 +263,7 @@ def _wrap(a):
 
 def _swizzle(i):
     def get(self):
-        return self._a[i].item()
+        return self._a[i]
 
     def set(self, v):
         self._a[i] = v
@@ -260,6 +275,7 @@ class Vector(Matrix):
     ndim = 1
 
     def __init__(self, arr, dt=None, **kwargs):
+        _check_value_kwargs("Vector", kwargs)
         if dt is not None and not _is_dtype(dt):
             raise TypeError(f"fs.Vector: bad dtype {dt!r}")
         a = np.array(arr.to_numpy() if hasattr(arr, "to_numpy") else arr).reshape(-1)

@@ -6,7 +6,7 @@ for handlers in `LVALUE_BUILTINS`, whose first argument arrives as an unevaluate
 """
 from __future__ import annotations
 
-import math
+import builtins
 
 import numpy as np
 
@@ -21,17 +21,22 @@ LVALUE_BUILTINS: set = set()
 
 
 def _np_unary(fn, keep_int=False):
+    """Python scope, as Taichi: numpy's `fn` in the input's precision (an f32 value or vector
+    stays f32), a numpy scalar for a scalar."""
+    def _in(a):
+        return a if a.dtype.kind == "f" or (keep_int and a.dtype.kind in "iu") else a.astype(float)
+
     def apply(x, dtype=None):
+        if keep_int and dtype is None and isinstance(x, (int, float)):
+            return builtins.abs(x)  # Taichi's Python-scope abs is Python's: abs(-3) is an int
         if hasattr(x, "to_numpy"):
             from fieldsim.lang.matrix import _wrap
-            a = np.asarray(x.to_numpy())
-            r = fn(a if keep_int and a.dtype.kind in "iu" else a.astype(float))
+            r = fn(_in(np.asarray(x.to_numpy())))
             return _wrap(r.astype(dtype.np) if dtype is not None else r)
-        a = np.asarray(x)
-        r = fn(a if keep_int and a.dtype.kind in "iu" else a.astype(float))
+        r = fn(_in(np.asarray(x)))
         if dtype is not None:
             r = r.astype(dtype.np if isinstance(dtype, T.DataType) else dtype)
-        return r.item() if np.ndim(r) == 0 else r
+        return r[()] if np.ndim(r) == 0 else r
     return apply
 
 
@@ -99,7 +104,7 @@ KERNEL_BUILTINS[rsqrt] = lambda fe, n, a, k: fe.e.binop("/", 1.0, fe.e.unop(Op.S
 def atan2(y, x):
     if hasattr(y, "to_numpy") or hasattr(x, "to_numpy"):
         return _py_matrix_aware(np.arctan2)(y, x)
-    return math.atan2(y, x)
+    return np.arctan2(y, x)  # numpy's, in the inputs' precision, as Taichi
 
 
 def pow(x, y):

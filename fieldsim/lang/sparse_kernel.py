@@ -57,6 +57,9 @@ def struct_for_guard(fe, iterable, indices):
     """(condition or None, user indices) for a struct-for over a field or a node whose loop
     produced `indices` (the field's user indices, or the node's cell indices)."""
     from fieldsim.lang.field import Field
+    from fieldsim.lang.struct import StructField
+    if isinstance(iterable, StructField) and iterable.leaves():
+        iterable = iterable.leaves()[0]  # its members share its cells (Taichi: the first's)
     if isinstance(iterable, Field):
         path = field_path(iterable)
         if not path:

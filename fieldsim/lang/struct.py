@@ -264,6 +264,17 @@ class StructField:
         return self.leaves()
 
     @property
+    def snode(self):
+        """As Taichi's: the representative SNode, its first member's (`x.snode.parent()` is the
+        node the struct field is placed under)."""
+        leaves = self.leaves()
+        return leaves[0].snode if leaves else None
+
+    def parent(self, n=1):
+        node = self.snode
+        return node.parent(n) if node is not None else None
+
+    @property
     def shape(self):
         leaves = self.leaves()
         return leaves[0].shape if leaves else None

@@ -97,3 +97,38 @@ def test_list_of_kernel_values_with_item_assignment_is_a_local_vector():
     k()
     want = [[10, 30, 20], [20, 30, 40], [30, 10, 40], [40, 10, 20]]
     assert out.to_numpy().tolist() == want
+
+
+def test_typed_vectors_are_default_typed_in_kernels():
+    """Taichi 1.7.4 rebuilds a captured vector from its Python values: an f64 vector holds
+    default_fp constants (f32 by default), an i64 one default_ip (i32) constants, an f32 one
+    keeps its f32-rounded values under default_fp=f64."""
+    fs.init(arch=fs.cpu)
+    wide = fs.Vector([48.6, 0.1], fs.f64)
+    big = fs.Vector([2**31 - 1, 7], fs.i64)
+    out = fs.field(fs.f64, shape=3)
+    iout = fs.field(fs.i64, shape=1)
+
+    @fs.kernel
+    def k(i: fs.i32):
+        out[0] = wide[0]
+        out[1] = wide[i] * 1.0
+        out[2] = wide.dot(fs.Vector([0.0, 1.0], fs.f64))
+        iout[0] = big[0] + 1  # wraps as an i32 sum
+
+    k(1)
+    assert out.to_numpy().tolist() == [float(np.float32(48.6)), float(np.float32(0.1)),
+                                       float(np.float32(0.1))]
+    assert iout[0] == -2**31
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    narrow = fs.Vector([48.6], fs.f32)
+    wide = fs.Vector([48.6], fs.f64)
+    out = fs.field(fs.f64, shape=2)
+
+    @fs.kernel
+    def k64():
+        out[0] = narrow[0]
+        out[1] = wide[0]
+
+    k64()
+    assert out.to_numpy().tolist() == [float(np.float32(48.6)), 48.6]
