@@ -433,15 +433,41 @@ class GUI:
             a = a[..., None]
         if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
             raise ValueError(f"set_image: expected shape (W, H), (W, H, 3) or (W, H, 4), got {a.shape}")
-        if np.issubdtype(a.dtype, np.floating) or a.dtype == np.bool_:
-            a = (np.clip(np.nan_to_num(a.astype(np.float32)), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-        else:
-            a = np.clip(a, 0, 255).astype(np.uint8)
-        a = a[..., :3] if a.shape[2] != 1 else np.repeat(a, 3, axis=2)
         w, h = self.res
-        if a.shape[:2] != (w, h):
+        if a.shape[:2] != (w, h):  # nearest pixel; the conversions below are per element
             a = a[(np.arange(w) * a.shape[0]) // w][:, (np.arange(h) * a.shape[1]) // h]
-        self._buf[...] = _pack(a.transpose(1, 0, 2)[::-1])
+        self._buf[...] = self._image_to_packed(a).T[::-1]
+
+    def _image_to_packed(self, a: np.ndarray) -> np.ndarray:
+        """A ``(W, H, 1|3|4)`` image as packed ``0xRRGGBB`` ``(W, H)`` (a view of a scratch
+        buffer). Runs once per frame on the whole canvas, so it works in place on buffers kept
+        between frames, one channel at a time: no strided multi-channel copies, no new pages."""
+        channels = 1 if a.shape[2] == 1 else 3
+        if np.issubdtype(a.dtype, np.floating) or a.dtype == np.bool_:
+            f = self._scratch("float", a.shape[:2] + (channels,), np.float32)
+            np.copyto(f, a[..., :channels], casting="unsafe")
+            if not np.isfinite(f).all():
+                np.nan_to_num(f, copy=False)
+            np.clip(f, 0.0, 1.0, out=f)
+            f *= 255.0
+            f += 0.5
+        else:
+            f = np.clip(a[..., :channels], 0, 255)
+        u8 = self._scratch("bytes", f.shape, np.uint8)
+        np.copyto(u8, f, casting="unsafe")
+        rgbx = self._scratch("rgbx", a.shape[:2] + (4,), np.uint8)
+        for byte in range(3):  # little-endian 0x00RRGGBB: bytes B, G, R, 0
+            rgbx[..., byte] = u8[..., 0 if channels == 1 else 2 - byte]
+        rgbx[..., 3] = 0
+        return rgbx.view("<u4")[..., 0]
+
+    def _scratch(self, name: str, shape: tuple, dtype) -> np.ndarray:
+        """A buffer of this shape and type, the same one for every frame of that size."""
+        scratch = self.__dict__.setdefault("_scratch_buffers", {})
+        key = (name, shape, np.dtype(dtype))
+        if key not in scratch:
+            scratch[key] = np.empty(shape, dtype)
+        return scratch[key]
 
     def get_image(self) -> np.ndarray:
         """The canvas as Taichi returns it: float32 ``(W, H, 4)`` in [0, 1], indexed ``[x, y]``."""

@@ -150,6 +150,47 @@ def test_set_image_gray_uint8_rgba_and_get_image():
     assert np.allclose(gui.get_image()[..., :3], 128 / 255.0)
 
 
+def _reference_canvas(img, res):
+    """What set_image must show, as (H, W, 3) uint8 with row 0 at the top: floats (NaN as 0,
+    clipped to [0, 1]) rounded to bytes in float32, ints clipped, grey to three channels, alpha dropped,
+    nearest-pixel scaling."""
+    a = np.asarray(img)
+    a = a[..., None] if a.ndim == 2 else a
+    w, h = res
+    a = a[(np.arange(w) * a.shape[0]) // w][:, (np.arange(h) * a.shape[1]) // h]
+    if a.dtype.kind in "fb":
+        a = np.clip(np.nan_to_num(a.astype(np.float32)), 0, 1)  # in float32, as Taichi does
+        a = np.floor(a * np.float32(255) + np.float32(0.5))
+    a = np.clip(a, 0, 255).astype(np.uint8)
+    a = np.repeat(a, 3, axis=2) if a.shape[2] == 1 else a[..., :3]
+    return a.transpose(1, 0, 2)[::-1]
+
+
+@pytest.mark.parametrize("shape, dtype, res", [
+    ((40, 30, 3), np.float32, (40, 30)),
+    ((40, 30), np.float32, (40, 30)),
+    ((40, 30, 4), np.float64, (40, 30)),
+    ((20, 15, 3), np.float32, (40, 30)),  # scaled up
+    ((40, 30), np.int32, (40, 30)),
+    ((40, 30, 3), np.uint8, (40, 30)),
+    ((40, 30), np.bool_, (40, 30)),
+])
+def test_set_image_matches_a_numpy_reference_frame_after_frame(tmp_path, shape, dtype, res):
+    rng = np.random.default_rng(1)
+    gui = GUI(res=res)
+    for frame in range(3):  # buffers are reused between frames: each frame stands alone
+        if dtype == np.bool_:
+            img = rng.random(shape) > 0.5
+        elif np.issubdtype(dtype, np.integer):
+            img = rng.integers(-50, 300, shape).astype(dtype)
+        else:
+            img = (rng.random(shape) * 1.4 - 0.2).astype(dtype)
+            img.flat[frame::7] = [np.nan, np.inf, -np.inf][frame]
+        gui.set_image(img)
+        out = shot(gui, tmp_path, f"f{frame}.png")
+        np.testing.assert_array_equal(out, _reference_canvas(img, res))
+
+
 def test_text_is_drawn_near_its_top_left_position(tmp_path):
     gui = GUI(res=(200, 100))
     gui.text("Hello", (0.05, 0.9), font_size=20, color=WHITE)

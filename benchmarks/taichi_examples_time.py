@@ -1,0 +1,124 @@
+"""Time of Taichi 1.7.4's bundled example programs under fieldsim and under Taichi (CPU).
+
+Takes: the examples folder of a Taichi wheel (`--examples`), a Python with Taichi 1.7.4
+(`--taichi-python`), program name filters. Each program runs unmodified in a fresh process
+through `scripts/taichi_examples.py` (GUIs stopped after `--frames` frames; Taichi on
+`TI_ARCH=x64`, its GUI headless), the two backends alternating, `--repeats` times.
+
+Guarantees: every run is kept in `--json` under `--label` (other labels in the file are kept,
+so a "before" and an "after" sit side by side), with the machine, the commit and the 1-minute
+load; the summary per program and backend holds medians over the repeats of the process wall
+time, the time to the first frame (imports, compiles, the first frame's work), the steady
+frame (the median interval between frames after the second) and the compile time the
+backend reports (fieldsim: its `compile_s` counter; Taichi: the frontend plus the first launch
+of each compiled kernel, measured by the runner). Programs without a GUI have only the
+process time and the compile time.
+
+    python benchmarks/taichi_examples_time.py --examples .../site-packages/taichi/examples \
+        --taichi-python /tmp/tivenv/bin/python --repeats 3 --label before
+"""
+import argparse
+import importlib.util
+import json
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+from tqdm import tqdm
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results_taichi_examples_time.json"
+
+
+def _runner():
+    spec = importlib.util.spec_from_file_location("taichi_examples",
+                                                  ROOT / "scripts" / "taichi_examples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _phases(result: dict) -> dict:
+    """Process, first-frame, steady-frame and compile seconds of one successful run."""
+    out = {"process_s": result["process_s"]}
+    times = result.get("times") or {}
+    out["compile_s"] = times.get("compile_s")
+    frames = times.get("frames") or []
+    if frames:
+        out["first_frame_s"] = frames[0] - times["start"]
+    gaps = [b - a for a, b in zip(frames[1:], frames[2:])]
+    if gaps:
+        out["steady_frame_s"] = statistics.median(gaps)
+    return out
+
+
+def summarize(runs: list[dict]) -> dict:
+    """program -> backend -> {phase: median over the successful repeats, status}."""
+    table: dict = {}
+    for run in runs:
+        table.setdefault(run["program"], {}).setdefault(run["backend"], []).append(run)
+    summary = {}
+    for program, backends in table.items():
+        summary[program] = {}
+        for backend, rs in backends.items():
+            ok = [_phases(r) for r in rs if r["status"] == "ok"]
+            row = {"status": "ok" if ok else rs[-1]["status"], "runs": len(ok)}
+            if not ok:
+                row["detail"] = rs[-1].get("detail", "")
+            for key in ("process_s", "first_frame_s", "steady_frame_s", "compile_s"):
+                vals = [p[key] for p in ok if p.get(key) is not None]
+                if vals:
+                    row[key] = statistics.median(vals)
+            summary[program][backend] = row
+    return summary
+
+
+def _commit() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True, check=False).stdout.strip()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", required=True, type=pathlib.Path)
+    parser.add_argument("--taichi-python", default="/tmp/tivenv/bin/python")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--frames", type=int, default=10)
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--label", default="run")
+    parser.add_argument("--backends", default="fieldsim,taichi")
+    parser.add_argument("--json", type=pathlib.Path, default=RESULTS)
+    parser.add_argument("names", nargs="*")
+    args = parser.parse_args(argv)
+    runner = _runner()
+    backends = {"fieldsim": sys.executable, "taichi": args.taichi_python}
+    chosen = args.backends.split(",")
+    runs = []
+    jobs = [(p, r, b) for p in runner.programs(args.examples, args.names)
+            for r in range(args.repeats)
+            for b in (chosen if r % 2 == 0 else chosen[::-1])]  # alternate which goes first
+    for program, repeat, backend in tqdm(jobs, unit="run"):
+        load = os.getloadavg()[0]
+        result = runner.run_one(args.examples, program, backend, args.frames, args.timeout,
+                                backends[backend])
+        result.update(backend=backend, repeat=repeat, load_1min=load)
+        runs.append(result)
+        tqdm.write(f"{backend:8} {result['status']:6} {result.get('process_s', 0):6.2f}s "
+                   f"{result['program']} {result['detail'][:80]}")
+    data = json.loads(args.json.read_text()) if args.json.exists() else {}
+    data[args.label] = {
+        "machine": {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                    "cpu_count": os.cpu_count(), "platform": platform.platform(),
+                    "python": platform.python_version(), "fieldsim_commit": _commit(),
+                    "frames": args.frames, "repeats": args.repeats},
+        "runs": runs, "summary": summarize(runs)}
+    args.json.write_text(json.dumps(data, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
