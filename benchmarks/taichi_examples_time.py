@@ -12,13 +12,16 @@ time, the time to the first frame (imports, compiles, the first frame's work), t
 frame (the median interval between frames after the second) and the compile time the
 backend reports (fieldsim: its `compile_s` counter; Taichi: the frontend plus the first launch
 of each compiled kernel, measured by the runner). Programs without a GUI have only the
-process time and the compile time.
+process time and the compile time. Run it without `PYTHONDONTWRITEBYTECODE` (Taichi's wheel
+ships its .pyc files; without a bytecode cache fieldsim's import recompiles its sources every
+process, about 1.5 s here).
 
     python benchmarks/taichi_examples_time.py --examples .../site-packages/taichi/examples \
         --taichi-python /tmp/tivenv/bin/python --repeats 3 --label before
 """
 import argparse
 import importlib.util
+import itertools
 import json
 import os
 import pathlib
@@ -50,7 +53,7 @@ def _phases(result: dict) -> dict:
     frames = times.get("frames") or []
     if frames:
         out["first_frame_s"] = frames[0] - times["start"]
-    gaps = [b - a for a, b in zip(frames[1:], frames[2:])]
+    gaps = [b - a for a, b in itertools.pairwise(frames[1:])]
     if gaps:
         out["steady_frame_s"] = statistics.median(gaps)
     return out
@@ -92,13 +95,17 @@ def main(argv=None) -> int:
     parser.add_argument("--label", default="run")
     parser.add_argument("--backends", default="fieldsim,taichi")
     parser.add_argument("--json", type=pathlib.Path, default=RESULTS)
+    parser.add_argument("--skip", nargs="*", default=[],
+                        help="leave out programs whose path contains one of these")
     parser.add_argument("names", nargs="*")
     args = parser.parse_args(argv)
     runner = _runner()
     backends = {"fieldsim": sys.executable, "taichi": args.taichi_python}
     chosen = args.backends.split(",")
     runs = []
-    jobs = [(p, r, b) for p in runner.programs(args.examples, args.names)
+    chosen_programs = [p for p in runner.programs(args.examples, args.names)
+                       if not any(s in str(p) for s in args.skip)]
+    jobs = [(p, r, b) for p in chosen_programs
             for r in range(args.repeats)
             for b in (chosen if r % 2 == 0 else chosen[::-1])]  # alternate which goes first
     for program, repeat, backend in tqdm(jobs, unit="run"):
@@ -114,7 +121,8 @@ def main(argv=None) -> int:
         "machine": {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     "cpu_count": os.cpu_count(), "platform": platform.platform(),
                     "python": platform.python_version(), "fieldsim_commit": _commit(),
-                    "frames": args.frames, "repeats": args.repeats},
+                    "frames": args.frames, "repeats": args.repeats,
+                    "bytecode_cache": not os.environ.get("PYTHONDONTWRITEBYTECODE")},
         "runs": runs, "summary": summarize(runs)}
     args.json.write_text(json.dumps(data, indent=1))
     return 0

@@ -121,15 +121,45 @@ def _pixel_box(xlo, xhi, ylo, yhi, res):
     return x0, y0, np.maximum(x1 - x0, 0), np.maximum(y1 - y0, 0)
 
 
-def _disc_cover(cx, cy, r, res):
-    """Yield ``(ids, xs, ys, dx, dy)`` for the pixels of discs ``ids`` (centres ``cx, cy`` and
-    radii ``r`` in pixels, y down) on a ``res`` canvas; ``dx, dy`` run from the centre to the
-    pixel centre. A pixel is covered when its centre is inside; the centre's own pixel always is."""
-    for ids, xs, ys in _boxes(*_pixel_box(cx - r, cx + r, cy - r, cy + r, res)):
-        dx, dy = xs + 0.5 - cx[ids], ys + 0.5 - cy[ids]
-        own = (xs == np.floor(cx[ids])) & (ys == np.floor(cy[ids]))
-        inside = (dx * dx + dy * dy <= r[ids] ** 2) | own
-        yield ids[inside], xs[inside], ys[inside], dx[inside], dy[inside]
+def _disc_pixels(cx, cy, r, res):
+    """``(ids, flat)``: the canvas pixels (flat indices, row 0 at the top) covered by discs
+    ``ids`` (centres ``cx, cy`` and radii ``r`` in pixels, y down) on a ``res`` canvas, in
+    drawing order (disc by disc, so a later disc wins where discs overlap). A pixel is covered
+    when its centre is inside; the centre's own pixel always is. Discs are visited in blocks of
+    one square box size, the distance test broadcast from a row and a column per disc."""
+    w, h = res
+    x0, y0 = np.floor(cx - r).astype(np.int64), np.floor(cy - r).astype(np.int64)
+    size = np.maximum(np.floor(cx + r).astype(np.int64) - x0,
+                      np.floor(cy + r).astype(np.int64) - y0) + 1
+    shown = np.flatnonzero((size > 0) & (x0 < w) & (x0 + size > 0) & (y0 < h) & (y0 + size > 0))
+    parts = []
+    for side in np.unique(size[shown]):
+        group = shown[size[shown] == side]
+        step = max(1, _CHUNK // int(side * side))
+        for start in range(0, group.size, step):
+            parts.append(_disc_block(group[start:start + step], int(side), cx, cy, r, x0, y0, res))
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ids, flat = (np.concatenate(a) for a in zip(*parts))
+    if len(parts) > 1:  # blocks went by size: back to drawing order
+        order = np.argsort(ids, kind="stable")
+        ids, flat = ids[order], flat[order]
+    return ids, flat
+
+
+def _disc_block(ids, side, cx, cy, r, x0, y0, res):
+    """`_disc_pixels` for discs ``ids`` whose boxes are ``side`` pixels square."""
+    w, h = res
+    off = np.arange(side)
+    xs = x0[ids, None, None] + off[None, None, :]  # (n, 1, side)
+    ys = y0[ids, None, None] + off[None, :, None]  # (n, side, 1)
+    dx, dy = xs + 0.5 - cx[ids, None, None], ys + 0.5 - cy[ids, None, None]
+    inside = dx * dx + dy * dy <= (r[ids] ** 2)[:, None, None]
+    if r[ids].min() < 0.75:  # a disc this small may miss its own pixel's centre
+        inside |= (xs == np.floor(cx[ids, None, None])) & (ys == np.floor(cy[ids, None, None]))
+    inside &= (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
+    disc, row, col = np.nonzero(inside)
+    return ids[disc], (y0[ids][disc] + row) * w + x0[ids][disc] + col
 
 
 def _disc_cover_grouped(cx, cy, r, res):
@@ -279,8 +309,8 @@ class GUI:
         cx, cy = self._to_px(p)
         r = _per_item(np.atleast_1d(_as_array(radius)).ravel(), n, "radius")
         colors = self._colors(color, n, palette, palette_indices)
-        for ids, xs, ys, _, _ in _disc_cover(cx, cy, r, self.res):
-            self._plot(ids, xs, ys, colors)
+        ids, flat = _disc_pixels(cx, cy, r.astype(np.float64), self.res)
+        self._buf.reshape(-1)[flat] = colors[ids]
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self.circles(_point(pos), radius=radius, color=color)
