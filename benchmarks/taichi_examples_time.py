@@ -80,6 +80,21 @@ def summarize(runs: list[dict]) -> dict:
     return summary
 
 
+def _run(runner, args, program, backend, python) -> dict:
+    """One run; `fieldsim-base` is fieldsim imported from `--baseline`."""
+    saved = os.environ.get("PYTHONPATH")
+    if backend == "fieldsim-base":
+        os.environ["PYTHONPATH"] = str(args.baseline)
+    try:
+        return runner.run_one(args.examples, program, backend.split("-")[0], args.frames,
+                              args.timeout, python)
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
 def _commit() -> str:
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                           text=True, check=False).stdout.strip()
@@ -93,6 +108,9 @@ def main(argv=None) -> int:
     parser.add_argument("--frames", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--label", default="run")
+    parser.add_argument("--baseline", type=pathlib.Path,
+                        help="a folder holding another fieldsim package (e.g. `git archive` of an "
+                             "earlier commit): backend `fieldsim-base` runs it")
     parser.add_argument("--backends", default="fieldsim,taichi")
     parser.add_argument("--json", type=pathlib.Path, default=RESULTS)
     parser.add_argument("--skip", nargs="*", default=[],
@@ -100,18 +118,18 @@ def main(argv=None) -> int:
     parser.add_argument("names", nargs="*")
     args = parser.parse_args(argv)
     runner = _runner()
-    backends = {"fieldsim": sys.executable, "taichi": args.taichi_python}
+    backends = {"fieldsim": sys.executable, "fieldsim-base": sys.executable,
+                "taichi": args.taichi_python}
     chosen = args.backends.split(",")
     runs = []
     chosen_programs = [p for p in runner.programs(args.examples, args.names)
                        if not any(s in str(p) for s in args.skip)]
     jobs = [(p, r, b) for p in chosen_programs
             for r in range(args.repeats)
-            for b in (chosen if r % 2 == 0 else chosen[::-1])]  # alternate which goes first
+            for b in (chosen if r % 2 == 0 else chosen[::-1])]  # alternate the order
     for program, repeat, backend in tqdm(jobs, unit="run"):
         load = os.getloadavg()[0]
-        result = runner.run_one(args.examples, program, backend, args.frames, args.timeout,
-                                backends[backend])
+        result = _run(runner, args, program, backend, backends[backend])
         result.update(backend=backend, repeat=repeat, load_1min=load)
         runs.append(result)
         tqdm.write(f"{backend:8} {result['status']:6} {result.get('process_s', 0):6.2f}s "
