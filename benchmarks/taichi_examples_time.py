@@ -95,6 +95,31 @@ def _run(runner, args, program, backend, python) -> dict:
             os.environ["PYTHONPATH"] = saved
 
 
+def _ms(row: dict, key: str) -> str:
+    return f"{row[key] * 1e3:.0f}" if row.get(key) is not None else ""
+
+
+def table(entry: dict) -> str:
+    """A markdown table of one label's summary: per program and backend the medians (process
+    s, first frame ms, steady frame ms, compile ms) and fieldsim's steady frame over Taichi's."""
+    lines = [("| program | backend | process (s) | first frame (ms) | steady frame (ms) | "
+              "compile (ms) | steady vs Taichi |"), "|---|---|---|---|---|---|---|"]
+    for program, backends in sorted(entry["summary"].items()):
+        taichi = backends.get("taichi", {})
+        for backend, row in backends.items():
+            if row["status"] != "ok":
+                lines.append(f"| {program} | {backend} | {row['status']}: "
+                             f"{row.get('detail', '')[:60]} | | | | |")
+                continue
+            ratio = ""
+            if backend != "taichi" and row.get("steady_frame_s") and taichi.get("steady_frame_s"):
+                ratio = f"{row['steady_frame_s'] / taichi['steady_frame_s']:.2f}x"
+            lines.append(f"| {program} | {backend} | {row['process_s']:.2f} | "
+                         f"{_ms(row, 'first_frame_s')} | {_ms(row, 'steady_frame_s')} | "
+                         f"{_ms(row, 'compile_s')} | {ratio} |")
+    return "\n".join(lines)
+
+
 def _commit() -> str:
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                           text=True, check=False).stdout.strip()
@@ -115,8 +140,13 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=pathlib.Path, default=RESULTS)
     parser.add_argument("--skip", nargs="*", default=[],
                         help="leave out programs whose path contains one of these")
+    parser.add_argument("--table", action="store_true",
+                        help="print the markdown table of `--label` from `--json`, run nothing")
     parser.add_argument("names", nargs="*")
     args = parser.parse_args(argv)
+    if args.table:
+        print(table(json.loads(args.json.read_text())[args.label]))
+        return 0
     runner = _runner()
     backends = {"fieldsim": sys.executable, "fieldsim-base": sys.executable,
                 "taichi": args.taichi_python}
