@@ -9,7 +9,11 @@ environment that has it; its windows are never opened, and it runs on the CPU), 
     python scripts/taichi_examples.py --examples /path/to/site-packages/taichi/examples [names...]
 
 Prints one line per program (ok / error and its last line / timeout, seconds) and, with
-`--json FILE`, writes the results. Needs a Taichi wheel only for its example files (e.g.
+`--json FILE`, writes the results; each successful result also holds `times` (the start, the
+moment of each shown frame, the end, and the compile seconds: fieldsim's `compile_s` counter,
+or Taichi's frontend plus the first launch of each compiled kernel), which
+`benchmarks/taichi_examples_time.py` turns into first-frame, steady-frame and compile times.
+Taichi's `GUI.show` runs too (headless), so both backends draw every frame. Needs a Taichi wheel only for its example files (e.g.
 `pip download taichi==1.7.4 --no-deps` and unzip); Taichi is never imported under fieldsim.
 """
 from __future__ import annotations
