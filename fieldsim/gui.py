@@ -20,6 +20,7 @@ matplotlib's Agg renderer. Only numpy and matplotlib (which brings Pillow) are u
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -212,6 +213,30 @@ def _triangle_cover(ax, ay, bx, by, cx, cy, res):
         e2 = (ax[ids] - cx[ids]) * (py - cy[ids]) - (ay[ids] - cy[ids]) * (px - cx[ids])
         inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
         yield ids[inside], xs[inside], ys[inside], e0[inside], e1[inside], e2[inside]
+
+
+@functools.lru_cache(maxsize=256)
+def _text_coverage(content: str, font_size: float, x: float, y: float, res: tuple):
+    """``(box, alpha)``: where on a ``res`` canvas ``content`` drawn at pixel ``(x, y)`` (its
+    top-left corner) lies, and its coverage there (float32 in [0, 1], ``(h, w, 1)``, read-only);
+    None when it covers nothing. Cached: GUI loops draw the same labels at the same places every
+    frame, and laying out and rasterising one costs more than a small simulation's frame."""
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    w, h = res
+    renderer = RendererAgg(w, h, 72)  # 72 dpi: one point is one pixel
+    prop = FontProperties(size=font_size)
+    _, th, descent = renderer.get_text_width_height_descent(content, prop, ismath=False)
+    renderer.draw_text(renderer.new_gc(), x, y + th - descent, content, prop, 0)
+    alpha = np.asarray(renderer.buffer_rgba())[..., 3]
+    rows, cols = np.nonzero(alpha.any(axis=1))[0], np.nonzero(alpha.any(axis=0))[0]
+    if rows.size == 0:
+        return None
+    box = np.s_[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+    a = alpha[box][..., None].astype(np.float32) / 255.0
+    a.setflags(write=False)
+    return box, a
 
 
 class GUI:
@@ -506,24 +531,14 @@ class GUI:
 
     def text(self, content, pos, font_size=15, color=0xFFFFFF):
         """Draw ``content`` with its top-left corner at ``pos``; ``font_size`` in pixels."""
-        from matplotlib.backends.backend_agg import RendererAgg
-        from matplotlib.font_manager import FontProperties
-
-        w, h = self.res
-        renderer = RendererAgg(w, h, 72)  # 72 dpi: one point is one pixel
-        prop = FontProperties(size=font_size)
-        _, th, descent = renderer.get_text_width_height_descent(str(content), prop, ismath=False)
         x, y = self._to_px(_point(pos))
-        gc = renderer.new_gc()
-        renderer.draw_text(gc, float(x[0]), float(y[0]) + th - descent, str(content), prop, 0)
-        alpha = np.asarray(renderer.buffer_rgba())[..., 3]
-        rows, cols = np.nonzero(alpha.any(axis=1))[0], np.nonzero(alpha.any(axis=0))[0]
-        if rows.size == 0:
+        coverage = _text_coverage(str(content), float(font_size), float(x[0]), float(y[0]),
+                                  self.res)
+        if coverage is None:
             return
         # Blend only the text's bounding box: a whole-canvas blend per call made text-heavy
         # GUI loops several times slower than their simulations.
-        box = np.s_[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
-        a = alpha[box][..., None].astype(np.float32) / 255.0
+        box, a = coverage
         rgb = _unpack(_packed(color))[0].astype(np.float32)
         out = _unpack(self._buf[box]).astype(np.float32) * (1.0 - a) + rgb * a
         self._buf[box] = _pack(out + 0.5)

@@ -224,6 +224,27 @@ def test_text_is_drawn_near_its_top_left_position(tmp_path):
     assert (img == 255).all(axis=2).any()  # fully covered glyph pixels get exactly the colour
 
 
+def test_text_drawn_again_covers_the_same_pixels_in_any_colour():
+    """Labels are rasterised once per (text, size, place, canvas) and reused: a second frame,
+    another GUI and another colour cover exactly the pixels of the first drawing."""
+    first = GUI(res=(160, 60))
+    first.text("Left click: add", (0.05, 0.8), font_size=14, color=WHITE)
+    drawn = first._buf.copy()
+    first.show()
+    first.text("Left click: add", (0.05, 0.8), font_size=14, color=WHITE)
+    np.testing.assert_array_equal(first._buf, drawn)
+    other = GUI(res=(160, 60))
+    other.text("Left click: add", (0.05, 0.8), font_size=14, color=RED)
+    covered = drawn != first.background_color
+    assert covered.sum() > 30
+    np.testing.assert_array_equal(other._buf != other.background_color, covered)
+    full = drawn == WHITE  # fully covered glyph pixels take the colour exactly
+    assert full.any() and (other._buf[full] == RED).all()
+    moved = GUI(res=(160, 60))
+    moved.text("Left click: add", (0.05, 0.5), font_size=14, color=WHITE)
+    assert not np.array_equal(moved._buf, drawn)
+
+
 def test_text_blends_over_the_canvas_and_leaves_the_rest_alone():
     rng = np.random.default_rng(0)
     before = rng.random((120, 60, 3)).astype(np.float32)
