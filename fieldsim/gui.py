@@ -149,18 +149,34 @@ def _disc_pixels(cx, cy, r, res):
 
 
 def _disc_block(ids, side, cx, cy, r, x0, y0, res):
-    """`_disc_pixels` for discs ``ids`` whose boxes are ``side`` pixels square."""
+    """`_disc_pixels` for discs ``ids`` whose boxes are ``side`` pixels square. Small boxes
+    (most particle plots) put the box's pixels on the first axis and the discs on the second,
+    so numpy's inner loops run over the discs; larger ones broadcast a row and a column per
+    disc. Either way the pixels come back disc by disc."""
     w, h = res
-    off = np.arange(side)
-    xs = x0[ids, None, None] + off[None, None, :]  # (n, 1, side)
-    ys = y0[ids, None, None] + off[None, :, None]  # (n, side, 1)
-    dx, dy = xs + 0.5 - cx[ids, None, None], ys + 0.5 - cy[ids, None, None]
-    inside = dx * dx + dy * dy <= (r[ids] ** 2)[:, None, None]
+    bx, by = x0[ids], y0[ids]
+    crosses = bx.min() < 0 or by.min() < 0 or bx.max() + side > w or by.max() + side > h
+    if side <= 4:
+        xs = np.tile(np.arange(side), side)[:, None]  # (side * side, 1): offsets in the box
+        ys = np.repeat(np.arange(side), side)[:, None]
+        cxs, cys, r2 = cx[ids], cy[ids], r[ids] ** 2
+    else:
+        xs, ys = np.arange(side)[None, None, :], np.arange(side)[None, :, None]
+        cxs, cys = cx[ids, None, None], cy[ids, None, None]
+        r2 = (r[ids] ** 2)[:, None, None]
+        bx, by = bx[:, None, None], by[:, None, None]
+    dx, dy = (xs + bx) + 0.5 - cxs, (ys + by) + 0.5 - cys  # rounded once, as before
+    inside = dx * dx + dy * dy <= r2
     if r[ids].min() < 0.75:  # a disc this small may miss its own pixel's centre
-        inside |= (xs == np.floor(cx[ids, None, None])) & (ys == np.floor(cy[ids, None, None]))
-    inside &= (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
+        inside |= (xs == np.floor(cxs) - bx) & (ys == np.floor(cys) - by)
+    if crosses:
+        inside &= (xs + bx >= 0) & (xs + bx < w) & (ys + by >= 0) & (ys + by < h)
+    bx, by = x0[ids], y0[ids]
+    if side <= 4:
+        disc, k = np.nonzero(inside.T)
+        return ids[disc], (by[disc] + ys[k, 0]) * w + bx[disc] + xs[k, 0]
     disc, row, col = np.nonzero(inside)
-    return ids[disc], (y0[ids][disc] + row) * w + x0[ids][disc] + col
+    return ids[disc], (by[disc] + row) * w + bx[disc] + col
 
 
 def _disc_cover_grouped(cx, cy, r, res):
