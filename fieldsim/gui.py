@@ -122,12 +122,13 @@ def _pixel_box(xlo, xhi, ylo, yhi, res):
     return x0, y0, np.maximum(x1 - x0, 0), np.maximum(y1 - y0, 0)
 
 
-def _disc_pixels(cx, cy, r, res):
+def _disc_pixels(cx, cy, r, res, ordered=True):
     """``(ids, flat)``: the canvas pixels (flat indices, row 0 at the top) covered by discs
     ``ids`` (centres ``cx, cy`` and radii ``r`` in pixels, y down) on a ``res`` canvas, in
     drawing order (disc by disc, so a later disc wins where discs overlap). A pixel is covered
     when its centre is inside; the centre's own pixel always is. Discs are visited in blocks of
-    one square box size, the distance test broadcast from a row and a column per disc."""
+    one square box size, the distance test broadcast from a row and a column per disc. With
+    ``ordered`` False (discs of one colour) the pixels may come in any order."""
     w, h = res
     x0, y0 = np.floor(cx - r).astype(np.int64), np.floor(cy - r).astype(np.int64)
     size = np.maximum(np.floor(cx + r).astype(np.int64) - x0,
@@ -138,44 +139,62 @@ def _disc_pixels(cx, cy, r, res):
         group = shown[size[shown] == side]
         step = max(1, _CHUNK // int(side * side))
         for start in range(0, group.size, step):
-            parts.append(_disc_block(group[start:start + step], int(side), cx, cy, r, x0, y0, res))
+            parts.append(_disc_block(group[start:start + step], int(side), cx, cy, r, x0, y0, res,
+                                     ordered))
     if not parts:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     ids, flat = (np.concatenate(a) for a in zip(*parts))
-    if len(parts) > 1:  # blocks went by size: back to drawing order
+    if ordered and len(parts) > 1:  # blocks went by size: back to drawing order
         order = np.argsort(ids, kind="stable")
         ids, flat = ids[order], flat[order]
     return ids, flat
 
 
-def _disc_block(ids, side, cx, cy, r, x0, y0, res):
-    """`_disc_pixels` for discs ``ids`` whose boxes are ``side`` pixels square. Small boxes
-    (most particle plots) put the box's pixels on the first axis and the discs on the second,
-    so numpy's inner loops run over the discs; larger ones broadcast a row and a column per
-    disc. Either way the pixels come back disc by disc."""
+def _disc_block(ids, side, cx, cy, r, x0, y0, res, ordered=True):
+    """`_disc_pixels` for discs ``ids`` whose boxes are ``side`` pixels square, disc by disc
+    (with ``ordered``)."""
+    if side <= 4:
+        return _small_disc_block(ids, side, cx, cy, r, x0, y0, res, ordered)
     w, h = res
     bx, by = x0[ids], y0[ids]
-    crosses = bx.min() < 0 or by.min() < 0 or bx.max() + side > w or by.max() + side > h
-    if side <= 4:
-        xs = np.tile(np.arange(side), side)[:, None]  # (side * side, 1): offsets in the box
-        ys = np.repeat(np.arange(side), side)[:, None]
-        cxs, cys, r2 = cx[ids], cy[ids], r[ids] ** 2
-    else:
-        xs, ys = np.arange(side)[None, None, :], np.arange(side)[None, :, None]
-        cxs, cys = cx[ids, None, None], cy[ids, None, None]
-        r2 = (r[ids] ** 2)[:, None, None]
-        bx, by = bx[:, None, None], by[:, None, None]
-    dx, dy = (xs + bx) + 0.5 - cxs, (ys + by) + 0.5 - cys  # rounded once, as before
-    inside = dx * dx + dy * dy <= r2
+    xs = bx[:, None, None] + np.arange(side)[None, None, :]  # (n, 1, side)
+    ys = by[:, None, None] + np.arange(side)[None, :, None]  # (n, side, 1)
+    dx, dy = xs + 0.5 - cx[ids, None, None], ys + 0.5 - cy[ids, None, None]
+    inside = dx * dx + dy * dy <= (r[ids] ** 2)[:, None, None]
     if r[ids].min() < 0.75:  # a disc this small may miss its own pixel's centre
-        inside |= (xs == np.floor(cxs) - bx) & (ys == np.floor(cys) - by)
-    if crosses:
-        inside &= (xs + bx >= 0) & (xs + bx < w) & (ys + by >= 0) & (ys + by < h)
-    bx, by = x0[ids], y0[ids]
-    if side <= 4:
-        disc, k = np.nonzero(inside.T)
-        return ids[disc], (by[disc] + ys[k, 0]) * w + bx[disc] + xs[k, 0]
+        inside |= (xs == np.floor(cx[ids, None, None])) & (ys == np.floor(cy[ids, None, None]))
+    if bx.min() < 0 or by.min() < 0 or bx.max() + side > w or by.max() + side > h:
+        inside &= (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)  # a box crosses the edge
     disc, row, col = np.nonzero(inside)
+    return ids[disc], (by[disc] + row) * w + bx[disc] + col
+
+
+def _small_disc_block(ids, side, cx, cy, r, x0, y0, res, ordered):
+    """`_disc_block` for boxes of at most 4x4 pixels (most particle plots): squared distances
+    per box column and per box row, one ``(side, n)`` array each, then one add and one
+    compare per box row, every numpy loop running over the discs."""
+    w, h = res
+    bx, by, cxs, cys, r2 = x0[ids], y0[ids], cx[ids], cy[ids], r[ids] ** 2
+    off = np.arange(side)[:, None]
+    px, py = off + bx, off + by  # (side, n): the box's pixel columns and rows
+    dx2, dy2 = (px + 0.5 - cxs) ** 2, (py + 0.5 - cys) ** 2
+    small = r2.min() < 0.5625  # r < 0.75: a disc may miss its own pixel's centre
+    if small:
+        own_x, own_y = px == np.floor(cxs), py == np.floor(cys)
+    crosses = bx.min() < 0 or by.min() < 0 or bx.max() + side > w or by.max() + side > h
+    if crosses:
+        x_ok, y_ok = (px >= 0) & (px < w), (py >= 0) & (py < h)
+    inside = np.empty((side, side, ids.size), bool)  # (row, column, disc)
+    for row in range(side):
+        np.less_equal(dx2 + dy2[row], r2, out=inside[row])
+        if small:
+            inside[row] |= own_x & own_y[row]
+        if crosses:
+            inside[row] &= x_ok & y_ok[row]
+    if ordered:
+        disc, row, col = np.nonzero(inside.transpose(2, 0, 1))
+    else:  # one colour: any order, and the contiguous scan is several times faster
+        row, col, disc = np.nonzero(inside)
     return ids[disc], (by[disc] + row) * w + bx[disc] + col
 
 
@@ -350,7 +369,8 @@ class GUI:
         cx, cy = self._to_px(p)
         r = _per_item(np.atleast_1d(_as_array(radius)).ravel(), n, "radius")
         colors = self._colors(color, n, palette, palette_indices)
-        ids, flat = _disc_pixels(cx, cy, r.astype(np.float64), self.res)
+        one_colour = bool((colors == colors[0]).all())
+        ids, flat = _disc_pixels(cx, cy, r.astype(np.float64), self.res, ordered=not one_colour)
         self._buf.reshape(-1)[flat] = colors[ids]
 
     def circle(self, pos, color=0xFFFFFF, radius=1):

@@ -191,18 +191,19 @@ def test_set_image_matches_a_numpy_reference_frame_after_frame(tmp_path, shape, 
         np.testing.assert_array_equal(out, _reference_canvas(img, res))
 
 
-@pytest.mark.parametrize("w, h, n, radii, lo, hi", [
-    (37, 29, 300, [0.0, 0.4, 1.0, 1.5, 2.7, 6.0], -0.1, 1.1),  # some cross the edges
-    (64, 48, 2000, [0.3, 1.0, 1.5, 1.9], 0.05, 0.95),  # small ones, all inside
+@pytest.mark.parametrize("w, h, n, radii, lo, hi, colours", [
+    (37, 29, 300, [0.0, 0.4, 1.0, 1.5, 2.7, 6.0], -0.1, 1.1, 4),  # some cross the edges
+    (64, 48, 2000, [0.3, 1.0, 1.5, 1.9], 0.05, 0.95, 4),  # small ones, all inside
+    (64, 48, 2000, [0.3, 1.0, 1.5, 1.9, 3.0], -0.05, 1.05, 1),  # one colour: any order
 ])
-def test_circles_match_a_disc_by_disc_reference(w, h, n, radii, lo, hi):
+def test_circles_match_a_disc_by_disc_reference(w, h, n, radii, lo, hi, colours):
     """Overlapping discs of several colours and sizes: the canvas equals drawing them one at a
     time, in order, testing every pixel centre (the centre's own pixel always drawn)."""
     rng = np.random.default_rng(2)
     pos = lo + rng.random((n, 2)) * (hi - lo)
     radius = rng.choice(radii, n)
-    palette = np.array([RED, GREEN, BLUE, WHITE])
-    idx = rng.integers(0, 4, n)
+    palette = np.array([RED, GREEN, BLUE, WHITE])[:colours]
+    idx = rng.integers(0, colours, n)
     gui = GUI(res=(w, h))
     want = gui._buf.copy()
     gui.circles(pos, radius=radius, palette=palette, palette_indices=idx)
