@@ -15,7 +15,7 @@ Provides:
 
 Shapes are rasterised with vectorised numpy (no antialiasing), so tens of
 thousands of particles per frame draw in milliseconds. Text is rendered with
-matplotlib's Agg renderer. Only numpy and matplotlib (which brings Pillow) are used.
+matplotlib's Agg renderer, once per label and place. Only numpy and matplotlib (which brings Pillow) are used.
 """
 
 from __future__ import annotations
@@ -199,9 +199,10 @@ def _small_disc_block(ids, side, cx, cy, r, x0, y0, res, ordered):
 
 
 def _disc_cover_grouped(cx, cy, r, res):
-    """What `_disc_cover` yields, several times faster (float32, no per-pixel integer division):
-    discs are visited in groups of equal box size, so the order in which overlapping discs are
-    drawn is not kept. For depth-tested drawing, or discs of one colour."""
+    """Yield ``(ids, xs, ys, dx, dy)`` for the covered pixels of discs ``ids`` (as
+    `_disc_pixels` decides coverage, but in float32), ``dx, dy`` from the centre to the pixel
+    centre: discs are visited in groups of equal box size, so the order in which overlapping
+    discs are drawn is not kept. For depth-tested drawing (`ui.render3d`)."""
     w, h = res
     cx, cy, r = (np.asarray(a, dtype=np.float32) for a in (cx, cy, r))
     x0, y0 = np.floor(cx - r).astype(np.int32), np.floor(cy - r).astype(np.int32)
