@@ -15,11 +15,12 @@ Provides:
 
 Shapes are rasterised with vectorised numpy (no antialiasing), so tens of
 thousands of particles per frame draw in milliseconds. Text is rendered with
-matplotlib's Agg renderer. Only numpy and matplotlib (which brings Pillow) are used.
+matplotlib's Agg renderer, once per label and place. Only numpy and matplotlib (which brings Pillow) are used.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -121,21 +122,87 @@ def _pixel_box(xlo, xhi, ylo, yhi, res):
     return x0, y0, np.maximum(x1 - x0, 0), np.maximum(y1 - y0, 0)
 
 
-def _disc_cover(cx, cy, r, res):
-    """Yield ``(ids, xs, ys, dx, dy)`` for the pixels of discs ``ids`` (centres ``cx, cy`` and
-    radii ``r`` in pixels, y down) on a ``res`` canvas; ``dx, dy`` run from the centre to the
-    pixel centre. A pixel is covered when its centre is inside; the centre's own pixel always is."""
-    for ids, xs, ys in _boxes(*_pixel_box(cx - r, cx + r, cy - r, cy + r, res)):
-        dx, dy = xs + 0.5 - cx[ids], ys + 0.5 - cy[ids]
-        own = (xs == np.floor(cx[ids])) & (ys == np.floor(cy[ids]))
-        inside = (dx * dx + dy * dy <= r[ids] ** 2) | own
-        yield ids[inside], xs[inside], ys[inside], dx[inside], dy[inside]
+def _disc_pixels(cx, cy, r, res, ordered=True):
+    """``(ids, flat)``: the canvas pixels (flat indices, row 0 at the top) covered by discs
+    ``ids`` (centres ``cx, cy`` and radii ``r`` in pixels, y down) on a ``res`` canvas, in
+    drawing order (disc by disc, so a later disc wins where discs overlap). A pixel is covered
+    when its centre is inside; the centre's own pixel always is. Discs are visited in blocks of
+    one square box size, the distance test broadcast from a row and a column per disc. With
+    ``ordered`` False (discs of one colour) the pixels may come in any order."""
+    w, h = res
+    x0, y0 = np.floor(cx - r).astype(np.int64), np.floor(cy - r).astype(np.int64)
+    size = np.maximum(np.floor(cx + r).astype(np.int64) - x0,
+                      np.floor(cy + r).astype(np.int64) - y0) + 1
+    shown = np.flatnonzero((size > 0) & (x0 < w) & (x0 + size > 0) & (y0 < h) & (y0 + size > 0))
+    parts = []
+    for side in np.unique(size[shown]):
+        group = shown[size[shown] == side]
+        step = max(1, _CHUNK // int(side * side))
+        for start in range(0, group.size, step):
+            parts.append(_disc_block(group[start:start + step], int(side), cx, cy, r, x0, y0, res,
+                                     ordered))
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ids, flat = (np.concatenate(a) for a in zip(*parts))
+    if ordered and len(parts) > 1:  # blocks went by size: back to drawing order
+        order = np.argsort(ids, kind="stable")
+        ids, flat = ids[order], flat[order]
+    return ids, flat
+
+
+def _disc_block(ids, side, cx, cy, r, x0, y0, res, ordered=True):
+    """`_disc_pixels` for discs ``ids`` whose boxes are ``side`` pixels square, disc by disc
+    (with ``ordered``)."""
+    if side <= 4:
+        return _small_disc_block(ids, side, cx, cy, r, x0, y0, res, ordered)
+    w, h = res
+    bx, by = x0[ids], y0[ids]
+    xs = bx[:, None, None] + np.arange(side)[None, None, :]  # (n, 1, side)
+    ys = by[:, None, None] + np.arange(side)[None, :, None]  # (n, side, 1)
+    dx, dy = xs + 0.5 - cx[ids, None, None], ys + 0.5 - cy[ids, None, None]
+    inside = dx * dx + dy * dy <= (r[ids] ** 2)[:, None, None]
+    if r[ids].min() < 0.75:  # a disc this small may miss its own pixel's centre
+        inside |= (xs == np.floor(cx[ids, None, None])) & (ys == np.floor(cy[ids, None, None]))
+    if bx.min() < 0 or by.min() < 0 or bx.max() + side > w or by.max() + side > h:
+        inside &= (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)  # a box crosses the edge
+    disc, row, col = np.nonzero(inside)
+    return ids[disc], (by[disc] + row) * w + bx[disc] + col
+
+
+def _small_disc_block(ids, side, cx, cy, r, x0, y0, res, ordered):
+    """`_disc_block` for boxes of at most 4x4 pixels (most particle plots): squared distances
+    per box column and per box row, one ``(side, n)`` array each, then one add and one
+    compare per box row, every numpy loop running over the discs."""
+    w, h = res
+    bx, by, cxs, cys, r2 = x0[ids], y0[ids], cx[ids], cy[ids], r[ids] ** 2
+    off = np.arange(side)[:, None]
+    px, py = off + bx, off + by  # (side, n): the box's pixel columns and rows
+    dx2, dy2 = (px + 0.5 - cxs) ** 2, (py + 0.5 - cys) ** 2
+    small = r2.min() < 0.5625  # r < 0.75: a disc may miss its own pixel's centre
+    if small:
+        own_x, own_y = px == np.floor(cxs), py == np.floor(cys)
+    crosses = bx.min() < 0 or by.min() < 0 or bx.max() + side > w or by.max() + side > h
+    if crosses:
+        x_ok, y_ok = (px >= 0) & (px < w), (py >= 0) & (py < h)
+    inside = np.empty((side, side, ids.size), bool)  # (row, column, disc)
+    for row in range(side):
+        np.less_equal(dx2 + dy2[row], r2, out=inside[row])
+        if small:
+            inside[row] |= own_x & own_y[row]
+        if crosses:
+            inside[row] &= x_ok & y_ok[row]
+    if ordered:
+        disc, row, col = np.nonzero(inside.transpose(2, 0, 1))
+    else:  # one colour: any order, and the contiguous scan is several times faster
+        row, col, disc = np.nonzero(inside)
+    return ids[disc], (by[disc] + row) * w + bx[disc] + col
 
 
 def _disc_cover_grouped(cx, cy, r, res):
-    """What `_disc_cover` yields, several times faster (float32, no per-pixel integer division):
-    discs are visited in groups of equal box size, so the order in which overlapping discs are
-    drawn is not kept. For depth-tested drawing, or discs of one colour."""
+    """Yield ``(ids, xs, ys, dx, dy)`` for the covered pixels of discs ``ids`` (as
+    `_disc_pixels` decides coverage, but in float32), ``dx, dy`` from the centre to the pixel
+    centre: discs are visited in groups of equal box size, so the order in which overlapping
+    discs are drawn is not kept. For depth-tested drawing (`ui.render3d`)."""
     w, h = res
     cx, cy, r = (np.asarray(a, dtype=np.float32) for a in (cx, cy, r))
     x0, y0 = np.floor(cx - r).astype(np.int32), np.floor(cy - r).astype(np.int32)
@@ -182,6 +249,30 @@ def _triangle_cover(ax, ay, bx, by, cx, cy, res):
         e2 = (ax[ids] - cx[ids]) * (py - cy[ids]) - (ay[ids] - cy[ids]) * (px - cx[ids])
         inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
         yield ids[inside], xs[inside], ys[inside], e0[inside], e1[inside], e2[inside]
+
+
+@functools.lru_cache(maxsize=256)
+def _text_coverage(content: str, font_size: float, x: float, y: float, res: tuple):
+    """``(box, alpha)``: where on a ``res`` canvas ``content`` drawn at pixel ``(x, y)`` (its
+    top-left corner) lies, and its coverage there (float32 in [0, 1], ``(h, w, 1)``, read-only);
+    None when it covers nothing. Cached: GUI loops draw the same labels at the same places every
+    frame, and laying out and rasterising one costs more than a small simulation's frame."""
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    w, h = res
+    renderer = RendererAgg(w, h, 72)  # 72 dpi: one point is one pixel
+    prop = FontProperties(size=font_size)
+    _, th, descent = renderer.get_text_width_height_descent(content, prop, ismath=False)
+    renderer.draw_text(renderer.new_gc(), x, y + th - descent, content, prop, 0)
+    alpha = np.asarray(renderer.buffer_rgba())[..., 3]
+    rows, cols = np.nonzero(alpha.any(axis=1))[0], np.nonzero(alpha.any(axis=0))[0]
+    if rows.size == 0:
+        return None
+    box = np.s_[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+    a = alpha[box][..., None].astype(np.float32) / 255.0
+    a.setflags(write=False)
+    return box, a
 
 
 class GUI:
@@ -279,8 +370,9 @@ class GUI:
         cx, cy = self._to_px(p)
         r = _per_item(np.atleast_1d(_as_array(radius)).ravel(), n, "radius")
         colors = self._colors(color, n, palette, palette_indices)
-        for ids, xs, ys, _, _ in _disc_cover(cx, cy, r, self.res):
-            self._plot(ids, xs, ys, colors)
+        one_colour = bool((colors == colors[0]).all())
+        ids, flat = _disc_pixels(cx, cy, r.astype(np.float64), self.res, ordered=not one_colour)
+        self._buf.reshape(-1)[flat] = colors[ids]
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self.circles(_point(pos), radius=radius, color=color)
@@ -433,15 +525,41 @@ class GUI:
             a = a[..., None]
         if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
             raise ValueError(f"set_image: expected shape (W, H), (W, H, 3) or (W, H, 4), got {a.shape}")
-        if np.issubdtype(a.dtype, np.floating) or a.dtype == np.bool_:
-            a = (np.clip(np.nan_to_num(a.astype(np.float32)), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-        else:
-            a = np.clip(a, 0, 255).astype(np.uint8)
-        a = a[..., :3] if a.shape[2] != 1 else np.repeat(a, 3, axis=2)
         w, h = self.res
-        if a.shape[:2] != (w, h):
+        if a.shape[:2] != (w, h):  # nearest pixel; the conversions below are per element
             a = a[(np.arange(w) * a.shape[0]) // w][:, (np.arange(h) * a.shape[1]) // h]
-        self._buf[...] = _pack(a.transpose(1, 0, 2)[::-1])
+        self._buf[...] = self._image_to_packed(a).T[::-1]
+
+    def _image_to_packed(self, a: np.ndarray) -> np.ndarray:
+        """A ``(W, H, 1|3|4)`` image as packed ``0xRRGGBB`` ``(W, H)`` (a view of a scratch
+        buffer). Runs once per frame on the whole canvas, so it works in place on buffers kept
+        between frames, one channel at a time: no strided multi-channel copies, no new pages."""
+        channels = 1 if a.shape[2] == 1 else 3
+        if np.issubdtype(a.dtype, np.floating) or a.dtype == np.bool_:
+            f = self._scratch("float", a.shape[:2] + (channels,), np.float32)
+            np.copyto(f, a[..., :channels], casting="unsafe")
+            if not np.isfinite(f).all():
+                np.nan_to_num(f, copy=False)
+            np.clip(f, 0.0, 1.0, out=f)
+            f *= 255.0
+            f += 0.5
+        else:
+            f = np.clip(a[..., :channels], 0, 255)
+        u8 = self._scratch("bytes", f.shape, np.uint8)
+        np.copyto(u8, f, casting="unsafe")
+        rgbx = self._scratch("rgbx", a.shape[:2] + (4,), np.uint8)
+        for byte in range(3):  # little-endian 0x00RRGGBB: bytes B, G, R, 0
+            rgbx[..., byte] = u8[..., 0 if channels == 1 else 2 - byte]
+        rgbx[..., 3] = 0
+        return rgbx.view("<u4")[..., 0]
+
+    def _scratch(self, name: str, shape: tuple, dtype) -> np.ndarray:
+        """A buffer of this shape and type, the same one for every frame of that size."""
+        scratch = self.__dict__.setdefault("_scratch_buffers", {})
+        key = (name, shape, np.dtype(dtype))
+        if key not in scratch:
+            scratch[key] = np.empty(shape, dtype)
+        return scratch[key]
 
     def get_image(self) -> np.ndarray:
         """The canvas as Taichi returns it: float32 ``(W, H, 4)`` in [0, 1], indexed ``[x, y]``."""
@@ -450,24 +568,14 @@ class GUI:
 
     def text(self, content, pos, font_size=15, color=0xFFFFFF):
         """Draw ``content`` with its top-left corner at ``pos``; ``font_size`` in pixels."""
-        from matplotlib.backends.backend_agg import RendererAgg
-        from matplotlib.font_manager import FontProperties
-
-        w, h = self.res
-        renderer = RendererAgg(w, h, 72)  # 72 dpi: one point is one pixel
-        prop = FontProperties(size=font_size)
-        _, th, descent = renderer.get_text_width_height_descent(str(content), prop, ismath=False)
         x, y = self._to_px(_point(pos))
-        gc = renderer.new_gc()
-        renderer.draw_text(gc, float(x[0]), float(y[0]) + th - descent, str(content), prop, 0)
-        alpha = np.asarray(renderer.buffer_rgba())[..., 3]
-        rows, cols = np.nonzero(alpha.any(axis=1))[0], np.nonzero(alpha.any(axis=0))[0]
-        if rows.size == 0:
+        coverage = _text_coverage(str(content), float(font_size), float(x[0]), float(y[0]),
+                                  self.res)
+        if coverage is None:
             return
         # Blend only the text's bounding box: a whole-canvas blend per call made text-heavy
         # GUI loops several times slower than their simulations.
-        box = np.s_[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
-        a = alpha[box][..., None].astype(np.float32) / 255.0
+        box, a = coverage
         rgb = _unpack(_packed(color))[0].astype(np.float32)
         out = _unpack(self._buf[box]).astype(np.float32) * (1.0 - a) + rgb * a
         self._buf[box] = _pack(out + 0.5)

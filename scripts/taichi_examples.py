@@ -9,7 +9,11 @@ environment that has it; its windows are never opened, and it runs on the CPU), 
     python scripts/taichi_examples.py --examples /path/to/site-packages/taichi/examples [names...]
 
 Prints one line per program (ok / error and its last line / timeout, seconds) and, with
-`--json FILE`, writes the results. Needs a Taichi wheel only for its example files (e.g.
+`--json FILE`, writes the results; each successful result also holds `times` (the start, the
+moment of each shown frame, the end, and the compile seconds: fieldsim's `compile_s` counter,
+or Taichi's frontend plus the first launch of each compiled kernel), which
+`benchmarks/taichi_examples_time.py` turns into first-frame, steady-frame and compile times.
+Taichi's `GUI.show` runs too (headless), so both backends draw every frame. Needs a Taichi wheel only for its example files (e.g.
 `pip download taichi==1.7.4 --no-deps` and unzip); Taichi is never imported under fieldsim.
 """
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 
 # Runs inside the child process: argv = [examples_dir, program, backend, frames].
 _CHILD = r'''
-import importlib, importlib.abc, importlib.util, os, runpy, sys, time
+import importlib, importlib.abc, importlib.util, json, os, runpy, sys, time
 examples, program, backend, frames = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 
 class _Stop(BaseException):
@@ -63,16 +67,18 @@ else:
     import taichi as ti
 
 shown = [0]
+frame_at = []  # perf_counter at each shown frame: compile is in the first, steady frames after
+compile_s = [0.0]  # Taichi: frontend + first launch of each compiled kernel (its C++ compile)
 
 def _stop_after(cls, name):
     original = getattr(cls, name)
 
     def show(self, *args, **kwargs):
         shown[0] += 1
+        frame_at.append(time.perf_counter())
         if shown[0] >= frames:
             raise _Stop()
-        if backend == "fieldsim":
-            return original(self, *args, **kwargs)
+        return original(self, *args, **kwargs)  # Taichi's GUI is headless (show_gui=False)
     setattr(cls, name, show)
 
 _stop_after(ti.GUI, "show")
@@ -81,6 +87,25 @@ if backend != "fieldsim":
     ti.GUI.__init__ = lambda self, *a, **k: _gui_init(self, *a, **{**k, "show_gui": False})
     _init = ti.init  # Taichi 1.7.4 crashes probing for a GPU on machines without one: the CPU
     ti.init = lambda arch=None, *a, **k: _init(ti.cpu, *a, **k)
+    from taichi.lang import kernel_impl
+
+    def _timed(original, first):
+        def timed(self, *args, **kwargs):
+            if not first(self, *args, **kwargs):
+                return original(self, *args, **kwargs)
+            t0 = time.perf_counter()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                compile_s[0] += time.perf_counter() - t0
+        return timed
+    launched = set()
+    kernel_impl.Kernel.materialize = _timed(
+        kernel_impl.Kernel.materialize,
+        lambda self, key=None, *a, **k: key is None or key not in self.compiled_kernels)
+    kernel_impl.Kernel.launch_kernel = _timed(
+        kernel_impl.Kernel.launch_kernel,
+        lambda self, t_kernel, *a: id(t_kernel) not in launched and not launched.add(id(t_kernel)))
 try:
     _stop_after(ti.ui.Window, "show")
 except AttributeError:
@@ -91,7 +116,13 @@ try:
     runpy.run_path(program, run_name="__main__")
 except (_Stop, SystemExit):
     pass
-print(f"EXAMPLE-DONE {time.perf_counter() - start:.2f} {shown[0]}")
+end = time.perf_counter()
+if backend == "fieldsim":
+    from fieldsim.lang import runtime as _runtime
+    compile_s[0] = _runtime.get().stats["compile_s"]
+print("EXAMPLE-TIMES " + json.dumps({"start": start, "frames": frame_at, "end": end,
+                                     "compile_s": compile_s[0]}))
+print(f"EXAMPLE-DONE {end - start:.2f} {shown[0]}")
 '''
 
 
@@ -121,8 +152,10 @@ def run_one(examples: Path, program: Path, backend: str, frames: int, timeout: f
     done = [line for line in out if line.startswith("EXAMPLE-DONE")]
     if proc.returncode == 0 and done:
         _, seconds, shown = done[-1].split()
+        times = [line for line in out if line.startswith("EXAMPLE-TIMES ")]
         return {"program": rel, "status": "ok", "seconds": float(seconds), "frames": int(shown),
-                "detail": ""}
+                "detail": "", "process_s": time.perf_counter() - start,
+                "times": json.loads(times[-1].split(" ", 1)[1]) if times else None}
     detail = next((line for line in reversed(out) if line.strip()), f"exit {proc.returncode}")
     if proc.returncode < 0:
         detail = f"killed by signal {-proc.returncode}"

@@ -150,15 +150,91 @@ def test_set_image_gray_uint8_rgba_and_get_image():
     assert np.allclose(gui.get_image()[..., :3], 128 / 255.0)
 
 
-def test_text_is_drawn_near_its_top_left_position(tmp_path):
-    gui = GUI(res=(200, 100))
-    gui.text("Hello", (0.05, 0.9), font_size=20, color=WHITE)
-    img = shot(gui, tmp_path)
-    ys, xs = np.nonzero(img.sum(axis=2) > 0)
-    assert len(xs) > 20
-    assert (ys >= 8).all() and ys.max() < 40
-    assert xs.min() >= 9 and xs.max() < 100
-    assert (img == 255).all(axis=2).any()  # fully covered glyph pixels get exactly the colour
+def _reference_canvas(img, res):
+    """What set_image must show, as (H, W, 3) uint8 with row 0 at the top: floats (NaN as 0,
+    clipped to [0, 1]) rounded to bytes in float32, ints clipped, grey to three channels, alpha dropped,
+    nearest-pixel scaling."""
+    a = np.asarray(img)
+    a = a[..., None] if a.ndim == 2 else a
+    w, h = res
+    a = a[(np.arange(w) * a.shape[0]) // w][:, (np.arange(h) * a.shape[1]) // h]
+    if a.dtype.kind in "fb":
+        a = np.clip(np.nan_to_num(a.astype(np.float32)), 0, 1)  # in float32, as Taichi does
+        a = np.floor(a * np.float32(255) + np.float32(0.5))
+    a = np.clip(a, 0, 255).astype(np.uint8)
+    a = np.repeat(a, 3, axis=2) if a.shape[2] == 1 else a[..., :3]
+    return a.transpose(1, 0, 2)[::-1]
+
+
+@pytest.mark.parametrize("shape, dtype, res", [
+    ((40, 30, 3), np.float32, (40, 30)),
+    ((40, 30), np.float32, (40, 30)),
+    ((40, 30, 4), np.float64, (40, 30)),
+    ((20, 15, 3), np.float32, (40, 30)),  # scaled up
+    ((40, 30), np.int32, (40, 30)),
+    ((40, 30, 3), np.uint8, (40, 30)),
+    ((40, 30), np.bool_, (40, 30)),
+])
+def test_set_image_matches_a_numpy_reference_frame_after_frame(tmp_path, shape, dtype, res):
+    rng = np.random.default_rng(1)
+    gui = GUI(res=res)
+    for frame in range(3):  # buffers are reused between frames: each frame stands alone
+        if dtype == np.bool_:
+            img = rng.random(shape) > 0.5
+        elif np.issubdtype(dtype, np.integer):
+            img = rng.integers(-50, 300, shape).astype(dtype)
+        else:
+            img = (rng.random(shape) * 1.4 - 0.2).astype(dtype)
+            img.flat[frame::7] = [np.nan, np.inf, -np.inf][frame]
+        gui.set_image(img)
+        out = shot(gui, tmp_path, f"f{frame}.png")
+        np.testing.assert_array_equal(out, _reference_canvas(img, res))
+
+
+@pytest.mark.parametrize("w, h, n, radii, lo, hi, colours", [
+    (37, 29, 300, [0.0, 0.4, 1.0, 1.5, 2.7, 6.0], -0.1, 1.1, 4),  # some cross the edges
+    (64, 48, 2000, [0.3, 1.0, 1.5, 1.9], 0.05, 0.95, 4),  # small ones, all inside
+    (64, 48, 2000, [0.3, 1.0, 1.5, 1.9, 3.0], -0.05, 1.05, 1),  # one colour: any order
+])
+def test_circles_match_a_disc_by_disc_reference(w, h, n, radii, lo, hi, colours):
+    """Overlapping discs of several colours and sizes: the canvas equals drawing them one at a
+    time, in order, testing every pixel centre (the centre's own pixel always drawn)."""
+    rng = np.random.default_rng(2)
+    pos = lo + rng.random((n, 2)) * (hi - lo)
+    radius = rng.choice(radii, n)
+    palette = np.array([RED, GREEN, BLUE, WHITE])[:colours]
+    idx = rng.integers(0, colours, n)
+    gui = GUI(res=(w, h))
+    want = gui._buf.copy()
+    gui.circles(pos, radius=radius, palette=palette, palette_indices=idx)
+    px, py = pos[:, 0] * w, (1.0 - pos[:, 1]) * h
+    ys, xs = np.mgrid[0:h, 0:w]
+    for i in range(n):
+        own = (xs == np.floor(px[i])) & (ys == np.floor(py[i]))
+        near = (xs + 0.5 - px[i]) ** 2 + (ys + 0.5 - py[i]) ** 2 <= radius[i] ** 2
+        want[own | near] = palette[idx[i]]
+    np.testing.assert_array_equal(gui._buf, want)
+
+
+def test_text_drawn_again_covers_the_same_pixels_in_any_colour():
+    """Labels are rasterised once per (text, size, place, canvas) and reused: a second frame,
+    another GUI and another colour cover exactly the pixels of the first drawing."""
+    first = GUI(res=(160, 60))
+    first.text("Left click: add", (0.05, 0.8), font_size=14, color=WHITE)
+    drawn = first._buf.copy()
+    first.show()
+    first.text("Left click: add", (0.05, 0.8), font_size=14, color=WHITE)
+    np.testing.assert_array_equal(first._buf, drawn)
+    other = GUI(res=(160, 60))
+    other.text("Left click: add", (0.05, 0.8), font_size=14, color=RED)
+    covered = drawn != first.background_color
+    assert covered.sum() > 30
+    np.testing.assert_array_equal(other._buf != other.background_color, covered)
+    full = drawn == WHITE  # fully covered glyph pixels take the colour exactly
+    assert full.any() and (other._buf[full] == RED).all()
+    moved = GUI(res=(160, 60))
+    moved.text("Left click: add", (0.05, 0.5), font_size=14, color=WHITE)
+    assert not np.array_equal(moved._buf, drawn)
 
 
 def test_text_blends_over_the_canvas_and_leaves_the_rest_alone():

@@ -27,6 +27,7 @@ from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import discarded_atomics, owned_atomics
 from fieldsim.codegen.fill_loops import fill_plan
 from fieldsim.codegen.llvm_nest import NestLowering, nbytes
+from fieldsim.codegen.loop_accumulators import loop_accumulators
 from fieldsim.codegen.loop_hints import LANES, SCALAR, VECTOR, LoopHints
 from fieldsim.codegen.loopnest import (
     data_indexed,
@@ -291,6 +292,7 @@ class TaskLowering(NestLowering):
         self.pred_locals: dict = {}  # id(alloca made in if-converted code) -> its predicate
         self.nest_acc: dict = {}  # id(atomic) -> a nest's row/column accumulator (llvm_nest)
         self.nest_r = None  # the current r of a nest (i64), indexing column accumulators
+        self.loop_acc: dict = {}  # id(atomic) -> the local an enclosing serial loop sums it in
         self.private: PrivateLayout | None = None
         self.private_ids: set[int] = set()  # ids of the privatized fields
         self.block_values: dict = {}  # index arithmetic made in each LLVM block (in_block)
@@ -564,7 +566,36 @@ class TaskLowering(NestLowering):
 
     def op_for(self, s: Stmt):
         lo, hi = self.as_i64(s.args[0]), self.as_i64(s.args[1])
+        held = self.hold_accumulators(s)
         self.counted_loop(s, lo, hi)
+        for first, ptr, slot, ty in held:
+            self.cg.scopes.tag(self.b.store(self.b.load(slot, typ=ty), ptr), first.field)
+        for group in held:
+            self.loop_acc = {k: v for k, v in self.loop_acc.items() if v is not group[2]}
+
+    def hold_accumulators(self, s: Stmt) -> list:
+        """Load the elements the loop only adds to (codegen.loop_accumulators) into locals
+        its atomics then add to; the caller stores them back after the loop. Not in debug
+        mode: the loads would check bounds even where the loop adds nothing."""
+        if self.cg.debug:
+            return []
+        taken = set(self.reductions) | set(self.nest_acc) | set(self.loop_acc)
+        held = []
+        for group in loop_accumulators(s, self.demoted, taken):
+            first = group[0]
+            if id(first.field) in self.private_ids:
+                continue
+            for ix in first.indices:  # a constant index may be made inside the loop
+                if id(ix) not in self.vals:
+                    self.vals[id(ix)] = self.op_const(ix)
+            ty = ll_type(first.field.dtype)
+            ptr = self.memory_ptr(self.element_ptr(first))
+            slot = self.alloca_b.alloca(ty, name="loop_acc")
+            self.b.store(self.cg.scopes.tag(self.b.load(ptr, typ=ty), first.field), slot)
+            for st in group:
+                self.loop_acc[id(st)] = slot
+            held.append((first, ptr, slot, ty))
+        return held
 
     def op_loop(self, s: Stmt):
         body_bb = self.fn.append_basic_block("loop.body")
@@ -835,7 +866,7 @@ class TaskLowering(NestLowering):
         self.cg.scopes.tag(self.b.store(self.v(s.value), self.memory_ptr(self.element_ptr(s))), s.field)
 
     def op_atomic(self, s: Stmt):
-        if id(s) in self.reductions or id(s) in self.nest_acc:
+        if id(s) in self.reductions or id(s) in self.nest_acc or id(s) in self.loop_acc:
             return self.reduce_into(s)
         field, kind = s.attr
         ptr = self.element_ptr(s)
@@ -850,7 +881,7 @@ class TaskLowering(NestLowering):
                   "min": "min" if signed else "umin", "max": "max" if signed else "umax",
                   "xchg": "xchg"}.get(kind)
         if id(s) in self.demoted or id(field) in self.private_ids:
-            return self.plain_update(ptr, val, dt, kind)
+            return self.plain_update(ptr, val, field, kind)
         if op is None:
             return self.cas_loop(ptr, val, dt, kind)
         ptr = self.memory_ptr(ptr)
@@ -859,15 +890,18 @@ class TaskLowering(NestLowering):
                                                  lambda inst: self.cg.scopes.tag(inst, field))
         return self.cg.scopes.tag(self.b.atomic_rmw(op, ptr, val, "monotonic"), field)
 
-    def plain_update(self, ptr, val, dt, kind):
-        """A demoted atomic (fieldsim.codegen.demote): load, combine, store; the old value."""
-        b = self.b
-        old = b.load(ptr, typ=ll_type(dt))
+    def plain_update(self, ptr, val, field, kind):
+        """A demoted atomic (fieldsim.codegen.demote): load, combine, store; the old value.
+        Both carry the field's alias scope, as plain loads and stores do: without it LLVM
+        cannot keep a `force[i] += f` of an inner loop in a register (other fields' loads in
+        that loop might alias it)."""
+        b, dt, tag = self.b, field.dtype, self.cg.scopes.tag
+        old = tag(b.load(ptr, typ=ll_type(dt)), field)
         if dt.is_float:
             new = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[kind](old, val, flags=self.fmf)
         else:
             new = {"add": b.add, "sub": b.sub, "mul": b.mul}[kind](old, val)
-        b.store(new, ptr)
+        tag(b.store(new, ptr), field)
         return old
 
     def cas_loop(self, ptr, val, dt, kind):

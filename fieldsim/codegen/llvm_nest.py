@@ -201,10 +201,12 @@ class NestLowering:
 
     # ---- local accumulation -------------------------------------------------------------------
     def reduce_into(self, s: Stmt):
-        """An atomic add/sub taken by a task-wide reduction or a nest accumulator: added to
+        """An atomic add/sub taken by a task-wide reduction, a nest or loop accumulator: added to
         the accumulator instead (under the predicate when if-converted)."""
         if id(s) in self.reductions:
             acc = self.reductions[id(s)][0]
+        elif id(s) in self.loop_acc:
+            acc = self.loop_acc[id(s)]
         else:
             kind, slot, ty = self.nest_acc[id(s)]
             acc = slot if kind == "row" else self.b.gep(slot, [self.nest_r], source_etype=ty)
