@@ -7,10 +7,11 @@ an ATOMIC whose old value is used), in program order. The rules are pure functio
 * Rule 1 (read, then never write): no write (plain or atomic) may follow a read of the same
   element: in the same thread, from another thread of a parallel loop, or in a later task.
 * Rule 2 (accumulate only): on a field with a gradient, a write may follow a write of the same
-  element only if it is an atomic add/sub (`+=`, `-=`), or if both are the same atomic min/max.
-  A first write whose value carries no derivative (AD's activity analysis: it depends on no
-  field with a gradient, e.g. `p[i] += i`) may be overwritten later in the same thread: the
-  overwrite's adjoint consumes the element's gradient, and nothing upstream was owed a share.
+  element only if it is an atomic add/sub (`+=`, `-=`), or if both are the same atomic min/max;
+  in program order (the same thread, or a later task) also if it is a plain store, or if the
+  first write's value carries no derivative (AD's activity analysis: it depends on no field
+  with a gradient, e.g. `p[i] += i`): the overwrite's adjoint consumes the element's gradient
+  (a store's zeroes it), and nothing upstream was owed a share.
 
 Each rule returns `Finding`s: 'violation' when index reasoning (`index_expr`) shows the two
 accesses can touch one element, 'undecided' when data-dependent indices leave it open.
@@ -262,9 +263,10 @@ def rule2(accesses: list[Access], env: dict | None = None, kernel: str = "?") ->
 
 
 def rule2_meet(w1: Access, w2: Access, env: dict | None = None) -> Meet:
-    """How `w2` can overwrite `w1`'s element, for Rule 2: never, when `w1` writes no
-    derivative and `w2` can only follow it in order."""
-    if w1.inert and _in_order(w1, w2, env):
+    """How `w2` can overwrite `w1`'s element, for Rule 2: never, when `w2` can only follow it
+    in order and `w1` writes no derivative or `w2` is a plain store (whose adjoint takes the
+    element's whole gradient and zeroes it, so nothing reaches `w1`'s value, as is right)."""
+    if (w1.inert or w2.kind is AccessKind.STORE) and _in_order(w1, w2, env):
         return NO_MEET
     return later_meet(w1, w2, env)
 
@@ -366,7 +368,8 @@ RULE_TEXT = {
        "(plain store or atomic) in that kernel, by any thread, nor by a later kernel or "
        "Python-scope write recorded on the same Tape.",
     2: "Rule 2 (accumulate only): once a field element has been written in a kernel, every "
-       "further write to it is an atomic add (`+=`, `-=`, fs.atomic_add/sub).",
+       "further write to it is an atomic add (`+=`, `-=`, fs.atomic_add/sub), or a plain store "
+       "that surely follows the first write in program order.",
 }
 
 UNDECIDED_TEXT = (

@@ -98,9 +98,11 @@ def _not_a_variable(name):
 
 
 class StructVar(Ref):
-    """A name bound to a struct local."""
+    """A name bound to a struct local (a `ti.template()` parameter passed it aliases it, as in
+    Taichi: `ret.x += 1` in the func changes the caller's struct)."""
 
     __slots__ = ("local",)
+    by_reference = True
 
     def __init__(self, local: struct.StructLocalRef):
         self.local = local

@@ -53,19 +53,6 @@ def read_then_subtract():
 
 
 @bad(2, "y")
-def double_plain_store():
-    x, y, loss = _xy()
-
-    @fs.kernel
-    def k():
-        for i in x:
-            y[i] = x[i]
-            y[i] = x[i] * 2.0
-
-    return Bad(loss, k, [x, y])
-
-
-@bad(2, "y")
 def mul_assign_after_store():
     x, y, loss = _xy()
 
@@ -87,47 +74,6 @@ def div_assign_after_store():
         for i in x:
             y[i] = x[i] + 1.0
             y[i] /= 2.0
-
-    return Bad(loss, k, [x, y])
-
-
-@bad(2, "y")
-def store_in_serial_inner_loop():
-    x, y, loss = _xy()
-
-    @fs.kernel
-    def k():
-        for i in x:
-            for j in range(3):
-                y[i] = x[i] * j
-
-    return Bad(loss, k, [x, y])
-
-
-@bad(2, "y")
-def store_in_while_loop():
-    x, y, loss = _xy()
-
-    @fs.kernel
-    def k():
-        for i in x:
-            j = 0
-            while j < 2:
-                y[i] = x[i] * j
-                j += 1
-
-    return Bad(loss, k, [x, y])
-
-
-@bad(2, "y")
-def store_twice_in_static_unroll():
-    x, y, loss = _xy()
-
-    @fs.kernel
-    def k():
-        for i in x:
-            for r in fs.static(range(2)):
-                y[i] = x[i] * (r + 1)
 
     return Bad(loss, k, [x, y])
 
@@ -210,22 +156,6 @@ def serialized_loop_reads_what_a_later_iteration_writes():
     return Bad(loss, k, [x, y])
 
 
-@bad(2, "y")
-def store_in_branch_then_after_it():
-    x, y, loss = _xy()
-
-    @fs.kernel
-    def k():
-        for i in x:
-            if x[i] > 0.5:
-                y[i] = x[i]
-            else:
-                y[i] = -x[i]
-            y[i] = 1.0
-
-    return Bad(loss, k, [x, y])
-
-
 @bad(1, "x")
 def read_in_branch_write_after_it():
     x, y, loss = _xy()
@@ -274,20 +204,6 @@ def neighbour_read_inside_a_func():
     return Bad(loss, k, [x])
 
 
-@bad(2, "v")
-def vector_component_stored_twice():
-    x, _, loss = _xy()
-    v = fs.Vector.field(2, float, shape=N, needs_grad=True, name="v")
-
-    @fs.kernel
-    def k():
-        for i in x:
-            v[i][0] = x[i]
-            v[i][0] = x[i] * 2.0
-
-    return Bad(loss, k, [x, v])
-
-
 @bad(1, "v")
 def vector_read_then_component_added():
     x, y, loss = _xy()
@@ -301,20 +217,6 @@ def vector_read_then_component_added():
             v[i][1] += x[i]
 
     return Bad(loss, k, [y, v])
-
-
-@bad(2, "M")
-def matrix_entry_stored_after_whole_matrix():
-    x, _, loss = _xy()
-    M = fs.Matrix.field(2, 2, float, shape=N, needs_grad=True, name="M")
-
-    @fs.kernel
-    def k():
-        for i in x:
-            M[i] = fs.Matrix([[x[i], x[i] * 0.5], [0.0, x[i]]])  # [0, 1] carries a gradient
-            M[i][0, 1] = x[i] * 3.0
-
-    return Bad(loss, k, [x, M])
 
 
 @bad(2, "c")
@@ -342,19 +244,6 @@ def zero_d_read_then_added_by_other_threads():
             c[None] += x[i]
 
     return Bad(loss, k, [y, c])
-
-
-@bad(2, "loss")
-def loss_reset_after_accumulation():
-    x, _, loss = _xy()
-
-    @fs.kernel
-    def k():
-        for i in x:
-            loss[None] += x[i]
-        loss[None] = 0.0
-
-    return Bad(loss, k, [x])
 
 
 @bad(1, "x2")

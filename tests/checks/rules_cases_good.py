@@ -320,3 +320,131 @@ def serialized_loop_reads_what_its_first_iteration_wrote():
             loss[None] += y[0] * x[i]  # later iterations write y[1:], never y[0]
 
     return Good({"x": x}, loss, k)
+
+
+# ---- plain stores overwriting an element in order (the same thread, a later iteration of a
+# serialized or inner loop, or a later task): the store's adjoint takes the element's whole
+# gradient and zeroes it, so the overwritten value rightly gets none
+def _xy():
+    return put(vec("x")), put(vec("y")), scalar("loss")
+
+
+@good
+def double_plain_store():
+    x, y, loss = _xy()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            y[i] = x[i]
+            y[i] = x[i] * 2.0
+
+    return Good({"x": x}, loss, then(k, reduce_squares(y, loss)))
+
+
+@good
+def store_in_serial_inner_loop():
+    x, y, loss = _xy()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            for j in range(3):
+                y[i] = x[i] * j
+
+    return Good({"x": x}, loss, then(k, reduce_squares(y, loss)))
+
+
+@good
+def store_in_while_loop():
+    x, y, loss = _xy()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            j = 0
+            while j < 2:
+                y[i] = x[i] * j
+                j += 1
+
+    return Good({"x": x}, loss, then(k, reduce_squares(y, loss)))
+
+
+@good
+def store_twice_in_static_unroll():
+    x, y, loss = _xy()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            for r in fs.static(range(2)):
+                y[i] = x[i] * (r + 1)
+
+    return Good({"x": x}, loss, then(k, reduce_squares(y, loss)))
+
+
+@good
+def store_in_branch_then_after_it():
+    x, y, loss = _xy()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            if x[i] > 0.5:
+                y[i] = x[i]
+            else:
+                y[i] = -x[i]
+            y[i] = 3.0 * x[i]
+
+    return Good({"x": x}, loss, then(k, reduce_squares(y, loss)), expect={"x": 18 * x.to_numpy()})
+
+
+@good
+def vector_component_stored_twice():
+    x, _, loss = _xy()
+    v = fs.Vector.field(2, float, shape=N, needs_grad=True, name="v")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            v[i][0] = x[i]
+            v[i][0] = x[i] * 2.0
+
+    @fs.kernel
+    def total():
+        for i in x:
+            loss[None] += v[i].norm_sqr()
+
+    return Good({"x": x}, loss, then(k, total))
+
+
+@good
+def matrix_entry_stored_after_whole_matrix():
+    x, _, loss = _xy()
+    M = fs.Matrix.field(2, 2, float, shape=N, needs_grad=True, name="M")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            M[i] = fs.Matrix([[x[i], x[i] * 0.5], [0.0, x[i]]])  # [0, 1] carries a gradient
+            M[i][0, 1] = x[i] * 3.0
+
+    @fs.kernel
+    def total():
+        for i in x:
+            loss[None] += M[i].norm_sqr()
+
+    return Good({"x": x}, loss, then(k, total))
+
+
+@good
+def loss_reset_after_accumulation():
+    x, _, loss = _xy()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            loss[None] += x[i]
+        loss[None] = x[0] * 2.0
+
+    return Good({"x": x}, loss, k, expect={"x": np.eye(N)[0] * 2.0})

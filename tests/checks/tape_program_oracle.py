@@ -82,7 +82,8 @@ def _in_launch(evs: list[Event], serialize: bool, name: str, a: int) -> list[tup
             for w2 in writes[k + 1:]:
                 if serialize or w1.thread == w2.thread:
                     first, second = sorted((w1, w2), key=lambda e: (e.thread, e.pos))
-                    bad = not _may_follow(first.kind, second.kind)
+                    # a plain store may follow in order: its adjoint takes and zeroes the gradient
+                    bad = not (_may_follow(first.kind, second.kind) or second.kind == "store")
                 else:
                     bad = not (_may_follow(w1.kind, w2.kind) and _may_follow(w2.kind, w1.kind))
                 if bad:
