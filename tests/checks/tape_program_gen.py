@@ -17,17 +17,12 @@ differences of the fields' initial values.
 """
 from __future__ import annotations
 
-import atexit
-import importlib.util
-import itertools
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 from hypothesis import strategies as st
+from support.source_modules import import_source
 
 import fieldsim as fs
 
@@ -228,21 +223,9 @@ def render(program: Program) -> str:
     return "\n".join(out)
 
 
-_DIR = tempfile.mkdtemp(prefix="fieldsim_tape_programs_")
-atexit.register(shutil.rmtree, _DIR, ignore_errors=True)
-_COUNT = itertools.count()
-
-
 def load(source: str):
     """Import `source` from a fresh file; return its `make`."""
-    name = f"fieldsim_tape_program_{os.getpid()}_{next(_COUNT)}"
-    path = os.path.join(_DIR, name + ".py")
-    with open(path, "w") as fh:
-        fh.write(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.make
+    return import_source(source, "fieldsim_tape_program").make
 
 
 # -------------------------------------------------------------------------------- judge

@@ -29,15 +29,13 @@ outputs `out` (L), `out2` (G x G) and `s` (0-D) start at zero.
 """
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import strategies as st
+from support.source_modules import import_source
 
 L = 41  # inputs and outputs; loop bounds stay at or below it
 G = 21  # the side of the 2-D fields
@@ -392,8 +390,6 @@ def reference(case: Case, inputs: dict) -> dict:
     return outputs
 
 
-_DIR = tempfile.mkdtemp(prefix="fieldsim_random_kernels_")
-_COUNT = itertools.count()
 
 
 def load(case: Case, dtype: str):
@@ -525,12 +521,6 @@ def int_reference(case: Case, c: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def load_source(source: str):
-    """The module of `source`, imported from a file of its own."""
-    name = f"fieldsim_random_kernel_{os.getpid()}_{next(_COUNT)}"
-    path = os.path.join(_DIR, name + ".py")
-    with open(path, "w") as fh:
-        fh.write(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The module of `source`, imported from a file of its own (the frontend reads kernel
+    source through `inspect`)."""
+    return import_source(source, "fieldsim_random_kernel")
