@@ -149,7 +149,11 @@ class Emitter:
     def _float_int_pow(self, x: Stmt, n):
         """`x ** n` for a float x and an integer n as Taichi computes it: binary exponentiation
         (a product of repeated squares; 1 / that for n < 0), not libm's pow, whose rounding
-        differs in the last bit for about a third of the values (and costs a call)."""
+        differs in the last bit for about a third of the values (and costs a call). A constant
+        x (a func's float argument) with a constant n folds as Taichi's constant folding does:
+        the double-precision power rounded once to x's type."""
+        if not isinstance(n, Stmt) and x.op == Op.CONST:
+            return self.b.const(_folded_power(x.attr, n, x.dtype), x.dtype)
         if not isinstance(n, Stmt):
             return self._power_by_squaring(x, n)
         r, base = self.b.const(1, x.dtype), x
@@ -307,6 +311,18 @@ def _fold_identity(op, a, b, dt):
             (op == "+" and a == 0) or (op == "*" and a == 1)):
         return b
     return None
+
+
+def _folded_power(x: float, n: int, dtype) -> float:
+    """C's pow(x, n) in double (what Taichi's constant folder calls), rounded to `dtype`."""
+    try:
+        r = math.pow(x, n)
+    except (OverflowError, ValueError):
+        r = math.inf if x > 0 or n % 2 == 0 else -math.inf
+        if x == 0:
+            r = math.copysign(math.inf, x) if n % 2 else math.inf
+    with np.errstate(over="ignore"):
+        return float(dtype.np.type(r))
 
 
 def _integral_exponent(b, tb) -> bool:
