@@ -126,6 +126,11 @@ class Emitter:
             return special
         if op in ("&", "|", "^", "<<", ">>") and dt.is_float:
             raise FieldsimTypeError(f"bitwise operator {op} needs integer operands, got {ta} and {tb}")
+        if dt.is_float and op in _FOLDED and _is_const(a) and _is_const(b):
+            # each operand rounded to its own type, then to the op's, as at run time
+            av, bv = (dt.np.type(c.dtype.np.type(c.attr))
+                      for c in (v if isinstance(v, Stmt) else self.value(v, dt) for v in (a, b)))
+            return self.b.const(_FOLDED[op](av, bv, dt), dt)
         if op == "//" and dt.is_float:
             return self.b.unary(Op.FLOOR, self.binop("/", a, b))
         if op == "%" and dt.is_float:
@@ -153,7 +158,7 @@ class Emitter:
         x (a func's float argument) with a constant n folds as Taichi's constant folding does:
         the double-precision power rounded once to x's type."""
         if not isinstance(n, Stmt) and x.op == Op.CONST:
-            return self.b.const(_folded_power(x.attr, n, x.dtype), x.dtype)
+            return self.b.const(_folded_power(float(x.dtype.np.type(x.attr)), n, x.dtype), x.dtype)
         if not isinstance(n, Stmt):
             return self._power_by_squaring(x, n)
         r, base = self.b.const(1, x.dtype), x
@@ -311,6 +316,31 @@ def _fold_identity(op, a, b, dt):
             (op == "+" and a == 0) or (op == "*" and a == 1)):
         return b
     return None
+
+
+def _is_const(v) -> bool:
+    return not isinstance(v, Stmt) or v.op == Op.CONST
+
+
+def _folded_floordiv(a, b, dtype) -> float:
+    """floor(a / b) of two constants, the quotient in double (`0.2 // 0.002` of f32 values is
+    99, where the f32 quotient rounds to 100), as Taichi folds it."""
+    with np.errstate(all="ignore"):
+        return float(dtype.np.type(np.floor(np.float64(a) / np.float64(b))))
+
+
+def _folded_arith(fn):
+    def fold(a, b, dtype):
+        with np.errstate(all="ignore"):
+            return float(dtype.np.type(fn(a, b)))
+    return fold
+
+
+# Float ops of two constants (a local bound once to a number, a func's float argument) fold at
+# compile time, each rounded in its type, as Taichi's constant folder: `c / s` of constants is
+# the quotient, not a multiplication by fast-math's reciprocal of the constant divisor
+_FOLDED = {"+": _folded_arith(np.add), "-": _folded_arith(np.subtract),
+           "*": _folded_arith(np.multiply), "/": _folded_arith(np.divide), "//": _folded_floordiv}
 
 
 def _folded_power(x: float, n: int, dtype) -> float:

@@ -52,3 +52,30 @@ def test_float_arguments_under_f64_keep_f64_values():
     assert got[0] == H * H * H and got[1] == H * H - 0.25
     h = np.float32(H)
     assert got[2] == float(h * h * h)  # annotated f32: an f32 variable, f32 products
+
+
+def test_a_local_bound_once_to_a_number_folds_as_taichi():
+    # Taichi forwards `cube_size = 0.2` into its uses and folds: `0.2 // 0.002` of the f32
+    # values is floor of the double quotient 99.99999637 = 99 (the f32 quotient rounds to
+    # 100: a 2-D sand program laid 99 particles per row in Taichi, 100 in fieldsim), and
+    # `y ** 7` is the double power rounded once
+    fs.init(arch=fs.cpu)
+    out = fs.field(fs.f32, shape=4)
+
+    @fs.kernel
+    def k():
+        cube_size = 0.2
+        spacing = 0.002
+        out[0] = cube_size // spacing
+        y = 1.0123
+        out[1] = y ** 7
+        out[2] = cube_size / spacing  # a division is IEEE's in both: the f32 quotient
+        w = H
+        out[3] = w ** 6
+
+    k()
+    c, s = np.float32(0.2), np.float32(0.002)
+    want = [np.floor(np.float64(c) / np.float64(s)), np.float32(float(np.float32(1.0123)) ** 7),
+            c / s, np.float32(float(np.float32(H)) ** 6)]
+    np.testing.assert_array_equal(out.to_numpy(), np.array(want, np.float32))
+    assert want[0] == 99 and want[2] == 100
