@@ -116,7 +116,7 @@ class Emitter:
         ta, tb = self.dtype_of(a), self.dtype_of(b)
         # a shift has its left operand's type (Taichi: `u8 << i32 -> u8`); the rest promote
         dt = ta if op in ("<<", ">>") and not tb.is_float else T.promote(ta, tb)
-        folded = _fold_identity(op, a, b, dt)
+        folded = self._fold_constants(op, a, b, dt)
         if folded is not None:
             return folded
         if op == "/" and not dt.is_float:
@@ -126,11 +126,6 @@ class Emitter:
             return special
         if op in ("&", "|", "^", "<<", ">>") and dt.is_float:
             raise FieldsimTypeError(f"bitwise operator {op} needs integer operands, got {ta} and {tb}")
-        if dt.is_float and op in _FOLDED and _is_const(a) and _is_const(b):
-            # each operand rounded to its own type, then to the op's, as at run time
-            av, bv = (dt.np.type(c.dtype.np.type(c.attr))
-                      for c in (v if isinstance(v, Stmt) else self.value(v, dt) for v in (a, b)))
-            return self.b.const(_FOLDED[op](av, bv, dt), dt)
         if op == "//" and dt.is_float:
             return self.b.unary(Op.FLOOR, self.binop("/", a, b))
         if op == "%" and dt.is_float:
@@ -138,6 +133,16 @@ class Emitter:
             q = self.b.unary(Op.FLOOR, self.b.div(av, bv))
             return self.b.sub(av, self.b.mul(bv, q))
         return self.b.binary(BINOPS[op], self.value(a, dt), self.value(b, dt))
+
+    def _fold_constants(self, op, a, b, dt):
+        """A float `+ - * / //` of two constants as Taichi's constant folder computes it (each
+        operand rounded to its own type, then to the op's, as at run time), or `x + 0`, `x * 1`
+        with a Python constant (`_fold_identity`); None otherwise."""
+        if not (dt.is_float and op in _FOLDED and _is_const(a) and _is_const(b)):
+            return _fold_identity(op, a, b, dt)
+        av, bv = (dt.np.type(c.dtype.np.type(c.attr))
+                  for c in (v if isinstance(v, Stmt) else self.value(v, dt) for v in (a, b)))
+        return self.b.const(_FOLDED[op](av, bv, dt), dt)
 
     def _power_or_atan2(self, op, a, b, dt, tb):
         """`a ** b` with an integer exponent (integers through f64, `_int_pow`; floats by
