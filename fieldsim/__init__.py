@@ -42,6 +42,7 @@ from fieldsim.lang.types import (f16, f32, f64, float16, float32, float64, i8, i
 from fieldsim.gui import GUI
 from fieldsim import ui
 from fieldsim import tools
+from fieldsim import algorithms
 from fieldsim.lang import profiler
 from fieldsim.tools import hex_to_rgb, rgb_to_hex
 from fieldsim import ad

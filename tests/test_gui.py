@@ -366,3 +366,13 @@ def test_widget_values_are_floats():
     with pytest.raises(TypeError, match="slider 'Radius': the value must be a number, got 'x'"):
         radius.value = "x"
     assert radius.value == 10.0
+
+
+def test_set_image_of_floats_rounds_clips_and_zeroes_nan():
+    gui = GUI("t", res=(4, 3), show_gui=False)
+    img = np.linspace(-0.5, 1.5, 36, dtype=np.float32).reshape(4, 3, 3)
+    img[0, 0] = [np.nan, np.inf, -np.inf]
+    gui.set_image(img)
+    want = (np.clip(np.nan_to_num(img), 0, 1) * np.float32(255) + np.float32(0.5)).astype(np.uint8)
+    got = np.round(gui.get_image()[..., :3] * 255).astype(np.uint8)
+    np.testing.assert_array_equal(got, want)

@@ -281,8 +281,13 @@ class TaskLowering(NestLowering):
         self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
         self.discarded = discarded_atomics(task) if cg.target.aggregates_scatters else set()
         self.fmf, self.approx_fmf = cg.fmf, cg.approx_fmf
-        # fast-math: divisions by one divisor in one block multiply by one reciprocal
-        self.div_groups = shared_divisors(task) if cg.fmf else {}
+        # fast-math: in a reverse-AD kernel, divisions by one divisor in one block multiply by
+        # one reciprocal (the quotient rule divides by one value several times); a kernel the
+        # user wrote divides each as Taichi's x64 backend does (`v / d` of a vector: a
+        # shared reciprocal put a PBD cloth's velocities 0.3 % off Taichi after one frame),
+        # but for divisions by one square root, which share its 1/sqrt estimate either way
+        user_kernel = "adjoint_of" not in cg.k.meta
+        self.div_groups = shared_divisors(task, roots_only=user_kernel) if cg.fmf else {}
         self.reciprocals: dict[int, L.Value] = {}  # id(first div of a group) -> 1/d
         self.preset: dict[int, L.Value] = {}  # statements whose value the loop nest computed
         self.ranges: dict = {}  # index ranges known in a nested ndrange loop (loopnest)

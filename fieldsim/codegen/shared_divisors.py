@@ -1,4 +1,5 @@
-"""Float divisions that share a divisor: `shared_divisors(task)`, for fast-math lowering.
+"""Float divisions that share a divisor: `shared_divisors(task)`, for the fast-math lowering
+of reverse-AD kernels (a kernel the user wrote divides each, as Taichi 1.7.4's x64 backend).
 
 Takes a task's IR. Returns, for every float `div` whose divisor is divided by at least twice
 in the same statement list (a division of a value by itself does not count: it stays exact), the id of the first such `div` in that list (in program order):
@@ -52,24 +53,25 @@ def divides_by_f32_root(s: Stmt) -> bool:
     return s.op == Op.DIV and s.args[1].op == Op.SQRT and s.args[1].dtype is T.f32
 
 
-def shared_divisors(task: Stmt) -> dict[int, int]:
+def shared_divisors(task: Stmt, roots_only: bool = False) -> dict[int, int]:
     """id(div) -> id(the first div of its group), for groups of two or more float divisions
-    by one divisor in one statement list."""
+    by one divisor in one statement list. `roots_only`: only divisions by an f32 square root
+    (which take one refined 1/sqrt estimate, shared or not: sharing changes no result)."""
     groups: dict[int, int] = {}
-    _scan(task.body, groups)
+    _scan(task.body, groups, roots_only)
     return groups
 
 
-def _scan(block: list[Stmt], groups: dict[int, int]):
+def _scan(block: list[Stmt], groups: dict[int, int], roots_only: bool):
     by_divisor: dict[int, list[Stmt]] = {}
     for s in block:
         # `x / x` stays a division: exactly 1 as in IEEE (and Taichi, whose fast-math folds
         # it), where x * (1/x) is 1 - ulp for some x (a plasticity ratio sig / sig then drifts)
         if s.op == Op.DIV and s.dtype is not None and s.dtype.is_float and \
-                not same_value(*s.args):
+                not same_value(*s.args) and (not roots_only or divides_by_f32_root(s)):
             by_divisor.setdefault(id(s.args[1]), []).append(s)
         for inner in s.blocks:
-            _scan(inner, groups)
+            _scan(inner, groups, roots_only)
     for divs in by_divisor.values():
         if len(divs) > 1:
             for s in divs:

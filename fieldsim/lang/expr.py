@@ -116,7 +116,7 @@ class Emitter:
         ta, tb = self.dtype_of(a), self.dtype_of(b)
         # a shift has its left operand's type (Taichi: `u8 << i32 -> u8`); the rest promote
         dt = ta if op in ("<<", ">>") and not tb.is_float else T.promote(ta, tb)
-        folded = _fold_identity(op, a, b, dt)
+        folded = self._fold_constants(op, a, b, dt)
         if folded is not None:
             return folded
         if op == "/" and not dt.is_float:
@@ -134,6 +134,16 @@ class Emitter:
             return self.b.sub(av, self.b.mul(bv, q))
         return self.b.binary(BINOPS[op], self.value(a, dt), self.value(b, dt))
 
+    def _fold_constants(self, op, a, b, dt):
+        """A float `+ - * / //` of two constants as Taichi's constant folder computes it (each
+        operand rounded to its own type, then to the op's, as at run time), or `x + 0`, `x * 1`
+        with a Python constant (`_fold_identity`); None otherwise."""
+        if not (dt.is_float and op in _FOLDED and _is_const(a) and _is_const(b)):
+            return _fold_identity(op, a, b, dt)
+        av, bv = (dt.np.type(c.dtype.np.type(c.attr))
+                  for c in (v if isinstance(v, Stmt) else self.value(v, dt) for v in (a, b)))
+        return self.b.const(_FOLDED[op](av, bv, dt), dt)
+
     def _power_or_atan2(self, op, a, b, dt, tb):
         """`a ** b` with an integer exponent (integers through f64, `_int_pow`; floats by
         repeated squaring, `_float_int_pow`) and `atan2` of integers (in default_fp); None for
@@ -149,7 +159,11 @@ class Emitter:
     def _float_int_pow(self, x: Stmt, n):
         """`x ** n` for a float x and an integer n as Taichi computes it: binary exponentiation
         (a product of repeated squares; 1 / that for n < 0), not libm's pow, whose rounding
-        differs in the last bit for about a third of the values (and costs a call)."""
+        differs in the last bit for about a third of the values (and costs a call). A constant
+        x (a func's float argument) with a constant n folds as Taichi's constant folding does:
+        the double-precision power rounded once to x's type."""
+        if not isinstance(n, Stmt) and x.op == Op.CONST:
+            return self.b.const(_folded_power(float(x.dtype.np.type(x.attr)), n, x.dtype), x.dtype)
         if not isinstance(n, Stmt):
             return self._power_by_squaring(x, n)
         r, base = self.b.const(1, x.dtype), x
@@ -307,6 +321,43 @@ def _fold_identity(op, a, b, dt):
             (op == "+" and a == 0) or (op == "*" and a == 1)):
         return b
     return None
+
+
+def _is_const(v) -> bool:
+    return not isinstance(v, Stmt) or v.op == Op.CONST
+
+
+def _folded_floordiv(a, b, dtype) -> float:
+    """floor(a / b) of two constants, the quotient in double (`0.2 // 0.002` of f32 values is
+    99, where the f32 quotient rounds to 100), as Taichi folds it."""
+    with np.errstate(all="ignore"):
+        return float(dtype.np.type(np.floor(np.float64(a) / np.float64(b))))
+
+
+def _folded_arith(fn):
+    def fold(a, b, dtype):
+        with np.errstate(all="ignore"):
+            return float(dtype.np.type(fn(a, b)))
+    return fold
+
+
+# Float ops of two constants (a local bound once to a number, a func's float argument) fold at
+# compile time, each rounded in its type, as Taichi's constant folder: `c / s` of constants is
+# the quotient, not a multiplication by fast-math's reciprocal of the constant divisor
+_FOLDED = {"+": _folded_arith(np.add), "-": _folded_arith(np.subtract),
+           "*": _folded_arith(np.multiply), "/": _folded_arith(np.divide), "//": _folded_floordiv}
+
+
+def _folded_power(x: float, n: int, dtype) -> float:
+    """C's pow(x, n) in double (what Taichi's constant folder calls), rounded to `dtype`."""
+    try:
+        r = math.pow(x, n)
+    except (OverflowError, ValueError):
+        r = math.inf if x > 0 or n % 2 == 0 else -math.inf
+        if x == 0:
+            r = math.copysign(math.inf, x) if n % 2 else math.inf
+    with np.errstate(over="ignore"):
+        return float(dtype.np.type(r))
 
 
 def _integral_exponent(b, tb) -> bool:

@@ -99,6 +99,7 @@ class Source:
     _assigned: frozenset | None = None
     _item_assigned: frozenset | None = None
     _receivers: frozenset | None = None
+    _constants: frozenset | None = None
     _locs: dict | None = None
 
     @property
@@ -107,6 +108,15 @@ class Source:
         if self._assigned is None:
             self._assigned = frozenset(_assigned_names(self.node))
         return self._assigned
+
+    @property
+    def constant_locals(self) -> frozenset:
+        """Names bound once, by a plain `name = value`, and never passed to a call: one whose
+        value is a Python number is a typed constant, as Taichi forwards such a variable's value
+        and folds what it meets (`a // b`, `a ** n`)."""
+        if self._constants is None:
+            self._constants = frozenset(_constant_locals(self.node))
+        return self._constants
 
     @property
     def method_receivers(self) -> frozenset:
@@ -510,6 +520,9 @@ class Frontend(ExprMixin):
                 value = vec
         # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static)
         literal_bool = isinstance(value, bool) and isinstance(getattr(node, "value", None), ast.Constant)
+        if annotation is None and type(value) in (int, float) and name in self.frame.source.constant_locals:
+            self.frame.bind(name, ValueRef(self.e.value(value)))  # a typed constant, as Taichi forwards it
+            return
         if isinstance(value, (Stmt, MatVal)) or (isinstance(value, (int, float)) and not isinstance(value, bool)) \
                 or annotation is not None or literal_bool:
             self.declare(name, value if not isinstance(value, bool) else int(value), annotation)
@@ -1299,6 +1312,21 @@ def _assigned_names(fdef) -> set:
                 if isinstance(sub, ast.Name) and (isinstance(sub.ctx, ast.Store) or sub is t):
                     names.add(sub.id)
     return names
+
+
+def _constant_locals(fdef) -> set:
+    stores: dict[str, int] = {}
+    passed = set()
+    single = set()
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            stores[n.id] = stores.get(n.id, 0) + 1
+        elif isinstance(n, ast.Call):
+            passed.update(a.id for a in [*n.args, *(k.value for k in n.keywords)]
+                          if isinstance(a, ast.Name))
+        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            single.add(n.targets[0].id)
+    return {name for name in single if stores.get(name) == 1 and name not in passed}
 
 
 def _item_assigned_names(fdef) -> set:

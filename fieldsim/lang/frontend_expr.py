@@ -723,10 +723,11 @@ def _construct_in_python(cls, args, kwargs):
 
 
 def coerce_pair(a, b):
-    """With a vector/matrix on one side, a list/tuple on the other is a vector/matrix too."""
-    if isinstance(a, MatVal) and isinstance(b, (list, tuple)):
+    """With a kernel value (vector, matrix or scalar) on one side, a list/tuple on the other is a
+    vector/matrix, as Taichi makes one of it (`delta * (i, j)`)."""
+    if isinstance(a, (MatVal, Stmt)) and isinstance(b, (list, tuple)):
         return a, to_matval(b)
-    if isinstance(b, MatVal) and isinstance(a, (list, tuple)):
+    if isinstance(b, (MatVal, Stmt)) and isinstance(a, (list, tuple)):
         return to_matval(a), b
     return a, b
 

@@ -7,7 +7,9 @@ the value cast to that type, one annotated with a vector/matrix type a copy of t
 passed a caller's variable *is* that variable (`x += 1` in the func changes the caller's `x`),
 and a declared return type casts what the func returns (`-> fs.i32` returning 1.5 gives 1).
 A vector/matrix meeting a scalar annotation of a plain `@fs.func` is cast element-wise (Taichi
-casts it whole; a `real_func` refuses it).
+casts it whole; a `real_func` refuses it). A Python float passed to an unannotated or float-annotated
+parameter is a runtime value of default_fp (of the annotated type), as Taichi copies it into a
+variable: arithmetic on it in the func rounds in that type.
 `fs.real_func` needs every parameter annotated (checked when decorated) and a return
 annotation when it returns a value.
 """
@@ -121,6 +123,10 @@ def coerce(fe, a, value, what: str, func):
         return _coerce_matrix(fe, a, value, what, name)
     if isinstance(a, tuple) and isinstance(value, tuple) and len(a) == len(value):
         return tuple(coerce(fe, ai, v, what, func) for ai, v in zip(a, value))
+    if a is None and isinstance(value, float):
+        # Taichi copies a by-value argument into a variable: a Python float is a default_fp
+        # value there, so `h * h` in the func rounds as f32 arithmetic does (not Python's)
+        return fe.e.value(value)
     return value
 
 
@@ -129,7 +135,9 @@ def _coerce_scalar(fe, a, value, what: str, name: str):
     dt = fe.e.resolve(a)
     if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
         raise FieldsimTypeError(f"func {name!r}: {what} is annotated {dt} but is {describe(value)}")
-    if not isinstance(value, Stmt):  # a constant stays one (static conditions still fold)
+    if isinstance(value, float) and dt.is_float:  # a variable of that type, as in Taichi
+        return fe.e.value(value, dt)
+    if not isinstance(value, Stmt):  # an integer constant stays one (static conditions fold)
         return dt.np.type(value if dt.is_float else int(value)).item()
     return fe.e.cast(value, dt)
 

@@ -1,6 +1,6 @@
 """Divisions sharing a divisor (codegen/shared_divisors.py, `TaskLowering.op_div`): under
-fast-math, two or more float divisions by one value in one block multiply by one reciprocal;
-exact mode keeps every division.
+fast-math, in a reverse-AD kernel, two or more float divisions by one value in one block
+multiply by one reciprocal; a kernel the user wrote and exact mode keep every division.
 
 Checks: which divisions the analysis groups (same block only, floats only, a branch's body a
 group of its own); the LLVM IR handed to LLVM has one `fdiv` per group under fast-math and one
@@ -63,12 +63,35 @@ def test_values_match_float64(fast_math):
     np.testing.assert_allclose(got, _want(av, bv), rtol=3e-6, atol=1e-6)
 
 
-def test_one_division_per_shared_divisor_under_fast_math(llvm_texts):
+def test_a_kernel_the_user_wrote_divides_each_quotient_under_fast_math(llvm_texts):
+    # as Taichi's x64 backend does: sharing is for reverse-AD kernels (their quotient rule)
     _quotients(True)
     (text,) = [t for t in llvm_texts if "quotients" in t]
-    # the loop body's d (out[0], out[1]: one reciprocal), the if's body (a/d, 3/d: one),
-    # the else's single -a/d (a division), and a/b: four divisions in all
-    assert _fdivs(text) == 4
+    assert _fdivs(text) == 6
+
+
+def test_one_division_per_shared_divisor_in_an_adjoint_under_fast_math(llvm_texts):
+    fs.init(arch=fs.cpu, offline_cache=False, fast_math=True)
+    x = fs.field(fs.f32, shape=8, needs_grad=True)
+    y = fs.field(fs.f32, shape=8, needs_grad=True)
+
+    @fs.kernel
+    def ratio():
+        for i in x:
+            y[i] = x[i] / (x[i] * x[i] + 1.0)
+
+    x.from_numpy(np.linspace(-1, 1, 8).astype(np.float32))
+    ratio()
+    y.grad.fill(1.0)
+    ratio.grad()
+    (fwd,) = [t for t in llvm_texts if "ratio" in t and ".grad" not in t and "grad" not in t]
+    (adj,) = [t for t in llvm_texts if "ratio" in t and "grad" in t]
+    assert _fdivs(fwd) == 1
+    # d(a/b) = da/b - a*db/b/b: several divisions by b, one reciprocal
+    assert _fdivs(adj) == 1
+    xv = np.linspace(-1, 1, 8)
+    np.testing.assert_allclose(x.grad.to_numpy(), (1 - xv * xv) / (xv * xv + 1) ** 2,
+                               rtol=2e-6, atol=1e-7)
 
 
 def test_exact_mode_keeps_every_division(llvm_texts):
@@ -130,8 +153,8 @@ def test_gradient_of_shared_divisions_matches_analytic_and_fd():
 
 @pytest.mark.parametrize("fast_math", [True, False])
 def test_subnormal_divisor_as_documented(fast_math):
-    """docs/API.md: a shared subnormal divisor's reciprocal overflows under fast-math (+-inf,
-    as -freciprocal-math), exact mode divides."""
+    """A kernel the user wrote divides by a subnormal divisor in both modes (docs/API.md: only
+    a reverse-AD kernel shares reciprocals, whose reciprocal of a subnormal overflows)."""
     fs.init(arch=fs.cpu, offline_cache=False, fast_math=fast_math)
     d, a = fs.field(fs.f32, shape=1), fs.field(fs.f32, shape=1)
     out = fs.Vector.field(2, dtype=fs.f32, shape=1)
@@ -147,11 +170,8 @@ def test_subnormal_divisor_as_documented(fast_math):
     d.from_numpy(np.array([1e-40], np.float32))  # subnormal: 1/d is above float32's max
     two_quotients()
     got = out.to_numpy()[0]
-    if fast_math:
-        np.testing.assert_array_equal(got, [np.inf, -np.inf])
-    else:
-        want = np.float32(1e-30) / np.float32(1e-40)
-        np.testing.assert_allclose(got, [want, -want], rtol=1e-6)
+    want = np.float32(1e-30) / np.float32(1e-40)
+    np.testing.assert_allclose(got, [want, -want], rtol=1e-6)
 
 
 @pytest.mark.parametrize("fast_math", [True, False])

@@ -290,3 +290,28 @@ def test_struct_method_assignments_reach_the_element_it_is_called_on():
     np.testing.assert_array_equal(ps.inv_mass.to_numpy(), [0, 0, 1])
     np.testing.assert_array_equal(ps.prev.to_numpy(), [[0, 0], [1, 2], [2, 4]])
     np.testing.assert_array_equal(out.to_numpy(), [0.25] * 3)
+
+
+def test_scalar_times_tuple_is_a_vector():
+    # `corner + delta * (dx, dy)` (a PBF program's lattice set-up): Taichi makes a tuple met
+    # by a kernel scalar a vector, on either side of the operator
+    fs.init(arch=fs.cpu)
+    out = fs.Vector.field(2, fs.f32, shape=(3, 4))
+
+    @fs.kernel
+    def k(delta: fs.f32):
+        corner = fs.Vector([0.5, 1.0])
+        for i in range(3):
+            dx, dy = i % 2, i // 2
+            out[i, 0] = corner + delta * (dx, dy)
+            out[i, 1] = (dx, dy) * delta
+            out[i, 2] = (dx, 1.0) + delta
+            out[i, 3] = delta - [dy, 2]
+
+    k(0.25)
+    d = np.float32(0.25)
+    ij = np.array([[i % 2, i // 2] for i in range(3)], np.float32)
+    want = np.stack([np.float32([0.5, 1.0]) + d * ij, ij * d,
+                     np.stack([ij[:, 0], np.ones(3, np.float32)], 1) + d,
+                     d - np.stack([ij[:, 1], np.full(3, 2, np.float32)], 1)], 1)
+    np.testing.assert_array_equal(out.to_numpy(), want)

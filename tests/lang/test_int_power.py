@@ -59,3 +59,26 @@ def test_zero_exponent_and_gradient():
     assert loss[None] == pytest.approx((xs ** 3 + xs ** -2.0 + 1).sum(), rel=1e-12)
     np.testing.assert_allclose(x.grad.to_numpy(), 3 * xs ** 2 - 2 * xs ** -3.0, rtol=1e-12)
     fs.init(arch=fs.cpu)
+
+
+def test_power_of_a_constant_folds_as_double_pow_rounded_once():
+    # Taichi folds `h ** n` when h is a constant (a func's float argument): C's pow in double,
+    # rounded to f32 once, which for these differs from squaring in f32 (0.05 ** 6, 1.0123 ** 7)
+    fs.init(arch=fs.cpu)
+    out = fs.field(fs.f32, shape=4)
+
+    @fs.func
+    def power(h, n: fs.template()):
+        return h ** n
+
+    @fs.kernel
+    def k():
+        out[0] = power(0.05, 6)
+        out[1] = power(1.0123, 7)
+        out[2] = power(1.0123, -3)
+        out[3] = power(3.0e20, 3)  # overflows f32: inf, as the rounded double is
+
+    k()
+    want = [np.float32(float(np.float32(x)) ** n) for x, n in ((0.05, 6), (1.0123, 7), (1.0123, -3))]
+    np.testing.assert_array_equal(out.to_numpy(), np.array(want + [np.inf], np.float32))
+    assert want[0] != _squaring(np.array([0.05], np.float32), 6)[0]
