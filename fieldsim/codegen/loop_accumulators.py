@@ -25,7 +25,7 @@ from fieldsim.ir.ir import GLOBAL_ACCESS, Op, Stmt, walk
 
 def loop_accumulators(loop: Stmt, demoted: set, taken: set) -> list[list[Stmt]]:
     """Groups of atomics of `loop`'s body, one group per element (see the module doc)."""
-    inside, used, by_field = set(), set(), {}
+    inside, used, by_field = {id(loop)}, set(), {}  # the loop's own index varies too
     for st in walk(loop.body):
         inside.add(id(st))
         used.update(id(a) for a in st.args)

@@ -15,6 +15,8 @@ rewrite a loop of some shape. A generated kernel is one such loop around random 
   neighbours into a 2-D output, optionally reduced per row;
 - `matrices`: 2x2 matrices near the identity (`@`, `transpose`, `inverse`, `determinant`,
   `outer_product`, `trace`, `ti.polar_decompose`), as MPM particle updates use them;
+- `rows`: `for i in range(G)` over a serial `for j` adding into `out2[i, j]` (a new element
+  each iteration) and `out[i]` (the same one: kept in a register across the loop);
 - `loop`: `for i in range(N)` around a `while` with an index-dependent trip count.
 
 Expressions are random trees over `a[.]`, `b[.]`, `float(i)`, constants exact in f32, with
@@ -259,9 +261,21 @@ def _matrices(draw) -> str:
             "        s[None] += r.norm_sqr() + C[0, 1] * S[1, 1]\n")
 
 
+@st.composite
+def _rows(draw) -> str:
+    cond = draw(st.one_of(st.none(), conditions(("i", "j"))))
+    pad = "                " if cond else "            "
+    lines = [f"out2[i, j] += {draw(expressions(('i', 'j')))}",
+             f"out[i] += {draw(expressions(('i', 'j'), depth=2))}"]
+    return ("    for i in range(G):\n"
+            "        for j in range(G):\n"
+            + (f"            if {cond}:\n" if cond else "")
+            + "".join(pad + line + "\n" for line in lines))
+
+
 SHAPES = {"elementwise": _elementwise, "pairs": _pairs, "inner": _inner, "loop": _loop,
           "inner_exits": _inner_exits, "vectors": _vectors, "funcs": _funcs,
-          "grid": _grid, "matrices": _matrices}
+          "grid": _grid, "matrices": _matrices, "rows": _rows}
 
 
 @st.composite

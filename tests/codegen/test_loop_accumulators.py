@@ -12,6 +12,7 @@ made inside the loop.
 import re
 
 import numpy as np
+import pytest
 
 import fieldsim as fs
 from fieldsim.codegen.demote import owned_atomics
@@ -152,3 +153,31 @@ def test_analysis_groups_by_component_and_refuses_inner_indices():
     assert sorted(len(grp) for grp in groups) == [1, 2]
     assert all(st.field is not g for grp in groups for st in grp)
     assert loop_accumulators(inner, set(), set()) == []  # not demoted: left alone
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_an_element_indexed_by_the_inner_loop_itself_is_not_held(threads):
+    """`x[i, j] += ...` inside `for j` touches a new element each iteration: nothing to hold
+    (the loop's own index once passed for loop-invariant and broke the LLVM text)."""
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=threads)
+    n, m = 5, 7
+    x = fs.field(fs.i32, shape=(n, m))
+
+    @fs.kernel
+    def on_field():
+        for i in range(n):
+            for j in range(m):
+                x[i, j] += i + j
+
+    @fs.kernel
+    def on_array(arr: fs.types.ndarray()):
+        for i in range(n):
+            for j in range(m):
+                arr[i, j] += i * j
+
+    on_field()
+    a = np.ones((n, m), np.int32)
+    on_array(a)
+    i, j = np.meshgrid(np.arange(n), np.arange(m), indexing="ij")
+    np.testing.assert_array_equal(x.to_numpy(), i + j)
+    np.testing.assert_array_equal(a, 1 + i * j)

@@ -45,7 +45,7 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, data
 
 
 _ADDED = re.compile(r"^(\s*)(out\[i\] \+=|out\[[ij]\] -=|s\[None\] \+=|acc \+=|out\[i\] =|"
-                    r"out2\[i, j\] =) (.+)$")
+                    r"out2\[i, j\] \+?=) (.+)$")
 
 
 def _sizes(case):
