@@ -2,6 +2,7 @@
 recursion whose depth depends on runtime values (a real call; a plain func refuses it)."""
 import numpy as np
 import pytest
+from support.programs import static_factorial
 
 import fieldsim as fs
 
@@ -57,12 +58,7 @@ def test_runtime_recursion_of_a_plain_func_is_a_clear_error():
 
 
 def test_static_recursion_of_a_real_func_still_works():
-    @fs.real_func
-    def fact(n: fs.template()) -> fs.i32:
-        r = 1
-        if fs.static(n > 1):
-            r = n * fact(n - 1)
-        return r
+    fact = static_factorial()
 
     @fs.kernel
     def k() -> fs.i32:

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from support.programs import static_factorial
 
 import fieldsim as fs
 
@@ -309,7 +310,7 @@ def test_a_recursive_struct_return_is_refused_clearly():
 
 
 def test_non_recursive_and_static_recursion_still_inline():
-    fact = _static_factorial()
+    fact = static_factorial()
 
     @fs.real_func
     def twice(v: fs.f32) -> fs.f32:
@@ -345,7 +346,7 @@ def test_deep_recursion_on_constants_becomes_a_real_call():
 
 
 def test_deep_static_recursion_through_templates_is_still_refused():
-    fact = _static_factorial()
+    fact = static_factorial()
 
     @fs.kernel
     def k() -> fs.i32:
@@ -354,16 +355,6 @@ def test_deep_static_recursion_through_templates_is_still_refused():
     with pytest.raises(fs.FieldsimSyntaxError, match="too deeply"):
         k()
 
-
-def _static_factorial():
-    """A real_func recursing on a template argument: unrolled at compile time, never a call."""
-    @fs.real_func
-    def fact(n: fs.template()) -> fs.i32:
-        r = 1
-        if fs.static(n > 1):
-            r = n * fact(n - 1)
-        return r
-    return fact
 
 
 def _ir(kernel, *args):

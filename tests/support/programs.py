@@ -76,3 +76,14 @@ def cube_sum_through_torch() -> SimpleNamespace:
         cube_sum()
         return y.to_torch()
     return SimpleNamespace(x=x, y=y, f=f)
+
+
+def static_factorial():
+    """A real_func recursing on a template argument: unrolled at compile time, never a call."""
+    @fs.real_func
+    def fact(n: fs.template()) -> fs.i32:
+        r = 1
+        if fs.static(n > 1):
+            r = n * fact(n - 1)
+        return r
+    return fact
