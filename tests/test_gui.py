@@ -376,3 +376,100 @@ def test_set_image_of_floats_rounds_clips_and_zeroes_nan():
     want = (np.clip(np.nan_to_num(img), 0, 1) * np.float32(255) + np.float32(0.5)).astype(np.uint8)
     got = np.round(gui.get_image()[..., :3] * 255).astype(np.uint8)
     np.testing.assert_array_equal(got, want)
+
+
+def _triangle_reference(want, a, b, c, colours):
+    """Triangle by triangle, every pixel centre tested with the edge functions."""
+    h, w = want.shape
+    ys, xs = np.mgrid[0:h, 0:w]
+    px, py = xs + 0.5, ys + 0.5
+    for (ax, ay), (bx, by), (cx, cy), colour in zip(a, b, c, colours):
+        e0 = (bx - ax) * (py - ay) - (by - ay) * (px - ax)
+        e1 = (cx - bx) * (py - by) - (cy - by) * (px - bx)
+        e2 = (ax - cx) * (py - cy) - (ay - cy) * (px - cx)
+        inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
+        want[inside] = colour
+
+
+def _random_triangles(rng, n, w, h):
+    """Corners in pixels (y down), some off the canvas, some degenerate or on pixel centres."""
+    a, b, c = (rng.uniform(-0.2, 1.2, (n, 2)) * (w, h) for _ in range(3))
+    c[: n // 8] = a[: n // 8] + 0.5 * (b[: n // 8] - a[: n // 8])  # collinear corners
+    b[n // 8: n // 4, 1] = a[n // 8: n // 4, 1]  # a horizontal edge
+    grid = slice(n // 4, n // 2)  # corners on pixel centres and edges
+    for p in (a, b, c):
+        p[grid] = np.round(p[grid] * 2) / 2
+    return a, b, c
+
+
+@pytest.mark.parametrize("w, h, n", [(41, 33, 120), (64, 48, 400)])
+def test_triangles_match_a_triangle_by_triangle_reference(w, h, n):
+    """Overlapping triangles of either winding, degenerate ones, corners on pixel centres and
+    off the canvas: the canvas equals testing every pixel centre triangle by triangle."""
+    rng = np.random.default_rng(5)
+    a, b, c = _random_triangles(rng, n, w, h)
+    colours = np.array([RED, GREEN, BLUE, WHITE])[rng.integers(0, 4, n)]
+    gui = GUI(res=(w, h))
+    want = gui._buf.copy()
+    to_unit = lambda p: np.stack([p[:, 0] / w, 1.0 - p[:, 1] / h], 1)
+    gui.triangles(to_unit(a), to_unit(b), to_unit(c), color=colours)
+    _triangle_reference(want, a, b, c, colours)
+    np.testing.assert_array_equal(gui._buf, want)
+
+
+def _segment_reference(want, a, b, r, colour):
+    h, w = want.shape
+    ys, xs = np.mgrid[0:h, 0:w]
+    px, py = xs + 0.5 - a[0], ys + 0.5 - a[1]
+    e = b - a
+    t = np.clip((px * e[0] + py * e[1]) / max(e @ e, 1e-12), 0.0, 1.0)
+    want[(px - t * e[0]) ** 2 + (py - t * e[1]) ** 2 <= r * r] = colour
+
+
+def test_single_shape_calls_draw_in_call_order_as_one_at_a_time():
+    """circle, line, triangle and rect calls are queued and drawn together when the canvas is
+    used: interleaved and overlapping, the canvas equals drawing each call at once in order, and
+    clear() and set_image() drop what was queued before them."""
+    w, h, n = 48, 40, 150
+    rng = np.random.default_rng(9)
+    gui = GUI(res=(w, h), background_color=BG)
+    want = gui._buf.copy()
+    ys, xs = np.mgrid[0:h, 0:w]
+    to_unit = lambda p: (p[0] / w, 1.0 - p[1] / h)
+    for k in range(n):
+        colour = int(rng.choice([RED, GREEN, BLUE, WHITE]))
+        p, q, s = (rng.uniform(-0.1, 1.1, 2) * (w, h) for _ in range(3))
+        kind = k % 4
+        if kind == 0:
+            r = float(rng.choice([0.5, 1.5, 4.0]))
+            gui.circle(to_unit(p), color=colour, radius=r)
+            own = (xs == np.floor(p[0])) & (ys == np.floor(p[1]))
+            want[own | ((xs + 0.5 - p[0]) ** 2 + (ys + 0.5 - p[1]) ** 2 <= r * r)] = colour
+        elif kind == 1:
+            r = float(rng.choice([0.2, 1.0, 2.5]))
+            gui.line(np.array(to_unit(p)), list(to_unit(q)), radius=r, color=colour)
+            _segment_reference(want, p, q, max(r, 0.5), colour)
+        elif kind == 2:
+            gui.triangle(to_unit(p), to_unit(q), to_unit(s), color=colour)
+            _triangle_reference(want, [p], [q], [s], [colour])
+        else:
+            gui.rect(to_unit(p), to_unit(q), radius=1, color=colour)
+            corners = [p, np.array([q[0], p[1]]), q, np.array([p[0], q[1]])]
+            for i in range(4):
+                _segment_reference(want, corners[i], corners[(i + 1) % 4], 1.0, colour)
+    np.testing.assert_array_equal(gui._buf, want)
+    gui.circle((0.5, 0.5), color=RED, radius=30)
+    gui.clear()
+    assert (gui._buf == gui._buf[0, 0]).all()
+    gui.circle((0.5, 0.5), color=RED, radius=30)
+    gui.set_image(np.zeros((w, h)))
+    assert (gui._buf == 0).all()
+
+
+def test_single_shape_calls_check_their_arguments_at_the_call():
+    gui = GUI(res=32)
+    with pytest.raises(ValueError):
+        gui.circle((0.5, 0.5), color=np.array([RED, GREEN]))  # two colours for one circle
+    with pytest.raises(ValueError):
+        gui.triangle((0.1, 0.1), np.zeros((2, 2)), (0.5, 0.5))
+    assert not gui._queued
