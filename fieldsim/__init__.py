@@ -20,8 +20,8 @@ from fieldsim.lang.addresses import get_addr
 from fieldsim.lang.sparse_ops import (activate, append, deactivate, deactivate_all_snodes,
                                       is_active, length, rescale_index)
 from fieldsim.lang import math
-from fieldsim.lang.ops_int import bit_cast, bit_sar, bit_shl, bit_shr, raw_div, raw_mod
-from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
+from fieldsim.lang.ops_int import bit_cast, bit_sar, bit_shl, bit_shr, frexp, raw_div, raw_mod
+from fieldsim.lang.ops import (abs, acos, asin, assume_in_range, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
                                ndrange, one, pow, random, round, rsqrt, select, sin, sqrt, static,
@@ -29,8 +29,8 @@ from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_
 from fieldsim.lang.runtime import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, amdgpu, arm64, cfg, cpu,
                                    cuda, dx11, dx12, gles, gpu, init, is_arch_supported,
                                    is_logging_effective, metal, opengl, reset, set_logging_level,
-                                   sync, vulkan, x64)
-from fieldsim.lang.enums import extension
+                                   sync, vulkan, x64, x86_64)
+from fieldsim.lang.enums import DeviceCapability, Layout, extension
 from fieldsim.lang.lang_builtins import randn
 from fieldsim.lang.func_args import ref
 from fieldsim.lang.exception import (TaichiAssertionError, TaichiCompilationError, TaichiError,
@@ -39,6 +39,7 @@ from fieldsim.lang.exception import (TaichiAssertionError, TaichiCompilationErro
 from fieldsim.lang.types import (f16, f32, f64, float16, float32, float64, i8, i16, i32, i64,
                                  int8, int16, int32, int64, u1, u8, u16, u32, u64, uint8, uint16,
                                  uint32, uint64)
+uint1 = u1
 from fieldsim.gui import GUI
 from fieldsim import ui
 from fieldsim import tools
@@ -64,6 +65,7 @@ from fieldsim.lang.triplets import sparse_matrix_builder
 
 polar_decompose = linalg.polar_decompose
 svd = linalg.svd
+solve = linalg.solve
 
 import fieldsim.runtime
 from fieldsim import _lib
@@ -76,7 +78,7 @@ import sys as _sys
 _sys.modules[__name__ + ".math"] = math
 _sys.modules[__name__ + ".types"] = types
 
-__version__ = "0.1.0"
+from fieldsim.version import __version__
 
 from fieldsim.lang import compat as _compat
 

@@ -141,6 +141,23 @@ _MATH = {
     "rotation2d": ("The 2x2 rotation matrix of angle `ang` (radians).",
                    "np.round(fs.math.rotation2d(np.pi / 2).to_numpy(), 6).tolist()",
                    "[[0.0, -1.0], [1.0, 0.0]]"),
+    "rotation3d": ("The 4x4 rotation rot_yaw_pitch_roll(ang_z, ang_x, ang_y), as Taichi's.",
+                   "np.round(fs.math.rotation3d(0.0, 0.0, 0.0).to_numpy(), 6).tolist()[0]",
+                   "[1.0, 0.0, 0.0, 0.0]"),
+    "rot_yaw_pitch_roll": ("The 4x4 rotation (Ry(yaw) Rx(pitch) Rz(roll))^T, as Taichi's.",
+                           ("np.round(fs.math.rot_yaw_pitch_roll(np.pi / 2, 0.0, 0.0).to_numpy()"
+                            "[:3, :3], 6).tolist()"),
+                           "[[0.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]"),
+    "rot_by_axis": ("The 4x4 rotation about `axis` by `ang`, transposed as Taichi's (Rodrigues).",
+                    ("np.round(fs.math.rot_by_axis(fs.math.vec3(0, 0, 1), np.pi / 2).to_numpy()"
+                     "[:2, :2], 6).tolist()"),
+                    "[[0.0, 1.0], [-1.0, 0.0]]"),
+    "vdir": ("The unit 2-vector (cos ang, sin ang).",
+             "np.round(fs.math.vdir(np.pi / 2).to_numpy(), 6).tolist()", "[0.0, 1.0]"),
+    "popcnt": ("The number of set bits of an integer, in its type's width (a Python int: i32).",
+               "fs.math.popcnt(-1)", "32"),
+    "clz": ("The number of leading zero bits of an integer, in its type's width (the width for 0).",
+            "fs.math.clz(1)", "31"),
     "translate": ("The 4x4 homogeneous translation by (dx, dy, dz).",
                   "fs.math.translate(1.0, 2.0, 3.0).to_numpy()[:3, 3].tolist()", "[1.0, 2.0, 3.0]"),
     "scale": ("The 4x4 homogeneous scaling by (sx, sy, sz).",
@@ -206,6 +223,10 @@ EXAMPLE.update({
                           ">>> np.round(S.to_numpy(), 6).tolist()\n[[2.0, 0.0], [0.0, 3.0]]\n",
     "fs.svd": ">>> U, sig, V = fs.svd(fs.Matrix([[3.0, 0.0], [0.0, 2.0]]), fs.f32)\n"
               ">>> sorted(np.round(np.diag(sig.to_numpy()), 6).tolist())\n[2.0, 3.0]\n",
+    "fs.solve": ">>> fs.solve(fs.Matrix([[0.0, 1.0], [2.0, 3.0]]), fs.Vector([1.0, 2.0])).to_numpy().tolist()\n"
+                "[-0.5, 1.0]\n",
+    "fs.Layout": ">>> x = fs.Vector.field(3, fs.f32, shape=4, layout=fs.Layout.SOA)\n>>> x.shape\n(4,)\n",
+    "fs.DeviceCapability": ">>> fs.DeviceCapability.spirv_has_int64\n'spirv_has_int64'\n",
     "fs.randn": ">>> isinstance(fs.randn(), float)\nTrue\n",
     "fs.real_func": ">>> @fs.real_func\n... def twice(v: fs.f32) -> fs.f32:\n...     return 2 * v\n"
                     ">>> r = fs.field(fs.f32, shape=())\n>>> @fs.kernel\n... def k():\n...     r[None] = twice(1.5)\n"

@@ -1,4 +1,5 @@
-"""Small-matrix decompositions for kernel scope: `fs.polar_decompose` and `fs.svd` (2x2, 3x3);
+"""Small-matrix decompositions for kernel scope: `fs.polar_decompose`, `fs.svd` and the linear
+solve `fs.solve` (2x2, 3x3);
 and `fs.linalg`, Taichi's `ti.linalg`: the sparse matrices and solvers of
 `fieldsim.sparse_matrix` and `fieldsim.sparse_solver` are re-exported here.
 
@@ -346,5 +347,48 @@ def svd(A, dt=None):
         return svd3d(A, dt)
 
 
+@fs.pyfunc
+def solve(A, b, dt=None):
+    """The solution x of A @ x = b for a 2x2 or 3x3 matrix A (Taichi's `ti.solve`): Gaussian
+    elimination with partial pivoting (in each column the first row of largest magnitude is
+    swapped up, as Taichi picks it), then back substitution. A singular A gives inf or NaN
+    entries (with `fs.init(debug=True)`, a failed assertion). `dt` is the computation and
+    result type (the default float type when omitted)."""
+    assert fs.static(A.n == A.m and 2 <= A.n <= 3), "ti.solve supports 2x2 and 3x3 matrices"
+    assert fs.static(b.n == A.n), "ti.solve: b needs one entry per row of A"
+    M = _cast(A, dt)
+    y = _cast(b, dt)
+    for i in fs.static(range(A.n - 1)):
+        pivot = i
+        largest = fs.abs(M[i, i])
+        for j in fs.static(range(i + 1, A.n)):
+            bigger = fs.abs(M[j, i]) > largest
+            pivot = fs.select(bigger, j, pivot)
+            largest = fs.select(bigger, fs.abs(M[j, i]), largest)
+        for j in fs.static(range(i + 1, A.n)):  # rows i and pivot trade places
+            swap = pivot == j
+            for k in fs.static(range(A.n)):
+                top = M[i, k]
+                M[i, k] = fs.select(swap, M[j, k], top)
+                M[j, k] = fs.select(swap, top, M[j, k])
+            top_y = y[i]
+            y[i] = fs.select(swap, y[j], top_y)
+            y[j] = fs.select(swap, top_y, y[j])
+        assert M[i, i] != 0.0, "Matrix is singular in linear solve."
+        for j in fs.static(range(i + 1, A.n)):
+            scale = M[j, i] / M[i, i]
+            for k in fs.static(range(i + 1, A.n)):
+                M[j, k] -= M[i, k] * scale
+            y[j] -= y[i] * scale
+    x = y
+    for r in fs.static(range(A.n)):
+        i = fs.static(A.n - 1 - r)
+        total = y[i]
+        for k in fs.static(range(i + 1, A.n)):
+            total -= M[i, k] * x[k]
+        x[i] = total / M[i, i]
+    return x
+
+
 __all__ = ["LinearOperator", "MatrixFreeBICGSTAB", "MatrixFreeCG", "SparseCG", "SparseMatrix",
-           "SparseMatrixBuilder", "SparseSolver", "polar_decompose", "svd"]
+           "SparseMatrixBuilder", "SparseSolver", "polar_decompose", "solve", "svd"]

@@ -31,3 +31,15 @@ def test_unsupported_name_in_kernel_is_located_at_the_kernel_line():
     with pytest.raises(fs.FieldsimNameError, match="thread indices of GPU backends") as info:
         k()
     assert "fs.global_thread_idx()" in str(info.value)
+
+
+def test_version_is_fieldsims_string_and_compares_with_tuples_as_taichi_1_7_4():
+    """Taichi programs guard on `ti.__version__ < (1, 6, 0)` (Taichi's is a tuple): fieldsim's
+    string compares with tuples as the Taichi release whose API it follows."""
+    v = fs.__version__
+    assert isinstance(v, str) and v == "0.1.0" and f"{v}" == "0.1.0"
+    assert v >= (1, 6, 0) and v < (1, 8) and v == (1, 7, 4) and v != (1, 7, 3)
+    assert not v < (1, 7, 4) and v > (1, 7) and v <= (1, 7, 4, 0)
+    assert {v: 1}["0.1.0"] == 1
+    with pytest.raises(TypeError):
+        v < 3  # noqa: B015 - neither a string nor a tuple, as for Taichi's tuple

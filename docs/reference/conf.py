@@ -19,7 +19,7 @@ import fieldsim  # noqa: E402
 project = "fieldsim"
 author = "The fieldsim developers"
 copyright = "the fieldsim developers, Apache-2.0"
-release = version = fieldsim.__version__
+release = version = str(fieldsim.__version__)
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 exclude_patterns = ["_build"]
 html_theme = "alabaster"

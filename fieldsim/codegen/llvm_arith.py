@@ -168,6 +168,10 @@ LOWER_FLOAT = {
 LOWER_INT = {
     Op.NEG: lambda lw, b, dt, x: b.neg(x), Op.ABS: _int_abs,
     Op.BIT_NOT: lambda lw, b, dt, x: b.not_(x),
+    Op.POPCNT: lambda lw, b, dt, x: b.call(lw.cg.module.declare_intrinsic("llvm.ctpop", [x.type]), [x]),
+    Op.CLZ: lambda lw, b, dt, x: b.call(lw.cg.module.declare_intrinsic(
+        "llvm.ctlz", [x.type], L.FunctionType(x.type, [x.type, L.IntType(1)])),
+        [x, L.Constant(L.IntType(1), 0)]),  # defined for 0: the width
     Op.ADD: lambda lw, b, dt, x, y: b.add(x, y), Op.SUB: lambda lw, b, dt, x, y: b.sub(x, y),
     Op.MUL: lambda lw, b, dt, x, y: b.mul(x, y), Op.DIV: _int_div, Op.FLOORDIV: _int_floordiv,
     Op.MOD: _int_mod, Op.MIN: _int_minmax("<"), Op.MAX: _int_minmax(">"),

@@ -115,6 +115,10 @@ class Op(enum.IntEnum):
     PARAM = enum.auto()
     CALL = enum.auto()
     CALL_RESULT = enum.auto()
+    # integer bit counts, of the operand's type (`ti.math.popcnt`, `ti.math.clz`): set bits, and
+    # leading zero bits (the width for 0)
+    POPCNT = enum.auto()
+    CLZ = enum.auto()
 
 
 class Effect(enum.Enum):
@@ -264,6 +268,11 @@ _SPECS = {
                      differentiable=False, lowering=Lowering.ARITH, evaluate=operator.invert,
                      float_ok=False),
     Op.CAST: _statement(1, Result.GIVEN, Effect.PURE, diff=True, evaluate=None),
+    # (no Python evaluation: the count depends on the operand's width)
+    Op.POPCNT: _spec(arity=1, result=Result.OPERAND, operands=Operands.INT, effect=Effect.PURE,
+                    differentiable=False, lowering=Lowering.ARITH, float_ok=False),
+    Op.CLZ: _spec(arity=1, result=Result.OPERAND, operands=Operands.INT, effect=Effect.PURE,
+                 differentiable=False, lowering=Lowering.ARITH, float_ok=False),
     Op.ADD: _binary(operator.add),
     Op.SUB: _binary(operator.sub),
     Op.MUL: _binary(operator.mul),

@@ -3,7 +3,7 @@
 Takes scalars, `fs.Vector`/`fs.Matrix` values (Python scope) or kernel values (scalars and
 vectors/matrices, kernel scope); every function is element-wise unless its name says otherwise
 (`dot`, `cross`, `length`, `distance`, `normalize`, `reflect`, `refract`, `determinant`,
-`inverse`, `rotation2d`, `eye`). Guarantees Taichi 1.7.4's definitions (e.g. `sign(0) == 0`,
+`inverse`, `rotation2d`, `rotation3d`, `rot_by_axis`, `rot_yaw_pitch_roll`, `vdir`, `eye`). Guarantees Taichi 1.7.4's definitions (e.g. `sign(0) == 0`,
 `step(edge, x) = 0 if x < edge else 1`, `mix(x, y, a) = x * (1 - a) + y * a`). In kernels the
 functions are registered in `ops.KERNEL_BUILTINS` and lower to scalar IR through the frontend's
 `Emitter`, so reverse and forward AD differentiate them like hand-written code.
@@ -52,6 +52,7 @@ __all__ = [
     "cinv",
     "clamp",
     "clog",
+    "clz",
     "cmul",
     "cos",
     "cpow",
@@ -87,11 +88,15 @@ __all__ = [
     "nan",
     "normalize",
     "pi",
+    "popcnt",
     "pow",
     "radians",
     "reflect",
     "refract",
+    "rot_by_axis",
+    "rot_yaw_pitch_roll",
     "rotation2d",
+    "rotation3d",
     "round",
     "rsqrt",
     "scale",
@@ -106,6 +111,7 @@ __all__ = [
     "uvec2",
     "uvec3",
     "uvec4",
+    "vdir",
     "vec2",
     "vec3",
     "vec4",
@@ -450,3 +456,159 @@ translate = _define("translate", lambda dx, dy, dz: _py_mat4(
     [[1.0, 0, 0, dx], [0, 1.0, 0, dy], [0, 0, 1.0, dz], [0, 0, 0, 1.0]]), _k_translate)
 scale = _define("scale", lambda sx, sy, sz: _py_mat4(
     [[sx, 0, 0, 0.0], [0, sy, 0, 0.0], [0, 0, sz, 0.0], [0, 0, 0, 1.0]]), _k_scale)
+
+
+# ---- rotations: one formula for both scopes, over `_PyArith` or `_KernelArith` -------------------
+class _PyArith:
+    cos, sin, sqrt = staticmethod(_m.cos), staticmethod(_m.sin), staticmethod(_m.sqrt)
+
+    @staticmethod
+    def add(a, b):
+        return a + b
+
+    @staticmethod
+    def sub(a, b):
+        return a - b
+
+    @staticmethod
+    def mul(a, b):
+        return a * b
+
+    @staticmethod
+    def div(a, b):
+        return a / b
+
+
+class _KernelArith:
+    """Kernel values; Python 0 and 1 operands fold away (the rotation matrices' zeros)."""
+
+    def __init__(self, fe):
+        self.e = fe.e
+
+    def cos(self, x):
+        return self.e.unop(Op.COS, x, True)
+
+    def sin(self, x):
+        return self.e.unop(Op.SIN, x, True)
+
+    def sqrt(self, x):
+        return self.e.unop(Op.SQRT, x, True)
+
+    def add(self, a, b):
+        return b if _is(a, 0) else a if _is(b, 0) else self.e.binop("+", a, b)
+
+    def sub(self, a, b):
+        return a if _is(b, 0) else self.e.binop("-", a, b)
+
+    def mul(self, a, b):
+        if _is(a, 0) or _is(b, 0):
+            return 0
+        return b if _is(a, 1) else a if _is(b, 1) else self.e.binop("*", a, b)
+
+    def div(self, a, b):
+        return self.e.binop("/", a, b)
+
+
+def _is(v, k) -> bool:
+    return not isinstance(v, Stmt) and v == k
+
+
+def _matmul3(ar, a, b):
+    return [[_sum(ar, [ar.mul(a[i][k], b[k][j]) for k in range(3)]) for j in range(3)]
+            for i in range(3)]
+
+
+def _sum(ar, terms):
+    total = terms[0]
+    for t in terms[1:]:
+        total = ar.add(total, t)
+    return total
+
+
+def _homogeneous(rows3):
+    return [list(r) + [0.0] for r in rows3] + [[0.0, 0.0, 0.0, 1.0]]
+
+
+def _ypr_rows(ar, yaw, pitch, roll):
+    """Taichi's `rot_yaw_pitch_roll`: the transpose of Ry(yaw) Rx(pitch) Rz(roll) (right-handed
+    rotations about y, x and z), in homogeneous 4x4 form."""
+    ch, sh, cp, sp, cb, sb = (f(a) for a in (yaw, pitch, roll) for f in (ar.cos, ar.sin))
+    ry = [[ch, 0, sh], [0, 1, 0], [ar.sub(0, sh), 0, ch]]
+    rx = [[1, 0, 0], [0, cp, ar.sub(0, sp)], [0, sp, cp]]
+    rz = [[cb, ar.sub(0, sb), 0], [sb, cb, 0], [0, 0, 1]]
+    m = _matmul3(ar, _matmul3(ar, ry, rx), rz)
+    return _homogeneous([[m[j][i] for j in range(3)] for i in range(3)])
+
+
+def _axis_rows(ar, axis, ang):
+    """Taichi's `rot_by_axis`: Rodrigues' rotation by `ang` about the normalised `axis`,
+    transposed (c I - s [k]x + (1 - c) k k^T), in homogeneous 4x4 form."""
+    norm = ar.sqrt(_sum(ar, [ar.mul(a, a) for a in axis]))
+    k = [ar.div(a, norm) for a in axis]
+    c, s = ar.cos(ang), ar.sin(ang)
+    cross = [[0, ar.sub(0, k[2]), k[1]], [k[2], 0, ar.sub(0, k[0])], [ar.sub(0, k[1]), k[0], 0]]
+    one_minus_c = ar.sub(1.0, c)
+    rows = [[ar.sub(ar.add(c if i == j else 0, ar.mul(ar.mul(one_minus_c, k[i]), k[j])),
+                    ar.mul(s, cross[i][j])) for j in range(3)] for i in range(3)]
+    return _homogeneous(rows)
+
+
+def _kernel_matrix(fe, rows):
+    return fe.e.cast(MatVal.rows(rows), fe.e.fp)
+
+
+def _entries(fe, v, n, what):
+    if not isinstance(v, MatVal) or len(v.entries) != n:
+        raise FieldsimTypeError(f"ti.math.{what} needs a {n}-vector, got {v!r}")
+    return v.entries
+
+
+rot_yaw_pitch_roll = _define(
+    "rot_yaw_pitch_roll", lambda yaw, pitch, roll: _py_mat4(_ypr_rows(_PyArith, yaw, pitch, roll)),
+    lambda fe, yaw, pitch, roll: _kernel_matrix(fe, _ypr_rows(_KernelArith(fe), yaw, pitch, roll)))
+rotation3d = _define(
+    "rotation3d", lambda ax, ay, az: _py_mat4(_ypr_rows(_PyArith, az, ax, ay)),
+    lambda fe, ax, ay, az: _kernel_matrix(fe, _ypr_rows(_KernelArith(fe), az, ax, ay)))
+rot_by_axis = _define(
+    "rot_by_axis",
+    lambda axis, ang: _py_mat4(_axis_rows(_PyArith, [float(a) for a in _np(axis).ravel()], ang)),
+    lambda fe, axis, ang: _kernel_matrix(
+        fe, _axis_rows(_KernelArith(fe), _entries(fe, axis, 3, "rot_by_axis"), ang)))
+
+
+def _py_vdir(ang):
+    from fieldsim.lang.matrix import Vector
+    return Vector([_m.cos(ang), _m.sin(ang)])
+
+
+vdir = _define("vdir", _py_vdir, lambda fe, ang: fe.e.cast(MatVal.vector(
+    [fe.e.unop(Op.COS, ang, True), fe.e.unop(Op.SIN, ang, True)]), fe.e.fp))
+
+
+# ---- bit counts --------------------------------------------------------------------------------
+def _py_bits(count):
+    """A Python-scope bit count of an integer of its numpy width (a Python int: an i32)."""
+    def apply(x):
+        a = np.asarray(_np(x))
+        if a.dtype.kind not in "iub":
+            raise FieldsimTypeError(f"expected integers, got {a.dtype}")
+        width = 32 if a.dtype == np.int64 and isinstance(x, int) else 8 * a.dtype.itemsize
+        out = np.vectorize(lambda v: count(int(v) & ((1 << width) - 1), width))(a).astype(a.dtype)
+        return out.item() if out.ndim == 0 else _wrap(out, hasattr(x, "to_numpy"))
+    return apply
+
+
+def _k_bits(op, name):
+    def lower(fe, x):
+        def one(v):
+            v = fe.e.value(v)
+            if v.dtype.is_float:
+                raise FieldsimTypeError(f"ti.math.{name} needs an integer, got {v.dtype}")
+            return fe.b.unary(op, v)
+        return _lift(fe, one, x)
+    return lower
+
+
+popcnt = _define("popcnt", _py_bits(lambda v, width: v.bit_count()),
+                 _k_bits(Op.POPCNT, "popcnt"))
+clz = _define("clz", _py_bits(lambda v, width: width - v.bit_length()), _k_bits(Op.CLZ, "clz"))

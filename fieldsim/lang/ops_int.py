@@ -1,5 +1,5 @@
 """Taichi's raw arithmetic and bit builtins: `raw_div`, `raw_mod`, `bit_shl`, `bit_sar`,
-`bit_shr`, `bit_cast`.
+`bit_shr`, `bit_cast`, and `frexp` (a float's binary mantissa and exponent, read from its bits).
 
 Takes scalars or vectors/matrices (element-wise) in either scope. Guarantees Taichi 1.7.4's
 semantics: `raw_div`/`raw_mod` are C's (truncating) division and remainder, not Python's
@@ -165,6 +165,68 @@ def _bit_cast_kernel(fe, node, args, kw):
 
 
 KERNEL_BUILTINS[bit_cast] = _bit_cast_kernel
+
+
+# ---- frexp ----------------------------------------------------------------------------------------
+def frexp(x):
+    """`(m, e)` with x = m * 2**e and 0.5 <= abs(m) < 1, as C's `frexp` (`(x, 0)` for 0, inf
+    and NaN); element-wise on vectors and matrices.
+
+    >>> fs.frexp(12.5)
+    (0.78125, 4)
+    """
+    if hasattr(x, "to_numpy"):
+        from fieldsim.lang.matrix import _wrap
+        m, e = np.frexp(x.to_numpy())
+        return _wrap(m), _wrap(e.astype(np.int32))
+    m, e = np.frexp(x)
+    return (m.item(), int(e)) if np.ndim(m) == 0 else (m, e.astype(np.int32))
+
+
+# (fraction bits, exponent mask, exponent of 0.5's bits)
+_FLOAT_LAYOUT = {32: (23, 0xFF, 126), 64: (52, 0x7FF, 1022)}
+
+
+def _frexp_scalar(fe, x):
+    b = fe.b
+    v = fe.e.value(x)
+    if not v.dtype.is_float:
+        v = b.cast(v, fe.e.fp)
+    elif v.dtype.bits == 16:
+        v = b.cast(v, T.f32)
+    frac, mask, half = _FLOAT_LAYOUT[v.dtype.bits]
+    ut = _UNSIGNED[v.dtype.bits]
+
+    def const(k):
+        return b.const(k, ut)
+
+    def exponent_bits(bits):
+        return b.binary(Op.BIT_AND, b.binary(Op.SHR, bits, const(frac)), const(mask))
+    raw = exponent_bits(b.emit(Op.CAST, ut, (v,), attr="bit"))
+    # a subnormal is scaled into the normal range first (exactly: a power of two)
+    subnormal = b.binary(Op.EQ, raw, const(0))
+    w = fe.e.select(subnormal, b.mul(v, b.const(2.0 ** 64, v.dtype)), v)
+    bits = b.emit(Op.CAST, ut, (w,), attr="bit")
+    e = b.sub(b.cast(exponent_bits(bits), T.i32), b.const(half, T.i32))
+    e = fe.e.select(subnormal, b.sub(e, b.const(64, T.i32)), e)
+    keep = ~(mask << frac) & ((1 << v.dtype.bits) - 1)  # sign and fraction
+    m_bits = b.binary(Op.BIT_OR, b.binary(Op.BIT_AND, bits, const(keep)), const(half << frac))
+    m = b.emit(Op.CAST, v.dtype, (m_bits,), attr="bit")
+    special = b.binary(Op.BIT_OR, b.binary(Op.EQ, v, b.const(0.0, v.dtype)),
+                       b.binary(Op.EQ, raw, const(mask)))  # 0, inf, NaN: (x, 0)
+    return fe.e.select(special, v, m), fe.e.select(special, 0, e)
+
+
+def _frexp_kernel(fe, node, args, kw):
+    x = args[0]
+    if isinstance(x, MatVal):
+        parts = [_frexp_scalar(fe, v) for v in x.entries]
+        return (MatVal([p[0] for p in parts], x.n, x.m, x.ndim),
+                MatVal([p[1] for p in parts], x.n, x.m, x.ndim))
+    return _frexp_scalar(fe, x)
+
+
+KERNEL_BUILTINS[frexp] = _frexp_kernel
 
 
 # ---- Python's `operator` functions and Taichi's `ti.lang.ops.add`-style names in kernels -------

@@ -14,7 +14,7 @@ from fieldsim.errors import FieldsimError
 from fieldsim.lang import types as T
 
 cpu, cuda, gpu = "cpu", "cuda", "gpu"
-x64 = arm64 = cpu
+x64 = x86_64 = arm64 = cpu
 # Taichi's other backends: fieldsim has none of them; `init` runs their programs on the CPU.
 vulkan, metal, opengl, gles, dx11, dx12, amdgpu = ("vulkan", "metal", "opengl", "gles", "dx11",
                                                   "dx12", "amdgpu")

@@ -63,6 +63,10 @@ def _mix(z: int) -> int:
     return z ^ (z >> 31)
 
 
+def _width_mask(x) -> int:
+    return (1 << (8 * np.asarray(x).itemsize)) - 1
+
+
 def _cdiv(a, b):
     if isinstance(a, np.floating):
         return a / b
@@ -73,7 +77,9 @@ def _cdiv(a, b):
 _UN = {Op.NEG: np.negative, Op.ABS: np.abs, Op.SQRT: np.sqrt, Op.SIN: np.sin, Op.COS: np.cos,
        Op.TAN: np.tan, Op.ASIN: np.arcsin, Op.ACOS: np.arccos, Op.ATAN: np.arctan,
        Op.TANH: np.tanh, Op.EXP: np.exp, Op.LOG: np.log, Op.FLOOR: np.floor, Op.CEIL: np.ceil,
-       Op.ROUND: np.round, Op.NOT: lambda x: x == 0, Op.BIT_NOT: np.invert, Op.CAST: lambda x: x}
+       Op.ROUND: np.round, Op.NOT: lambda x: x == 0, Op.BIT_NOT: np.invert, Op.CAST: lambda x: x,
+       Op.POPCNT: lambda x: type(x)(bin(int(x) & _width_mask(x)).count("1")),
+       Op.CLZ: lambda x: type(x)(8 * x.itemsize - (int(x) & _width_mask(x)).bit_length())}
 _BIN = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: _cdiv,
         Op.FLOORDIV: np.floor_divide, Op.MOD: np.mod, Op.POW: np.power, Op.ATAN2: np.arctan2,
         Op.MIN: np.minimum, Op.MAX: np.maximum, Op.BIT_AND: np.bitwise_and,
