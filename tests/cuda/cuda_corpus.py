@@ -114,6 +114,32 @@ def int_arith(fs):
 
 
 @entry()
+def bit_counts(fs):
+    """popcnt/clz (LLVM ctpop/ctlz) in the operand's width, and frexp's bit fields."""
+    a = fs.field(fs.i32, shape=N, name="a")
+    out = fs.Vector.field(4, fs.i32, shape=N, name="out")
+    wide = fs.Vector.field(2, fs.i64, shape=N, name="wide")
+    uns = fs.Vector.field(2, fs.u32, shape=N, name="uns")
+    frac = fs.field(fs.f32, shape=N, name="frac")
+
+    @fs.kernel
+    def k():
+        for i in a:
+            x = a[i]
+            m, e = fs.frexp(fs.cast(x, fs.f32) * 0.37)
+            out[i] = fs.Vector([fs.math.popcnt(x), fs.math.clz(x), fs.math.clz(x * 0), e])
+            w = fs.cast(x, fs.i64) << 20
+            wide[i] = fs.Vector([fs.math.popcnt(w), fs.math.clz(w)])
+            u = fs.cast(x, fs.u32)
+            uns[i] = fs.Vector([fs.math.popcnt(u), fs.math.clz(u)])
+            frac[i] = m
+
+    def setup():
+        a.from_numpy(np.random.default_rng(11).integers(-2**31, 2**31, N).astype(np.int32))
+    return Program([(k, ())], {"out": out, "wide": wide, "uns": uns, "frac": frac}, setup)
+
+
+@entry()
 def small_ints(fs):
     u = fs.field(fs.u8, shape=N, name="u")
     s = fs.field(fs.i8, shape=N, name="s")
