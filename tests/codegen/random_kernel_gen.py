@@ -426,7 +426,7 @@ def int_expressions(draw, indices: tuple, depth: int = 2) -> str:
     sub = int_expressions(indices, depth - 1)
     x, y = draw(sub), draw(sub)
     form = draw(st.sampled_from(("+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "min",
-                                 "max", "abs", "neg", "select")))
+                                 "max", "abs", "neg", "select", "popcnt", "clz")))
     if form in ("//", "%"):  # a divisor in 1..7 under floored semantics
         return f"({x} {form} ({y} % 7 + 1))"
     if form in ("<<", ">>"):
@@ -437,6 +437,8 @@ def int_expressions(draw, indices: tuple, depth: int = 2) -> str:
         return f"ti.abs({x})"
     if form == "neg":
         return f"(-{x})"
+    if form in ("popcnt", "clz"):  # bit counts of the i32 pattern (negatives: high bits set)
+        return f"ti.math.{form}({x})"
     if form == "select":
         return f"ti.select({x} < {y}, {x}, {y} * 2)"
     return f"({x} {form} {y})"
@@ -525,6 +527,15 @@ def int_reference(case: Case, c: np.ndarray) -> tuple[np.ndarray, int]:
         @staticmethod
         def select(cond, x, y):
             return x if cond else y
+
+        class math:  # stands for ti.math
+            @staticmethod
+            def popcnt(x):
+                return i32((int(x) & 0xFFFFFFFF).bit_count())
+
+            @staticmethod
+            def clz(x):
+                return i32(32 - (int(x) & 0xFFFFFFFF).bit_length())
 
     body = _python_atomics(case.body).replace("range(N)", "map(i32, range(N))")
     scope = {"ti": Ti, "c": c, "iout": iout, "t": t, "N": case.n, "M": case.m, "i32": i32}
