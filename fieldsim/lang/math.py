@@ -10,6 +10,7 @@ functions are registered in `ops.KERNEL_BUILTINS` and lower to scalar IR through
 """
 from __future__ import annotations
 
+import functools
 import math as _m
 
 import numpy as np
@@ -519,10 +520,7 @@ def _matmul3(ar, a, b):
 
 
 def _sum(ar, terms):
-    total = terms[0]
-    for t in terms[1:]:
-        total = ar.add(total, t)
-    return total
+    return functools.reduce(ar.add, terms)
 
 
 def _homogeneous(rows3):
