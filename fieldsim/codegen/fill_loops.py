@@ -27,6 +27,7 @@ from itertools import product
 
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang.ndarray import is_slot
+from fieldsim.lang.quant import is_quant
 
 
 @dataclass

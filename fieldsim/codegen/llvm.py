@@ -38,6 +38,7 @@ from fieldsim.codegen.loopnest import (
     ndrange_split,
     whole_rows,
 )
+from fieldsim.codegen import quant_llvm
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
 from fieldsim.codegen.shared_divisors import (
     constant_reciprocal,
@@ -49,6 +50,7 @@ from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Function, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
 from fieldsim.lang.ndarray import is_slot
+from fieldsim.lang.quant import is_quant
 
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
     CTX_STACK_CAPS, CTX_PRIV = range(10)
@@ -373,7 +375,7 @@ class TaskLowering(NestLowering):
         cands, other = [], set()
         for st in inner:
             if st.op == Op.ATOMIC and st.attr[1] in ("add", "sub") and id(st) not in used \
-                    and all(invariant(ix) for ix in st.indices):
+                    and all(invariant(ix) for ix in st.indices) and not is_quant(st.field):
                 cands.append(st)
             elif st.op in GLOBAL_ACCESS:
                 other.add(id(st.field))
@@ -786,7 +788,7 @@ class TaskLowering(NestLowering):
             for i, n in zip(indices, sizes):
                 bad = self.bounds_check(i, n, s)
                 oob = bad if oob is None else b.or_(oob, bad)
-        ty = ll_type(field.dtype)
+        ty = quant_llvm.word_type(field.quant) if is_quant(field) else ll_type(field.dtype)
         ptr = b.gep(self.field_ptr(field), [self.linear(indices, sizes)], source_etype=ty)
         if oob is not None:
             # An out-of-range access goes to a private dummy slot, never to the field (the
@@ -864,13 +866,19 @@ class TaskLowering(NestLowering):
         return ptr if self.cg.debug else self.cg.target.field_memory(self.b, ptr)
 
     def op_load(self, s: Stmt):
+        if is_quant(s.field):
+            return quant_llvm.load(self, s)
         ptr = self.memory_ptr(self.element_ptr(s))
         return self.cg.scopes.tag(self.b.load(ptr, typ=ll_type(s.dtype)), s.field)
 
     def op_store(self, s: Stmt):
+        if is_quant(s.field):
+            return quant_llvm.store(self, s)
         self.cg.scopes.tag(self.b.store(self.v(s.value), self.memory_ptr(self.element_ptr(s))), s.field)
 
     def op_atomic(self, s: Stmt):
+        if is_quant(s.field):
+            return quant_llvm.atomic(self, s)
         if id(s) in self.reductions or id(s) in self.nest_acc or id(s) in self.loop_acc:
             return self.reduce_into(s)
         field, kind = s.attr

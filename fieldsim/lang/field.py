@@ -157,15 +157,18 @@ class Field:
         self.shape = shape
         self.offset = offset
         self._snode = snode
-        try:
-            self.storage = runtime.get().backend().allocate(self.storage_shape, self.dtype,
-                                                            sparse=bool(snode.sparse_path()))
-        except MemoryError:
-            raise FieldsimMemoryError(_allocation_failed(self), naming.user_loc()) from None
+        self.storage = self._new_storage(snode)
         for role in ("grad", "dual"):
             twin = getattr(self, "_" + role)
             if twin is not None and twin.shape is None and getattr(self, "needs_" + role):
                 twin._place(shape, offset=offset)
+
+    def _new_storage(self, snode):
+        try:
+            return runtime.get().backend().allocate(self.storage_shape, self.dtype,
+                                                    sparse=bool(snode.sparse_path()))
+        except MemoryError:
+            raise FieldsimMemoryError(_allocation_failed(self), naming.user_loc()) from None
 
     @property
     def snode(self):
@@ -547,6 +550,8 @@ def _resolve_dtype(dtype, rt) -> T.DataType:
         return dtype
     if isinstance(dtype, T.MatrixType):
         raise TypeError("use fs.Vector.field / fs.Matrix.field for vector and matrix fields")
+    if type(dtype).__name__ in ("QuantInt", "QuantFixed", "QuantFloat"):
+        raise TypeError(f"a quantized type ({dtype}) makes scalar fields only: fs.field(qtype)")
     if isinstance(dtype, str):  # numpy would read "float" as f64, where `float` means default_fp
         raise TypeError(f"unsupported field dtype {dtype!r}: use fs.f32, fs.i32, ... or float/int")
     try:
@@ -626,6 +631,10 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
     >>> x[1, 2] = 5; x[1, 2]
     5.0
     """
+    from fieldsim.lang.quant_types import QuantType
+    if isinstance(dtype, QuantType):
+        from fieldsim.lang.quant import QuantField
+        return QuantField(dtype, shape, name, needs_grad, needs_dual, offset=offset)
     if isinstance(dtype, T.MatrixType):
         if dtype.ndim == 1:
             return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, ndim_el=1,

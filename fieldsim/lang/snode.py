@@ -170,7 +170,8 @@ class SNode:
         """The float primal fields `lazy_grad` covers: for `fs.root` every one (also those placed
         later), for another node the fields placed below it."""
         fields = list(runtime.get().fields) if self is root else self._placed_fields()
-        return [f for f in fields if f.role == "primal" and f.dtype.is_float]
+        return [f for f in fields if f.role == "primal" and f.dtype.is_float
+                and getattr(f, "qtype", None) is None]  # quantized fields have no gradients
 
     def _placed_fields(self) -> list:
         fields, stack = [], [self]

@@ -1,0 +1,196 @@
+"""Quantized fields: `ti.field(qtype)` and `ti.BitpackedFields(max_num_bits).place(...)`.
+
+Takes Taichi 1.7's layout calls: quantized fields placed into a `BitpackedFields` (several per
+container word, in placing order, a float's digits then its exponent; `shared_exponent=True`
+gives a group of floats one exponent), the bitpack placed like a field under `fs.root` or a
+dense node; a quantized field placed directly gets a word of its own. Guarantees:
+- each bitpack is one hidden unsigned-int field (`u8/u16/u32/u64`, as `max_num_bits` says) of
+  the placement's shape, and each quantized field a `QuantField` of its compute dtype whose
+  storage is that container's memory and whose `quant` is its `QuantSlot`: kernels read and
+  write the bits through `fieldsim.codegen.quant_llvm` (atomically, a CAS loop on the word),
+  Python scope through `QuantStorage` (`fieldsim.lang.quant_codec`);
+- Taichi's errors where Taichi raises them (bits past `max_num_bits`, a non-quantized field in
+  a bitpack, a shared exponent over fewer than 2 floats) and a clear `FieldsimTypeError` at the
+  user's line for gradients (`needs_grad`, `needs_dual`, a grad twin): quantized fields are
+  not differentiated (Taichi gives them none either);
+- a bitpack under a sparse node is refused (fieldsim's sparse cells are per field).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fieldsim.errors import FieldsimRuntimeError, FieldsimSyntaxError, FieldsimTypeError
+from fieldsim.lang import types as T
+from fieldsim.lang.field import Field
+from fieldsim.lang.naming import user_loc
+from fieldsim.lang.quant_codec import decode, encode_into
+from fieldsim.lang.quant_types import QuantFloat, QuantSlot, QuantType
+
+
+def is_quant(field) -> bool:
+    """Whether kernels reach `field`'s elements as bits of a container word."""
+    return getattr(field, "quant", None) is not None
+
+
+class QuantField(Field):
+    """A scalar field of a quantized type; reads give (and writes take) its compute dtype."""
+
+    def __init__(self, qtype: QuantType, shape=None, name="", needs_grad=False,
+                 needs_dual=False, offset=None):
+        if needs_grad or needs_dual:
+            raise FieldsimTypeError(f"a field of quantized type {qtype} cannot have a gradient "
+                                    "or dual (needs_grad/needs_dual): quantized fields are not "
+                                    "differentiable", user_loc())
+        self.qtype = qtype
+        self.quant: QuantSlot | None = None
+        self.bitpack: BitpackedFields | None = None
+        super().__init__(qtype.compute, None, name)
+        if shape is not None:
+            from fieldsim.lang.field import _normalize_shape
+            self._place(_normalize_shape(shape, self), offset=offset)
+
+    def _unplaced_twin(self, role):
+        return None
+
+    def _attach(self, role, place=True):
+        raise FieldsimTypeError(f"field {self.ir_name!r} has quantized type {self.qtype}: it has "
+                                f"no {role} (quantized fields are not differentiable)", user_loc())
+
+    _enable_twin = _attach
+
+    def _place(self, shape, offset=None, snode=None):
+        if self.bitpack is None:  # placed on its own: a word of its own
+            lone = BitpackedFields(32 if self.qtype.bits <= 32 else 64)
+            lone.place(self)
+        bp = self.bitpack
+        if snode is not None and snode._parent is not None and snode._parent.sparse_path():
+            raise FieldsimTypeError(f"quantized field {self.ir_name!r}: a bitpack under a "
+                                    "pointer/bitmasked/dynamic node is not supported by "
+                                    "fieldsim; place it under a dense node", user_loc())
+        words = bp.container(tuple(shape), offset)
+        super()._place(tuple(shape), offset=offset, snode=snode)
+        self.storage = QuantStorage(words, self.quant)
+
+    def _new_storage(self, snode):
+        return None  # the container's memory (set by _place)
+
+
+class QuantStorage:
+    """Python-scope access to one quantized field: its slot in the container field's words."""
+
+    def __init__(self, words: Field, slot: QuantSlot):
+        self.words, self.slot = words, slot
+        self.ptr = words.storage.ptr
+
+    def _all(self) -> np.ndarray:
+        return self.words.storage.to_numpy().astype(np.uint64)
+
+    def _store(self, words: np.ndarray):
+        self.words.storage.from_numpy(words.astype(self.words.dtype.np))
+
+    def read_element(self, idx):
+        return decode(self.slot, self._all()[idx])[()]
+
+    def write_element(self, idx, value):
+        words = self._all()
+        words[idx] = encode_into(self.slot, words[idx], value)
+        self._store(words)
+
+    def to_numpy(self):
+        return decode(self.slot, self._all())
+
+    def from_numpy(self, arr):
+        self._store(encode_into(self.slot, self._all(), arr))
+
+    def fill(self, value):
+        self.from_numpy(value)
+
+    def zero(self):
+        self.fill(0)
+
+
+class BitpackedFields:
+    """Quantized fields packed into one container word per cell (Taichi's `ti.BitpackedFields`).
+
+    >>> a = fs.field(fs.types.quant.int(5, True))
+    >>> b = fs.field(fs.types.quant.int(7, False))
+    >>> bp = fs.BitpackedFields(max_num_bits=16)
+    >>> bp.place(a, b)
+    >>> _ = fs.root.dense(fs.i, 4).place(bp)
+    >>> a[1] = -16; b[1] = 200; (a[1], b[1])
+    (-16, 72)
+    """
+
+    def __init__(self, max_num_bits):
+        if max_num_bits not in (8, 16, 32, 64):
+            raise FieldsimRuntimeError(f"BitpackedFields: No primitive int type has "
+                                       f"{max_num_bits} bits (use 8, 16, 32 or 64)", user_loc())
+        self.max_num_bits = max_num_bits
+        self.fields: list[QuantField] = []
+        self.used = 0
+        self.words: Field | None = None
+
+    def place(self, *fields, shared_exponent=False):
+        members = [m for f in fields for m in (f.get_field_members() if hasattr(
+            f, "get_field_members") else [f])]
+        for m in members:
+            if not isinstance(m, QuantField):
+                raise FieldsimRuntimeError("Only a QuantType can be a member of a BitStructType "
+                                           f"(ti.BitpackedFields.place got {m!r})", user_loc())
+            if m.bitpack is not None:
+                raise FieldsimRuntimeError(f"field {m.ir_name!r} is already in a BitpackedFields",
+                                           user_loc())
+        if shared_exponent:
+            self._place_shared(members)
+            return
+        for m in members:
+            offset = self._take(m.qtype.frac if isinstance(m.qtype, QuantFloat) else m.qtype.bits)
+            exp_offset = self._take(m.qtype.exp) if isinstance(m.qtype, QuantFloat) else -1
+            self._add(m, QuantSlot(m.qtype, self.max_num_bits, offset, exp_offset))
+
+    def _place_shared(self, members):
+        if len(members) <= 1:
+            raise FieldsimSyntaxError("At least 2 fields need to be placed when "
+                                      "shared_exponent=True", user_loc())
+        qts = [m.qtype for m in members]
+        if not all(isinstance(q, QuantFloat) and q.exp == qts[0].exp for q in qts):
+            raise FieldsimTypeError("shared_exponent=True needs quantized floats with the same "
+                                    f"number of exponent bits, got {qts}", user_loc())
+        offsets = []
+        for k, q in enumerate(qts):
+            offsets.append(self._take(q.frac))
+            if k == 0:
+                exp_offset = self._take(q.exp)
+        group = tuple(zip(qts, offsets))
+        for k, m in enumerate(members):
+            self._add(m, QuantSlot(m.qtype, self.max_num_bits, offsets[k], exp_offset, group, k))
+
+    def _take(self, bits: int) -> int:
+        start, self.used = self.used, self.used + bits
+        if self.used > self.max_num_bits:
+            raise FieldsimRuntimeError(f"BitStructType overflows: {self.used} bits used out of "
+                                       f"{self.max_num_bits}.", user_loc())
+        return start
+
+    def _add(self, m: QuantField, slot: QuantSlot):
+        if self.words is not None:
+            raise FieldsimRuntimeError("BitpackedFields.place: this bitpack is already placed",
+                                       user_loc())
+        m.quant, m.bitpack = slot, self
+        self.fields.append(m)
+
+    def leaves(self) -> list:
+        """What `SNode.place(bitpack)` places: its fields, each with its own place node."""
+        return list(self.fields)
+
+    def container(self, shape: tuple, offset) -> Field:
+        """The container field (made and placed with the first field placed)."""
+        if self.words is None:
+            bits = {8: T.u8, 16: T.u16, 32: T.u32, 64: T.u64}[self.max_num_bits]
+            names = "_".join(f.ir_name for f in self.fields)
+            self.words = Field(bits, None, f"bitpack[{names}]", _role="hidden")
+            self.words._place(shape, offset=offset)
+        elif self.words.shape != shape:
+            raise FieldsimRuntimeError(f"the fields of one BitpackedFields are placed together; "
+                                       f"got shapes {self.words.shape} and {shape}", user_loc())
+        return self.words
