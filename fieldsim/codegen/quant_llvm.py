@@ -56,6 +56,21 @@ def insert(b, word, offset: int, bits: int, value):
     return b.or_(b.and_(word, _c(wt, ~m & ((1 << wt.width) - 1))), v)
 
 
+def insert_parts(b, word, fields, parts):
+    """`word` with the bits of `fields` ((offset, bits)) replaced by the OR of `parts`
+    ((i32 value, offset)), values not cut to their field (Taichi's carry into the next bits)."""
+    wt = word.type
+    m = 0
+    for offset, bits in fields:
+        m |= ((1 << bits) - 1) << offset
+    m &= (1 << wt.width) - 1
+    v = _c(wt, 0)
+    for value, offset in parts:
+        x = b.zext(value, wt) if wt.width > 32 else b.trunc(value, wt) if wt.width < 32 else value
+        v = b.or_(v, b.shl(x, _c(wt, offset)))
+    return b.or_(b.and_(word, _c(wt, ~m & ((1 << wt.width) - 1))), b.and_(v, _c(wt, m)))
+
+
 # ---- decode ---------------------------------------------------------------------------------------
 def decode(lw, word, slot: QuantSlot, offset=None):
     """The value of `slot` (its digits at `offset`, default its own) in `word`."""
@@ -95,7 +110,7 @@ def _shared_bits(b, qt: QuantFloat, digits, exponent):
         sign = b.and_(dg, _i32(1 << d))
         dg = b.shl(b.xor(dg, sign), _i32(1))
         sign = b.shl(sign, _i32(31 - d))
-    ctlz = b.module.declare_intrinsic("llvm.ctlz", [I32])
+    ctlz = b.module.declare_intrinsic("llvm.ctlz", [I32], L.FunctionType(I32, [I32, L.IntType(1)]))
     extra = b.sub(_i32(31 - d), b.call(ctlz, [dg, L.Constant(L.IntType(1), 0)]))
     shift = b.add(shift, extra if qt.signed else b.add(extra, _i32(1)))
     dshift = b.sub(_i32(23 - d), extra)
@@ -113,7 +128,7 @@ def fixed_digits(lw, qt: QuantFixed, value):
     b = lw.b
     ft = value.type
     x = b.fmul(value, _c(ft, 1.0 / qt.scale))
-    copysign = b.module.declare_intrinsic("llvm.copysign", [ft])
+    copysign = b.module.declare_intrinsic("llvm.copysign", [ft], L.FunctionType(ft, [ft, ft]))
     x = b.fadd(x, b.call(copysign, [_c(ft, 0.5), x]))
     if qt.signed:
         lo, hi, bad = -2.0 ** 31 - 1, 2.0 ** 31, -(1 << 31)
@@ -135,8 +150,8 @@ def encode_into(lw, word, slot: QuantSlot, value):
     if slot.shared:
         return _store_shared(lw, word, slot, value)
     digits, exponent = _float_fields(b, qt, b.bitcast(value, I32))
-    word = insert(b, word, slot.exp_offset, qt.exp, exponent)
-    return insert(b, word, slot.offset, qt.frac, digits)
+    return insert_parts(b, word, [(slot.exp_offset, qt.exp), (slot.offset, qt.frac)],
+                        [(exponent, slot.exp_offset), (digits, slot.offset)])
 
 
 def _float_fields(b, qt: QuantFloat, bits):
@@ -168,7 +183,7 @@ def _store_shared(lw, word, slot: QuantSlot, value):
     shift = b.select(b.icmp_unsigned("!=", top, _i32(0)), _i32(first.exponent_shift), _i32(0))
     stored = b.sub(top, shift)
     stored = b.select(b.icmp_signed(">", stored, _i32(0)), stored, _i32(0))
-    word = insert(b, word, slot.exp_offset, first.exp, stored)
+    fields, parts = [(slot.exp_offset, first.exp)], [(stored, slot.exp_offset)]
     for (qt, off), x, e in zip(slot.group, bits, exps):
         right = 24 - qt.digit_bits
         full = b.or_(b.and_(x, _i32((1 << 23) - 1)), _i32(1 << 23))
@@ -179,8 +194,9 @@ def _store_shared(lw, word, slot: QuantSlot, value):
         dg = b.lshr(dg, _i32(right))
         if qt.signed:
             dg = b.or_(dg, b.lshr(b.and_(x, _i32(0x80000000)), _i32(31 - qt.digit_bits)))
-        word = insert(b, word, off, qt.frac, dg)
-    return word
+        fields.append((off, qt.frac))
+        parts.append((dg, off))
+    return insert_parts(b, word, fields, parts)
 
 
 # ---- loads, stores, atomics -----------------------------------------------------------------------

@@ -143,9 +143,9 @@ class BitpackedFields:
         if shared_exponent:
             self._place_shared(members)
             return
-        for m in members:
-            offset = self._take(m.qtype.frac if isinstance(m.qtype, QuantFloat) else m.qtype.bits)
+        for m in members:  # a float's exponent goes first, then its digits (as in Taichi)
             exp_offset = self._take(m.qtype.exp) if isinstance(m.qtype, QuantFloat) else -1
+            offset = self._take(m.qtype.frac if isinstance(m.qtype, QuantFloat) else m.qtype.bits)
             self._add(m, QuantSlot(m.qtype, self.max_num_bits, offset, exp_offset))
 
     def _place_shared(self, members):
@@ -156,11 +156,8 @@ class BitpackedFields:
         if not all(isinstance(q, QuantFloat) and q.exp == qts[0].exp for q in qts):
             raise FieldsimTypeError("shared_exponent=True needs quantized floats with the same "
                                     f"number of exponent bits, got {qts}", user_loc())
-        offsets = []
-        for k, q in enumerate(qts):
-            offsets.append(self._take(q.frac))
-            if k == 0:
-                exp_offset = self._take(q.exp)
+        exp_offset = self._take(qts[0].exp)
+        offsets = [self._take(q.frac) for q in qts]
         group = tuple(zip(qts, offsets))
         for k, m in enumerate(members):
             self._add(m, QuantSlot(m.qtype, self.max_num_bits, offsets[k], exp_offset, group, k))

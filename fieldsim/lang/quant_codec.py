@@ -36,6 +36,19 @@ def put_bits(words, offset: int, bits: int, value) -> np.ndarray:
     return (np.asarray(words, dtype=np.uint64) & ~m) | v
 
 
+def put_parts(words, fields, parts) -> np.ndarray:
+    """`words` with the bits of `fields` ((offset, bits) pairs) replaced by the OR of `parts`
+    ((value, offset) pairs, values not cut to their field: a carry reaches the next bits)."""
+    m = 0
+    for offset, bits in fields:
+        m |= mask(bits) << offset
+    m &= mask(64)
+    v = np.zeros(np.shape(words), dtype=np.uint64)
+    for value, offset in parts:
+        v |= np.asarray(value).astype(np.uint64) << np.uint64(offset)
+    return (np.asarray(words, dtype=np.uint64) & np.uint64(~m & mask(64))) | (v & np.uint64(m))
+
+
 def _signed(raw, bits: int) -> np.ndarray:
     """An n-bit field as a signed int64 (two's complement)."""
     r = raw.astype(np.int64)
@@ -189,13 +202,12 @@ def encode_into(slot: QuantSlot, words, values) -> np.ndarray:
         return put_bits(words, slot.offset, qt.bits, fixed_digits(qt, values))
     if not slot.shared:
         digits, exponent = float_encode(qt, values)
-        words = put_bits(words, slot.exp_offset, qt.exp, exponent)
-        return put_bits(words, slot.offset, qt.frac, digits)
+        return put_parts(words, [(slot.exp_offset, qt.exp), (slot.offset, qt.frac)],
+                         [(exponent, slot.exp_offset), (digits, slot.offset)])
     members = [QuantSlot(t, slot.container_bits, off, slot.exp_offset, slot.group, k)
                for k, (t, off) in enumerate(slot.group)]
     current = [values if k == slot.index else decode(m, words) for k, m in enumerate(members)]
     digits, exponent = shared_encode(slot.group, current)
-    words = put_bits(words, slot.exp_offset, qt.exp, exponent)
-    for (t, off), dg in zip(slot.group, digits):
-        words = put_bits(words, off, t.frac, dg)
-    return words
+    return put_parts(words, [(slot.exp_offset, qt.exp)] + [(off, t.frac) for t, off in slot.group],
+                     [(exponent, slot.exp_offset)] + [(dg, off) for (_, off), dg in
+                                                       zip(slot.group, digits)])
