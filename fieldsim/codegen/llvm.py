@@ -281,6 +281,7 @@ class TaskLowering(NestLowering):
         self.stacks: dict[int, tuple] = {}
         self.reductions: dict[int, tuple] = {}
         self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
+        self.quant_stores = quant_llvm.store_groups(task)  # stores into one packed word, fused
         self.discarded = discarded_atomics(task) if cg.target.aggregates_scatters else set()
         self.fmf, self.approx_fmf = cg.fmf, cg.approx_fmf
         # fast-math: in a reverse-AD kernel, divisions by one divisor in one block multiply by

@@ -9,11 +9,17 @@ the same word never lose each other's bits; an atomic returns the old value. A f
 `+=` that other threads may race with adds digits (Taichi's `atomic_add_partial_bits`: the
 added value is rounded once); otherwise an atomic decodes, combines in the compute dtype and
 re-encodes. A store into a float with a shared exponent re-encodes every float of its group.
+
+Stores into one word (fields of one bitpack, the same index statements) in one straight-line
+stretch of a block are fused into one store where the last of them is, as Taichi's
+`quant_opt_store_fusion` does: a shared exponent is then chosen from all the new values.
 """
 from __future__ import annotations
 
 from llvmlite import ir as L
 
+from fieldsim.ir.ir import Op
+from fieldsim.lang.quant import is_quant
 from fieldsim.lang.quant_types import QuantFixed, QuantFloat, QuantInt, QuantSlot
 
 I32 = L.IntType(32)
@@ -148,7 +154,7 @@ def encode_into(lw, word, slot: QuantSlot, value):
     if isinstance(qt, QuantFixed):
         return insert(b, word, slot.offset, qt.bits, fixed_digits(lw, qt, value))
     if slot.shared:
-        return _store_shared(lw, word, slot, value)
+        return _store_shared(lw, word, slot, {slot.index: value})
     digits, exponent = _float_fields(b, qt, b.bitcast(value, I32))
     return insert_parts(b, word, [(slot.exp_offset, qt.exp), (slot.offset, qt.frac)],
                         [(exponent, slot.exp_offset), (digits, slot.offset)])
@@ -169,11 +175,13 @@ def _float_fields(b, qt: QuantFloat, bits):
     return digits, ex
 
 
-def _store_shared(lw, word, slot: QuantSlot, value):
+def _store_shared(lw, word, slot: QuantSlot, new: dict):
+    """`word` with the floats of `slot`'s group given in `new` (member index -> value) stored
+    and the others re-encoded against the group's new exponent."""
     b = lw.b
     members = [QuantSlot(t, slot.container_bits, off, slot.exp_offset, slot.group, k)
                for k, (t, off) in enumerate(slot.group)]
-    values = [value if k == slot.index else decode(lw, word, m) for k, m in enumerate(members)]
+    values = [new[k] if k in new else decode(lw, word, m) for k, m in enumerate(members)]
     bits = [b.bitcast(v, I32) for v in values]
     exps = [b.and_(b.lshr(x, _i32(23)), _i32(255)) for x in bits]
     top = exps[0]
@@ -207,9 +215,61 @@ def load(lw, s):
 
 
 def store(lw, s):
-    slot = s.field.quant
-    value = lw.v(s.value)
-    cas_loop(lw, lw.memory_ptr(lw.element_ptr(s)), slot, lambda old: encode_into(lw, old, slot, value))
+    group = lw.quant_stores.get(id(s))
+    if group is not None and group[-1] is not s:
+        return  # fused into the group's last store
+    stores = group or [s]
+    latest = {id(st.field): st for st in stores}  # a field stored twice: the later value
+    slots = [(st.field.quant, lw.v(st.value)) for st in latest.values()]
+    cas_loop(lw, lw.memory_ptr(lw.element_ptr(s)), slots[0][0],
+             lambda old: encode_many(lw, old, slots))
+
+
+def encode_many(lw, word, slots):
+    """`word` with each (slot, value) stored; the floats of a shared exponent encoded at once."""
+    shared = [(slot, v) for slot, v in slots if slot.shared]
+    for slot, v in slots:
+        if not slot.shared:
+            word = encode_into(lw, word, slot, v)
+    while shared:
+        group = shared[0][0].group
+        mine = {sl.index: v for sl, v in shared if sl.group is group}
+        shared = [(sl, v) for sl, v in shared if sl.group is not group]
+        word = _store_shared(lw, word, shared_slot(slots, group), mine)
+    return word
+
+
+def shared_slot(slots, group):
+    return next(slot for slot, _ in slots if slot.group is group)
+
+
+def store_groups(task) -> dict:
+    """id(store) -> the stores fused with it, for every fused group of `task`."""
+    out: dict = {}
+    blocks = [task.body] if task.blocks else []
+    while blocks:
+        run: dict = {}
+        for st in blocks.pop():
+            blocks.extend(st.blocks)
+            if st.blocks:  # a loop or branch ends the straight-line stretch
+                _close(run, out)
+                run = {}
+            elif st.op == Op.STORE and is_quant(st.field):
+                key = (id(st.field.bitpack), tuple(_index_key(ix) for ix in st.indices))
+                run.setdefault(key, []).append(st)
+        _close(run, out)
+    return out
+
+
+def _index_key(ix):
+    return ("c", ix.attr) if ix.op == Op.CONST else ("s", id(ix))
+
+
+def _close(run: dict, out: dict):
+    for stores in run.values():
+        if len(stores) > 1:
+            for st in stores:
+                out[id(st)] = stores
 
 
 def atomic(lw, s):

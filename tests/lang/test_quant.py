@@ -177,6 +177,26 @@ def test_shared_exponent_rounds_every_member_against_the_largest():
     assert a[5] == np.float32(_shared_model([got[0, 5], 1000.0, got[2, 5]], kinds)[0])
 
 
+def test_stores_of_one_word_in_one_stretch_share_one_exponent():
+    kinds = [(7, False), (7, True)]
+    n = 200
+    a, b = _packed(*(ti.types.quant.float(exp=5, frac=f, signed=s) for f, s in kinds),
+                   n=n, shared=True)
+    rng = np.random.default_rng(3)
+    vals = (rng.uniform(1, 50, (2, n)) * np.array([[1], [-1]])).astype(np.float32)
+
+    @ti.kernel
+    def put(x: ti.types.ndarray(), y: ti.types.ndarray()):
+        for i in range(n):
+            a[i] = x[i]  # fused with the next store, as Taichi's store fusion does
+            b[i] = y[i]
+
+    put(vals[0], vals[1])
+    expect = np.array([_shared_model([vals[0, i], vals[1, i]], kinds) for i in range(n)]).T
+    np.testing.assert_array_equal(np.stack([a.to_numpy(), b.to_numpy()]),
+                                  expect.astype(np.float32))
+
+
 def test_parallel_atomic_adds_into_fields_sharing_a_word():
     p, q, r = _packed(ti.types.quant.int(8, True), ti.types.quant.int(8, False),
                       ti.types.quant.fixed(16, True, max_value=64.0), n=4)
