@@ -11,8 +11,9 @@ added value is rounded once); otherwise an atomic decodes, combines in the compu
 re-encodes. A store into a float with a shared exponent re-encodes every float of its group.
 
 Stores into one word (fields of one bitpack, the same index statements) in one straight-line
-stretch of a block are fused into one store where the last of them is, as Taichi's
-`quant_opt_store_fusion` does: a shared exponent is then chosen from all the new values.
+stretch of a block with no read of the bitpack between them are fused into one store where the
+last of them is, as Taichi's `quant_opt_store_fusion` does: a shared exponent is then chosen
+from all the new values.
 """
 from __future__ import annotations
 
@@ -257,6 +258,11 @@ def store_groups(task) -> dict:
             elif st.op == Op.STORE and is_quant(st.field):
                 key = (id(st.field.bitpack), tuple(_index_key(ix) for ix in st.indices))
                 run.setdefault(key, []).append(st)
+            elif st.op in (Op.LOAD, Op.ATOMIC) and is_quant(st.field):
+                # a read of the bitpack in between: what was stored before it stays before it
+                pack = id(st.field.bitpack)
+                _close({k: v for k, v in run.items() if k[0] == pack}, out)
+                run = {k: v for k, v in run.items() if k[0] != pack}
         _close(run, out)
     return out
 
