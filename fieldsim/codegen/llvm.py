@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir as L
 
+from fieldsim.codegen import quant_llvm
 from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import discarded_atomics, owned_atomics
 from fieldsim.codegen.fill_loops import fill_plan
@@ -38,7 +39,6 @@ from fieldsim.codegen.loopnest import (
     ndrange_split,
     whole_rows,
 )
-from fieldsim.codegen import quant_llvm
 from fieldsim.codegen.privatize import PrivateLayout, private_scatters
 from fieldsim.codegen.shared_divisors import (
     constant_reciprocal,
