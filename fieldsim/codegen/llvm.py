@@ -789,7 +789,7 @@ class TaskLowering(NestLowering):
             for i, n in zip(indices, sizes):
                 bad = self.bounds_check(i, n, s)
                 oob = bad if oob is None else b.or_(oob, bad)
-        ty = quant_llvm.word_type(field.quant) if is_quant(field) else ll_type(field.dtype)
+        ty = quant_llvm.word_type(field.quant[0]) if is_quant(field) else ll_type(field.dtype)
         ptr = b.gep(self.field_ptr(field), [self.linear(indices, sizes)], source_etype=ty)
         if oob is not None:
             # An out-of-range access goes to a private dummy slot, never to the field (the

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
+from fieldsim.errors import FieldsimTypeError
 from fieldsim.ir.ir import Op
 from fieldsim.lang.quant import is_quant
 from fieldsim.lang.quant_types import QuantFixed, QuantFloat, QuantInt, QuantSlot
@@ -209,9 +210,34 @@ def _store_shared(lw, word, slot: QuantSlot, new: dict):
 
 
 # ---- loads, stores, atomics -----------------------------------------------------------------------
+def slot_of(s):
+    """The slot of the component a LOAD/STORE/ATOMIC touches (constant component indices)."""
+    f = s.field
+    comps = s.indices[len(f.shape):]
+    if any(ix.op != Op.CONST for ix in comps):
+        raise FieldsimTypeError(f"quantized field {f.ir_name!r}: its components can only be "
+                                "indexed with compile-time constants (ti.static)", s.loc)
+    k = 0
+    for ix, n in zip(comps, f.element_shape):
+        k = k * n + ix.attr
+    return f.quant[k]
+
+
+def word_ptr(lw, s):
+    """The pointer to the container word of the element `s` touches."""
+    f = s.field
+    if not f.ndim_el:
+        return lw.memory_ptr(lw.element_ptr(s))
+    nd = len(f.shape)
+    indices = [lw.index_i64(ix) for ix in s.indices[:nd]]
+    sizes = [lw.dim_size(f, d) for d in range(nd)]
+    ptr = lw.b.gep(lw.field_ptr(f), [lw.linear(indices, sizes)], source_etype=word_type(f.quant[0]))
+    return lw.memory_ptr(ptr)
+
+
 def load(lw, s):
-    slot = s.field.quant
-    word = lw.b.load(lw.memory_ptr(lw.element_ptr(s)), typ=word_type(slot))
+    slot = slot_of(s)
+    word = lw.b.load(word_ptr(lw, s), typ=word_type(slot))
     return decode(lw, word, slot)
 
 
@@ -220,10 +246,9 @@ def store(lw, s):
     if group is not None and group[-1] is not s:
         return  # fused into the group's last store
     stores = group or [s]
-    latest = {id(st.field): st for st in stores}  # a field stored twice: the later value
-    slots = [(st.field.quant, lw.v(st.value)) for st in latest.values()]
-    cas_loop(lw, lw.memory_ptr(lw.element_ptr(s)), slots[0][0],
-             lambda old: encode_many(lw, old, slots))
+    latest = {id(slot_of(st)): (slot_of(st), st) for st in stores}  # stored twice: the later
+    slots = [(slot, lw.v(st.value)) for slot, st in latest.values()]
+    cas_loop(lw, word_ptr(lw, s), slots[0][0], lambda old: encode_many(lw, old, slots))
 
 
 def encode_many(lw, word, slots):
@@ -256,7 +281,8 @@ def store_groups(task) -> dict:
                 _close(run, out)
                 run = {}
             elif st.op == Op.STORE and is_quant(st.field):
-                key = (id(st.field.bitpack), tuple(_index_key(ix) for ix in st.indices))
+                cell = st.indices[:len(st.field.shape)]
+                key = (id(st.field.bitpack), tuple(_index_key(ix) for ix in cell))
                 run.setdefault(key, []).append(st)
             elif st.op in (Op.LOAD, Op.ATOMIC) and is_quant(st.field):
                 # a read of the bitpack in between: what was stored before it stays before it
@@ -280,10 +306,10 @@ def _close(run: dict, out: dict):
 
 def atomic(lw, s):
     """An atomic of any kind on a quantized field element; the old value."""
-    slot = s.field.quant
+    slot = slot_of(s)
     _, kind = s.attr
     value = lw.v(s.value)
-    ptr = lw.memory_ptr(lw.element_ptr(s))
+    ptr = word_ptr(lw, s)
     qt = slot.qtype
     olds = []
     if isinstance(qt, QuantFixed) and kind in ("add", "sub") and id(s) not in lw.demoted:

@@ -550,8 +550,6 @@ def _resolve_dtype(dtype, rt) -> T.DataType:
         return dtype
     if isinstance(dtype, T.MatrixType):
         raise TypeError("use fs.Vector.field / fs.Matrix.field for vector and matrix fields")
-    if type(dtype).__name__ in ("QuantInt", "QuantFixed", "QuantFloat"):
-        raise TypeError(f"a quantized type ({dtype}) makes scalar fields only: fs.field(qtype)")
     if isinstance(dtype, str):  # numpy would read "float" as f64, where `float` means default_fp
         raise TypeError(f"unsupported field dtype {dtype!r}: use fs.f32, fs.i32, ... or float/int")
     try:
@@ -631,17 +629,22 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
     >>> x[1, 2] = 5; x[1, 2]
     5.0
     """
+    if isinstance(dtype, T.MatrixType):
+        if dtype.ndim == 1:
+            return make_field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n,
+                              ndim_el=1, offset=offset)
+        return make_field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, m=dtype.m,
+                          ndim_el=2, offset=offset)
+    return make_field(dtype, shape, name, needs_grad, needs_dual, offset=offset)
+
+
+def make_field(dtype, *args, **kwargs) -> Field:
+    """A `Field`, or a `QuantField` for a quantized dtype (`fieldsim.lang.quant`)."""
     from fieldsim.lang.quant_types import QuantType
     if isinstance(dtype, QuantType):
         from fieldsim.lang.quant import QuantField
-        return QuantField(dtype, shape, name, needs_grad, needs_dual, offset=offset)
-    if isinstance(dtype, T.MatrixType):
-        if dtype.ndim == 1:
-            return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, ndim_el=1,
-                         offset=offset)
-        return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, m=dtype.m,
-                     ndim_el=2, offset=offset)
-    return Field(dtype, shape, name, needs_grad, needs_dual, offset=offset)
+        return QuantField(dtype, *args, **kwargs)
+    return Field(dtype, *args, **kwargs)
 
 
 from fieldsim.lang.snode import Axis, SNode

@@ -6,7 +6,7 @@ gives a group of floats one exponent), the bitpack placed like a field under `fs
 dense node; a quantized field placed directly gets a word of its own. Guarantees:
 - each bitpack is one hidden unsigned-int field (`u8/u16/u32/u64`, as `max_num_bits` says) of
   the placement's shape, and each quantized field a `QuantField` of its compute dtype whose
-  storage is that container's memory and whose `quant` is its `QuantSlot`: kernels read and
+  storage is that container's memory and whose `quant` holds its `QuantSlot`s: kernels read and
   write the bits through `fieldsim.codegen.quant_llvm` (atomically, a CAS loop on the word),
   Python scope through `QuantStorage` (`fieldsim.lang.quant_codec`);
 - Taichi's errors where Taichi raises them (bits past `max_num_bits`, a non-quantized field in
@@ -23,7 +23,7 @@ from fieldsim.errors import FieldsimRuntimeError, FieldsimSyntaxError, FieldsimT
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field
 from fieldsim.lang.naming import user_loc
-from fieldsim.lang.quant_codec import decode, encode_into
+from fieldsim.lang.quant_codec import decode, encode_many
 from fieldsim.lang.quant_types import QuantFloat, QuantSlot, QuantType
 
 
@@ -33,18 +33,19 @@ def is_quant(field) -> bool:
 
 
 class QuantField(Field):
-    """A scalar field of a quantized type; reads give (and writes take) its compute dtype."""
+    """A scalar, vector or matrix field of a quantized type; reads give (and writes take) its
+    compute dtype. `quant` holds one `QuantSlot` per component (row-major)."""
 
     def __init__(self, qtype: QuantType, shape=None, name="", needs_grad=False,
-                 needs_dual=False, offset=None):
+                 needs_dual=False, offset=None, n=None, m=None, ndim_el=0):
         if needs_grad or needs_dual:
             raise FieldsimTypeError(f"a field of quantized type {qtype} cannot have a gradient "
                                     "or dual (needs_grad/needs_dual): quantized fields are not "
                                     "differentiable", user_loc())
         self.qtype = qtype
-        self.quant: QuantSlot | None = None
+        self.quant: tuple | None = None
         self.bitpack: BitpackedFields | None = None
-        super().__init__(qtype.compute, None, name)
+        super().__init__(qtype.compute, None, name, n=n, m=m, ndim_el=ndim_el)
         if shape is not None:
             from fieldsim.lang.field import _normalize_shape
             self._place(_normalize_shape(shape, self), offset=offset)
@@ -60,7 +61,8 @@ class QuantField(Field):
 
     def _place(self, shape, offset=None, snode=None):
         if self.bitpack is None:  # placed on its own: a word of its own
-            lone = BitpackedFields(32 if self.qtype.bits <= 32 else 64)
+            bits = self.qtype.bits * self.components
+            lone = BitpackedFields(next((b for b in (32, 64) if bits <= b), bits))
             lone.place(self)
         bp = self.bitpack
         if snode is not None and snode._parent is not None and snode._parent.sparse_path():
@@ -69,17 +71,24 @@ class QuantField(Field):
                                     "fieldsim; place it under a dense node", user_loc())
         words = bp.container(tuple(shape), offset)
         super()._place(tuple(shape), offset=offset, snode=snode)
-        self.storage = QuantStorage(words, self.quant)
+        self.storage = QuantStorage(words, self.quant, self.element_shape)
+
+    @property
+    def components(self) -> int:
+        return int(np.prod(self.element_shape, dtype=np.int64))
 
     def _new_storage(self, snode):
         return None  # the container's memory (set by _place)
 
 
 class QuantStorage:
-    """Python-scope access to one quantized field: its slot in the container field's words."""
+    """Python-scope access to one quantized field: its slots in the container field's words.
+    An element is written a component at a time (Taichi writes each with its own accessor);
+    `from_numpy` and `fill` store all components at once (as Taichi's copy kernels, whose stores
+    of one word are fused: a shared exponent is then chosen from all the new values)."""
 
-    def __init__(self, words: Field, slot: QuantSlot):
-        self.words, self.slot = words, slot
+    def __init__(self, words: Field, slots: tuple, element_shape: tuple):
+        self.words, self.slots, self.element_shape = words, slots, element_shape
         self.ptr = words.storage.ptr
 
     def _all(self) -> np.ndarray:
@@ -88,19 +97,34 @@ class QuantStorage:
     def _store(self, words: np.ndarray):
         self.words.storage.from_numpy(words.astype(self.words.dtype.np))
 
+    def _decode(self, words) -> np.ndarray:
+        parts = [decode(s, words) for s in self.slots]
+        if not self.element_shape:
+            return parts[0]
+        return np.stack(parts, axis=-1).reshape(np.shape(words) + self.element_shape)
+
+    def _components(self, arr, shape) -> list:
+        arr = np.broadcast_to(np.asarray(arr), tuple(shape) + self.element_shape)
+        return [arr] if not self.element_shape else \
+            list(np.moveaxis(arr.reshape(tuple(shape) + (-1,)), -1, 0))
+
     def read_element(self, idx):
-        return decode(self.slot, self._all()[idx])[()]
+        return self._decode(self._all()[idx])[()]
 
     def write_element(self, idx, value):
         words = self._all()
-        words[idx] = encode_into(self.slot, words[idx], value)
+        word = words[idx]
+        for slot, v in zip(self.slots, self._components(value, ())):
+            word = encode_many(word, [(slot, v)])
+        words[idx] = word
         self._store(words)
 
     def to_numpy(self):
-        return decode(self.slot, self._all())
+        return self._decode(self._all())
 
     def from_numpy(self, arr):
-        self._store(encode_into(self.slot, self._all(), arr))
+        words = self._all()
+        self._store(encode_many(words, list(zip(self.slots, self._components(arr, words.shape)))))
 
     def fill(self, value):
         self.from_numpy(value)
@@ -131,8 +155,7 @@ class BitpackedFields:
         self.words: Field | None = None
 
     def place(self, *fields, shared_exponent=False):
-        members = [m for f in fields for m in (f.get_field_members() if hasattr(
-            f, "get_field_members") else [f])]
+        members = list(fields)
         for m in members:
             if not isinstance(m, QuantField):
                 raise FieldsimRuntimeError("Only a QuantType can be a member of a BitStructType "
@@ -144,23 +167,29 @@ class BitpackedFields:
             self._place_shared(members)
             return
         for m in members:  # a float's exponent goes first, then its digits (as in Taichi)
-            exp_offset = self._take(m.qtype.exp) if isinstance(m.qtype, QuantFloat) else -1
-            offset = self._take(m.qtype.frac if isinstance(m.qtype, QuantFloat) else m.qtype.bits)
-            self._add(m, QuantSlot(m.qtype, self.max_num_bits, offset, exp_offset))
+            q, slots = m.qtype, []
+            for _ in range(m.components):
+                exp_offset = self._take(q.exp) if isinstance(q, QuantFloat) else -1
+                offset = self._take(q.frac if isinstance(q, QuantFloat) else q.bits)
+                slots.append(QuantSlot(q, self.max_num_bits, offset, exp_offset))
+            self._add(m, tuple(slots))
 
     def _place_shared(self, members):
-        if len(members) <= 1:
+        qts = [m.qtype for m in members for _ in range(m.components)]
+        if len(qts) <= 1:
             raise FieldsimSyntaxError("At least 2 fields need to be placed when "
                                       "shared_exponent=True", user_loc())
-        qts = [m.qtype for m in members]
         if not all(isinstance(q, QuantFloat) and q.exp == qts[0].exp for q in qts):
             raise FieldsimTypeError("shared_exponent=True needs quantized floats with the same "
                                     f"number of exponent bits, got {qts}", user_loc())
         exp_offset = self._take(qts[0].exp)
         offsets = [self._take(q.frac) for q in qts]
         group = tuple(zip(qts, offsets))
-        for k, m in enumerate(members):
-            self._add(m, QuantSlot(m.qtype, self.max_num_bits, offsets[k], exp_offset, group, k))
+        slots = [QuantSlot(q, self.max_num_bits, off, exp_offset, group, k)
+                 for k, (q, off) in enumerate(group)]
+        for m in members:
+            self._add(m, tuple(slots[:m.components]))
+            slots = slots[m.components:]
 
     def _take(self, bits: int) -> int:
         start, self.used = self.used, self.used + bits
@@ -169,11 +198,11 @@ class BitpackedFields:
                                        f"{self.max_num_bits}.", user_loc())
         return start
 
-    def _add(self, m: QuantField, slot: QuantSlot):
+    def _add(self, m: QuantField, slots: tuple):
         if self.words is not None:
             raise FieldsimRuntimeError("BitpackedFields.place: this bitpack is already placed",
                                        user_loc())
-        m.quant, m.bitpack = slot, self
+        m.quant, m.bitpack = slots, self
         self.fields.append(m)
 
     def leaves(self) -> list:

@@ -190,23 +190,42 @@ def decode(slot: QuantSlot, words) -> np.ndarray:
     return float_value(qt, raw, exponent)
 
 
-def encode_into(slot: QuantSlot, words, values) -> np.ndarray:
-    """Container words with `values` stored into `slot` (other slots kept, except the floats
-    sharing its exponent, which are re-encoded against the new exponent)."""
-    qt = slot.qtype
+def encode_many(words, stores) -> np.ndarray:
+    """Container words with each (slot, values) of `stores` stored, in one go: the other slots
+    kept, except the floats sharing an exponent with a stored one, re-encoded against the
+    group's new exponent (chosen from all the new values of the group at once)."""
     words = np.asarray(words, dtype=np.uint64)
-    values = np.broadcast_to(np.asarray(values), words.shape)
+    shared = []
+    for slot, values in stores:
+        values = np.broadcast_to(np.asarray(values), words.shape)
+        if slot.shared:
+            shared.append((slot, values))
+        else:
+            words = _encode_one(slot, words, values)
+    while shared:
+        group = shared[0][0].group
+        new = {slot.index: v for slot, v in shared if slot.group is group}
+        words = _encode_shared(shared[0][0], words, new)
+        shared = [(slot, v) for slot, v in shared if slot.group is not group]
+    return words
+
+
+def _encode_one(slot: QuantSlot, words, values) -> np.ndarray:
+    qt = slot.qtype
     if isinstance(qt, QuantInt):
         return put_bits(words, slot.offset, qt.bits, int_digits(qt, values))
     if isinstance(qt, QuantFixed):
         return put_bits(words, slot.offset, qt.bits, fixed_digits(qt, values))
-    if not slot.shared:
-        digits, exponent = float_encode(qt, values)
-        return put_parts(words, [(slot.exp_offset, qt.exp), (slot.offset, qt.frac)],
-                         [(exponent, slot.exp_offset), (digits, slot.offset)])
+    digits, exponent = float_encode(qt, values)
+    return put_parts(words, [(slot.exp_offset, qt.exp), (slot.offset, qt.frac)],
+                     [(exponent, slot.exp_offset), (digits, slot.offset)])
+
+
+def _encode_shared(slot: QuantSlot, words, new: dict) -> np.ndarray:
+    qt = slot.qtype
     members = [QuantSlot(t, slot.container_bits, off, slot.exp_offset, slot.group, k)
                for k, (t, off) in enumerate(slot.group)]
-    current = [values if k == slot.index else decode(m, words) for k, m in enumerate(members)]
+    current = [new[k] if k in new else decode(m, words) for k, m in enumerate(members)]
     digits, exponent = shared_encode(slot.group, current)
     return put_parts(words, [(slot.exp_offset, qt.exp)] + [(off, t.frac) for t, off in slot.group],
                      [(exponent, slot.exp_offset)] + [(dg, off) for (_, off), dg in

@@ -197,6 +197,43 @@ def test_stores_of_one_word_in_one_stretch_share_one_exponent():
                                   expect.astype(np.float32))
 
 
+def test_vector_field_with_a_shared_exponent_and_a_matrix_of_fixed():
+    n = 100
+    vel = ti.Vector.field(3, dtype=ti.types.quant.float(exp=6, frac=8))
+    cat = ti.field(dtype=ti.types.quant.int(2, False))
+    voxel = ti.BitpackedFields(max_num_bits=32)
+    voxel.place(vel, shared_exponent=True)
+    voxel.place(cat)
+    m = ti.Matrix.field(2, 2, dtype=ti.types.quant.fixed(7, True, max_value=4.0))
+    bp = ti.BitpackedFields(max_num_bits=32)
+    bp.place(m)
+    ti.root.dense(ti.i, n).place(voxel, bp)
+    rng = np.random.default_rng(4)
+    vals = (rng.uniform(1, 3, (n, 4)) * rng.choice([-1, 1], (n, 4))).astype(np.float32)
+
+    @ti.kernel
+    def put(a: ti.types.ndarray()):
+        for i in range(n):
+            vel[i] = ti.Vector([a[i, 0], a[i, 1], a[i, 2]])  # one fused store of the word
+            cat[i] = i % 5
+            m[i] = ti.Matrix([[a[i, 0], a[i, 1]], [a[i, 2], a[i, 3]]])
+
+    put(vals)
+    kinds = [(8, True)] * 3
+    expect = np.array([_shared_model(list(row[:3]), kinds) for row in vals])
+    np.testing.assert_array_equal(vel.to_numpy(), expect.astype(np.float32))
+    np.testing.assert_array_equal(cat.to_numpy(), np.arange(n) % 5 % 4)
+    scale = 4.0 / 64
+    np.testing.assert_array_equal(m.to_numpy().reshape(n, 4),
+                                  _wrap(_round_half_away(vals / scale), 7, True) * scale)
+    vel[2] = [1.0, -300.0, 0.5]  # Python scope: one component after the other
+    first = _shared_model([1.0, expect[2, 1], expect[2, 2]], kinds)
+    second = _shared_model([first[0], -300.0, first[2]], kinds)
+    np.testing.assert_array_equal(vel[2].to_numpy(),
+                                  np.array(_shared_model([second[0], second[1], 0.5], kinds),
+                                           dtype=np.float32))
+
+
 def test_parallel_atomic_adds_into_fields_sharing_a_word():
     p, q, r = _packed(ti.types.quant.int(8, True), ti.types.quant.int(8, False),
                       ti.types.quant.fixed(16, True, max_value=64.0), n=4)
@@ -270,7 +307,6 @@ def test_fields_placed_alone_or_with_shape():
     (lambda: ti.BitpackedFields(32).place(ti.field(ti.types.quant.float(5, 7)),
                                           shared_exponent=True), "At least 2"),
     (lambda: ti.types.quant.float(5, 7, compute=ti.f64), "must be f32"),
-    (lambda: ti.Vector.field(2, ti.types.quant.int(8), shape=3), "scalar fields"),
 ])
 def test_refusals_name_the_problem(make, match):
     with pytest.raises((FieldsimError, TypeError), match=match):
