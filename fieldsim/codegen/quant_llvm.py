@@ -226,6 +226,8 @@ def slot_of(s):
 def word_ptr(lw, s):
     """The pointer to the container word of the element `s` touches."""
     f = s.field
+    if f.quant[0].lanes:
+        return array_word(lw, s)[0]
     if not f.ndim_el:
         return lw.memory_ptr(lw.element_ptr(s))
     nd = len(f.shape)
@@ -235,9 +237,46 @@ def word_ptr(lw, s):
     return lw.memory_ptr(ptr)
 
 
+def array_word(lw, s):
+    """A quant_array cell: (pointer to its word, its bit offset in the word)."""
+    b, f, slot = lw.b, s.field, s.field.quant[0]
+    lanes = slot.lane_sizes
+    words_shape = f.storage.words.shape
+    indices, lane = [], L.Constant(L.IntType(64), 0)
+    for d, ix in enumerate(s.indices):
+        i, n = lw.index_i64(ix), L.Constant(L.IntType(64), lanes.get(d, 1))
+        indices.append(b.udiv(i, n) if d in lanes else i)
+        if d in lanes:
+            lane = b.add(b.mul(lane, n), b.urem(i, n))
+    sizes = [lw.i64_constant(n) for n in words_shape]
+    ptr = b.gep(lw.field_ptr(f), [lw.linear(indices, sizes)], source_etype=word_type(slot))
+    off = b.mul(lane, L.Constant(L.IntType(64), slot.qtype.bits))
+    wt = word_type(slot)
+    off = b.trunc(off, wt) if wt.width < 64 else off
+    return lw.memory_ptr(ptr), off
+
+
+def in_lane(lw, s, new_word):
+    """`new_word` (which updates bits [0, bits) of a word) applied to a quant_array cell's
+    bits, wherever they are in its word; a plain field's `new_word` as it is."""
+    slot = s.field.quant[0]
+    if not slot.lanes:
+        return new_word
+    _, off = array_word(lw, s)
+    b, wt = lw.b, word_type(slot)
+    m = _c(wt, (1 << slot.qtype.bits) - 1)
+
+    def update(old):
+        field = b.and_(new_word(b.lshr(old, off)), m)
+        return b.or_(b.and_(old, b.xor(b.shl(m, off), _c(wt, -1))), b.shl(field, off))
+    return update
+
+
 def load(lw, s):
     slot = slot_of(s)
     word = lw.b.load(word_ptr(lw, s), typ=word_type(slot))
+    if slot.lanes:
+        word = lw.b.lshr(word, array_word(lw, s)[1])
     return decode(lw, word, slot)
 
 
@@ -248,7 +287,8 @@ def store(lw, s):
     stores = group or [s]
     latest = {id(slot_of(st)): (slot_of(st), st) for st in stores}  # stored twice: the later
     slots = [(slot, lw.v(st.value)) for slot, st in latest.values()]
-    cas_loop(lw, word_ptr(lw, s), slots[0][0], lambda old: encode_many(lw, old, slots))
+    cas_loop(lw, word_ptr(lw, s), slots[0][0],
+             in_lane(lw, s, lambda old: encode_many(lw, old, slots)))
 
 
 def encode_many(lw, word, slots):
@@ -324,7 +364,7 @@ def atomic(lw, s):
             before = decode(lw, old, slot)
             olds.append(before)
             return encode_into(lw, old, slot, combine(lw.b, kind, before, value, qt.compute))
-    cas_loop(lw, ptr, slot, new_word)
+    cas_loop(lw, ptr, slot, in_lane(lw, s, new_word))
     return olds[0]
 
 

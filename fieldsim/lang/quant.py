@@ -60,6 +60,10 @@ class QuantField(Field):
     _enable_twin = _attach
 
     def _place(self, shape, offset=None, snode=None):
+        array = snode._parent if snode is not None and snode._parent is not None else None
+        if array is not None and array.quant_bits is not None:
+            self._place_in_array(tuple(shape), offset, snode, array)
+            return
         if self.bitpack is None:  # placed on its own: a word of its own
             bits = self.qtype.bits * self.components
             lone = BitpackedFields(next((b for b in (32, 64) if bits <= b), bits))
@@ -72,6 +76,24 @@ class QuantField(Field):
         words = bp.container(tuple(shape), offset)
         super()._place(tuple(shape), offset=offset, snode=snode)
         self.storage = QuantStorage(words, self.quant, self.element_shape)
+
+    def _place_in_array(self, shape, offset, snode, array):
+        q = self.qtype
+        if isinstance(q, QuantFloat) or self.ndim_el or self.bitpack is not None or offset:
+            raise FieldsimTypeError(f"quant_array: field {self.ir_name!r} must be a scalar "
+                                    "quantized int or fixed field with no offset, placed alone",
+                                    user_loc())
+        dims = sorted(array.axis_sizes)
+        lanes = tuple((dims.index(a), n) for a, n in sorted(array.own.items()))
+        cells = int(np.prod([n for _, n in lanes]))
+        if cells * q.bits > array.quant_bits:
+            raise FieldsimRuntimeError(f"quant_array: {cells} cells of {q.bits} bits do not fit "
+                                       f"in max_num_bits={array.quant_bits}", user_loc())
+        bp = BitpackedFields(array.quant_bits)
+        self.quant, self.bitpack = (QuantSlot(q, array.quant_bits, 0, lanes=lanes),), bp
+        words = bp.container(tuple(s // dict(lanes).get(d, 1) for d, s in enumerate(shape)), None)
+        super()._place(shape, offset=None, snode=snode)
+        self.storage = QuantStorage(words, self.quant, ())
 
     @property
     def components(self) -> int:
@@ -94,6 +116,41 @@ class QuantStorage:
     def _all(self) -> np.ndarray:
         return self.words.storage.to_numpy().astype(np.uint64)
 
+    def _lanes(self, idx=None):
+        """For a quant_array: (word index tuple, bit offsets, lane number) of the cells `idx`
+        (default all), each shaped like the cells."""
+        slot = self.slots[0]
+        grid = np.indices(self.shape) if idx is None else \
+            np.array(idx, dtype=np.int64).reshape((len(idx), 1))
+        sizes = slot.lane_sizes
+        word, lane = [], np.zeros(grid.shape[1:], dtype=np.int64)
+        for d in range(len(self.shape)):
+            n = sizes.get(d, 1)
+            word.append(grid[d] // n)
+            lane = lane * n + grid[d] % n
+        return tuple(word), (lane * slot.qtype.bits).astype(np.uint64), lane
+
+    @property
+    def shape(self) -> tuple:
+        sizes = self.slots[0].lane_sizes
+        return tuple(s * sizes.get(d, 1) for d, s in enumerate(self.words.shape))
+
+    def _array_read(self, idx=None):
+        word, off, _ = self._lanes(idx)
+        return decode(self.slots[0], self._all()[word] >> off)
+
+    def _array_write(self, values, idx=None):
+        words = self._all()
+        word, off, lane = self._lanes(idx)
+        slot = self.slots[0]
+        bits = encode_many(np.zeros(np.shape(off), dtype=np.uint64), [(slot, values)])
+        m = np.uint64((1 << slot.qtype.bits) - 1)
+        for k in np.unique(lane):  # the cells of one lane are in distinct words
+            sel = lane == k
+            w = tuple(x[sel] for x in word)
+            words[w] = (words[w] & ~(m << off[sel])) | (bits[sel] << off[sel])
+        self._store(words)
+
     def _store(self, words: np.ndarray):
         self.words.storage.from_numpy(words.astype(self.words.dtype.np))
 
@@ -109,9 +166,13 @@ class QuantStorage:
             list(np.moveaxis(arr.reshape(tuple(shape) + (-1,)), -1, 0))
 
     def read_element(self, idx):
+        if self.slots[0].lanes:
+            return self._array_read(idx)[0]
         return self._decode(self._all()[idx])[()]
 
     def write_element(self, idx, value):
+        if self.slots[0].lanes:
+            return self._array_write(np.asarray(value).reshape(1), idx)
         words = self._all()
         word = words[idx]
         for slot, v in zip(self.slots, self._components(value, ())):
@@ -120,9 +181,13 @@ class QuantStorage:
         self._store(words)
 
     def to_numpy(self):
+        if self.slots[0].lanes:
+            return self._array_read()
         return self._decode(self._all())
 
     def from_numpy(self, arr):
+        if self.slots[0].lanes:
+            return self._array_write(np.broadcast_to(np.asarray(arr), self.shape))
         words = self._all()
         self._store(encode_many(words, list(zip(self.slots, self._components(arr, words.shape)))))
 

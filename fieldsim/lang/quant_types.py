@@ -80,7 +80,9 @@ class QuantFloat(QuantType):
 class QuantSlot:
     """Where a quantized field's bits are: `offset` of its digits in a `container_bits`-bit
     word; a float's exponent at `exp_offset`; with a shared exponent, `group` lists
-    (type, digits offset) of every float sharing it, this one at `group[index]`."""
+    (type, digits offset) of every float sharing it, this one at `group[index]`. In a
+    quant_array, `lanes` says which cells share a word: a cell's bits start at its row-major
+    number among them times the type's bits."""
 
     qtype: QuantType
     container_bits: int
@@ -88,6 +90,11 @@ class QuantSlot:
     exp_offset: int = -1
     group: tuple = ()
     index: int = 0
+    lanes: tuple = ()  # a quant_array: (dimension, cells per word along it) pairs
+
+    @property
+    def lane_sizes(self) -> dict:
+        return dict(self.lanes)
 
     @property
     def shared(self) -> bool:

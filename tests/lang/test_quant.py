@@ -318,3 +318,36 @@ def test_lazy_grad_skips_quantized_fields():
     y = ti.field(ti.types.quant.fixed(8), shape=3)
     ti.root.lazy_grad()
     assert x.grad is not None and y.grad is None
+
+
+def test_quant_array_packs_cells_and_keeps_neighbours():
+    x = ti.field(dtype=ti.types.quant.int(4, False))
+    ti.root.dense(ti.ij, (6, 4)).quant_array(ti.j, 8, max_num_bits=32).place(x)
+    bit = ti.field(dtype=ti.types.quant.int(1, False))
+    ti.root.dense(ti.i, 4).quant_array(ti.i, 32, max_num_bits=32).place(bit)
+    assert x.shape == (6, 32) and bit.shape == (128,)
+    m = 10001
+
+    @ti.kernel
+    def run():
+        for i, j in x:
+            x[i, j] = i * 7 + j
+        for k in range(m):  # 32 cells a word: every add is a CAS on a shared word
+            bit[k % 128] += 1
+
+    run()
+    i, j = np.indices((6, 32))
+    np.testing.assert_array_equal(x.to_numpy(), _wrap(i * 7 + j, 4, False))
+    np.testing.assert_array_equal(bit.to_numpy(), np.bincount(np.arange(m) % 128) % 2)
+    x[2, 9] = 17
+    expect = _wrap(i * 7 + j, 4, False)
+    expect[2, 9] = 1
+    np.testing.assert_array_equal(x.to_numpy(), expect)
+    x.from_numpy(np.ones((6, 32), dtype=np.int32) * 3)
+    assert (x.to_numpy() == 3).all()
+
+
+def test_quant_array_refuses_what_does_not_fit():
+    x = ti.field(dtype=ti.types.quant.int(5))
+    with pytest.raises(FieldsimError, match="do not fit"):
+        ti.root.dense(ti.i, 2).quant_array(ti.i, 8, max_num_bits=32).place(x)
