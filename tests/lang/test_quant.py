@@ -351,3 +351,35 @@ def test_quant_array_refuses_what_does_not_fit():
     x = ti.field(dtype=ti.types.quant.int(5))
     with pytest.raises(FieldsimError, match="do not fit"):
         ti.root.dense(ti.i, 2).quant_array(ti.i, 8, max_num_bits=32).place(x)
+
+
+def test_tape_reads_quantized_values_as_constants_and_refuses_a_chain_through_them():
+    n = 4
+    x = ti.field(ti.f32, shape=n, needs_grad=True)
+    loss = ti.field(ti.f32, shape=(), needs_grad=True)
+    a, = _packed(ti.types.quant.fixed(12, True, max_value=8.0), n=n)
+    x.from_numpy(np.arange(n, dtype=np.float32))
+    a.from_numpy(np.arange(n) * 0.5)
+
+    @ti.kernel
+    def weighted():
+        for i in range(n):
+            loss[None] += a[i] * x[i] * x[i]
+
+    @ti.kernel
+    def write():
+        for i in range(n):
+            a[i] = x[i] * 2
+
+    @ti.kernel
+    def total():
+        for i in range(n):
+            loss[None] += a[i]
+
+    with ti.ad.Tape(loss=loss):
+        weighted()
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * (np.arange(n) * 0.5) * np.arange(n))
+    with pytest.raises(FieldsimError, match="quantized type .* not differentiable"):
+        with ti.ad.Tape(loss=loss):
+            write()
+            total()
