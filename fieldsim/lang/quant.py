@@ -3,7 +3,7 @@
 Takes Taichi 1.7's layout calls: quantized fields placed into a `BitpackedFields` (several per
 container word, in placing order, a float's digits then its exponent; `shared_exponent=True`
 gives a group of floats one exponent), the bitpack placed like a field under `fs.root` or a
-dense node; a quantized field placed directly gets a word of its own. Guarantees:
+dense or sparse node; a quantized field placed directly gets a word of its own. Guarantees:
 - each bitpack is one hidden unsigned-int field (`u8/u16/u32/u64`, as `max_num_bits` says) of
   the placement's shape, and each quantized field a `QuantField` of its compute dtype whose
   storage is that container's memory and whose `quant` holds its `QuantSlot`s: kernels read and
@@ -13,7 +13,9 @@ dense node; a quantized field placed directly gets a word of its own. Guarantees
   a bitpack, a shared exponent over fewer than 2 floats) and a clear `FieldsimTypeError` at the
   user's line for gradients (`needs_grad`, `needs_dual`, a grad twin): quantized fields are
   not differentiated (Taichi gives them none either);
-- a bitpack under a sparse node is refused (fieldsim's sparse cells are per field).
+- under sparse nodes, each quantized field is a leaf of the tree as a field is (activation,
+  struct-fors, deactivation zeroing its bits); `SNode.quant_array` cells are packed along
+  the node's axes, `bits` each, one field per array.
 """
 from __future__ import annotations
 
@@ -69,10 +71,6 @@ class QuantField(Field):
             lone = BitpackedFields(next((b for b in (32, 64) if bits <= b), bits))
             lone.place(self)
         bp = self.bitpack
-        if snode is not None and snode._parent is not None and snode._parent.sparse_path():
-            raise FieldsimTypeError(f"quantized field {self.ir_name!r}: a bitpack under a "
-                                    "pointer/bitmasked/dynamic node is not supported by "
-                                    "fieldsim; place it under a dense node", user_loc())
         words = bp.container(tuple(shape), offset)
         super()._place(tuple(shape), offset=offset, snode=snode)
         self.storage = QuantStorage(words, self.quant, self.element_shape)

@@ -383,3 +383,31 @@ def test_tape_reads_quantized_values_as_constants_and_refuses_a_chain_through_th
         with ti.ad.Tape(loss=loss):
             write()
             total()
+
+
+def test_bitpack_under_a_pointer_node_iterates_its_active_cells():
+    a = ti.field(ti.types.quant.int(10, True))
+    b = ti.field(ti.types.quant.fixed(12, True, max_value=4.0))
+    bp = ti.BitpackedFields(32)
+    bp.place(a, b)
+    ti.root.pointer(ti.i, 8).dense(ti.i, 4).place(bp)
+
+    @ti.kernel
+    def write():
+        for k in range(4):
+            a[k * 9] = k * 300
+            b[k * 9] = -1.5
+
+    @ti.kernel
+    def cells() -> int:
+        n = 0
+        for i in a:
+            n += 1
+        return n
+
+    write()
+    assert cells() == 4 * 4  # four blocks of 4 cells activated
+    np.testing.assert_array_equal(a.to_numpy()[[0, 9, 18, 27]], _wrap(np.arange(4) * 300, 10, True))
+    assert b[9] == -1.5 and b[10] == 0.0
+    a.parent(2).deactivate_all()  # the pointer node: its cells and their words go
+    assert cells() == 0 and a[9] == 0
