@@ -50,7 +50,7 @@ from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Function, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
 from fieldsim.lang.ndarray import is_slot
-from fieldsim.lang.quant import is_quant
+from fieldsim.lang.quant import containers_of, is_quant
 
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
     CTX_STACK_CAPS, CTX_PRIV = range(10)
@@ -218,6 +218,7 @@ class KernelInfo:
         self.symbol = symbol
         # ndarray arguments (fieldsim.lang.ndarray) come as hidden arguments, not in the table
         self.fields = [f for f in fields_of(kernel) if not is_slot(f)]
+        self.fields += containers_of(self.fields)  # the words quantized fields live in
         self.tasks: list[TaskInfo] = []
         self.asserts: list = []  # (message, loc)
         self.prints = False  # has print(): the launcher flushes Python's stdout first
@@ -789,7 +790,7 @@ class TaskLowering(NestLowering):
             for i, n in zip(indices, sizes):
                 bad = self.bounds_check(i, n, s)
                 oob = bad if oob is None else b.or_(oob, bad)
-        ty = quant_llvm.word_type(field.quant[0]) if is_quant(field) else ll_type(field.dtype)
+        ty = ll_type(field.dtype)
         ptr = b.gep(self.field_ptr(field), [self.linear(indices, sizes)], source_etype=ty)
         if oob is not None:
             # An out-of-range access goes to a private dummy slot, never to the field (the

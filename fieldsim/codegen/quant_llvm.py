@@ -21,7 +21,7 @@ from llvmlite import ir as L
 
 from fieldsim.errors import FieldsimTypeError
 from fieldsim.ir.ir import Op
-from fieldsim.lang.quant import is_quant
+from fieldsim.lang.quant import is_quant, placed_slots
 from fieldsim.lang.quant_types import QuantFixed, QuantFloat, QuantInt, QuantSlot
 
 I32 = L.IntType(32)
@@ -220,37 +220,37 @@ def slot_of(s):
     k = 0
     for ix, n in zip(comps, f.element_shape):
         k = k * n + ix.attr
-    return f.quant[k]
+    return placed_slots(f)[k]
 
 
 def word_ptr(lw, s):
     """The pointer to the container word of the element `s` touches."""
-    f = s.field
-    if f.quant[0].lanes:
+    slot = slot_of(s)
+    if slot.lanes:
         return array_word(lw, s)[0]
-    if not f.ndim_el:
-        return lw.memory_ptr(lw.element_ptr(s))
-    nd = len(f.shape)
+    words = slot.pack.words
+    nd = len(s.field.shape)
     indices = [lw.index_i64(ix) for ix in s.indices[:nd]]
-    sizes = [lw.dim_size(f, d) for d in range(nd)]
-    ptr = lw.b.gep(lw.field_ptr(f), [lw.linear(indices, sizes)], source_etype=word_type(f.quant[0]))
+    sizes = [lw.i64_constant(n) for n in words.shape]
+    ptr = lw.b.gep(lw.field_ptr(words), [lw.linear(indices, sizes)], source_etype=word_type(slot))
     return lw.memory_ptr(ptr)
 
 
 def array_word(lw, s):
     """A quant_array cell: (pointer to its word, its bit offset in the word)."""
-    b, f, slot = lw.b, s.field, s.field.quant[0]
+    b, slot = lw.b, slot_of(s)
     lanes = slot.lane_sizes
-    words_shape = f.storage.words.shape
-    indices, lane = [], L.Constant(L.IntType(64), 0)
+    i64 = L.IntType(64)
+    indices, lane = [], L.Constant(i64, 0)
     for d, ix in enumerate(s.indices):
-        i, n = lw.index_i64(ix), L.Constant(L.IntType(64), lanes.get(d, 1))
+        i, n = lw.index_i64(ix), L.Constant(i64, lanes.get(d, 1))
         indices.append(b.udiv(i, n) if d in lanes else i)
         if d in lanes:
             lane = b.add(b.mul(lane, n), b.urem(i, n))
-    sizes = [lw.i64_constant(n) for n in words_shape]
-    ptr = b.gep(lw.field_ptr(f), [lw.linear(indices, sizes)], source_etype=word_type(slot))
-    off = b.mul(lane, L.Constant(L.IntType(64), slot.qtype.bits))
+    sizes = [lw.i64_constant(n) for n in slot.pack.words.shape]
+    ptr = b.gep(lw.field_ptr(slot.pack.words), [lw.linear(indices, sizes)],
+                source_etype=word_type(slot))
+    off = b.mul(lane, L.Constant(i64, slot.qtype.bits))
     wt = word_type(slot)
     off = b.trunc(off, wt) if wt.width < 64 else off
     return lw.memory_ptr(ptr), off
@@ -322,11 +322,11 @@ def store_groups(task) -> dict:
                 run = {}
             elif st.op == Op.STORE and is_quant(st.field):
                 cell = st.indices[:len(st.field.shape)]
-                key = (id(st.field.bitpack), tuple(_index_key(ix) for ix in cell))
+                key = (id(slot_of(st).pack), tuple(_index_key(ix) for ix in cell))
                 run.setdefault(key, []).append(st)
             elif st.op in (Op.LOAD, Op.ATOMIC) and is_quant(st.field):
                 # a read of the bitpack in between: what was stored before it stays before it
-                pack = id(st.field.bitpack)
+                pack = id(slot_of(st).pack)
                 _close({k: v for k, v in run.items() if k[0] == pack}, out)
                 run = {k: v for k, v in run.items() if k[0] != pack}
         _close(run, out)

@@ -1,7 +1,7 @@
 """Quantized fields: `ti.field(qtype)` and `ti.BitpackedFields(max_num_bits).place(...)`.
 
 Takes Taichi 1.7's layout calls: quantized fields placed into a `BitpackedFields` (several per
-container word, in placing order, a float's digits then its exponent; `shared_exponent=True`
+container word, in placing order, a float's exponent then its digits; `shared_exponent=True`
 gives a group of floats one exponent), the bitpack placed like a field under `fs.root` or a
 dense or sparse node; a quantized field placed directly gets a word of its own. Guarantees:
 - each bitpack is one hidden unsigned-int field (`u8/u16/u32/u64`, as `max_num_bits` says) of
@@ -27,6 +27,7 @@ from fieldsim.lang.field import Field
 from fieldsim.lang.naming import user_loc
 from fieldsim.lang.quant_codec import decode, encode_many
 from fieldsim.lang.quant_types import QuantFloat, QuantSlot, QuantType
+from fieldsim.lang.snode import PLACE, SNode
 
 
 def is_quant(field) -> bool:
@@ -36,7 +37,8 @@ def is_quant(field) -> bool:
 
 class QuantField(Field):
     """A scalar, vector or matrix field of a quantized type; reads give (and writes take) its
-    compute dtype. `quant` holds one `QuantSlot` per component (row-major)."""
+    compute dtype. `quant` holds one `QuantSlot` per component (row-major); the components of
+    a vector/matrix may sit in different bitpacks (placed through `get_scalar_field`)."""
 
     def __init__(self, qtype: QuantType, shape=None, name="", needs_grad=False,
                  needs_dual=False, offset=None, n=None, m=None, ndim_el=0):
@@ -46,7 +48,6 @@ class QuantField(Field):
                                     "differentiable", user_loc())
         self.qtype = qtype
         self.quant: tuple | None = None
-        self.bitpack: BitpackedFields | None = None
         super().__init__(qtype.compute, None, name, n=n, m=m, ndim_el=ndim_el)
         if shape is not None:
             from fieldsim.lang.field import _normalize_shape
@@ -61,23 +62,35 @@ class QuantField(Field):
 
     _enable_twin = _attach
 
+    @property
+    def components(self) -> int:
+        return int(np.prod(self.element_shape, dtype=np.int64))
+
+    def _set_slot(self, comp: int, slot: QuantSlot):
+        if self.quant is None:
+            self.quant = (None,) * self.components
+        if self.quant[comp] is not None:
+            raise FieldsimRuntimeError(f"field {self.ir_name!r} is already in a BitpackedFields",
+                                       user_loc())
+        self.quant = self.quant[:comp] + (slot,) + self.quant[comp + 1:]
+
     def _place(self, shape, offset=None, snode=None):
+        shape = tuple(shape)
         array = snode._parent if snode is not None and snode._parent is not None else None
         if array is not None and array.quant_bits is not None:
-            self._place_in_array(tuple(shape), offset, snode, array)
-            return
-        if self.bitpack is None:  # placed on its own: a word of its own
+            self._array_slot(shape, offset, array)
+            offset = None
+        elif self.quant is None:  # placed on its own: a word of its own
             bits = self.qtype.bits * self.components
             lone = BitpackedFields(next((b for b in (32, 64) if bits <= b), bits))
             lone.place(self)
-        bp = self.bitpack
-        words = bp.container(tuple(shape), offset)
-        super()._place(tuple(shape), offset=offset, snode=snode)
-        self.storage = QuantStorage(words, self.quant, self.element_shape)
+            lone.container(shape, offset)
+        super()._place(shape, offset=offset, snode=snode)
+        self.storage = QuantStorage(self)
 
-    def _place_in_array(self, shape, offset, snode, array):
+    def _array_slot(self, shape, offset, array):
         q = self.qtype
-        if isinstance(q, QuantFloat) or self.ndim_el or self.bitpack is not None or offset:
+        if isinstance(q, QuantFloat) or self.ndim_el or self.quant is not None or offset:
             raise FieldsimTypeError(f"quant_array: field {self.ir_name!r} must be a scalar "
                                     "quantized int or fixed field with no offset, placed alone",
                                     user_loc())
@@ -88,31 +101,63 @@ class QuantField(Field):
             raise FieldsimRuntimeError(f"quant_array: {cells} cells of {q.bits} bits do not fit "
                                        f"in max_num_bits={array.quant_bits}", user_loc())
         bp = BitpackedFields(array.quant_bits)
-        self.quant, self.bitpack = (QuantSlot(q, array.quant_bits, 0, lanes=lanes),), bp
-        words = bp.container(tuple(s // dict(lanes).get(d, 1) for d, s in enumerate(shape)), None)
-        super()._place(shape, offset=None, snode=snode)
-        self.storage = QuantStorage(words, self.quant, ())
-
-    @property
-    def components(self) -> int:
-        return int(np.prod(self.element_shape, dtype=np.int64))
+        self._set_slot(0, QuantSlot(q, array.quant_bits, 0, lanes=lanes, pack=bp))
+        bp.container(tuple(s // dict(lanes).get(d, 1) for d, s in enumerate(shape)), None)
 
     def _new_storage(self, snode):
-        return None  # the container's memory (set by _place)
+        return None  # the containers' memory (set by _place)
+
+
+def placed_slots(field) -> tuple:
+    """`field.quant`, every component in a placed bitpack, or a clear error."""
+    slots = field.quant
+    missing = [k for k, s in enumerate(slots) if s is None or s.pack.words is None]
+    if missing:
+        raise FieldsimRuntimeError(f"field {field.ir_name!r}: component {missing[0]} is in no "
+                                   "placed BitpackedFields", user_loc())
+    return slots
+
+
+def containers_of(fields) -> list:
+    """The container fields holding the quantized fields among `fields` (each once): a kernel
+    reaches the words through them."""
+    out: dict = {}
+    for f in fields:
+        for slot in placed_slots(f) if is_quant(f) else ():
+            out.setdefault(id(slot.pack), slot.pack.words)
+    return list(out.values())
 
 
 class QuantStorage:
-    """Python-scope access to one quantized field: its slots in the container field's words.
+    """Python-scope access to one quantized field: its slots in the container fields' words.
     An element is written a component at a time (Taichi writes each with its own accessor);
     `from_numpy` and `fill` store all components at once (as Taichi's copy kernels, whose stores
     of one word are fused: a shared exponent is then chosen from all the new values)."""
 
-    def __init__(self, words: Field, slots: tuple, element_shape: tuple):
-        self.words, self.slots, self.element_shape = words, slots, element_shape
-        self.ptr = words.storage.ptr
+    def __init__(self, field: QuantField):
+        self.field, self.element_shape = field, field.element_shape
 
-    def _all(self) -> np.ndarray:
-        return self.words.storage.to_numpy().astype(np.uint64)
+    @property
+    def slots(self) -> tuple:
+        return placed_slots(self.field)
+
+    @property
+    def ptr(self):
+        return self.slots[0].pack.words.storage.ptr
+
+    @staticmethod
+    def _words(slot) -> np.ndarray:
+        return slot.pack.words.storage.to_numpy().astype(np.uint64)
+
+    @staticmethod
+    def _store(slot, words: np.ndarray):
+        f = slot.pack.words
+        f.storage.from_numpy(words.astype(f.dtype.np))
+
+    @property
+    def shape(self) -> tuple:
+        sizes = self.slots[0].lane_sizes
+        return tuple(s * sizes.get(d, 1) for d, s in enumerate(self.slots[0].pack.words.shape))
 
     def _lanes(self, idx=None):
         """For a quant_array: (word index tuple, bit offsets, lane number) of the cells `idx`
@@ -128,66 +173,64 @@ class QuantStorage:
             lane = lane * n + grid[d] % n
         return tuple(word), (lane * slot.qtype.bits).astype(np.uint64), lane
 
-    @property
-    def shape(self) -> tuple:
-        sizes = self.slots[0].lane_sizes
-        return tuple(s * sizes.get(d, 1) for d, s in enumerate(self.words.shape))
-
     def _array_read(self, idx=None):
         word, off, _ = self._lanes(idx)
-        return decode(self.slots[0], self._all()[word] >> off)
+        return decode(self.slots[0], self._words(self.slots[0])[word] >> off)
 
     def _array_write(self, values, idx=None):
-        words = self._all()
-        word, off, lane = self._lanes(idx)
         slot = self.slots[0]
+        words = self._words(slot)
+        word, off, lane = self._lanes(idx)
         bits = encode_many(np.zeros(np.shape(off), dtype=np.uint64), [(slot, values)])
         m = np.uint64((1 << slot.qtype.bits) - 1)
         for k in np.unique(lane):  # the cells of one lane are in distinct words
             sel = lane == k
             w = tuple(x[sel] for x in word)
             words[w] = (words[w] & ~(m << off[sel])) | (bits[sel] << off[sel])
-        self._store(words)
+        self._store(slot, words)
 
-    def _store(self, words: np.ndarray):
-        self.words.storage.from_numpy(words.astype(self.words.dtype.np))
-
-    def _decode(self, words) -> np.ndarray:
-        parts = [decode(s, words) for s in self.slots]
+    def _decode(self, idx=...) -> np.ndarray:
+        parts = [decode(s, self._words(s)[idx]) for s in self.slots]
         if not self.element_shape:
             return parts[0]
-        return np.stack(parts, axis=-1).reshape(np.shape(words) + self.element_shape)
+        return np.stack(parts, axis=-1).reshape(np.shape(parts[0]) + self.element_shape)
 
     def _components(self, arr, shape) -> list:
         arr = np.broadcast_to(np.asarray(arr), tuple(shape) + self.element_shape)
         return [arr] if not self.element_shape else \
             list(np.moveaxis(arr.reshape(tuple(shape) + (-1,)), -1, 0))
 
+    def _write(self, stores, idx=...):
+        """Each container's slots of `stores` ((slot, values) pairs) stored at `idx` at once."""
+        packs: dict = {}
+        for slot, v in stores:
+            packs.setdefault(id(slot.pack), []).append((slot, v))
+        for group in packs.values():
+            words = self._words(group[0][0])
+            words[idx] = encode_many(words[idx], group)
+            self._store(group[0][0], words)
+
     def read_element(self, idx):
         if self.slots[0].lanes:
             return self._array_read(idx)[0]
-        return self._decode(self._all()[idx])[()]
+        return self._decode(idx)[()]
 
     def write_element(self, idx, value):
         if self.slots[0].lanes:
             return self._array_write(np.asarray(value).reshape(1), idx)
-        words = self._all()
-        word = words[idx]
         for slot, v in zip(self.slots, self._components(value, ())):
-            word = encode_many(word, [(slot, v)])
-        words[idx] = word
-        self._store(words)
+            self._write([(slot, v)], idx)
 
     def to_numpy(self):
         if self.slots[0].lanes:
             return self._array_read()
-        return self._decode(self._all())
+        return self._decode()
 
     def from_numpy(self, arr):
         if self.slots[0].lanes:
             return self._array_write(np.broadcast_to(np.asarray(arr), self.shape))
-        words = self._all()
-        self._store(encode_many(words, list(zip(self.slots, self._components(arr, words.shape)))))
+        shape = self.slots[0].pack.words.shape
+        self._write(list(zip(self.slots, self._components(arr, shape))))
 
     def fill(self, value):
         self.from_numpy(value)
@@ -214,31 +257,26 @@ class BitpackedFields:
                                        f"{max_num_bits} bits (use 8, 16, 32 or 64)", user_loc())
         self.max_num_bits = max_num_bits
         self.fields: list[QuantField] = []
+        self.members: list = []  # what `place` got: fields, or components (get_scalar_field)
         self.used = 0
         self.words: Field | None = None
+        self._snode = None  # placing it places its fields, not itself
 
     def place(self, *fields, shared_exponent=False):
-        members = list(fields)
-        for m in members:
-            if not isinstance(m, QuantField):
-                raise FieldsimRuntimeError("Only a QuantType can be a member of a BitStructType "
-                                           f"(ti.BitpackedFields.place got {m!r})", user_loc())
-            if m.bitpack is not None:
-                raise FieldsimRuntimeError(f"field {m.ir_name!r} is already in a BitpackedFields",
-                                           user_loc())
+        members = [_member(m) for m in fields]
+        self.members.extend(fields)
         if shared_exponent:
             self._place_shared(members)
             return
-        for m in members:  # a float's exponent goes first, then its digits (as in Taichi)
-            q, slots = m.qtype, []
-            for _ in range(m.components):
+        for m, comps in members:  # a float's exponent goes first, then its digits (as in Taichi)
+            q = m.qtype
+            for k in comps:
                 exp_offset = self._take(q.exp) if isinstance(q, QuantFloat) else -1
                 offset = self._take(q.frac if isinstance(q, QuantFloat) else q.bits)
-                slots.append(QuantSlot(q, self.max_num_bits, offset, exp_offset))
-            self._add(m, tuple(slots))
+                self._add(m, k, QuantSlot(q, self.max_num_bits, offset, exp_offset, pack=self))
 
     def _place_shared(self, members):
-        qts = [m.qtype for m in members for _ in range(m.components)]
+        qts = [m.qtype for m, comps in members for _ in comps]
         if len(qts) <= 1:
             raise FieldsimSyntaxError("At least 2 fields need to be placed when "
                                       "shared_exponent=True", user_loc())
@@ -246,13 +284,12 @@ class BitpackedFields:
             raise FieldsimTypeError("shared_exponent=True needs quantized floats with the same "
                                     f"number of exponent bits, got {qts}", user_loc())
         exp_offset = self._take(qts[0].exp)
-        offsets = [self._take(q.frac) for q in qts]
-        group = tuple(zip(qts, offsets))
-        slots = [QuantSlot(q, self.max_num_bits, off, exp_offset, group, k)
-                 for k, (q, off) in enumerate(group)]
-        for m in members:
-            self._add(m, tuple(slots[:m.components]))
-            slots = slots[m.components:]
+        group = tuple((q, self._take(q.frac)) for q in qts)
+        slots = iter(QuantSlot(q, self.max_num_bits, off, exp_offset, group, k, pack=self)
+                     for k, (q, off) in enumerate(group))
+        for m, comps in members:
+            for k in comps:
+                self._add(m, k, next(slots))
 
     def _take(self, bits: int) -> int:
         start, self.used = self.used, self.used + bits
@@ -261,16 +298,24 @@ class BitpackedFields:
                                        f"{self.max_num_bits}.", user_loc())
         return start
 
-    def _add(self, m: QuantField, slots: tuple):
+    def _add(self, m: QuantField, comp: int, slot: QuantSlot):
         if self.words is not None:
             raise FieldsimRuntimeError("BitpackedFields.place: this bitpack is already placed",
                                        user_loc())
-        m.quant, m.bitpack = slots, self
+        m._set_slot(comp, slot)
         self.fields.append(m)
 
-    def leaves(self) -> list:
-        """What `SNode.place(bitpack)` places: its fields, each with its own place node."""
-        return list(self.fields)
+    def _place(self, shape, offset=None, snode=None):
+        """`SNode.place(bitpack)`: the container, then each field (or component) placed with
+        a place node of its own under the node."""
+        parent = snode._parent if snode is not None else None
+        self.container(tuple(shape), offset)
+        for m in dict.fromkeys(self.members):
+            node = SNode(PLACE, parent)
+            node.field = m
+            m._place(shape, offset=offset, snode=node if parent is not None else None)
+            if parent is not None and m._snode is node:
+                parent._live_children().append(node)
 
     def container(self, shape: tuple, offset) -> Field:
         """The container field (made and placed with the first field placed)."""
@@ -283,3 +328,15 @@ class BitpackedFields:
             raise FieldsimRuntimeError(f"the fields of one BitpackedFields are placed together; "
                                        f"got shapes {self.words.shape} and {shape}", user_loc())
         return self.words
+
+
+def _member(m) -> tuple:
+    """(the quantized field, its component numbers) that `m`, a field or a component of one
+    (`get_scalar_field`), stands for in a bitpack."""
+    owner = getattr(m, "owner", None)
+    if isinstance(owner, QuantField):
+        return owner, [m.comp]
+    if not isinstance(m, QuantField):
+        raise FieldsimRuntimeError("Only a QuantType can be a member of a BitStructType "
+                                   f"(ti.BitpackedFields.place got {m!r})", user_loc())
+    return m, list(range(m.components))

@@ -91,6 +91,7 @@ class QuantSlot:
     group: tuple = ()
     index: int = 0
     lanes: tuple = ()  # a quant_array: (dimension, cells per word along it) pairs
+    pack: object = None  # the BitpackedFields whose container field (`pack.words`) holds it
 
     @property
     def lane_sizes(self) -> dict:

@@ -379,10 +379,10 @@ def test_tape_reads_quantized_values_as_constants_and_refuses_a_chain_through_th
     with ti.ad.Tape(loss=loss):
         weighted()
     np.testing.assert_allclose(x.grad.to_numpy(), 2 * (np.arange(n) * 0.5) * np.arange(n))
-    with pytest.raises(FieldsimError, match="quantized type .* not differentiable"):
-        with ti.ad.Tape(loss=loss):
-            write()
-            total()
+    with pytest.raises(FieldsimError, match="quantized type .* not differentiable"), \
+            ti.ad.Tape(loss=loss):
+        write()
+        total()
 
 
 def test_bitpack_under_a_pointer_node_iterates_its_active_cells():
@@ -411,3 +411,27 @@ def test_bitpack_under_a_pointer_node_iterates_its_active_cells():
     assert b[9] == -1.5 and b[10] == 0.0
     a.parent(2).deactivate_all()  # the pointer node: its cells and their words go
     assert cells() == 0 and a[9] == 0
+
+
+def test_components_of_a_vector_field_in_different_bitpacks():
+    qf = ti.types.quant.float(exp=6, frac=13)
+    x = ti.Vector.field(2, dtype=qf)
+    tag = ti.field(ti.types.quant.int(3, False))
+    for k in range(2):
+        bp = ti.BitpackedFields(max_num_bits=32)
+        bp.place(x.get_scalar_field(k), *([tag] if k else []))
+        ti.root.dense(ti.i, 50).place(bp)
+    vals = np.random.default_rng(6).uniform(-9, 9, (50, 2)).astype(np.float32)
+
+    @ti.kernel
+    def put(a: ti.types.ndarray()):
+        for i in range(50):
+            x[i] = ti.Vector([a[i, 0], a[i, 1]])
+            tag[i] = i
+
+    put(vals)
+    expect = _float_model(vals.ravel(), 6, 13, True).reshape(50, 2).astype(np.float32)
+    np.testing.assert_array_equal(x.to_numpy(), expect)
+    np.testing.assert_array_equal(tag.to_numpy(), np.arange(50) % 8)
+    x[3] = [1.0, -2.0]
+    assert x[3].to_numpy().tolist() == [1.0, -2.0] and tag[3] == 3
