@@ -146,13 +146,22 @@ class QuantStorage:
         return self.slots[0].pack.words.storage.ptr
 
     @staticmethod
-    def _words(slot) -> np.ndarray:
-        return slot.pack.words.storage.to_numpy().astype(np.uint64)
+    def _words(slot, idx=...) -> np.ndarray:
+        """The container words at `idx` (host memory read in place; device memory copied)."""
+        storage = slot.pack.words.storage
+        arr = getattr(storage, "array", None)
+        return np.asarray((storage.to_numpy() if arr is None else arr)[idx]).astype(np.uint64)
 
     @staticmethod
-    def _store(slot, words: np.ndarray):
+    def _store(slot, words: np.ndarray, idx=...):
         f = slot.pack.words
-        f.storage.from_numpy(words.astype(f.dtype.np))
+        arr = getattr(f.storage, "array", None)
+        if arr is None:  # device memory: a round trip through the host
+            arr = f.storage.to_numpy()
+            arr[idx] = words.astype(f.dtype.np)
+            f.storage.from_numpy(arr)
+        else:
+            arr[idx] = words.astype(f.dtype.np)
 
     @property
     def shape(self) -> tuple:
@@ -190,7 +199,7 @@ class QuantStorage:
         self._store(slot, words)
 
     def _decode(self, idx=...) -> np.ndarray:
-        parts = [decode(s, self._words(s)[idx]) for s in self.slots]
+        parts = [decode(s, self._words(s, idx)) for s in self.slots]
         if not self.element_shape:
             return parts[0]
         return np.stack(parts, axis=-1).reshape(np.shape(parts[0]) + self.element_shape)
@@ -206,9 +215,7 @@ class QuantStorage:
         for slot, v in stores:
             packs.setdefault(id(slot.pack), []).append((slot, v))
         for group in packs.values():
-            words = self._words(group[0][0])
-            words[idx] = encode_many(words[idx], group)
-            self._store(group[0][0], words)
+            self._store(group[0][0], encode_many(self._words(group[0][0], idx), group), idx)
 
     def read_element(self, idx):
         if self.slots[0].lanes:
