@@ -119,8 +119,9 @@ def speculable_loads(if_stmt: Stmt, ranges: dict, written: set) -> list:
     def scan(block):
         for st in block:
             inner.add(id(st))
+            # (not a quantized field: its word may be written through another field)
             if st.op == Op.LOAD and not is_slot(st.field) and id(st.field) not in written \
-                    and _in_bounds(st, ranges, inner):
+                    and not is_quant(st.field) and _in_bounds(st, ranges, inner):
                 out.append(st)
             if st.op not in (Op.FOR, Op.LOOP):
                 for b in st.blocks:
