@@ -1,8 +1,9 @@
 """Kernel loads, stores and atomics of quantized fields (`fieldsim.lang.quant`), in LLVM.
 
-Takes the lowering (`llvm.Lowering`: builder `b`, function `fn`, `v()`, `element_ptr`) and a
-LOAD/STORE/ATOMIC statement whose field `is_quant`. The element pointer is the container
-word's. Guarantees the values and bits of `fieldsim.lang.quant_codec` (Taichi 1.7.4's x64
+Takes the lowering (`llvm.Lowering`: builder `b`, function `fn`, `v()`, `field_ptr`,
+`linear`) and a LOAD/STORE/ATOMIC statement whose field `is_quant`; the element's word is
+found in the container field of the component's slot (in the kernel's field table), a
+quant_array cell's bits at a run-time offset in it. Guarantees the values and bits of `fieldsim.lang.quant_codec` (Taichi 1.7.4's x64
 code), step for step: a load decodes the word to the compute dtype; a store and every atomic
 kind run a compare-and-swap loop on the whole word, so that threads writing other fields of
 the same word never lose each other's bits; an atomic returns the old value. A fixed-point

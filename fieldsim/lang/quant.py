@@ -6,9 +6,11 @@ gives a group of floats one exponent), the bitpack placed like a field under `fs
 dense or sparse node; a quantized field placed directly gets a word of its own. Guarantees:
 - each bitpack is one hidden unsigned-int field (`u8/u16/u32/u64`, as `max_num_bits` says) of
   the placement's shape, and each quantized field a `QuantField` of its compute dtype whose
-  storage is that container's memory and whose `quant` holds its `QuantSlot`s: kernels read and
-  write the bits through `fieldsim.codegen.quant_llvm` (atomically, a CAS loop on the word),
-  Python scope through `QuantStorage` (`fieldsim.lang.quant_codec`);
+  `quant` holds a `QuantSlot` per component, each naming its bitpack (the components of a
+  vector/matrix may go to different bitpacks through `get_scalar_field`): kernels read and
+  write the bits through `fieldsim.codegen.quant_llvm` (atomically, a CAS loop on the word;
+  `containers_of` adds the container fields to a kernel's field table), Python scope through
+  `QuantStorage` (`fieldsim.lang.quant_codec`);
 - Taichi's errors where Taichi raises them (bits past `max_num_bits`, a non-quantized field in
   a bitpack, a shared exponent over fewer than 2 floats) and a clear `FieldsimTypeError` at the
   user's line for gradients (`needs_grad`, `needs_dual`, a grad twin): quantized fields are
