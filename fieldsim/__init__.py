@@ -53,6 +53,7 @@ from fieldsim.lang.hints import block_local, cache_read_only, no_activate
 
 from fieldsim.lang.ndarray import Ndarray, ndarray
 from fieldsim.lang.texture import Format, Texture
+from fieldsim.lang.quant import BitpackedFields
 from fieldsim.lang.types_extra import eig, sym_eig
 
 from fieldsim.lang import interop as _interop

@@ -400,6 +400,13 @@ def _warn_cut_chains(entries):
         cut_reads, reads_grad, carriers = summary
         if written_from_grad:
             for f in cut_reads:
+                if id(f) in written_from_grad and getattr(f, "qtype", None) is not None:
+                    raise FieldsimError(
+                        f"field {f.ir_name!r} has quantized type {f.qtype} but sits in the middle "
+                        f"of a differentiated chain: kernel {e.kernel.__name__!r} reads it after "
+                        "an earlier kernel wrote it from values with gradients. Quantized fields "
+                        "are not differentiable (Taichi silently drops the gradient there): keep "
+                        "that value in a float field", _user_loc())
                 if id(f) in written_from_grad:
                     warnings.warn(f"field {f.ir_name!r} has no gradient (needs_grad=False) but sits in "
                                   "the middle of a differentiated chain: kernel "

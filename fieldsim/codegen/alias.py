@@ -16,11 +16,13 @@ from llvmlite import ir as L
 
 from fieldsim.lang.field import Field
 from fieldsim.lang.ndarray import is_slot
+from fieldsim.lang.quant import is_quant
 
 
 class FieldScopes:
     def __init__(self, module: L.Module, fields: list):
-        own = [f for f in fields if isinstance(f, Field) and not is_slot(f)]
+        # a quantized field's word holds other fields' bits: it gets no scope of its own
+        own = [f for f in fields if isinstance(f, Field) and not is_slot(f) and not is_quant(f)]
         self.md: dict[int, tuple] = {}
         if len(own) < 2:
             return  # one field aliases nothing else that is tagged: no gain

@@ -27,6 +27,7 @@ from itertools import product
 
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang.ndarray import is_slot
+from fieldsim.lang.quant import is_quant
 
 
 @dataclass
@@ -50,7 +51,7 @@ def fill_plan(loop: Stmt) -> Fill | None:
             if form is None:
                 return None
             decoded[id(st)] = form
-        elif st.op == Op.STORE:
+        elif st.op == Op.STORE and not is_quant(st.field):  # no memset into a shared word
             if not _zero_store(st, end.attr, decoded, written):
                 return None
         else:

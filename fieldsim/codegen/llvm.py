@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir as L
 
+from fieldsim.codegen import quant_llvm
 from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import discarded_atomics, owned_atomics
 from fieldsim.codegen.fill_loops import fill_plan
@@ -49,6 +50,7 @@ from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Function, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
 from fieldsim.lang.ndarray import is_slot
+from fieldsim.lang.quant import containers_of, is_quant
 
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
     CTX_STACK_CAPS, CTX_PRIV = range(10)
@@ -216,6 +218,7 @@ class KernelInfo:
         self.symbol = symbol
         # ndarray arguments (fieldsim.lang.ndarray) come as hidden arguments, not in the table
         self.fields = [f for f in fields_of(kernel) if not is_slot(f)]
+        self.fields += containers_of(self.fields)  # the words quantized fields live in
         self.tasks: list[TaskInfo] = []
         self.asserts: list = []  # (message, loc)
         self.prints = False  # has print(): the launcher flushes Python's stdout first
@@ -279,6 +282,7 @@ class TaskLowering(NestLowering):
         self.stacks: dict[int, tuple] = {}
         self.reductions: dict[int, tuple] = {}
         self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
+        self.quant_stores = quant_llvm.store_groups(task)  # stores into one packed word, fused
         self.discarded = discarded_atomics(task) if cg.target.aggregates_scatters else set()
         self.fmf, self.approx_fmf = cg.fmf, cg.approx_fmf
         # fast-math: in a reverse-AD kernel, divisions by one divisor in one block multiply by
@@ -373,7 +377,7 @@ class TaskLowering(NestLowering):
         cands, other = [], set()
         for st in inner:
             if st.op == Op.ATOMIC and st.attr[1] in ("add", "sub") and id(st) not in used \
-                    and all(invariant(ix) for ix in st.indices):
+                    and all(invariant(ix) for ix in st.indices) and not is_quant(st.field):
                 cands.append(st)
             elif st.op in GLOBAL_ACCESS:
                 other.add(id(st.field))
@@ -864,13 +868,19 @@ class TaskLowering(NestLowering):
         return ptr if self.cg.debug else self.cg.target.field_memory(self.b, ptr)
 
     def op_load(self, s: Stmt):
+        if is_quant(s.field):
+            return quant_llvm.load(self, s)
         ptr = self.memory_ptr(self.element_ptr(s))
         return self.cg.scopes.tag(self.b.load(ptr, typ=ll_type(s.dtype)), s.field)
 
     def op_store(self, s: Stmt):
+        if is_quant(s.field):
+            return quant_llvm.store(self, s)
         self.cg.scopes.tag(self.b.store(self.v(s.value), self.memory_ptr(self.element_ptr(s))), s.field)
 
     def op_atomic(self, s: Stmt):
+        if is_quant(s.field):
+            return quant_llvm.atomic(self, s)
         if id(s) in self.reductions or id(s) in self.nest_acc or id(s) in self.loop_acc:
             return self.reduce_into(s)
         field, kind = s.attr

@@ -21,6 +21,7 @@ groups never name one element (for in-range components). When unsure, no group.
 from __future__ import annotations
 
 from fieldsim.ir.ir import GLOBAL_ACCESS, Op, Stmt, walk
+from fieldsim.lang.quant import is_quant
 
 
 def loop_accumulators(loop: Stmt, demoted: set, taken: set) -> list[list[Stmt]]:
@@ -46,7 +47,7 @@ def loop_accumulators(loop: Stmt, demoted: set, taken: set) -> list[list[Stmt]]:
 
 def _summable(st: Stmt, demoted: set, taken: set, used: set, inside: set) -> bool:
     return (st.op == Op.ATOMIC and id(st) in demoted and id(st) not in taken
-            and st.attr[1] in ("add", "sub") and id(st) not in used
+            and st.attr[1] in ("add", "sub") and id(st) not in used and not is_quant(st.field)
             and all(ix.op == Op.CONST or id(ix) not in inside for ix in st.indices))
 
 

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from fieldsim.ir.ir import GLOBAL_ACCESS, GLOBAL_READ, GLOBAL_WRITE, PURE, Op, Stmt, walk
 from fieldsim.lang.ndarray import is_slot
+from fieldsim.lang.quant import is_quant
 
 
 @dataclass
@@ -118,8 +119,9 @@ def speculable_loads(if_stmt: Stmt, ranges: dict, written: set) -> list:
     def scan(block):
         for st in block:
             inner.add(id(st))
+            # (not a quantized field: its word may be written through another field)
             if st.op == Op.LOAD and not is_slot(st.field) and id(st.field) not in written \
-                    and _in_bounds(st, ranges, inner):
+                    and not is_quant(st.field) and _in_bounds(st, ranges, inner):
                 out.append(st)
             if st.op not in (Op.FOR, Op.LOOP):
                 for b in st.blocks:
@@ -230,7 +232,7 @@ def nest_accumulators(loop: Stmt, split: NdSplit, outside: set, skip: set) -> di
         if st.op in GLOBAL_WRITE or st.op == Op.LOAD:
             f = st.field
             ok = st.op == Op.ATOMIC and st.attr[1] in ("add", "sub") and id(st) not in used \
-                and not is_slot(f)
+                and not is_slot(f) and not is_quant(f)
             plain[id(f)] = plain.get(id(f), True) and ok
     out, cols = {}, 0
     for st in body:

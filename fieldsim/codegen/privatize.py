@@ -34,6 +34,7 @@ import numpy as np
 
 from fieldsim.ir.ir import GLOBAL_ACCESS, Op, Stmt, walk
 from fieldsim.lang.ndarray import is_slot
+from fieldsim.lang.quant import is_quant
 
 SCATTER_KINDS = ("add", "sub")
 # one thread's copies, all privatized fields of a task together: the launch zeroes and sums
@@ -76,7 +77,7 @@ def private_scatters(task: Stmt, excluded: set[int]) -> PrivateLayout | None:
             order.append(f)
             scatter[id(f)] = True
         ok = (st.op == Op.ATOMIC and st.attr[1] in SCATTER_KINDS and id(st) not in used
-              and id(st) not in excluded)
+              and id(st) not in excluded and not is_quant(f))
         scatter[id(f)] = scatter[id(f)] and ok
     fields, row = [], 0
     for f in order:

@@ -24,7 +24,6 @@ UNSUPPORTED = {
     "Mesh": "the MeshTaichi extension",
     "mesh_local": "the MeshTaichi extension",
     "mesh_patch_idx": "the MeshTaichi extension",
-    "BitpackedFields": "quantized types (bit-packed fields)",
     "is_active": "sparse SNodes (fieldsim fields are dense)",
     "activate": "sparse SNodes (fieldsim fields are dense)",
     "deactivate": "sparse SNodes (fieldsim fields are dense)",

@@ -157,15 +157,18 @@ class Field:
         self.shape = shape
         self.offset = offset
         self._snode = snode
-        try:
-            self.storage = runtime.get().backend().allocate(self.storage_shape, self.dtype,
-                                                            sparse=bool(snode.sparse_path()))
-        except MemoryError:
-            raise FieldsimMemoryError(_allocation_failed(self), naming.user_loc()) from None
+        self.storage = self._new_storage(snode)
         for role in ("grad", "dual"):
             twin = getattr(self, "_" + role)
             if twin is not None and twin.shape is None and getattr(self, "needs_" + role):
                 twin._place(shape, offset=offset)
+
+    def _new_storage(self, snode):
+        try:
+            return runtime.get().backend().allocate(self.storage_shape, self.dtype,
+                                                    sparse=bool(snode.sparse_path()))
+        except MemoryError:
+            raise FieldsimMemoryError(_allocation_failed(self), naming.user_loc()) from None
 
     @property
     def snode(self):
@@ -628,11 +631,20 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
     """
     if isinstance(dtype, T.MatrixType):
         if dtype.ndim == 1:
-            return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, ndim_el=1,
-                         offset=offset)
-        return Field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, m=dtype.m,
-                     ndim_el=2, offset=offset)
-    return Field(dtype, shape, name, needs_grad, needs_dual, offset=offset)
+            return make_field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n,
+                              ndim_el=1, offset=offset)
+        return make_field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, m=dtype.m,
+                          ndim_el=2, offset=offset)
+    return make_field(dtype, shape, name, needs_grad, needs_dual, offset=offset)
+
+
+def make_field(dtype, *args, **kwargs) -> Field:
+    """A `Field`, or a `QuantField` for a quantized dtype (`fieldsim.lang.quant`)."""
+    from fieldsim.lang.quant_types import QuantType
+    if isinstance(dtype, QuantType):
+        from fieldsim.lang.quant import QuantField
+        return QuantField(dtype, *args, **kwargs)
+    return Field(dtype, *args, **kwargs)
 
 
 from fieldsim.lang.snode import Axis, SNode

@@ -214,6 +214,7 @@ class KernelObj:
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn  # as Taichi's: the body run as plain Python (Python scope)
         self._cache: dict = {}
         self._sig = inspect.signature(fn)
         self.params = list(self._sig.parameters.values())

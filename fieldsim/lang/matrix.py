@@ -65,8 +65,8 @@ class Matrix:
     @staticmethod
     def field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None, ndim=None):
-        return F.Field(dtype, shape, name, needs_grad, needs_dual, n=n, m=m, ndim_el=2,
-                       offset=offset)
+        return F.make_field(dtype, shape, name, needs_grad, needs_dual, n=n, m=m, ndim_el=2,
+                            offset=offset)
 
     @staticmethod
     def ndarray(n, m, dtype, shape, needs_grad=False, layout=None):
@@ -285,7 +285,8 @@ class Vector(Matrix):
     @staticmethod
     def field(n, dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None):
-        return F.Field(dtype, shape, name, needs_grad, needs_dual, n=n, ndim_el=1, offset=offset)
+        return F.make_field(dtype, shape, name, needs_grad, needs_dual, n=n, ndim_el=1,
+                            offset=offset)
 
     @staticmethod
     def ndarray(n, dtype, shape, needs_grad=False, layout=None):

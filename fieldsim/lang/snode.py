@@ -61,6 +61,7 @@ class SNode:
         self.field = None  # the field of a PLACE node
         self.ptr = _SNodePtr(self)
         self.sparse = None  # the activation state of a sparse node (fieldsim.lang.sparse)
+        self.quant_bits = None  # a quant_array node: its word's bits (fieldsim.lang.quant)
 
     # ---- tree -------------------------------------------------------------------------------
     def _live_children(self) -> list:
@@ -146,6 +147,19 @@ class SNode:
             raise FieldsimError("dynamic: a dynamic node has exactly one axis", user_loc())
         return self._child(DYNAMIC, axis, dims, chunk_size)
 
+    def quant_array(self, axes, dimensions, max_num_bits) -> SNode:
+        """A node packing `dimensions` cells of one quantized int/fixed field into each
+        `max_num_bits`-bit word (Taichi's `quant_array`).
+
+        >>> x = fs.field(fs.types.quant.int(4, False))
+        >>> _ = fs.root.dense(fs.i, 2).quant_array(fs.i, 8, max_num_bits=32).place(x)
+        >>> x[9] = 21; x.shape, x[9]
+        ((16,), 5)
+        """
+        node = self._child(DENSE, axes, dimensions)
+        node.quant_bits = max_num_bits
+        return node
+
     def place(self, *fields, offset=None) -> SNode:
         for f in fields:
             members = f if isinstance(f, (list, tuple)) else [f]
@@ -170,7 +184,8 @@ class SNode:
         """The float primal fields `lazy_grad` covers: for `fs.root` every one (also those placed
         later), for another node the fields placed below it."""
         fields = list(runtime.get().fields) if self is root else self._placed_fields()
-        return [f for f in fields if f.role == "primal" and f.dtype.is_float]
+        return [f for f in fields if f.role == "primal" and f.dtype.is_float
+                and getattr(f, "qtype", None) is None]  # quantized fields have no gradients
 
     def _placed_fields(self) -> list:
         fields, stack = [], [self]
