@@ -510,7 +510,7 @@ class ExprMixin:
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
-                args.extend(self.expr(a.value))
+                args.extend(_starred_items(self.expr(a.value)))
             else:
                 args.append(self.expr(a))
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
@@ -911,3 +911,13 @@ def _static_range(args):
             raise FieldsimTypeError(f"range() of the 0-D field {name!r}: loop over its value, "
                                     f"`range({name}[None])`")
     return range(*args)
+
+
+def _starred_items(value) -> list:
+    """The arguments `*value` passes in a kernel call: a vector's entries, a matrix's rows (as
+    Python iterates a Taichi matrix; `vec4(*v.xyz, 1)` as in Taichi), else Python's items."""
+    if isinstance(value, MatVal):
+        if value.ndim == 1:
+            return list(value.entries)
+        return [MatVal.vector(value.entries[r * value.m:(r + 1) * value.m]) for r in range(value.n)]
+    return list(value)
