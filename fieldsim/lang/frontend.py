@@ -37,6 +37,7 @@ from fieldsim.lang.frontend_refs import (
     ValueRef,
     atomic_operand,
     binding_for,
+    slice_ref,
     to_matval,
 )
 from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
@@ -607,7 +608,8 @@ class Frontend(ExprMixin):
         op = BINOP_AST[type(node.op)]
         value = self.expr(node.value)
         ref = self.lvalue(node.target)
-        if isinstance(ref, (FieldRef, TripletRef)) and op in ("+", "-"):
+        if op in ("+", "-") and (isinstance(ref, (FieldRef, TripletRef))
+                                 or (isinstance(ref, SwizzleRef) and ref.on_fields())):
             ref.atomic(self, "add" if op == "+" else "sub", value)
             return
         current = ref.load(self)
@@ -656,6 +658,8 @@ class Frontend(ExprMixin):
         idx = self.subscript_indices(node.slice)
         if isinstance(inner, StaticRef):
             return self._static_item_ref(inner.obj, idx)
+        if any(isinstance(i, slice) for i in idx):
+            return slice_ref(self, inner, idx)
         return inner.component(self, idx)
 
     def _static_item_ref(self, obj, idx):
