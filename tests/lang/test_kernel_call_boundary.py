@@ -100,6 +100,16 @@ def test_fortran_order_and_transposed_arrays_read_and_write_the_right_elements()
     np.testing.assert_array_equal(out, weights)
 
 
+def test_read_only_memmap_written_by_a_kernel_is_refused(tmp_path):
+    # Taichi 1.7.4 runs the kernel and dies writing the read-only mapping (SIGSEGV)
+    path = tmp_path / "a.bin"
+    np.arange(6, dtype=np.float32).tofile(path)
+    ro = np.memmap(path, dtype=np.float32, mode="r", shape=(2, 3))
+    _refused(_mark_f32, ro, words=["read-only"])
+    assert _sum_f32(ro) == pytest.approx(float((np.arange(6).reshape(2, 3) * [[0, 1, 2], [10, 11, 12]]).sum()))
+    np.testing.assert_array_equal(np.fromfile(path, np.float32), np.arange(6))
+
+
 def test_read_only_arrays_may_be_read_never_written():
     for make in (np.ascontiguousarray, np.asfortranarray):
         a = make(np.arange(6, dtype=np.float32).reshape(2, 3))
