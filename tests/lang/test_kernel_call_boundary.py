@@ -244,3 +244,32 @@ def test_template_arguments_of_the_wrong_kind_and_dtype():
     for bad in (np.ones(4, np.float32), 3):
         with pytest.raises(fs.FieldsimSyntaxError, match="cannot iterate over"):
             total(bad)
+
+
+def test_integer_vector_entries_take_whole_numbers_only():
+    @fs.kernel
+    def total(a: fs.types.vector(2, fs.i32)) -> fs.i32:
+        return a.sum()
+
+    # Taichi 1.7.4 refuses any float here; fieldsim, as for a scalar, only fractional ones
+    _refused(total, [1.7, 2.2], words=["integer entries"])
+    _refused(total, np.array([1.0, np.nan]), words=["integer entries"])
+    assert total([1.0, 2.0]) == 3 and total(np.array([4, 5], np.int64)) == 9
+
+
+def test_struct_member_of_another_shape_is_refused_not_shifted():
+    @fs.dataclass
+    class P:
+        x: fs.math.vec2
+        m: fs.f32
+        k: fs.i32
+
+    @fs.kernel
+    def code(p: P) -> fs.f32:
+        return p.x[0] + p.x[1] * 10 + p.m * 100 + p.k * 1000
+
+    # Taichi 1.7.4 keeps the first two entries; fieldsim shifted the third into `m`, `m` into `k`
+    with pytest.raises(TypeError, match=r"member 'x': a vector\(2, f32\) cannot hold a value of shape \(3,\)"):
+        P(x=fs.Vector([1, 2, 3]), m=3, k=4)
+    _refused(code, {"x": [1, 2, 3], "m": 3, "k": 4}, words=["argument 'p'", "member 'x'"])
+    assert code(P(x=fs.math.vec2(1, 2), m=3, k=4.7)) == 4321  # an int member truncates, as Taichi
