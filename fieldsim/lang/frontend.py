@@ -27,7 +27,7 @@ from fieldsim.lang import ops, sparse_kernel, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field, placed_twin
-from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin
+from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin, constant_index_message
 from fieldsim.lang.frontend_refs import (
     FieldRef,
     LocalRef,
@@ -672,7 +672,7 @@ class Frontend(ExprMixin):
         if isinstance(obj, TripletBuffer):  # a sparse matrix builder: `A[i, j] += v`
             return TripletRef(obj, idx)
         if any(isinstance(i, (Stmt, MatVal)) for i in idx):
-            raise FieldsimSyntaxError("a Python container can only be indexed with constants")
+            raise FieldsimSyntaxError(constant_index_message(obj))
         return StaticRef(obj[idx[0]] if len(idx) == 1 else obj[tuple(idx)])
 
     def _lvalue_attribute(self, node: ast.Attribute):

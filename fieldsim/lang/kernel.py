@@ -260,18 +260,42 @@ class KernelObj:
         rt = runtime.get()
         ann, ret = self.annotations()
         args = self._positional(args, kwargs)
-        bound = _Bound()
-        try:
-            for p, a, v in zip(self.params, ann, args):
-                self._bind_one(bound, rt, p.name, a, v)
-        except FieldsimTypeError as err:
-            if err.loc is not None:
-                raise
-            # a value that does not fit its parameter: located at the user's call
-            raise type(err)(err.message, user_loc(), err.related) from None
+        bound = self._bind_params(rt, ann, args)
         from fieldsim.lang.returns import ret_spec
         ret_dt = ret_spec(ret, rt, self.__name__)
         return bound.templates, tuple(bound.key), bound.values, bound.dtypes, ret_dt
+
+    def _bind_params(self, rt, ann, args, only=None) -> _Bound:
+        """Bind each parameter (only those whose annotation `only` accepts, when given); a
+        value that does not fit is located at the user's call."""
+        bound = _Bound()
+        try:
+            for p, a, v in zip(self.params, ann, args):
+                if only is None or only(a):
+                    self._bind_one(bound, rt, p.name, a, v)
+        except FieldsimTypeError as err:
+            if err.loc is not None:
+                raise
+            raise type(err)(err.message, user_loc(), err.related) from None
+        return bound
+
+    def check_values(self, args):
+        """Raise what a launch with `args` would raise for its scalar, vector/matrix, struct
+        and (where arrays live in host memory, so that binding one stages nothing) ndarray
+        parameters: a graph checks every launch so before it runs any.
+
+        >>> @fs.kernel
+        ... def k(n: fs.i32):
+        ...     pass
+        >>> k.check_values([2 ** 31])
+        Traceback (most recent call last):
+        ...
+        fieldsim.errors.FieldsimTypeError: ...out of range for i32...
+        """
+        rt = runtime.get()
+        arrays = rt.backend().host_memory
+        self._bind_params(rt, self.annotations()[0], self._positional(args, {}),
+                          only=lambda a: _is_value_annotation(a) or (arrays and isinstance(a, NdarrayType)))
 
     def _positional(self, args, kwargs) -> list:
         if not kwargs and len(args) == len(self.params):
@@ -473,6 +497,13 @@ def kernel(fn):
     if isinstance(fn, KernelObj):
         return fn
     return KernelObj(fn)
+
+
+def _is_value_annotation(a) -> bool:
+    """A parameter bound to a runtime value (scalar, vector/matrix, struct), not to an array,
+    a template, `self`, a texture or a sparse matrix builder."""
+    return not isinstance(a, (NdarrayType, Template, _SelfArg)) and a is not Template \
+        and not is_builder_annotation(a) and not hasattr(a, "bind_value")
 
 
 def _defined_at(kernel_obj) -> tuple:

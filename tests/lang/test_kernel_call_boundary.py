@@ -245,6 +245,25 @@ def test_template_arguments_of_the_wrong_kind_and_dtype():
         with pytest.raises(fs.FieldsimSyntaxError, match="cannot iterate over"):
             total(bad)
 
+    @fs.kernel
+    def read(x: fs.template(), n: fs.i32) -> fs.f32:
+        s = 0.0
+        for i in range(n):
+            s += x[i]
+        return s
+
+    @fs.kernel
+    def write(x: fs.template()):
+        for i in range(3):
+            x[i] = 1.0
+
+    # Taichi 1.7.4: "unhashable type: 'numpy.ndarray'" from its template cache
+    a = np.zeros(3, np.float32)
+    for kernel, args in ((read, (a, 3)), (write, (a,))):
+        with pytest.raises(fs.FieldsimError, match=r"compile-time Python value.*fs.types.ndarray\(\)"):
+            kernel(*args)
+    assert not a.any()
+
 
 def test_integer_vector_entries_take_whole_numbers_only():
     @fs.kernel
