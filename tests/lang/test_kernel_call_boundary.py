@@ -292,3 +292,23 @@ def test_struct_member_of_another_shape_is_refused_not_shifted():
         P(x=fs.Vector([1, 2, 3]), m=3, k=4)
     _refused(code, {"x": [1, 2, 3], "m": 3, "k": 4}, words=["argument 'p'", "member 'x'"])
     assert code(P(x=fs.math.vec2(1, 2), m=3, k=4.7)) == 4321  # an int member truncates, as Taichi
+
+
+def test_torch_tensors_that_would_read_the_wrong_values_are_refused():
+    torch = pytest.importorskip("torch")
+
+    @fs.kernel
+    def total(a: fs.types.ndarray()) -> fs.f64:
+        s = 0.0
+        for i in a:
+            s += a[i]
+        return s
+
+    z = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64)
+    _refused(total, z.conj().imag, words=["neg bit"])  # every other float of z, negated lazily
+    if hasattr(torch.Tensor, "_neg_view"):  # a lazily negated view: its memory holds +1s
+        _refused(total, torch.ones(4)._neg_view(), words=["neg bit"])
+    _refused(total, torch.ones(1).expand(4), words=["not C-contiguous"])
+    _refused(total, torch.ones(4, dtype=torch.bfloat16), words=["bfloat16"])
+    _refused(total, torch.ones(4).to_sparse(), words=["sparse"])
+    assert total(torch.arange(4.0)) == 6.0
