@@ -17,7 +17,7 @@ Results: a scalar is the CALL's value; a vector/matrix, or a tuple of scalars an
 flattened into several scalar results (CALL_RESULT) and rebuilt.
 Guarantees: a kernel's `funcs` hold only complete functions, each ending with one RETURN of its
 declared results. Refused (`FieldsimCompilationError`, naming the func): a recursive real func
-returning a struct. A call passing a struct, or a runtime value to a by-reference parameter,
+returning a struct, or taking an ndarray argument. A call passing a struct, or a runtime value to a by-reference parameter,
 is always inlined (as before: recursion through it must end at compile time).
 """
 from __future__ import annotations
@@ -172,6 +172,7 @@ def _ret_spec(fe, func, a):
 def _build(fe, func, key, spec, bound, ann, node) -> tuple:
     """(the Function of `func` for `key`, its result shape), registered before its body is
     built, which may call it."""
+    _refuse_ndarray_args(func, bound)
     params = []
     for kind in spec.values():
         if isinstance(kind, MatrixType):
@@ -202,6 +203,19 @@ def _build(fe, func, key, spec, bound, ann, node) -> tuple:
         fe.real_inlining = saved_inlining
         saved.restore(fe)
     return fe.real_funcs[key]
+
+
+def _refuse_ndarray_args(func, bound):
+    """An ndarray argument's pointer and shape are the kernel's own runtime arguments, which a
+    function body cannot reach (codegen failed with a KeyError): refused, naming it."""
+    from fieldsim.lang.ndarray import is_slot
+    for name, value in bound.items():
+        if is_slot(value):
+            raise FieldsimCompilationError(
+                f"real function {func.fn.__name__!r} recurses on runtime values, so fieldsim "
+                f"compiles it as a real call, which cannot take the ndarray argument {name!r} "
+                "yet (a non-recursive real function taking it is inlined and works): pass the "
+                "data in a field (ti.template()), or recurse on compile-time values")
 
 
 def _param_values(fe, spec, bound) -> dict:
