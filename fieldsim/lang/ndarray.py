@@ -31,6 +31,7 @@ Guarantees:
 """
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -756,6 +757,25 @@ def make_slot(fe, pname, spec: NdarraySpec, pos: int, loc):
         slot.grad = NdarraySlot(spec, f"{pname}.grad", grad_pos, shape_pos, shape, role="grad")
         slot.grad.primal = slot
     return slot, params, k
+
+
+def slot_in_function(fe, slot: NdarraySlot) -> NdarraySlot:
+    """`slot` as the body of a real function (being built by `fe`) sees it: the same pointer
+    argument, its shape read again there from the launch's arguments (the kernel's own shape
+    values are not visible in a function); its gradient slot likewise."""
+    shape = [fe.b.emit(Op.ARG, T.i32, attr=k) for k in slot.shape_pos]
+    for v in shape:
+        fe.nonneg.add(id(v))
+
+    def rebased(s):
+        out = copy.copy(s)
+        out.shape = tuple(shape)
+        return out
+    new = rebased(slot)
+    if slot.grad is not None:
+        new.grad = rebased(slot.grad)
+        new.grad.primal = new
+    return new
 
 
 # ---- the checker's and the Tape's view of a launch --------------------------------------------------

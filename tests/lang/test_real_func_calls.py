@@ -362,9 +362,9 @@ def _ir(kernel, *args):
     return kernel.compiled(templates, key, dtypes, ret).ir
 
 
-def test_recursive_real_func_taking_an_ndarray_is_refused_naming_it():
-    # codegen failed with a KeyError (the array's pointer is the kernel's own argument);
-    # Taichi 1.7.4 runs it: not supported yet, so refused clearly
+def test_recursive_real_func_taking_ndarrays():
+    # codegen failed with a KeyError (the array's shape values were the kernel's own);
+    # Taichi 1.7.4 gives the same rows
     @fs.real_func
     def fill_rows(a: fs.types.ndarray(dtype=fs.f32, ndim=2), n: fs.i32) -> fs.i32:
         if n > 0:
@@ -373,24 +373,24 @@ def test_recursive_real_func_taking_an_ndarray_is_refused_naming_it():
             fill_rows(a, n - 1)
         return n
 
-    @fs.kernel
-    def k(a: fs.types.ndarray(dtype=fs.f32, ndim=2)) -> fs.i32:
-        return fill_rows(a, a.shape[0])
-
-    a = np.zeros((3, 2), np.float32)
-    with pytest.raises(fs.FieldsimCompilationError, match="cannot take the ndarray argument 'a'"):
-        k(a)
-    assert not a.any()
-
     @fs.real_func
-    def fill_once(a: fs.types.ndarray(dtype=fs.f32, ndim=2), n: fs.i32) -> fs.i32:
-        for j in range(a.shape[1]):
-            a[n - 1, j] = n * 10 + j
-        return n
+    def dot_tail(v: fs.types.ndarray(dtype=fs.math.vec3, ndim=1),
+                 w: fs.types.ndarray(dtype=fs.f64, ndim=1), i: fs.i32) -> fs.f64:
+        s = 0.0
+        if i < v.shape[0]:
+            s = v[i].sum() * w[i] + dot_tail(v, w, i + 1)
+        return s
 
     @fs.kernel
-    def k2(a: fs.types.ndarray(dtype=fs.f32, ndim=2)) -> fs.i32:
-        return fill_once(a, 2)
+    def k(a: fs.types.ndarray(dtype=fs.f32, ndim=2), v: fs.types.ndarray(dtype=fs.math.vec3, ndim=1),
+          w: fs.types.ndarray(dtype=fs.f64, ndim=1)) -> fs.f64:
+        fill_rows(a, a.shape[0])
+        return dot_tail(v, w, 0)
 
-    assert k2(a) == 2  # not recursive: inlined
-    np.testing.assert_array_equal(a, [[0, 0], [20, 21], [0, 0]])
+    rng = np.random.default_rng(0)
+    v, w = rng.random((7, 3)).astype(np.float32), rng.random(7)
+    for a in (np.zeros((3, 2), np.float32), np.asfortranarray(np.zeros((4, 5), np.float32))):
+        got = k(a, v, w)
+        i, j = np.indices(a.shape)
+        np.testing.assert_array_equal(a, (i + 1) * 10 + j)  # Fortran order: copied back
+        assert got == pytest.approx(float((v.astype(np.float64).sum(1) * w).sum()), rel=1e-6)
