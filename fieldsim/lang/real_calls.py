@@ -31,8 +31,8 @@ from fieldsim.ir.dtypes import DataType
 from fieldsim.ir.ir import Function, Op, Stmt
 from fieldsim.lang import func_args
 from fieldsim.lang.expr import MatVal
-from fieldsim.lang.ndarray import is_slot, slot_in_function
 from fieldsim.lang.frontend import _bind_args, _flatten_value, _parse_cached, _rebuild_value
+from fieldsim.lang.ndarray import is_slot, slot_in_function
 from fieldsim.lang.types import MatrixType
 
 # nested inlined calls of one real func on compile-time values beyond which it becomes a real
