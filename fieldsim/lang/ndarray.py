@@ -3,7 +3,9 @@
 Takes what a user passes to a kernel argument annotated `fs.types.ndarray(dtype=, ndim=)`: a
 fieldsim `Ndarray` (`fs.ndarray`, `fs.Vector.ndarray`, `fs.Matrix.ndarray`, or an ndarray's
 `.grad`) or a C-contiguous numpy array, read and written in place (zero copy; a Fortran-order
-array runs on a C-order copy that is copied back after the launch). On the CUDA backend a host
+array runs on a C-order copy, one per array per launch, copied back after the launch if the
+kernel writes it; refused where it shares memory with another array argument and either is
+written, as the kernel would see stale values). On the CUDA backend a host
 array is copied to the device for the launch (`_staged`), and a CUDA array (a torch CUDA
 tensor, any DLPack array in CUDA memory) is used in place (`_device_tensor`).
 
@@ -16,7 +18,8 @@ Guarantees:
   entries are IR values) and `arr.shape[i]`, `for i in arr` and `fs.grouped(arr)` read the
   launch's shape.
 * A mismatch between the annotation and the array (dtype, ndim, element shape), a strided
-  numpy view, a read-only numpy array the kernel writes, or a value that is not an array raises
+  numpy view, a read-only numpy array the kernel writes, an axis longer than 2**31 - 1 (shapes
+  travel as i32), or a value that is not an array raises
   `NdarrayArgumentError` (a `FieldsimTypeError` and a `ValueError`, worded as Taichi's
   "Invalid value for argument x - ...") naming the kernel, the argument and the launch's
   file:line. `@fs.func` parameters annotated `fs.types.ndarray(...)` are checked the same way.
