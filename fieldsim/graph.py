@@ -195,8 +195,11 @@ class Graph:
                                        user_loc())
         for name, sym in self.args.items():
             sym.check_value(args[name])
-        for kernel, symbolic in self.launches:
-            kernel(*[_bind(a, args) for a in symbolic])
+        launches = [(kernel, [_bind(a, args) for a in symbolic]) for kernel, symbolic in self.launches]
+        for kernel, values in launches:  # a scalar a later kernel refuses: before any runs
+            kernel.check_values(values)
+        for kernel, values in launches:
+            kernel(*values)
 
 
 def _bind(arg, values):

@@ -119,3 +119,34 @@ def test_ndarray_argument_element_shape_is_callable_in_kernels():
 
     assert count(fs.Vector.ndarray(2, fs.f32, shape=3)) == 2
     assert count(fs.ndarray(fs.f32, 3)) == 1
+
+
+def test_a_value_only_a_later_kernel_refuses_stops_the_graph_before_any_kernel_runs():
+    @fs.kernel
+    def bump(a: fs.types.ndarray(dtype=fs.f32, ndim=1)):
+        for i in a:
+            a[i] += 1
+
+    @fs.kernel
+    def add(a: fs.types.ndarray(dtype=fs.f32, ndim=1), b: fs.types.ndarray(dtype=fs.f32, ndim=1),
+            s: fs.i32):
+        for i in a:
+            a[i] += s
+            b[i] += s
+
+    sym_a = fs.graph.Arg(fs.graph.ArgKind.NDARRAY, "a", dtype=fs.f32, ndim=1)
+    sym_b = fs.graph.Arg(fs.graph.ArgKind.NDARRAY, "b", dtype=None, ndim=1)  # any dtype here
+    sym_s = fs.graph.Arg(fs.graph.ArgKind.SCALAR, "s", fs.i32)
+    builder = fs.graph.GraphBuilder()
+    builder.dispatch(bump, sym_a)
+    builder.dispatch(add, sym_a, sym_b, sym_s)
+    graph = builder.compile()
+    a, b = fs.ndarray(fs.f32, shape=4), fs.ndarray(fs.f32, shape=4)
+    for bad, words in [({"s": 2 ** 31}, "out of range for i32"), ({"s": 2.5}, "expects an integer"),
+                       ({"s": 1, "b": fs.ndarray(fs.f64, shape=4)}, "dtype=f64")]:
+        with pytest.raises(fs.FieldsimTypeError, match=words):
+            graph.run({"a": a, "b": b, **bad})
+        assert not a.to_numpy().any() and not b.to_numpy().any()  # `bump` never ran
+    graph.run({"a": a, "b": b, "s": 3})
+    np.testing.assert_array_equal(a.to_numpy(), np.full(4, 4))
+    np.testing.assert_array_equal(b.to_numpy(), np.full(4, 3))

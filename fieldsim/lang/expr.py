@@ -31,6 +31,11 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
 
 
+def _fits(v: int, dt) -> bool:
+    lo, hi = (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.is_signed else (0, (1 << dt.bits) - 1)
+    return lo <= v <= hi
+
+
 class MatVal:
     """A vector (ndim 1, shape (n,)) or matrix (ndim 2, shape (n, m)) of scalar values."""
 
@@ -92,14 +97,29 @@ class Emitter:
                 v = float(self.fp.np.type(v))  # a literal is default_fp first, as in Taichi
                 if not dt.is_float:
                     v = math.trunc(v)
+            else:
+                self.check_int_literal(v, dt)
             return self.b.const(v, dt)
         raise FieldsimTypeError(f"expected a scalar, got {describe(v)}")
+
+    def check_int_literal(self, v, dt):
+        """A Python integer becoming a constant of integer type `dt` must fit default_ip (then
+        it converts as Taichi's cast of a literal does: 300 into a u8 is 44) or `dt` itself
+        (e.g. 2**40 added to an i64); one that fits neither would wrap silently (a template
+        argument 2**40 + 7 read as 7), and Taichi refuses it: a FieldsimTypeError."""
+        if isinstance(v, bool) or dt.is_float or dt.bits == 1 or not isinstance(v, numbers.Integral):
+            return
+        if not (_fits(v, self.ip) or _fits(v, dt)):
+            raise FieldsimTypeError(f"Integer literal {v} exceeded the range of {dt} (and of "
+                                    f"default_ip {self.ip}): give it a wider type, e.g. "
+                                    f"`ti.i64({v})`/`ti.u64({v})`, or set default_ip in ti.init()")
 
     def cast(self, v, dtype):
         dtype = self.resolve(dtype)
         if isinstance(v, MatVal):
             return v.map(lambda e: self.cast(e, dtype))
         if isinstance(v, numbers.Number) and not isinstance(v, Stmt):
+            self.check_int_literal(v, dtype)
             return self.b.const(v if dtype.is_float else int(v != 0) if dtype.bits == 1 else math.trunc(v), dtype)
         return self.b.cast(self.value(v), dtype)
 

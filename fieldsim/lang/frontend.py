@@ -27,7 +27,7 @@ from fieldsim.lang import ops, sparse_kernel, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field, placed_twin
-from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin
+from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin, constant_index_message
 from fieldsim.lang.frontend_refs import (
     FieldRef,
     LocalRef,
@@ -37,6 +37,7 @@ from fieldsim.lang.frontend_refs import (
     ValueRef,
     atomic_operand,
     binding_for,
+    slice_ref,
     to_matval,
 )
 from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
@@ -607,7 +608,8 @@ class Frontend(ExprMixin):
         op = BINOP_AST[type(node.op)]
         value = self.expr(node.value)
         ref = self.lvalue(node.target)
-        if isinstance(ref, (FieldRef, TripletRef)) and op in ("+", "-"):
+        if op in ("+", "-") and (isinstance(ref, (FieldRef, TripletRef))
+                                 or (isinstance(ref, SwizzleRef) and ref.on_fields())):
             ref.atomic(self, "add" if op == "+" else "sub", value)
             return
         current = ref.load(self)
@@ -656,6 +658,8 @@ class Frontend(ExprMixin):
         idx = self.subscript_indices(node.slice)
         if isinstance(inner, StaticRef):
             return self._static_item_ref(inner.obj, idx)
+        if any(isinstance(i, slice) for i in idx):
+            return slice_ref(self, inner, idx)
         return inner.component(self, idx)
 
     def _static_item_ref(self, obj, idx):
@@ -668,7 +672,7 @@ class Frontend(ExprMixin):
         if isinstance(obj, TripletBuffer):  # a sparse matrix builder: `A[i, j] += v`
             return TripletRef(obj, idx)
         if any(isinstance(i, (Stmt, MatVal)) for i in idx):
-            raise FieldsimSyntaxError("a Python container can only be indexed with constants")
+            raise FieldsimSyntaxError(constant_index_message(obj))
         return StaticRef(obj[idx[0]] if len(idx) == 1 else obj[tuple(idx)])
 
     def _lvalue_attribute(self, node: ast.Attribute):

@@ -272,8 +272,9 @@ class ExprMixin:
             return self.matval_get(base, idx)
         if isinstance(base, TripletBuffer):
             raise TripletRef(base, idx).only_accumulate()
-        if isinstance(base, (tuple, list, dict, range, np.ndarray)) and \
-                all(not isinstance(i, Stmt) for i in idx):
+        if isinstance(base, (tuple, list, dict, range, np.ndarray)):
+            if any(isinstance(i, Stmt) for i in idx):
+                raise FieldsimTypeError(constant_index_message(base))
             item = base[idx[0]] if len(idx) == 1 else base[tuple(idx)]
             # a numpy array is a compile-time constant, as in Taichi: its scalars are numbers
             return item.item() if isinstance(item, np.generic) else item
@@ -510,7 +511,7 @@ class ExprMixin:
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
-                args.extend(self.expr(a.value))
+                args.extend(_starred_items(self.expr(a.value)))
             else:
                 args.append(self.expr(a))
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
@@ -911,3 +912,22 @@ def _static_range(args):
             raise FieldsimTypeError(f"range() of the 0-D field {name!r}: loop over its value, "
                                     f"`range({name}[None])`")
     return range(*args)
+
+
+def _starred_items(value) -> list:
+    """The arguments `*value` passes in a kernel call: a vector's entries, a matrix's rows (as
+    Python iterates a Taichi matrix; `vec4(*v.xyz, 1)` as in Taichi), else Python's items."""
+    if isinstance(value, MatVal):
+        if value.ndim == 1:
+            return list(value.entries)
+        return [MatVal.vector(value.entries[r * value.m:(r + 1) * value.m]) for r in range(value.n)]
+    return list(value)
+
+
+def constant_index_message(base) -> str:
+    """Why a Python container (a `fs.template()` argument, a global) cannot take a runtime
+    index in a kernel, and what to do instead."""
+    hint = ("; to pass a NumPy array that kernels index at run time, annotate the parameter "
+            "fs.types.ndarray()" if isinstance(base, np.ndarray) else "")
+    return (f"{describe(base)} is a compile-time Python value: it can only be indexed with "
+            f"constants (e.g. in fs.static loops){hint}")

@@ -178,17 +178,50 @@ class SwizzleRef(Ref):
     def load(self, fe):
         return MatVal.vector([r.load(fe) for r in self.refs])
 
-    def store(self, fe, value):
+    def _values(self, value) -> list:
         value = to_matval(value)
-        if isinstance(value, MatVal):
-            if len(value.entries) != len(self.refs):
-                raise FieldsimTypeError(f"cannot assign {describe(value)} to a swizzle of "
-                                        f"{len(self.refs)} components")
-            values = value.entries
-        else:
-            values = [value] * len(self.refs)
-        for r, v in zip(self.refs, values):
+        if not isinstance(value, MatVal):
+            return [value] * len(self.refs)
+        if len(value.entries) != len(self.refs):
+            raise FieldsimTypeError(f"cannot assign {describe(value)} to {len(self.refs)} "
+                                    "components (a swizzle or slice)")
+        return value.entries
+
+    def store(self, fe, value):
+        for r, v in zip(self.refs, self._values(value)):
             r.store(fe, v)
+
+    def on_fields(self) -> bool:
+        """Whether every component is a field element's (`+=` is then atomic, as in Taichi)."""
+        return all(isinstance(r, FieldRef) for r in self.refs)
+
+    def atomic(self, fe, kind, value):
+        olds = [r.atomic(fe, kind, v) for r, v in zip(self.refs, self._values(value))]
+        return MatVal.vector(olds)
+
+
+def slice_ref(fe, inner, idx) -> SwizzleRef:
+    """`v[a:b] = ...`, `m[:3, 3] = ...`, `x[i][:, :] = ...` (compile-time bounds): the
+    components the slice selects of a local or field element vector/matrix, as one assignable
+    (row-major, as `matval_slice` reads them)."""
+    mat = getattr(inner, "mat", None)
+    if isinstance(inner, FieldRef) and inner.comp is None and inner.field.ndim_el:
+        f = inner.field
+        n, m, ndim = f.n, (f.m or 1), f.ndim_el
+    elif isinstance(inner, LocalRef) and mat is not None:
+        n, m, ndim = mat.n, mat.m, mat.ndim
+    else:
+        raise FieldsimSyntaxError("only a vector or matrix (a variable or a field element) can "
+                                  "be assigned through a slice")
+    if len(idx) != ndim:
+        raise FieldsimSyntaxError(f"Expected {ndim} indices, got {len(idx)}: a "
+                                  f"{'vector' if ndim == 1 else 'matrix'} slice")
+    if any(isinstance(i, Stmt) for i in idx):
+        raise FieldsimSyntaxError("slicing a vector/matrix cannot mix in runtime indices")
+    rows = range(n)[idx[0]] if isinstance(idx[0], slice) else [idx[0]]
+    cols = (range(m)[idx[1]] if isinstance(idx[1], slice) else [idx[1]]) if ndim == 2 else [None]
+    return SwizzleRef([inner.component(fe, [r] if c is None else [r, c])
+                       for r in rows for c in cols])
 
 
 class DynamicLocalRef(Ref):

@@ -210,6 +210,10 @@ def host_view(x, what: str) -> np.ndarray:
                                "(fieldsim never copies it silently)")
         if x.layout != torch.strided:
             raise InteropError(f"{what}: sparse tensors are not supported")
+        if x.is_neg():  # its memory holds the values before a lazy negation
+            raise InteropError(f"{what}: the tensor is a lazily negated view (its neg bit is "
+                               "set); call .resolve_neg() first (a copy: fieldsim never makes "
+                               "one silently)")
         try:
             return x.detach().resolve_conj().numpy()
         except TypeError as err:  # e.g. bfloat16: numpy has no such dtype

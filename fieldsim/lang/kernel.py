@@ -19,6 +19,7 @@ from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.enums import AutodiffMode
 from fieldsim.lang.field import Field
+from fieldsim.lang.naming import user_loc
 from fieldsim.lang.ndarray import (
     NdarrayType,
     bind_arg,
@@ -65,7 +66,6 @@ class Func:
     def __call__(self, *args, **kwargs):
         # Kernels inline funcs without calling this: a call here comes from Python scope
         if not self.python_scope:
-            from fieldsim.lang.naming import user_loc
             raise FieldsimSyntaxError(f"Taichi functions cannot be called from Python-scope: "
                                       f"{self.__name__!r} is an @fs.func (use @fs.pyfunc for "
                                       "both scopes)", user_loc())
@@ -261,12 +261,42 @@ class KernelObj:
         rt = runtime.get()
         ann, ret = self.annotations()
         args = self._positional(args, kwargs)
-        bound = _Bound()
-        for p, a, v in zip(self.params, ann, args):
-            self._bind_one(bound, rt, p.name, a, v)
+        bound = self._bind_params(rt, ann, args)
         from fieldsim.lang.returns import ret_spec
         ret_dt = ret_spec(ret, rt, self.__name__)
         return bound.templates, tuple(bound.key), bound.values, bound.dtypes, ret_dt
+
+    def _bind_params(self, rt, ann, args, only=None) -> _Bound:
+        """Bind each parameter (only those whose annotation `only` accepts, when given); a
+        value that does not fit is located at the user's call."""
+        bound = _Bound()
+        try:
+            for p, a, v in zip(self.params, ann, args):
+                if only is None or only(a):
+                    self._bind_one(bound, rt, p.name, a, v)
+        except FieldsimTypeError as err:
+            if err.loc is not None:
+                raise
+            raise type(err)(err.message, user_loc(), err.related) from None
+        return bound
+
+    def check_values(self, args):
+        """Raise what a launch with `args` would raise for its scalar, vector/matrix, struct
+        and (where arrays live in host memory, so that binding one stages nothing) ndarray
+        parameters: a graph checks every launch so before it runs any.
+
+        >>> @fs.kernel
+        ... def k(n: fs.i32):
+        ...     pass
+        >>> k.check_values([2 ** 31])
+        Traceback (most recent call last):
+        ...
+        fieldsim.errors.FieldsimTypeError: ...out of range for i32...
+        """
+        rt = runtime.get()
+        arrays = rt.backend().host_memory
+        self._bind_params(rt, self.annotations()[0], self._positional(args, {}),
+                          only=lambda a: _is_value_annotation(a) or (arrays and isinstance(a, NdarrayType)))
 
     def _positional(self, args, kwargs) -> list:
         if not kwargs and len(args) == len(self.params):
@@ -276,7 +306,7 @@ class KernelObj:
         except TypeError as e:
             raise FieldsimTypeError(f"kernel {self.__name__!r} takes {len(self.params)} "
                                     f"argument(s) ({', '.join(p.name for p in self.params)}): "
-                                    f"{e}", self.def_loc()) from None
+                                    f"{e}", user_loc(), _defined_at(self)) from None
         bound.apply_defaults()
         return [bound.arguments[p.name] for p in self.params]
 
@@ -305,10 +335,10 @@ class KernelObj:
         elif isinstance(a, (T.MatrixType, StructType)):  # entries travel as scalar arguments
             from fieldsim.lang.kernel_args import bind_matrix_arg, bind_struct_arg
             if isinstance(a, T.MatrixType):
-                bound.dtypes[name], flat = bind_matrix_arg(a, v, rt, kname, name, self.def_loc())
+                bound.dtypes[name], flat = bind_matrix_arg(a, v, rt, kname, name)
                 flat = [(bound.dtypes[name].dtype, x) for x in flat]
             else:
-                bound.dtypes[name], flat = bind_struct_arg(a, v, rt, kname, name, self.def_loc())
+                bound.dtypes[name], flat = bind_struct_arg(a, v, rt, kname, name)
             for k, (dt, x) in enumerate(flat):
                 bound.dtypes[f"{name}[{k}]"] = dt
                 bound.values.append(_convert_arg(x, dt, kname, name))
@@ -468,6 +498,19 @@ def kernel(fn):
     if isinstance(fn, KernelObj):
         return fn
     return KernelObj(fn)
+
+
+def _is_value_annotation(a) -> bool:
+    """A parameter bound to a runtime value (scalar, vector/matrix, struct), not to an array,
+    a template, `self`, a texture or a sparse matrix builder."""
+    return not isinstance(a, (NdarrayType, Template, _SelfArg)) and a is not Template \
+        and not is_builder_annotation(a) and not hasattr(a, "bind_value")
+
+
+def _defined_at(kernel_obj) -> tuple:
+    """`related` of an error about a call: where the kernel is defined, when that is known."""
+    loc = kernel_obj.def_loc()
+    return () if loc is None else (("the kernel is defined at", loc),)
 
 
 def _scalar_dtype(a, rt, kname, pname):

@@ -6,8 +6,11 @@ for a struct, a struct value, a field element or a dict); gives the resolved typ
 scalars (vector/matrix entries row-major, struct leaves in member order), which travel to the
 kernel as that many scalar arguments (the frontend rebuilds the vector/matrix or struct value).
 Guarantees: a value of another shape, with non-numeric entries or unknown members, raises a
-FieldsimTypeError naming the kernel and the argument; a float given to an integer entry or
-member truncates, as Taichi's argument cast does. No gradient flows to these arguments.
+FieldsimTypeError naming the kernel and the argument; a fractional float given to an integer
+vector/matrix entry is refused, as for a scalar argument (Taichi refuses any float there); one
+given to an integer struct member truncates, as Taichi's struct cast does; a struct member of
+another shape is refused (never truncated or shifted into the next member). No gradient flows
+to these arguments.
 """
 from __future__ import annotations
 
@@ -36,7 +39,11 @@ def bind_matrix_arg(ann: T.MatrixType, value, rt, kname: str, pname: str, loc=No
                                 f"{want}), got a value of shape {arr.shape}", loc)
     flat = arr.reshape(-1)
     if spec.dtype.is_int and flat.dtype.kind == "f":
-        flat = np.trunc(flat)
+        if not np.all(np.isfinite(flat)) or np.any(flat != np.trunc(flat)):
+            # as a scalar integer argument (Taichi refuses any float here)
+            raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects a {spec!r} "
+                                    f"(integer entries), got {flat.tolist()}", loc)
+        flat = flat.astype(np.int64)
     return spec, flat.tolist()
 
 

@@ -324,3 +324,21 @@ class Vector(Matrix):
     y = g = t = _swizzle(1)
     z = b = p = _swizzle(2)
     w = a = q = _swizzle(3)
+
+
+MatrixType = T.MatrixType  # Taichi's `ti.lang.matrix.MatrixType`: the type of `fs.types.matrix/vector`
+
+
+class _OneAxisMatrixType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, T.MatrixType) and obj.ndim == 1
+
+
+class VectorType(metaclass=_OneAxisMatrixType):
+    """Taichi's `ti.lang.matrix.VectorType`, for `isinstance` checks: true of the types
+    `fs.types.vector(n, dt)` makes (MatrixTypes of one axis), false of matrix types.
+
+    >>> from fieldsim.lang.matrix import VectorType
+    >>> isinstance(fs.math.vec3, VectorType), isinstance(fs.math.mat3, VectorType)
+    (True, False)
+    """

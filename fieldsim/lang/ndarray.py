@@ -3,7 +3,9 @@
 Takes what a user passes to a kernel argument annotated `fs.types.ndarray(dtype=, ndim=)`: a
 fieldsim `Ndarray` (`fs.ndarray`, `fs.Vector.ndarray`, `fs.Matrix.ndarray`, or an ndarray's
 `.grad`) or a C-contiguous numpy array, read and written in place (zero copy; a Fortran-order
-array runs on a C-order copy that is copied back after the launch). On the CUDA backend a host
+array runs on a C-order copy, one per array per launch, copied back after the launch if the
+kernel writes it; refused where it shares memory with another array argument and either is
+written, as the kernel would see stale values). On the CUDA backend a host
 array is copied to the device for the launch (`_staged`), and a CUDA array (a torch CUDA
 tensor, any DLPack array in CUDA memory) is used in place (`_device_tensor`).
 
@@ -16,7 +18,8 @@ Guarantees:
   entries are IR values) and `arr.shape[i]`, `for i in arr` and `fs.grouped(arr)` read the
   launch's shape.
 * A mismatch between the annotation and the array (dtype, ndim, element shape), a strided
-  numpy view, a read-only numpy array the kernel writes, or a value that is not an array raises
+  numpy view, a read-only numpy array the kernel writes, an axis longer than 2**31 - 1 (shapes
+  travel as i32), or a value that is not an array raises
   `NdarrayArgumentError` (a `FieldsimTypeError` and a `ValueError`, worded as Taichi's
   "Invalid value for argument x - ...") naming the kernel, the argument and the launch's
   file:line. `@fs.func` parameters annotated `fs.types.ndarray(...)` are checked the same way.
@@ -31,6 +34,7 @@ Guarantees:
 """
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -343,6 +347,7 @@ class BoundNdarray:
     def __init__(self, spec: NdarraySpec, proxy: Field):
         self.spec, self.proxy = spec, proxy
         self.copy_back = None  # set for a Fortran-order numpy array run on a C-order copy
+        self.fortran = None  # that copy (`_FortranCopy`)
 
 
 def hidden_names(pname, spec: NdarraySpec) -> list:
@@ -439,27 +444,55 @@ def _numpy_element_dims(ann, value, bad):
     return value.shape[value.ndim - k], (value.shape[-1] if k == 2 else None), k
 
 
-def _numpy_proxy(ann, value, owner, grad_arr, pname, bad):
-    """(proxy, dtype, n, m, ndim_el, copy_back) of a numpy array (or a tensor's host view).
-    A Fortran-order array runs on a C-order copy, copied back by copy_back after the launch."""
+def _numpy_proxy(ann, value, owner, grad_arr, pname, bad, staged):
+    """(proxy, dtype, n, m, ndim_el, fortran) of a numpy array (or a tensor's host view). A
+    Fortran-order array runs on a C-order copy (`fortran`, a `_FortranCopy`, shared by every
+    argument of the launch given the same array)."""
     try:
         dtype = T.from_numpy(value.dtype)
     except TypeError:
         raise bad(f"numpy dtype {value.dtype} has no fieldsim equivalent") from None
-    copy_back = None
+    fortran = None
     if not value.flags.c_contiguous:
         if not value.flags.f_contiguous:
             raise bad("Non contiguous numpy arrays are not supported, please call "
                       "np.ascontiguousarray(arr) before passing it to the kernel")
-        original, value = value, np.ascontiguousarray(value)
-        copy_back = lambda: np.copyto(original, value)
+        fortran = _FortranCopy.of(value, staged)
+        value = fortran.copy
     n, m, ndim_el = _numpy_element(ann, value, bad)
     _check_element(ann, dtype, n, m, ndim_el, bad)
     if grad_arr is not None or owner is not None:
         proxy = _external_tensor(owner, value, grad_arr, dtype, n, m, ndim_el, pname)
     else:
         proxy = _external(value, dtype, n, m, ndim_el, pname)
-    return proxy, dtype, n, m, ndim_el, copy_back
+    return proxy, dtype, n, m, ndim_el, fortran
+
+
+class _FortranCopy:
+    """A Fortran-order numpy argument's C-order copy for one launch: one per array however
+    many arguments are given it (so writes through one are read through the other), copied
+    back once after the launch, and only if the kernel writes it (a copy back of values the
+    kernel only read would undo what it wrote through another view of the same memory). The
+    copy of a read-only array is read-only, so a kernel writing it is refused before it runs."""
+
+    def __init__(self, original):
+        self.original, self.copy = original, np.ascontiguousarray(original)
+        self.copy.flags.writeable = original.flags.writeable
+        self.written = False  # set before the launch by `check_writable`
+        self.done = False
+
+    @classmethod
+    def of(cls, original, staged):
+        key = ("F", original.__array_interface__["data"][0], original.shape, original.strides,
+               original.dtype.str)
+        if key not in staged:
+            staged[key] = cls(original)
+        return staged[key]
+
+    def back(self):
+        if self.written and not self.done:
+            np.copyto(self.original, self.copy)
+        self.done = True
 
 
 def _bind_arg(ann, value, kname, pname, rt, staged):
@@ -467,11 +500,12 @@ def _bind_arg(ann, value, kname, pname, rt, staged):
         return NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {pname} - {what}")
 
     value, owner, grad_arr = _host_value(value, kname, pname, bad, ann)
-    copy_back = None
+    fortran = None
     if isinstance(value, Field):
         proxy, dtype, n, m, ndim_el = _field_proxy(ann, value, rt, bad)
     elif isinstance(value, np.ndarray):
-        proxy, dtype, n, m, ndim_el, copy_back = _numpy_proxy(ann, value, owner, grad_arr, pname, bad)
+        proxy, dtype, n, m, ndim_el, fortran = _numpy_proxy(ann, value, owner, grad_arr, pname,
+                                                            bad, staged)
     else:
         raise bad(f"it is an ndarray (fs.types.ndarray()) but got {type(value).__name__}; pass "
                   "an fs.ndarray, a numpy array, a torch tensor or a DLPack array")
@@ -479,10 +513,12 @@ def _bind_arg(ann, value, kname, pname, rt, staged):
     if ann.ndim is not None and ann.ndim != ndim:
         raise bad(f"required array has ndim={ann.ndim}, array with {ndim + ndim_el} dimensions "
                   f"is provided" + (f" ({ndim} besides its elements)" if ndim_el else ""))
+    _check_extents(proxy.shape, bad)
     # needs_grad=False in the annotation: the kernel's adjoint leaves this array's gradient alone
     has_grad = proxy.grad is not None and proxy.grad.storage is not None and ann.needs_grad is not False
     spec = _spec(dtype, ndim, n, m, ndim_el, has_grad)
     ptrs = [proxy.storage.ptr] + ([proxy.grad.storage.ptr] if has_grad else [])
+    copy_back = None if fortran is None else fortran.back
     if isinstance(proxy, ExternalArray) and not rt.backend().host_memory:
         ptrs, copy_back = _staged(rt, proxy, has_grad, copy_back, staged)
     values = ptrs + [int(s) for s in proxy.shape]
@@ -491,8 +527,19 @@ def _bind_arg(ann, value, kname, pname, rt, staged):
         dtypes = spec.dtypes[pname] = {name: (T.i64 if k < 1 + has_grad else T.i32)
                                        for k, name in enumerate(hidden_names(pname, spec))}
     bound = BoundNdarray(spec, proxy)
-    bound.copy_back = copy_back
+    bound.copy_back, bound.fortran = copy_back, fortran
     return bound, values, dtypes
+
+
+_MAX_EXTENT = (1 << 31) - 1  # a launch passes each axis length as an i32, as Taichi does
+
+
+def _check_extents(shape, bad):
+    for axis, extent in enumerate(shape):
+        if extent > _MAX_EXTENT:
+            raise bad(f"axis {axis} has {extent} elements; an ndarray argument's axis holds at "
+                      f"most 2**31 - 1 (its length is passed as an i32, as in Taichi): split "
+                      "the array or reshape it")
 
 
 class _Stage:
@@ -538,20 +585,45 @@ def _staged(rt, proxy, has_grad, copy_back, staged):
 
 def check_writable(ck, templates, kname):
     """Before a launch: a read-only numpy array may be passed only to an argument the kernel
-    never writes (writing it could fault, and would break the owner's promise)."""
+    never writes (writing it could fault, and would break the owner's promise); a
+    Fortran-order array's copy is copied back only if the kernel writes it, and is refused
+    where it shares memory with another array argument and either is written (the kernel
+    would read or keep stale values)."""
     written = getattr(ck, "nd_written", None)
     if written is None:
         bodies = [ck.ir.body] + [f.body for f in ck.ir.funcs]  # real functions write too
         written = ck.nd_written = {s.field.ir_name for body in bodies for s in _walk(body)
                                    if s.op in (Op.STORE, Op.ATOMIC) and is_slot(s.field)}
-    for name, t in templates.items():
-        if isinstance(t, BoundNdarray) and name in written and _read_only(t.proxy):
+    arrays = [(name, t) for name, t in templates.items() if isinstance(t, BoundNdarray)]
+    for name, t in arrays:
+        if name in written and _read_only(t.proxy):
             owner = getattr(t.proxy, "owner", None)
             what = "numpy array" if owner is None or isinstance(owner, np.ndarray) else \
                 f"{type(owner).__name__} (e.g. a JAX array: immutable)"
             raise NdarrayArgumentError(f"kernel {kname!r}: Invalid value for argument {name} - the "
                                        f"kernel writes it but the {what} is read-only",
                                        _call_loc())
+        if t.fortran is not None and name in written:
+            t.fortran.written = True
+    for name, t in arrays:
+        if t.fortran is not None:
+            _refuse_stale_copy(name, t, arrays, written, kname)
+
+
+def _refuse_stale_copy(name, t, arrays, written, kname):
+    """A Fortran-order argument's copy must not overlap another array argument's memory
+    when either is written."""
+    for other, u in arrays:
+        if u.fortran is t.fortran or not isinstance(u.proxy, ExternalArray):
+            continue
+        if (name in written or other in written) and \
+                np.may_share_memory(t.fortran.original, u.proxy.array):
+            raise NdarrayArgumentError(
+                f"kernel {kname!r}: Invalid value for argument {name} - the Fortran-order array "
+                f"runs on a C-order copy, and it shares memory with argument {other}, which "
+                f"{'the kernel writes' if other in written else 'the kernel reads while it writes ' + name}: "
+                "the kernel would see stale values; pass np.ascontiguousarray(arr) and copy "
+                "back yourself", _call_loc())
 
 
 def _read_only(proxy) -> bool:
@@ -688,6 +760,25 @@ def make_slot(fe, pname, spec: NdarraySpec, pos: int, loc):
         slot.grad = NdarraySlot(spec, f"{pname}.grad", grad_pos, shape_pos, shape, role="grad")
         slot.grad.primal = slot
     return slot, params, k
+
+
+def slot_in_function(fe, slot: NdarraySlot) -> NdarraySlot:
+    """`slot` as the body of a real function (being built by `fe`) sees it: the same pointer
+    argument, its shape read again there from the launch's arguments (the kernel's own shape
+    values are not visible in a function); its gradient slot likewise."""
+    shape = [fe.b.emit(Op.ARG, T.i32, attr=k) for k in slot.shape_pos]
+    for v in shape:
+        fe.nonneg.add(id(v))
+
+    def rebased(s):
+        out = copy.copy(s)
+        out.shape = tuple(shape)
+        return out
+    new = rebased(slot)
+    if slot.grad is not None:
+        new.grad = rebased(slot.grad)
+        new.grad.primal = new
+    return new
 
 
 # ---- the checker's and the Tape's view of a launch --------------------------------------------------

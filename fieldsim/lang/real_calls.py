@@ -17,7 +17,9 @@ Results: a scalar is the CALL's value; a vector/matrix, or a tuple of scalars an
 flattened into several scalar results (CALL_RESULT) and rebuilt.
 Guarantees: a kernel's `funcs` hold only complete functions, each ending with one RETURN of its
 declared results. Refused (`FieldsimCompilationError`, naming the func): a recursive real func
-returning a struct. A call passing a struct, or a runtime value to a by-reference parameter,
+returning a struct. An ndarray argument is bound as a compile-time value (one function per
+array argument of the kernel); the body reads its pointer and shape from the launch's
+arguments itself (`ndarray.slot_in_function`), as the kernel's own values are not visible there. A call passing a struct, or a runtime value to a by-reference parameter,
 is always inlined (as before: recursion through it must end at compile time).
 """
 from __future__ import annotations
@@ -30,6 +32,7 @@ from fieldsim.ir.ir import Function, Op, Stmt
 from fieldsim.lang import func_args
 from fieldsim.lang.expr import MatVal
 from fieldsim.lang.frontend import _bind_args, _flatten_value, _parse_cached, _rebuild_value
+from fieldsim.lang.ndarray import is_slot, slot_in_function
 from fieldsim.lang.types import MatrixType
 
 # nested inlined calls of one real func on compile-time values beyond which it becomes a real
@@ -104,6 +107,8 @@ def _key(fe, func, bound: dict, ann: dict, promote=False):
             parts.append((name, "rt", kind))
         elif isinstance(value, (int, float, bool)):
             parts.append((name, "const", type(value), value))
+        elif is_slot(value):  # the kernel's array argument, however the body rebased it
+            parts.append((name, "ndarray", value.ptr_pos, value.role))
         else:
             parts.append((name, "static", id(value)))
     return tuple(parts), spec
@@ -217,6 +222,8 @@ def _param_values(fe, spec, bound) -> dict:
         elif kind is not None:
             out[name] = fe.b.emit(Op.PARAM, kind, attr=k)
             k += 1
+        elif is_slot(bound[name]):
+            out[name] = slot_in_function(fe, bound[name])
         else:
             out[name] = bound[name]
     return out

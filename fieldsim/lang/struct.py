@@ -181,7 +181,15 @@ def _distribute(stype: StructType, args, kwargs) -> dict:
 def _py_construct(stype: StructType, args, kwargs) -> Struct:
     values = _distribute(stype, args, kwargs)
     obj = stype.pycls.__new__(stype.pycls)
-    object.__setattr__(obj, "_entries", {k: _py_cast(stype.members[k], v) for k, v in values.items()})
+    entries = {}
+    for k, v in values.items():
+        try:
+            entries[k] = _py_cast(stype.members[k], v)
+        except TypeError as e:
+            if type(e) is not TypeError:
+                raise
+            raise TypeError(f"member {k!r}: {e}") from None
+    object.__setattr__(obj, "_entries", entries)
     return obj
 
 
@@ -197,7 +205,12 @@ def _py_cast(t, v):
         return _py_construct(t, (v,), {})
     if isinstance(t, T.MatrixType):
         rt = runtime.get()
-        return t.concrete(rt.default_fp, rt.default_ip)(v)
+        conc = t.concrete(rt.default_fp, rt.default_ip)
+        value = conc(v)
+        got = np.shape(value.to_numpy())
+        if got != t.get_shape():  # e.g. a 3-vector for a vec2 member: never truncated or shifted
+            raise TypeError(f"a {conc!r} cannot hold a value of shape {got}")
+        return value
     dt = _resolve(t)
     if hasattr(v, "item"):
         v = v.item()

@@ -72,6 +72,14 @@ class MatrixType:
         dt = concrete_dtype(float if self.dtype is None else self.dtype, default_fp, default_ip)
         return MatrixType(self.n, self.m, dt, self.ndim)
 
+    def get_shape(self) -> tuple:
+        """Taichi's `get_shape()`: (n,) for a vector type, (n, m) for a matrix type.
+
+        >>> fs.math.vec3.get_shape(), fs.types.matrix(2, 3, fs.f32).get_shape()
+        ((3,), (2, 3))
+        """
+        return (self.n,) if self.ndim == 1 else (self.n, self.m)
+
     def field(self, shape=None, **kwargs):
         """`vec3.field(shape=...)`: a vector/matrix field of this type."""
         from fieldsim.lang.matrix import Matrix, Vector

@@ -360,3 +360,37 @@ def test_deep_static_recursion_through_templates_is_still_refused():
 def _ir(kernel, *args):
     templates, key, _, dtypes, ret = kernel.bind(args, {})
     return kernel.compiled(templates, key, dtypes, ret).ir
+
+
+def test_recursive_real_func_taking_ndarrays():
+    # codegen failed with a KeyError (the array's shape values were the kernel's own);
+    # Taichi 1.7.4 gives the same rows
+    @fs.real_func
+    def fill_rows(a: fs.types.ndarray(dtype=fs.f32, ndim=2), n: fs.i32) -> fs.i32:
+        if n > 0:
+            for j in range(a.shape[1]):
+                a[n - 1, j] = n * 10 + j
+            fill_rows(a, n - 1)
+        return n
+
+    @fs.real_func
+    def dot_tail(v: fs.types.ndarray(dtype=fs.math.vec3, ndim=1),
+                 w: fs.types.ndarray(dtype=fs.f64, ndim=1), i: fs.i32) -> fs.f64:
+        s = 0.0
+        if i < v.shape[0]:
+            s = v[i].sum() * w[i] + dot_tail(v, w, i + 1)
+        return s
+
+    @fs.kernel
+    def k(a: fs.types.ndarray(dtype=fs.f32, ndim=2), v: fs.types.ndarray(dtype=fs.math.vec3, ndim=1),
+          w: fs.types.ndarray(dtype=fs.f64, ndim=1)) -> fs.f64:
+        fill_rows(a, a.shape[0])
+        return dot_tail(v, w, 0)
+
+    rng = np.random.default_rng(0)
+    v, w = rng.random((7, 3)).astype(np.float32), rng.random(7)
+    for a in (np.zeros((3, 2), np.float32), np.asfortranarray(np.zeros((4, 5), np.float32))):
+        got = k(a, v, w)
+        i, j = np.indices(a.shape)
+        np.testing.assert_array_equal(a, (i + 1) * 10 + j)  # Fortran order: copied back
+        assert got == pytest.approx(float((v.astype(np.float64).sum(1) * w).sum()), rel=1e-6)
