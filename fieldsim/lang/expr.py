@@ -223,6 +223,8 @@ class Emitter:
             return int(bool(v))
         if v.op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.NOT):
             return v
+        if v.dtype.is_float:  # Python's truth: a NaN is true (`!=` is ordered, so false for NaN)
+            return self.b.unary(Op.NOT, self.compare("==", v, 0))
         return self.compare("!=", v, 0)
 
     def select(self, c, a, b):
