@@ -103,6 +103,29 @@ def loop_range(loop: Stmt) -> dict:
     return {}
 
 
+def conditional_loads(loop: Stmt, hoisted) -> bool:
+    """Whether an `if` in the loop's body (outside nested loops) reads a field under its
+    condition: vectorized, such a loop reads under a mask, which LLVM lowers to gathers for a
+    vector field's interleaved components (an SPH pair loop `if i != j: x[j] ...` ran 6x
+    slower than its scalar form, Taichi's). `hoisted(if_stmt)`: ids of the loads the code
+    generator speculates before that `if` (they read nothing under a mask)."""
+    def reads(block, done) -> bool:
+        return any((st.op == Op.LOAD and id(st) not in done)
+                   or (st.op not in (Op.FOR, Op.LOOP) and any(reads(b, done) for b in st.blocks))
+                   for st in block)
+    return any(st.op == Op.IF and any(reads(b, hoisted(st)) for b in st.blocks)
+               for st in _outside_loops(loop.body))
+
+
+def _outside_loops(block):
+    """The statements of `block` and its nested blocks, not entering nested loops."""
+    for st in block:
+        yield st
+        if st.op not in (Op.FOR, Op.LOOP):
+            for b in st.blocks:
+                yield from _outside_loops(b)
+
+
 def written_fields(task: Stmt) -> set:
     """ids of the fields a task stores to or updates atomically."""
     return {id(st.field) for st in walk(task.body) if st.op in GLOBAL_WRITE}
@@ -179,6 +202,11 @@ def _breaks_out(block) -> bool:
 
 IF_CONVERT_MAX = 256  # statements: beyond this, running both branches costs more than it gives
 _PREDICABLE = {Op.ALLOCA, Op.LOCAL_LOAD, Op.LOCAL_STORE, Op.STOP_GRAD}
+# float ops lowered to libm calls (no vector math library): a predicated one runs on every
+# iteration, lane by lane, where the branch ran it only when taken (an SPH density loop's
+# `if r2 < h2: rho += pow(h2 - r2, 3.0)` over all pairs ran 23x slower than Taichi's branch)
+_LIBM_CALLS = {Op.SIN, Op.COS, Op.TAN, Op.ASIN, Op.ACOS, Op.ATAN, Op.ATAN2, Op.TANH, Op.EXP,
+               Op.LOG, Op.POW, Op.MOD}
 
 
 def if_convertible(if_stmt: Stmt, speculated: set, reductions: set) -> bool:
@@ -208,6 +236,8 @@ def _predicable(st: Stmt, speculated: set, reductions: set) -> bool:
         return id(st) in speculated
     if st.op == Op.ATOMIC:
         return id(st) in reductions
+    if st.op in _LIBM_CALLS and st.dtype is not None and st.dtype.is_float:
+        return False
     return st.op in PURE or st.op in _PREDICABLE
 
 
