@@ -202,11 +202,6 @@ def _breaks_out(block) -> bool:
 
 IF_CONVERT_MAX = 256  # statements: beyond this, running both branches costs more than it gives
 _PREDICABLE = {Op.ALLOCA, Op.LOCAL_LOAD, Op.LOCAL_STORE, Op.STOP_GRAD}
-# float ops lowered to libm calls (no vector math library): a predicated one runs on every
-# iteration, lane by lane, where the branch ran it only when taken (an SPH density loop's
-# `if r2 < h2: rho += pow(h2 - r2, 3.0)` over all pairs ran 23x slower than Taichi's branch)
-_LIBM_CALLS = {Op.SIN, Op.COS, Op.TAN, Op.ASIN, Op.ACOS, Op.ATAN, Op.ATAN2, Op.TANH, Op.EXP,
-               Op.LOG, Op.POW, Op.MOD}
 
 
 def if_convertible(if_stmt: Stmt, speculated: set, reductions: set) -> bool:
@@ -236,8 +231,6 @@ def _predicable(st: Stmt, speculated: set, reductions: set) -> bool:
         return id(st) in speculated
     if st.op == Op.ATOMIC:
         return id(st) in reductions
-    if st.op in _LIBM_CALLS and st.dtype is not None and st.dtype.is_float:
-        return False
     return st.op in PURE or st.op in _PREDICABLE
 
 
