@@ -89,18 +89,30 @@ def _sgn(x):
     return fs.select(x >= 0.0, 1.0, -1.0)
 
 
+def _unit_roundoff(dt):
+    """Plain Python, evaluated at compile time: the machine epsilon of the computation type."""
+    t = _fp(dt)
+    if t is float:
+        t = fs.cfg.default_fp
+    return 2.0 ** -52 if t == fs.f64 else 2.0 ** -23
+
+
 @fs.pyfunc
-def _jacobi_pair(app, aqq, apq):
+def _jacobi_pair(app, aqq, apq, eps):
     """Jacobi rotation for the symmetric 2x2 block [[app, apq], [apq, aqq]].
 
     Returns (c, s, h): with J = [[c, -s], [s, c]] on the (p, q) plane, J.T A J has a zero (p, q)
     entry, |rotation angle| <= 45 degrees, and the new diagonal is (app + h, aqq - h).
     Computed from the ratio d : 2 apq (normalised by the larger, so that nothing under- or
-    overflows); identity where apq = 0 and app = aqq.
+    overflows); identity where apq = 0 and app = aqq, and where apq is below rounding relative
+    to the columns (|apq| <= eps sqrt(app aqq), the one-sided Jacobi convergence test): there
+    the columns are orthogonal to working precision, and a rotation (45 degrees when app = aqq,
+    e.g. for A = I + 1e-12 K) would only add rounding, turning the polar factor of a
+    deformation next to the identity into a rotation an ulp off it (Taichi's gives I).
     """
     d = app - aqq
     m = fs.max(fs.abs(d), 2.0 * fs.abs(apq))
-    ok = m > 0.0
+    ok = (m > 0.0) & (fs.abs(apq) > eps * (fs.sqrt(app) * fs.sqrt(aqq)))
     ms = fs.select(ok, m, 1.0)
     dn = fs.select(ok, d / ms, 1.0)
     on = fs.select(ok, apq / ms, 0.0)
@@ -230,14 +242,15 @@ def svd3d(A, dt):
     # ---- one-sided (Hestenes) Jacobi: rotate pairs of columns until they are orthogonal.  Each
     # rotation is the Jacobi rotation of the 2x2 block of B.T B = V.T A.T A V, but B.T B is never
     # formed, so small singular values keep their accuracy.
+    eps = fs.static(_unit_roundoff(dt))
     for _sweep in fs.static(range(_JACOBI_SWEEPS)):
-        c, s, _h = _jacobi_pair(b0.dot(b0), b1.dot(b1), b0.dot(b1))
+        c, s, _h = _jacobi_pair(b0.dot(b0), b1.dot(b1), b0.dot(b1), eps)
         b0, b1 = _rot(c, s, b0, b1)
         v0, v1 = _rot(c, s, v0, v1)
-        c, s, _h = _jacobi_pair(b0.dot(b0), b2.dot(b2), b0.dot(b2))
+        c, s, _h = _jacobi_pair(b0.dot(b0), b2.dot(b2), b0.dot(b2), eps)
         b0, b2 = _rot(c, s, b0, b2)
         v0, v2 = _rot(c, s, v0, v2)
-        c, s, _h = _jacobi_pair(b1.dot(b1), b2.dot(b2), b1.dot(b2))
+        c, s, _h = _jacobi_pair(b1.dot(b1), b2.dot(b2), b1.dot(b2), eps)
         b1, b2 = _rot(c, s, b1, b2)
         v1, v2 = _rot(c, s, v1, v2)
 

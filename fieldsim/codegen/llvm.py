@@ -31,6 +31,7 @@ from fieldsim.codegen.llvm_nest import NestLowering, nbytes
 from fieldsim.codegen.loop_accumulators import loop_accumulators
 from fieldsim.codegen.loop_hints import LANES, SCALAR, VECTOR, LoopHints
 from fieldsim.codegen.loopnest import (
+    conditional_loads,
     data_indexed,
     guarded_store,
     if_convertible,
@@ -576,7 +577,8 @@ class TaskLowering(NestLowering):
     def op_for(self, s: Stmt):
         lo, hi = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         held = self.hold_accumulators(s)
-        self.counted_loop(s, lo, hi)
+        masked = conditional_loads(s, self.hoisted_loads)
+        self.counted_loop(s, lo, hi, kind=SCALAR if masked else VECTOR)
         for first, ptr, slot, ty in held:
             self.cg.scopes.tag(self.b.store(self.b.load(slot, typ=ty), ptr), first.field)
         for group in held:

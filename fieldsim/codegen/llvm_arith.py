@@ -186,8 +186,8 @@ def lower_arith(lw, s: Stmt):
     args = [lw.v(a) for a in s.args]
     if s.op in COMPARE:
         dt = s.args[0].dtype
-        if dt.is_float:
-            c = b.fcmp_unordered(_CMP[s.op], *args) if s.op == Op.NE else b.fcmp_ordered(_CMP[s.op], *args)
+        if dt.is_float:  # all ordered, `!=` too: a NaN is unequal to nothing (Taichi 1.7.4's CPU)
+            c = b.fcmp_ordered(_CMP[s.op], *args)
         elif dt.is_signed:
             c = b.icmp_signed(_CMP[s.op], *args)
         else:

@@ -182,6 +182,14 @@ class NestLowering:
                     self.vals[id(ix)] = self.op_const(ix)
             self.preset[id(st)] = self.op_load(st)
 
+    def hoisted_loads(self, if_stmt: Stmt) -> set:
+        """ids of the loads op_if speculates before `if_stmt` (speculate_loads)."""
+        if not self.ranges or self.cg.debug:
+            return set()
+        if self.written is None:
+            self.written = written_fields(self.task)
+        return {id(st) for st in speculable_loads(if_stmt, self.ranges, self.written)}
+
     def predicated_if(self, s: Stmt):
         """An if-convertible `if` (fieldsim.codegen.loopnest.if_convertible) as straight-line
         code: both blocks run, their local stores and reductions guarded by selects, so LLVM

@@ -10,7 +10,9 @@ distinct, self-referencing loop id (LLVM's format) carrying:
   data-dependent elements (particle-to-grid gathers: LLVM vectorizes diffmpm's g2p with
   16-lane gathers, which runs no faster than the scalar loop and costs 45 ms of compile time),
   and parallel loops that store to a field under an `if` (masked stores: mpm88's update_grid
-  ran 36 us vectorized, 23 us scalar).
+  ran 36 us vectorized, 23 us scalar), and inner loops that read a field under an `if` the
+  lowering does not if-convert (`loopnest.conditional_loads`: masked reads of a vector field
+  are gathers; an all-pairs SPH force loop ran 6x slower vectorized than scalar).
 * `LANES`: `llvm.loop.interleave.count 1`: vectorized as LLVM's cost model decides, one
   group of lanes per iteration. For bodies with a division, square root or transcendental
   (loopnest.long_latency), where interleaving only adds code.

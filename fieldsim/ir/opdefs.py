@@ -293,7 +293,7 @@ _SPECS = {
     Op.GT: _compare(operator.gt),
     Op.GE: _compare(operator.ge),
     Op.EQ: _compare(operator.eq),
-    Op.NE: _compare(operator.ne),
+    Op.NE: _compare(lambda a, b: a < b or a > b),  # ordered (false for a NaN), as the codegen
     Op.SELECT: _statement(3, Result.OPERAND, Effect.PURE, diff=True,
                           evaluate=lambda c, a, b: a if c else b),
     Op.ALLOCA: _statement(0, Result.GIVEN, Effect.LOCAL),

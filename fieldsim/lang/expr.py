@@ -174,7 +174,8 @@ class Emitter:
             return None
         if not dt.is_float:
             return self._int_pow(a, b, dt)
-        return self._float_int_pow(self.value(a, dt), b)
+        whole = _whole_float_exponent(b, tb)
+        return self._float_int_pow(self.value(a, dt), b if whole is None else whole)
 
     def _float_int_pow(self, x: Stmt, n):
         """`x ** n` for a float x and an integer n as Taichi computes it: binary exponentiation
@@ -243,6 +244,8 @@ class Emitter:
             return int(bool(v))
         if v.op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.NOT):
             return v
+        if v.dtype.is_float:  # Python's truth: a NaN is true (`!=` is ordered, so false for NaN)
+            return self.b.unary(Op.NOT, self.compare("==", v, 0))
         return self.compare("!=", v, 0)
 
     def select(self, c, a, b):
@@ -380,9 +383,30 @@ def _folded_power(x: float, n: int, dtype) -> float:
         return float(dtype.np.type(r))
 
 
+# Taichi 1.7.4 also raises a float to a constant float exponent with a whole value up to this
+# magnitude by repeated squaring (measured: `x ** 3.0`, `ti.pow(x, -32.0)` equal the product
+# bit for bit; `x ** 33.0` is libm's pow)
+_WHOLE_EXPONENT_MAX = 32
+
+
+def _whole_float_exponent(b, tb) -> int | None:
+    """A constant float exponent with a whole value (`3.0`), within _WHOLE_EXPONENT_MAX, as an
+    int; None for anything else."""
+    if isinstance(b, Stmt):
+        if not tb.is_float or b.op != Op.CONST:
+            return None
+        b = float(b.attr)
+    if not isinstance(b, float) or not b.is_integer() or abs(b) > _WHOLE_EXPONENT_MAX:
+        return None
+    return int(b)
+
+
 def _integral_exponent(b, tb) -> bool:
     """An exponent Taichi raises a float to by repeated squaring: an integer (a Python int or
-    an integer-typed value; not bool, which Python also counts as int)."""
+    an integer-typed value; not bool, which Python also counts as int), or a constant float
+    with a whole value (`_whole_float_exponent`)."""
+    if _whole_float_exponent(b, tb) is not None:
+        return True
     if isinstance(b, Stmt):
         return not tb.is_float
     return isinstance(b, int) and not isinstance(b, bool)

@@ -213,7 +213,8 @@ def _k_sign(fe, x):
 
 def _k_isnan(fe, x):
     e = fe.e
-    return _lift(fe, lambda v: e.compare("!=", v, v) if isinstance(v, Stmt) else int(_m.isnan(v)), x)
+    return _lift(fe, lambda v: e.b.unary(Op.NOT, e.compare("==", v, v)) if isinstance(v, Stmt)
+                 else int(_m.isnan(v)), x)
 
 
 def _k_isinf(fe, x):

@@ -206,3 +206,61 @@ def test_long_latency_body_vectorizes_with_one_lane_group(llvm_texts, monkeypatc
     np.testing.assert_allclose(total[None], expect, rtol=1e-5)
     assert not _loop_ids(texts[1]) and "interleave" not in texts[1]
     np.testing.assert_array_equal(k.to_numpy(), np.arange(n) // 2)
+
+
+def test_inner_loop_reading_under_a_condition_stays_scalar(llvm_texts, monkeypatch, capfd):
+    # an SPH pair loop: `if i != j` reads x[j] (a vector field: interleaved components, so
+    # LLVM's masked vector reads are gathers, 6x slower here than the branchy scalar loop)
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    n = 300
+    x = fs.Vector.field(3, fs.f32, shape=n)
+    out = fs.Vector.field(3, fs.f32, shape=n)
+
+    @fs.kernel
+    def pairs():
+        for i in range(n):
+            acc = fs.Vector([0.0, 0.0, 0.0])
+            for j in range(n):
+                if i != j:
+                    d = x[j] - x[i]
+                    if d.norm() < 0.2:
+                        acc += d
+            out[i] = acc
+
+    monkeypatch.setenv("FIELDSIM_PRINT_LLVM", "1")
+    pts = np.random.default_rng(3).random((n, 3)).astype(np.float32)
+    x.from_numpy(pts)
+    capfd.readouterr()
+    pairs()
+    optimised = capfd.readouterr().out
+    assert '!"llvm.loop.vectorize.enable", i1 0' in llvm_texts[0]
+    assert "masked.gather" not in optimised
+    d = pts[None, :, :] - pts[:, None, :]
+    near = (np.linalg.norm(d, axis=-1) < 0.2) & ~np.eye(n, dtype=bool)
+    np.testing.assert_allclose(out.to_numpy(), (d * near[..., None]).sum(1), atol=1e-5)
+
+
+def test_inner_loop_reading_before_the_if_is_left_to_llvm(llvm_texts):
+    # reads before the `if` (an SPH density loop): nothing is read under a mask, no hint
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    n = 64
+    x = fs.field(fs.f32, shape=n)
+    out = fs.field(fs.f32, shape=n)
+
+    @fs.kernel
+    def dens():
+        for i in range(n):
+            s = 0.0
+            for j in range(n):
+                r = x[j] - x[i]
+                if r * r < 0.01:
+                    s += (0.01 - r * r) ** 3.0
+            out[i] = s
+
+    v = np.random.default_rng(4).random(n).astype(np.float32)
+    x.from_numpy(v)
+    dens()
+    assert '!"llvm.loop.vectorize.enable", i1 0' not in llvm_texts[0]
+    r2 = (v[None, :] - v[:, None]) ** 2
+    want = np.where(r2 < 0.01, (0.01 - r2) ** 3, 0.0).sum(1)
+    np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-4, atol=1e-12)

@@ -82,3 +82,33 @@ def test_power_of_a_constant_folds_as_double_pow_rounded_once():
     want = [np.float32(float(np.float32(x)) ** n) for x, n in ((0.05, 6), (1.0123, 7), (1.0123, -3))]
     np.testing.assert_array_equal(out.to_numpy(), np.array(want + [np.inf], np.float32))
     assert want[0] != _squaring(np.array([0.05], np.float32), 6)[0]
+
+
+def test_whole_float_exponents_up_to_32_are_repeated_squaring():
+    # Taichi 1.7.4 also squares for a constant float exponent of whole value, |e| <= 32
+    # (measured: `x ** 3.0`, `ti.math.pow(x, -32.0)` bit for bit; `x ** 33.0` and `x ** 2.5`
+    # are libm's pow); libm's pow differed in the last bit for a quarter of the values
+    fs.init(arch=fs.cpu)
+    n = 20000
+    x = (np.random.default_rng(5).random(n) * 0.6 + 0.7).astype(np.float32)
+    a = fs.field(fs.f32, shape=n)
+    out = fs.field(fs.f32, shape=(6, n))
+    a.from_numpy(x)
+
+    @fs.kernel
+    def powers():
+        for i in a:
+            out[0, i] = a[i] ** 3.0
+            out[1, i] = fs.math.pow(a[i], -2.0)
+            out[2, i] = fs.pow(a[i], 32.0)
+            out[3, i] = a[i] ** 0.0
+            out[4, i] = a[i] ** 33.0
+            out[5, i] = a[i] ** 2.5
+
+    powers()
+    got = out.to_numpy()
+    for row, k in enumerate([3, -2, 32, 0]):
+        np.testing.assert_array_equal(got[row], _squaring(x, k), err_msg=f"x ** {k}.0")
+    for row, e in ((4, 33.0), (5, 2.5)):  # libm: within an ulp of the correctly rounded power
+        np.testing.assert_allclose(got[row], (x.astype(np.float64) ** e).astype(np.float32),
+                                   rtol=3e-7)
