@@ -1,5 +1,5 @@
-"""What Taichi has on `ti.types` and `ti` that fieldsim refuses clearly: `ti.types.quant`
-(quantized types) and `ti.sym_eig`/`ti.eig`. (The type predicates `is_integral`, `is_real`,
+"""What Taichi has on `ti.types` that fieldsim refuses clearly: `ti.types.quant`
+(quantized types). (The type predicates `is_integral`, `is_real`,
 `is_signed` and `primitive_types` live in `fieldsim.lang.types`.)
 
 Guarantees a `FieldsimTypeError` naming the missing thing and the user's line, in either scope,
@@ -24,24 +24,3 @@ def _unsupported(kind):
 
 quant = SimpleNamespace(int=_unsupported("int"), fixed=_unsupported("fixed"),
                         float=_unsupported("float"))
-
-
-# ---- linear algebra Taichi has and fieldsim does not (yet): a clear error in both scopes -----
-def _unsupported_linalg(name, hint):
-    from fieldsim.lang import ops
-
-    def fn(*args, **kwargs):
-        from fieldsim.lang.compat import user_loc as _user_loc
-        raise FieldsimTypeError(f"ti.{name} is not supported by fieldsim; {hint}", _user_loc())
-
-    def kernel(fe, node, args, kw):
-        raise FieldsimTypeError(f"ti.{name} is not supported by fieldsim; {hint}")
-
-    fn.__name__ = name
-    ops.KERNEL_BUILTINS[fn] = kernel
-    return fn
-
-
-sym_eig = _unsupported_linalg("sym_eig", "use ti.svd (for a symmetric positive semi-definite "
-                                         "matrix its singular values are the eigenvalues)")
-eig = _unsupported_linalg("eig", "use ti.svd or ti.polar_decompose")

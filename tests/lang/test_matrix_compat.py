@@ -271,20 +271,6 @@ def test_types_predicates_and_quant_error():
     assert runtime.get().fast_math is False
 
 
-def test_eigen_solvers_are_a_clear_error():
-    m = fs.Matrix.field(2, 2, fs.f32, shape=())
-
-    @fs.kernel
-    def k():
-        print(fs.sym_eig(m[None]))
-
-    with pytest.raises(fs.FieldsimTypeError, match="sym_eig is not supported") as e:
-        k()
-    assert "test_matrix_compat.py" in str(e.value)
-    with pytest.raises(fs.FieldsimTypeError, match="eig is not supported"):
-        fs.eig(fs.Matrix([[1.0, 0.0], [0.0, 1.0]]))
-
-
 def test_matrix_unpacks_into_rows_and_type_field():
     vec2 = fs.types.vector(2, fs.i32)
     rows = vec2.field(shape=2)
