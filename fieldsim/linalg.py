@@ -346,5 +346,14 @@ def svd(A, dt=None):
         return svd3d(A, dt)
 
 
+def __getattr__(name):
+    if name == "sparse_matrix_builder":  # Taichi < 1.0; Taichi 1.7 lacks it too
+        from fieldsim.lang.compat import FieldsimAttributeError, user_loc
+        raise FieldsimAttributeError("ti.linalg.sparse_matrix_builder was removed before Taichi "
+                                     "1.0 (Taichi 1.7 has no such name either); use "
+                                     "ti.types.sparse_matrix_builder()", user_loc())
+    raise AttributeError(f"module 'fieldsim.linalg' has no attribute {name!r}")
+
+
 __all__ = ["LinearOperator", "MatrixFreeBICGSTAB", "MatrixFreeCG", "SparseCG", "SparseMatrix",
            "SparseMatrixBuilder", "SparseSolver", "polar_decompose", "svd"]

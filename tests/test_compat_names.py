@@ -31,3 +31,15 @@ def test_unsupported_name_in_kernel_is_located_at_the_kernel_line():
     with pytest.raises(fs.FieldsimNameError, match="thread indices of GPU backends") as info:
         k()
     assert "fs.global_thread_idx()" in str(info.value)
+
+
+def test_pre_1_0_names_say_what_replaced_them():
+    # `def k(a: ti.ext_arr())` is evaluated where the kernel is defined: the message names the
+    # replacement and the user's line
+    with pytest.raises(FieldsimAttributeError, match=r"removed before Taichi 1.0.*ti.types.ndarray\(\)") as info:
+        def k(a: fs.ext_arr()):
+            pass
+    assert "test_compat_names.py" in str(info.value)
+    with pytest.raises(FieldsimAttributeError, match=r"ti.types.sparse_matrix_builder\(\)"):
+        fs.linalg.sparse_matrix_builder()
+    assert not hasattr(fs.linalg, "sparse_matrix_builder") and hasattr(fs.linalg, "SparseSolver")
