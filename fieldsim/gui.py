@@ -319,10 +319,22 @@ class GUI:
         self.fps_limit = None
         self._running = True
         # Packed 0xRRGGBB per pixel, row 0 at the top: drawing is a flat scatter of uint32.
-        self._buf = np.empty((self.res[1], self.res[0]), dtype=np.uint32)
+        self._pixels = np.empty((self.res[1], self.res[0]), dtype=np.uint32)
+        self._pending_lines: list = []  # single `line` calls, drawn together (`_buf`)
         self.clear()
 
     # ----------------------------------------------------------- state
+    @property
+    def _buf(self) -> np.ndarray:
+        """The pixels, with the pending single `line` calls drawn first: programs draw meshes
+        one `gui.line` at a time (thousands a frame), which one vectorized `lines` draws in
+        the same order (a later segment wins where segments overlap)."""
+        if self._pending_lines:
+            pending, self._pending_lines = self._pending_lines, []
+            a, b, r, c = (np.concatenate(v) for v in zip(*pending))
+            self.lines(a, b, radius=r, color=c)
+        return self._pixels
+
     @property
     def running(self) -> bool:
         return self._running
@@ -428,7 +440,13 @@ class GUI:
             self._plot(s, xs, ys, colors, inside)
 
     def line(self, begin, end, radius=1, color=0xFFFFFF):
-        self.lines(_point(begin), _point(end), radius=radius, color=color)
+        r = np.atleast_1d(_as_array(radius)).ravel().astype(np.float64)
+        if r.size != 1:
+            raise ValueError(f"line: one radius expected, got {r.size}")
+        c = _packed(color)
+        if c.size != 1:
+            raise ValueError(f"line: one colour expected, got {c.size} values")
+        self._pending_lines.append((_point(begin), _point(end), r, c))
 
     def triangles(self, a, b, c, color=0xFFFFFF):
         """Filled triangles with corners ``a``, ``b``, ``c`` (N, 2 each)."""
