@@ -115,3 +115,30 @@ def test_sym_eig_in_python_scope_and_its_limits():
 
     with pytest.raises(Exception, match="2x2 and 3x3"):
         k()
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_sym_eig_gradient_is_the_eigenvector_outer_product(d):
+    # d(lambda_k)/dA = v_k v_k^T; the 3x3 method reads the upper triangle (the 2x2 one reads
+    # both off-diagonal entries), so the symmetric gradient is split over what was read
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    a = fs.Matrix.field(d, d, fs.f64, shape=(), needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def k():
+        w, _q = fs.sym_eig(a[None])
+        loss[None] += w[d - 1] + 0.5 * w[0]
+
+    rng = np.random.default_rng(7 + d)
+    m = rng.standard_normal((d, d))
+    m = m + m.T
+    a.from_numpy(m)
+    with fs.ad.Tape(loss):
+        k()
+    g = a.grad.to_numpy()
+    _w, v = np.linalg.eigh(m)  # increasing; fs.sym_eig's 2x2 order is decreasing
+    last, first = (v[:, 0], v[:, -1]) if d == 2 else (v[:, -1], v[:, 0])
+    ref = np.outer(last, last) + 0.5 * np.outer(first, first)
+    np.testing.assert_allclose(g + g.T - np.diag(np.diag(g)), ref + ref.T - np.diag(np.diag(ref)),
+                               atol=1e-9)
