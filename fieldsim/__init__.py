@@ -54,7 +54,6 @@ from fieldsim.lang.hints import block_local, cache_read_only, no_activate
 from fieldsim.lang.ndarray import Ndarray, ndarray
 from fieldsim.lang.texture import Format, Texture
 from fieldsim.lang.quant import BitpackedFields
-from fieldsim.lang.types_extra import eig, sym_eig
 
 from fieldsim.lang import interop as _interop
 
@@ -67,6 +66,7 @@ from fieldsim.lang.triplets import sparse_matrix_builder
 polar_decompose = linalg.polar_decompose
 svd = linalg.svd
 solve = linalg.solve
+from fieldsim.eigen import eig, sym_eig
 
 import fieldsim.runtime
 from fieldsim import _lib

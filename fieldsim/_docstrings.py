@@ -91,12 +91,6 @@ SUMMARY.update({
     "fs.length": "The number of elements appended to the dynamic node `node` at `indices`.\n\n"
                  ">>> x = fs.field(fs.i32)\n>>> d = fs.root.dynamic(fs.i, 8)\n>>> _ = d.place(x)\n"
                  ">>> fs.length(d, [])\n0\n",
-    "fs.eig": "Taichi's `ti.eig` (general eigen-decomposition): not supported by fieldsim; a clear "
-              "error says so.\n\n>>> try:\n...     fs.eig(fs.Matrix([[1.0, 0.0], [0.0, 2.0]]))\n"
-              "... except fs.FieldsimTypeError:\n...     print('unsupported')\nunsupported\n",
-    "fs.sym_eig": "Taichi's `ti.sym_eig` (symmetric eigen-decomposition): not supported by fieldsim; "
-                  "a clear error says so.\n\n>>> try:\n...     fs.sym_eig(fs.Matrix([[1.0, 0.0], [0.0, 2.0]]))\n"
-                  "... except fs.FieldsimTypeError:\n...     print('unsupported')\nunsupported\n",
 })
 
 

@@ -98,21 +98,23 @@ def _unit_roundoff(dt):
 
 
 @fs.pyfunc
-def _jacobi_pair(app, aqq, apq, eps):
+def _jacobi_pair(app, aqq, apq, eps=None):
     """Jacobi rotation for the symmetric 2x2 block [[app, apq], [apq, aqq]].
 
     Returns (c, s, h): with J = [[c, -s], [s, c]] on the (p, q) plane, J.T A J has a zero (p, q)
     entry, |rotation angle| <= 45 degrees, and the new diagonal is (app + h, aqq - h).
     Computed from the ratio d : 2 apq (normalised by the larger, so that nothing under- or
     overflows); identity where apq = 0 and app = aqq, and where apq is below rounding relative
-    to the columns (|apq| <= eps sqrt(app aqq), the one-sided Jacobi convergence test): there
+    to the columns (with `eps`: |apq| <= eps sqrt(app aqq), the one-sided Jacobi test): there
     the columns are orthogonal to working precision, and a rotation (45 degrees when app = aqq,
     e.g. for A = I + 1e-12 K) would only add rounding, turning the polar factor of a
     deformation next to the identity into a rotation an ulp off it (Taichi's gives I).
     """
     d = app - aqq
     m = fs.max(fs.abs(d), 2.0 * fs.abs(apq))
-    ok = (m > 0.0) & (fs.abs(apq) > eps * (fs.sqrt(app) * fs.sqrt(aqq)))
+    ok = m > 0.0
+    if fs.static(eps is not None):  # Gram matrices only (app, aqq >= 0): fs.sym_eig passes none
+        ok = ok & (fs.abs(apq) > eps * (fs.sqrt(app) * fs.sqrt(aqq)))
     ms = fs.select(ok, m, 1.0)
     dn = fs.select(ok, d / ms, 1.0)
     on = fs.select(ok, apq / ms, 0.0)
@@ -401,6 +403,15 @@ def solve(A, b, dt=None):
             total -= M[i, k] * x[k]
         x[i] = total / M[i, i]
     return x
+
+
+def __getattr__(name):
+    if name == "sparse_matrix_builder":  # Taichi < 1.0; Taichi 1.7 lacks it too
+        from fieldsim.lang.compat import FieldsimAttributeError, user_loc
+        raise FieldsimAttributeError("ti.linalg.sparse_matrix_builder was removed before Taichi "
+                                     "1.0 (Taichi 1.7 has no such name either); use "
+                                     "ti.types.sparse_matrix_builder()", user_loc())
+    raise AttributeError(f"module 'fieldsim.linalg' has no attribute {name!r}")
 
 
 __all__ = ["LinearOperator", "MatrixFreeBICGSTAB", "MatrixFreeCG", "SparseCG", "SparseMatrix",

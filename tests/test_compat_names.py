@@ -43,3 +43,15 @@ def test_version_is_fieldsims_string_and_compares_with_tuples_as_taichi_1_7_4():
     assert {v: 1}["0.1.0"] == 1
     with pytest.raises(TypeError):
         v < 3  # noqa: B015 - neither a string nor a tuple, as for Taichi's tuple
+
+
+def test_pre_1_0_names_say_what_replaced_them():
+    # `def k(a: ti.ext_arr())` is evaluated where the kernel is defined: the message names the
+    # replacement and the user's line
+    with pytest.raises(FieldsimAttributeError, match=r"removed before Taichi 1.0.*ti.types.ndarray\(\)") as info:
+        def k(a: fs.ext_arr()):
+            pass
+    assert "test_compat_names.py" in str(info.value)
+    with pytest.raises(FieldsimAttributeError, match=r"ti.types.sparse_matrix_builder\(\)"):
+        fs.linalg.sparse_matrix_builder()
+    assert not hasattr(fs.linalg, "sparse_matrix_builder") and hasattr(fs.linalg, "SparseSolver")

@@ -473,3 +473,23 @@ def test_single_shape_calls_check_their_arguments_at_the_call():
     with pytest.raises(ValueError):
         gui.triangle((0.1, 0.1), np.zeros((2, 2)), (0.5, 0.5))
     assert not gui._queued
+
+
+def test_single_lines_drawn_together_match_one_by_one():
+    # `gui.line` calls are queued and drawn by one vectorized `lines` before anything else reads
+    # or draws on the canvas; overlapping segments of different colours keep their order
+    rng = np.random.default_rng(0)
+    segs = rng.random((300, 4))
+    cols = rng.integers(0, 0xFFFFFF, 300)
+    queued, direct = GUI("a", res=(200, 150)), GUI("b", res=(200, 150))
+    for k in range(300):
+        queued.line(segs[k, :2], segs[k, 2:], radius=1 + k % 3, color=int(cols[k]))
+        direct.lines(segs[k:k + 1, :2], segs[k:k + 1, 2:], radius=1 + k % 3, color=int(cols[k]))
+        if k == 150:
+            queued.circle((0.5, 0.5), radius=20, color=0x123456)
+            direct.circle((0.5, 0.5), radius=20, color=0x123456)
+    img = queued.get_image()
+    np.testing.assert_array_equal(img, direct.get_image())
+    assert len(np.unique(img.reshape(-1, 3), axis=0)) > 100  # the segments were drawn
+    with pytest.raises(ValueError, match="3 color values for 1 items"):
+        queued.line((0, 0), (1, 1), color=(255, 0, 0))

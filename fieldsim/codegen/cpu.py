@@ -165,6 +165,7 @@ class CpuBackend:
         self.rt = rt
         self.target = Target()
         triple = llvm.get_process_triple()
+        self.target.flush_denormals = triple.startswith("x86_64")
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
         self.machines = MachinePool(triple, self.cpu, self.features, opt=3)  # emit objects

@@ -123,8 +123,15 @@ class Target:
         hi = b.add(lo, chunk)
         return lo, b.select(b.icmp_signed("<", hi, end), hi, end), L.Constant(I64, 1)
 
+    # tasks run with denormals flushed to zero (FTZ/DAZ), as Taichi's x64 backend: the CPU
+    # backend sets this on x86-64 (codegen.denormals)
+    flush_denormals = False
+
     def finish_task(self, module: L.Module, fn: L.Function):
         """Called once per task function (CUDA adds its kernel entry point here)."""
+        if self.flush_denormals:
+            from fieldsim.codegen.denormals import flush_denormals
+            flush_denormals(module, fn)
 
     def reciprocal_root(self, lw, b: L.IRBuilder, x):
         """f32 1/sqrt(x) for `x / sqrt(q)` under fast-math (`rsqrt_estimates`)."""

@@ -35,11 +35,22 @@ UNSUPPORTED = {
 }
 
 
+# names of Taichi before 1.0 that Taichi 1.7 no longer has either, and their replacements
+REMOVED = {
+    "ext_arr": "ti.types.ndarray()",
+    "any_arr": "ti.types.ndarray()",
+    "var": "ti.field",
+}
+
+
 def module_getattr(name: str):
     if name.startswith("_"):  # probes by tools (`__wrapped__`, `_pytest...`): plain and quiet
         raise AttributeError(f"module 'fieldsim' has no attribute {name!r}")
     what = UNSUPPORTED.get(name)
-    if what is not None:
+    if name in REMOVED:
+        msg = (f"ti.{name} was removed before Taichi 1.0 (Taichi 1.7 has no such name either); "
+               f"use {REMOVED[name]}")
+    elif what is not None:
         msg = (f"fieldsim does not support ti.{name}: it belongs to {what}. "
                "See docs/COMPAT.md for what fieldsim supports instead.")
     else:

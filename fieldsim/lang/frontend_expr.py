@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import numbers
 import operator
 import types
@@ -626,13 +627,8 @@ class ExprMixin:
         if not (isinstance(owner, type) and issubclass(owner, Matrix)):
             return None
         name = fn.__name__
-        if name == "diag":
-            dim, val = (args + [None, None])[:2]
-            dim = kwargs.get("dim", dim)
-            val = kwargs.get("val", val)
-            zero = self.e.cast(0, self.e.dtype_of(val)) if isinstance(val, Stmt) else 0 * val
-            return MatVal([val if r == c else zero for r in range(dim) for c in range(dim)],
-                          dim, dim, 2)
+        if name not in ("diag", "rows", "cols", "zero", "one", "identity", "unit"):
+            return None
         if name in ("rows", "cols"):
             if len(args) != 1 or not isinstance(args[0], (list, tuple)):
                 raise FieldsimTypeError(f"fs.Matrix.{name} takes one list of vectors or lists")
@@ -641,23 +637,28 @@ class ExprMixin:
                 raise FieldsimTypeError(f"fs.Matrix.{name}: all {name} must have the same length")
             m = MatVal.rows(lines)
             return m if name == "rows" else matrix_ops.transpose(self.e, m)
+        # positional or keyword (`identity(dt=ti.f32, n=2)`), named as Taichi's parameters
+        return self._matrix_constant(name, _bind_arguments(fn, args, kwargs))
+
+    def _matrix_constant(self, name, a):
+        """`fs.Matrix.diag/zero/one/identity` or `fs.Vector.unit` from its bound arguments."""
+        if name == "diag":
+            dim, val = a["dim"], a["val"]
+            zero = self.e.cast(0, self.e.dtype_of(val)) if isinstance(val, Stmt) else 0 * val
+            return MatVal([val if r == c else zero for r in range(dim) for c in range(dim)],
+                          dim, dim, 2)
         if name in ("zero", "one"):
-            dt, shape = args[0], args[1:]
             fill = 0 if name == "zero" else 1
-            dt = self.e.resolve(dt)
-            n, m = shape[0], (shape[1] if len(shape) > 1 else 1)
-            vals = [self.b.const(fill, dt) for _ in range(n * m)]
-            return MatVal(vals, n, m, 2 if len(shape) > 1 else 1)
+            dt = self.e.resolve(a["dt"])
+            n, m = a["n"], a.get("m")
+            vals = [self.b.const(fill, dt) for _ in range(n * (m or 1))]
+            return MatVal(vals, n, m or 1, 1 if m is None else 2)
         if name == "identity":
-            dt, n = args
-            dt = self.e.resolve(dt)
+            dt, n = self.e.resolve(a["dt"]), a["n"]
             return MatVal([self.b.const(int(r == c), dt) for r in range(n) for c in range(n)], n, n, 2)
-        if name == "unit":
-            n, i = args[0], args[1]
-            dt = args[2] if len(args) > 2 else kwargs.get("dt")
-            dt = self.e.resolve(int if dt is None else dt)  # Taichi's default here is int
-            return MatVal.vector([self.b.const(int(k == i), dt) for k in range(n)])
-        return None
+        n, i, dt = a["n"], a["i"], a.get("dt")  # unit
+        dt = self.e.resolve(int if dt is None else dt)  # Taichi's default here is int
+        return MatVal.vector([self.b.const(int(k == i), dt) for k in range(n)])
 
     def matrix_type_ctor(self, mt: T.MatrixType, args):
         flat = []
@@ -695,6 +696,17 @@ class ExprMixin:
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
                                       + kernel_hints.python_call_hint(fn))
         return fn(*args, **kwargs)
+
+
+def _bind_arguments(fn, args, kwargs) -> dict:
+    """The arguments of a Python-scope `Matrix` classmethod call by parameter name, defaults
+    filled in (its signature is Taichi's)."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise FieldsimTypeError(f"fs.Matrix.{fn.__name__}: {exc}") from None
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 def _is_user_method(fn) -> bool:

@@ -179,6 +179,10 @@ KERNEL_BUILTINS[one] = lambda fe, n, a, k: fe.e.binop("+", fe.e.binop("*", a[0],
 
 
 def cast(value, dtype):
+    if dtype in (float, int, bool):  # Python's types mean default_fp/default_ip/u1, as in kernels
+        from fieldsim.lang import runtime
+        rt = runtime.get()
+        dtype = T.concrete_dtype(dtype, rt.default_fp, rt.default_ip)
     if hasattr(value, "to_numpy") and hasattr(value, "cast"):  # a Python-scope Vector/Matrix
         return value.cast(dtype)
     if isinstance(value, (int, float)):

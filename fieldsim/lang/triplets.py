@@ -5,7 +5,9 @@ Takes a `TripletBuffer` (the base of `fs.linalg.SparseMatrixBuilder`, which adds
 `build()`): it owns hidden fields holding up to `max_num_triplets` (row, col, value) triplets, a
 0-D counter and a 0-D overflow marker. A kernel argument annotated
 `fs.types.sparse_matrix_builder()` is bound at compile time like a `fs.template()` (one
-specialisation per builder). Inside the kernel, `A[i, j] += v` (or `-= v`) from any number of
+specialisation per builder storage; the storage of a builder that was garbage collected goes to
+the next builder of the same `max_num_triplets` and dtype, so a builder made per step reuses
+the kernels compiled for the first). Inside the kernel, `A[i, j] += v` (or `-= v`) from any number of
 threads lowers to existing IR: an atomic add on the counter reserves a slot, and the slot's row,
 column, value and the statement's site number are stored there; duplicates are summed later, on
 the host, when the matrix is built.
@@ -20,6 +22,7 @@ scalar. Indices outside the matrix are reported by `triplets()` with the line th
 from __future__ import annotations
 
 import numbers
+import weakref
 
 import numpy as np
 
@@ -68,16 +71,15 @@ class TripletBuffer:
         self.storage_format = storage_format
         self.name = naming.assigned_name() or f"builder{len(rt.fields)}"
         self.generation = rt.generation
-        self.uid = len(rt.fields)  # with the generation: unique among live builders
-        size = max(self.max_num_triplets, 1)
-        # fieldsim's own fields ("mask": not in fs.root, no gradient twins), named after the builder
-        self._rows = Field(T.i32, (size,), f"{self.name}.rows", _role="mask")
-        self._cols = Field(T.i32, (size,), f"{self.name}.cols", _role="mask")
-        self._vals = Field(self.dtype, (size,), f"{self.name}.values", _role="mask")
-        self._sites = Field(T.i32, (size,), f"{self.name}.sites", _role="mask")
-        self._count = Field(T.i32, (), f"{self.name}.count", _role="mask")
-        self._overflow = Field(T.i32, (), f"{self.name}.overflow", _role="mask")
-        self._site_locs: list = []  # site number -> (kernel name, Loc) of an `A[i, j] += v`
+        store = _acquire(rt, self.max_num_triplets, self.dtype, self.name)
+        # the storage (and its uid, the compile key) of a builder nobody holds any more is
+        # reused: a program making a builder per step compiles its kernels once, as Taichi
+        # passes builders at run time
+        weakref.finalize(self, _release, rt.generation, store)
+        self.uid = store.uid  # with the generation: unique among live builders
+        self._rows, self._cols, self._vals = store.rows, store.cols, store.vals
+        self._sites, self._count, self._overflow = store.sites, store.count, store.overflow
+        self._site_locs = store.site_locs  # site number -> (kernel name, Loc) of an `A[i, j] += v`
 
     # ---- host side ------------------------------------------------------------------------------
     def num_triplets(self) -> int:
@@ -124,6 +126,43 @@ class TripletBuffer:
                 return k
         self._site_locs.append((kname, loc))
         return len(self._site_locs) - 1
+
+
+class _Storage:
+    """A builder's hidden fields, uid and statement sites: what its kernels are compiled for."""
+
+    def __init__(self, rt, limit: int, dtype, name: str):
+        self.uid = len(rt.fields)
+        self.limit, self.dtype = limit, dtype  # both compiled into the kernels' `+=`
+        size = max(limit, 1)
+        # fieldsim's own fields ("mask": not in fs.root, no gradient twins), named after the builder
+        self.rows = Field(T.i32, (size,), f"{name}.rows", _role="mask")
+        self.cols = Field(T.i32, (size,), f"{name}.cols", _role="mask")
+        self.vals = Field(dtype, (size,), f"{name}.values", _role="mask")
+        self.sites = Field(T.i32, (size,), f"{name}.sites", _role="mask")
+        self.count = Field(T.i32, (), f"{name}.count", _role="mask")
+        self.overflow = Field(T.i32, (), f"{name}.overflow", _role="mask")
+        self.site_locs: list = []
+
+
+# (generation, max_num_triplets, dtype) -> storages of builders that were garbage collected
+_FREE: dict = {}
+
+
+def _acquire(rt, limit: int, dtype, name: str) -> _Storage:
+    for key in [k for k in _FREE if k[0] != rt.generation]:  # freed by fs.init()
+        del _FREE[key]
+    free = _FREE.get((rt.generation, limit, dtype))
+    if not free:
+        return _Storage(rt, limit, dtype, name)
+    store = free.pop()
+    store.count.fill(0)
+    store.overflow.fill(0)
+    return store
+
+
+def _release(generation: int, store: _Storage):
+    _FREE.setdefault((generation, store.limit, store.dtype), []).append(store)
 
 
 def is_builder_annotation(a) -> bool:

@@ -50,4 +50,7 @@ def test_exact_mode_divides():
 def test_no_fold_when_the_reciprocal_is_subnormal_or_infinite(c):
     xs, out = _quotients(True, c)
     with np.errstate(all="ignore"):
-        np.testing.assert_array_equal(out, xs / np.float32(c))
+        ref = xs / np.float32(c)
+    # the CPU flushes subnormal results to zero, as Taichi's x64 backend (codegen/denormals.py)
+    ref[np.abs(ref) < np.finfo(np.float32).tiny] = 0.0
+    np.testing.assert_array_equal(out, ref)

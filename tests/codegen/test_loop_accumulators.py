@@ -75,7 +75,9 @@ def test_nbody_force_loop_sums_in_a_local(llvm_texts, monkeypatch, capfd):
     # the optimised task stores to `force` only after its inner loop: one store per i
     task = optimised[optimised.index("define"):]
     task = task[:task.index("\n}\n")]
-    assert len(re.findall(r"^\s+store ", task, re.MULTILINE)) == 1, task
+    # (besides the store of the task's MXCSR word: codegen/denormals.py)
+    stores = re.findall(r"^\s+store .*$", task, re.MULTILINE)
+    assert len([s for s in stores if "%mxcsr." not in s]) == 1, task
 
 
 def test_loops_left_alone_or_changed_stay_right():

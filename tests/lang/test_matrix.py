@@ -344,3 +344,48 @@ def test_cast_to_python_int_and_float_in_kernel():
         return w.cast(int)
 
     assert list(k(0.26, -0.33)) == [5, -5]
+
+
+def _taichi_det3(m):
+    """Taichi 1.7.4's 3x3 determinant, term by term in the array's precision."""
+    return (m[..., 0, 0] * (m[..., 1, 1] * m[..., 2, 2] - m[..., 2, 1] * m[..., 1, 2])
+            - m[..., 1, 0] * (m[..., 0, 1] * m[..., 2, 2] - m[..., 2, 1] * m[..., 0, 2])
+            + m[..., 2, 0] * (m[..., 0, 1] * m[..., 1, 2] - m[..., 1, 1] * m[..., 0, 2]))
+
+
+def _taichi_det4(m):
+    e = lambda i, j: m[..., i % 4, j % 4]  # noqa: E731
+    det = None
+    for i in range(4):
+        t = m[..., i, 0] * ((e(i + 1, 1) * (e(i + 2, 2) * e(i + 3, 3) - e(i + 3, 2) * e(i + 2, 3))
+                             - e(i + 2, 1) * (e(i + 1, 2) * e(i + 3, 3) - e(i + 3, 2) * e(i + 1, 3)))
+                            + e(i + 3, 1) * (e(i + 1, 2) * e(i + 2, 3) - e(i + 2, 2) * e(i + 1, 3)))
+        t = -t if i % 2 else t
+        det = t if det is None else det + t
+    return det
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_determinant_and_inverse_round_as_taichi_does(n):
+    # without fast math each float op is IEEE: the expansion order decides the last bits
+    # (3x3: along the first column, as Taichi; fieldsim expanded along the first row before,
+    # so a neo-Hookean tet drifted from Taichi's after a ground contact)
+    fs.init(arch=fs.cpu, fast_math=False)
+    k = 2000
+    a = fs.Matrix.field(n, n, fs.f32, shape=k)
+    det = fs.field(fs.f32, shape=k)
+    inv = fs.Matrix.field(n, n, fs.f32, shape=k)
+
+    @fs.kernel
+    def run():
+        for i in a:
+            det[i] = a[i].determinant()
+            inv[i] = a[i].inverse()
+
+    m = (np.eye(n) + 0.3 * np.random.default_rng(n).standard_normal((k, n, n))).astype(np.float32)
+    a.from_numpy(m)
+    run()
+    want = _taichi_det3(m) if n == 3 else _taichi_det4(m)
+    np.testing.assert_array_equal(det.to_numpy(), want)
+    assert np.any(want != np.linalg.det(m).astype(np.float32))  # the order matters here
+    np.testing.assert_allclose(inv.to_numpy() @ m, np.broadcast_to(np.eye(n), (k, n, n)), atol=2e-3)

@@ -272,20 +272,6 @@ def test_types_predicates_and_quant_error():
     assert runtime.get().fast_math is False
 
 
-def test_eigen_solvers_are_a_clear_error():
-    m = fs.Matrix.field(2, 2, fs.f32, shape=())
-
-    @fs.kernel
-    def k():
-        print(fs.sym_eig(m[None]))
-
-    with pytest.raises(fs.FieldsimTypeError, match="sym_eig is not supported") as e:
-        k()
-    assert "test_matrix_compat.py" in str(e.value)
-    with pytest.raises(fs.FieldsimTypeError, match="eig is not supported"):
-        fs.eig(fs.Matrix([[1.0, 0.0], [0.0, 1.0]]))
-
-
 def test_matrix_unpacks_into_rows_and_type_field():
     vec2 = fs.types.vector(2, fs.i32)
     rows = vec2.field(shape=2)
@@ -480,3 +466,28 @@ def test_python_scope_abs_keeps_integers():
     assert fs.abs(-3) == 3 and isinstance(fs.abs(-3), int)
     assert fs.abs(fs.Vector([-1, 2])).to_list() == [1, 2]
     assert fs.abs(-2.5) == 2.5
+
+
+def test_matrix_constructors_take_keyword_arguments():
+    # Taichi's parameter names: identity(dt, n), diag(dim, val), zero/one(dt, n, m), unit(n, i, dt)
+    r = fs.Matrix.field(2, 2, fs.f32, shape=())
+    u = fs.Vector.field(3, fs.i32, shape=())
+    z = fs.Matrix.field(2, 3, fs.f32, shape=())
+
+    @fs.kernel
+    def k():
+        r[None] = fs.Matrix.identity(dt=fs.f32, n=2) * 3 + fs.Matrix.diag(val=1.0, dim=2)
+        u[None] = fs.Vector.unit(3, i=1) + fs.Vector.zero(n=3, dt=fs.i32)
+        z[None] = fs.Matrix.zero(fs.f32, 2, m=3) + 2 * fs.Matrix.one(n=2, m=3, dt=fs.f32)
+
+    k()
+    np.testing.assert_array_equal(r.to_numpy(), 4 * np.eye(2))
+    np.testing.assert_array_equal(u.to_numpy(), [0, 1, 0])
+    np.testing.assert_array_equal(z.to_numpy(), np.full((2, 3), 2.0))
+
+    @fs.kernel
+    def bad():
+        r[None] = fs.Matrix.identity(fs.f32, n=2, m=3)
+
+    with pytest.raises(fs.FieldsimTypeError, match="identity"):
+        bad()

@@ -181,3 +181,38 @@ def test_refused_on_a_tape_allowed_under_no_grad():
     with fs.ad.Tape(loss):
         fs.ad.no_grad(fill)(B)
     assert B.build()[2, 2] == 2.0
+
+
+def test_a_builder_made_per_step_reuses_the_compiled_kernel():
+    # Taichi passes builders at run time; fieldsim compiles per builder storage, and a collected
+    # builder's storage goes to the next one of the same size and dtype
+    import gc
+
+    from fieldsim.lang import runtime
+    fs.init(arch=fs.cpu)
+    fill = _fill_kernel()
+    n, count = 6, 40
+    compile_s = []
+    for step in range(4):
+        B = fs.linalg.SparseMatrixBuilder(n, n, max_num_triplets=2 * count)
+        fill(B, n, count)
+        if step == 2:  # a builder left unbuilt: its triplets must not reach the next one
+            del B
+            gc.collect()
+            continue
+        np.testing.assert_allclose(B.build().to_numpy(), _expected(n, count))
+        compile_s.append(runtime.get().stats["compile_s"])
+        del B
+        gc.collect()
+    assert compile_s[1] == compile_s[0] and compile_s[-1] == compile_s[0]  # compiled once
+    # a builder of another size or dtype, or one alive at the same time, gets storage of its own
+    live = fs.linalg.SparseMatrixBuilder(n, n, max_num_triplets=2 * count)
+    other = fs.linalg.SparseMatrixBuilder(n, n, max_num_triplets=2 * count)
+    small = fs.linalg.SparseMatrixBuilder(n, n, max_num_triplets=2 * count + 1, dtype=fs.f64)
+    assert len({live.uid, other.uid, small.uid}) == 3
+    fill(live, n, count)
+    fill(other, n, count // 2)
+    np.testing.assert_allclose(live.build().to_numpy(), _expected(n, count))
+    np.testing.assert_allclose(other.build().to_numpy(), _expected(n, count // 2))
+    fill(small, n, count)
+    np.testing.assert_allclose(small.build().to_numpy(), _expected(n, count))
