@@ -50,7 +50,8 @@ from fieldsim.ad import Tape
 from fieldsim.lang.stop_grad import stop_grad
 from fieldsim.lang.hints import block_local, cache_read_only, no_activate
 
-from fieldsim.lang.ndarray import Ndarray, ndarray
+from fieldsim.lang.ndarray import MatrixNdarray, Ndarray, ScalarNdarray, VectorNdarray, ndarray
+from fieldsim.lang import _ndarray  # noqa: F401  (`ti.lang._ndarray.ScalarNdarray`)
 from fieldsim.lang.texture import Format, Texture
 from fieldsim.lang.types_extra import eig, sym_eig
 
