@@ -48,10 +48,10 @@ from fieldsim.tools import hex_to_rgb, rgb_to_hex
 from fieldsim import ad
 from fieldsim.ad import Tape
 from fieldsim.lang.stop_grad import stop_grad
-from fieldsim.lang.hints import block_local, cache_read_only, no_activate
+from fieldsim.lang.hints import assume_in_range, block_local, cache_read_only, no_activate
 
 from fieldsim.lang.ndarray import MatrixNdarray, Ndarray, ScalarNdarray, VectorNdarray, ndarray
-from fieldsim.lang import _ndarray  # noqa: F401  (`ti.lang._ndarray.ScalarNdarray`)
+from fieldsim.lang import _ndarray  # `ti.lang._ndarray.ScalarNdarray`
 from fieldsim.lang.texture import Format, Texture
 from fieldsim.lang.types_extra import eig, sym_eig
 

@@ -2,4 +2,4 @@
 (`type(a) is ti.lang._ndarray.ScalarNdarray`): the same classes as `fieldsim.lang.ndarray`."""
 from fieldsim.lang.ndarray import MatrixNdarray, Ndarray, ScalarNdarray, VectorNdarray
 
-__all__ = ["Ndarray", "ScalarNdarray", "VectorNdarray", "MatrixNdarray"]
+__all__ = ["MatrixNdarray", "Ndarray", "ScalarNdarray", "VectorNdarray"]

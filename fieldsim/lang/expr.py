@@ -153,7 +153,7 @@ class Emitter:
         if op != "**" or (dt.is_float and not _integral_exponent(b, tb)):
             return None
         if not dt.is_float:
-            return self._int_pow(a, b, dt)
+            return self._int_pow(a, b, self.dtype_of(a))
         return self._float_int_pow(self.value(a, dt), b)
 
     def _float_int_pow(self, x: Stmt, n):
@@ -191,9 +191,21 @@ class Emitter:
         return self.b.div(self.b.const(1, x.dtype), r) if n < 0 else r
 
     def _int_pow(self, a, b, dt):
-        # integer power through f64 is exact for the values an int can hold in practice
-        r = self.b.emit(Op.POW, T.f64, (self.value(a, T.f64), self.value(b, T.f64)))
-        return self.b.cast(self.b.unary(Op.ROUND, r), dt)
+        """`a ** b` for integers as Taichi 1.7.4 computes it: repeated squaring in the base's
+        type `dt` (wrapping on overflow: `i8(3) ** 5 == -13`), the exponent taken by magnitude
+        (`3 ** -2 == 9`); never through f64, which rounds i64 powers and saturates."""
+        x = self.value(a, dt)
+        if not isinstance(b, Stmt):
+            return self._power_by_squaring(x, abs(int(b)))
+        mag = b if not b.dtype.is_signed else \
+            self.select(self.compare("<", b, 0), self.binop("-", 0, b), b)
+        r, base = self.b.const(1, dt), x
+        for k in range(b.dtype.bits):
+            if k:
+                base = self.b.mul(base, base)
+            bit = self.compare("!=", self.binop("&", self.binop(">>", mag, k), 1), 0)
+            r = self.select(bit, self.b.mul(r, base), r)
+        return r
 
     def compare(self, op: str, a, b):
         if not isinstance(a, Stmt) and not isinstance(b, Stmt):

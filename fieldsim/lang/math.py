@@ -52,6 +52,7 @@ __all__ = [
     "cinv",
     "clamp",
     "clog",
+    "clz",
     "cmul",
     "cos",
     "cpow",
@@ -87,11 +88,15 @@ __all__ = [
     "nan",
     "normalize",
     "pi",
+    "popcnt",
     "pow",
     "radians",
     "reflect",
     "refract",
+    "rot_by_axis",
+    "rot_yaw_pitch_roll",
     "rotation2d",
+    "rotation3d",
     "round",
     "rsqrt",
     "scale",
@@ -106,6 +111,7 @@ __all__ = [
     "uvec2",
     "uvec3",
     "uvec4",
+    "vdir",
     "vec2",
     "vec3",
     "vec4",
@@ -450,3 +456,9 @@ translate = _define("translate", lambda dx, dy, dz: _py_mat4(
     [[1.0, 0, 0, dx], [0, 1.0, 0, dy], [0, 0, 1.0, dz], [0, 0, 0, 1.0]]), _k_translate)
 scale = _define("scale", lambda sx, sy, sz: _py_mat4(
     [[sx, 0, 0, 0.0], [0, sy, 0, 0.0], [0, 0, sz, 0.0], [0, 0, 0, 1.0]]), _k_scale)
+
+# bit counts, vdir and the 4x4 rotations live in math_bits (this module's size)
+from fieldsim.lang.math_bits import clz, popcnt, rot_by_axis, rot_yaw_pitch_roll, rotation3d, vdir
+from fieldsim.lang.math_bits import register as _register_bits
+
+_register_bits(ops.KERNEL_BUILTINS)
