@@ -88,6 +88,8 @@ class Emitter:
             return self.b.cast(v, dtype) if dtype is not None else v
         if is_number(v):
             dt = dtype or self.dtype_of(v)
+            if dt is self.ip and type(v) is int:
+                _check_literal_fits(v, dt)
             if isinstance(v, float) and not isinstance(v, bool):
                 v = float(self.fp.np.type(v))  # a literal is default_fp first, as in Taichi
                 if not dt.is_float:
@@ -358,6 +360,16 @@ def _folded_arith(fn):
 # the quotient, not a multiplication by fast-math's reciprocal of the constant divisor
 _FOLDED = {"+": _folded_arith(np.add), "-": _folded_arith(np.subtract),
            "*": _folded_arith(np.multiply), "/": _folded_arith(np.divide), "//": _folded_floordiv}
+
+
+def _check_literal_fits(v: int, ip) -> None:
+    """A Python int becoming a default_ip value must fit it: Taichi 1.7.4 refuses the literal at
+    compile time (fieldsim wrapped it silently: `x = 3000000000` was -1294967296)."""
+    lo, hi = (-(1 << (ip.bits - 1)), 1 << (ip.bits - 1)) if ip.is_signed else (0, 1 << ip.bits)
+    if not lo <= v < hi:
+        raise FieldsimTypeError(f"Integer literal {v} exceeded the range of default_ip: {ip}, "
+                                f"please specify the dtype via e.g. `ti.u64({v})` or set a "
+                                "different `default_ip` in `ti.init()`")
 
 
 def _folded_power(x: float, n: int, dtype) -> float:
