@@ -181,3 +181,34 @@ def test_cpow_mod_translate_scale():
     tr[:3, 3] = [1, 2, 3]
     np.testing.assert_allclose(t.to_numpy(), [tr, np.diag([2.0, 3.0, 4.0, 1.0])])
     np.testing.assert_allclose(fs.math.translate(1.0, 2.0, 3.0).to_numpy(), tr)
+
+
+def test_cpow_and_cdiv_round_as_taichis_formulas():
+    # Taichi: cpow(z, n) = |z|^2 ** (n / 2) * (cos n t, sin n t); cdiv = (x1 x2 + y1 y2,
+    # x2 y1 - x1 y2) / |z2|^2. For a real z, cpow(z, 2) is then x * x exactly (exp(2 log x),
+    # used before, is not), and an escape-time Mandelbrot count depends on that rounding.
+    fs.init(arch=fs.cpu, fast_math=False)  # no FMA contraction: numpy's roundings, one by one
+    rng = np.random.default_rng(7)
+    xs = (rng.random(64) * 3 + 0.1).astype(np.float32)
+    zs = rng.standard_normal((64, 4)).astype(np.float32)
+    a = fs.field(fs.f32, shape=64)
+    z = fs.Vector.field(4, fs.f32, shape=64)
+    out = fs.Vector.field(4, fs.f32, shape=64)
+    a.from_numpy(xs)
+    z.from_numpy(zs)
+
+    @fs.kernel
+    def k():
+        for i in a:
+            p = fs.math.cpow(fs.math.vec2(a[i], 0.0), 2)
+            q = fs.math.cdiv(fs.math.vec2(z[i][0], z[i][1]), fs.math.vec2(z[i][2], z[i][3]))
+            out[i] = fs.Vector([p[0], p[1], q[0], q[1]])
+
+    k()
+    o = out.to_numpy()
+    np.testing.assert_array_equal(o[:, 0], xs * xs)
+    np.testing.assert_array_equal(o[:, 1], 0.0)
+    x1, y1, x2, y2 = (zs[:, j] for j in range(4))
+    d = x2 * x2 + y2 * y2
+    np.testing.assert_array_equal(o[:, 2], (x1 * x2 + y1 * y2) / d)
+    np.testing.assert_array_equal(o[:, 3], (-x1 * y2 + x2 * y1) / d)
