@@ -18,7 +18,7 @@ from fieldsim.errors import FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import matrix_ops, ops
 from fieldsim.lang import types as T
-from fieldsim.lang.expr import MatVal
+from fieldsim.lang.expr import MatVal, is_number
 from fieldsim.lang.ops import (
     acos,
     asin,
@@ -259,6 +259,7 @@ def _k_reflect(fe, x, n):
 def _k_refract(fe, x, n, eta):
     # GLSL: k = 1 - eta^2 (1 - dot(n, x)^2); 0 if k < 0 else eta x - (eta dot(n, x) + sqrt(k)) n
     e = fe.e
+    eta = e.value(eta) if is_number(eta) else eta  # a Taichi func argument: typed, as there
     d = e.dot(n, x)
     k = e.binop("-", 1.0, e.binop("*", e.binop("*", eta, eta), e.binop("-", 1.0, e.binop("*", d, d))))
     safe_k = e.select(e.compare("<", k, 0.0), 0.0, k)
@@ -428,6 +429,7 @@ def _k_cpow(fe, a, n):
     # Taichi's formula, rounding for rounding: |z|^2 ** (n / 2) * (cos nt, sin nt), t = arg z
     # (exp(n log z) rounds differently: escape-time fractals then count other iterations)
     e = fe.e
+    n = e.value(n) if is_number(n) else n  # a Taichi func argument: typed, as there
     ax, ay = _vec2(a)
     r2 = e.binop("+", e.binop("*", ax, ax), e.binop("*", ay, ay))
     ang = e.binop("*", e.binop("atan2", _require_float(fe, ay), _require_float(fe, ax)), n)

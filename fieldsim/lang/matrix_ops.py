@@ -57,15 +57,30 @@ def determinant(e: Emitter, a: MatVal):
         return a.at(0, 0)
     if a.n == 2:
         return _det2(e, a.at(0, 0), a.at(0, 1), a.at(1, 0), a.at(1, 1))
-    if a.n == 3:
+    if a.n == 3:  # Taichi's expansion down the first column, product for product
+        m = a.at
+        t0 = e.binop("*", m(0, 0), _det2(e, m(1, 1), m(2, 1), m(1, 2), m(2, 2)))
+        t1 = e.binop("*", m(1, 0), _det2(e, m(0, 1), m(2, 1), m(0, 2), m(2, 2)))
+        t2 = e.binop("*", m(2, 0), _det2(e, m(0, 1), m(1, 1), m(0, 2), m(1, 2)))
+        return e.binop("+", e.binop("-", t0, t1), t2)
+    if a.n == 4:
         acc = None
-        for c in range(3):
-            minor = _det2(e, a.at(1, (c + 1) % 3), a.at(1, (c + 2) % 3),
-                          a.at(2, (c + 1) % 3), a.at(2, (c + 2) % 3))
-            t = e.binop("*", a.at(0, c), minor)
+        for i in range(4):
+            t = e.binop("*", a.at(i, 0), _cyclic_minor4(e, a, i, 0))
+            t = t if i % 2 == 0 else e.unop(Op.NEG, t) if not isinstance(t, (int, float)) else -t
             acc = t if acc is None else e.binop("+", acc, t)
         return acc
     return _det_laplace(e, a)
+
+
+def _cyclic_minor4(e, a: MatVal, i, j):
+    """The 3x3 determinant Taichi 1.7.4 writes for a 4x4 matrix: rows i+1..i+3 and columns
+    j+1..j+3 taken cyclically, in its own product order (so results round as Taichi's)."""
+    def m(r, c):
+        return a.at((i + r) % 4, (j + c) % 4)
+    return e.binop("+", e.binop("-", e.binop("*", m(1, 1), _det2(e, m(2, 2), m(3, 2), m(2, 3), m(3, 3))),
+                                e.binop("*", m(2, 1), _det2(e, m(1, 2), m(3, 2), m(1, 3), m(3, 3)))),
+                   e.binop("*", m(3, 1), _det2(e, m(1, 2), m(2, 2), m(1, 3), m(2, 3))))
 
 
 def _det_laplace(e, a: MatVal):
@@ -90,11 +105,20 @@ def inverse(e: Emitter, a: MatVal):
     if a.n == 3:
         out = []
         for r in range(3):
-            for c in range(3):  # cofactor of (c, r), cyclic indices carry the sign
-                r1, r2, c1, c2 = (c + 1) % 3, (c + 2) % 3, (r + 1) % 3, (r + 2) % 3
-                cof = _det2(e, a.at(r1, c1), a.at(r1, c2), a.at(r2, c1), a.at(r2, c2))
-                out.append(e.binop("*", cof, inv_det))
+            for c in range(3):  # Taichi's cofactor of (c, r): cyclic indices carry the sign
+                def m(x, y):
+                    return a.at((c + x) % 3, (r + y) % 3)
+                out.append(e.binop("*", inv_det, _det2(e, m(1, 1), m(2, 1), m(1, 2), m(2, 2))))
         return MatVal(out, 3, 3, 2)
+    if a.n == 4:
+        out = []
+        for r in range(4):
+            for c in range(4):
+                cof = _cyclic_minor4(e, a, c, r)
+                if (r + c) % 2:
+                    cof = e.unop(Op.NEG, cof) if not isinstance(cof, (int, float)) else -cof
+                out.append(e.binop("*", inv_det, cof))
+        return MatVal(out, 4, 4, 2)
     # larger: the adjugate (cofactors by Laplace expansion) over the determinant
     out = []
     for r in range(a.n):
