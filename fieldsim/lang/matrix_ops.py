@@ -106,9 +106,8 @@ def inverse(e: Emitter, a: MatVal):
         out = []
         for r in range(3):
             for c in range(3):  # Taichi's cofactor of (c, r): cyclic indices carry the sign
-                def m(x, y):
-                    return a.at((c + x) % 3, (r + y) % 3)
-                out.append(e.binop("*", inv_det, _det2(e, m(1, 1), m(2, 1), m(1, 2), m(2, 2))))
+                m = [[a.at((c + x) % 3, (r + y) % 3) for y in range(3)] for x in range(3)]
+                out.append(e.binop("*", inv_det, _det2(e, m[1][1], m[2][1], m[1][2], m[2][2])))
         return MatVal(out, 3, 3, 2)
     if a.n == 4:
         out = []
