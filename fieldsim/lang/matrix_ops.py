@@ -102,33 +102,32 @@ def inverse(e: Emitter, a: MatVal):
     if a.n == 2:
         adj = [a.at(1, 1), e.unop(Op.NEG, a.at(0, 1)), e.unop(Op.NEG, a.at(1, 0)), a.at(0, 0)]
         return MatVal([e.binop("*", x, inv_det) for x in adj], 2, 2, 2)
-    if a.n == 3:
-        out = []
-        for r in range(3):
-            for c in range(3):  # Taichi's cofactor of (c, r): cyclic indices carry the sign
-                m = [[a.at((c + x) % 3, (r + y) % 3) for y in range(3)] for x in range(3)]
-                out.append(e.binop("*", inv_det, _det2(e, m[1][1], m[2][1], m[1][2], m[2][2])))
-        return MatVal(out, 3, 3, 2)
-    if a.n == 4:
-        out = []
-        for r in range(4):
-            for c in range(4):
-                cof = _cyclic_minor4(e, a, c, r)
-                if (r + c) % 2:
-                    cof = e.unop(Op.NEG, cof) if not isinstance(cof, (int, float)) else -cof
-                out.append(e.binop("*", inv_det, cof))
-        return MatVal(out, 4, 4, 2)
-    # larger: the adjugate (cofactors by Laplace expansion) over the determinant
-    out = []
-    for r in range(a.n):
-        for c in range(a.n):  # entry (r, c) is the cofactor of (c, r)
-            minor = MatVal.rows([[a.at(i, j) for j in range(a.n) if j != r]
-                                 for i in range(a.n) if i != c])
-            cof = determinant(e, minor)
-            if (r + c) % 2:
-                cof = e.unop(Op.NEG, cof) if not isinstance(cof, (int, float)) else -cof
-            out.append(e.binop("*", cof, inv_det))
+    cofactor = {3: _cofactor3, 4: _cofactor4}.get(a.n, _cofactor_laplace)
+    # entry (r, c) of the inverse is the cofactor of (c, r) over the determinant
+    out = [e.binop("*", inv_det, cofactor(e, a, r, c)) for r in range(a.n) for c in range(a.n)]
     return MatVal(out, a.n, a.n, 2)
+
+
+def _negate_if_odd(e, v, k):
+    if k % 2 == 0:
+        return v
+    return e.unop(Op.NEG, v) if not isinstance(v, (int, float)) else -v
+
+
+def _cofactor3(e, a: MatVal, r, c):
+    # Taichi's cofactor of (c, r): cyclic indices carry the sign
+    m = [[a.at((c + x) % 3, (r + y) % 3) for y in range(3)] for x in range(3)]
+    return _det2(e, m[1][1], m[2][1], m[1][2], m[2][2])
+
+
+def _cofactor4(e, a: MatVal, r, c):
+    return _negate_if_odd(e, _cyclic_minor4(e, a, c, r), r + c)
+
+
+def _cofactor_laplace(e, a: MatVal, r, c):
+    # larger than Taichi allows: the minor's determinant by Laplace expansion
+    minor = MatVal.rows([[a.at(i, j) for j in range(a.n) if j != r] for i in range(a.n) if i != c])
+    return _negate_if_odd(e, determinant(e, minor), r + c)
 
 
 def cross(e: Emitter, a: MatVal, b: MatVal):
