@@ -21,7 +21,7 @@ from fieldsim.lang.sparse_ops import (activate, append, deactivate, deactivate_a
                                       is_active, length, rescale_index)
 from fieldsim.lang import math
 from fieldsim.lang.ops_int import bit_cast, bit_sar, bit_shl, bit_shr, frexp, raw_div, raw_mod
-from fieldsim.lang.ops import (abs, acos, asin, assume_in_range, atan, atan2, atomic_add, atomic_and, atomic_max,
+from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,
                                ndrange, one, pow, random, round, rsqrt, select, sin, sqrt, static,
@@ -49,9 +49,10 @@ from fieldsim.tools import hex_to_rgb, rgb_to_hex
 from fieldsim import ad
 from fieldsim.ad import Tape
 from fieldsim.lang.stop_grad import stop_grad
-from fieldsim.lang.hints import block_local, cache_read_only, no_activate
+from fieldsim.lang.hints import assume_in_range, block_local, cache_read_only, no_activate
 
-from fieldsim.lang.ndarray import Ndarray, ndarray
+from fieldsim.lang.ndarray import MatrixNdarray, Ndarray, ScalarNdarray, VectorNdarray, ndarray
+from fieldsim.lang import _ndarray  # `ti.lang._ndarray.ScalarNdarray`
 from fieldsim.lang.texture import Format, Texture
 from fieldsim.lang.quant import BitpackedFields
 

@@ -71,8 +71,10 @@ SUMMARY.update({
     "fs.bit_shl": "Shift left: `x << n` (Taichi's `ti.bit_shl`).\n\n>>> fs.bit_shl(1, 3)\n8\n",
     "fs.bit_sar": "Arithmetic shift right, keeping the sign (`ti.bit_sar`).\n\n>>> fs.bit_sar(-8, 1)\n-4\n",
     "fs.bit_shr": "Logical shift right, filling with zeros (`ti.bit_shr`).\n\n>>> fs.bit_shr(8, 2)\n2\n",
-    "fs.raw_div": "Division with C semantics: ints truncate toward zero (`ti.raw_div`).\n\n"
-                  ">>> fs.raw_div(-7, 2)\n-3\n",
+    "fs.raw_div": "Division with C semantics on kernel values: ints truncate toward zero "
+                  "(`ti.raw_div`); two Python ints divide with `//`, as Taichi folds them.\n\n"
+                  ">>> @fs.kernel\n... def k(a: fs.i32) -> fs.i32:\n...     return fs.raw_div(a, 2)\n"
+                  ">>> k(-7), fs.raw_div(-7, 2)\n(-3, -4)\n",
     "fs.raw_mod": "Remainder with C semantics: the sign of the dividend (`ti.raw_mod`).\n\n"
                   ">>> fs.raw_mod(-7, 2)\n-1\n",
     "fs.is_active": "Whether the cell of sparse layout node `node` at `indices` is active.\n\n"

@@ -644,14 +644,20 @@ class GUI:
     def set_image(self, img):
         """Replace the canvas with ``img``, indexed ``img[x, y]`` (x right, y up) as in Taichi.
 
-        Shapes ``(W, H)``, ``(W, H, 3)`` or ``(W, H, 4)`` (alpha ignored); floats are
-        taken in [0, 1], integers in [0, 255]. Other sizes are scaled (nearest pixel).
+        Shapes ``(W, H)``, ``(W, H, 2)`` (red, green; blue 0), ``(W, H, 3)`` or ``(W, H, 4)``
+        (alpha ignored); floats are taken in [0, 1], u16/u32/u64 in [0, their maximum] as in
+        Taichi, other integers in [0, 255]. Other sizes are scaled (nearest pixel).
         """
         a = _as_array(img, dtype=None)
         if a.ndim == 2:
             a = a[..., None]
-        if a.ndim != 3 or a.shape[2] not in (1, 3, 4):
-            raise ValueError(f"set_image: expected shape (W, H), (W, H, 3) or (W, H, 4), got {a.shape}")
+        if a.ndim != 3 or a.shape[2] not in (1, 2, 3, 4):
+            raise ValueError("set_image: expected shape (W, H), (W, H, 2), (W, H, 3) or (W, H, 4), "
+                             f"got {a.shape}")
+        if a.dtype in (np.uint16, np.uint32, np.uint64):
+            a = a.astype(np.float32) * np.float32(1 / np.iinfo(a.dtype).max)
+        if a.shape[2] == 2:
+            a = np.concatenate([a, np.zeros_like(a[..., :1])], axis=2)
         w, h = self.res
         if a.shape[:2] != (w, h):  # nearest pixel; the conversions below are per element
             a = a[(np.arange(w) * a.shape[0]) // w][:, (np.arange(h) * a.shape[1]) // h]

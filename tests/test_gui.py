@@ -156,6 +156,10 @@ def _reference_canvas(img, res):
     nearest-pixel scaling."""
     a = np.asarray(img)
     a = a[..., None] if a.ndim == 2 else a
+    if a.dtype in (np.uint16, np.uint32):  # Taichi: scaled by the type's maximum
+        a = a.astype(np.float32) * np.float32(1 / np.iinfo(a.dtype).max)
+    if a.shape[2] == 2:  # red and green; blue 0
+        a = np.concatenate([a, np.zeros_like(a[..., :1])], axis=2)
     w, h = res
     a = a[(np.arange(w) * a.shape[0]) // w][:, (np.arange(h) * a.shape[1]) // h]
     if a.dtype.kind in "fb":
@@ -174,6 +178,8 @@ def _reference_canvas(img, res):
     ((40, 30), np.int32, (40, 30)),
     ((40, 30, 3), np.uint8, (40, 30)),
     ((40, 30), np.bool_, (40, 30)),
+    ((40, 30, 2), np.float32, (40, 30)),  # red-green, as Taichi's vector fields of 2
+    ((40, 30, 3), np.uint16, (40, 30)),
 ])
 def test_set_image_matches_a_numpy_reference_frame_after_frame(tmp_path, shape, dtype, res):
     rng = np.random.default_rng(1)
@@ -181,6 +187,8 @@ def test_set_image_matches_a_numpy_reference_frame_after_frame(tmp_path, shape, 
     for frame in range(3):  # buffers are reused between frames: each frame stands alone
         if dtype == np.bool_:
             img = rng.random(shape) > 0.5
+        elif dtype == np.uint16:
+            img = rng.integers(0, 65536, shape).astype(dtype)
         elif np.issubdtype(dtype, np.integer):
             img = rng.integers(-50, 300, shape).astype(dtype)
         else:

@@ -38,8 +38,3 @@ show_wireframe
 # Taichi's FieldsBuilder.finalize(raise_warning=True) warns about an empty builder; fieldsim's
 # accepts the flag (fieldsim/lang/snode.py)
 raise_warning
-# Taichi's ti.assume_in_range(val, base, low, high) is a hint for Taichi's GPU scratch pads;
-# fieldsim returns val (fieldsim/lang/ops.py)
-base
-low
-high

@@ -93,6 +93,8 @@ class Emitter:
             return self.b.cast(v, dtype) if dtype is not None else v
         if is_number(v):
             dt = dtype or self.dtype_of(v)
+            if dt is self.ip and type(v) is int:
+                _check_literal_fits(v, dt)
             if isinstance(v, float) and not isinstance(v, bool):
                 v = float(self.fp.np.type(v))  # a literal is default_fp first, as in Taichi
                 if not dt.is_float:
@@ -173,7 +175,7 @@ class Emitter:
         if op != "**" or (dt.is_float and not _integral_exponent(b, tb)):
             return None
         if not dt.is_float:
-            return self._int_pow(a, b, dt)
+            return self._int_pow(a, b, self.dtype_of(a))
         whole = _whole_float_exponent(b, tb)
         return self._float_int_pow(self.value(a, dt), b if whole is None else whole)
 
@@ -212,9 +214,21 @@ class Emitter:
         return self.b.div(self.b.const(1, x.dtype), r) if n < 0 else r
 
     def _int_pow(self, a, b, dt):
-        # integer power through f64 is exact for the values an int can hold in practice
-        r = self.b.emit(Op.POW, T.f64, (self.value(a, T.f64), self.value(b, T.f64)))
-        return self.b.cast(self.b.unary(Op.ROUND, r), dt)
+        """`a ** b` for integers as Taichi 1.7.4 computes it: repeated squaring in the base's
+        type `dt` (wrapping on overflow: `i8(3) ** 5 == -13`), the exponent taken by magnitude
+        (`3 ** -2 == 9`); never through f64, which rounds i64 powers and saturates."""
+        x = self.value(a, dt)
+        if not isinstance(b, Stmt):
+            return self._power_by_squaring(x, abs(int(b)))
+        mag = b if not b.dtype.is_signed else \
+            self.select(self.compare("<", b, 0), self.binop("-", 0, b), b)
+        r, base = self.b.const(1, dt), x
+        for k in range(b.dtype.bits):
+            if k:
+                base = self.b.mul(base, base)
+            bit = self.compare("!=", self.binop("&", self.binop(">>", mag, k), 1), 0)
+            r = self.select(bit, self.b.mul(r, base), r)
+        return r
 
     def compare(self, op: str, a, b):
         if not isinstance(a, Stmt) and not isinstance(b, Stmt):
@@ -369,6 +383,16 @@ def _folded_arith(fn):
 # the quotient, not a multiplication by fast-math's reciprocal of the constant divisor
 _FOLDED = {"+": _folded_arith(np.add), "-": _folded_arith(np.subtract),
            "*": _folded_arith(np.multiply), "/": _folded_arith(np.divide), "//": _folded_floordiv}
+
+
+def _check_literal_fits(v: int, ip) -> None:
+    """A Python int becoming a default_ip value must fit it: Taichi 1.7.4 refuses the literal at
+    compile time (fieldsim wrapped it silently: `x = 3000000000` was -1294967296)."""
+    lo, hi = (-(1 << (ip.bits - 1)), 1 << (ip.bits - 1)) if ip.is_signed else (0, 1 << ip.bits)
+    if not lo <= v < hi:
+        raise FieldsimTypeError(f"Integer literal {v} exceeded the range of default_ip: {ip}, "
+                                f"please specify the dtype via e.g. `ti.u64({v})` or set a "
+                                "different `default_ip` in `ti.init()`")
 
 
 def _folded_power(x: float, n: int, dtype) -> float:

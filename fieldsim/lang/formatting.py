@@ -103,9 +103,10 @@ def _parse_spec(spec: str, dt) -> tuple[str, str]:
     flags, width, prec, _length, conv = m.groups()
     if conv in ("", "s"):
         conv = "f" if dt.is_float else "d" if dt.is_signed else "u"
-        if dt == T.f64 and not prec:
-            prec = ".12"  # Taichi prints an f64 with 12 decimals, an f32 with printf's 6
-    if (conv in INT_CONV) == dt.is_float or (conv == "u" and dt.is_signed) \
+    if dt == T.f64 and not prec and conv in FLOAT_CONV:
+        prec = ".12"  # Taichi prints an f64 with 12 decimals (any float conversion), an f32 with 6
+    # Taichi 1.7.4: hex/octal only for unsigned types, `c` for none
+    if (conv in INT_CONV) == dt.is_float or (conv in "uxXo" and dt.is_signed) or conv == "c" \
             or (conv in "di" and not dt.is_float and not dt.is_signed):
         raise FieldsimTypeError(f"'{spec}' doesn't match '{dt}'.")
     return flags + width + (prec or ""), conv

@@ -4,6 +4,8 @@ read-only cache. They change no result, so on fieldsim's CPU backend they do not
 `ti.no_activate(*fields)` promises that the kernel's accesses to sparse fields need no
 activation (the cells are active already); it saves Taichi the activation work and changes no
 result of a program that keeps the promise, so it is accepted the same way.
+`ti.assume_in_range(val, base, low, high)` promises `base + low <= val < base + high` (for
+Taichi's shared-memory staging) and returns `val` untouched, here as there.
 
 Takes fields (in kernel scope or Python scope); guarantees nothing is emitted.
 """
@@ -59,6 +61,22 @@ def _check(fields, name):
             raise FieldsimTypeError(f"fs.{name} takes fields, got {type(f).__name__}")
 
 
+def assume_in_range(val, base, low, high):
+    """Taichi's range hint for `val` (in `[base + low, base + high)`): returns `val` untouched.
+
+    >>> @fs.kernel
+    ... def k(x: int) -> int:
+    ...     return fs.assume_in_range(x, 10, -2, 2) * 2
+    >>> k(11)
+    22
+    """
+    if not isinstance(low, int) or not isinstance(high, int):  # Taichi takes them as C++ ints
+        raise FieldsimTypeError(f"ti.assume_in_range: low and high are Python ints (offsets from "
+                                f"base {base!r}), got {low!r} and {high!r}")
+    return val
+
+
+KERNEL_BUILTINS[assume_in_range] = lambda fe, node, args, kw: assume_in_range(*args, **kw)
 KERNEL_BUILTINS[block_local] = lambda fe, node, args, kw: block_local(*args)
 KERNEL_BUILTINS[cache_read_only] = lambda fe, node, args, kw: cache_read_only(*args)
 KERNEL_BUILTINS[no_activate] = lambda fe, node, args, kw: no_activate(*args)

@@ -362,7 +362,7 @@ def _refuse_bare_capsule(x):
 def _ndarray(dt, full_shape, element_dim, storage, owner):
     """An `fs.ndarray` over `storage` (of shape `full_shape`: the array's shape then its
     `element_dim` element axes)."""
-    from fieldsim.lang.ndarray import Ndarray
+    from fieldsim.lang.ndarray import make_ndarray
     ndim = len(full_shape)
     if element_dim not in (0, 1, 2) or ndim < element_dim:
         raise InteropError(f"fs.from_dlpack: element_dim={element_dim} does not fit an array of "
@@ -370,7 +370,7 @@ def _ndarray(dt, full_shape, element_dim, storage, owner):
     el = full_shape[ndim - element_dim:] if element_dim else ()
     n = el[0] if element_dim else None
     m = el[1] if element_dim == 2 else None
-    nd = Ndarray(dt, None, n=n, m=m, ndim_el=element_dim)
+    nd = make_ndarray(dt, None, n=n, m=m, ndim_el=element_dim)
     nd.shape = tuple(int(s) for s in full_shape[:ndim - element_dim])
     nd.storage = storage
     nd.external = owner  # keeps the owner alive

@@ -17,7 +17,7 @@ import numpy as np
 from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import ops
-from fieldsim.lang.expr import MatVal, describe
+from fieldsim.lang.expr import MatVal
 
 
 def randn(dtype=None):
@@ -51,8 +51,9 @@ ops.KERNEL_BUILTINS[ops.static] = _static_kernel
 
 
 def _static_print_kernel(fe, node, args, kw):
-    # Taichi's ti.static_print: print while compiling (once per compilation), not at run time
-    print(*[a if not isinstance(a, (Stmt, MatVal)) else f"<{describe(a)}>" for a in args], **kw)
+    # Taichi's ti.static_print: print while compiling (once per compilation), not at run time; a
+    # kernel value (scalar, vector or matrix) prints as Taichi 1.7.4 prints its Expr
+    print(*[a if not isinstance(a, (Stmt, MatVal)) else "<ti.Expr>" for a in args], **kw)
 
 
 ops.KERNEL_BUILTINS[ops.static_print] = _static_print_kernel

@@ -19,7 +19,7 @@ from fieldsim.errors import FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import matrix_ops, ops
 from fieldsim.lang import types as T
-from fieldsim.lang.expr import MatVal
+from fieldsim.lang.expr import MatVal, is_number
 from fieldsim.lang.ops import (
     acos,
     asin,
@@ -261,6 +261,7 @@ def _k_reflect(fe, x, n):
 def _k_refract(fe, x, n, eta):
     # GLSL: k = 1 - eta^2 (1 - dot(n, x)^2); 0 if k < 0 else eta x - (eta dot(n, x) + sqrt(k)) n
     e = fe.e
+    eta = e.value(eta) if is_number(eta) else eta  # a Taichi func argument: typed, as there
     d = e.dot(n, x)
     k = e.binop("-", 1.0, e.binop("*", e.binop("*", eta, eta), e.binop("-", 1.0, e.binop("*", d, d))))
     safe_k = e.select(e.compare("<", k, 0.0), 0.0, k)
@@ -369,7 +370,12 @@ def _k_cinv(fe, a):
 
 
 def _k_cdiv(fe, a, b):
-    return _k_cmul(fe, a, _k_cinv(fe, b))
+    # Taichi's formula: (x1 x2 + y1 y2, -x1 y2 + x2 y1) / |z2|^2 (not a * (1 / b): other rounding)
+    e = fe.e
+    (ax, ay), (bx, by) = _vec2(a), _vec2(b)
+    num = MatVal.vector([e.binop("+", e.binop("*", ax, bx), e.binop("*", ay, by)),
+                         e.binop("+", e.binop("*", e.binop("*", -1, ax), by), e.binop("*", bx, ay))])
+    return e.binop("/", num, e.binop("+", e.binop("*", bx, bx), e.binop("*", by, by)))
 
 
 def _k_cexp(fe, a):
@@ -422,13 +428,18 @@ csqrt = _define("csqrt", _py_complex(lambda a: __import__("cmath").sqrt(a)), _k_
 
 
 def _k_cpow(fe, a, n):
-    # z^n = exp(n log z) for a real exponent n (0^n = 0)
+    # Taichi's formula, rounding for rounding: |z|^2 ** (n / 2) * (cos nt, sin nt), t = arg z
+    # (exp(n log z) rounds differently: escape-time fractals then count other iterations)
     e = fe.e
-    lg = _k_clog(fe, a)
-    r = _k_cexp(fe, e.binop("*", lg, n))
+    n = e.value(n) if is_number(n) else n  # a Taichi func argument: typed, as there
     ax, ay = _vec2(a)
+    r2 = e.binop("+", e.binop("*", ax, ax), e.binop("*", ay, ay))
+    ang = e.binop("*", e.binop("atan2", _require_float(fe, ay), _require_float(fe, ax)), n)
+    mag = e.binop("**", _require_float(fe, r2), e.binop("/", n, 2.0))
+    r = MatVal.vector([e.binop("*", mag, e.unop(Op.COS, ang, True)),
+                       e.binop("*", mag, e.unop(Op.SIN, ang, True))])
     zero = e.binop("&", e.compare("==", ax, 0), e.compare("==", ay, 0))
-    return e.select(zero, e.binop("*", 0.0, a), r)
+    return e.select(zero, e.binop("*", 0.0, r), r)
 
 
 def _k_mod(fe, x, y):

@@ -51,53 +51,36 @@ def _det2(e, a, b, c, d):
     return e.binop("-", e.binop("*", a, d), e.binop("*", b, c))
 
 
-def _cyc(a: MatVal, i: int, j: int, n: int):
-    """Entry (i mod n, j mod n): Taichi's cofactor formulas index cyclically."""
-    return a.at(i % n, j % n)
-
-
-def _minor3(e, a: MatVal, i: int, j: int, n: int):
-    """The 2x2 minor on rows i+1, i+2 and columns j+1, j+2 (cyclic), as Taichi writes it."""
-    return _det2(e, _cyc(a, i + 1, j + 1, n), _cyc(a, i + 1, j + 2, n),
-                 _cyc(a, i + 2, j + 1, n), _cyc(a, i + 2, j + 2, n))
-
-
-def _cofactor4(e, a: MatVal, i: int, j: int):
-    """Taichi's 4x4 cofactor expression for entry (j, i) of the inverse, before its sign."""
-    t1 = e.binop("*", _cyc(a, i + 1, j + 1, 4), _det2(e, _cyc(a, i + 2, j + 2, 4), _cyc(a, i + 2, j + 3, 4),
-                                                   _cyc(a, i + 3, j + 2, 4), _cyc(a, i + 3, j + 3, 4)))
-    t2 = e.binop("*", _cyc(a, i + 2, j + 1, 4), _det2(e, _cyc(a, i + 1, j + 2, 4), _cyc(a, i + 1, j + 3, 4),
-                                                   _cyc(a, i + 3, j + 2, 4), _cyc(a, i + 3, j + 3, 4)))
-    t3 = e.binop("*", _cyc(a, i + 3, j + 1, 4), _det2(e, _cyc(a, i + 1, j + 2, 4), _cyc(a, i + 1, j + 3, 4),
-                                                   _cyc(a, i + 2, j + 2, 4), _cyc(a, i + 2, j + 3, 4)))
-    return e.binop("+", e.binop("-", t1, t2), t3)
-
-
-def _signed(e, x, negative: bool):
-    return (e.unop(Op.NEG, x) if not isinstance(x, (int, float)) else -x) if negative else x
-
-
 def determinant(e: Emitter, a: MatVal):
-    # Taichi 1.7.4's expressions term by term (the same bits without fast math): 3x3 and 4x4
-    # expand along the first column
     _square(a, "determinant")
     if a.n == 1:
         return a.at(0, 0)
     if a.n == 2:
         return _det2(e, a.at(0, 0), a.at(0, 1), a.at(1, 0), a.at(1, 1))
-    if a.n == 3:
-        # a00 (a11 a22 - a21 a12) - a10 (a01 a22 - a21 a02) + a20 (a01 a12 - a11 a02)
-        t0 = e.binop("*", a.at(0, 0), _minor3(e, a, 0, 0, 3))
-        t1 = e.binop("*", a.at(1, 0), _det2(e, a.at(0, 1), a.at(0, 2), a.at(2, 1), a.at(2, 2)))
-        t2 = e.binop("*", a.at(2, 0), _minor3(e, a, 2, 0, 3))
+    if a.n == 3:  # Taichi's expansion down the first column, product for product
+        m = a.at
+        t0 = e.binop("*", m(0, 0), _det2(e, m(1, 1), m(2, 1), m(1, 2), m(2, 2)))
+        t1 = e.binop("*", m(1, 0), _det2(e, m(0, 1), m(2, 1), m(0, 2), m(2, 2)))
+        t2 = e.binop("*", m(2, 0), _det2(e, m(0, 1), m(1, 1), m(0, 2), m(1, 2)))
         return e.binop("+", e.binop("-", t0, t1), t2)
     if a.n == 4:
         acc = None
         for i in range(4):
-            t = _signed(e, e.binop("*", a.at(i, 0), _cofactor4(e, a, i, 0)), i % 2 == 1)
+            t = e.binop("*", a.at(i, 0), _cyclic_minor4(e, a, i, 0))
+            t = t if i % 2 == 0 else e.unop(Op.NEG, t) if not isinstance(t, (int, float)) else -t
             acc = t if acc is None else e.binop("+", acc, t)
         return acc
     return _det_laplace(e, a)
+
+
+def _cyclic_minor4(e, a: MatVal, i, j):
+    """The 3x3 determinant Taichi 1.7.4 writes for a 4x4 matrix: rows i+1..i+3 and columns
+    j+1..j+3 taken cyclically, in its own product order (so results round as Taichi's)."""
+    def m(r, c):
+        return a.at((i + r) % 4, (j + c) % 4)
+    return e.binop("+", e.binop("-", e.binop("*", m(1, 1), _det2(e, m(2, 2), m(3, 2), m(2, 3), m(3, 3))),
+                                e.binop("*", m(2, 1), _det2(e, m(1, 2), m(3, 2), m(1, 3), m(3, 3)))),
+                   e.binop("*", m(3, 1), _det2(e, m(1, 2), m(2, 2), m(1, 3), m(2, 3))))
 
 
 def _det_laplace(e, a: MatVal):
@@ -119,25 +102,32 @@ def inverse(e: Emitter, a: MatVal):
     if a.n == 2:
         adj = [a.at(1, 1), e.unop(Op.NEG, a.at(0, 1)), e.unop(Op.NEG, a.at(1, 0)), a.at(0, 0)]
         return MatVal([e.binop("*", x, inv_det) for x in adj], 2, 2, 2)
-    if a.n in (3, 4):  # entry (r, c): the cofactor of (c, r), Taichi's expressions
-        out = []
-        for r in range(a.n):
-            for c in range(a.n):
-                cof = _minor3(e, a, c, r, 3) if a.n == 3 else \
-                    _signed(e, _cofactor4(e, a, c, r), (r + c) % 2 == 1)
-                out.append(e.binop("*", cof, inv_det))
-        return MatVal(out, a.n, a.n, 2)
-    # larger: the adjugate (cofactors by Laplace expansion) over the determinant
-    out = []
-    for r in range(a.n):
-        for c in range(a.n):  # entry (r, c) is the cofactor of (c, r)
-            minor = MatVal.rows([[a.at(i, j) for j in range(a.n) if j != r]
-                                 for i in range(a.n) if i != c])
-            cof = determinant(e, minor)
-            if (r + c) % 2:
-                cof = e.unop(Op.NEG, cof) if not isinstance(cof, (int, float)) else -cof
-            out.append(e.binop("*", cof, inv_det))
+    cofactor = {3: _cofactor3, 4: _cofactor4}.get(a.n, _cofactor_laplace)
+    # entry (r, c) of the inverse is the cofactor of (c, r) over the determinant
+    out = [e.binop("*", inv_det, cofactor(e, a, r, c)) for r in range(a.n) for c in range(a.n)]
     return MatVal(out, a.n, a.n, 2)
+
+
+def _negate_if_odd(e, v, k):
+    if k % 2 == 0:
+        return v
+    return e.unop(Op.NEG, v) if not isinstance(v, (int, float)) else -v
+
+
+def _cofactor3(e, a: MatVal, r, c):
+    # Taichi's cofactor of (c, r): cyclic indices carry the sign
+    m = [[a.at((c + x) % 3, (r + y) % 3) for y in range(3)] for x in range(3)]
+    return _det2(e, m[1][1], m[2][1], m[1][2], m[2][2])
+
+
+def _cofactor4(e, a: MatVal, r, c):
+    return _negate_if_odd(e, _cyclic_minor4(e, a, c, r), r + c)
+
+
+def _cofactor_laplace(e, a: MatVal, r, c):
+    # larger than Taichi allows: the minor's determinant by Laplace expansion
+    minor = MatVal.rows([[a.at(i, j) for j in range(a.n) if j != r] for i in range(a.n) if i != c])
+    return _negate_if_odd(e, determinant(e, minor), r + c)
 
 
 def cross(e: Emitter, a: MatVal, b: MatVal):

@@ -90,8 +90,8 @@ class Ndarray(Field):
     def _twin(self, role: str, place: bool = True) -> Ndarray:
         # As in Taichi, a Tape's clear_gradients (and fs.ad.clear_all_gradients) zeroes the
         # fields' gradients, not the ndarrays': their role is not "grad"
-        twin = Ndarray(self.dtype, None, f"{self.ir_name}.{role}", n=self.n, m=self.m,
-                       ndim_el=self.ndim_el, _role="ndarray_grad" if role == "grad" else role)
+        twin = make_ndarray(self.dtype, None, f"{self.ir_name}.{role}", n=self.n, m=self.m,
+                            ndim_el=self.ndim_el, _role="ndarray_grad" if role == "grad" else role)
         twin.primal = self
         if place and self.shape is not None:
             twin._place(self.shape)
@@ -105,6 +105,55 @@ class Ndarray(Field):
 
     def __repr__(self):
         return f"<fs.ndarray {self.ir_name!r} shape={self.shape} element={self.element_type}>"
+
+
+class ScalarNdarray(Ndarray):
+    """An ndarray of scalars (Taichi's class of the same name): `fs.ScalarNdarray(dtype,
+    arr_shape)` is `fs.ndarray(dtype, arr_shape)`, and `type(fs.ndarray(fs.f32, 2))` is this class.
+
+    >>> type(fs.ndarray(fs.f32, shape=2)).__name__
+    'ScalarNdarray'
+    """
+
+    def __init__(self, dtype, arr_shape, needs_grad=False):
+        super().__init__(dtype, arr_shape, needs_grad=needs_grad)
+
+
+class VectorNdarray(Ndarray):
+    """An ndarray of n-vectors (Taichi's class of the same name): `fs.VectorNdarray(n, dtype,
+    shape)` is `fs.Vector.ndarray(n, dtype, shape)`.
+
+    >>> fs.VectorNdarray(3, fs.f32, shape=2).to_numpy().shape
+    (2, 3)
+    """
+
+    def __init__(self, n, dtype, shape, needs_grad=False, layout=None):
+        super().__init__(dtype, shape, needs_grad=needs_grad, n=n, ndim_el=1)
+
+
+class MatrixNdarray(Ndarray):
+    """An ndarray of n x m matrices (Taichi's class of the same name): `fs.MatrixNdarray(n, m,
+    dtype, shape)` is `fs.Matrix.ndarray(n, m, dtype, shape)`.
+
+    >>> type(fs.Matrix.ndarray(2, 2, fs.f32, shape=3)).__name__
+    'MatrixNdarray'
+    """
+
+    def __init__(self, n, m, dtype, shape, needs_grad=False, layout=None):
+        super().__init__(dtype, shape, needs_grad=needs_grad, n=n, m=m, ndim_el=2)
+
+
+_NDARRAY_CLASS = {0: ScalarNdarray, 1: VectorNdarray, 2: MatrixNdarray}
+
+
+def make_ndarray(dtype, shape=None, name="", needs_grad=False, n=None, m=None, ndim_el=0,
+                 _role="primal") -> Ndarray:
+    """An Ndarray of the class Taichi gives an array of that element rank (Scalar/Vector/
+    MatrixNdarray), built through `Ndarray.__init__` (which those classes' Taichi-shaped
+    constructors only forward to)."""
+    nd = object.__new__(_NDARRAY_CLASS[ndim_el])
+    Ndarray.__init__(nd, dtype, shape, name, needs_grad, n=n, m=m, ndim_el=ndim_el, _role=_role)
+    return nd
 
 
 def ndarray(dtype, shape, needs_grad=False, layout=None) -> Ndarray:
@@ -128,9 +177,9 @@ def ndarray(dtype, shape, needs_grad=False, layout=None) -> Ndarray:
     if isinstance(dtype, T.MatrixType):
         el = dtype.dtype if dtype.dtype is not None else rt.default_fp
         if dtype.ndim == 1:
-            return Ndarray(el, shape, needs_grad=needs_grad, n=dtype.n, ndim_el=1)
-        return Ndarray(el, shape, needs_grad=needs_grad, n=dtype.n, m=dtype.m, ndim_el=2)
-    return Ndarray(dtype, shape, needs_grad=needs_grad)
+            return make_ndarray(el, shape, needs_grad=needs_grad, n=dtype.n, ndim_el=1)
+        return make_ndarray(el, shape, needs_grad=needs_grad, n=dtype.n, m=dtype.m, ndim_el=2)
+    return make_ndarray(dtype, shape, needs_grad=needs_grad)
 
 
 def vector_ndarray(n, dtype, shape, needs_grad=False, layout=None) -> Ndarray:
@@ -305,7 +354,7 @@ def _unregistered(imported, owner, name, role, layout):
     user, as an ExternalArray): a negative uid, like theirs."""
     dt = interop.fieldsim_dtype(imported.dtype, name)
     n, m, ndim_el = layout
-    nd = unlist(Ndarray(dt, None, name=name, n=n, m=m, ndim_el=ndim_el, _role=role))
+    nd = unlist(make_ndarray(dt, None, name=name, n=n, m=m, ndim_el=ndim_el, _role=role))
     nd.shape = imported.shape[:len(imported.shape) - ndim_el]
     nd.storage = interop.device_storage(imported, dt, owner)
     nd.external = nd.owner = owner

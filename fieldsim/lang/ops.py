@@ -163,17 +163,6 @@ def one(x):
     return zero(x) + 1
 
 
-def assume_in_range(val, base, low, high):
-    """`val` itself: Taichi's hint that `val` lies in `[base + low, base + high)`, for its GPU
-    scratch-pad optimisation; fieldsim does not use the hint.
-
-    >>> fs.assume_in_range(11, 10, -2, 2)
-    11
-    """
-    return val
-
-
-KERNEL_BUILTINS[assume_in_range] = lambda fe, n, a, k: (a + [k.get("val")])[0]
 KERNEL_BUILTINS[zero] = lambda fe, n, a, k: fe.e.binop("*", a[0], 0)
 KERNEL_BUILTINS[one] = lambda fe, n, a, k: fe.e.binop("+", fe.e.binop("*", a[0], 0), 1)
 

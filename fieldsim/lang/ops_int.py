@@ -2,8 +2,8 @@
 `bit_shr`, `bit_cast`, and `frexp` (a float's binary mantissa and exponent, read from its bits).
 
 Takes scalars or vectors/matrices (element-wise) in either scope. Guarantees Taichi 1.7.4's
-semantics: `raw_div`/`raw_mod` are C's (truncating) division and remainder, not Python's
-floor versions; `bit_sar` is an arithmetic and `bit_shr` a logical right shift whatever the
+semantics: `raw_div`/`raw_mod` are C's (truncating) division and remainder on kernel values,
+not Python's floor versions (on two Python ints `raw_div` is Python's `//`, as Taichi folds it); `bit_sar` is an arithmetic and `bit_shr` a logical right shift whatever the
 signedness of the operand; `bit_cast` reinterprets the bits of a scalar as another type of the
 same width. Kernel-scope lowering only combines existing IR ops (plus `CAST` with attr "bit").
 Also registers Python's `operator.add`-style functions as kernel builtins (Taichi programs call
@@ -47,20 +47,30 @@ def _py_elementwise(fn):
 
 # ---- raw_div / raw_mod ------------------------------------------------------------------------
 def _py_raw_div(a, b):
+    # Taichi 1.7.4 folds raw_div of two Python ints with Python's floor `//` (its c_div), while
+    # kernel values divide as C does; programs see both, so each scope keeps its own
     if isinstance(a, numbers.Integral) and isinstance(b, numbers.Integral):
-        q = abs(int(a)) // abs(int(b))
-        return q if (a >= 0) == (b >= 0) else -q
+        return int(a) // int(b)
     return a / b
 
 
 def _py_raw_mod(a, b):
     if isinstance(a, numbers.Integral) and isinstance(b, numbers.Integral):
-        return int(a) - int(b) * _py_raw_div(a, b)
+        q = abs(int(a)) // abs(int(b))  # C's truncating quotient (Taichi's c_mod)
+        return int(a) - int(b) * (q if (a >= 0) == (b >= 0) else -q)
     return float(np.fmod(a, b))
 
 
-raw_div = _py_elementwise(_py_raw_div)
-raw_div.__name__ = "raw_div"
+def raw_div(a, b):
+    # Python scope: Taichi's raw_div (see `_py_raw_div`); on vectors Taichi's c_div meets numpy
+    # integers, not Python ints, so it divides them truly (docstring: fieldsim/_docstrings.py)
+    if hasattr(a, "to_numpy") or hasattr(b, "to_numpy"):
+        from fieldsim.lang.matrix import _wrap
+        return _wrap(np.asarray(a.to_numpy() if hasattr(a, "to_numpy") else a)
+                     / np.asarray(b.to_numpy() if hasattr(b, "to_numpy") else b))
+    return _py_raw_div(a, b)
+
+
 raw_mod = _py_elementwise(_py_raw_mod)
 raw_mod.__name__ = "raw_mod"
 

@@ -432,3 +432,24 @@ def test_error_classes_subclass_builtins():
     assert issubclass(fs.FieldsimNameError, NameError)
     assert issubclass(fs.FieldsimSyntaxError, fs.FieldsimCompilationError)
     assert issubclass(fs.FieldsimTypeError, fs.FieldsimCompilationError)
+
+
+def test_integer_literal_outside_default_ip_is_refused_like_taichi():
+    # was wrapped silently (x = 3000000000 printed -1294967296); Taichi 1.7.4 refuses it
+    @fs.kernel
+    def k() -> fs.i64:
+        x = 3000000000
+        return x
+
+    with pytest.raises(fs.errors.FieldsimTypeError, match=r"x = 3000000000(.|\n)*Integer literal "
+                       r"3000000000 exceeded the range of default_ip: i32"):
+        k()
+
+    big = fs.field(fs.u64, shape=())
+
+    @fs.kernel
+    def typed() -> fs.i64:
+        big[None] = fs.u64(0xFFFFFFFFFFFFFF00)  # a typed constant is fine
+        return fs.i64(3000000000) + 2147483647
+
+    assert typed() == 3000000000 + 2147483647 and big[None] == 0xFFFFFFFFFFFFFF00

@@ -112,3 +112,29 @@ def test_whole_float_exponents_up_to_32_are_repeated_squaring():
     for row, e in ((4, 33.0), (5, 2.5)):  # libm: within an ulp of the correctly rounded power
         np.testing.assert_allclose(got[row], (x.astype(np.float64) ** e).astype(np.float32),
                                    rtol=3e-7)
+
+
+def test_integer_base_powers_wrap_in_the_base_type_like_repeated_products():
+    # Taichi 1.7.4: integer ** integer multiplies in the base's type (wrapping), exponent by
+    # magnitude; through f64 an i64 power lost its low digits and an i32 one saturated
+    @fs.kernel
+    def p32(b: fs.i32, e: fs.i32) -> fs.i32:
+        return b ** e
+
+    @fs.kernel
+    def p64(b: fs.i64, e: fs.i64) -> fs.i64:
+        return b ** e
+
+    @fs.kernel
+    def mixed(b: fs.i8, e: fs.i32) -> fs.types.vector(3, fs.i64):
+        return fs.Vector([b ** e, b ** 5, fs.u8(b) ** e])
+
+    def wrap(v, bits):
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if v >> (bits - 1) else v
+
+    for b, e in [(2, 31), (3, 25), (-3, 21), (2, 32), (7, 0), (-1, 5), (5, 13), (3, -2), (2, -1)]:
+        assert p32(b, e) == wrap(b ** abs(e), 32)
+        assert p64(b, 2 * e) == wrap(b ** abs(2 * e), 64)
+    assert p64(5, 26) == 1490116119384765625  # exact (f64 gave ...5696)
+    assert mixed(3, 5).to_list() == [wrap(243, 8), wrap(243, 8), 243]

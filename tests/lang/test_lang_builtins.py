@@ -78,3 +78,15 @@ def test_static_print_prints_once_while_compiling(capfd):
     k(1)
     k(2)
     assert capfd.readouterr().out == "compiling 12\n"
+
+
+def test_static_print_of_kernel_values_prints_taichis_expr_placeholder(capfd):
+    x = fs.field(fs.f32, 4)
+
+    @fs.kernel
+    def k(n: fs.i32):
+        v = fs.Vector([n, 2])
+        fs.static_print(n, v, x[0] + n, x.dtype, x.shape, 3.5)
+
+    k(1)
+    assert capfd.readouterr().out == "<ti.Expr> <ti.Expr> <ti.Expr> f32 (4,) 3.5\n"

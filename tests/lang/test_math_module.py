@@ -181,3 +181,95 @@ def test_cpow_mod_translate_scale():
     tr[:3, 3] = [1, 2, 3]
     np.testing.assert_allclose(t.to_numpy(), [tr, np.diag([2.0, 3.0, 4.0, 1.0])])
     np.testing.assert_allclose(fs.math.translate(1.0, 2.0, 3.0).to_numpy(), tr)
+
+
+def test_cpow_and_cdiv_round_as_taichis_formulas():
+    # Taichi: cpow(z, n) = |z|^2 ** (n / 2) * (cos n t, sin n t); cdiv = (x1 x2 + y1 y2,
+    # x2 y1 - x1 y2) / |z2|^2. For a real z, cpow(z, 2) is then x * x exactly (exp(2 log x),
+    # used before, is not), and an escape-time Mandelbrot count depends on that rounding.
+    fs.init(arch=fs.cpu, fast_math=False)  # no FMA contraction: numpy's roundings, one by one
+    rng = np.random.default_rng(7)
+    xs = (rng.random(64) * 3 + 0.1).astype(np.float32)
+    zs = rng.standard_normal((64, 4)).astype(np.float32)
+    a = fs.field(fs.f32, shape=64)
+    z = fs.Vector.field(4, fs.f32, shape=64)
+    out = fs.Vector.field(4, fs.f32, shape=64)
+    a.from_numpy(xs)
+    z.from_numpy(zs)
+
+    @fs.kernel
+    def k():
+        for i in a:
+            p = fs.math.cpow(fs.math.vec2(a[i], 0.0), 2)
+            q = fs.math.cdiv(fs.math.vec2(z[i][0], z[i][1]), fs.math.vec2(z[i][2], z[i][3]))
+            out[i] = fs.Vector([p[0], p[1], q[0], q[1]])
+
+    k()
+    o = out.to_numpy()
+    np.testing.assert_array_equal(o[:, 0], xs * xs)
+    np.testing.assert_array_equal(o[:, 1], 0.0)
+    x1, y1, x2, y2 = (zs[:, j] for j in range(4))
+    d = x2 * x2 + y2 * y2
+    np.testing.assert_array_equal(o[:, 2], (x1 * x2 + y1 * y2) / d)
+    np.testing.assert_array_equal(o[:, 3], (-x1 * y2 + x2 * y1) / d)
+
+
+def _taichi_det3(m):  # Taichi 1.7.4's expansion, written out in numpy float32
+    return (m[:, 0, 0] * (m[:, 1, 1] * m[:, 2, 2] - m[:, 2, 1] * m[:, 1, 2])
+            - m[:, 1, 0] * (m[:, 0, 1] * m[:, 2, 2] - m[:, 2, 1] * m[:, 0, 2])
+            + m[:, 2, 0] * (m[:, 0, 1] * m[:, 1, 2] - m[:, 1, 1] * m[:, 0, 2]))
+
+
+def _taichi_minor4(m, i, j):
+    def E(r, c):
+        return m[:, (i + r) % 4, (j + c) % 4]
+    return (E(1, 1) * (E(2, 2) * E(3, 3) - E(3, 2) * E(2, 3))
+            - E(2, 1) * (E(1, 2) * E(3, 3) - E(3, 2) * E(1, 3))
+            + E(3, 1) * (E(1, 2) * E(2, 3) - E(2, 2) * E(1, 3)))
+
+
+def test_determinant_inverse_and_refract_round_as_taichis_formulas():
+    # same products in the same order as Taichi 1.7.4 (3x3 down the first column, 4x4 by its
+    # cyclic minors; refract's eta typed as a func argument), so results agree to the bit
+    fs.init(arch=fs.cpu, fast_math=False)
+    rng = np.random.default_rng(11)
+    n = 256
+    m3 = rng.standard_normal((n, 3, 3)).astype(np.float32)
+    m4 = rng.standard_normal((n, 4, 4)).astype(np.float32)
+    v = rng.standard_normal((n, 6)).astype(np.float32)
+    a3, a4 = fs.Matrix.field(3, 3, fs.f32, n), fs.Matrix.field(4, 4, fs.f32, n)
+    vv = fs.Vector.field(6, fs.f32, n)
+    d = fs.field(fs.f32, (2, n))
+    i3, i4 = fs.Matrix.field(3, 3, fs.f32, n), fs.Matrix.field(4, 4, fs.f32, n)
+    rf = fs.Vector.field(3, fs.f32, n)
+    a3.from_numpy(m3)
+    a4.from_numpy(m4)
+    vv.from_numpy(v)
+
+    @fs.kernel
+    def k():
+        for i in a3:
+            d[0, i], d[1, i] = a3[i].determinant(), a4[i].determinant()
+            i3[i], i4[i] = a3[i].inverse(), fs.math.inverse(a4[i])
+            x = fs.math.vec3(vv[i][0], vv[i][1], vv[i][2])
+            nn = fs.math.vec3(vv[i][3], vv[i][4], vv[i][5])
+            rf[i] = fs.math.refract(x, nn, 0.7)
+
+    k()
+    det4 = sum((1 if i % 2 == 0 else -1) * (m4[:, i, 0] * _taichi_minor4(m4, i, 0)) for i in range(4))
+    np.testing.assert_array_equal(d.to_numpy()[0], _taichi_det3(m3))
+    np.testing.assert_array_equal(d.to_numpy()[1], det4)
+    inv_d3 = np.float32(1.0) / _taichi_det3(m3)
+    cof3 = np.stack([np.stack([m3[:, (c + 1) % 3, (r + 1) % 3] * m3[:, (c + 2) % 3, (r + 2) % 3]
+                               - m3[:, (c + 2) % 3, (r + 1) % 3] * m3[:, (c + 1) % 3, (r + 2) % 3]
+                               for c in range(3)], -1) for r in range(3)], -2)
+    np.testing.assert_array_equal(i3.to_numpy(), inv_d3[:, None, None] * cof3)
+    cof4 = np.stack([np.stack([(1 if (r + c) % 2 == 0 else -1) * _taichi_minor4(m4, c, r)
+                               for c in range(4)], -1) for r in range(4)], -2)
+    np.testing.assert_array_equal(i4.to_numpy(), (np.float32(1.0) / det4)[:, None, None] * cof4)
+    x, nn, eta = v[:, :3], v[:, 3:], np.float32(0.7)
+    dxn = (x[:, 0] * nn[:, 0] + x[:, 1] * nn[:, 1]) + x[:, 2] * nn[:, 2]
+    kk = np.float32(1.0) - eta * eta * (np.float32(1.0) - dxn * dxn)
+    want = eta * x - (eta * dxn + np.sqrt(np.maximum(kk, 0)))[:, None] * nn
+    want[kk < 0] = 0
+    np.testing.assert_array_equal(rf.to_numpy(), want)

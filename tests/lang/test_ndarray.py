@@ -286,3 +286,32 @@ def test_ndrange_with_an_empty_runtime_axis_runs_nothing():
     assert count(0, 3, 0, 4) == 12
     assert count(3, 0, 4, 0) == 0  # two empty axes must not make a non-empty product
     assert count(0, 3, 4, 0) == 0
+
+
+def test_ndarray_classes_are_taichis_by_element_rank():
+    # programs test `type(a) is ti.lang._ndarray.ScalarNdarray` (taichi_benchmark's mac utils)
+    import fieldsim.lang as lang
+
+    s = fs.ndarray(fs.f32, shape=(3,), needs_grad=True)
+    v = fs.Vector.ndarray(2, fs.i32, shape=4)
+    m = fs.ndarray(fs.types.matrix(2, 3, fs.f32), shape=2)
+    assert type(s) is lang._ndarray.ScalarNdarray and type(s.grad) is fs.ScalarNdarray
+    assert type(v) is fs.VectorNdarray and type(m) is fs.MatrixNdarray
+    assert all(isinstance(a, fs.Ndarray) for a in (s, v, m))
+    # the Taichi-shaped constructors make working arrays
+    built = [fs.ScalarNdarray(fs.i32, (4,)), fs.VectorNdarray(2, fs.f32, (3,)),
+             fs.MatrixNdarray(2, 2, fs.f32, (2,))]
+
+    @fs.kernel
+    def fill(a: fs.types.ndarray(), b: fs.types.ndarray(), c: fs.types.ndarray()):
+        for i in a:
+            a[i] = i * 3
+        for i in b:
+            b[i] = [i, -i]
+        for i in c:
+            c[i] = [[i, 1], [2, i]]
+
+    fill(*built)
+    assert built[0].to_numpy().tolist() == [0, 3, 6, 9]
+    assert built[1].to_numpy().tolist() == [[0, 0], [1, -1], [2, -2]]
+    assert built[2].to_numpy()[1].tolist() == [[1, 1], [2, 1]]

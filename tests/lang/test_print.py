@@ -184,3 +184,27 @@ def test_print_is_the_kernels_print_even_when_builtins_print_was_replaced(capfd,
     k(7)
     fs.sync()
     assert "n = 7" in capfd.readouterr().out
+
+
+def test_format_conversions_taichi_accepts_per_type(capfd):
+    # Taichi 1.7.4: hex/octal only for unsigned values, `c` for no int, and an f64 without a
+    # precision prints 12 decimals under every float conversion
+    @fs.kernel
+    def ok(u: fs.u32, d: fs.f64):
+        print(f"{u:x} {u:08X} {u:o} {d:e} {d:f} {d:.3e}")
+
+    ok(255, 0.25)
+    fs.sync()
+    assert capfd.readouterr().out.strip() == "ff 000000FF 377 %.12e %.12f 2.500e-01" % (0.25, 0.25)
+
+    @fs.kernel
+    def hex_of_signed(n: fs.i32):
+        print(f"{n:x}")
+
+    @fs.kernel
+    def char_of_unsigned(n: fs.u8):
+        print(f"{n:c}")
+
+    for bad, spec, dt in ((hex_of_signed, "x", "i32"), (char_of_unsigned, "c", "u8")):
+        with pytest.raises(fs.errors.FieldsimTypeError, match=f"'{spec}' doesn't match '{dt}'"):
+            bad(7)
