@@ -916,6 +916,8 @@ class Frontend(ExprMixin):
                                     "(place it with fs.root.dense(...).place(...))")
         info = ForInfo(parallel=self.depth == 0 and not self.inline_stack, serialize=False,
                        block_dim=None)
+        if info.parallel:
+            value = self._fill_value_across_tasks(value)
         sizes = list(field.shape)
         total = 1
         for size in sizes:
@@ -930,6 +932,8 @@ class Frontend(ExprMixin):
             user = [i if o == 0 else self.e.value(self.e.binop("+", i, o), T.i32)
                     for i, o in zip(indices, field._offset)]
             active, _ = sparse_kernel.struct_for_guard(self, field, user)
+            if isinstance(value, FieldRef):
+                value = value.load(self)
             if active is None:
                 FieldRef(field, indices, None).store(self, value)
             else:  # as Taichi's fill (a struct-for): active cells only
@@ -940,6 +944,18 @@ class Frontend(ExprMixin):
             self.parallel_depth = -1
         self.loop_depth -= 1
         self.depth -= 1
+
+    def _fill_value_across_tasks(self, value):
+        """A fill value computed in the kernel body (`m = ti.Vector([...]); x.fill(m)`) kept in a
+        hidden kernel variable, read back inside the fill loop: that loop is a task of its own,
+        which cannot use the body's values directly. Python numbers need no such variable."""
+        value = to_matval(value)
+        entries = value.entries if isinstance(value, MatVal) else [value]
+        if not any(isinstance(e, Stmt) for e in entries):
+            return value
+        name = f"<fill value {len(self.hidden_fields)}>"
+        self.declare_kernel_variable(name, value)
+        return self.frame.local(name)
 
     def _is(self, node, obj) -> bool:
         try:
