@@ -21,7 +21,9 @@ Conventions (matched to Taichi 1.7.4, checked against `ti.svd` / `ti.polar_decom
   zero matrix (I, A) is returned.
 * 2x2 `svd(A) -> (U, sig, V)`, A = U @ sig @ V.T, sig = diag(s0, s1) with s0 >= s1 >= 0;
   V is a rotation whose angle lies in [-135, 45] degrees (Taichi's choice of eigenvector
-  signs), U = R @ V, so det(U) = sign(det A) as in Taichi.
+  signs), U = R @ V, so det(U) = sign(det A) as in Taichi.  As Taichi, an off-diagonal
+  |S01| < 1e-5 of the polar factor S counts as zero: V = I (or a quarter turn when
+  S11 > S00) and sig = the sorted diagonal of S.
 * 3x3 `svd(A)`: U and V are rotations (det +1); sig = diag(s0, s1, s2) with
   s0 >= s1 >= |s2|, s0, s1 >= 0 and sign(s2) = sign(det A) (the reflection is folded into the
   last singular value).
@@ -195,6 +197,15 @@ def svd2d(A, dt):
     det = fs.abs(A[0, 0] * A[1, 1] - A[0, 1] * A[1, 0])
     nz = s0 > 0.0
     s1 = fs.select(nz, _cast(det, dt), 0.0) / fs.select(nz, s0, 1.0)
+    # as Taichi: an off-diagonal under 1e-5 is taken as zero (V = I, or the quarter turn that
+    # sorts the diagonal); an eigenvector angle from it would be rounding noise (near-identity
+    # deformation gradients of MPM particles)
+    diagonal = fs.abs(o) < 1e-5
+    keep = p >= q
+    ch = fs.select(diagonal, fs.select(keep, 1.0, 0.0), ch)
+    sh = fs.select(diagonal, fs.select(keep, 0.0, -1.0), sh)
+    s0 = fs.select(diagonal, fs.max(p, q), s0)
+    s1 = fs.select(diagonal, fs.min(p, q), s1)
     zero = _cast(0.0, dt)
     V = fs.Matrix([[ch, -sh], [sh, ch]])
     U = fs.Matrix([[R[0, 0] * ch + R[0, 1] * sh, R[0, 1] * ch - R[0, 0] * sh],

@@ -849,7 +849,7 @@ def _py_minmax(name):
             return getattr(builtins, name)(*args)
         acc = args[0]
         for a in args[1:]:
-            acc = fe.e.binop(name, acc, a)
+            acc = fe.e.binop(name, *coerce_pair(acc, a))  # `min(v, [n, n])` as Taichi
         return acc
     return handler
 

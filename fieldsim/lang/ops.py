@@ -125,9 +125,10 @@ def max(*args):
 
 def _fold(op):
     def handler(fe, node, args, kw):
+        from fieldsim.lang.frontend_expr import coerce_pair  # imports this module
         acc = args[0]
         for a in args[1:]:
-            acc = fe.e.binop(op, acc, a)
+            acc = fe.e.binop(op, *coerce_pair(acc, a))  # `ti.max(v, [0, 0])` as Taichi
         return acc
     return handler
 

@@ -13,7 +13,8 @@ scene covers, their RGB in [0, 1], and the view depth of every pixel (inf where 
   are shaded: ``albedo * (ambient + sum of max(0, n.l) * light colour)`` over the point lights,
   as GGUI's shaders do (diffuse only).
 
-Geometry behind the near plane is dropped (a triangle with any corner there, GGUI clips it).
+Triangles and lines crossing the near plane are clipped to it (fieldsim.ui.near_clip), as GGUI's
+pipeline clips them; spheres whose centre is behind it are dropped.
 The disc and triangle coverage is fieldsim.gui's rasteriser, so 2-D and 3-D agree on pixels.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 
 from fieldsim.gui import _disc_cover_grouped, _triangle_cover
 from fieldsim.ui.camera import CameraState, Projector
+from fieldsim.ui.near_clip import clip_segments, clip_triangles
 
 _TILE = 8  # pixels per side of the blocks used for occlusion culling
 _CULL_SPAN = 4  # boxes over at most this many blocks per side are tested for occlusion
@@ -195,15 +197,28 @@ def _triangles(gb: _GBuffer, proj: Projector, screen, tri: np.ndarray, vertex_at
         gb.offer(xs, ys, depth, attributes, lit)
 
 
+def _clip_plane(proj: Projector) -> float:
+    """The depth clipped to: just in front of the near plane, so cut points project."""
+    near = proj.state.near
+    return near + 1e-6 * max(abs(near), 1e-3)
+
+
 def _mesh(gb: _GBuffer, proj: Projector, item: Mesh):
-    attrs = (item.vertices, item.normals, item.colors)
-    _triangles(gb, proj, proj.project(item.vertices), item.triangles, attrs, True, item.two_sided)
+    data = np.concatenate([item.vertices, item.normals, item.colors], axis=1)
+    data, tri = clip_triangles(data, proj.view(item.vertices)[:, 2], item.triangles,
+                               _clip_plane(proj))
+    attrs = (data[:, 0:3], data[:, 3:6], data[:, 6:9])
+    _triangles(gb, proj, proj.project(attrs[0]), tri, attrs, True, item.two_sided)
 
 
 def _lines(gb: _GBuffer, proj: Projector, item: Lines):
     """Each segment becomes a screen-space quad (two triangles) of ``width`` pixels."""
-    sx, sy, z = proj.project(item.vertices)
-    i, j = item.segments.T
+    data = np.concatenate([item.vertices, item.colors], axis=1)
+    data, segments = clip_segments(data, proj.view(item.vertices)[:, 2], item.segments,
+                                   _clip_plane(proj))
+    colors = data[:, 3:6]
+    sx, sy, z = proj.project(data[:, 0:3])
+    i, j = segments.T
     d = np.stack([sx[j] - sx[i], sy[j] - sy[i]], axis=1)
     side = _normalized(d)[:, ::-1] * np.array([-0.5, 0.5]) * max(item.width, 1.0)
     keep = np.flatnonzero(np.isfinite(side).all(axis=1) & (np.abs(d).sum(axis=1) > 0))
@@ -216,7 +231,7 @@ def _lines(gb: _GBuffer, proj: Projector, item: Lines):
     n = len(i)
     quads = np.concatenate([np.stack([k, k + n, k + 2 * n], 1), np.stack([k + n, k + 3 * n, k + 2 * n], 1)])
     zeros = np.zeros((len(ends), 3))
-    _triangles(gb, proj, screen, quads, (zeros, zeros, item.colors[ends]), lit=False)
+    _triangles(gb, proj, screen, quads, (zeros, zeros, colors[ends]), lit=False)
 
 
 _DRAW = {Particles: _particles, Mesh: _mesh, Lines: _lines}
