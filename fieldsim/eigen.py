@@ -29,7 +29,7 @@ the upper triangle.
 import math
 
 import fieldsim as fs
-from fieldsim.linalg import _cast, _jacobi_pair, _rot
+from fieldsim.linalg import _cast, _entries2x2, _jacobi_pair, _rot
 
 _SQRT3_INV = 1.0 / math.sqrt(3.0)
 # Kopp's threshold for normalising a cross-product eigenvector: 256 double epsilons, scaled by
@@ -59,10 +59,7 @@ def _unit2(x, y):
 @fs.pyfunc
 def sym_eig2x2(A, dt):
     """(w, Q) of a symmetric 2x2 matrix: w decreasing, Q's columns the eigenvectors."""
-    a00 = _cast(A[0, 0], dt)
-    a01 = _cast(A[0, 1], dt)
-    a10 = _cast(A[1, 0], dt)
-    a11 = _cast(A[1, 1], dt)
+    a00, a01, a10, a11 = _entries2x2(A, dt)
     tr = a00 + a11
     det = a00 * a11 - a01 * a10
     root = fs.sqrt(fs.max(tr * tr - 4 * det, 0.0))
@@ -81,10 +78,7 @@ def sym_eig2x2(A, dt):
 @fs.pyfunc
 def eig2x2(A, dt):
     """(w, V) of a real 2x2 matrix in Taichi's complex layout (module docstring)."""
-    a00 = _cast(A[0, 0], dt)
-    a01 = _cast(A[0, 1], dt)
-    a10 = _cast(A[1, 0], dt)
-    a11 = _cast(A[1, 1], dt)
+    a00, a01, a10, a11 = _entries2x2(A, dt)
     tr = a00 + a11
     gap = tr * tr - 4 * (a00 * a11 - a01 * a10)
     real = gap >= 0.0

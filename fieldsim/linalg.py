@@ -86,6 +86,12 @@ def _cast(x, dt):
 
 
 @fs.pyfunc
+def _entries2x2(A, dt):
+    """A 2x2 matrix's entries (a00, a01, a10, a11) as type `dt`."""
+    return _cast(A[0, 0], dt), _cast(A[0, 1], dt), _cast(A[1, 0], dt), _cast(A[1, 1], dt)
+
+
+@fs.pyfunc
 def _sgn(x):
     """+1 for x >= 0, -1 otherwise (constant: no gradient)."""
     return fs.select(x >= 0.0, 1.0, -1.0)
@@ -147,10 +153,7 @@ def _givens(a, b):
 @fs.pyfunc
 def polar_decompose2d(A, dt):
     """(R, S) with A = R @ S, S symmetric PSD; R a rotation, or a reflection if det(A) < 0."""
-    a = _cast(A[0, 0], dt)
-    b = _cast(A[0, 1], dt)
-    c = _cast(A[1, 0], dt)
-    d = _cast(A[1, 1], dt)
+    a, b, c, d = _entries2x2(A, dt)
     neg = a * d - b * c < 0.0
     # det >= 0: R = [[x, -y], [y, x]] / r ; det < 0: R = [[x, y], [y, -x]] / r
     x = fs.select(neg, a - d, a + d)
