@@ -44,6 +44,7 @@ from fieldsim.gui import GUI
 from fieldsim import ui
 from fieldsim import tools
 from fieldsim import algorithms
+from fieldsim import experimental
 from fieldsim.lang import profiler
 from fieldsim.tools import hex_to_rgb, rgb_to_hex
 from fieldsim import ad

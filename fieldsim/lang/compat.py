@@ -31,7 +31,6 @@ UNSUPPORTED = {
     "length": "dynamic SNodes (fieldsim fields are dense)",
     "rescale_index": "sparse SNode hierarchies (fieldsim fields are dense)",
     "global_thread_idx": "thread indices of GPU backends",
-    "experimental": "Taichi's experimental features",
 }
 
 
