@@ -45,6 +45,7 @@ from fieldsim import ui
 from fieldsim import tools
 from fieldsim import algorithms
 from fieldsim import experimental
+import fieldsim.lang.impl  # `ti.lang.impl`, which libraries reach into, is there at import
 from fieldsim.lang import profiler
 from fieldsim.tools import hex_to_rgb, rgb_to_hex
 from fieldsim import ad

@@ -1,9 +1,11 @@
 """`taichi.lang.impl`'s names that Taichi programs import directly (`from taichi.lang.impl import
 field, static, current_cfg`): the same objects fieldsim exposes at its top level.
 
-Taichi's internal helpers here (`call_internal`, `expr_init`, `get_runtime`) have no fieldsim
-counterpart: the names import, so a program that only imports them runs, and a call raises
-`FieldsimError` naming the helper.
+`get_runtime()` answers the questions libraries ask Taichi's runtime object (`default_fp`,
+`default_ip`, `prog.config().arch`) from the current `init`; any other attribute raises
+`FieldsimError` naming it. Taichi's other internal helpers here (`call_internal`, `expr_init`)
+have no fieldsim counterpart: the names import, so a program that only imports them runs, and a
+call raises `FieldsimError` naming the helper.
 """
 from __future__ import annotations
 
@@ -36,4 +38,46 @@ def _internal(name: str):
 
 call_internal = _internal("call_internal")
 expr_init = _internal("expr_init")
-get_runtime = _internal("get_runtime")
+
+
+class _Program:
+    """`get_runtime().prog`: only its `config()`, the current options (`fs.cfg`)."""
+
+    @staticmethod
+    def config():
+        return cfg
+
+
+class RuntimeView:
+    """What `taichi.lang.impl.get_runtime()` tells programs, read from the current `init`:
+    `default_fp`, `default_ip`, and `prog.config()` (the options, e.g. `.arch`)."""
+
+    prog = _Program()
+
+    @property
+    def default_fp(self):
+        return cfg.default_fp
+
+    @property
+    def default_ip(self):
+        return cfg.default_ip
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise FieldsimError(f"taichi.lang.impl.get_runtime().{name} is part of Taichi's internal "
+                            "runtime; fieldsim has no counterpart (get_runtime() offers default_fp, "
+                            "default_ip and prog.config())")
+
+
+def get_runtime() -> RuntimeView:
+    """Taichi's runtime object as far as programs read it.
+
+    >>> import fieldsim as fs
+    >>> from fieldsim.lang import impl
+    >>> rt = fs.init(arch=fs.cpu, default_fp=fs.f64)
+    >>> impl.get_runtime().default_fp, impl.get_runtime().prog.config().arch == fs.cpu
+    (f64, True)
+    >>> rt = fs.init(arch=fs.cpu)
+    """
+    return RuntimeView()
