@@ -7,7 +7,7 @@ from fieldsim import errors
 from fieldsim.errors import (AccessRuleError, FieldsimCompilationError, FieldsimError,
                              FieldsimIndexError, ADStackOverflowError, FieldsimNameError,
                              FieldsimRuntimeError, FieldsimSyntaxError, FieldsimTypeError,
-                             FieldsimAssertionError)
+                             FieldsimAssertionError, FieldsimValueError)
 from fieldsim.lang import types
 from fieldsim.lang.field import Field, MatrixField, ScalarField, field
 from fieldsim.lang.snode import FieldsBuilder, SNode, axes, i, ij, ijk, ijkl, ik, j, jk, k, l, root

@@ -124,6 +124,15 @@ class FieldsimIndexError(FieldsimError, IndexError):
     """
 
 
+class FieldsimValueError(FieldsimError, ValueError):
+    """A bad value given to a Python-scope call (a shape, an array, a fill value); also a
+    `ValueError`.
+
+    >>> issubclass(fs.FieldsimValueError, ValueError)
+    True
+    """
+
+
 class FieldsimMemoryError(FieldsimError, MemoryError):
     """A field's storage could not be allocated; also a `MemoryError`."""
 

@@ -26,8 +26,10 @@ from fieldsim.errors import (
 )
 from fieldsim.lang import naming, runtime
 from fieldsim.lang import types as T
+from fieldsim.lang.host_errors import at_user_line, located_subclasses
 
 
+@located_subclasses
 class Field:
     """A scalar (`ndim_el == 0`), vector (1) or matrix (2) field."""
 
@@ -610,6 +612,7 @@ def _normalize_shape(shape, field=None) -> tuple:
     return shape
 
 
+@at_user_line
 def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
           order=None, layout=None) -> Field:
     """Make a global field: a dense array living on the backend (Taichi's `ti.field`).
@@ -638,6 +641,7 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
     return make_field(dtype, shape, name, needs_grad, needs_dual, offset=offset)
 
 
+@at_user_line
 def make_field(dtype, *args, **kwargs) -> Field:
     """A `Field`, or a `QuantField` for a quantized dtype (`fieldsim.lang.quant`)."""
     from fieldsim.lang.quant_types import QuantType

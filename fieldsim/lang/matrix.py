@@ -14,6 +14,7 @@ import numpy as np
 
 from fieldsim.lang import field as F
 from fieldsim.lang import types as T
+from fieldsim.lang.host_errors import at_user_line
 
 
 class Matrix:
@@ -63,12 +64,14 @@ class Matrix:
         return Matrix.rows(cols).transpose()
 
     @staticmethod
+    @at_user_line
     def field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None, ndim=None):
         return F.make_field(dtype, shape, name, needs_grad, needs_dual, n=n, m=m, ndim_el=2,
                             offset=offset)
 
     @staticmethod
+    @at_user_line
     def ndarray(n, m, dtype, shape, needs_grad=False, layout=None):
         """`fs.Matrix.ndarray(n, m, dtype, shape)`: an ndarray of n x m matrices."""
         from fieldsim.lang.ndarray import matrix_ndarray
@@ -283,12 +286,14 @@ class Vector(Matrix):
         self.dtype = dt
 
     @staticmethod
+    @at_user_line
     def field(n, dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None):
         return F.make_field(dtype, shape, name, needs_grad, needs_dual, n=n, ndim_el=1,
                             offset=offset)
 
     @staticmethod
+    @at_user_line
     def ndarray(n, dtype, shape, needs_grad=False, layout=None):
         """`fs.Vector.ndarray(n, dtype, shape)`: an ndarray of n-vectors."""
         from fieldsim.lang.ndarray import vector_ndarray

@@ -44,6 +44,7 @@ from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import interop, naming, runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.field import Field, _resolve_dtype
+from fieldsim.lang.host_errors import at_user_line
 
 
 # ---- the annotation -----------------------------------------------------------------------------
@@ -156,6 +157,7 @@ def make_ndarray(dtype, shape=None, name="", needs_grad=False, n=None, m=None, n
     return nd
 
 
+@at_user_line
 def ndarray(dtype, shape, needs_grad=False, layout=None) -> Ndarray:
     """Make a dense array passed to kernels as an argument (Taichi's `ti.ndarray`).
 

@@ -21,6 +21,7 @@ from fieldsim.errors import FieldsimTypeError
 from fieldsim.lang import field as F
 from fieldsim.lang import naming, runtime
 from fieldsim.lang import types as T
+from fieldsim.lang.host_errors import at_user_line, located_subclasses
 from fieldsim.lang.matrix import Matrix, Vector
 
 
@@ -47,6 +48,7 @@ class StructType:
     def __call__(self, *args, **kwargs):
         return _py_construct(self, args, kwargs)
 
+    @at_user_line
     def field(self, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None) -> StructField:
         return StructField(self, shape, name, needs_grad, needs_dual)
@@ -101,6 +103,7 @@ class Struct:
         object.__setattr__(self, "_entries", entries)
 
     @staticmethod
+    @at_user_line
     def field(members, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None) -> StructField:
         return StructField(StructType(dict(members)), shape, name, needs_grad, needs_dual)
@@ -220,6 +223,7 @@ def _py_cast(t, v):
 
 
 # ---- struct fields ---------------------------------------------------------------------------
+@located_subclasses
 class StructField:
     """A field of structs: one plain field per member (nested structs recursively)."""
 
