@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from fieldsim.errors import FieldsimValueError
 from fieldsim.lang import field as F
 from fieldsim.lang import types as T
 from fieldsim.lang.host_errors import at_user_line
+from fieldsim.lang.naming import user_loc
 
 
 class Matrix:
@@ -26,7 +28,7 @@ class Matrix:
         _check_value_kwargs("Matrix", kwargs)
         if isinstance(dt, (list, tuple)) or (dt is not None and not _is_dtype(dt)):
             raise TypeError(f"fs.Matrix: bad dtype {dt!r}")
-        a = np.array(arr.to_numpy() if hasattr(arr, "to_numpy") else _rows(arr))
+        a = _entries_array("Matrix", arr.to_numpy() if hasattr(arr, "to_numpy") else _rows(arr))
         if a.ndim == 1 and type(self) is Matrix:
             a = a.reshape(-1, 1)
         self._a = _as_dtype(a, dt)
@@ -249,6 +251,15 @@ def _as_dtype(a, dt):
     return a
 
 
+def _entries_array(kind: str, entries) -> np.ndarray:
+    """`entries` as a numpy array; ragged rows are the user's mistake, said at the user's line."""
+    try:
+        return np.array(entries)
+    except ValueError as err:
+        raise FieldsimValueError(f"fs.{kind}: the entries {entries!r} do not form a rectangular "
+                                 f"array ({err})", user_loc()) from None
+
+
 def _rows(arr):
     """Rows given as vectors become lists (`fs.Matrix([v0, v1])`)."""
     if isinstance(arr, (list, tuple)):
@@ -281,7 +292,7 @@ class Vector(Matrix):
         _check_value_kwargs("Vector", kwargs)
         if dt is not None and not _is_dtype(dt):
             raise TypeError(f"fs.Vector: bad dtype {dt!r}")
-        a = np.array(arr.to_numpy() if hasattr(arr, "to_numpy") else arr).reshape(-1)
+        a = _entries_array("Vector", arr.to_numpy() if hasattr(arr, "to_numpy") else arr).reshape(-1)
         self._a = _as_dtype(a, dt)
         self.dtype = dt
 

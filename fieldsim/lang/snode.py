@@ -15,6 +15,7 @@ import numbers
 from fieldsim.errors import FieldsimError, FieldsimRuntimeError, FieldsimTypeError
 from fieldsim.lang import runtime
 from fieldsim.lang.enums import SNodeGradType
+from fieldsim.lang.host_errors import located_subclasses
 from fieldsim.lang.naming import user_loc
 
 DENSE, POINTER, BITMASKED, DYNAMIC, PLACE, ROOT = ("dense", "pointer", "bitmasked", "dynamic",
@@ -45,6 +46,7 @@ def axes(*dims):
     return Axis(*dims)
 
 
+@located_subclasses
 class SNode:
     """One node of the layout tree; `fs.root` is the tree's root (fresh after each fs.init)."""
 

@@ -63,3 +63,17 @@ def test_struct_field_errors_are_located():
         particles[5].x = 1.0  # marker: struct index
     assert isinstance(info.value, fs.FieldsimError)
     assert info.value.loc.line == _line_of("marker: struct index")
+
+
+def test_layout_mistakes_are_located():
+    with pytest.raises(fs.FieldsimError) as info:
+        fs.root.dense(fs.i, 0)  # marker: empty dense axis
+    assert info.value.loc.line == _line_of("marker: empty dense axis")
+    assert _fieldsim_frames(info.value) == []
+
+
+def test_ragged_matrix_entries_are_a_clear_value_error():
+    with pytest.raises(ValueError, match="rectangular") as info:
+        fs.Matrix([[1, 2], [3]])  # marker: ragged rows
+    assert isinstance(info.value, fs.FieldsimValueError)
+    assert info.value.loc.line == _line_of("marker: ragged rows")
