@@ -94,10 +94,13 @@ class ChunkedStorage:
 
     def __init__(self, inner, layout: ChunkLayout):
         self.inner, self.layout = inner, layout
-        self.ptr = inner.ptr
         host = getattr(inner, "array", None)
         # the physical array in logical axis order, dynamic axis split: a view (None: device)
         self.split = host.transpose(layout.perm) if isinstance(host, np.ndarray) else None
+
+    @property
+    def ptr(self) -> int:
+        return self.inner.ptr
 
     def read_element(self, idx):
         if len(idx) < self.layout.nfield:  # a block of cells: through the logical view
