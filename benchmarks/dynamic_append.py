@@ -80,7 +80,8 @@ print("RESULT " + json.dumps({"grown_mb": grown / 1024, "peak_mb": resource.getr
 
 CASES = {  # name: (cells, slots per cell, chunk, appends per cell)
     "few-per-cell": (250_000, 2048, 64, 3),
-    "full-cells": (8192, 256, 64, 256),
+    "full-cells": (8192, 256, 64, 256),  # 8 MB: fieldsim keeps it row-major
+    "full-big": (65536, 256, 64, 256),  # 64 MB: a reservation, chunk-major in fieldsim
 }
 
 

@@ -167,11 +167,12 @@ class Field:
 
     def _new_storage(self, snode):
         from fieldsim.lang.chunked import ChunkedStorage, layout_for
-        self.chunks = layout_for(snode, self.storage_shape, len(self.shape))
+        backend = runtime.get().backend()
+        self.chunks = layout_for(snode, self.storage_shape, len(self.shape), self.dtype.np.itemsize,
+                                 getattr(backend, "sparse_reserve_bytes", None))
         shape = self.storage_shape if self.chunks is None else self.chunks.physical
         try:
-            storage = runtime.get().backend().allocate(shape, self.dtype,
-                                                       sparse=bool(snode.sparse_path()))
+            storage = backend.allocate(shape, self.dtype, sparse=bool(snode.sparse_path()))
         except MemoryError:
             raise FieldsimMemoryError(_allocation_failed(self), naming.user_loc()) from None
         return storage if self.chunks is None else ChunkedStorage(storage, self.chunks)

@@ -1,12 +1,21 @@
 """Chunk-major storage of fields under a chunked dynamic node (fieldsim/lang/chunked.py): every
 access path agrees with a numpy model of the same program, addresses follow the chunk-major
-map, and a few appends to many cells commit about one chunk row, not a page per cell."""
+map, and a few appends to many cells commit about one chunk row, not a page per cell. The CPU
+lays out only reservations (64 MB up) chunk-major; the small fields here are made so by
+`small_chunked`."""
 import numpy as np
 import pytest
 
 import fieldsim as fs
 
 N, L, C = 6, 16, 4  # cells, slots per cell, chunk
+
+
+@pytest.fixture
+def small_chunked(monkeypatch):
+    """Chunk-major layouts for small fields too (by default only reservations, 64 MB up)."""
+    from fieldsim.codegen.cpu import CpuBackend
+    monkeypatch.setattr(CpuBackend, "sparse_reserve_bytes", 0)
 
 
 def _layout(arch, dyn_axis_last=True):
@@ -33,8 +42,8 @@ def _model():
 
 
 @pytest.mark.parametrize("last", [True, False])
-def test_kernel_append_struct_for_and_host_reads_agree_with_numpy(arch, last):
-    x, v, node = _layout(arch, last)
+def test_kernel_append_struct_for_and_host_reads_agree_with_numpy(small_chunked, last):
+    x, v, node = _layout(fs.cpu, last)
     assert x.chunks is not None and x.chunks.physical[0] == L // C
 
     def at(i, k):  # the field index of slot k of cell i
@@ -76,8 +85,8 @@ def test_kernel_append_struct_for_and_host_reads_agree_with_numpy(arch, last):
     assert mx.shape[k_axis] == L
 
 
-def test_fill_from_numpy_copy_from_write_active_cells_only(arch):
-    x, v, node = _layout(arch)
+def test_fill_from_numpy_copy_from_write_active_cells_only(small_chunked):
+    x, v, node = _layout(fs.cpu)
 
     @fs.kernel
     def grow():
@@ -103,8 +112,8 @@ def test_fill_from_numpy_copy_from_write_active_cells_only(arch):
     np.testing.assert_array_equal(y.to_numpy(), want)
 
 
-def test_deactivate_zeroes_only_that_cell(arch):
-    x, _, node = _layout(arch)
+def test_deactivate_zeroes_only_that_cell(small_chunked):
+    x, _, node = _layout(fs.cpu)
 
     @fs.kernel
     def grow():
@@ -125,8 +134,8 @@ def test_deactivate_zeroes_only_that_cell(arch):
     assert fs.length(node, [2]) == 0 and fs.length(node, [3]) == L
 
 
-def test_addresses_follow_the_chunk_major_map(arch):
-    x, v, _ = _layout(arch)
+def test_addresses_follow_the_chunk_major_map(small_chunked):
+    x, v, _ = _layout(fs.cpu)
 
     @fs.kernel
     def offset(i: fs.i32, k: fs.i32) -> fs.u64:
@@ -140,7 +149,7 @@ def test_addresses_follow_the_chunk_major_map(arch):
     assert fs.get_addr(comp, [1, 5]) - fs.get_addr(v, [0, 0]) == (1 * N * C + C + 1) * 12 + 8
 
 
-def test_gradients_of_a_chunked_field():
+def test_gradients_of_a_chunked_field(small_chunked):
     fs.init(arch=fs.cpu)
     x = fs.field(fs.f32)
     fs.root.dense(fs.i, N).dynamic(fs.j, L, chunk_size=C).place(x, x.grad)
@@ -165,7 +174,7 @@ def test_gradients_of_a_chunked_field():
     np.testing.assert_allclose(x.grad.to_numpy(), want, rtol=1e-6)
 
 
-def test_layouts_left_row_major():
+def test_layouts_left_row_major(small_chunked):
     fs.init(arch=fs.cpu)
     a, b, c = fs.field(fs.f32), fs.field(fs.f32), fs.field(fs.f32)
     fs.root.dense(fs.i, 4).dynamic(fs.j, 16).place(a)  # chunk = the whole size
@@ -175,6 +184,14 @@ def test_layouts_left_row_major():
     d = fs.field(fs.f32)
     fs.root.dense(fs.i, 4).dynamic(fs.j, 16, chunk_size=3).place(d)  # rounded up to 4
     assert d.chunks.chunk == 4
+
+
+def test_small_fields_stay_row_major_by_default():
+    fs.init(arch=fs.cpu)
+    small, big = fs.field(fs.f32), fs.field(fs.f32)
+    fs.root.dense(fs.i, 64).dynamic(fs.j, 1024, chunk_size=64).place(small)  # 256 kB
+    fs.root.dense(fs.i, 1 << 14).dynamic(fs.j, 1024, chunk_size=64).place(big)  # 64 MB
+    assert small.chunks is None and big.chunks is not None
 
 
 def _resident_kb(address: int) -> int:
