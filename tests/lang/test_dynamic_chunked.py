@@ -86,7 +86,7 @@ def test_kernel_append_struct_for_and_host_reads_agree_with_numpy(small_chunked,
 
 
 def test_fill_from_numpy_copy_from_write_active_cells_only(small_chunked):
-    x, v, node = _layout(fs.cpu)
+    x, v, _ = _layout(fs.cpu)
 
     @fs.kernel
     def grow():
