@@ -159,6 +159,9 @@ class CpuProgram:
 class CpuBackend:
     name = "cpu"
     host_memory = True  # kernels read host memory: a numpy argument is passed in place
+    # a sparse field this big is a reservation committed per page written: a field under a
+    # chunked dynamic node is then laid out chunk-major (fieldsim.lang.chunked)
+    sparse_reserve_bytes = SPARSE_MAP_BYTES if hasattr(mmap, "MADV_NOHUGEPAGE") else None
 
     def __init__(self, rt):
         _init_llvm()

@@ -799,6 +799,12 @@ class TaskLowering(NestLowering):
             for i, n in zip(indices, sizes):
                 bad = self.bounds_check(i, n, s)
                 oob = bad if oob is None else b.or_(oob, bad)
+        chunks = getattr(field, "chunks", None)
+        if chunks is not None:  # chunk-major under a dynamic node (lang/chunked.py)
+            shift, mask = self.i64_constant(chunks.shift), self.i64_constant(chunks.chunk - 1)
+            indices = chunks.split(indices, lambda j: self.in_block(chunk_index, j, shift),
+                                   lambda j: self.in_block(slot_index, j, mask))
+            sizes = [self.i64_constant(n) for n in chunks.physical]
         ty = ll_type(field.dtype)
         ptr = b.gep(self.field_ptr(field), [self.linear(indices, sizes)], source_etype=ty)
         if oob is not None:
@@ -1168,6 +1174,18 @@ def scaled_index(b: L.IRBuilder, lin, n):
     if c_lin is not None and c_n is not None:
         return L.Constant(I64, c_lin * c_n)
     return lin if c_n == 1 else b.mul(lin, n)
+
+
+def chunk_index(b: L.IRBuilder, j, shift):
+    """`j >> shift` (i64, arithmetic), folded where constant: the chunk of dynamic slot j."""
+    c_j = _int_constant(j)
+    return L.Constant(I64, c_j >> shift.constant) if c_j is not None else b.ashr(j, shift)
+
+
+def slot_index(b: L.IRBuilder, j, mask):
+    """`j & mask` (i64), folded where constant: dynamic slot j's place in its chunk."""
+    c_j = _int_constant(j)
+    return L.Constant(I64, c_j & mask.constant) if c_j is not None else b.and_(j, mask)
 
 
 def offset_index(b: L.IRBuilder, scaled, i):

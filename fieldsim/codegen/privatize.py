@@ -181,8 +181,14 @@ class PrivateRun:
                 storage = field.storage
                 known = self.targets.get(id(field))
                 if known is None or known[0] is not storage:
-                    known = self.targets[id(field)] = (storage, storage.array.reshape(-1))
+                    known = self.targets[id(field)] = (storage, _flat(storage))
                 np.add(known[1], part, out=known[1])
+
+
+def _flat(storage):
+    """A field's host storage as the flat array its compiled addresses index (a chunk-major
+    field's: its physical array, lang/chunked.py)."""
+    return storage.flat() if hasattr(storage, "flat") else storage.array.reshape(-1)
 
 
 class _NoRun:

@@ -8,11 +8,13 @@ not move while the field lives) and, beyond Taichi (kernel scope only there), in
 Elements are laid out in C order over the field's indices, then its components: consecutive
 elements of a scalar f32 field are 4 bytes apart, as in Taichi's dense layouts; a hierarchical
 Taichi layout (`dense(ij, 2).dense(ij, 2)`) is stored row-major here, so its addresses differ
-from Taichi's.
+from Taichi's. A field under a chunked dynamic node is chunk-major (`fieldsim.lang.chunked`):
+slot j of a cell is in chunk j // C, after that chunk of every cell.
 """
 from __future__ import annotations
 
 import math
+import numbers
 
 from fieldsim.errors import FieldsimTypeError
 from fieldsim.lang import types as T
@@ -35,18 +37,33 @@ def _field_of(f):
 
 
 def _layout(field):
-    """(base address, byte stride of each field index) of `field`'s element 0."""
+    """(base address, byte stride of each storage axis, component indices fixed by a
+    component view, the chunk-major map or None) of `field`."""
     from fieldsim.lang.field import _ComponentStorage
-    storage, extra = field.storage, ()
-    shape = field.storage_shape
+    storage, owner, extra = field.storage, field, ()
     if isinstance(storage, _ComponentStorage):  # a component of a matrix field
-        shape = tuple(field.shape) + storage.owner.element_shape
-        storage, extra = storage.owner.storage, storage.cidx
+        owner, extra = storage.owner, storage.cidx
+    chunks = owner.chunks
+    shape = owner.storage_shape if chunks is None else chunks.physical
     item = field.dtype.np.itemsize
     strides = [item * math.prod(shape[d + 1:]) for d in range(len(shape))]
+    return owner.storage.ptr, strides, extra, chunks
+
+
+def _terms(field, idx, div, mod) -> tuple:
+    """(base, [(index value, byte stride)]) of element `idx` of `field`: `div`/`mod` split a
+    dynamic slot into its chunk and place (chunk-major layout, lang/chunked.py)."""
+    base, strides, extra, chunks = _layout(field)
     n = len(field.shape)
-    base = storage.ptr + sum(c * s for c, s in zip(extra, strides[n:]))
-    return base, strides[:n]
+    full = list(idx) + list(extra) + [0] * (len(strides) - n - len(extra) - (chunks is not None))
+    if chunks is not None:
+        full = chunks.split(full, lambda j: div(j, chunks.chunk), lambda j: mod(j, chunks.chunk))
+    constant = sum(int(v) * s for v, s in zip(full, strides) if _is_int(v))
+    return base + constant, [(v, s) for v, s in zip(full, strides) if not _is_int(v)]
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral)
 
 
 def _indices(field, indices) -> list:
@@ -66,15 +83,17 @@ def get_addr(f, indices):
     4
     """
     field = _field_of(f)
-    base, strides = _layout(field)
-    return base + sum(int(i) * s for i, s in zip(_indices(field, indices), strides))
+    base, _ = _terms(field, [int(i) for i in _indices(field, indices)],
+                     lambda j, c: j // c, lambda j, c: j % c)
+    return base  # every index an int: all of the address is in the base
 
 
 def _k_get_addr(fe, call, args, kw):
     field = _field_of(args[0])
-    base, strides = _layout(field)
+    base, terms = _terms(field, _indices(field, args[1]), lambda j, c: fe.e.binop("//", j, c),
+                         lambda j, c: fe.e.binop("%", j, c))
     addr = fe.b.const(base, T.u64)
-    for i, s in zip(_indices(field, args[1]), strides):
+    for i, s in terms:
         addr = fe.e.binop("+", addr, fe.e.binop("*", fe.e.value(i, T.u64), fe.b.const(s, T.u64)))
     return addr
 

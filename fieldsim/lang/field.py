@@ -33,6 +33,8 @@ from fieldsim.lang.host_errors import at_user_line, located_subclasses
 class Field:
     """A scalar (`ndim_el == 0`), vector (1) or matrix (2) field."""
 
+    chunks = None  # its chunk-major index map under a dynamic node (lang/chunked.py), if any
+
     def __init__(self, dtype, shape=None, name="", needs_grad=False, needs_dual=False,
                  n=None, m=None, ndim_el=0, _role="primal", offset=None):
         rt = runtime.get()
@@ -166,11 +168,16 @@ class Field:
                 twin._place(shape, offset=offset)
 
     def _new_storage(self, snode):
+        from fieldsim.lang.chunked import ChunkedStorage, layout_for
+        backend = runtime.get().backend()
+        self.chunks = layout_for(snode, self.storage_shape, len(self.shape), self.dtype.np.itemsize,
+                                 getattr(backend, "sparse_reserve_bytes", None))
+        shape = self.storage_shape if self.chunks is None else self.chunks.physical
         try:
-            return runtime.get().backend().allocate(self.storage_shape, self.dtype,
-                                                    sparse=bool(snode.sparse_path()))
+            storage = backend.allocate(shape, self.dtype, sparse=bool(snode.sparse_path()))
         except MemoryError:
             raise FieldsimMemoryError(_allocation_failed(self), naming.user_loc()) from None
+        return storage if self.chunks is None else ChunkedStorage(storage, self.chunks)
 
     @property
     def snode(self):

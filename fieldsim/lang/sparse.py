@@ -17,7 +17,9 @@ As in Taichi 1.7, those functions take the node's own cell coordinates (`fs.resc
 node, I)` maps a field index to them; a dynamic node takes its parent's), and a struct-for
 over a node yields them too. A big sparse field's storage is a reservation on the CPU
 (codegen/cpu.py `_reserved_zeros`): memory is committed only in the 4 KB pages written, and
-`deactivate_all` hands the pages back.
+`deactivate_all` hands the pages back; such a field directly under a chunked dynamic node is
+stored chunk-major (`fieldsim.lang.chunked`), so a few appends to each of many cells commit
+about one chunk row, not a page per cell.
 
 This module holds each sparse node's state (`SparseState`: its mask or length field) and the
 map from a field index to a node's cell; `sparse_host` keeps the state on Python-scope writes,

@@ -78,6 +78,9 @@ def write_active(field, arr) -> bool:
         return False
     active = _active_cells(field)
     src = arr if np.ndim(arr) <= field.ndim_el else arr[active]
+    if hasattr(field.storage, "write_mask"):  # chunk-major (lang/chunked.py)
+        field.storage.write_mask(active, src)
+        return True
     host = getattr(field.storage, "array", None)
     if host is not None:
         host[active] = src

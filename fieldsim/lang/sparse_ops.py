@@ -172,6 +172,9 @@ def _cell_box(node, cell, sizes, scale) -> list:
 
 
 def _zero_host(fld, sl):
+    if hasattr(fld.storage, "zero_box"):  # chunk-major (lang/chunked.py)
+        fld.storage.zero_box(sl)
+        return
     host = getattr(fld.storage, "array", None)
     if host is not None:
         host[sl] = 0
