@@ -470,9 +470,11 @@ class Frontend(ExprMixin):
             self.declare_kernel_variable(name, value, dtype)
             return
         if isinstance(value, MatVal):
+            # one dtype for all entries, as Taichi's matrices have: `ti.Vector([0, -9.8])`
+            # is an f32 vector (its 0 must not make an i32 entry that `+=` then truncates)
+            dt = dtype or T.promote_all([self.e.dtype_of(v) for v in value.entries])
             allocas = []
             for v in value.entries:
-                dt = dtype or self.e.dtype_of(v)
                 var = self.b.alloca(dt)
                 self.b.local_store(var, self.e.value(v, dt))
                 allocas.append(var)
