@@ -332,6 +332,7 @@ class Frontend(ExprMixin):
         self.e = Emitter(self.b, rt.default_fp, rt.default_ip)
         self.source = _parse_cached(fn)
         self.frame = Frame(fn, self.source)
+        self.kernel_frame = self.frame  # the body whose parameters are the kernel's arguments
         self.templates = templates or {}
         self.arg_types = arg_types or {}
         self.ret = ret
@@ -469,9 +470,11 @@ class Frontend(ExprMixin):
             self.declare_kernel_variable(name, value, dtype)
             return
         if isinstance(value, MatVal):
+            # one dtype for all entries, as Taichi's matrices have: `ti.Vector([0, -9.8])`
+            # is an f32 vector (its 0 must not make an i32 entry that `+=` then truncates)
+            dt = dtype or T.promote_all([self.e.dtype_of(v) for v in value.entries])
             allocas = []
             for v in value.entries:
-                dt = dtype or self.e.dtype_of(v)
                 var = self.b.alloca(dt)
                 self.b.local_store(var, self.e.value(v, dt))
                 allocas.append(var)
@@ -501,11 +504,20 @@ class Frontend(ExprMixin):
 
     def assign_name(self, name, value, node, annotation=None):
         """`name = value`: stores into the variable the name is in a block scope, else binds it."""
+        self.refuse_argument_rebinding(name, node)
         ref = self.frame.local(name)
         if ref is None:
             self.bind_new(name, value, node, annotation)
         else:
             ref.assign(self, name, value, node, annotation)
+
+    def refuse_argument_rebinding(self, name, node):
+        """As Taichi 1.7.4: a kernel's arguments are immutable (`re = re`, `n += 1` in the
+        kernel body is a syntax error); a func's parameters are ordinary variables."""
+        if self.frame is self.kernel_frame and any(a.arg == name for a in self.source.node.args.args):
+            raise FieldsimSyntaxError(f'Kernel argument "{name}" is immutable in the kernel. If you '
+                                      f'want to change its value, please create a new variable.',
+                                      self.loc(node))
 
     def bind_new(self, name, value, node, annotation):
         """A first assignment (or one over a static name): a struct local for a struct, a kernel
@@ -605,6 +617,8 @@ class Frontend(ExprMixin):
         ref.store(self, value)
 
     def stmt_AugAssign(self, node: ast.AugAssign):
+        if isinstance(node.target, ast.Name):
+            self.refuse_argument_rebinding(node.target.id, node)
         op = BINOP_AST[type(node.op)]
         value = self.expr(node.value)
         ref = self.lvalue(node.target)

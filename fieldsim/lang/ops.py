@@ -256,8 +256,9 @@ def _ndrange_int(v):
     if isinstance(v, Stmt) and not v.dtype.is_float:
         return v
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        got = f"a {v.dtype} value" if isinstance(v, Stmt) else repr(v)
         raise FieldsimTypeError("Every argument of ndrange should be an integer scalar or a "
-                                f"tuple/list of (int, int); got {v!r}")
+                                f"tuple/list of (int, int); got {got}")
     return int(v)
 
 

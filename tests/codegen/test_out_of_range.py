@@ -70,6 +70,49 @@ def test_guard_zone_is_a_row_and_aligned(shape, dtype):
     assert before % 64 == 0
 
 
+@pytest.mark.parametrize("shape", [(128, 64, 64), (1000, 3), (16,)])
+def test_guard_zone_spans_a_sixteenth_of_the_rows(shape):
+    a, _ = _guarded_zeros(shape, np.int8)
+    rows = -(-shape[0] // 16)
+    row = int(np.prod(shape[1:], dtype=np.int64))
+    before = a.ctypes.data - a.base.ctypes.data
+    assert before == a.base.nbytes - before - a.nbytes >= rows * row
+
+
+# A voxel-challenge scene (a Lorenz attractor) sets voxels up to 3 cells past its 128-cell grid;
+# before the guard spanned a sixteenth of the rows this crashed or overwrote another field.
+_VOXELS_PAST_THE_GRID = textwrap.dedent("""
+    import fieldsim as fs
+
+    fs.init(arch=fs.cpu)
+    image = fs.Vector.field(3, fs.f32, shape=(64, 64))
+    material = fs.field(fs.i8)
+    colour = fs.Vector.field(3, fs.u8)
+    fs.root.dense(fs.ijk, 128).place(colour, material, offset=(-64, -64, -64))
+    after = fs.field(fs.f32, shape=(64, 64))
+
+    @fs.kernel
+    def draw():
+        for i, j, k in fs.ndrange((64, 67), 128, 128):
+            material[i, j - 64, k - 64] = 1
+            colour[i, j - 64, k - 64] = fs.Vector([200, 100, 50])
+
+    draw()
+    untouched = [f.to_numpy() for f in (image, after, material, colour)]
+    print("OK" if not any(a.any() for a in untouched) else "WRONG")
+""")
+
+
+def test_writes_a_few_rows_past_a_voxel_grid_leave_other_fields_alone(tmp_path):
+    program = tmp_path / "voxels_past_the_grid.py"
+    program.write_text(_VOXELS_PAST_THE_GRID)
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                          env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith("OK")
+
+
 def test_empty_field_storage():
     assert _guarded_zeros((0, 4), np.int32)[0].shape == (0, 4)
 
