@@ -1,5 +1,6 @@
 """Runtime-indexed local vectors: a BVH-style stack traversal, fieldsim against Taichi 1.7.4,
-and the size from which fieldsim keeps such a vector as a stack array (ARRAY_MIN_ENTRIES).
+and the sizes from which fieldsim keeps such a vector as a stack array (scalarize_arrays:
+ARRAY_MIN_ENTRIES for one written at runtime indices, READ_ONLY_MIN_ENTRIES for one only read).
 
     python benchmarks/local_arrays.py [--rounds 5] [--reps 20] [--taichi-python PATH]
                                       [--baseline-root DIR] [--sweep] [--out FILE.json]
@@ -11,7 +12,8 @@ its interval [q - r, q + r] overlaps by a depth-first walk with a 64-entry local
 of a parallel loop. Its checksum (the sum of the counts, an integer) must be equal in every
 backend. `--sweep` also times a kernel that updates a local vector of n = 2 ... 16 entries at
 runtime indices (`v[(j * 7 + i) % n] += j`) in fieldsim with arrays (as built) and with the
-select chain (ARRAY_MIN_ENTRIES raised above n), to place the threshold.
+select chain (`keeps_array` patched), to place the threshold; and one that only reads such a
+vector (made from data, then `acc += v[(j * 7 + i) % n] * j`).
 
 Every measurement is a fresh process (this file with `--worker`), the backends alternating
 within each round; reported: the medians over rounds of each process's median kernel time,
@@ -71,19 +73,29 @@ def _bvh_worker(ti):
     return lambda: traverse(1e-3), lambda: int(count.to_numpy().astype(np.int64).sum())
 
 
-def _sweep_worker(ti, n):
+def _sweep_worker(ti, kind, n):
     import numpy as np
-    out = ti.field(ti.i32, 1 << 16)
+    out = ti.field(ti.f32, 1 << 16)
 
     @ti.kernel
     def update():
         for i in range(1 << 16):
-            v = ti.Vector([0] * n)
+            v = ti.Vector([0.0] * n)
             for j in range(64):
                 v[(j * 7 + i) % n] += j
             out[i] = v[i % n] + v[(i + 1) % n]
 
-    return update, lambda: int(out.to_numpy().astype(np.int64).sum())
+    @ti.kernel
+    def read():
+        for i in range(1 << 16):
+            v = ti.Vector([ti.cos(i * 0.1 + k) for k in range(n)])
+            acc = 0.0
+            for j in range(64):
+                acc += v[(j * 7 + i) % n] * j
+            out[i] = acc
+
+    return (update if kind == "update" else read), \
+        lambda: float(out.to_numpy().astype(np.float64).sum())
 
 
 def worker(args):
@@ -92,16 +104,17 @@ def worker(args):
         import taichi as ti
     else:
         import fieldsim as ti
-        import fieldsim.lang.frontend_refs as refs
-        if what.startswith("select"):  # the select chain at every size
-            refs.ARRAY_MIN_ENTRIES = 1 << 30
-        elif what.startswith("array"):  # a stack array at every size
-            refs.ARRAY_MIN_ENTRIES = 1
+        import fieldsim.ir.passes.scalarize_arrays as choice
+        if "select" in what:  # the select chain at every size
+            choice.keeps_array = lambda entries, written: False
+        elif "array" in what:  # a stack array at every size
+            choice.keeps_array = lambda entries, written: True
     ti.init(arch=ti.cpu, cpu_max_num_threads=args.threads, offline_cache=False)
     if what == "bvh":
         run, checksum = _bvh_worker(ti)
     else:
-        run, checksum = _sweep_worker(ti, int(what.split(":")[1]))
+        form, n = what.split(":")  # update-array:8, read-select:3, ...
+        run, checksum = _sweep_worker(ti, form.split("-")[0], int(n))
     t0 = time.perf_counter()
     run()
     ti.sync()
@@ -136,9 +149,11 @@ def _columns(args) -> list[tuple]:
     if args.taichi_python:
         cols.append(("taichi bvh", args.taichi_python, None, "taichi", "bvh"))
     if args.sweep:
-        for n in (2, 3, 4, 6, 8, 12, 16):
-            cols.append((f"array n={n}", sys.executable, here, "fieldsim", f"array:{n}"))
-            cols.append((f"select n={n}", sys.executable, here, "fieldsim", f"select:{n}"))
+        for kind in ("update", "read"):
+            for n in (2, 3, 4, 6, 8, 12, 16, 32, 64):
+                for form in ("array", "select"):
+                    cols.append((f"{kind} {form} n={n}", sys.executable, here, "fieldsim",
+                                 f"{kind}-{form}:{n}"))
     return cols
 
 

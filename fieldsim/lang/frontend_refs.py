@@ -31,7 +31,6 @@ import numbers
 
 from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.ir.passes.scalarize_arrays import ARRAY_MIN_ENTRIES
 from fieldsim.lang import sparse_kernel, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe
@@ -226,19 +225,19 @@ def slice_ref(fe, inner, idx) -> SwizzleRef:
 
 
 def array_slots(mat: MatVal) -> tuple | None:
-    """The ALLOCAs of a local vector/matrix (`mat`) that a runtime index reaches as one stack
-    array (ARRAY_LOAD/ARRAY_STORE): at least ARRAY_MIN_ENTRIES entries of one dtype. None for
-    a smaller or mixed one, which keeps the select chain."""
+    """The ALLOCAs of a local vector/matrix (`mat`) that a runtime index reaches as one array
+    (ARRAY_LOAD/ARRAY_STORE; scalarize_arrays chooses which stay stack arrays): entries of one
+    dtype. None for mixed ones, which keep the select chain."""
     slots = mat.entries
-    if len(slots) < ARRAY_MIN_ENTRIES or any(a.dtype is not slots[0].dtype for a in slots):
+    if any(a.dtype is not slots[0].dtype for a in slots):
         return None
     return tuple(slots)
 
 
 class DynamicLocalRef(Ref):
-    """`v[i]` with a runtime index: one ARRAY_LOAD/ARRAY_STORE of the local's stack array
-    (`array_slots`), or for a small local a select over every entry (a store rewrites every
-    entry through one)."""
+    """`v[i]` with a runtime index: one ARRAY_LOAD/ARRAY_STORE of the local's entries as an
+    array (`array_slots`), or for a local of mixed dtypes a select over every entry (a store
+    rewrites every entry through one)."""
 
     __slots__ = ("c", "mat", "r")
 

@@ -28,6 +28,7 @@ from fieldsim.checks.access_rules import kernel_check
 from fieldsim.checks.tape_rules import check_index_ranges
 from fieldsim.errors import AccessRuleError, FieldsimError
 from fieldsim.ir.ir import walk
+from fieldsim.ir.passes.promote_locals import promote_locals
 from fieldsim.ir.passes.run import run_pass
 from fieldsim.ir.passes.scalarize_arrays import scalarize_arrays
 from fieldsim.lang import runtime
@@ -261,7 +262,8 @@ def ir_without_arrays(primal, rt):
     the primal program is compiled from the arrays."""
     if "local_arrays" not in primal.meta:
         return primal
-    return run_pass("scalarize_arrays", scalarize_arrays, primal, verify=rt.debug)
+    ir = run_pass("scalarize_arrays", scalarize_arrays, primal, verify=rt.debug)
+    return run_pass("promote_locals", promote_locals, ir, verify=rt.debug)
 
 
 def adjoint_program(ck: CompiledKernel, rt):

@@ -18,9 +18,9 @@ rewrite a loop of some shape. A generated kernel is one such loop around random 
 - `rows`: `for i in range(G)` over a serial `for j` adding into `out2[i, j]` (a new element
   each iteration) and `out[i]` (the same one: kept in a register across the loop);
 - `loop`: `for i in range(N)` around a `while` with an index-dependent trip count;
-- `stacks`: a local vector of 3 to 17 entries used as a stack (pushes, data-dependent pops,
+- `stacks`: a local vector of 2 to 17 entries used as a stack (pushes, data-dependent pops,
   `+=` at a runtime index, reads at runtime indices), a stack array in the primal code from
-  ARRAY_MIN_ENTRIES entries on.
+  ARRAY_MIN_ENTRIES entries on (scalarize_arrays).
 
 Expressions are random trees over `a[.]`, `b[.]`, `float(i)`, constants exact in f32, with
 `+ - *`, divisions by `1 + e*e`, `sqrt`, `1/sqrt`, `sin`, `cos`, `tanh`, `exp(-e*e)`, `abs`,
@@ -278,7 +278,7 @@ def _rows(draw) -> str:
 
 @st.composite
 def _stacks(draw) -> str:
-    size = draw(st.sampled_from((3, 8, 12, 17)))  # below and past ARRAY_MIN_ENTRIES
+    size = draw(st.sampled_from((2, 3, 8, 17)))  # below and past ARRAY_MIN_ENTRIES
     push = draw(expressions(("i", "j")))
     update = draw(expressions(("i",), depth=2, extra=("x",)))
     pop = draw(st.one_of(conditions(("i", "j")), st.sampled_from(("j % 3 == 2", "False"))))
@@ -322,6 +322,12 @@ class _Vec2:
 
     def __getitem__(self, k):
         return (self.x, self.y)[k]
+
+    def __setitem__(self, k, value):  # (the `stacks` bodies write entries)
+        if k == 0:
+            self.x = value
+        else:
+            self.y = value
 
     def __add__(self, o):
         return _Vec2((self.x + o.x, self.y + o.y))

@@ -1,9 +1,9 @@
 """scalarize_arrays: golden IR before and after, and when it leaves a kernel alone.
 
-The frontend makes ARRAY_LOAD/ARRAY_STORE for a local vector of ARRAY_MIN_ENTRIES or more
-entries indexed at run time (the primal program keeps them: a stack array); the pass turns them
-back into per-entry locals and selects for AD and the checks. A kernel without them is returned
-as it is, so its IR (and LLVM IR) is what it was before local arrays existed.
+The frontend makes ARRAY_LOAD/ARRAY_STORE for a local vector indexed at run time; the pass
+turns them back into per-entry locals and selects: for AD and the checks all of them, for the
+primal program those `keeps_array` does not keep (small, or only read). A kernel without them
+is returned as it is, so its IR (and LLVM IR) is what it was before local arrays existed.
 """
 import pytest
 
@@ -11,7 +11,12 @@ import fieldsim as fs
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import Kernel, Op, walk
-from fieldsim.ir.passes.scalarize_arrays import ARRAY_MIN_ENTRIES, scalarize_arrays
+from fieldsim.ir.passes.scalarize_arrays import (
+    ARRAY_MIN_ENTRIES,
+    READ_ONLY_MIN_ENTRIES,
+    keeps_array,
+    scalarize_arrays,
+)
 from fieldsim.ir.printer import print_kernel
 from fieldsim.ir.verify import IRVerifyError, verify
 from fieldsim.lang import runtime
@@ -209,17 +214,38 @@ def test_kernels_without_runtime_indexed_locals_are_left_alone():
     x = fs.field(fs.f32, shape=4, name="x")
 
     @fs.kernel
+    def k():
+        for i in range(4):
+            big = fs.Vector([0.0] * 8)
+            big[2] = x[i]  # constant indices: one local each
+            x[i] = big[2] + big[3]
+    ir = primal_ir(k)
+    assert "local_arrays" not in ir.meta
+    assert scalarize_arrays(ir) is ir
+
+
+def test_which_arrays_the_primal_program_keeps():
+    assert ARRAY_MIN_ENTRIES == 3 and READ_ONLY_MIN_ENTRIES == 32
+    assert not keeps_array(2, True) and keeps_array(3, True) and keeps_array(64, True)
+    assert not keeps_array(31, False) and keeps_array(32, False)
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, shape=4, name="x")
+
+    @fs.kernel
     def k(n: fs.i32):
         for i in range(4):
-            small = fs.Vector([1.0, 2.0, 3.0])  # below ARRAY_MIN_ENTRIES: a select chain
-            big = fs.Vector([0.0] * 8)
-            big[2] = small[n]  # a constant index: one local
-            x[i] = big[2] + big[3]
-    assert ARRAY_MIN_ENTRIES > 3
+            written = fs.Vector([0.0] * 3)
+            written[n] = x[i]
+            read = fs.Vector([x[i], 2.0, 3.0, 4.0])  # only read at runtime: selects
+            table = fs.Vector([t * 0.5 for t in range(40)])  # only read, but large: an array
+            x[i] = written[n] + read[n] + table[n + i]
     ir = primal_ir(k, 1)
-    assert "local_arrays" not in ir.meta
-    assert not any(s.op in (Op.ARRAY_LOAD, Op.ARRAY_STORE) for s in walk(ir.body))
-    assert scalarize_arrays(ir) is ir
+    arrays = {len(s.args) - (1 if s.op == Op.ARRAY_LOAD else 2)
+              for s in walk(ir.body) if s.op in (Op.ARRAY_LOAD, Op.ARRAY_STORE)}
+    assert arrays == {3, 40}
+    x.from_numpy([1.0, 2.0, 3.0, 4.0])
+    k(1)
+    assert x.to_numpy().tolist() == [(i + 1.0) + 2.0 + 0.5 * (1 + i) for i in range(4)]
 
 
 def _kernel(body):

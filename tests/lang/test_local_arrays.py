@@ -1,7 +1,8 @@
 """Local vectors and matrices indexed at run time: values against plain Python.
 
-From ARRAY_MIN_ENTRIES entries on such a local is one stack array in the primal program
-(ARRAY_LOAD/ARRAY_STORE); below, a select over its entries. Both must give what Python gives,
+Such a local written at a runtime index is one stack array in the primal program from
+ARRAY_MIN_ENTRIES entries on (ARRAY_LOAD/ARRAY_STORE), one only read from READ_ONLY_MIN_ENTRIES
+on; otherwise a select over its entries. Both must give what Python gives,
 for pushes and pops of a stack, `+=` at runtime indices, runtime (row, column) of a matrix, the
 BVH programs' tuple assignment `stack[p + 1], stack[p + 2], p = a, b, p + 2`, a func that
 writes a caller's local through a template parameter, and out-of-range indices (debug=True:
@@ -11,9 +12,10 @@ import numpy as np
 import pytest
 
 import fieldsim as fs
-from fieldsim.ir.passes.scalarize_arrays import ARRAY_MIN_ENTRIES
+from fieldsim.ir.passes.scalarize_arrays import ARRAY_MIN_ENTRIES, READ_ONLY_MIN_ENTRIES
 
-SIZES = [3, ARRAY_MIN_ENTRIES, 64]  # a select chain, the smallest array, the BVH stack
+# a select chain, the smallest array, the BVH stack
+SIZES = [ARRAY_MIN_ENTRIES - 1, ARRAY_MIN_ENTRIES, 64]
 
 
 def _python_stack(i, size, steps):
@@ -137,3 +139,23 @@ def test_out_of_range_is_an_assertion_with_debug(size):
         k(size)
     with pytest.raises(AssertionError, match="Out of bound access"):
         k(-1)
+
+
+@pytest.mark.parametrize("size", [READ_ONLY_MIN_ENTRIES - 1, READ_ONLY_MIN_ENTRIES])
+def test_a_table_only_read_at_runtime_indices(size):
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    out = fs.field(fs.f64, shape=64)
+
+    @fs.kernel
+    def k(scale: fs.f64):
+        for i in out:
+            table = fs.Vector([fs.cos(t * scale) for t in range(size)])
+            acc = 0.0
+            for j in range(20):
+                acc += table[(i * 7 + j * 3) % size] * j
+            out[i] = acc
+
+    k(0.25)
+    table = np.cos(np.arange(size) * 0.25)
+    want = [sum(table[(i * 7 + j * 3) % size] * j for j in range(20)) for i in range(64)]
+    np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-12)
