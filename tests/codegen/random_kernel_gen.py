@@ -414,7 +414,7 @@ class _PlainTi:
     math, Matrix = _PlainMath, _Mat
 
     @staticmethod
-    def Vector(items):  # noqa: N802 - ti.Vector
+    def Vector(items):
         """A 2-vector of the `vectors` bodies, or a list (the local stacks of `stacks`)."""
         return _Vec2(items) if len(items) == 2 else list(items)
     polar_decompose = staticmethod(_polar_decompose)
