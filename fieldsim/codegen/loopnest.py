@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from fieldsim.ir.ir import GLOBAL_ACCESS, GLOBAL_READ, GLOBAL_WRITE, PURE, Op, Stmt, walk
+from fieldsim.ir.ir import GLOBAL_ACCESS, GLOBAL_READ, GLOBAL_WRITE, PURE, Op, Stmt, array_parts, walk
 from fieldsim.lang.ndarray import is_slot
 from fieldsim.lang.quant import is_quant
 
@@ -311,6 +311,9 @@ def data_indexed(loop: Stmt, outside: set) -> bool:
     for st in body:
         if st.op == Op.LOCAL_STORE:
             stored.setdefault(id(st.args[0]), []).append(st.args[1])
+        elif st.op == Op.ARRAY_STORE:  # may write any entry of its array
+            for slot in array_parts(st)[0]:
+                stored.setdefault(id(slot), []).append(st.value)
     memo: dict = {}
 
     def data(s: Stmt, depth: int) -> bool:
