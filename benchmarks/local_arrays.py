@@ -104,11 +104,10 @@ def worker(args):
         import taichi as ti
     else:
         import fieldsim as ti
-        import fieldsim.ir.passes.scalarize_arrays as choice
-        if "select" in what:  # the select chain at every size
-            choice.keeps_array = lambda entries, written: False
-        elif "array" in what:  # a stack array at every size
-            choice.keeps_array = lambda entries, written: True
+        if what != "bvh":  # (a baseline tree may predate local arrays)
+            import fieldsim.ir.passes.scalarize_arrays as choice
+            # the select chain, or a stack array, at every size
+            choice.keeps_array = lambda entries, written: "array" in what
     ti.init(arch=ti.cpu, cpu_max_num_threads=args.threads, offline_cache=False)
     if what == "bvh":
         run, checksum = _bvh_worker(ti)
