@@ -27,6 +27,7 @@ from fieldsim.codegen import quant_llvm
 from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.demote import discarded_atomics, owned_atomics
 from fieldsim.codegen.fill_loops import fill_plan
+from fieldsim.codegen.llvm_arrays import ArrayLowering, array_entries
 from fieldsim.codegen.llvm_nest import NestLowering, nbytes
 from fieldsim.codegen.loop_accumulators import loop_accumulators
 from fieldsim.codegen.loop_hints import LANES, SCALAR, VECTOR, LoopHints
@@ -270,7 +271,7 @@ class Codegen:
         return self.module, self.info
 
 
-class TaskLowering(NestLowering):
+class TaskLowering(NestLowering, ArrayLowering):
     """Lowers one task into one LLVM function."""
 
     def __init__(self, cg: Codegen, task: Stmt, name: str, fn: L.Function | None = None):
@@ -321,6 +322,9 @@ class TaskLowering(NestLowering):
         # a task that calls a real function: analyses of the task's own statements miss what
         # the call does, so none of those that rest on them are used
         self.calls = any(st.op == Op.CALL for st in walk(task.body))
+        # runtime-indexed local vectors as stack arrays (llvm_arrays), where the frontend made any
+        self.array_of = array_entries(task.body) if "local_arrays" in cg.k.meta else {}
+        self.arrays: dict = {}
         if self.calls:
             self.demoted, self.discarded, self.div_groups = set(), set(), {}
 
@@ -736,7 +740,9 @@ class TaskLowering(NestLowering):
     # ---- locals -------------------------------------------------------------------------------
     def op_alloca(self, s: Stmt):
         ty = ll_type(s.dtype)
-        slot = self.alloca_b.alloca(ty)
+        slot = self.array_entry(s, ty)
+        if slot is None:
+            slot = self.alloca_b.alloca(ty)
         self.b.store(L.Constant(ty, 0), slot)
         if self.pred is not None:
             self.pred_locals[id(s)] = self.pred  # private to the predicated block

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from fieldsim.ir.ir import GLOBAL_ACCESS, GLOBAL_READ, GLOBAL_WRITE, PURE, Op, Stmt, walk
+from fieldsim.ir.ir import GLOBAL_ACCESS, GLOBAL_READ, GLOBAL_WRITE, PURE, Op, Stmt, array_parts, walk
 from fieldsim.lang.ndarray import is_slot
 from fieldsim.lang.quant import is_quant
 
@@ -299,6 +299,19 @@ def _support(s: Stmt, split: NdSplit, outside: set, loop: Stmt, depth):
     return out
 
 
+def _stored_values(body: list[Stmt]) -> dict:
+    """id(ALLOCA) -> the values `body` stores into it (an ARRAY_STORE may write any entry of
+    its array)."""
+    stored: dict = {}
+    for st in body:
+        if st.op == Op.LOCAL_STORE:
+            stored.setdefault(id(st.args[0]), []).append(st.args[1])
+        elif st.op == Op.ARRAY_STORE:
+            for slot in array_parts(st)[0]:
+                stored.setdefault(id(slot), []).append(st.value)
+    return stored
+
+
 def data_indexed(loop: Stmt, outside: set) -> bool:
     """Whether the loop's body loads, stores or updates a field element whose index depends on
     data: a loaded value (but a load at constant indices: the same element every iteration),
@@ -307,10 +320,7 @@ def data_indexed(loop: Stmt, outside: set) -> bool:
     (ids defined before the loop) with pure arithmetic are not. The code generator keeps such
     loops scalar: vectorized, every such access is a gather or scatter (loop_hints)."""
     body = list(walk(loop.body))
-    stored: dict = {}
-    for st in body:
-        if st.op == Op.LOCAL_STORE:
-            stored.setdefault(id(st.args[0]), []).append(st.args[1])
+    stored = _stored_values(body)
     memo: dict = {}
 
     def data(s: Stmt, depth: int) -> bool:

@@ -11,7 +11,9 @@ Every pass and the codegen read this and nothing else. The invariants are:
 * Global memory is touched only by `LOAD`, `STORE` and `ATOMIC` (`attr` is the field, or
   `(field, kind)` for ATOMIC); their leading args are the element's indices (vector and matrix
   fields take the component as one more index).
-* Mutable locals are explicit: `ALLOCA` / `LOCAL_LOAD` / `LOCAL_STORE`. Everything else is SSA.
+* Mutable locals are explicit: `ALLOCA` / `LOCAL_LOAD` / `LOCAL_STORE`, and `ARRAY_LOAD` /
+  `ARRAY_STORE` at a runtime entry number of a local vector's ALLOCAs (primal code only).
+  Everything else is SSA.
 * Every statement carries the `Loc` of the user source it came from.
 * A kernel may hold `Function`s (`Kernel.funcs`: recursive real functions, compiled as real
   calls). A function's body is self-contained (it uses only its own statements; PARAM gives
@@ -74,6 +76,7 @@ __all__ = [
     "Param",
     "StackInfo",
     "Stmt",
+    "array_parts",
     "fields_of",
     "has_user_adjoint",
     "replayed_block",
@@ -187,6 +190,12 @@ class Kernel:
     loc: Loc | None = None
     meta: dict = dc_field(default_factory=dict)
     funcs: list[Function] = dc_field(default_factory=list)
+
+
+def array_parts(s: Stmt) -> tuple[tuple, Stmt]:
+    """(the entries' ALLOCAs, the entry number) of an ARRAY_LOAD or ARRAY_STORE."""
+    count = len(s.args) - (1 if s.op == Op.ARRAY_LOAD else 2)
+    return s.args[:count], s.args[count]
 
 
 def walk(block: list[Stmt]):

@@ -119,6 +119,12 @@ class Op(enum.IntEnum):
     # leading zero bits (the width for 0)
     POPCNT = enum.auto()
     CLZ = enum.auto()
+    # a local vector/matrix indexed at run time, as one array: its entries' ALLOCAs (one dtype)
+    # lead the operands, then the row-major entry number (i32); ARRAY_STORE ends with the value.
+    # Out-of-range entry numbers read the last entry and write nothing. Made by the frontend
+    # for primal code only (passes/scalarize_arrays.py turns them into selects before AD).
+    ARRAY_LOAD = enum.auto()  # args (*allocas, index)
+    ARRAY_STORE = enum.auto()  # args (*allocas, index, value)
 
 
 class Effect(enum.Enum):
@@ -322,6 +328,8 @@ _SPECS = {
     Op.PARAM: _statement(0, Result.GIVEN, Effect.PURE),
     Op.CALL: _statement(None, Result.GIVEN, Effect.CONTROL),
     Op.CALL_RESULT: _statement(1, Result.GIVEN, Effect.PURE),
+    Op.ARRAY_LOAD: _statement(None, Result.GIVEN, Effect.LOCAL),
+    Op.ARRAY_STORE: _statement(None, Result.NONE, Effect.LOCAL),
     Op.CUSTOM_ADJ_OUT: _spec(arity=None, result=Result.NONE, operands=Operands.ANY,
                             effect=Effect.CONTROL, differentiable=False, lowering=Lowering.REGION),
 }

@@ -7,7 +7,7 @@ numbered on their own.
 """
 from __future__ import annotations
 
-from fieldsim.ir.ir import GLOBAL_ACCESS, NO_VALUE, OPDEFS, Kernel, Op, Stmt
+from fieldsim.ir.ir import GLOBAL_ACCESS, NO_VALUE, OPDEFS, Kernel, Op, Stmt, array_parts
 
 
 class _Namer:
@@ -45,6 +45,8 @@ def _line(s: Stmt, n: _Namer) -> str:
         text += f"{fname}[{idx}]"
         if s.op != Op.LOAD:
             text += f", {n.ref(s.value)}"
+    elif s.op in (Op.ARRAY_LOAD, Op.ARRAY_STORE):
+        text = _array_text(s, n)
     else:
         args = ", ".join(n.ref(a) for a in s.args)
         text = opname + (f".{s.dtype}" if s.dtype is not None else "")
@@ -52,6 +54,14 @@ def _line(s: Stmt, n: _Namer) -> str:
     if s.op not in NO_VALUE:
         text = f"{n.define(s)} = {text}"
     return text
+
+
+def _array_text(s: Stmt, n: _Namer) -> str:
+    """`array_load.i32 [%0, %1, %2][%7]`, `array_store [%0, %1, %2][%7], %8`."""
+    slots, index = array_parts(s)
+    text = OPDEFS[s.op].text + (f".{s.dtype}" if s.dtype is not None else "")
+    text += f" [{', '.join(n.ref(a) for a in slots)}][{n.ref(index)}]"
+    return text + (f", {n.ref(s.value)}" if s.op == Op.ARRAY_STORE else "")
 
 
 def print_block(block: list[Stmt], n: _Namer | None = None, indent: int = 1, locs=False) -> str:

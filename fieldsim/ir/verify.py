@@ -6,7 +6,8 @@ says of every op: operand count, operand dtypes (one shared dtype, float only, i
 the result dtype rule, and that an op without a value has no dtype. Beyond the table: every
 operand is a statement defined before use in an enclosing scope; field accesses have one integer
 index per storage dimension and load/store the field's dtype; atomics name a known kind; locals
-and stacks are reached through their ALLOCA; BREAK/CONTINUE sit inside a loop; each function
+and stacks are reached through their ALLOCA (an ALLOCA is an entry of one ARRAY_LOAD/STORE array
+at most); BREAK/CONTINUE sit inside a loop; each function
 of the kernel uses only its own statements, takes PARAMs of its parameter dtypes, and ends with a
 RETURN of its result; a CALL names a function of the kernel and passes (and gets) its dtypes.
 The error shows the statements around the bad one, not the whole kernel. Analysis only.
@@ -14,7 +15,7 @@ The error shows the statements around the bad one, not the whole kernel. Analysi
 from __future__ import annotations
 
 from fieldsim.ir import dtypes as T
-from fieldsim.ir.ir import ATOMIC_KINDS, GLOBAL_ACCESS, OPDEFS, Kernel, Op, Stmt
+from fieldsim.ir.ir import ATOMIC_KINDS, GLOBAL_ACCESS, OPDEFS, Kernel, Op, Stmt, array_parts
 from fieldsim.ir.opdefs import Operands, Result
 from fieldsim.ir.printer import print_block
 
@@ -47,6 +48,7 @@ class _Verifier:
         self.kernel = kernel
         self.current_block: list[Stmt] = kernel.body
         self.function = None  # the Function whose body is being checked
+        self.arrays: dict[int, tuple] = {}  # id(ALLOCA) -> the array (ALLOCAs) it is an entry of
 
     def fail(self, s: Stmt, why: str):
         block = self.current_block
@@ -127,13 +129,8 @@ class _Verifier:
             self.fail(s, f"unknown atomic kind {s.attr[1]!r}")
 
     def special(self, s: Stmt):
-        if s.op in (Op.LOCAL_LOAD, Op.LOCAL_STORE):
-            slot = s.args[0]
-            if slot.op != Op.ALLOCA:
-                self.fail(s, f"{s.op.name} of a {slot.op.name}, not an ALLOCA")
-            got = s.dtype if s.op == Op.LOCAL_LOAD else s.args[1].dtype
-            if got is not slot.dtype:
-                self.fail(s, f"{s.op.name.lower()} of {got} on a {slot.dtype} local")
+        if s.op in (Op.LOCAL_LOAD, Op.LOCAL_STORE, Op.ARRAY_LOAD, Op.ARRAY_STORE):
+            self.local_access(s)
         elif s.op in (Op.STACK_PUSH, Op.STACK_POP, Op.STACK_TOP) and s.args[0].op != Op.STACK_ALLOCA:
             self.fail(s, f"{s.op.name} of a {s.args[0].op.name}, not a STACK_ALLOCA")
         elif s.op in (Op.IF, Op.SELECT) and not _is_int(s.args[0].dtype):
@@ -144,6 +141,25 @@ class _Verifier:
             self.real_call(s)
         elif s.op == Op.CALL_RESULT:
             self.call_result(s)
+
+    def local_access(self, s: Stmt):
+        """LOCAL_LOAD/STORE of an ALLOCA, ARRAY_LOAD/STORE of ALLOCAs of one dtype at an
+        integer entry number; the value read or written has the locals' dtype."""
+        if s.op in (Op.LOCAL_LOAD, Op.LOCAL_STORE):
+            slots = s.args[:1]
+        else:
+            slots, index = array_parts(s)
+            if not slots or not _is_int(index.dtype):
+                self.fail(s, f"{s.op.name} needs ALLOCAs and an integer entry number")
+            for slot in slots:  # a local is an entry of one array at most: one stack array
+                if self.arrays.setdefault(id(slot), slots) != slots:
+                    self.fail(s, f"{s.op.name}: an ALLOCA is an entry of two different arrays")
+        for slot in slots:
+            if slot.op != Op.ALLOCA:
+                self.fail(s, f"{s.op.name} of a {slot.op.name}, not an ALLOCA")
+            got = s.dtype if s.op in (Op.LOCAL_LOAD, Op.ARRAY_LOAD) else s.value.dtype
+            if got is not slot.dtype:
+                self.fail(s, f"{s.op.name.lower()} of {got} on a {slot.dtype} local")
 
     def real_call(self, s: Stmt):
         """PARAM, CALL, and RETURN inside a function, against the functions' signatures."""

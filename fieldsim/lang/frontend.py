@@ -345,6 +345,7 @@ class Frontend(ExprMixin):
         self.nonneg: set = set()  # ids of runtime values known >= 0 (ndarray shapes)
         self.parallel_depth = -1
         self.funcs: list = []  # the kernel's real functions (lang.real_calls)
+        self.local_arrays = False  # made an ARRAY_LOAD/ARRAY_STORE (frontend_refs.array_slots)
         self.real_funcs: dict = {}  # key -> (its Function, result shape), once built
         self.real_inlining: list = []  # keys of the real funcs being inlined
 
@@ -392,7 +393,7 @@ class Frontend(ExprMixin):
                                       f"but does not end with a return statement",
                                       self.source.loc(node))
         return Kernel(self.kernel_name, params, self.b.block, self.ret, self.source.loc(node),
-                      funcs=self.funcs)
+                      meta={"local_arrays": True} if self.local_arrays else {}, funcs=self.funcs)
 
     def _struct_arg(self, a, spec, params, pos, base):
         """A struct kernel argument rebuilt from its scalar arguments (leaves in member order)."""

@@ -20,7 +20,9 @@ from fieldsim.lang.expr import MatVal, describe, is_number
 from fieldsim.lang.field import ComponentField, Field, placed_twin
 from fieldsim.lang.frontend_refs import (
     FieldRef,
+    LocalRef,
     StaticRef,
+    array_slots,
     binding_for,
     check_index_count,
     component_indices,
@@ -263,6 +265,9 @@ class ExprMixin:
             if any(isinstance(i, slice) for i in idx):
                 return self.matval_slice(elem.load(self), idx)
             return elem.component(self, idx).load(self)
+        item = self.local_array_item(node)
+        if item is not None:
+            return item
         base = self.expr(node.value)
         idx = self.subscript_indices(node.slice)
         if isinstance(base, Field):
@@ -280,6 +285,21 @@ class ExprMixin:
             # a numpy array is a compile-time constant, as in Taichi: its scalars are numbers
             return item.item() if isinstance(item, np.generic) else item
         raise FieldsimTypeError(f"cannot index {describe(base)}")
+
+    def local_array_item(self, node: ast.Subscript):
+        """`v[i]` of a local vector/matrix variable that a runtime index reaches as a stack
+        array (`frontend_refs.array_slots`): one load of the entry (the index evaluated before
+        the entry is read, as Python does), not a load of every entry. None for anything
+        else."""
+        if not isinstance(node.value, ast.Name):
+            return None
+        ref = self.frame.lookup(node.value.id)
+        if not isinstance(ref, LocalRef) or ref.mat is None or array_slots(ref.mat) is None:
+            return None
+        idx = self.subscript_indices(node.slice)
+        if any(isinstance(i, slice) for i in idx):
+            return self.matval_slice(ref.load(self), idx)
+        return ref.component(self, idx).load(self)
 
     def subscript_indices(self, sl) -> list:
         if isinstance(sl, ast.Tuple):

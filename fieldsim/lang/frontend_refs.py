@@ -14,8 +14,8 @@ frontend values (Python numbers, `Stmt`, `MatVal`, Python objects).
                      0-D field (Taichi's global temporaries)
     StructVar        a struct local (`struct.StructLocalRef`, whose members are references
                      of these kinds): loads as the struct local itself, members lazily
-    SwizzleRef, DynamicLocalRef   assignment targets only (`v.xy = ...`, `v[i] = ...` with a
-                     runtime `i`)
+    SwizzleRef, DynamicLocalRef   assignment targets (`v.xy = ...`, `v[i] = ...` with a
+                     runtime `i`); a DynamicLocalRef also loads `v[i]` of a local array
 
 The protocol: `load(fe)` returns the value (emitting the loads it needs); `store(fe, value)`
 writes through an assignment target; `assign(fe, name, value, node, annotation)` is the
@@ -30,7 +30,7 @@ from __future__ import annotations
 import numbers
 
 from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
-from fieldsim.ir.ir import Stmt
+from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import sparse_kernel, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe
@@ -224,8 +224,20 @@ def slice_ref(fe, inner, idx) -> SwizzleRef:
                        for r in rows for c in cols])
 
 
+def array_slots(mat: MatVal) -> tuple | None:
+    """The ALLOCAs of a local vector/matrix (`mat`) that a runtime index reaches as one array
+    (ARRAY_LOAD/ARRAY_STORE; scalarize_arrays chooses which stay stack arrays): entries of one
+    dtype. None for mixed ones, which keep the select chain."""
+    slots = mat.entries
+    if any(a.dtype is not slots[0].dtype for a in slots):
+        return None
+    return tuple(slots)
+
+
 class DynamicLocalRef(Ref):
-    """`v[i] = x` with a runtime index: every entry is rewritten through a select."""
+    """`v[i]` with a runtime index: one ARRAY_LOAD/ARRAY_STORE of the local's entries as an
+    array (`array_slots`), or for a local of mixed dtypes a select over every entry (a store
+    rewrites every entry through one)."""
 
     __slots__ = ("c", "mat", "r")
 
@@ -236,10 +248,20 @@ class DynamicLocalRef(Ref):
         return fe.e.binop("+", fe.e.binop("*", self.r, self.mat.m), self.c)
 
     def load(self, fe):
+        slots = array_slots(self.mat)
+        if slots is not None:
+            fe.local_arrays = True
+            return fe.b.emit(Op.ARRAY_LOAD, slots[0].dtype, (*slots, fe.e.value(self._flat(fe), T.i32)))
         idx = [self.r] if self.mat.ndim == 1 else [self.r, self.c]
         return fe.matval_get(self.mat.map(fe.b.local_load), idx)
 
     def store(self, fe, value):
+        slots = array_slots(self.mat)
+        if slots is not None:
+            fe.local_arrays = True
+            args = (*slots, fe.e.value(self._flat(fe), T.i32), fe.e.value(value, slots[0].dtype))
+            fe.b.emit(Op.ARRAY_STORE, None, args)
+            return
         flat = self._flat(fe)
         for k, slot in enumerate(self.mat.entries):
             hit = fe.e.compare("==", flat, k)

@@ -362,14 +362,18 @@ class KernelObj:
         return ck
 
     def build_ir(self, rt, templates, dtypes, ret):
-        """(offloaded IR, the hidden fields it made) for these bound arguments: frontend and
-        offload, without compiling."""
+        """(offloaded IR, the hidden fields it made) for these bound arguments: frontend,
+        offload, the select form of the local arrays not worth a stack array, promote_locals;
+        without compiling."""
         from fieldsim.ir.passes.offload import offload
         from fieldsim.ir.passes.promote_locals import promote_locals
+        from fieldsim.ir.passes.scalarize_arrays import small_arrays_scalarized
         from fieldsim.lang.frontend import Frontend
         fe = Frontend(self.fn, rt, self.__name__, templates, dtypes, ret)
         ir = run_pass("frontend", lambda _: fe.build(), None, verify=rt.debug)
         ir = run_pass("offload", offload, ir, verify=rt.debug)
+        if "local_arrays" in ir.meta:  # the select form where it is faster (scalarize_arrays)
+            ir = run_pass("scalarize_arrays", small_arrays_scalarized, ir, verify=rt.debug)
         show = bool(rt.ignored_options.get("print_ir"))
         return run_pass("promote_locals", promote_locals, ir, verify=rt.debug, show=show), \
             fe.hidden_fields

@@ -2,7 +2,8 @@
 
 Takes a kernel object (`lang.kernel.KernelObj`) and a launch's arguments. Compiling a
 specialisation runs frontend -> offload (the kernel object's `build_ir`, through `run_pass`) ->
-the backend's `compile`; the adjoint (reverse AD) and tangent (forward AD) programs are made
+the backend's `compile`; the IR it keeps for the rest has its local arrays scalarised
+(`ir_without_arrays`); the adjoint (reverse AD) and tangent (forward AD) programs are made
 from the same IR on first use, except where the next is known to be wanted: a kernel compiled
 while a Tape records begins its adjoint at once (`_start_adjoint`: its IR made and lowered
 while the kernel's LLVM work runs on a compile thread), used only after the access rules are
@@ -27,7 +28,9 @@ from fieldsim.checks.access_rules import kernel_check
 from fieldsim.checks.tape_rules import check_index_ranges
 from fieldsim.errors import AccessRuleError, FieldsimError
 from fieldsim.ir.ir import walk
+from fieldsim.ir.passes.promote_locals import promote_locals
 from fieldsim.ir.passes.run import run_pass
+from fieldsim.ir.passes.scalarize_arrays import scalarize_arrays
 from fieldsim.lang import runtime
 from fieldsim.lang.kernel import CompiledKernel, rng_key_of
 from fieldsim.lang.ndarray import bound_view, check_writable, copy_back, refuse_grad_reads
@@ -66,14 +69,15 @@ class Driver:
     def compile(self, kernel, rt, templates, dtypes, ret) -> CompiledKernel:
         t0 = time.perf_counter()
         with gc_paused():
-            ir, hidden_fields = kernel.build_ir(rt, templates, dtypes, ret)
+            primal, hidden_fields = kernel.build_ir(rt, templates, dtypes, ret)
+            ir = ir_without_arrays(primal, rt)
             ck = CompiledKernel(kernel, ir, hidden_fields,
                                 [dtypes[p.name] for p in ir.params if not p.template], ret)
             backend = rt.backend()
             wanted = _program_wanted_next(rt, templates)
-            job = wanted and _start_compile(backend, ir, rt)
+            job = wanted and _start_compile(backend, primal, rt)
             if not job:
-                ck.program = backend.compile(ir, rt)
+                ck.program = backend.compile(primal, rt)
             else:
                 # made now, while this kernel's LLVM work runs on a compile thread
                 if wanted == "adjoint":  # used once the access rules are judged
@@ -250,6 +254,16 @@ def compile_adjoints(wanted, rt):
     for ck in begun:
         _settle_adjoint(ck)
     rt.stats["compile_s"] += time.perf_counter() - t0
+
+
+def ir_without_arrays(primal, rt):
+    """The IR a specialisation keeps (`ck.ir`, which AD, the checks and validation read): the
+    primal's, with its local arrays (if any) back in per-entry form (scalarize_arrays). Only
+    the primal program is compiled from the arrays."""
+    if "local_arrays" not in primal.meta:
+        return primal
+    ir = run_pass("scalarize_arrays", scalarize_arrays, primal, verify=rt.debug)
+    return run_pass("promote_locals", promote_locals, ir, verify=rt.debug)
 
 
 def adjoint_program(ck: CompiledKernel, rt):

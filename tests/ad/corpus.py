@@ -12,8 +12,8 @@ the builder creates its fields (`float` means the default fp), kernels and a `Ca
 
 `analytic(v, case)` (optional) returns the exact gradients from the float64 input
 values `v` actually stored in the fields. `beyond` says why Taichi 1.7 gets the entry
-wrong (those are xfail under FIELDSIM_AS_TAICHI=1 and have a dedicated test in
-test_beyond.py). `taichi_opts` are extra `ti.init` options used only under Taichi
+wrong (those are xfail under FIELDSIM_AS_TAICHI=1, skipped there when `taichi_crash`, and
+have a dedicated test in test_beyond.py or are the dedicated test). `taichi_opts` are extra `ti.init` options used only under Taichi
 (Taichi needs `ad_stack_size` raised by hand; fieldsim must size its AD stack itself).
 
 Every kernel obeys the global data access rules (API.md): no element is written after
@@ -81,6 +81,7 @@ class Entry:
     fd_eps: float | None = None
     tol: str | None = None  # "f32": compare at f32 tolerances even in f64
     taichi_opts: dict = dc_field(default_factory=dict)
+    taichi_crash: bool = False  # Taichi aborts the interpreter on it: skipped, not xfail, there
 
     def values(self):
         rng = np.random.default_rng(zlib.crc32(self.name.encode()))
@@ -1465,6 +1466,51 @@ def mixed_top_level_and_loops():
         for i in x:
             loss[None] += s[None] * x[i]
         loss[None] += fs.sin(x[1])
+
+    return Case({"x": x}, loss, k)
+
+
+_RUNTIME_INDEX_ABORTS = ("Taichi 1.7.4 aborts the process on the adjoint of a runtime-indexed "
+                         "local (scalarize.cpp: Assertion failure: matrix_ptr_stmt->offset is "
+                         "not a ConstStmt)")
+
+
+@entry({"x": U(0.3, 0.9, signed=True), "y": U(0.3, 0.9)}, beyond=_RUNTIME_INDEX_ABORTS,
+       taichi_crash=True)
+def local_vector_runtime_index():
+    # a 10-entry local vector written and read at runtime indices (a stack array in the primal
+    # program, scalarised for AD): stores overwrite, `+=` reads back, reads mix entries
+    x, y, loss = vec("x"), vec("y"), scalar_loss()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            v = fs.Vector([0.0] * 10)
+            for j in range(10):
+                v[(j * 3 + i) % 10] = x[i] * (j + 1) + v[(j * 7) % 10] * y[(i + j) % N]
+            for j in range(6):
+                v[(j + i) % 10] += fs.sin(v[(j * 5 + 1) % 10]) * x[(i + 1) % N]
+            s = 0.0
+            for j in range(i + 3):
+                s += v[(j * 5 + i) % 10] ** 2
+            loss[None] += s
+
+    return Case({"x": x, "y": y}, loss, k)
+
+
+@entry({"x": U(0.3, 0.9, signed=True)}, beyond=_RUNTIME_INDEX_ABORTS,
+       taichi_crash=True)
+def local_matrix_runtime_index():
+    # a 3x4 local matrix at runtime (row, column): `+=` into entries, products of entries
+    x, loss = vec("x"), scalar_loss()
+
+    @fs.kernel
+    def k():
+        for i in x:
+            m = fs.Matrix.zero(float, 3, 4)
+            for t in range(12):
+                m[(t + i) % 3, t % 4] += x[(i + t) % N] * (t + 1) * 0.1
+            loss[None] += m[i % 3, i % 4] * m[(i + 1) % 3, 0] + (m @ m.transpose()).trace()
 
     return Case({"x": x}, loss, k)
 

@@ -22,6 +22,8 @@ def _entries():
         marks = []
         if AS_TAICHI and e.beyond:
             marks.append(pytest.mark.xfail(reason=e.beyond, strict=True))
+        if e.taichi_crash:
+            marks.append(pytest.mark.taichi_crash)
         yield pytest.param(e, id=e.name, marks=marks)
 
 

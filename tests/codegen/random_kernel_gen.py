@@ -17,7 +17,10 @@ rewrite a loop of some shape. A generated kernel is one such loop around random 
   `outer_product`, `trace`, `ti.polar_decompose`), as MPM particle updates use them;
 - `rows`: `for i in range(G)` over a serial `for j` adding into `out2[i, j]` (a new element
   each iteration) and `out[i]` (the same one: kept in a register across the loop);
-- `loop`: `for i in range(N)` around a `while` with an index-dependent trip count.
+- `loop`: `for i in range(N)` around a `while` with an index-dependent trip count;
+- `stacks`: a local vector of 2 to 17 entries used as a stack (pushes, data-dependent pops,
+  `+=` at a runtime index, reads at runtime indices), a stack array in the primal code from
+  ARRAY_MIN_ENTRIES entries on (scalarize_arrays).
 
 Expressions are random trees over `a[.]`, `b[.]`, `float(i)`, constants exact in f32, with
 `+ - *`, divisions by `1 + e*e`, `sqrt`, `1/sqrt`, `sin`, `cos`, `tanh`, `exp(-e*e)`, `abs`,
@@ -273,9 +276,33 @@ def _rows(draw) -> str:
             + "".join(pad + line + "\n" for line in lines))
 
 
+@st.composite
+def _stacks(draw) -> str:
+    size = draw(st.sampled_from((2, 3, 8, 17)))  # below and past ARRAY_MIN_ENTRIES
+    push = draw(expressions(("i", "j")))
+    update = draw(expressions(("i",), depth=2, extra=("x",)))
+    pop = draw(st.one_of(conditions(("i", "j")), st.sampled_from(("j % 3 == 2", "False"))))
+    reach = draw(st.integers(1, size - 1))
+    return ("    for i in range(N):\n"
+            f"        st = ti.Vector([0.0] * {size})\n"
+            "        sp = i % 2\n"
+            "        for j in range(M):\n"
+            f"            st[sp] = {push}\n"
+            f"            sp = (sp + 1) % {size}\n"
+            f"            if {pop}:\n"
+            f"                sp = (sp + {size - 1}) % {size}\n"
+            "                x = st[sp]\n"
+            f"                st[(sp + {reach}) % {size}] += {update}\n"
+            "        acc = 0.0\n"
+            f"        for j in range({size}):\n"
+            f"            acc += st[(j * 5 + i) % {size}] * (j + 1)\n"
+            "        out[i] = acc\n"
+            f"        s[None] += st[(i * 3) % {size}]\n")
+
+
 SHAPES = {"elementwise": _elementwise, "pairs": _pairs, "inner": _inner, "loop": _loop,
           "inner_exits": _inner_exits, "vectors": _vectors, "funcs": _funcs,
-          "grid": _grid, "matrices": _matrices, "rows": _rows}
+          "grid": _grid, "matrices": _matrices, "rows": _rows, "stacks": _stacks}
 
 
 @st.composite
@@ -295,6 +322,12 @@ class _Vec2:
 
     def __getitem__(self, k):
         return (self.x, self.y)[k]
+
+    def __setitem__(self, k, value):  # (the `stacks` bodies write entries)
+        if k == 0:
+            self.x = value
+        else:
+            self.y = value
 
     def __add__(self, o):
         return _Vec2((self.x + o.x, self.y + o.y))
@@ -378,7 +411,12 @@ class _PlainTi:
 
     sqrt, sin, cos, tanh, exp = math.sqrt, math.sin, math.cos, math.tanh, math.exp
     abs, min, max = abs, min, max
-    Vector, math, Matrix = _Vec2, _PlainMath, _Mat
+    math, Matrix = _PlainMath, _Mat
+
+    @staticmethod
+    def Vector(items):
+        """A 2-vector of the `vectors` bodies, or a list (the local stacks of `stacks`)."""
+        return _Vec2(items) if len(items) == 2 else list(items)
     polar_decompose = staticmethod(_polar_decompose)
 
     @staticmethod

@@ -605,3 +605,31 @@ def zero_d_and_fill(fs):
         v.fill([1.5, -2.0])
         s[None] = 0.75
     return Program([(k, ()), (k, ())], {"v": v, "s": s}, setup)
+
+
+@entry()
+def local_arrays(fs):
+    # runtime-indexed locals of 8+ entries: stack arrays in the thread's local memory
+    depth = fs.field(fs.i32, shape=N, name="depth")
+    picked = fs.field(fs.f32, shape=N, name="picked")
+
+    @fs.kernel
+    def k():
+        for i in depth:
+            stack = fs.Vector([0] * 16)
+            sp, seen, deepest = 1, 0, 0
+            while sp > 0:  # a walk of the implicit binary tree below node 0, pruned by i
+                sp -= 1
+                node = stack[sp]
+                seen += 1
+                deepest = fs.max(deepest, sp)
+                if node < 64 and (node * 7 + i) % 5 != 0:
+                    stack[sp] = 2 * node + 1
+                    stack[sp + 1] = 2 * node + 2
+                    sp += 2
+            m = fs.Matrix.zero(fs.f32, 3, 4)
+            for t in range(12):
+                m[(t + i) % 3, t % 4] += t * 0.5
+            depth[i] = seen * 100 + deepest
+            picked[i] = m[i % 3, (i // 3) % 4]
+    return Program([(k, ())], {"depth": depth, "picked": picked})

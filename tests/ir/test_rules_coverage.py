@@ -16,7 +16,8 @@ from fieldsim.ir.ir import CONTROL as IR_CONTROL
 from fieldsim.lang import types as T
 
 MEMORY = {Op.ALLOCA, Op.LOCAL_LOAD, Op.LOCAL_STORE, Op.LOAD, Op.STORE, Op.ATOMIC,
-          Op.STACK_ALLOCA, Op.STACK_PUSH, Op.STACK_POP, Op.STACK_TOP}
+          Op.STACK_ALLOCA, Op.STACK_PUSH, Op.STACK_POP, Op.STACK_TOP,
+          Op.ARRAY_LOAD, Op.ARRAY_STORE}  # (AD reads these scalarised: scalarize_arrays)
 # control flow, plus the markers of a func_grad region (its adjoint is the user's code), plus
 # real calls (AD refuses kernels that make them)
 CONTROL = set(IR_CONTROL) | {Op.BREAK, Op.CONTINUE, Op.RETURN, Op.ASSERT, Op.CUSTOM_ADJ_IN,
