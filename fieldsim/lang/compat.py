@@ -21,9 +21,6 @@ class FieldsimAttributeError(FieldsimError, AttributeError):
 UNSUPPORTED = {
     "aot": "ahead-of-time modules for deployment",
     "simt": "warp/subgroup intrinsics of GPU backends",
-    "Mesh": "the MeshTaichi extension",
-    "mesh_local": "the MeshTaichi extension",
-    "mesh_patch_idx": "the MeshTaichi extension",
     "is_active": "sparse SNodes (fieldsim fields are dense)",
     "activate": "sparse SNodes (fieldsim fields are dense)",
     "deactivate": "sparse SNodes (fieldsim fields are dense)",

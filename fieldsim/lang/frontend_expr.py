@@ -18,6 +18,7 @@ from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe, is_number
 from fieldsim.lang.field import ComponentField, Field, placed_twin
+from fieldsim.lang.kernel_objects import KernelObject
 from fieldsim.lang.frontend_refs import (
     FieldRef,
     StaticRef,
@@ -271,6 +272,8 @@ class ExprMixin:
             return struct.StructFieldRef(base, self.struct_indices(base, idx))
         if isinstance(base, MatVal):
             return self.matval_get(base, idx)
+        if isinstance(base, KernelObject):
+            return base.kernel_item(self, idx).load(self)
         if isinstance(base, TripletBuffer):
             raise TripletRef(base, idx).only_accumulate()
         if isinstance(base, (tuple, list, dict, range, np.ndarray)):
@@ -453,6 +456,8 @@ class ExprMixin:
         name = node.attr
         if isinstance(base, struct.StructValue):
             return struct.attribute(self, base, name)
+        if isinstance(base, KernelObject):
+            return base.kernel_attribute(self, name).load(self)
         if isinstance(base, MatVal):
             return self._matval_attribute(base, name)
         if isinstance(base, Field) and name in ("grad", "dual"):
