@@ -27,7 +27,6 @@ from fieldsim.lang import ops, sparse_kernel, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field, placed_twin
-from fieldsim.lang.kernel_objects import KernelObject
 from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin, constant_index_message
 from fieldsim.lang.frontend_refs import (
     FieldRef,
@@ -41,6 +40,7 @@ from fieldsim.lang.frontend_refs import (
     slice_ref,
     to_matval,
 )
+from fieldsim.lang.kernel_objects import KernelObject
 from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
 from fieldsim.lang.snode import SNode
 from fieldsim.lang.task_bounds import task_safe_dims

@@ -18,7 +18,6 @@ from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe, is_number
 from fieldsim.lang.field import ComponentField, Field, placed_twin
-from fieldsim.lang.kernel_objects import KernelObject
 from fieldsim.lang.frontend_refs import (
     FieldRef,
     StaticRef,
@@ -27,6 +26,7 @@ from fieldsim.lang.frontend_refs import (
     component_indices,
     to_matval,
 )
+from fieldsim.lang.kernel_objects import KernelObject
 from fieldsim.lang.matrix import Matrix as PyMatrix
 from fieldsim.lang.triplets import TripletBuffer, TripletRef
 
@@ -454,10 +454,8 @@ class ExprMixin:
                 return bound
         base = self.expr(node.value)
         name = node.attr
-        if isinstance(base, struct.StructValue):
-            return struct.attribute(self, base, name)
-        if isinstance(base, KernelObject):
-            return base.kernel_attribute(self, name).load(self)
+        if isinstance(base, (struct.StructValue, KernelObject)):
+            return self._object_attribute(base, name)
         if isinstance(base, MatVal):
             return self._matval_attribute(base, name)
         if isinstance(base, Field) and name in ("grad", "dual"):
@@ -470,6 +468,12 @@ class ExprMixin:
             if isinstance(err, FieldsimError):  # e.g. a Taichi name fieldsim lacks: its reason,
                 raise FieldsimNameError(err.message) from None  # located at this node
             raise FieldsimNameError(f"{describe(base)} has no attribute {name!r}") from None
+
+    def _object_attribute(self, base, name):
+        """A struct's member, or what a kernel object (a mesh element, ...) says `base.name` is."""
+        if isinstance(base, KernelObject):
+            return base.kernel_attribute(self, name).load(self)
+        return struct.attribute(self, base, name)
 
     def _field_element_swizzle(self, node: ast.Attribute):
         """`x[i].y` of a vector field: loads that one component only (None if `node` is not

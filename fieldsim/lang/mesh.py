@@ -222,7 +222,7 @@ def TetMesh():
 
 
 def _attribute_field(dtype, num, needs_grad, name):
-    if isinstance(dtype, T.MatrixType) or isinstance(dtype, T.DataType) or dtype in (int, float):
+    if isinstance(dtype, (T.MatrixType, T.DataType)) or dtype in (int, float):
         return field(dtype, shape=num, needs_grad=needs_grad, name=name)
     raise FieldsimTypeError(f"mesh attribute {name!r}: the type {dtype!r} is not a scalar, "
                             "vector or matrix type (MeshTaichi has no struct attributes)", user_loc())
