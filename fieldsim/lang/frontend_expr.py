@@ -345,12 +345,14 @@ class ExprMixin:
         return slice(*parts)
 
     def matval_slice(self, m: MatVal, idx: list):
-        """`v[a:b]`, `m[i, :]`, `m[:, j]`, `m[a:b, c:d]` with compile-time bounds (as Taichi)."""
+        """`v[a:b]`, `m[i, :]`, `m[:, j]`, `m[a:b, c:d]` with compile-time bounds (as Taichi); the
+        index beside a slice may be a runtime value (`m[i, :]` in a loop over i)."""
         check_index_count(m, idx)
-        if any(isinstance(i, Stmt) for i in idx):
-            raise FieldsimSyntaxError("slicing a vector/matrix cannot mix in runtime indices")
         rows = range(m.n)[idx[0]] if isinstance(idx[0], slice) else [idx[0]]
         cols = (range(m.m)[idx[1]] if isinstance(idx[1], slice) else [idx[1]]) if m.ndim == 2 else [0]
+        if any(isinstance(i, Stmt) for i in idx):
+            return MatVal.vector([self.matval_get(m, [r, c] if m.ndim == 2 else [r])
+                                  for r in rows for c in cols])
         for r in rows:
             for c in cols:
                 if not (0 <= r < m.n and 0 <= c < m.m):
