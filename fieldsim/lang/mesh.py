@@ -26,6 +26,13 @@ from fieldsim.lang.naming import user_loc
 _RESERVED = frozenset(ELEMENT_NAMES)
 
 
+class MeshAttribute:
+    """What `place` was told about one attribute (Taichi's `MeshAttrType`)."""
+
+    def __init__(self, name, dtype, reorder, needs_grad):
+        self.name, self.dtype, self.reorder, self.needs_grad = name, dtype, reorder, needs_grad
+
+
 class MeshElementSet(KernelObject):
     """One kind of element of a mesh instance (`mesh.verts`, ...): its attribute fields.
 
@@ -41,6 +48,7 @@ class MeshElementSet(KernelObject):
         self.mesh, self.order, self.num = mesh, order, num
         self.kind = ELEMENT_NAMES[order]
         self.attrs = {}
+        self.attr_dict = {}  # Taichi's name: {name: MeshAttribute}
         self._patch_field = None
 
     kernel_name = property(lambda self: f"mesh.{self.kind}")
@@ -55,6 +63,7 @@ class MeshElementSet(KernelObject):
                                           "already", user_loc())
             self.attrs[name] = _attribute_field(dtype, self.num, needs_grad,
                                                 f"mesh.{self.kind}.{name}")
+            self.attr_dict[name] = MeshAttribute(name, dtype, reorder, needs_grad)
 
     def __getattr__(self, name):
         attrs = self.__dict__.get("attrs", {})

@@ -309,6 +309,7 @@ def test_python_scope_attributes_are_ordinary_fields(tri):
     x, _, _, _, mesh = tri
     mesh.verts.place({"x": fs.math.vec3, "m": fs.f64}, reorder=True)
     assert len(mesh.verts) == len(x) and mesh.verts.get_member_field("m") is mesh.verts.m
+    assert mesh.verts.keys == ["x", "m"] and mesh.verts.attr_dict["m"].reorder is True
     mesh.verts.m.fill(2.0)
     mesh.verts.m[3] = 5.0
     mesh.verts.x[1] = [1.0, 2.0, 3.0]
