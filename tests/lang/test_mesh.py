@@ -372,3 +372,40 @@ def test_load_meta_reads_a_json_file(tmp_path):
     m = fs.Mesh.load_meta(str(path))
     np.testing.assert_array_equal(m.relations[(3, 0)].fixed, cells)
     assert len(fs.Mesh._create_instance(m).cells) == 2
+
+
+def test_gradient_through_two_kernels_and_neighbour_loops(tri):
+    """A Tape over a neighbour loop (CSR relation, data-dependent reads) then a face loop."""
+    x, faces, edges, full, mesh = tri
+    mesh.verts.place({"w": fs.f64, "y": fs.f64}, needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def smooth():
+        for v in mesh.verts:
+            for u in v.verts:
+                v.y += fs.sin(u.w) * v.w
+
+    @fs.kernel
+    def total():
+        for f in mesh.faces:
+            loss[None] += f.verts[0].y * f.verts[2].y
+
+    def value(w):
+        mesh.verts.w.from_numpy(w)
+        mesh.verts.y.fill(0)
+        loss[None] = 0
+        smooth()
+        total()
+        return loss[None]
+
+    w0 = np.random.default_rng(5).random(len(x))
+    mesh.verts.w.from_numpy(w0)
+    mesh.verts.y.fill(0)
+    with fs.Tape(loss):
+        smooth()
+        total()
+    grad = mesh.verts.w.grad.to_numpy()
+    eye = np.eye(len(w0)) * 1e-6
+    fd = np.array([(value(w0 + h) - value(w0 - h)) / 2e-6 for h in eye])
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-9)
