@@ -319,6 +319,8 @@ def test_python_scope_attributes_are_ordinary_fields(tri):
         mesh.verts.place({"edges": fs.f32})
     with pytest.raises(AttributeError, match="no attribute 'y'"):
         mesh.verts.y
+    with pytest.raises(TypeError, match=r"test_mesh.py(.|\n)*no struct attributes"):
+        mesh.verts.place({"st": fs.types.struct(a=fs.f32)})
 
 
 def test_mesh_patch_idx_is_the_owning_patch():
