@@ -103,6 +103,9 @@ class MeshElementSet(KernelObject):
         return element
 
 
+MeshElementField = MeshElementSet  # Taichi's name (`from taichi.lang.mesh import MeshElementField`)
+
+
 class MeshInstance:
     """A mesh: its element sets (`verts`, `edges`, `faces`, `cells`) and relations.
 

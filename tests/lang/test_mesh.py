@@ -310,6 +310,8 @@ def test_python_scope_attributes_are_ordinary_fields(tri):
     mesh.verts.place({"x": fs.math.vec3, "m": fs.f64}, reorder=True)
     assert len(mesh.verts) == len(x) and mesh.verts.get_member_field("m") is mesh.verts.m
     assert mesh.verts.keys == ["x", "m"] and mesh.verts.attr_dict["m"].reorder is True
+    from fieldsim.lang.mesh import MeshElementField  # `from taichi.lang.mesh import ...`
+    assert isinstance(mesh.edges, MeshElementField)
     mesh.verts.m.fill(2.0)
     mesh.verts.m[3] = 5.0
     mesh.verts.x[1] = [1.0, 2.0, 3.0]
