@@ -18,8 +18,9 @@ import json
 from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.lang import types as T
 from fieldsim.lang.field import field
+from fieldsim.lang.frontend_refs import StaticRef
 from fieldsim.lang.kernel_objects import KernelObject
-from fieldsim.lang.mesh_kernel import KernelRelation, MeshElementRef
+from fieldsim.lang.mesh_kernel import MESH_FOR_ELEMENT, KernelRelation, MeshElementRef
 from fieldsim.lang.mesh_meta import ELEMENT_NAMES, LETTERS, MeshMetadata
 from fieldsim.lang.naming import user_loc
 
@@ -90,7 +91,6 @@ class MeshElementSet(KernelObject):
         return self._patch_field
 
     def kernel_attribute(self, fe, name):
-        from fieldsim.lang.frontend_refs import StaticRef
         return StaticRef(getattr(self, name))
 
     def kernel_loop_dims(self, fe):
@@ -98,8 +98,8 @@ class MeshElementSet(KernelObject):
 
     def kernel_loop_bind(self, fe, index):
         element = MeshElementRef(self, index)
-        if fe.depth == 1:  # the outermost loop: what ti.mesh_patch_idx() refers to
-            fe.mesh_for_element = element
+        if fe.depth == 1:  # the outermost loop's element (ti.mesh_patch_idx), in its scope only
+            fe.frame.bind(MESH_FOR_ELEMENT, StaticRef(element))
         return element
 
 

@@ -138,11 +138,16 @@ def mesh_patch_idx():
     raise FieldsimSyntaxError("ti.mesh_patch_idx() is only valid inside a mesh-for loop of a kernel")
 
 
+# the hidden name an outermost mesh-for binds its element to, in the loop body's scope
+MESH_FOR_ELEMENT = "<mesh-for element>"
+
+
 def _patch_idx_in_kernel(fe, node, args, kw):
-    element = getattr(fe, "mesh_for_element", None)
-    if element is None:
+    ref = fe.frame.lookup(MESH_FOR_ELEMENT)
+    if ref is None:
         raise FieldsimSyntaxError("ti.mesh_patch_idx() is only valid inside a mesh-for loop "
                                   "(for v in mesh.verts: ...)")
+    element = ref.load(fe)
     return fe.b.load(element.elements.patch_field(), [element.index])
 
 

@@ -339,6 +339,16 @@ def test_mesh_patch_idx_is_the_owning_patch():
     k()
     assert mesh.verts.p.to_numpy().tolist() == [0, 1, 0, 1, 1]
 
+    @fs.kernel
+    def after_the_loop():
+        for v in mesh.verts:
+            v.p = 0
+        for i in range(3):
+            mesh.verts.p[i] = fs.mesh_patch_idx()
+
+    with pytest.raises(fs.FieldsimSyntaxError, match="only valid inside a mesh-for"):
+        after_the_loop()
+
 
 def test_missing_relation_and_attribute_name_the_line():
     fs.init(arch=fs.cpu)
