@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.lang import types as T
 from fieldsim.lang.field import field
@@ -51,6 +53,7 @@ class MeshElementSet(KernelObject):
         self.attrs = {}
         self.attr_dict = {}  # Taichi's name: {name: MeshAttribute}
         self._patch_field = None
+        self._order_field = None
 
     kernel_name = property(lambda self: f"mesh.{self.kind}")
 
@@ -97,6 +100,11 @@ class MeshElementSet(KernelObject):
         return [(0, self.num)]
 
     def kernel_loop_bind(self, fe, index):
+        order = self.mesh.meta.patch_order[self.order]
+        if (order != np.arange(len(order))).any():
+            if self._order_field is None:
+                self._order_field = _index_field(order, f"mesh.{self.kind}.order")
+            index = fe.b.load(self._order_field, [index])
         element = MeshElementRef(self, index)
         if fe.depth == 1:  # the outermost loop's element (ti.mesh_patch_idx), in its scope only
             fe.frame.bind(MESH_FOR_ELEMENT, StaticRef(element))

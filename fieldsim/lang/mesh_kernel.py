@@ -4,8 +4,9 @@ Takes an element set (`lang/mesh.py`'s `MeshElementSet`: `order`, `attrs` {name:
 `mesh.relation(from_order, to_order, name)`) and kernel index values. Guarantees, with `v` an
 element of a mesh-for loop or reached through a relation:
 
-    for v in mesh.verts      a range loop over the global vertex indices (parallel when outermost;
-                             Taichi's patches are a cache layout that changes no result)
+    for v in mesh.verts      a range loop (parallel when outermost) over the vertices in the
+                             patcher's patch order, as Taichi visits them (so atomic sums add in
+                             its order); Taichi's patch-local caches change no result
     v.x                      the attribute field's element x[v] (a load, a store target, an
                              atomic target, a `.grad` in the backward pass: an ordinary field)
     v.id                     the element's global index (as Taichi's l2g index)

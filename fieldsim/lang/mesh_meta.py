@@ -49,6 +49,7 @@ class MeshMetadata:
         self.num_patches = int(data["num_patches"])
         self.num_elements = {}
         self.patch_of = {}
+        self.patch_order = {}  # global indices, patch after patch (the order Taichi visits)
         self._owned = {}
         self._elements = {}
         for element in data["elements"]:
@@ -57,6 +58,7 @@ class MeshMetadata:
             self.num_elements[order] = int(element["num"])
             patch, local, glob = _owned_elements(element, self.num_patches)
             self._owned[order] = (patch, local, glob)
+            self.patch_order[order] = glob.astype(np.int32)
             self.patch_of[order] = np.empty(self.num_elements[order], np.int32)
             self.patch_of[order][glob] = patch
         self.relations = {}
