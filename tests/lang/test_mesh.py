@@ -423,3 +423,23 @@ def test_gradient_through_two_kernels_and_neighbour_loops(tri):
     eye = np.eye(len(w0)) * 1e-6
     fd = np.array([(value(w0 + h) - value(w0 - h)) / 2e-6 for h in eye])
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-9)
+
+
+def test_mesh_for_visits_elements_patch_after_patch():
+    """As Taichi: a serialized mesh-for sees patch 0's owned vertices first (so atomic sums over
+    neighbours add in Taichi's order)."""
+    fs.init(arch=fs.cpu)
+    x, cells, meta = _tet_meta()  # vertex owners [0, 1, 0, 1, 1]
+    mesh = fs.Mesh._create_instance(fs.Mesh.generate_meta(meta))
+    mesh.verts.place({"rank": fs.i32})
+    counter = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def visit():
+        fs.loop_config(serialize=True)
+        for v in mesh.verts:
+            v.rank = counter[None]
+            counter[None] += 1
+
+    visit()
+    assert mesh.verts.rank.to_numpy().tolist() == [0, 2, 1, 3, 4]
