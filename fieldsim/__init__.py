@@ -52,6 +52,8 @@ from fieldsim import ad
 from fieldsim.ad import Tape
 from fieldsim.lang.stop_grad import stop_grad
 from fieldsim.lang.hints import assume_in_range, block_local, cache_read_only, no_activate
+from fieldsim.lang.mesh import Mesh, MeshInstance, TetMesh, TriMesh
+from fieldsim.lang.mesh_kernel import mesh_local, mesh_patch_idx
 
 from fieldsim.lang.ndarray import MatrixNdarray, Ndarray, ScalarNdarray, VectorNdarray, ndarray
 from fieldsim.lang import _ndarray  # `ti.lang._ndarray.ScalarNdarray`

@@ -11,7 +11,7 @@ def test_unsupported_taichi_name_says_why_and_where():
         fs.aot.Module(fs.cpu)
     assert "test_compat_names.py" in str(info.value)
     assert isinstance(info.value, AttributeError)
-    assert not hasattr(fs, "Mesh") and getattr(fs, "aot", None) is None
+    assert not hasattr(fs, "simt") and getattr(fs, "aot", None) is None
 
 
 def test_typo_is_an_attribute_error():

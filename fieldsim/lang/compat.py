@@ -21,15 +21,6 @@ class FieldsimAttributeError(FieldsimError, AttributeError):
 UNSUPPORTED = {
     "aot": "ahead-of-time modules for deployment",
     "simt": "warp/subgroup intrinsics of GPU backends",
-    "Mesh": "the MeshTaichi extension",
-    "mesh_local": "the MeshTaichi extension",
-    "mesh_patch_idx": "the MeshTaichi extension",
-    "is_active": "sparse SNodes (fieldsim fields are dense)",
-    "activate": "sparse SNodes (fieldsim fields are dense)",
-    "deactivate": "sparse SNodes (fieldsim fields are dense)",
-    "append": "dynamic SNodes (fieldsim fields are dense)",
-    "length": "dynamic SNodes (fieldsim fields are dense)",
-    "rescale_index": "sparse SNode hierarchies (fieldsim fields are dense)",
     "global_thread_idx": "thread indices of GPU backends",
 }
 

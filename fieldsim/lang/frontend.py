@@ -40,6 +40,7 @@ from fieldsim.lang.frontend_refs import (
     slice_ref,
     to_matval,
 )
+from fieldsim.lang.kernel_objects import KernelObject
 from fieldsim.lang.ndarray import BoundNdarray, check_func_args, make_slot
 from fieldsim.lang.snode import SNode
 from fieldsim.lang.task_bounds import task_safe_dims
@@ -686,6 +687,8 @@ class Frontend(ExprMixin):
             return struct.StructFieldRef(obj, self.struct_indices(obj, idx))
         if isinstance(obj, TripletBuffer):  # a sparse matrix builder: `A[i, j] += v`
             return TripletRef(obj, idx)
+        if isinstance(obj, KernelObject):
+            return obj.kernel_item(self, idx)
         if any(isinstance(i, (Stmt, MatVal)) for i in idx):
             raise FieldsimSyntaxError(constant_index_message(obj))
         return StaticRef(obj[idx[0]] if len(idx) == 1 else obj[tuple(idx)])
@@ -696,6 +699,8 @@ class Frontend(ExprMixin):
             obj = inner.obj
             if isinstance(obj, Field) and node.attr in ("grad", "dual"):
                 return StaticRef(placed_twin(obj, node.attr))
+            if isinstance(obj, KernelObject):
+                return obj.kernel_attribute(self, node.attr)
             return StaticRef(getattr(obj, node.attr))
         if isinstance(inner, (struct.StructLocalRef, struct.StructFieldRef)):
             if node.attr not in inner.names():
@@ -885,7 +890,10 @@ class Frontend(ExprMixin):
             indices = self.delinearize(loop, dims, sizes)
             target = iterable.target if grouped else iterable
             active, indices = sparse_kernel.struct_for_guard(self, target, indices)
-            self._bind_loop_indices(names, indices, grouped)
+            if isinstance(iterable, KernelObject):  # a mesh-for: the name holds an element
+                self.frame.bind(names[0], binding_for(iterable.kernel_loop_bind(self, indices[0])))
+            else:
+                self._bind_loop_indices(names, indices, grouped)
             if active is None:
                 self.block(node.body, new_scope=True)
             else:  # a sparse struct-for visits active cells only
@@ -1007,6 +1015,8 @@ class Frontend(ExprMixin):
                     for s, o in zip(iterable.shape, iterable._offset)]
         if isinstance(iterable, ops.ndrange):
             return list(iterable.bounds)
+        if isinstance(iterable, KernelObject):
+            return iterable.kernel_loop_dims(self)
         if isinstance(iterable, RangeSpec):
             return [(iterable.begin, iterable.end)]
         if isinstance(iterable, range):

@@ -28,6 +28,7 @@ from fieldsim.lang.frontend_refs import (
     component_indices,
     to_matval,
 )
+from fieldsim.lang.kernel_objects import KernelObject
 from fieldsim.lang.matrix import Matrix as PyMatrix
 from fieldsim.lang.triplets import TripletBuffer, TripletRef
 
@@ -276,6 +277,8 @@ class ExprMixin:
             return struct.StructFieldRef(base, self.struct_indices(base, idx))
         if isinstance(base, MatVal):
             return self.matval_get(base, idx)
+        if isinstance(base, KernelObject):
+            return base.kernel_item(self, idx).load(self)
         if isinstance(base, TripletBuffer):
             raise TripletRef(base, idx).only_accumulate()
         if isinstance(base, (tuple, list, dict, range, np.ndarray)):
@@ -362,12 +365,14 @@ class ExprMixin:
         return slice(*parts)
 
     def matval_slice(self, m: MatVal, idx: list):
-        """`v[a:b]`, `m[i, :]`, `m[:, j]`, `m[a:b, c:d]` with compile-time bounds (as Taichi)."""
+        """`v[a:b]`, `m[i, :]`, `m[:, j]`, `m[a:b, c:d]` with compile-time bounds (as Taichi); the
+        index beside a slice may be a runtime value (`m[i, :]` in a loop over i)."""
         check_index_count(m, idx)
-        if any(isinstance(i, Stmt) for i in idx):
-            raise FieldsimSyntaxError("slicing a vector/matrix cannot mix in runtime indices")
         rows = range(m.n)[idx[0]] if isinstance(idx[0], slice) else [idx[0]]
         cols = (range(m.m)[idx[1]] if isinstance(idx[1], slice) else [idx[1]]) if m.ndim == 2 else [0]
+        if any(isinstance(i, Stmt) for i in idx):
+            return MatVal.vector([self.matval_get(m, [r, c] if m.ndim == 2 else [r])
+                                  for r in rows for c in cols])
         for r in rows:
             for c in cols:
                 if not (0 <= r < m.n and 0 <= c < m.m):
@@ -471,8 +476,8 @@ class ExprMixin:
                 return bound
         base = self.expr(node.value)
         name = node.attr
-        if isinstance(base, struct.StructValue):
-            return struct.attribute(self, base, name)
+        if isinstance(base, (struct.StructValue, KernelObject)):
+            return self._object_attribute(base, name)
         if isinstance(base, MatVal):
             return self._matval_attribute(base, name)
         if isinstance(base, Field) and name in ("grad", "dual"):
@@ -485,6 +490,12 @@ class ExprMixin:
             if isinstance(err, FieldsimError):  # e.g. a Taichi name fieldsim lacks: its reason,
                 raise FieldsimNameError(err.message) from None  # located at this node
             raise FieldsimNameError(f"{describe(base)} has no attribute {name!r}") from None
+
+    def _object_attribute(self, base, name):
+        """A struct's member, or what a kernel object (a mesh element, ...) says `base.name` is."""
+        if isinstance(base, KernelObject):
+            return base.kernel_attribute(self, name).load(self)
+        return struct.attribute(self, base, name)
 
     def _field_element_swizzle(self, node: ast.Attribute):
         """`x[i].y` of a vector field: loads that one component only (None if `node` is not

@@ -201,7 +201,8 @@ class SwizzleRef(Ref):
 
 
 def slice_ref(fe, inner, idx) -> SwizzleRef:
-    """`v[a:b] = ...`, `m[:3, 3] = ...`, `x[i][:, :] = ...` (compile-time bounds): the
+    """`v[a:b] = ...`, `m[:3, 3] = ...`, `m[i, :] = ...` (compile-time bounds, a runtime row
+    or column index beside them, as in Taichi), `x[i][:, :] = ...`: the
     components the slice selects of a local or field element vector/matrix, as one assignable
     (row-major, as `matval_slice` reads them)."""
     mat = getattr(inner, "mat", None)
@@ -216,9 +217,7 @@ def slice_ref(fe, inner, idx) -> SwizzleRef:
     if len(idx) != ndim:
         raise FieldsimSyntaxError(f"Expected {ndim} indices, got {len(idx)}: a "
                                   f"{'vector' if ndim == 1 else 'matrix'} slice")
-    if any(isinstance(i, Stmt) for i in idx):
-        raise FieldsimSyntaxError("slicing a vector/matrix cannot mix in runtime indices")
-    rows = range(n)[idx[0]] if isinstance(idx[0], slice) else [idx[0]]
+    rows = range(n)[idx[0]] if isinstance(idx[0], slice) else [idx[0]]  # (`m[i, :]`: runtime i)
     cols = (range(m)[idx[1]] if isinstance(idx[1], slice) else [idx[1]]) if ndim == 2 else [None]
     return SwizzleRef([inner.component(fe, [r] if c is None else [r, c])
                        for r in rows for c in cols])

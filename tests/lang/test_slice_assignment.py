@@ -90,3 +90,30 @@ def test_bad_slice_assignments_are_refused():
 
     with pytest.raises(fs.FieldsimSyntaxError, match="through a slice"):
         scalar_slice(1.0)
+
+
+def test_runtime_row_and_column_slices_of_a_local_matrix():
+    """`M[i, :]` / `M[:, j]` with i, j loop values (not static), read and assigned, as Taichi
+    allows: rows of a 4x3 matrix rewritten then read back, checked against numpy."""
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    out = fs.Matrix.field(4, 3, fs.f64, shape=())
+    col = fs.Vector.field(4, fs.f64, shape=())
+    a = np.arange(12.0).reshape(4, 3) / 7
+
+    @fs.kernel
+    def k():
+        M = fs.Matrix.zero(float, 4, 3)
+        A = fs.Matrix(a.tolist())
+        for i in range(4):
+            M[i, :] = A[i, :] * (i + 1)
+            if M[i, :].sum() > 3.0:
+                M[i, :] = -M[i, :]
+        out[None] = M
+        for j in range(3):
+            col[None] += M[:, j] * (j + 1)
+
+    k()
+    want = a * np.arange(1, 5)[:, None]
+    want[want.sum(axis=1) > 3.0] *= -1
+    np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-14)
+    np.testing.assert_allclose(col.to_numpy(), want @ np.arange(1, 4), rtol=1e-14)
