@@ -281,6 +281,11 @@ class ExprMixin:
             return base.kernel_item(self, idx).load(self)
         if isinstance(base, TripletBuffer):
             raise TripletRef(base, idx).only_accumulate()
+        return self.constant_item(base, idx)
+
+    @staticmethod
+    def constant_item(base, idx):
+        """An item of a compile-time Python container (tuple, list, dict, range, numpy array)."""
         if isinstance(base, (tuple, list, dict, range, np.ndarray)):
             if any(isinstance(i, Stmt) for i in idx):
                 raise FieldsimTypeError(constant_index_message(base))
