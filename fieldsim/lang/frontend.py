@@ -212,6 +212,11 @@ def parse_function(fn) -> Source:
         raise FieldsimSyntaxError(f"cannot read the source of {fn!r}: {e}") from None
 
 
+class StaticScope(dict):
+    """A block scope unrolled at compile time (an fs.static if branch, one fs.static loop
+    iteration): rebinding a compile-time name in it rebinds the enclosing one, as Python does."""
+
+
 class Frame:
     """Name resolution for one (kernel or inlined func) body: block scopes (name -> a
     reference of `frontend_refs`), then the function's closure, globals and Python builtins."""
@@ -430,9 +435,9 @@ class Frontend(ExprMixin):
             err = type(err)(err.message, self.loc(node), err.related)
         return err
 
-    def block(self, stmts, new_scope=False):
+    def block(self, stmts, new_scope=False, static=False):
         if new_scope:
-            self.frame.scopes.append({})
+            self.frame.scopes.append(StaticScope() if static else {})
         try:
             stmts = list(stmts)
             for idx, node in enumerate(stmts):
@@ -506,6 +511,23 @@ class Frontend(ExprMixin):
             self.bind_new(name, value, node, annotation)
         else:
             ref.assign(self, name, value, node, annotation)
+
+    def rebind_static(self, name, value, node, annotation):
+        """`name = value` over a name holding a compile-time Python object: rebinds it in its
+        own block, and through blocks unrolled at compile time (fs.static if/for) as Python
+        would; through a runtime if/loop it is refused, as in Taichi (a runtime branch cannot
+        choose between Python objects; the binding would silently end with the block)."""
+        scopes = self.frame.scopes
+        owner = max(k for k, scope in enumerate(scopes) if name in scopes[k])
+        if any(not isinstance(scope, StaticScope) for scope in scopes[owner + 1:]):
+            raise FieldsimSyntaxError(
+                f"Variable {name!r} cannot be assigned. Maybe it is not a Taichi object? It holds "
+                f"{describe(scopes[owner][name].obj)}, a compile-time Python value, and a runtime "
+                "if/loop cannot rebind it (use ti.static(...) for the condition, or hold a "
+                "Taichi value)")
+        self.bind_new(name, value, node, annotation)
+        if owner < len(scopes) - 1:
+            scopes[owner][name] = scopes[-1].pop(name)
 
     def bind_new(self, name, value, node, annotation):
         """A first assignment (or one over a static name): a struct local for a struct, a kernel
@@ -712,7 +734,7 @@ class Frontend(ExprMixin):
             nested = not (isinstance(node.test, ast.Call) and self._is(node.test.func, ops.static))
             self.depth += nested
             try:
-                self.block(node.body if cond else node.orelse, new_scope=True)
+                self.block(node.body if cond else node.orelse, new_scope=True, static=True)
             finally:
                 self.depth -= nested
             return
@@ -1025,7 +1047,7 @@ class Frontend(ExprMixin):
             if guard and k:  # an earlier iteration may have returned: the rest of the unrolled loop is skipped
                 go_on = self.b.if_(self.e.unop(Op.NOT, self.b.local_load(slot.flag)))
                 self.b.blocks.append(go_on.blocks[0])
-            self.frame.scopes.append({})
+            self.frame.scopes.append(StaticScope())
             self._bind_static_target(node.target, self.kernel_value(item))
             stop = self._unrolled_body(node.body)
             self.frame.scopes.pop()
@@ -1057,7 +1079,7 @@ class Frontend(ExprMixin):
         saved = self.loop_depth
         self.static_loops.append((self.loop_depth, self.depth))
         try:
-            self.block(body, new_scope=True)
+            self.block(body, new_scope=True, static=True)
         except _StaticContinue:
             pass
         except _StaticBreak:
