@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import inspect
 import linecache
 import numbers
@@ -101,6 +102,7 @@ class Source:
     _item_assigned: frozenset | None = None
     _receivers: frozenset | None = None
     _constants: frozenset | None = None
+    _rebound: frozenset | None = None
     _locs: dict | None = None
 
     @property
@@ -118,6 +120,16 @@ class Source:
         if self._constants is None:
             self._constants = frozenset(_constant_locals(self.node))
         return self._constants
+
+    @property
+    def rebound(self) -> frozenset:
+        """Names stored more than once (`flag = py_bool` then `flag = True` under an if): a
+        Python bool bound to one is a variable, as Taichi's `expr_init` makes it."""
+        if self._rebound is None:
+            stores = collections.Counter(n.id for n in ast.walk(self.node)
+                                         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+            self._rebound = frozenset(n for n, count in stores.items() if count > 1)
+        return self._rebound
 
     @property
     def method_receivers(self) -> frozenset:
@@ -541,8 +553,10 @@ class Frontend(ExprMixin):
             vec = to_matval(value)
             if isinstance(vec, MatVal) and any(isinstance(e, Stmt) for e in vec.entries):
                 value = vec
-        # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static)
-        literal_bool = isinstance(value, bool) and isinstance(getattr(node, "value", None), ast.Constant)
+        # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static
+        # unless the name is stored again)
+        literal_bool = isinstance(value, bool) and (
+            isinstance(getattr(node, "value", None), ast.Constant) or name in self.frame.source.rebound)
         if annotation is None and type(value) in (int, float) and name in self.frame.source.constant_locals:
             self.frame.bind(name, ValueRef(self.e.value(value)))  # a typed constant, as Taichi forwards it
             return
@@ -1231,15 +1245,30 @@ class Frontend(ExprMixin):
             saved_frame, self.frame = self.frame, frame  # a struct argument the func reassigns: its own copy
             frame.bind(name, StructVar(struct.declare(self, name, value)))
             self.frame = saved_frame
-        elif isinstance(value, (Stmt, MatVal)):
+        elif isinstance(value, (Stmt, MatVal)) or (reassigned and _is_python_number(value)):
+            # a Python number the func reassigns is a variable too, as Taichi's by-value copy
             if not reassigned:
                 frame.bind(name, ValueRef(value))
                 return
             saved_frame, self.frame = self.frame, frame
-            self.declare(name, value)
+            self.declare(name, _as_python_number(value))
             self.frame = saved_frame
         else:
             frame.bind(name, StaticRef(value))
+
+
+def _is_python_number(value) -> bool:
+    return isinstance(value, numbers.Number) and not isinstance(value, complex)
+
+
+def _as_python_number(value):
+    """A by-value argument as `declare` takes it: Stmt/MatVal as is, a bool as an int, a numpy
+    scalar as the Python number."""
+    if isinstance(value, (Stmt, MatVal)):
+        return value
+    if isinstance(value, bool):
+        return int(value)
+    return value.item() if hasattr(value, "item") else value
 
 
 def _struct_self_ref(obj):

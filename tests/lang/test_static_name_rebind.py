@@ -90,3 +90,21 @@ def test_rebinding_inside_its_own_runtime_block_still_works():
 
     k(1)
     assert out.to_numpy().tolist() == [4, 5]
+
+
+def test_python_bool_stored_again_is_a_variable():
+    # `flag = PY_BOOL` then `flag = True` under a runtime if: Taichi makes the bool a variable
+    fs.init(arch=fs.cpu)
+    use = False
+    out = fs.field(int, 2)
+
+    @fs.kernel
+    def k(c: int):
+        flag = use
+        if c > 0:
+            flag = True
+        out[c] = flag
+
+    k(0)
+    k(1)
+    assert out.to_numpy().tolist() == [0, 1]
