@@ -690,13 +690,24 @@ class Frontend(ExprMixin):
         return ref.target(node.id)
 
     def _lvalue_subscript(self, node: ast.Subscript):
-        inner = self._lvalue(node.value)
+        inner = self._subscript_base(node.value)
         idx = self.subscript_indices(node.slice)
         if isinstance(inner, StaticRef):
             return self._static_item_ref(inner.obj, idx)
         if any(isinstance(i, slice) for i in idx):
             return slice_ref(self, inner, idx)
         return inner.component(self, idx)
+
+    def _subscript_base(self, node):
+        """The object `base[...] = v` writes into: an assignable expression, or any other
+        expression whose value is a compile-time object (`getattr(self, "b")[i] = v`, a method
+        returning a field), as Taichi evaluates it."""
+        if type(node) in self._LVALUE_BY_NODE:
+            return self._lvalue(node)
+        value = self.expr(node)
+        if isinstance(value, (Stmt, MatVal)) or struct.is_struct(value):
+            raise FieldsimSyntaxError(f"cannot assign to this expression ({type(node).__name__})")
+        return StaticRef(value)
 
     def _static_item_ref(self, obj, idx):
         """The element `obj[idx]` of a compile-time object: a field/struct-field element, or a
