@@ -1142,7 +1142,47 @@ class Frontend(ExprMixin):
                 ref = self.frame.lookup(a.id)
                 if ref is not None and ref.by_reference:
                     refs[key] = ref
+            else:
+                ref = self._field_element_ref(a)
+                if ref is not None:
+                    refs[key] = ref
         return refs
+
+    def _field_element_ref(self, node):
+        """`x[i]`, `s[i].m`, `v[i][1]` of a field, `loc.m`, `vec[1]` of a variable, passed to a
+        func (no calls in it, so re-reading the indices is harmless): the element itself, which
+        a `ti.template()` parameter aliases, as in Taichi."""
+        if not isinstance(node, (ast.Subscript, ast.Attribute)) \
+                or any(isinstance(n, ast.Call) for n in ast.walk(node)):
+            return None
+        chain = node
+        while isinstance(chain, (ast.Subscript, ast.Attribute)):
+            if isinstance(chain, ast.Subscript) and self._is_field_expr(chain.value):
+                return self._element_lvalue(node)
+            chain = chain.value
+        if isinstance(chain, ast.Name):
+            ref = self.frame.lookup(chain.id)
+            if ref is not None and ref.by_reference:
+                return self._element_lvalue(node)
+        return None
+
+    def _element_lvalue(self, node):
+        try:
+            ref = self._lvalue(node)
+        except FieldsimError:
+            return None
+        if isinstance(ref, (struct.StructFieldRef, struct.StructLocalRef)):
+            return StructVar(ref)
+        return ref
+
+    def _is_field_expr(self, node) -> bool:
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return False
+        try:
+            base = self._lvalue(node)
+        except FieldsimError:
+            return False
+        return isinstance(base, StaticRef) and isinstance(base.obj, (Field, struct.StructField))
 
     def inline_custom_grad(self, func, args, kwargs, node):
         """A func with a user adjoint and/or replay: a CUSTOM_GRAD region holding its forward
@@ -1216,6 +1256,9 @@ class Frontend(ExprMixin):
                 continue
             if func_args.is_by_reference(a) and by_name.get(name) is not None:
                 frame.bind(name, by_name[name])  # the caller's own variable
+                continue
+            if func_args.is_by_reference(a) and isinstance(value, struct.StructFieldRef):
+                frame.bind(name, StructVar(value))  # `f(cells[i])`: writes reach the field, as Taichi's
                 continue
             if not isinstance(value, struct.StructValue):
                 value = func_args.coerce(self, a, value, f"argument {name}", func)
