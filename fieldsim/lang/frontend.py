@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import inspect
 import linecache
 import numbers
@@ -102,6 +103,7 @@ class Source:
     _item_assigned: frozenset | None = None
     _receivers: frozenset | None = None
     _constants: frozenset | None = None
+    _rebound: frozenset | None = None
     _locs: dict | None = None
 
     @property
@@ -119,6 +121,16 @@ class Source:
         if self._constants is None:
             self._constants = frozenset(_constant_locals(self.node))
         return self._constants
+
+    @property
+    def rebound(self) -> frozenset:
+        """Names stored more than once (`flag = py_bool` then `flag = True` under an if): a
+        Python bool bound to one is a variable, as Taichi's `expr_init` makes it."""
+        if self._rebound is None:
+            stores = collections.Counter(n.id for n in ast.walk(self.node)
+                                         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+            self._rebound = frozenset(n for n, count in stores.items() if count > 1)
+        return self._rebound
 
     @property
     def method_receivers(self) -> frozenset:
@@ -211,6 +223,11 @@ def parse_function(fn) -> Source:
         return Source(fn)
     except (OSError, TypeError, SyntaxError) as e:
         raise FieldsimSyntaxError(f"cannot read the source of {fn!r}: {e}") from None
+
+
+class StaticScope(dict):
+    """A block scope unrolled at compile time (an fs.static if branch, one fs.static loop
+    iteration): rebinding a compile-time name in it rebinds the enclosing one, as Python does."""
 
 
 class Frame:
@@ -433,9 +450,9 @@ class Frontend(ExprMixin):
             err = type(err)(err.message, self.loc(node), err.related)
         return err
 
-    def block(self, stmts, new_scope=False):
+    def block(self, stmts, new_scope=False, static=False):
         if new_scope:
-            self.frame.scopes.append({})
+            self.frame.scopes.append(StaticScope() if static else {})
         try:
             stmts = list(stmts)
             for idx, node in enumerate(stmts):
@@ -521,6 +538,23 @@ class Frontend(ExprMixin):
                                       f'want to change its value, please create a new variable.',
                                       self.loc(node))
 
+    def rebind_static(self, name, value, node, annotation):
+        """`name = value` over a name holding a compile-time Python object: rebinds it in its
+        own block, and through blocks unrolled at compile time (fs.static if/for) as Python
+        would; through a runtime if/loop it is refused, as in Taichi (a runtime branch cannot
+        choose between Python objects; the binding would silently end with the block)."""
+        scopes = self.frame.scopes
+        owner = max(k for k, scope in enumerate(scopes) if name in scopes[k])
+        if any(not isinstance(scope, StaticScope) for scope in scopes[owner + 1:]):
+            raise FieldsimSyntaxError(
+                f"Variable {name!r} cannot be assigned. Maybe it is not a Taichi object? It holds "
+                f"{describe(scopes[owner][name].obj)}, a compile-time Python value, and a runtime "
+                "if/loop cannot rebind it (use ti.static(...) for the condition, or hold a "
+                "Taichi value)")
+        self.bind_new(name, value, node, annotation)
+        if owner < len(scopes) - 1:
+            scopes[owner][name] = scopes[-1].pop(name)
+
     def bind_new(self, name, value, node, annotation):
         """A first assignment (or one over a static name): a struct local for a struct, a kernel
         variable for a kernel value, a number or an annotated name; a static binding for any
@@ -533,8 +567,10 @@ class Frontend(ExprMixin):
             vec = to_matval(value)
             if isinstance(vec, MatVal) and any(isinstance(e, Stmt) for e in vec.entries):
                 value = vec
-        # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static)
-        literal_bool = isinstance(value, bool) and isinstance(getattr(node, "value", None), ast.Constant)
+        # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static
+        # unless the name is stored again)
+        literal_bool = isinstance(value, bool) and (
+            isinstance(getattr(node, "value", None), ast.Constant) or name in self.frame.source.rebound)
         if annotation is None and type(value) in (int, float) and name in self.frame.source.constant_locals:
             self.frame.bind(name, ValueRef(self.e.value(value)))  # a typed constant, as Taichi forwards it
             return
@@ -670,13 +706,24 @@ class Frontend(ExprMixin):
         return ref.target(node.id)
 
     def _lvalue_subscript(self, node: ast.Subscript):
-        inner = self._lvalue(node.value)
+        inner = self._subscript_base(node.value)
         idx = self.subscript_indices(node.slice)
         if isinstance(inner, StaticRef):
             return self._static_item_ref(inner.obj, idx)
         if any(isinstance(i, slice) for i in idx):
             return slice_ref(self, inner, idx)
         return inner.component(self, idx)
+
+    def _subscript_base(self, node):
+        """The object `base[...] = v` writes into: an assignable expression, or any other
+        expression whose value is a compile-time object (`getattr(self, "b")[i] = v`, a method
+        returning a field), as Taichi evaluates it."""
+        if type(node) in self._LVALUE_BY_NODE:
+            return self._lvalue(node)
+        value = self.expr(node)
+        if isinstance(value, (Stmt, MatVal)) or struct.is_struct(value):
+            raise FieldsimSyntaxError(f"cannot assign to this expression ({type(node).__name__})")
+        return StaticRef(value)
 
     def _static_item_ref(self, obj, idx):
         """The element `obj[idx]` of a compile-time object: a field/struct-field element, or a
@@ -732,7 +779,7 @@ class Frontend(ExprMixin):
             nested = not (isinstance(node.test, ast.Call) and self._is(node.test.func, ops.static))
             self.depth += nested
             try:
-                self.block(node.body if cond else node.orelse, new_scope=True)
+                self.block(node.body if cond else node.orelse, new_scope=True, static=True)
             finally:
                 self.depth -= nested
             return
@@ -1050,7 +1097,7 @@ class Frontend(ExprMixin):
             if guard and k:  # an earlier iteration may have returned: the rest of the unrolled loop is skipped
                 go_on = self.b.if_(self.e.unop(Op.NOT, self.b.local_load(slot.flag)))
                 self.b.blocks.append(go_on.blocks[0])
-            self.frame.scopes.append({})
+            self.frame.scopes.append(StaticScope())
             self._bind_static_target(node.target, self.kernel_value(item))
             stop = self._unrolled_body(node.body)
             self.frame.scopes.pop()
@@ -1082,7 +1129,7 @@ class Frontend(ExprMixin):
         saved = self.loop_depth
         self.static_loops.append((self.loop_depth, self.depth))
         try:
-            self.block(body, new_scope=True)
+            self.block(body, new_scope=True, static=True)
         except _StaticContinue:
             pass
         except _StaticBreak:
@@ -1120,7 +1167,47 @@ class Frontend(ExprMixin):
                 ref = self.frame.lookup(a.id)
                 if ref is not None and ref.by_reference:
                     refs[key] = ref
+            else:
+                ref = self._field_element_ref(a)
+                if ref is not None:
+                    refs[key] = ref
         return refs
+
+    def _field_element_ref(self, node):
+        """`x[i]`, `s[i].m`, `v[i][1]` of a field, `loc.m`, `vec[1]` of a variable, passed to a
+        func (no calls in it, so re-reading the indices is harmless): the element itself, which
+        a `ti.template()` parameter aliases, as in Taichi."""
+        if not isinstance(node, (ast.Subscript, ast.Attribute)) \
+                or any(isinstance(n, ast.Call) for n in ast.walk(node)):
+            return None
+        chain = node
+        while isinstance(chain, (ast.Subscript, ast.Attribute)):
+            if isinstance(chain, ast.Subscript) and self._is_field_expr(chain.value):
+                return self._element_lvalue(node)
+            chain = chain.value
+        if isinstance(chain, ast.Name):
+            ref = self.frame.lookup(chain.id)
+            if ref is not None and ref.by_reference:
+                return self._element_lvalue(node)
+        return None
+
+    def _element_lvalue(self, node):
+        try:
+            ref = self._lvalue(node)
+        except FieldsimError:
+            return None
+        if isinstance(ref, (struct.StructFieldRef, struct.StructLocalRef)):
+            return StructVar(ref)
+        return ref
+
+    def _is_field_expr(self, node) -> bool:
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return False
+        try:
+            base = self._lvalue(node)
+        except FieldsimError:
+            return False
+        return isinstance(base, StaticRef) and isinstance(base.obj, (Field, struct.StructField))
 
     def inline_custom_grad(self, func, args, kwargs, node):
         """A func with a user adjoint and/or replay: a CUSTOM_GRAD region holding its forward
@@ -1195,6 +1282,9 @@ class Frontend(ExprMixin):
             if func_args.is_by_reference(a) and by_name.get(name) is not None:
                 frame.bind(name, by_name[name])  # the caller's own variable
                 continue
+            if func_args.is_by_reference(a) and isinstance(value, struct.StructFieldRef):
+                frame.bind(name, StructVar(value))  # `f(cells[i])`: writes reach the field, as Taichi's
+                continue
             if not isinstance(value, struct.StructValue):
                 value = func_args.coerce(self, a, value, f"argument {name}", func)
             self._bind_param(frame, name, value)
@@ -1234,15 +1324,30 @@ class Frontend(ExprMixin):
             saved_frame, self.frame = self.frame, frame  # a struct argument the func reassigns: its own copy
             frame.bind(name, StructVar(struct.declare(self, name, value)))
             self.frame = saved_frame
-        elif isinstance(value, (Stmt, MatVal)):
+        elif isinstance(value, (Stmt, MatVal)) or (reassigned and _is_python_number(value)):
+            # a Python number the func reassigns is a variable too, as Taichi's by-value copy
             if not reassigned:
                 frame.bind(name, ValueRef(value))
                 return
             saved_frame, self.frame = self.frame, frame
-            self.declare(name, value)
+            self.declare(name, _as_python_number(value))
             self.frame = saved_frame
         else:
             frame.bind(name, StaticRef(value))
+
+
+def _is_python_number(value) -> bool:
+    return isinstance(value, numbers.Number) and not isinstance(value, complex)
+
+
+def _as_python_number(value):
+    """A by-value argument as `declare` takes it: Stmt/MatVal as is, a bool as an int, a numpy
+    scalar as the Python number."""
+    if isinstance(value, (Stmt, MatVal)):
+        return value
+    if isinstance(value, bool):
+        return int(value)
+    return value.item() if hasattr(value, "item") else value
 
 
 def _struct_self_ref(obj):

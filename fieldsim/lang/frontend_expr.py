@@ -696,6 +696,16 @@ class ExprMixin:
         dt = self.e.resolve(int if dt is None else dt)  # Taichi's default here is int
         return MatVal.vector([self.b.const(int(k == i), dt) for k in range(n)])
 
+    def _zero_arg_super(self):
+        """`super()` in a func defined in a class: Python's zero-argument form, from the
+        method's `__class__` cell and first argument (Taichi 1.7.4 raises a RuntimeError)."""
+        params = self.frame.source.node.args.args
+        cls = self.frame.closure.get("__class__")
+        if cls is None or not params:
+            raise FieldsimSyntaxError("super() without arguments works only in a method of a "
+                                      "class; write super(Class, self)")
+        return builtins.super(cls, self.frame.lookup(params[0].arg).load(self))
+
     def matrix_type_ctor(self, mt: T.MatrixType, args):
         flat = []
         for a in args:
@@ -710,6 +720,8 @@ class ExprMixin:
     def call_python(self, fn, args, kwargs):
         if not callable(fn):
             raise FieldsimTypeError(f"{describe(fn)} is not callable")
+        if fn is builtins.super and not args and not kwargs:
+            return self._zero_arg_super()
         if fn is ops.ndrange and not kwargs:  # runtime bounds, e.g. an ndarray's shape
             return fn(*args)
         if _is_user_method(fn) and _holds_kernel_values(fn.__self__):  # `ray.at(0.5)`

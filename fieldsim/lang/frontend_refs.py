@@ -7,6 +7,7 @@ frontend values (Python numbers, `Stmt`, `MatVal`, Python objects).
 
     StaticRef        a compile-time Python object (a template argument, a global, a number a
                      Python-scope name holds): loads as itself; `name = v` rebinds the name
+                     (refused under a runtime if/loop: `Frontend.rebind_static`)
     ValueRef         a kernel value that is not a variable (a loop index, a func argument the
                      func does not reassign): loads as itself; cannot be assigned
     LocalRef         a local variable: one alloca, or the allocas of a local vector/matrix
@@ -65,7 +66,7 @@ class StaticRef(Ref):
         return self.obj
 
     def assign(self, fe, name, value, node, annotation):
-        fe.bind_new(name, value, node, annotation)  # a new binding shadows the object
+        fe.rebind_static(name, value, node, annotation)
 
 
 class ValueRef(Ref):
