@@ -342,6 +342,8 @@ class FieldRef(Ref):
             m = self.field.m or 1
             fe.check_dynamic_index(MatVal([0] * (self.field.n * m), self.field.n, m,
                                           self.field.ndim_el), r, c)
+            if self.field.role == "hidden":  # a kernel variable: a local's out-of-range rule
+                return KernelVariableEntryRef.at(fe, self, r, c)
             if self.field.ndim_el == 2:  # keep (row, col) apart: the access checker reads them as given
                 return FieldRef(self.field, self.indices, (r, c))
             return FieldRef(self.field, self.indices, r)
@@ -354,6 +356,43 @@ class FieldRef(Ref):
                                       f"range for the elements of field {self.field.ir_name!r} "
                                       f"(shape {self.field.element_shape})")
         return FieldRef(self.field, self.indices, r * m + c)
+
+
+class KernelVariableEntryRef(FieldRef):
+    """An entry, at a runtime index, of a vector/matrix kernel variable (a top-level local kept
+    in a hidden field, `declare_kernel_variable`). As for any local (frontend_expr.matval_get,
+    codegen/llvm_arrays.py) an index out of range, possible only without `debug=True`, reads the
+    last entry and writes nothing: the index is clamped, and a store is made only in range.
+    (Unclamped, `v[i] = x` with a wild `i` wrote outside the hidden field's storage.)"""
+
+    __slots__ = ("inside",)
+
+    @classmethod
+    def at(cls, fe, ref: FieldRef, r, c):
+        f = ref.field
+        m, count = f.m or 1, f.n * (f.m or 1)
+        # the row-major entry number, as a local's (frontend_expr.matval_get): a column past
+        # the row's end is the next row's entry there
+        flat = fe.e.value(fe.e.binop("+", fe.e.binop("*", r, m), c), T.i32)
+        inside = fe.e.binop("&", fe.e.compare(">=", flat, 0), fe.e.compare("<", flat, count))
+        flat = fe.e.select(inside, flat, count - 1)  # else the last entry
+        comp = (fe.e.binop("//", flat, m), fe.e.binop("%", flat, m)) if f.ndim_el == 2 else flat
+        entry = cls(f, ref.indices, comp)
+        entry.inside = inside
+        return entry
+
+    def store(self, fe, value):
+        value = fe.e.value(value, self.field.dtype)  # evaluated whether or not it is stored
+        guard = fe.b.if_(self.inside)  # a branch, not a select of the old value: no read of
+        with fe.b.into(guard.blocks[0]):  # the element, which the access rules would refuse
+            super().store(fe, value)
+
+    def atomic(self, fe, kind, value):
+        if kind not in ("add", "sub"):
+            return super().atomic(fe, kind, value)
+        zero = fe.e.value(0, self.field.dtype)  # out of range: adds nothing
+        return super().atomic(fe, kind, fe.e.select(self.inside, fe.e.value(value, self.field.dtype),
+                                                    zero))
 
 
 def component_indices(fe, field, flat) -> list:
