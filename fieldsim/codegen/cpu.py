@@ -66,6 +66,10 @@ GUARD_BYTES = 1024  # the least guard zone on each side of a field's data
 # scene drawn a few cells past its 128-cell grid (a voxel-challenge Lorenz attractor writes rows
 # 128-130) must not reach the next field, as in Taichi, whose pool puts another field there
 GUARD_ROWS_FRACTION = 16
+# ... up to this many bytes: with transparent huge pages, the 2 MB pages around a field's ends
+# commit the guard they cover, and sixteenths of big fields cost diffmpm's full size 15 MB of
+# peak memory (3 %); 256 KB still holds the voxel scene's three 48 KB rows
+GUARD_FRACTION_MAX_BYTES = 1 << 18
 SPARSE_MAP_BYTES = 1 << 26  # a sparse field this big is reserved, not committed (_reserved_zeros)
 # Linux's MAP_NORESERVE (Python's mmap module does not name it): no commit charge for the
 # mapping, so overcommit's heuristic does not refuse a reservation bigger than the RAM
@@ -81,9 +85,10 @@ class HostStorage(ArrayStorage):
     index one past an axis reads or writes a neighbouring field; a bare numpy array sits
     in the Python heap, where the same write corrupts the allocator and kills the process
     later (Taichi's differential_evolution example writes `best_fit[max_iter]`). The guard,
-    on each side at least one outermost row, a sixteenth of the rows and GUARD_BYTES, absorbs
+    on each side at least one outermost row, a sixteenth of the rows (up to
+    GUARD_FRACTION_MAX_BYTES) and GUARD_BYTES, absorbs
     such accesses; its untouched pages cost no memory (large zeroed buffers are mapped
-    lazily). A big field under a sparse node is a reservation (`_reserved_zeros`): `zero()`
+    lazily), but for the huge pages around the data's ends, hence the cap. A big field under a sparse node is a reservation (`_reserved_zeros`): `zero()`
     hands its pages back."""
 
     def __init__(self, shape, dtype, sparse=False):
@@ -104,8 +109,9 @@ def _guarded_zeros(shape, np_dtype, sparse=False):
     n = math.prod(shape)
     item = np.dtype(np_dtype).itemsize
     row = n // shape[0] if shape and shape[0] else n
-    rows = max(1, -(-shape[0] // GUARD_ROWS_FRACTION)) if shape else 1
-    guard = -(-max(rows * row * item, GUARD_BYTES) // 64) * 64 // item
+    rows = -(-shape[0] // GUARD_ROWS_FRACTION) if shape else 0
+    guard_bytes = max(min(rows * row * item, GUARD_FRACTION_MAX_BYTES), row * item, GUARD_BYTES)
+    guard = -(-guard_bytes // 64) * 64 // item
     total = n + 2 * guard
     mapping = None
     if sparse and total * item >= SPARSE_MAP_BYTES and hasattr(mmap, "MADV_NOHUGEPAGE"):

@@ -146,3 +146,16 @@ def test_append_past_a_dynamic_nodes_parent_names_the_fields_it_holds():
                                                     r"that holds 'bucket'"):
         put(4)
     fs.init(arch=fs.cpu)
+
+
+def test_guard_zone_sixteenth_is_capped_for_big_fields():
+    """diffmpm at full size keeps (512, 6400, 2) f32 fields: a sixteenth of their rows is 1.6 MB
+    a side, which huge pages partly committed (15 MB more peak memory); capped, a side is at
+    most GUARD_FRACTION_MAX_BYTES or one row, whichever is more."""
+    from fieldsim.codegen.cpu import GUARD_FRACTION_MAX_BYTES
+    for shape in [(512, 6400, 2), (64, 1 << 20)]:
+        a, _ = _guarded_zeros(shape, np.float32)
+        row = int(np.prod(shape[1:], dtype=np.int64)) * 4
+        before = a.ctypes.data - a.base.ctypes.data
+        assert before <= max(GUARD_FRACTION_MAX_BYTES, row) + 64
+        assert before >= row
