@@ -74,7 +74,7 @@ def _current_on_every_thread(cls):
             return method(self, *args)
         return on_this_thread
     for name in ("alloc", "free", "htod", "dtoh", "memset8", "memset32", "load", "function",
-                 "max_threads", "launch", "sync"):
+                 "max_threads", "launch", "sync", "raise_stack_limit"):
         setattr(cls, name, wrap(getattr(cls, name)))
     return cls
 
@@ -101,8 +101,16 @@ class _PycudaDriver:
         self.ctx.push()
 
     def alloc(self, nbytes):
-        mem = self.drv.mem_alloc(max(int(nbytes), 1))
+        try:
+            mem = self.drv.mem_alloc(max(int(nbytes), 1))
+        except self.drv.MemoryError as e:  # pycuda's own class: not Python's MemoryError
+            raise MemoryError(f"CUDA could not allocate {int(nbytes)} bytes ({e})") from None
         return int(mem), mem
+
+    def raise_stack_limit(self, nbytes):
+        limit = self.drv.limit.STACK_SIZE
+        if self.drv.Context.get_limit(limit) < nbytes:
+            self.drv.Context.set_limit(limit, nbytes)
 
     def free(self, handle):
         handle.free()
@@ -174,6 +182,8 @@ class _CudaPythonDriver:
         if int(err) != 0:
             name = self.cu.cuGetErrorName(err)
             text = name[1].decode() if len(name) > 1 and isinstance(name[1], bytes) else str(err)
+            if text == "CUDA_ERROR_OUT_OF_MEMORY":  # the caller names the field (lang/field.py)
+                raise MemoryError(f"CUDA driver error {text} ({int(err)})")
             raise RuntimeError(f"CUDA driver error {text} ({int(err)})")
         if not rest:
             return None
@@ -188,6 +198,11 @@ class _CudaPythonDriver:
 
     def free(self, handle):
         self.check(self.cu.cuMemFree(handle))
+
+    def raise_stack_limit(self, nbytes):
+        limit = self.cu.CUlimit.CU_LIMIT_STACK_SIZE
+        if self.check(self.cu.cuCtxGetLimit(limit)) < nbytes:
+            self.check(self.cu.cuCtxSetLimit(limit, nbytes))
 
     def htod(self, dptr, arr):
         arr = np.ascontiguousarray(arr)
@@ -626,6 +641,7 @@ class CudaBackend:
         self.loaded: dict = {}  # LLVM IR text -> (PTX, module, functions, max threads)
         self.compiler = None  # the PTX-building threads (compile_pool)
         self.counter = 0
+        self.stack_limit = 0  # the thread stack this backend raised the context's to
         atexit.register(_close_at_exit, weakref.ref(self))  # before the driver lets go
 
     # ---- storage ---------------------------------------------------------------------------------
@@ -709,6 +725,7 @@ class CudaBackend:
         a template kernel's specialisations for other fields lower to the same LLVM IR
         (fields are passed by pointer): one PTX build and one loaded module serve them all."""
         loaded = self.loaded.get(text)
+        self.stack_for(info)
         if loaded is None:
             module = self.drv.load(ptx)
             nwords = CTX_WORDS + len(info.params)
@@ -718,6 +735,15 @@ class CudaBackend:
         program = CudaProgram(info, module, fns, ptx, max_threads)
         self.programs.append(program)
         return program
+
+    def stack_for(self, info):
+        """Raise the context's thread stack to `cuda_stack_limit` for a kernel that makes real
+        calls: recursion's frames live there, 1 KB a thread by the driver's default. Once, as
+        Taichi does at init, and only when needed: the driver reserves the stack for every
+        resident thread (8 KB is about 2 GB on a 132-SM GPU)."""
+        if info.calls and self.stack_limit < self.rt.cuda_stack_limit:
+            self.drv.raise_stack_limit(self.rt.cuda_stack_limit)
+            self.stack_limit = self.rt.cuda_stack_limit
 
     def _cached_ptx(self, text, entries, rt) -> str:
         parts = [COMPILER_VERSION, llvmlite.__version__, self.arch, self.libdevice_key, text]

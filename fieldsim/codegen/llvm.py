@@ -231,6 +231,7 @@ class KernelInfo:
         self.tasks: list[TaskInfo] = []
         self.asserts: list = []  # (message, loc)
         self.prints = False  # has print(): the launcher flushes Python's stdout first
+        self.calls = bool(kernel.funcs)  # makes real calls (recursion: CUDA's thread stack)
         self.accesses: list = []  # (field name, loc, offset) for bounds errors
         self.stacks = kernel.meta.get("stack_capacities", [])
         self.stack_infos: list = []

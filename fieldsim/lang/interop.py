@@ -199,6 +199,10 @@ def _is_torch(x) -> bool:
     return mod.startswith("torch") and hasattr(x, "data_ptr")
 
 
+def _is_jax(x) -> bool:
+    return type(x).__module__.startswith(("jax", "jaxlib"))
+
+
 def host_view(x, what: str) -> np.ndarray:
     """A numpy view (zero copy) of a torch tensor or a DLPack array in host memory."""
     if _is_torch(x):
@@ -267,6 +271,8 @@ def device_import(x, what: str) -> dlpack.Imported:
     if not imported.c_contiguous():
         raise InteropError(f"{what}: the array is not C-contiguous (strides {imported.strides} "
                            "elements); make it contiguous first (a copy) or pass a view that is")
+    if _is_jax(x):  # immutable, whatever its capsule says (JAX's pre-1.0 DLPack has no flag)
+        imported.read_only = True
     return imported
 
 
@@ -324,7 +330,7 @@ def from_dlpack(x, element_dim: int = 0):
     elements. Read-only memory is refused (JAX arrays; bare DLPack capsules, which cannot say
     whether they may be written): pass JAX arrays to kernels directly, to be read in place.
     CUDA memory (a CUDA tensor) is shared on the CUDA backend (see `device_import`) and refused,
-    with an InteropError, on the CPU."""
+    with an InteropError, on the CPU; host memory likewise on the CUDA backend."""
     if is_device_array(x):
         _refuse_bare_capsule(x)
         imported = device_import(x, "fs.from_dlpack")
@@ -334,6 +340,11 @@ def from_dlpack(x, element_dim: int = 0):
         dt = fieldsim_dtype(imported.dtype, "fs.from_dlpack")
         from fieldsim.lang.ndarray import unlist  # device memory: freed with the ndarray
         return unlist(_ndarray(dt, imported.shape, element_dim, device_storage(imported, dt, x), x))
+    if not getattr(runtime.get().backend(), "host_memory", True):
+        raise InteropError("fs.from_dlpack: the array is in host memory, and fieldsim runs on "
+                           f"{_backend_name()}, whose kernels read device memory: share a CUDA "
+                           "array, or pass this one to a kernel's fs.types.ndarray() argument "
+                           "directly (copied to the device and back for each launch)")
     if type(x).__name__ == "PyCapsule":
         arr = np.from_dlpack(_Capsule(x))
     elif isinstance(x, np.ndarray):

@@ -65,14 +65,13 @@ TAICHI_ONLY_OPTIONS = {
     "max_block_dim": "no effect",
     "device_memory_GB": "CUDA memory is allocated per field",
     "device_memory_fraction": "CUDA memory is allocated per field",
-    "cuda_stack_limit": "no effect",
     "num_compile_threads": "kernels compile on the calling thread",
     "timeline": "no effect",
     "offline_cache_cleaning_policy": "the compile cache is never cleaned automatically",
     "offline_cache_max_size_of_files": "the compile cache is never cleaned automatically",
     "offline_cache_cleaning_factor": "the compile cache is never cleaned automatically",
     "ndarray_use_cached_allocation": "no effect",
-    "use_mesh": "meshes are not supported",
+    "use_mesh": "no effect (ti.Mesh works without it)",
     "vk_api_version": "no Vulkan backend",
     "use_gles": "no OpenGL backend",
     "short_circuit_operators": "and/or evaluate both sides (no side effects in conditions)",
@@ -90,7 +89,7 @@ TAICHI_ONLY_OPTIONS = {
 _EFFECTIVE = {"real_matrix_scalarize": True, "dynamic_index": True}
 FIELDSIM_OPTIONS = ("arch", "default_fp", "default_ip", "random_seed", "cpu_max_num_threads",
                     "debug", "offline_cache", "offline_cache_file_path", "ad_stack_size",
-                    "kernel_profiler", "fast_math", "fp_contract")
+                    "kernel_profiler", "fast_math", "fp_contract", "cuda_stack_limit")
 
 
 class InitOptionError(FieldsimError, TypeError, KeyError):
@@ -126,7 +125,7 @@ class Runtime:
     def __init__(self, arch=cpu, default_fp=T.f32, default_ip=T.i32, random_seed=0,
                  cpu_max_num_threads=None, debug=False, offline_cache=True, ad_stack_size=0,
                  offline_cache_file_path=None, kernel_profiler=False, fast_math=True,
-                 fp_contract=False, **taichi_options):
+                 fp_contract=False, cuda_stack_limit=8192, **taichi_options):
         unknown = sorted(k for k in taichi_options if k not in TAICHI_ONLY_OPTIONS)
         if unknown:
             from fieldsim.lang.compat import user_loc
@@ -158,6 +157,8 @@ class Runtime:
         self.cache_dir = offline_cache_file_path or os.environ.get("FIELDSIM_CACHE_DIR") or \
             os.path.join(_xdg_cache_home(), "fieldsim")
         self.ad_stack_size = int(ad_stack_size) if ad_stack_size else 256
+        # bytes of GPU thread stack for kernels that make real calls (Taichi's option and default)
+        self.cuda_stack_limit = int(cuda_stack_limit)
         self.fields: list = []
         self.generation = _next_generation()
         self.launch_counter = 0
@@ -273,7 +274,9 @@ def init(arch=cpu, default_fp=None, default_ip=None, random_seed=0, **kwargs) ->
             reciprocal, and f32 `x / sqrt(q)` multiplies by a refined 1/sqrt estimate (about
             an ulp); `fast_math=False` gives IEEE results op by op. `fp_contract=True`
             (fieldsim's own, default False) lets fast-math fuse multiply-adds on the CPU too:
-            faster where FMAs dominate, last bits no longer Taichi's.
+            faster where FMAs dominate, last bits no longer Taichi's. `cuda_stack_limit`
+            (Taichi's, default 8192): bytes of GPU thread stack for kernels that call a
+            recursive `real_func` (deeper recursion overflows it: an illegal-address error).
 
     >>> rt = fs.init(arch=fs.cpu, default_fp=fs.f64)
     >>> fs.field(float, shape=1).dtype

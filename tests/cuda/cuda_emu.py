@@ -52,6 +52,7 @@ class EmuDriver:
         self.sm_count = sm_count
         self.launches = []  # (entry, grid, block) of every launch, for tests
         self.live = {}  # ptr -> (buffer, nbytes)
+        self.stack_limits = []  # every raise_stack_limit(nbytes), for tests
 
     def alloc(self, nbytes):
         nbytes = max(int(nbytes), 1)
@@ -90,6 +91,9 @@ class EmuDriver:
                 cfn(*w, t, block, blk, grid)
         self.check_guards(f"{name} (grid {grid}, block {block})")
 
+    def raise_stack_limit(self, nbytes):  # host threads have their own stacks
+        self.stack_limits.append(nbytes)
+
     def sync(self):
         pass
 
@@ -126,6 +130,7 @@ class EmuBackend(C.CudaBackend):
         nwords = CTX_WORDS + len(info.params) + 4
         proto = ctypes.CFUNCTYPE(None, *([ctypes.c_uint64] * nwords))
         fns = [(proto(self.engine.get_function_address(t.entry)), t.entry) for t in info.tasks]
+        self.stack_for(info)
         program = C.CudaProgram(info, mod, fns, ptx=None)
         self.programs.append(program)
         return program

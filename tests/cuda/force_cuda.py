@@ -10,6 +10,8 @@ and grid-stride lowering, run on the host). Without FIELDSIM_FORCE_ARCH the plug
 import os
 import types
 
+import pytest
+
 import fieldsim
 from fieldsim.lang import runtime
 
@@ -37,6 +39,18 @@ _forced_init.__doc__ = _real_init.__doc__  # what fs.init documents (tests/docs 
 def pytest_configure(config):
     if FORCE in ("cuda", "emu"):
         fieldsim.init = runtime.init = _forced_init
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `cpu_backend(why)` check the CPU backend itself (its memory, its launch and
+    compile internals): skipped here, saying why."""
+    if FORCE not in ("cuda", "emu"):
+        return
+    for item in items:
+        mark = item.get_closest_marker("cpu_backend")
+        if mark is not None:
+            why = mark.args[0] if mark.args else "the CPU backend's own behaviour"
+            item.add_marker(pytest.mark.skip(reason=f"cpu_backend: {why}"))
 
 
 def pytest_report_header(config):

@@ -262,6 +262,48 @@ def test_cuda_array_refusals(emu):
         fs.from_dlpack(FakeCudaArray(np.zeros(3, np.complex64)))
 
 
+def test_host_arrays_are_not_shared_with_cuda_kernels(emu):
+    """fs.from_dlpack of host memory on the CUDA backend made an fs.ndarray whose host pointer
+    kernels took as device memory (an illegal address on an H200, the context lost). Refused;
+    the same array passed to a kernel directly is staged through the device."""
+    host = np.zeros(4, np.float32)
+    with pytest.raises(InteropError, match="host memory.*cuda backend.*kernel's fs.types.ndarray"):
+        fs.from_dlpack(host)
+
+    @fs.kernel
+    def fill(a: fs.types.ndarray()):
+        for i in a:
+            a[i] = i * 3.0
+
+    fill(host)
+    np.testing.assert_array_equal(host, [0, 3, 6, 9])
+
+
+class FakeJaxCudaArray(FakeCudaArray):
+    """A JAX array on the GPU: a capsule without the read-only flag (pre-1.0 DLPack)."""
+    __module__ = "jaxlib._jax"
+
+
+def test_jax_device_arrays_are_never_written(emu):
+    """JAX arrays are immutable; on the GPU their capsules did not say so, and a kernel wrote one."""
+    buf = np.arange(4, dtype=np.float32)
+    src = FakeJaxCudaArray(buf)
+
+    @fs.kernel
+    def double(a: fs.types.ndarray(), b: fs.types.ndarray()):
+        for i in a:
+            b[i] = 2.0 * a[i]
+
+    out = np.zeros(4, np.float32)
+    double(src, out)
+    np.testing.assert_array_equal(out, [0, 2, 4, 6])
+    with pytest.raises(fs.FieldsimTypeError, match="argument b.*read-only"):
+        double(out, src)
+    np.testing.assert_array_equal(buf, [0, 1, 2, 3])
+    with pytest.raises(InteropError, match="read-only"):
+        fs.from_dlpack(src)
+
+
 def test_cuda_arrays_on_the_cpu_backend_are_refused_by_name():
     fs.init(arch=fs.cpu)
     src = FakeCudaArray(np.zeros(3, np.float32))

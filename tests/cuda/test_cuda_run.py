@@ -524,3 +524,22 @@ def test_grids_stay_under_2_to_the_30_threads():
     blocks, block = rt.device.geometry(task, 1 << 40)
     assert blocks * block <= C.MAX_GRID_THREADS and blocks * block > C.MAX_GRID_THREADS // 2
     fs.init(arch=fs.cpu)
+
+
+def test_a_field_too_big_for_the_device_is_a_clear_error_and_the_runtime_lives_on(backend):
+    """cuMemAlloc's CUDA_ERROR_OUT_OF_MEMORY (a RuntimeError from the driver binding until
+    an H200 run showed it) is the MemoryError naming the field that the CPU gives."""
+    start(backend)
+    huge = fs.field(fs.f32, name="huge")
+    with pytest.raises(MemoryError) as info:
+        fs.root.dense(fs.ij, (1 << 24, 1 << 22)).place(huge)  # 256 TiB
+    assert "'huge'" in str(info.value) and "test_cuda_run.py" in str(info.value)
+    x = fs.field(fs.f32, shape=4)
+
+    @fs.kernel
+    def fill():
+        for i in x:
+            x[i] = i * 2.0
+
+    fill()
+    assert x.to_numpy().tolist() == [0.0, 2.0, 4.0, 6.0]

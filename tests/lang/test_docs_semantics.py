@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import fieldsim as fs
+from support.backends import arch_in_use
 
 
 def test_python_scope_matrix_prints_as_numpy():
@@ -210,7 +211,7 @@ def test_deactivate_all_snodes():
 def test_cfg_reads_back_init_options():
     fs.init(arch=fs.cpu, debug=True, default_fp=fs.f64, fast_math=False, random_seed=3)
     assert fs.cfg.debug is True and fs.cfg.default_fp == fs.f64 and fs.cfg.fast_math is False
-    assert fs.cfg.random_seed == 3 and fs.cfg.arch == fs.cpu and fs.cfg.cpu_max_num_threads >= 1
+    assert fs.cfg.random_seed == 3 and fs.cfg.arch == arch_in_use() and fs.cfg.cpu_max_num_threads >= 1
     assert fs.cfg.advanced_optimization is True  # a Taichi option not given: Taichi's default
     fs.init(arch=fs.cpu)
     assert fs.cfg.debug is False and fs.cfg.default_fp == fs.f32

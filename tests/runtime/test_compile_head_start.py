@@ -16,6 +16,8 @@ from fieldsim.codegen import cpu
 from fieldsim.errors import AccessRuleError, FieldsimCompilationError
 from fieldsim.runtime import pipeline
 
+pytestmark = pytest.mark.cpu_backend("spies on the CPU backend's launches and builds")
+
 
 def _energy(threads):
     """U = sum_i sin(x_i) x_i^2 through one kernel; returns (xs, x, U, kernel)."""

@@ -15,6 +15,8 @@ from fieldsim.codegen import cpu
 from fieldsim.errors import FieldsimError
 from fieldsim.runtime.pipeline import gc_paused
 
+pytestmark = pytest.mark.cpu_backend("spies on the CPU backend's compile")
+
 
 @pytest.fixture
 def seen(monkeypatch):

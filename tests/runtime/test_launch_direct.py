@@ -8,6 +8,8 @@ import pytest
 import fieldsim as fs
 from fieldsim.lang import runtime
 
+pytestmark = pytest.mark.cpu_backend("the CPU backend's direct-call launch frames")
+
 
 def _frame(kernel):
     ck = next(iter(kernel._cache.values()))
