@@ -17,6 +17,8 @@
 #            `git archive REV | tar -x -C .baseline`), on the same device: before / after
 #   variants benchmarks/gpu_variants.py: the CUDA target's f32 x/sqrt(q) and subnormal choices,
 #            side by side on gravity (results_gpu_variants.json)
+#   scatters gpu_variants.py --program p2g: mpm88's scatter with and without sm_90's vector
+#            reductions (results_gpu_scatters.json)
 #   warp     benchmarks/run.py on CUDA, fieldsim beside Warp 1.2.2 (its wheel in .whl_warp/), and
 #            beside Taichi too where an earlier call on the same warm machine installed it
 # Each stage has a time limit (FS_T_<STAGE> seconds), cut to what is left of FS_BUDGET (570 s
@@ -273,6 +275,12 @@ stage_variants() {
     "$PY" benchmarks/gpu_variants.py --rounds "${FS_VARIANT_ROUNDS:-3}" --out "$OUTDIR/results_gpu_variants.json"
 }
 
+# mpm88's scatter with and without sm_90's vector reductions (codegen.vector_scatters)
+stage_scatters() {
+    "$PY" benchmarks/gpu_variants.py --program p2g --rounds "${FS_VARIANT_ROUNDS:-3}" --reps 10 \
+        --out "$OUTDIR/results_gpu_scatters.json"
+}
+
 stage_drivers() {
     local other
     other=$("$PY" -c "from fieldsim.codegen import cuda; print('cuda-python' if cuda.driver().name == 'pycuda' else 'pycuda')") || return 1
@@ -307,7 +315,7 @@ stage_bench() {
     return $rc
 }
 
-declare -A LIMIT=([info]=60 [install]=300 [test]=330 [drivers]=150 [suite]=300 [bench]=400 [measure]=300 [peers]=400 [baseline]=300 [warp]=400 [variants]=200)
+declare -A LIMIT=([info]=60 [install]=300 [test]=330 [drivers]=150 [suite]=300 [bench]=400 [measure]=300 [peers]=400 [baseline]=300 [warp]=400 [variants]=200 [scatters]=150)
 LOGDIR=$(mktemp -d /tmp/fs-gpu-logs.XXXX)
 BUDGET=${FS_BUDGET:-570}
 for s in "${STAGES[@]}"; do

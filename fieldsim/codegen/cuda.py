@@ -717,7 +717,7 @@ class CudaBackend:
         symbol = f"fs_{safe_symbol(kernel.name)}"
         module_ir, info, entries = lower_for_cuda(kernel, symbol, rt.debug,
                                                   libdevice=self.libdevice is not None,
-                                                  fast_math=rt.fast_math)
+                                                  fast_math=rt.fast_math, arch=self.arch)
         return str(module_ir), info, entries
 
     def _program(self, text: str, info, ptx: str | None) -> CudaProgram:

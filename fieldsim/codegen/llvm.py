@@ -48,6 +48,7 @@ from fieldsim.codegen.shared_divisors import (
     same_value,
     shared_divisors,
 )
+from fieldsim.codegen.vector_scatters import VectorScatters, vector_scatters
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.ir import GLOBAL_ACCESS, Function, Kernel, Op, Stmt, fields_of, walk
 from fieldsim.ir.passes.offload import is_task
@@ -161,6 +162,14 @@ class Target:
         """A worker's reduction total (`find_reductions`) added into its element: one atomic
         per worker (CUDA first sums a warp's totals)."""
         b.atomic_rmw(op, ptr, total, "monotonic")
+
+    # neighbouring f32 components of one element added as one access (codegen.vector_scatters;
+    # CUDA's red.global.add.v2/.v4.f32 on sm_90)
+    groups_vectors = False
+
+    def vector_scatter(self, b: L.IRBuilder, module: L.Module, ptr, vals):
+        """f32 `vals` added into the components from `ptr` on (a `vector_scatters` group)."""
+        raise NotImplementedError
 
     def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args, alloca_b: L.IRBuilder):
         """printf(fmt, args...) from libc (args are i64 or double), then fflush(NULL) so the
@@ -294,6 +303,8 @@ class TaskLowering(NestLowering, ArrayLowering):
         self.demoted = owned_atomics(task, cg.prologue)  # atomics no other thread races with
         self.quant_stores = quant_llvm.store_groups(task)  # stores into one packed word, fused
         self.discarded = discarded_atomics(task) if cg.target.aggregates_scatters else set()
+        self.vectors = vector_scatters(task, discarded_atomics(task)) \
+            if cg.target.groups_vectors and not cg.debug else VectorScatters()
         self.fmf, self.approx_fmf = cg.fmf, cg.approx_fmf
         # fast-math: in a reverse-AD kernel, divisions by one divisor in one block multiply by
         # one reciprocal (the quotient rule divides by one value several times); a kernel the
@@ -328,6 +339,7 @@ class TaskLowering(NestLowering, ArrayLowering):
         self.arrays: dict = {}
         if self.calls:
             self.demoted, self.discarded, self.div_groups = set(), set(), {}
+            self.vectors = VectorScatters()
 
     # ---- context words ------------------------------------------------------------------------
     def ctx_word(self, k, ty=I64):
@@ -901,6 +913,10 @@ class TaskLowering(NestLowering, ArrayLowering):
         self.cg.scopes.tag(self.b.store(self.v(s.value), self.memory_ptr(self.element_ptr(s))), s.field)
 
     def op_atomic(self, s: Stmt):
+        if id(s) in self.vectors.absorbed:
+            return None  # added by its group's first statement (vector_scatter)
+        if id(s) in self.vectors.groups:
+            return self.vector_group(self.vectors.groups[id(s)])
         if is_quant(s.field):
             return quant_llvm.atomic(self, s)
         if id(s) in self.reductions or id(s) in self.nest_acc or id(s) in self.loop_acc:
@@ -926,6 +942,20 @@ class TaskLowering(NestLowering, ArrayLowering):
             return self.cg.target.scatter_atomic(self.b, self.cg.module, op, ptr, val,
                                                  lambda inst: self.cg.scopes.tag(inst, field))
         return self.cg.scopes.tag(self.b.atomic_rmw(op, ptr, val, "monotonic"), field)
+
+    def vector_group(self, group: list[Stmt]):
+        """A `vector_scatters` group: one vector add where every statement is a plain parallel
+        scatter; else each statement as usual (the others are then no longer absorbed)."""
+        plain = self.pred is None and all(
+            id(t) not in self.reductions and id(t) not in self.nest_acc and id(t) not in self.loop_acc
+            and id(t) not in self.demoted and id(t.field) not in self.private_ids for t in group)
+        del self.vectors.groups[id(group[0])]
+        if not plain:
+            self.vectors.absorbed.difference_update(id(t) for t in group[1:])
+            return self.op_atomic(group[0])
+        ptr = self.memory_ptr(self.element_ptr(group[0]))
+        self.cg.target.vector_scatter(self.b, self.cg.module, ptr, [self.v(t.value) for t in group])
+        return None
 
     def plain_update(self, ptr, val, field, kind):
         """A demoted atomic (fieldsim.codegen.demote): load, combine, store; the old value.
@@ -1116,6 +1146,7 @@ class FuncLowering(TaskLowering):
                          llfn)
         self.func = func
         self.demoted, self.discarded = set(), set()  # callers may run on many threads
+        self.vectors = VectorScatters()
 
     def lower(self):
         self.load_ctx()

@@ -222,45 +222,74 @@ class CudaTarget(Target):
             {L.FloatType: 32, L.DoubleType: 64}.get(type(val.type))
         if width not in (32, 64):
             return tag(b.atomic_rmw(op, ptr, val, "monotonic"))
-        i32 = lambda k: L.Constant(I32, k)
-        full = i32(0xFFFFFFFF)
-        mask = b.call(module.declare_intrinsic("llvm.nvvm.activemask", (), L.FunctionType(I32, [])), [])
-        with b.if_else(b.icmp_unsigned("==", mask, full)) as (whole_warp, partial):
-            with whole_warp:
-                lane = b.call(module.declare_intrinsic("llvm.nvvm.read.ptx.sreg.laneid", (),
-                                                       L.FunctionType(I32, [])), [])
-                addr = b.ptrtoint(ptr, I64)
-                # the last lane of a run: its right neighbour adds elsewhere (lane 31 gets its
-                # own address back)
-                tail = b.or_(b.icmp_unsigned("!=", _shuffle(b, module, addr, 1, 64, "down"), addr),
-                             b.icmp_unsigned("==", lane, i32(31)))
-                ballot = module.declare_intrinsic("llvm.nvvm.vote.ballot.sync", (),
-                                                  L.FunctionType(I32, [I32, L.IntType(1)]))
-                tails = b.call(ballot, [full, tail])
-                with b.if_else(b.icmp_unsigned("==", tails, full)) as (all_distinct, runs):
-                    with all_distinct:
-                        tag(b.atomic_rmw(op, ptr, val, "monotonic"))
-                    with runs:
-                        self._add_run(b, module, op, ptr, val, width, lane, tails, tag)
-            with partial:
-                tag(b.atomic_rmw(op, ptr, val, "monotonic"))
+        add = (lambda x, y: b.fadd(x, y)) if op in ("fadd", "fsub") else (lambda x, y: b.add(x, y))
+        self._aggregated(b, module, ptr, [val], width, add,
+                         lambda vals: tag(b.atomic_rmw(op, ptr, vals[0], "monotonic")))
+
+    # sm_90's vector reductions for `vector_scatters` groups (benchmarks/gpu_variants.py
+    # measures them against one atomic per component)
+    vector_scatters = True
+
+    def vector_scatter(self, b: L.IRBuilder, module: L.Module, ptr, vals):
+        """A group's f32 values aggregated over the warp's runs as `scatter_atomic` does, then
+        added by one `red.global.add.v2.f32` (or `.v4`): one L2 operation, not 2 or 4."""
+        if not self.aggregates_scatters:
+            return self.red_vector(b, ptr, vals)
+        self._aggregated(b, module, ptr, vals, 32, lambda x, y: b.fadd(x, y),
+                         lambda sums: self.red_vector(b, ptr, sums))
 
     @staticmethod
-    def _add_run(b, module, op, ptr, val, width, lane, tails, tag):
+    def red_vector(b: L.IRBuilder, ptr, vals):
+        n = len(vals)
+        regs = ", ".join(f"${k + 1}" for k in range(n))
+        fty = L.FunctionType(L.VoidType(), [ptr.type] + [L.FloatType()] * n)
+        b.asm(fty, f"red.relaxed.gpu.global.add.v{n}.f32 [$0], {{{regs}}};",
+              "l," + ",".join(["f"] * n) + ",~{memory}", [ptr, *vals], side_effect=True)
+
+    def _aggregated(self, b, module, ptr, vals, width, add, emit):
+        """`emit(values)` once per run of neighbouring lanes with one address, with the run's
+        sums (`vals` summed per run), where the whole warp is here; else with each lane's own.
+        One `emit` site, reached with the values and a go flag through phis (an inline-asm
+        reduction is not merged across branches as an atomicrmw is)."""
+        i32 = lambda k: L.Constant(I32, k)
+        full, yes = i32(0xFFFFFFFF), L.Constant(L.IntType(1), 1)
+        mask = b.call(module.declare_intrinsic("llvm.nvvm.activemask", (), L.FunctionType(I32, [])), [])
+        before = b.block
+        with b.if_then(b.icmp_unsigned("==", mask, full)):
+            lane = b.call(module.declare_intrinsic("llvm.nvvm.read.ptx.sreg.laneid", (),
+                                                   L.FunctionType(I32, [])), [])
+            addr = b.ptrtoint(ptr, I64)
+            # the last lane of a run: its right neighbour adds elsewhere (lane 31 gets its own
+            # address back)
+            tail = b.or_(b.icmp_unsigned("!=", _shuffle(b, module, addr, 1, 64, "down"), addr),
+                         b.icmp_unsigned("==", lane, i32(31)))
+            ballot = module.declare_intrinsic("llvm.nvvm.vote.ballot.sync", (),
+                                              L.FunctionType(I32, [I32, L.IntType(1)]))
+            tails = b.call(ballot, [full, tail])
+            distinct = b.block
+            with b.if_then(b.icmp_unsigned("!=", tails, full)):
+                sums, head = self._add_run(b, module, vals, width, lane, tails, add)
+                runs = b.block
+            go, vals_w = _merge(b, [(distinct, yes, vals), (runs, head, sums)])
+            whole_warp = b.block
+        go, vals = _merge(b, [(before, yes, vals), (whole_warp, go, vals_w)])
+        with b.if_then(go):
+            emit(vals)
+
+    @staticmethod
+    def _add_run(b, module, vals, width, lane, tails, add):
+        """(each lane's sums of its run from itself on, whether it is its run's first lane)."""
         cttz = module.declare_intrinsic("llvm.cttz", [I32], L.FunctionType(I32, [I32, L.IntType(1)]))
         run_end = b.call(cttz, [b.and_(tails, b.shl(L.Constant(I32, 0xFFFFFFFF), lane)),
                                 L.Constant(L.IntType(1), 0)])
-        v = val
+        vs = list(vals)
         # after step k each lane holds the sum of its run from itself up to 2k lanes on
         for k in (1, 2, 4, 8, 16):
-            other = _shuffle(b, module, v, k, width, "down")
             fits = b.icmp_unsigned("<=", b.add(lane, L.Constant(I32, k)), run_end)
-            v = b.select(fits, b.fadd(v, other) if op in ("fadd", "fsub") else b.add(v, other), v)
+            vs = [b.select(fits, add(v, _shuffle(b, module, v, k, width, "down")), v) for v in vs]
         # a run's first lane: lane 0, or the lane after a tail
         heads = b.or_(b.shl(tails, L.Constant(I32, 1)), L.Constant(I32, 1))
-        head = b.trunc(b.lshr(heads, lane), L.IntType(1))
-        with b.if_then(head):
-            tag(b.atomic_rmw(op, ptr, v, "monotonic"))
+        return vs, b.trunc(b.lshr(heads, lane), L.IntType(1))
 
     def print(self, b: L.IRBuilder, module: L.Module, fmt: str, args, alloca_b: L.IRBuilder):
         """CUDA's device printf, `vprintf(fmt, words)`: each argument (i64 or f64) one 8-byte
@@ -275,10 +304,11 @@ class CudaTarget(Target):
             b.store(v, b.gep(words, [L.Constant(I32, 0), L.Constant(I32, k)], inbounds=True))
         b.call(vprintf, [b.bitcast(c_string(module, fmt), PTR), b.bitcast(words, PTR)])
 
-    def __init__(self, nargs: int = 0, libdevice: bool | None = None):
+    def __init__(self, nargs: int = 0, libdevice: bool | None = None, arch: str = DEFAULT_ARCH):
         self.nargs = nargs
         self.libdevice = find_libdevice() is not None if libdevice is None else libdevice
         self.entries: list[str] = []
+        self.groups_vectors = self.vector_scatters and _sm(check_arch(arch)) >= 90
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         return b.add(begin, worker), end, num_workers
@@ -342,6 +372,17 @@ def module_intrinsic(module: L.Module, name: str, ty):
     return module.declare_intrinsic(name, [ty], L.FunctionType(ty, [ty]))
 
 
+def _merge(b: L.IRBuilder, incoming):
+    """(go, values) as phis at a join over `incoming`: (predecessor block, go, values)."""
+    go = b.phi(L.IntType(1))
+    vals = [b.phi(v.type) for v in incoming[0][2]]
+    for block, flag, values in incoming:
+        go.add_incoming(flag, block)
+        for phi, v in zip(vals, values):
+            phi.add_incoming(v, block)
+    return go, vals
+
+
 def _shuffle(b: L.IRBuilder, module: L.Module, v, lanes: int, width: int, mode: str):
     """v from another lane of a whole warp: `shfl.sync.bfly` (lane xor `lanes`) or
     `shfl.sync.down` (lane + `lanes`; a lane past 31 gets its own v), a 64-bit value as its
@@ -371,10 +412,16 @@ def check_arch(arch: str, what: str = "arch") -> str:
     return arch
 
 
+def _sm(arch: str) -> int:
+    return int(re.match(r"sm_(\d+)", arch).group(1))
+
+
 def _features(arch: str) -> str:
     # PTX 6.4 (CUDA 10) at least: `activemask` (reduce_atomic) needs 6.2, and LLVM's default
-    # for sm_70 and older is 6.0; sm_75 and newer default to a later version already
-    return "+ptx64" if int(re.match(r"sm_(\d+)", arch).group(1)) < 75 else ""
+    # for sm_70 and older is 6.0; sm_75 and newer default to a later version already. sm_90:
+    # PTX 8.1 (CUDA 12.1) for the vector reductions of vector_scatter (LLVM's default is 7.8)
+    sm = _sm(arch)
+    return "+ptx64" if sm < 75 else "+ptx81" if sm >= 90 else ""
 
 
 @functools.cache
@@ -451,11 +498,12 @@ def _link_libdevice(mod, libdevice: str | None, context):
 
 
 def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None, libdevice=None,
-                   fast_math: bool = False):
+                   fast_math: bool = False, arch: str = DEFAULT_ARCH):
     """fieldsim IR -> (llvmlite module, KernelInfo, entry names). `libdevice` (bool): whether
-    math may call libdevice; None looks for it. `fast_math`: `fs.init(fast_math=...)`."""
+    math may call libdevice; None looks for it. `fast_math`: `fs.init(fast_math=...)`; `arch`:
+    the PTX target the module is for."""
     nargs = sum(1 for p in kernel.params if not p.template)
-    target = (target_cls or CudaTarget)(nargs=nargs, libdevice=libdevice)
+    target = (target_cls or CudaTarget)(nargs=nargs, libdevice=libdevice, arch=arch)
     module, info = lower_kernel(kernel, symbol, target, debug, fast_math)
     target.finish_module(module, fast_math)
     return module, info, target.entries
@@ -464,7 +512,7 @@ def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None, li
 def compile_kernel(kernel, symbol: str, arch: str = DEFAULT_ARCH, debug: bool = False,
                    fast_math: bool = False):
     """fieldsim IR -> (PTX text, KernelInfo); each `info.tasks[n].entry` names a kernel."""
-    module, info, entries = lower_for_cuda(kernel, symbol, debug, fast_math=fast_math)
+    module, info, entries = lower_for_cuda(kernel, symbol, debug, fast_math=fast_math, arch=arch)
     return optimise_to_ptx(str(module), entries, arch), info
 
 

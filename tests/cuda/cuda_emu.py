@@ -14,6 +14,7 @@ import ctypes
 
 import llvmlite.binding as llvm
 import numpy as np
+from llvmlite import ir
 
 from fieldsim.codegen import cuda as C
 from fieldsim.codegen.llvm import CTX_WORDS, Target
@@ -30,8 +31,14 @@ class EmuTarget(CudaTarget):
     flush_subnormals = False  # host code
     print = Target.print  # the host's printf (a device's vprintf: test_ptx.py)
 
-    def __init__(self, nargs=0, libdevice=None):
-        super().__init__(nargs, libdevice=False)
+    def __init__(self, nargs=0, libdevice=None, arch="sm_90"):
+        super().__init__(nargs, libdevice=False, arch=arch)
+
+    @staticmethod
+    def red_vector(b, ptr, vals):  # the host has no vector reductions: one atomic each
+        for k, v in enumerate(vals):
+            b.atomic_rmw("fadd", b.gep(ptr, [ir.Constant(ir.IntType(64), k)], source_etype=v.type),
+                         v, "monotonic")
 
     def thread_coords(self, b, module, entry):
         return tuple(entry.args[CTX_WORDS + self.nargs + k] for k in range(4))

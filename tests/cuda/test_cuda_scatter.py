@@ -138,3 +138,90 @@ def test_scatter_subtract_equals_numpy(name):
     np.subtract.at(expect, where, values)
     np.testing.assert_array_equal(out.to_numpy(), expect.astype(np_dtype))
     fs.init(arch=fs.cpu)
+
+
+# ---- vector scatters (codegen.vector_scatters, CudaTarget.vector_scatter) -------------------------
+def vector_scatter_kernel(n_comp, n, m, dtype=fs.f32, gap=False):
+    """`out[idx[i]] += src[i]` on an n_comp-vector field; `gap`: a scalar add between the
+    component adds (the group is then not consecutive)."""
+    idx = fs.field(fs.i32, shape=n)
+    src = fs.Vector.field(n_comp, dtype, shape=n)
+    out = fs.Vector.field(n_comp, dtype, shape=m)
+    other = fs.field(dtype, shape=m)
+
+    @fs.kernel
+    def scatter():
+        for i in src:
+            j = idx[i]
+            if fs.static(gap):
+                out[j][0] += src[i][0]
+                other[j] += 1.0
+                out[j][1] += src[i][1]
+            else:
+                out[j] += src[i]
+    return idx, src, out, scatter
+
+
+def _groups(kernel):
+    from fieldsim.codegen.vector_scatters import vector_scatters
+    ir = P.kernel_ir(kernel)
+    task = next(s for s in ir.body if s.op == Op.FOR)
+    found = vector_scatters(task, discarded_atomics(task))
+    return sorted(len(g) for g in found.groups.values()), len(found.absorbed)
+
+
+@pytest.mark.parametrize("n_comp, dtype, gap, want", [
+    (2, fs.f32, False, ([2], 1)),       # a 2D velocity: one v2 add
+    (4, fs.f32, False, ([4], 3)),       # one v4 add
+    (3, fs.f32, False, ([], 0)),        # 12-byte elements: an odd element's pair is misaligned
+    (6, fs.f32, False, ([2, 2, 2], 3)),  # 24-byte elements: pairs, never 16-byte aligned fours
+    (2, fs.f64, False, ([], 0)),        # no f64 vector reductions
+    (2, fs.f32, True, ([], 0)),         # another add between the components
+])
+def test_vector_scatter_groups(n_comp, dtype, gap, want):
+    fs.init(arch=fs.cpu)
+    *_, scatter = vector_scatter_kernel(n_comp, 64, 8, dtype, gap)
+    assert _groups(scatter) == want
+
+
+def test_vector_scatter_ptx_is_one_v2_reduction_on_sm_90_only():
+    fs.init(arch=fs.cpu)
+    *_, scatter = vector_scatter_kernel(2, 1000, 100)
+    ir = P.kernel_ir(scatter)
+    text = P.emit_ptx(ir, "sm_90")
+    assert text.count("red.relaxed.gpu.global.add.v2.f32") == 1  # one site, reached through phis
+    assert "atom.global.add.f32" not in text and ".version 8.1" in text
+    # one run detection (the address's two halves), five steps of each component's run sum
+    assert text.count("shfl.sync.down.b32") == 2 + 5 * 2
+    check_ptx(text, "sm_90", entries=1)
+    old = P.emit_ptx(ir, "sm_80")  # no vector reductions before Hopper: one atomic each
+    assert ".v2.f32" not in old and old.count("atom.global.add.f32") == 2
+    check_ptx(old, "sm_80", entries=1)
+
+
+@pytest.mark.parametrize("backend", ["emu", pytest.param("cuda", marks=pytest.mark.cuda)])
+@pytest.mark.parametrize("n_comp", [2, 4, 6])
+@pytest.mark.parametrize("pattern", ["sorted_runs", "random", "one_element", "runs_of_3"])
+def test_vector_scatter_sums_equal_numpy_exactly(backend, n_comp, pattern):
+    """Each component's sum exact (small integers in f32), whichever lanes share an element;
+    the emulator adds a group one component at a time (no warps there)."""
+    if backend == "emu":
+        from cuda_emu import use_emulator
+        use_emulator(fs)
+        n = 3001
+    else:
+        fs.init(arch=fs.cuda)
+        n = 100_003
+    m = 131
+    idx, src, out, scatter = vector_scatter_kernel(n_comp, n, m)
+    where = index_patterns(n, m, np.random.default_rng(n)).get(pattern)
+    values = ((np.arange(n * n_comp) % 7) - 3).reshape(n, n_comp).astype(np.float32)
+    start = (np.arange(m * n_comp) % 5).reshape(m, n_comp).astype(np.float32)
+    idx.from_numpy(where.astype(np.int32))
+    src.from_numpy(values)
+    out.from_numpy(start)
+    scatter()
+    expect = start.astype(np.float64)
+    np.add.at(expect, where, values)
+    np.testing.assert_array_equal(out.to_numpy(), expect.astype(np.float32))
+    fs.init(arch=fs.cpu)
