@@ -21,6 +21,7 @@ from fieldsim.lang.enums import AutodiffMode
 from fieldsim.lang.field import Field
 from fieldsim.lang.naming import user_loc
 from fieldsim.lang.ndarray import (
+    CheckOnly,
     NdarrayType,
     bind_arg,
 )
@@ -266,10 +267,13 @@ class KernelObj:
         ret_dt = ret_spec(ret, rt, self.__name__)
         return bound.templates, tuple(bound.key), bound.values, bound.dtypes, ret_dt
 
-    def _bind_params(self, rt, ann, args, only=None) -> _Bound:
+    def _bind_params(self, rt, ann, args, only=None, staged=None) -> _Bound:
         """Bind each parameter (only those whose annotation `only` accepts, when given); a
-        value that does not fit is located at the user's call."""
+        value that does not fit is located at the user's call. `staged`: the launch's table
+        of host arrays copied to the device (ndarray.CheckOnly: none are)."""
         bound = _Bound()
+        if staged is not None:
+            bound.staged = staged
         try:
             for p, a, v in zip(self.params, ann, args):
                 if only is None or only(a):
@@ -282,8 +286,8 @@ class KernelObj:
 
     def check_values(self, args):
         """Raise what a launch with `args` would raise for its scalar, vector/matrix, struct
-        and (where arrays live in host memory, so that binding one stages nothing) ndarray
-        parameters: a graph checks every launch so before it runs any.
+        and ndarray parameters (a host array checked, not copied to a GPU): a graph checks
+        every launch so before it runs any.
 
         >>> @fs.kernel
         ... def k(n: fs.i32):
@@ -294,9 +298,9 @@ class KernelObj:
         fieldsim.errors.FieldsimTypeError: ...out of range for i32...
         """
         rt = runtime.get()
-        arrays = rt.backend().host_memory
         self._bind_params(rt, self.annotations()[0], self._positional(args, {}),
-                          only=lambda a: _is_value_annotation(a) or (arrays and isinstance(a, NdarrayType)))
+                          only=lambda a: _is_value_annotation(a) or isinstance(a, NdarrayType),
+                          staged=CheckOnly())
 
     def _positional(self, args, kwargs) -> list:
         if not kwargs and len(args) == len(self.params):

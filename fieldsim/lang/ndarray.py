@@ -570,7 +570,7 @@ def _bind_arg(ann, value, kname, pname, rt, staged):
     spec = _spec(dtype, ndim, n, m, ndim_el, has_grad)
     ptrs = [proxy.storage.ptr] + ([proxy.grad.storage.ptr] if has_grad else [])
     copy_back = None if fortran is None else fortran.back
-    if isinstance(proxy, ExternalArray) and not rt.backend().host_memory:
+    if isinstance(proxy, ExternalArray) and not rt.backend().host_memory and not isinstance(staged, CheckOnly):
         ptrs, copy_back = _staged(rt, proxy, has_grad, copy_back, staged)
     values = ptrs + [int(s) for s in proxy.shape]
     dtypes = spec.dtypes.get(pname)
@@ -591,6 +591,11 @@ def _check_extents(shape, bad):
             raise bad(f"axis {axis} has {extent} elements; an ndarray argument's axis holds at "
                       f"most 2**31 - 1 (its length is passed as an i32, as in Taichi): split "
                       "the array or reshape it")
+
+
+class CheckOnly(dict):
+    """The staging table of a launch whose arguments are only checked (`Kernel.check_values`):
+    a host array is checked as for a launch, never copied to the device."""
 
 
 class _Stage:

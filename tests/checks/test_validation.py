@@ -11,6 +11,7 @@ check runs with the launch's argument values.
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
@@ -174,7 +175,9 @@ RULE1 = {
     "read, then another thread writes": ([0, 1, 2, 3, 0, 1, 2, 3], [8, 9, 10, 11, 12, 0, 14, 15],
                                          0, "after"),
     "written, then another thread reads": ([0, 1, 2, 3, 0, 1, 5, 3],
-                                           [8, 9, 5, 11, 12, 13, 14, 15], 5, "iterations 2 and 6"),
+                                           [8, 9, 5, 11, 12, 13, 14, 15], 5,
+                                           # as observed: on a GPU the reader may come first
+                                           r"iterations (2 and 6|6 and 2)"),
 }
 
 
@@ -184,7 +187,7 @@ def test_rule1_collision_is_refused_naming_the_element(case):
     x, shuffle = _read_then_write(idx, jdx)
     text = refused(shuffle, [x])
     assert "Rule 1 (" in text and "Kernel 'shuffle'" in text and "field 'x'" in text
-    assert f"at element x[{element}]" in text and how in text
+    assert f"at element x[{element}]" in text and re.search(how, text)
     assert "v = x[idx[i]]" in text and "x[jdx[i]] = v * 2.0" in text
     assert "test_validation.py:" in text and "The launch was undone" in text
 

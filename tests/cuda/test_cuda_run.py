@@ -543,3 +543,34 @@ def test_a_field_too_big_for_the_device_is_a_clear_error_and_the_runtime_lives_o
 
     fill()
     assert x.to_numpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_a_graph_checks_every_launchs_arrays_before_any_runs(backend):
+    """On the CUDA backend a graph checked only scalars up front (binding a host array copies it
+    to the device), so a later kernel's wrong-dtype array was refused after the first kernel
+    had run; arrays are now checked without being copied."""
+    start(backend)
+
+    @fs.kernel
+    def bump(a: fs.types.ndarray(dtype=fs.f32, ndim=1)):
+        for i in a:
+            a[i] += 1
+
+    @fs.kernel
+    def add(a: fs.types.ndarray(dtype=fs.f32, ndim=1), b: fs.types.ndarray(dtype=fs.f32, ndim=1)):
+        for i in a:
+            a[i] += b[i]
+
+    sym_a = fs.graph.Arg(fs.graph.ArgKind.NDARRAY, "a", dtype=fs.f32, ndim=1)
+    sym_b = fs.graph.Arg(fs.graph.ArgKind.NDARRAY, "b", dtype=None, ndim=1)
+    builder = fs.graph.GraphBuilder()
+    builder.dispatch(bump, sym_a)
+    builder.dispatch(add, sym_a, sym_b)
+    graph = builder.compile()
+    a = fs.ndarray(fs.f32, shape=4)
+    for b in (fs.ndarray(fs.f64, shape=4), np.zeros(4, np.float64)):
+        with pytest.raises(fs.FieldsimTypeError, match="f64"):
+            graph.run({"a": a, "b": b})
+        assert not a.to_numpy().any()  # `bump` never ran
+    graph.run({"a": a, "b": np.full(4, 2.0, np.float32)})
+    assert a.to_numpy().tolist() == [3.0] * 4
