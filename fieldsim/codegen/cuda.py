@@ -47,7 +47,14 @@ from fieldsim.codegen.llvm import (
     CTX_WORDS,
     ERR_WORDS,
 )
-from fieldsim.codegen.ptx import KNOWN_ARCHS, check_arch, find_libdevice, lower_for_cuda, optimise_to_ptx
+from fieldsim.codegen.ptx import (
+    KNOWN_ARCHS,
+    VECTOR_RED_DRIVER,
+    check_arch,
+    find_libdevice,
+    lower_for_cuda,
+    optimise_to_ptx,
+)
 from fieldsim.ir.ir import Kernel
 from fieldsim.lang.formatting import MAX_ASSERT_ARGS
 
@@ -95,6 +102,7 @@ class _PycudaDriver:
         a = drv.device_attribute
         self.cc = self.dev.compute_capability()
         self.sm_count = self.dev.get_attribute(a.MULTIPROCESSOR_COUNT)
+        self.version = drv.get_driver_version()  # e.g. 12040 for CUDA 12.4
         self.device_name = self.dev.name()
 
     def make_current(self):
@@ -172,6 +180,7 @@ class _CudaPythonDriver:
         self.cc = (get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
                    get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
         self.sm_count = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        self.version = int(self.check(cu.cuDriverGetVersion()))  # e.g. 12040 for CUDA 12.4
         self._param_ptrs: dict = {}  # (address, length) of a words array -> its kernelParams
         raw = self.check(cu.cuDeviceGetName(256, self.dev))
         raw = raw.split(b"\0")[0].decode(errors="replace") if isinstance(raw, bytes) else raw
@@ -628,6 +637,8 @@ class CudaBackend:
         self.drv = drv if drv is not None else driver()
         forced = os.environ.get("FIELDSIM_CUDA_ARCH")
         self.arch = check_arch(forced, "FIELDSIM_CUDA_ARCH") if forced else device_arch(self.drv.cc)
+        # sm_90's vector reductions where the driver JIT-compiles their PTX (8.1: CUDA 12.1)
+        self.vector_reductions = self.drv.version >= VECTOR_RED_DRIVER
         self.libdevice = find_libdevice()  # looked up once: the toolkit does not move
         self.libdevice_key = _file_key(self.libdevice)
         self.max_blocks = max(1, self.drv.sm_count * BLOCKS_PER_SM)
@@ -717,7 +728,8 @@ class CudaBackend:
         symbol = f"fs_{safe_symbol(kernel.name)}"
         module_ir, info, entries = lower_for_cuda(kernel, symbol, rt.debug,
                                                   libdevice=self.libdevice is not None,
-                                                  fast_math=rt.fast_math, arch=self.arch)
+                                                  fast_math=rt.fast_math, arch=self.arch,
+                                                  vector_reductions=self.vector_reductions)
         return str(module_ir), info, entries
 
     def _program(self, text: str, info, ptx: str | None) -> CudaProgram:

@@ -304,11 +304,13 @@ class CudaTarget(Target):
             b.store(v, b.gep(words, [L.Constant(I32, 0), L.Constant(I32, k)], inbounds=True))
         b.call(vprintf, [b.bitcast(c_string(module, fmt), PTR), b.bitcast(words, PTR)])
 
-    def __init__(self, nargs: int = 0, libdevice: bool | None = None, arch: str = DEFAULT_ARCH):
+    def __init__(self, nargs: int = 0, libdevice: bool | None = None, arch: str = DEFAULT_ARCH,
+                 vector_reductions: bool = True):
         self.nargs = nargs
         self.libdevice = find_libdevice() is not None if libdevice is None else libdevice
         self.entries: list[str] = []
-        self.groups_vectors = self.vector_scatters and _sm(check_arch(arch)) >= 90
+        # `vector_reductions`: the driver loads PTX 8.1 (VECTOR_RED_DRIVER)
+        self.groups_vectors = self.vector_scatters and vector_reductions and _sm(check_arch(arch)) >= 90
 
     def worker_range(self, b: L.IRBuilder, begin, end, worker, num_workers):
         return b.add(begin, worker), end, num_workers
@@ -418,10 +420,26 @@ def _sm(arch: str) -> int:
 
 def _features(arch: str) -> str:
     # PTX 6.4 (CUDA 10) at least: `activemask` (reduce_atomic) needs 6.2, and LLVM's default
-    # for sm_70 and older is 6.0; sm_75 and newer default to a later version already. sm_90:
-    # PTX 8.1 (CUDA 12.1) for the vector reductions of vector_scatter (LLVM's default is 7.8)
-    sm = _sm(arch)
-    return "+ptx64" if sm < 75 else "+ptx81" if sm >= 90 else ""
+    # for sm_70 and older is 6.0; sm_75 and newer default to a later version already
+    return "+ptx64" if _sm(arch) < 75 else ""
+
+
+# the PTX ISA of sm_90's vector reductions (CudaTarget.red_vector's inline assembly, which
+# LLVM's version choice does not see) and the CUDA driver that first JIT-compiles it
+VECTOR_RED_PTX = (8, 1)
+VECTOR_RED_DRIVER = 12010
+
+
+def _ptx_for_inline_asm(ptx: str) -> str:
+    """`ptx` declaring at least PTX 8.1 where it holds a vector reduction (only those modules:
+    the rest keep LLVM's version, which older drivers load)."""
+    if ".global.add.v2.f32" not in ptx and ".global.add.v4.f32" not in ptx:
+        return ptx
+    m = re.search(r"^\.version (\d+)\.(\d+)$", ptx, re.MULTILINE)
+    if m is None or (int(m.group(1)), int(m.group(2))) >= VECTOR_RED_PTX:
+        return ptx
+    major, minor = VECTOR_RED_PTX
+    return f"{ptx[:m.start()]}.version {major}.{minor}{ptx[m.end():]}"
 
 
 @functools.cache
@@ -477,7 +495,7 @@ def optimise_to_ptx(ir_text: str, entries, arch: str = DEFAULT_ARCH, libdevice: 
                                 before=lambda pm: pm.add_global_dead_code_eliminate_pass())
             if os.environ.get("FIELDSIM_PRINT_LLVM"):
                 print(str(mod))
-            return llvm_build.emit(tm, mod, assembly=True).decode()
+            return _ptx_for_inline_asm(llvm_build.emit(tm, mod, assembly=True).decode())
         finally:
             dispose(mod)
             context.close()
@@ -498,12 +516,13 @@ def _link_libdevice(mod, libdevice: str | None, context):
 
 
 def lower_for_cuda(kernel, symbol: str, debug: bool = False, target_cls=None, libdevice=None,
-                   fast_math: bool = False, arch: str = DEFAULT_ARCH):
+                   fast_math: bool = False, arch: str = DEFAULT_ARCH, vector_reductions: bool = True):
     """fieldsim IR -> (llvmlite module, KernelInfo, entry names). `libdevice` (bool): whether
     math may call libdevice; None looks for it. `fast_math`: `fs.init(fast_math=...)`; `arch`:
-    the PTX target the module is for."""
+    the PTX target the module is for; `vector_reductions`: whether its driver loads sm_90's."""
     nargs = sum(1 for p in kernel.params if not p.template)
-    target = (target_cls or CudaTarget)(nargs=nargs, libdevice=libdevice, arch=arch)
+    target = (target_cls or CudaTarget)(nargs=nargs, libdevice=libdevice, arch=arch,
+                                        vector_reductions=vector_reductions)
     module, info = lower_kernel(kernel, symbol, target, debug, fast_math)
     target.finish_module(module, fast_math)
     return module, info, target.entries

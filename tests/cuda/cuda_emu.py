@@ -31,8 +31,8 @@ class EmuTarget(CudaTarget):
     flush_subnormals = False  # host code
     print = Target.print  # the host's printf (a device's vprintf: test_ptx.py)
 
-    def __init__(self, nargs=0, libdevice=None, arch="sm_90"):
-        super().__init__(nargs, libdevice=False, arch=arch)
+    def __init__(self, nargs=0, libdevice=None, arch="sm_90", vector_reductions=True):
+        super().__init__(nargs, libdevice=False, arch=arch, vector_reductions=vector_reductions)
 
     @staticmethod
     def red_vector(b, ptr, vals):  # the host has no vector reductions: one atomic each
@@ -51,6 +51,7 @@ class EmuTarget(CudaTarget):
 class EmuDriver:
     name = "emulator"
     cc = (9, 0)
+    version = 13000  # the driver API version (cuDriverGetVersion) it stands for
     device_name = "host emulation"
 
     GUARD = 64  # bytes after each allocation that a kernel must never touch

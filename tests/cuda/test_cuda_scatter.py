@@ -225,3 +225,20 @@ def test_vector_scatter_sums_equal_numpy_exactly(backend, n_comp, pattern):
     np.add.at(expect, where, values)
     np.testing.assert_array_equal(out.to_numpy(), expect.astype(np.float32))
     fs.init(arch=fs.cpu)
+
+
+def test_vector_reductions_only_where_the_driver_loads_their_ptx():
+    """Their inline assembly needs PTX 8.1 (CUDA 12.1): only modules that hold one declare it,
+    and a backend over an older driver lowers without them."""
+    fs.init(arch=fs.cpu)
+    *_, scatter = vector_scatter_kernel(2, 1000, 100)
+    plain_scatter = scatter_kernel(fs.f32, 1000, 100)[3]
+    ir = P.kernel_ir(scatter)
+    assert ".version 8.1" in P.emit_ptx(ir, "sm_90")
+    assert ".version 8.1" not in P.emit_ptx(P.kernel_ir(plain_scatter), "sm_90")  # LLVM's own
+    module, _, _ = P.lower_for_cuda(ir, "k", arch="sm_90", vector_reductions=False)
+    assert ".v2.f32" not in str(module)
+    assert P._ptx_for_inline_asm(".version 7.8\nred.relaxed.gpu.global.add.v4.f32 [x]") \
+        == ".version 8.1\nred.relaxed.gpu.global.add.v4.f32 [x]"
+    assert P._ptx_for_inline_asm(".version 8.7\nred.relaxed.gpu.global.add.v2.f32") \
+        == ".version 8.7\nred.relaxed.gpu.global.add.v2.f32"

@@ -282,7 +282,7 @@ def test_fast_math_reciprocal_root_on_the_device_within_two_ulps():
 
 class _LoadCountingDriver:
     """The driver calls CudaBackend makes while compiling, counted; no device behind them."""
-    name, cc, sm_count, device_name = "counting", (9, 0), 2, "none"
+    name, cc, sm_count, device_name, version = "counting", (9, 0), 2, "none", 13000
 
     def __init__(self):
         self.loaded = []
