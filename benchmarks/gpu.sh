@@ -19,6 +19,8 @@
 #            side by side on gravity (results_gpu_variants.json)
 #   scatters gpu_variants.py --program p2g: mpm88's scatter with and without sm_90's vector
 #            reductions (results_gpu_scatters.json)
+#   taichi   Taichi's own tests (../shared/taichi_suite copied into .taichi_suite/, carried) with
+#            every ti.init forced onto CUDA
 #   warp     benchmarks/run.py on CUDA, fieldsim beside Warp 1.2.2 (its wheel in .whl_warp/), and
 #            beside Taichi too where an earlier call on the same warm machine installed it
 # Each stage has a time limit (FS_T_<STAGE> seconds), cut to what is left of FS_BUDGET (570 s
@@ -295,6 +297,16 @@ stage_suite() {
         -p force_cuda -p no:cacheprovider tests/lang tests/ad $(xdist) ${FS_SUITE_ARGS:-}
 }
 
+# Taichi's own test suite (../shared/taichi_suite, copied into the ignored .taichi_suite/ and
+# carried) with every ti.init forced onto CUDA
+stage_taichi() {
+    [ -d .taichi_suite/tests ] || { echo "no .taichi_suite/ (cp -r ../shared/taichi_suite .taichi_suite)"; return 1; }
+    # shellcheck disable=SC2046
+    ( cd .taichi_suite && IMPL=fieldsim FIELDSIM_FORCE_ARCH=cuda \
+        PYTHONPATH="$PWD:$REPO/tests/cuda:$PYTHONPATH" "$PY" -m pytest -q -rfE --tb=line \
+        -p force_cuda -p no:cacheprovider tests $(xdist) )
+}
+
 stage_bench() {
     local programs=${FS_BENCH_PROGRAMS:-mpm88_substep,gravity_fwd,gravity_adj,mpm_pair_fwd,mpm_pair_adj,diffmpm_iter}
     local archs=(cuda); [ -n "${FS_BENCH_CPU:-}" ] && archs+=(cpu)
@@ -315,7 +327,7 @@ stage_bench() {
     return $rc
 }
 
-declare -A LIMIT=([info]=60 [install]=300 [test]=330 [drivers]=150 [suite]=300 [bench]=400 [measure]=300 [peers]=400 [baseline]=300 [warp]=400 [variants]=200 [scatters]=150)
+declare -A LIMIT=([info]=60 [install]=300 [test]=330 [drivers]=150 [suite]=300 [bench]=400 [measure]=300 [peers]=400 [baseline]=300 [warp]=400 [variants]=200 [scatters]=150 [taichi]=300)
 LOGDIR=$(mktemp -d /tmp/fs-gpu-logs.XXXX)
 BUDGET=${FS_BUDGET:-570}
 for s in "${STAGES[@]}"; do
