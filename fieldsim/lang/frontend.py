@@ -63,6 +63,8 @@ def _parse_cached(fn):
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# augmented assignments that update a field element atomically (Taichi's), by their operator
+_AUGMENTED_ATOMICS = {"+": "add", "-": "sub", "&": "and", "|": "or", "^": "xor"}
 
 
 class Source:
@@ -660,9 +662,12 @@ class Frontend(ExprMixin):
         op = BINOP_AST[type(node.op)]
         value = self.expr(node.value)
         ref = self.lvalue(node.target)
-        if op in ("+", "-") and (isinstance(ref, (FieldRef, TripletRef))
+        # Taichi: `+=`, `-=`, `&=`, `|=`, `^=` on a field element (a kernel variable a parallel
+        # loop writes is one) are atomics; a load and a store would lose other threads' updates
+        kind = _AUGMENTED_ATOMICS.get(op)
+        if kind is not None and (isinstance(ref, FieldRef) or (op in "+-" and isinstance(ref, TripletRef))
                                  or (isinstance(ref, SwizzleRef) and ref.on_fields())):
-            ref.atomic(self, "add" if op == "+" else "sub", value)
+            ref.atomic(self, kind, value)
             return
         current = ref.load(self)
         if op in ("+", "-"):  # Taichi: an atomic add/sub on the variable

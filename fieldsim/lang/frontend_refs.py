@@ -322,6 +322,8 @@ class FieldRef(Ref):
 
     def atomic(self, fe, kind, value):
         targets, values = self._values(fe, value)
+        if kind in ("and", "or", "xor"):
+            _integer_operands(kind, self.field, values)
         olds = [fe.b.atomic(kind, self.field, idx, fe.e.value(v, self.field.dtype))
                 for idx, v in zip(targets, values)]
         sparse_kernel.activate_kernel(fe, self.field, self.indices)
@@ -425,6 +427,16 @@ def to_matval(v):
                 all(isinstance(e, (Stmt, numbers.Number)) for r in rows for e in r):
             return MatVal.rows(rows)
     return v
+
+
+def _integer_operands(kind, field, values):
+    """A bitwise atomic (`x[i] |= v`, `ti.atomic_or`) takes integers only, as `|` does."""
+    if field.dtype.is_float:
+        raise FieldsimTypeError(f"bitwise atomic {kind} needs integer operands: field "
+                                f"{field.ir_name!r} is {field.dtype}")
+    if any(isinstance(v, float) or (isinstance(v, Stmt) and v.dtype.is_float) for v in values):
+        raise FieldsimTypeError(f"bitwise atomic {kind} on field {field.ir_name!r} needs integer "
+                                "operands, got a float value")
 
 
 def atomic_operand(fe, current, value):

@@ -17,7 +17,7 @@ from fieldsim.lang.runtime import cfg
 from fieldsim.lang.snode import root
 
 __all__ = ["Field", "call_internal", "current_cfg", "default_cfg", "expr_init", "field",
-           "get_runtime", "grouped", "ndarray", "root", "static"]
+           "get_cuda_compute_capability", "get_runtime", "grouped", "ndarray", "root", "static"]
 
 
 def current_cfg():
@@ -68,6 +68,27 @@ class RuntimeView:
         raise FieldsimError(f"taichi.lang.impl.get_runtime().{name} is part of Taichi's internal "
                             "runtime; fieldsim has no counterpart (get_runtime() offers default_fp, "
                             "default_ip and prog.config())")
+
+
+def get_cuda_compute_capability() -> int:
+    """The CUDA device's compute capability as major * 10 + minor (90 for an H100/H200), as
+    Taichi's `impl.get_cuda_compute_capability()`; only under `fs.init(arch=fs.cuda)`.
+
+    >>> import fieldsim as fs
+    >>> from fieldsim.lang import impl
+    >>> rt = fs.init(arch=fs.cpu)
+    >>> impl.get_cuda_compute_capability()
+    Traceback (most recent call last):
+    ...
+    fieldsim.errors.FieldsimError: get_cuda_compute_capability() needs fs.init(arch=fs.cuda); fieldsim runs on the cpu backend
+    """
+    from fieldsim.lang import runtime
+    backend = runtime.get().backend()
+    cc = getattr(getattr(backend, "drv", None), "cc", None)
+    if cc is None:
+        raise FieldsimError("get_cuda_compute_capability() needs fs.init(arch=fs.cuda); fieldsim "
+                            f"runs on the {getattr(backend, 'name', 'cpu')} backend")
+    return int(cc[0]) * 10 + int(cc[1])
 
 
 def get_runtime() -> RuntimeView:

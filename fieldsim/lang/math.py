@@ -20,6 +20,7 @@ from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import matrix_ops, ops
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, is_number
+from fieldsim.lang.matrix import host_cross
 from fieldsim.lang.ops import (
     acos,
     asin,
@@ -328,7 +329,7 @@ length = _define("length", _py(lambda x: np.sqrt(np.sum(x * x))), _k_length)
 distance = _define("distance", _py(lambda x, y: np.sqrt(np.sum((x - y) ** 2))), _k_distance)
 normalize = _define("normalize", _py(_py_normalize), _k_normalize)
 dot = _define("dot", _py(lambda x, y: np.dot(x.reshape(-1), y.reshape(-1))), _k_dot)
-cross = _define("cross", _py(np.cross), _k_cross)
+cross = _define("cross", _py(host_cross), _k_cross)
 reflect = _define("reflect", _py(lambda x, n: x - 2 * np.dot(n.reshape(-1), x.reshape(-1)) * n),
                   _k_reflect)
 refract = _define("refract", _py(_py_refract), _k_refract)

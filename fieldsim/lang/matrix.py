@@ -214,7 +214,7 @@ class Matrix:
     def any(self): return int(np.any(self._a))
     def all(self): return int(np.all(self._a))
     def cross(self, o):
-        r = np.cross(self._a, _np(o))
+        r = host_cross(self._a, _np(o))
         return r.item() if np.ndim(r) == 0 else _wrap(r)
     def outer_product(self, o): return Matrix(np.outer(self._a, _np(o)))
     def cast(self, dt): return type(self)(self._a, dt=dt)
@@ -265,6 +265,15 @@ def _rows(arr):
     if isinstance(arr, (list, tuple)):
         return [_np(r).tolist() if isinstance(r, Matrix) else r for r in arr]
     return arr
+
+
+def host_cross(a, b):
+    """Cross product of two 3-vectors, or the scalar `a.x * b.y - a.y * b.x` of two 2-vectors
+    (NumPy 2 dropped np.cross of 2-vectors)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape[-1:] == (2,) and b.shape[-1:] == (2,):
+        return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return np.cross(a, b)
 
 
 def _np(v):
