@@ -92,9 +92,6 @@ def ll_type(dt: T.DataType):
     return _LL[dt]
 
 
-# `while` loops read the host's stop word once in this many iterations (a power of two)
-POLL_EVERY = 256
-
 class Target:
     """Hooks a backend supplies. The CPU calls libm and gives each worker one contiguous chunk
     of a parallel range; CUDA overrides these (libdevice math, grid-stride loops)."""
@@ -638,14 +635,10 @@ class TaskLowering(NestLowering, ArrayLowering):
     def op_loop(self, s: Stmt):
         body_bb = self.fn.append_basic_block("loop.body")
         exit_bb = self.fn.append_basic_block("loop.exit")
-        count = None
-        if self.cg.target.polls_interrupt:
-            count = self.alloca_b.alloca(I32, name="loop.polls")
-            self.b.store(L.Constant(I32, 0), count)
         self.b.branch(body_bb)
         self.b.position_at_end(body_bb)
-        if count is not None:
-            self.poll_interrupt(count)
+        if self.cg.target.polls_interrupt:
+            self.poll_interrupt()
         self.loops.append((body_bb, exit_bb))
         self.block(s.body)
         self.loops.pop()
@@ -653,20 +646,15 @@ class TaskLowering(NestLowering, ArrayLowering):
             self.b.branch(body_bb)
         self.b.position_at_end(exit_bb)
 
-    def poll_interrupt(self, count):
-        """Leave the task when the host set the stop word, read every POLL_EVERY iterations of
-        a `while` loop (`count` counts them), so a runaway loop can be stopped by Ctrl-C. A
-        relaxed load in every iteration cost a tight BVH traversal 10-25 % (BENCHMARKS.md)."""
+    def poll_interrupt(self):
+        """Leave the task when the host set the stop word: one relaxed load and a branch per
+        iteration of a `while` loop, so a runaway loop can be stopped by Ctrl-C."""
         b = self.b
-        n = b.add(b.load(count, typ=I32), L.Constant(I32, 1))
-        b.store(n, count)
-        due = b.icmp_unsigned("==", b.and_(n, L.Constant(I32, POLL_EVERY - 1)), L.Constant(I32, 0))
-        with b.if_then(due, likely=False):
-            p = b.gep(self.err_ptr, [L.Constant(I64, ERR_WORD_STOP)], source_etype=I64)
-            stop = b.load_atomic(p, "monotonic", 8, typ=I64)
-            with b.if_then(b.icmp_signed("!=", stop, L.Constant(I64, 0)), likely=False):
-                self.set_error(ERR_INTERRUPTED, 0)
-                self.leave()
+        p = b.gep(self.err_ptr, [L.Constant(I64, ERR_WORD_STOP)], source_etype=I64)
+        stop = b.load_atomic(p, "monotonic", 8, typ=I64)
+        with b.if_then(b.icmp_signed("!=", stop, L.Constant(I64, 0)), likely=False):
+            self.set_error(ERR_INTERRUPTED, 0)
+            self.leave()
         # (if_then continues in a fresh block after the early return)
 
     def op_if(self, s: Stmt):
