@@ -361,6 +361,9 @@ class Frontend(ExprMixin):
         self.loop_config = {}
         self.static_loops: list = []  # (loop_depth, depth) at each enclosing fs.static loop
         self.inline_stack: list = []
+        # AST node id -> the element a by-reference argument holding a call refers to, evaluated
+        # once by expr_Call for the func call being made (see `caller_refs`)
+        self.call_arg_refs: dict = {}
         self.hidden_fields: list = []
         self.nonneg: set = set()  # ids of runtime values known >= 0 (ndarray shapes)
         self.parallel_depth = -1
@@ -1172,18 +1175,22 @@ class Frontend(ExprMixin):
                 ref = self.frame.lookup(a.id)
                 if ref is not None and ref.by_reference:
                     refs[key] = ref
+            elif id(a) in self.call_arg_refs:  # `x[g(i)]`: evaluated once, by expr_Call
+                refs[key] = self.call_arg_refs[id(a)]
             else:
                 ref = self._field_element_ref(a)
                 if ref is not None:
                     refs[key] = ref
         return refs
 
-    def _field_element_ref(self, node):
+    def _field_element_ref(self, node, calls=False):
         """`x[i]`, `s[i].m`, `v[i][1]` of a field, `loc.m`, `vec[1]` of a variable, passed to a
-        func (no calls in it, so re-reading the indices is harmless): the element itself, which
-        a `ti.template()` parameter aliases, as in Taichi."""
+        func: the element itself, which a `ti.template()` parameter aliases, as in Taichi.
+        Without `calls`, None for an element whose indices call something (`x[g(i)]`): the
+        caller evaluated them already, and again would repeat the call; expr_Call evaluates
+        such an argument of a by-reference parameter as this element (`calls=True`) instead."""
         if not isinstance(node, (ast.Subscript, ast.Attribute)) \
-                or any(isinstance(n, ast.Call) for n in ast.walk(node)):
+                or (not calls and any(isinstance(n, ast.Call) for n in ast.walk(node))):
             return None
         chain = node
         while isinstance(chain, (ast.Subscript, ast.Attribute)):

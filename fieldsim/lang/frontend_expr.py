@@ -545,14 +545,51 @@ class ExprMixin:
         if fn in ops.LVALUE_BUILTINS:
             args = [None] + [self.expr(a) for a in node.args[1:]]
             return ops.KERNEL_BUILTINS[fn](self, node, args, {})
+        refs = self.by_reference_elements(fn, node)
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
                 args.extend(_starred_items(self.expr(a.value)))
             else:
-                args.append(self.expr(a))
-        kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
-        return self.call(fn, args, kwargs, node)
+                args.append(refs[id(a)].load(self) if id(a) in refs else self.expr(a))
+        kwargs = {kw.arg: refs[id(kw.value)].load(self) if id(kw.value) in refs else self.expr(kw.value)
+                  for kw in node.keywords}
+        if not refs:
+            return self.call(fn, args, kwargs, node)
+        self.call_arg_refs.update(refs)
+        try:
+            return self.call(fn, args, kwargs, node)
+        finally:
+            for k in refs:
+                self.call_arg_refs.pop(k, None)
+
+    def by_reference_elements(self, fn, node) -> dict:
+        """{AST node id: element} of the arguments of a plain `@fs.func` call whose parameter
+        is `ti.template()`/`ti.ref` and whose element's indices call something (`f(x[g(i)])`):
+        each evaluated once as the element, which the parameter then aliases (Taichi writes
+        through it; a copy would drop the func's writes)."""
+        from fieldsim.lang import func_args
+        from fieldsim.lang.frontend import _parse_cached
+        from fieldsim.lang.kernel import Func
+        if not isinstance(fn, Func) or fn.custom_grad is not None or fn.replay is not None \
+                or getattr(fn, "is_real", False) or any(isinstance(a, ast.Starred) for a in node.args):
+            return {}
+        candidates = [(k, a) for k, a in enumerate(node.args)] + [(kw.arg, kw.value) for kw in node.keywords]
+        candidates = [(k, a) for k, a in candidates if isinstance(a, (ast.Subscript, ast.Attribute))
+                      and any(isinstance(n, ast.Call) for n in ast.walk(a))]
+        if not candidates:
+            return {}
+        fdef = _parse_cached(fn.fn).node
+        params = [p.arg for p in fdef.args.args]
+        ann = func_args.annotations(fn, fdef)
+        refs = {}
+        for k, a in candidates:
+            name = params[k] if isinstance(k, int) and k < len(params) else k
+            if func_args.is_by_reference(ann.get(name)):
+                ref = self._field_element_ref(a, calls=True)
+                if ref is not None and hasattr(ref, "load"):
+                    refs[id(a)] = ref
+        return refs
 
     def fill_in_place(self, node: ast.Call):
         """`v.fill(c)` on an assignable vector/matrix (a field element, a local, a struct
