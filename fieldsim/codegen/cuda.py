@@ -55,6 +55,7 @@ from fieldsim.codegen.ptx import (
     lower_for_cuda,
     optimise_to_ptx,
 )
+from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.ir import Kernel
 from fieldsim.lang.formatting import MAX_ASSERT_ARGS
 
@@ -65,6 +66,18 @@ MAX_GRID_THREADS = 1 << 30  # llvm.Target.narrow_counters
 SCRATCH_LIMIT = 256 << 20  # bytes of AD-stack scratch a launch may use in all
 # the status buffer: the error words, then an assert's message values or the return words
 STATUS_BYTES = 8 * (ERR_WORDS + MAX_ASSERT_ARGS)
+
+
+# errors after which the CUDA context is unusable: every later call of the process fails
+_CONTEXT_LOST = frozenset({"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED",
+                           "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                           "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_INVALID_PC"})
+CONTEXT_LOST_HELP = (
+    "a kernel faulted on the GPU, and CUDA keeps no usable context after that: every later CUDA "
+    "call of this process fails the same way, so restart the process. Usual causes: a field "
+    "index out of range (fs.init(debug=True) checks indices and names the field and line), or "
+    "recursion of a ti.real_func deeper than the thread stack (fs.init(cuda_stack_limit=...), "
+    "8192 bytes by default)")
 
 
 # ---- driver API: pycuda or cuda-python ---------------------------------------------------------
@@ -193,6 +206,8 @@ class _CudaPythonDriver:
             text = name[1].decode() if len(name) > 1 and isinstance(name[1], bytes) else str(err)
             if text == "CUDA_ERROR_OUT_OF_MEMORY":  # the caller names the field (lang/field.py)
                 raise MemoryError(f"CUDA driver error {text} ({int(err)})")
+            if text in _CONTEXT_LOST:
+                raise FieldsimRuntimeError(f"CUDA driver error {text} ({int(err)}): {CONTEXT_LOST_HELP}")
             raise RuntimeError(f"CUDA driver error {text} ({int(err)})")
         if not rest:
             return None

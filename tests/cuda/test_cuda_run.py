@@ -574,3 +574,28 @@ def test_a_graph_checks_every_launchs_arrays_before_any_runs(backend):
         assert not a.to_numpy().any()  # `bump` never ran
     graph.run({"a": a, "b": np.full(4, 2.0, np.float32)})
     assert a.to_numpy().tolist() == [3.0] * 4
+
+
+class _FakeCu:
+    """What `_CudaPythonDriver.check` asks of cuda-python: an error's name."""
+
+    @staticmethod
+    def cuGetErrorName(err):
+        return 0, {2: b"CUDA_ERROR_OUT_OF_MEMORY", 700: b"CUDA_ERROR_ILLEGAL_ADDRESS",
+                   1: b"CUDA_ERROR_INVALID_VALUE"}[int(err)]
+
+
+def test_driver_errors_say_what_they_mean():
+    """A fault inside a kernel (an illegal address) leaves CUDA's context unusable: every later
+    call fails alike, which the raw driver error did not say; out of memory is a MemoryError
+    (named by the field that asked, lang/field.py)."""
+    drv = object.__new__(C._CudaPythonDriver)
+    drv.cu = _FakeCu()
+    with pytest.raises(fs.FieldsimRuntimeError, match="ILLEGAL_ADDRESS.*restart the process.*debug=True"):
+        drv.check((700,))
+    with pytest.raises(MemoryError):
+        drv.check((2, None))
+    with pytest.raises(RuntimeError, match="CUDA_ERROR_INVALID_VALUE") as info:
+        drv.check((1,))
+    assert not isinstance(info.value, fs.FieldsimError)
+    assert drv.check((0, 5)) == 5
