@@ -1,7 +1,7 @@
 """Atomic demotion: which atomic updates of one task may be lowered as plain load-op-store.
 
 Takes one offloaded task (a top-level FOR or SERIAL statement) and the kernel's prologue.
-Returns the ids of its ATOMIC statements (kinds add, sub, mul) that no other thread can race
+Returns the ids of its ATOMIC statements (kinds add, sub, mul, and, or, xor) that no other thread can race
 with, so the backend may emit `old = load; store(old op v); old` instead of an atomic
 read-modify-write (Taichi's demote_atomics pass):
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 from fieldsim.ir.ir import GLOBAL_ACCESS, OPDEFS, Op, Stmt, walk
 from fieldsim.ir.opdefs import Effect, Lowering
 
-DEMOTABLE = ("add", "sub", "mul")
+DEMOTABLE = ("add", "sub", "mul", "and", "or", "xor")  # xor etc. on integer fields only
 _ACCESS = GLOBAL_ACCESS
 # pure integer arithmetic: equal operand keys give equal values
 _INTEGER_OPS = frozenset(op for op, d in OPDEFS.items()

@@ -967,7 +967,8 @@ class TaskLowering(NestLowering, ArrayLowering):
         if dt.is_float:
             new = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}[kind](old, val, flags=self.fmf)
         else:
-            new = {"add": b.add, "sub": b.sub, "mul": b.mul}[kind](old, val)
+            new = {"add": b.add, "sub": b.sub, "mul": b.mul, "and": b.and_, "or": b.or_,
+                   "xor": b.xor}[kind](old, val)
         tag(b.store(new, ptr), field)
         return old
 

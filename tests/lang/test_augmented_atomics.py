@@ -83,3 +83,25 @@ def test_bitwise_updates_of_floats_are_refused_naming_the_field():
         float_value()
     with pytest.raises(fs.FieldsimTypeError, match="field 'x' is f32"):
         fs.kernel(lambda: fs.atomic_and(x[0], 1))()
+
+
+def test_elements_one_thread_owns_take_plain_updates_and_agree():
+    """Demotion (codegen/demote.py): a bitwise update no other thread races with is a plain
+    load-op-store, as `+=` is; the results are the same."""
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32, shape=64)
+
+    @fs.kernel
+    def k():
+        for i in x:  # x[i] is this iteration's own element
+            for j in range(1000):
+                x[i] ^= j * (i + 1)
+                x[i] |= 1 << (j % 3)
+
+    k()
+    want = np.zeros(64, np.int64)
+    for i in range(64):
+        for j in range(1000):
+            want[i] ^= j * (i + 1)
+            want[i] |= 1 << (j % 3)
+    np.testing.assert_array_equal(x.to_numpy(), want.astype(np.int32))
