@@ -72,6 +72,9 @@ STATUS_BYTES = 8 * (ERR_WORDS + MAX_ASSERT_ARGS)
 _CONTEXT_LOST = frozenset({"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED",
                            "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_ILLEGAL_INSTRUCTION",
                            "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_INVALID_PC"})
+# the same errors as pycuda words them (the driver's cuGetErrorString)
+_LOST_TEXTS = ("illegal memory access", "unspecified launch failure", "misaligned address",
+               "illegal instruction", "hardware stack error")
 CONTEXT_LOST_HELP = (
     "a kernel faulted on the GPU, and CUDA keeps no usable context after that: every later CUDA "
     "call of this process fails the same way, so restart the process. Usual causes: a field "
@@ -91,7 +94,14 @@ def _current_on_every_thread(cls):
             if not getattr(self.threads, "current", False):
                 self.make_current()
                 self.threads.current = True
-            return method(self, *args)
+            try:
+                return method(self, *args)
+            except FieldsimRuntimeError:
+                raise
+            except Exception as err:  # pycuda's errors: name the lost context as check() does
+                if type(err).__name__ == "LaunchError" or any(t in str(err) for t in _LOST_TEXTS):
+                    raise FieldsimRuntimeError(f"{err}: {CONTEXT_LOST_HELP}") from None
+                raise
         return on_this_thread
     for name in ("alloc", "free", "htod", "dtoh", "memset8", "memset32", "load", "function",
                  "max_threads", "launch", "sync", "raise_stack_limit"):

@@ -599,3 +599,27 @@ def test_driver_errors_say_what_they_mean():
         drv.check((1,))
     assert not isinstance(info.value, fs.FieldsimError)
     assert drv.check((0, 5)) == 5
+
+
+def test_pycuda_errors_after_a_kernel_fault_say_the_context_is_lost():
+    import threading
+
+    class LaunchError(Exception):  # pycuda.driver.LaunchError, as pycuda words it
+        pass
+
+    class FakePycuda:
+        @staticmethod
+        def memcpy_dtoh(arr, dptr):
+            raise LaunchError("cuMemcpyDtoH failed: an illegal memory access was encountered")
+
+        @staticmethod
+        def memset_d8(dptr, value, nbytes):
+            raise ValueError("some other error")
+
+    drv = object.__new__(C._PycudaDriver)
+    drv.drv, drv.threads = FakePycuda(), threading.local()
+    drv.threads.current = True
+    with pytest.raises(fs.FieldsimRuntimeError, match="illegal memory access.*restart the process"):
+        drv.dtoh(np.zeros(1), 0)
+    with pytest.raises(ValueError, match="some other error"):
+        drv.memset8(0, 0, 1)
