@@ -623,3 +623,21 @@ def test_pycuda_errors_after_a_kernel_fault_say_the_context_is_lost():
         drv.dtoh(np.zeros(1), 0)
     with pytest.raises(ValueError, match="some other error"):
         drv.memset8(0, 0, 1)
+
+
+def test_pycuda_out_of_memory_is_a_memory_error():
+    import threading
+
+    class FakePycuda:
+        class MemoryError(Exception):  # pycuda.driver.MemoryError: not Python's
+            pass
+
+        @classmethod
+        def mem_alloc(cls, nbytes):
+            raise cls.MemoryError("cuMemAlloc failed: out of memory")
+
+    drv = object.__new__(C._PycudaDriver)
+    drv.drv, drv.threads = FakePycuda(), threading.local()
+    drv.threads.current = True
+    with pytest.raises(MemoryError, match="could not allocate 4096 bytes"):
+        drv.alloc(4096)
