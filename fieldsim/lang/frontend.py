@@ -668,7 +668,7 @@ class Frontend(ExprMixin):
         # Taichi: `+=`, `-=`, `&=`, `|=`, `^=` on a field element (a kernel variable a parallel
         # loop writes is one) are atomics; a load and a store would lose other threads' updates
         kind = _AUGMENTED_ATOMICS.get(op)
-        if kind is not None and (isinstance(ref, FieldRef) or (op in "+-" and isinstance(ref, TripletRef))
+        if kind is not None and (isinstance(ref, FieldRef) or (op in ("+", "-") and isinstance(ref, TripletRef))
                                  or (isinstance(ref, SwizzleRef) and ref.on_fields())):
             ref.atomic(self, kind, value)
             return

@@ -568,16 +568,17 @@ class ExprMixin:
         is `ti.template()`/`ti.ref` and whose element's indices call something (`f(x[g(i)])`):
         each evaluated once as the element, which the parameter then aliases (Taichi writes
         through it; a copy would drop the func's writes)."""
+        # the arguments first (AST only): almost every call has none such, and returns at once
+        candidates = [(k, a) for k, a in enumerate(node.args)] + [(kw.arg, kw.value) for kw in node.keywords]
+        candidates = [(k, a) for k, a in candidates if isinstance(a, (ast.Subscript, ast.Attribute))
+                      and any(isinstance(n, ast.Call) for n in ast.walk(a))]
+        if not candidates:
+            return {}
         from fieldsim.lang import func_args
         from fieldsim.lang.frontend import _parse_cached
         from fieldsim.lang.kernel import Func
         if not isinstance(fn, Func) or fn.custom_grad is not None or fn.replay is not None \
                 or getattr(fn, "is_real", False) or any(isinstance(a, ast.Starred) for a in node.args):
-            return {}
-        candidates = [(k, a) for k, a in enumerate(node.args)] + [(kw.arg, kw.value) for kw in node.keywords]
-        candidates = [(k, a) for k, a in candidates if isinstance(a, (ast.Subscript, ast.Attribute))
-                      and any(isinstance(n, ast.Call) for n in ast.walk(a))]
-        if not candidates:
             return {}
         fdef = _parse_cached(fn.fn).node
         params = [p.arg for p in fdef.args.args]
