@@ -919,7 +919,7 @@ class TaskLowering(NestLowering, ArrayLowering):
             return self.vector_group(self.vectors.groups[id(s)])
         if is_quant(s.field):
             return quant_llvm.atomic(self, s)
-        if id(s) in self.reductions or id(s) in self.nest_acc or id(s) in self.loop_acc:
+        if self.accumulated(s):
             return self.reduce_into(s)
         field, kind = s.attr
         ptr = self.element_ptr(s)
@@ -933,7 +933,7 @@ class TaskLowering(NestLowering, ArrayLowering):
             op = {"add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor",
                   "min": "min" if signed else "umin", "max": "max" if signed else "umax",
                   "xchg": "xchg"}.get(kind)
-        if id(s) in self.demoted or id(field) in self.private_ids:
+        if self.updated_in_place(s):
             return self.plain_update(ptr, val, field, kind)
         if op is None:
             return self.cas_loop(ptr, val, dt, kind)
@@ -946,9 +946,8 @@ class TaskLowering(NestLowering, ArrayLowering):
     def vector_group(self, group: list[Stmt]):
         """A `vector_scatters` group: one vector add where every statement is a plain parallel
         scatter; else each statement as usual (the others are then no longer absorbed)."""
-        plain = self.pred is None and all(
-            id(t) not in self.reductions and id(t) not in self.nest_acc and id(t) not in self.loop_acc
-            and id(t) not in self.demoted and id(t.field) not in self.private_ids for t in group)
+        plain = self.pred is None and not any(
+            self.accumulated(t) or self.updated_in_place(t) for t in group)
         del self.vectors.groups[id(group[0])]
         if not plain:
             self.vectors.absorbed.difference_update(id(t) for t in group[1:])
@@ -956,6 +955,14 @@ class TaskLowering(NestLowering, ArrayLowering):
         ptr = self.memory_ptr(self.element_ptr(group[0]))
         self.cg.target.vector_scatter(self.b, self.cg.module, ptr, [self.v(t.value) for t in group])
         return None
+
+    def accumulated(self, s: Stmt) -> bool:
+        """An atomic summed in a register or a local array, written once after its loop."""
+        return id(s) in self.reductions or id(s) in self.nest_acc or id(s) in self.loop_acc
+
+    def updated_in_place(self, s: Stmt) -> bool:
+        """An atomic no other thread races with: demoted, or into a thread-private field."""
+        return id(s) in self.demoted or id(s.field) in self.private_ids
 
     def plain_update(self, ptr, val, field, kind):
         """A demoted atomic (fieldsim.codegen.demote): load, combine, store; the old value.

@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pytest
 from cuda_emu import use_emulator
+from support.programs import fibonacci_pairs
 
 import fieldsim as fs
 from fieldsim.codegen import ptx as P
@@ -79,36 +80,17 @@ def test_real_calls_emit_ptx(sm):
         assert r.returncode == 0, r.stderr
 
 
-def fib_program():
-    @fs.real_func
-    def fib_pair(n: fs.i32) -> (fs.i64, fs.i64):
-        if n == 0:
-            return fs.i64(0), fs.i64(1)
-        a, b = fib_pair(n - 1)
-        return b, a + b
-
-    @fs.kernel
-    def run_fib(n: fs.i32) -> fs.i64:
-        a, _ = fib_pair(n)
-        return a
-
-    @fs.kernel
-    def no_calls() -> fs.i32:
-        return 1
-
-    return run_fib, no_calls
-
-
 def test_a_kernel_making_real_calls_raises_the_thread_stack_once():
     """The driver's 1 KB thread stack overflowed at Fibonacci pairs 90 calls deep on an H200;
     a kernel that makes real calls raises it to `cuda_stack_limit` (Taichi's option), once."""
     rt = use_emulator(fs, cuda_stack_limit=12288)
-    run_fib, no_calls = fib_program()
+    fib = fibonacci_pairs()
+    run_fib, no_calls = fib.run_fib, fib.no_calls
     assert no_calls() == 1 and rt.device.drv.stack_limits == []
     assert run_fib(10) == 55 and run_fib(20) == 6765
     assert rt.device.drv.stack_limits == [12288]
     use_emulator(fs)
-    run_fib, _ = fib_program()
+    run_fib = fibonacci_pairs().run_fib
     run_fib(3)
     assert fs.lang.runtime.get().device.drv.stack_limits == [8192]  # Taichi's default
 
@@ -116,7 +98,7 @@ def test_a_kernel_making_real_calls_raises_the_thread_stack_once():
 @pytest.mark.cuda
 def test_recursion_90_calls_deep_runs_on_a_gpu():
     fs.init(arch=fs.cuda)
-    run_fib, _ = fib_program()
+    run_fib = fibonacci_pairs().run_fib
     fibs = [0, 1]
     while len(fibs) <= 90:
         fibs.append(fibs[-1] + fibs[-2])

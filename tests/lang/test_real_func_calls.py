@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from support.programs import static_factorial
+from support.programs import fibonacci_pairs, static_factorial
 
 import fieldsim as fs
 
@@ -257,13 +257,6 @@ def test_matrix_and_tuple_returns_are_flattened():
             r = a @ mat_power(a, n - 1)
         return r
 
-    @fs.real_func
-    def fib_pair(n: fs.i32) -> (fs.i64, fs.i64):
-        if n == 0:
-            return fs.i64(0), fs.i64(1)
-        a, b = fib_pair(n - 1)
-        return b, a + b
-
     out = fs.Matrix.field(2, 2, fs.f64, shape=())
 
     @fs.kernel
@@ -275,11 +268,6 @@ def test_matrix_and_tuple_returns_are_flattened():
         for _ in range(1):  # a call inside a task's loop
             out[None] = mat_power(fs.Matrix([[1.0, 1.0], [1.0, 0.0]], fs.f64), n)
 
-    @fs.kernel
-    def run_fib(n: fs.i32) -> fs.i64:
-        a, _ = fib_pair(n)
-        return a
-
     assert np.allclose(run_halves(3).to_numpy(), [0.125, 0.25])
     run_power(30)
     want = np.linalg.matrix_power(np.array([[1, 1], [1, 0]], np.int64), 30).astype(np.float64)
@@ -287,7 +275,7 @@ def test_matrix_and_tuple_returns_are_flattened():
     fibs = [0, 1]
     while len(fibs) <= 90:
         fibs.append(fibs[-1] + fibs[-2])
-    assert run_fib(90) == fibs[90]
+    assert fibonacci_pairs().run_fib(90) == fibs[90]
 
 
 def test_a_recursive_struct_return_is_refused_clearly():

@@ -87,3 +87,26 @@ def static_factorial():
             r = n * fact(n - 1)
         return r
     return fact
+
+
+def fibonacci_pairs():
+    """`run_fib(n)`, the n-th Fibonacci number as i64, through a `real_func` returning the pair
+    (F(n), F(n+1)) that calls itself n deep, and `no_calls()`, a kernel returning 1 that makes
+    no real call."""
+    @fs.real_func
+    def fib_pair(n: fs.i32) -> (fs.i64, fs.i64):
+        if n == 0:
+            return fs.i64(0), fs.i64(1)
+        a, b = fib_pair(n - 1)
+        return b, a + b
+
+    @fs.kernel
+    def run_fib(n: fs.i32) -> fs.i64:
+        a, _ = fib_pair(n)
+        return a
+
+    @fs.kernel
+    def no_calls() -> fs.i32:
+        return 1
+
+    return SimpleNamespace(run_fib=run_fib, no_calls=no_calls)
