@@ -1,4 +1,5 @@
-"""`python -m fieldsim cache info|clear [--dir DIR]`: inspect or empty the compile cache.
+"""`python -m fieldsim cache info|clear [--dir DIR]`: inspect or empty the compile cache;
+`python -m fieldsim diagnose`: what fieldsim runs on (fieldsim.tools.diagnose).
 
 `info` prints the cache directory, its entry count and size, the size cap, and whether the
 directory is safe to use (owned by you, not group- or world-writable); `clear` removes every
@@ -19,7 +20,11 @@ def main(argv=None) -> int:
     cache.add_argument("action", choices=["info", "clear"])
     cache.add_argument("--dir", default=None,
                        help="cache directory (default: $FIELDSIM_CACHE_DIR or ~/.cache/fieldsim)")
+    sub.add_parser("diagnose", help="print versions, CPU, cache and CUDA state; run a test kernel")
     args = parser.parse_args(argv)
+    if args.command == "diagnose":
+        from fieldsim.tools import diagnose
+        return diagnose.main()
     if args.action == "info":
         i = disk_cache.info(args.dir)
         print(f"directory: {i['dir']}")

@@ -21,7 +21,7 @@ filters
 boundary
 
 # Taichi's ti.tools.VideoManager(automatic_build=True) builds the video at frames 4, 8, 16, ...;
-# fieldsim accepts it and builds only on make_video() (documented there, fieldsim/tools.py)
+# fieldsim accepts it and builds only on make_video() (documented there, fieldsim/tools/video.py)
 automatic_build
 
 # Taichi's GGUI API (fieldsim/ui/): Window(vsync, show_window, fps_limit), Camera.track_user_inputs

@@ -1,8 +1,5 @@
-"""`fs.tools` image helpers and `fs.rgb_to_hex`/`fs.hex_to_rgb`, with Taichi's conventions
-(`fs.tools.PLYWriter` lives in `fieldsim.ply`).
-
-`VideoManager` collects frames as PNGs and builds a GIF (Pillow) and, where an `ffmpeg`
-executable is on PATH, an MP4; without ffmpeg, asking for an MP4 warns and writes the GIF only.
+"""`fs.tools.image` (Taichi's `ti.tools.image`): `imwrite`, `imread`, `imresize`, `imshow`,
+and `fs.rgb_to_hex`/`fs.hex_to_rgb`, with Taichi's conventions.
 
 Takes images as numpy arrays or fields of shape (width, height) or (width, height, channels)
 with 1, 3 or 4 channels; `img[x, y]` is the pixel at column x, row y counted from the BOTTOM (as
@@ -18,10 +15,7 @@ import os
 
 import numpy as np
 
-from fieldsim.ply import PLYWriter
-
-__all__ = ["PLYWriter", "VideoManager", "hex_to_rgb", "imread", "imresize", "imshow", "imwrite",
-           "rgb_to_hex"]
+__all__ = ["hex_to_rgb", "imread", "imresize", "imshow", "imwrite", "rgb_to_hex"]
 
 
 def rgb_to_hex(c):
@@ -44,7 +38,8 @@ def hex_to_rgb(color):
     return r / 255, g / 255, b / 255
 
 
-def _to_uint8(img) -> np.ndarray:
+def to_uint8(img) -> np.ndarray:
+    """`img` (array or field) as a uint8 (x, y, c) array with 1, 3 or 4 channels."""
     if not isinstance(img, np.ndarray):
         if not hasattr(img, "to_numpy"):
             raise ValueError(f"imwrite: expected a numpy array or a field, got {type(img).__name__}")
@@ -67,7 +62,7 @@ def _to_uint8(img) -> np.ndarray:
 def imwrite(img, filename):
     """Write `img` ((x, y[, c]), origin bottom-left) to `filename`."""
     from PIL import Image
-    img = _to_uint8(img)
+    img = to_uint8(img)
     rows = np.ascontiguousarray(np.transpose(img, (1, 0, 2))[::-1])  # (height, width, c), top row first
     mode = {1: "L", 3: "RGB", 4: "RGBA"}[rows.shape[2]]
     parent = os.path.dirname(os.fspath(filename))
@@ -105,75 +100,7 @@ def imresize(img, w, h=None):
 def imshow(img, title="imshow"):
     """Show an image in a window (matplotlib); headless backends just draw it."""
     import matplotlib.pyplot as plt
-    rows = np.transpose(_to_uint8(img), (1, 0, 2))[::-1]
+    rows = np.transpose(to_uint8(img), (1, 0, 2))[::-1]
     plt.figure(title)
     plt.imshow(rows[:, :, 0] if rows.shape[2] == 1 else rows, cmap="gray" if rows.shape[2] == 1 else None)
     plt.show()
-
-
-class VideoManager:
-    """Taichi's `ti.tools.VideoManager`: `write_frame(img)` per frame, then `make_video()`.
-
-    Frames go to `<output_dir>/frames/0000000.png`, ...; videos to
-    `<output_dir>/<video_filename>.gif` / `.mp4`. `automatic_build` is accepted and ignored:
-    call `make_video()`.
-    """
-
-    def __init__(self, output_dir, video_filename="video", width=None, height=None,
-                 post_processor=None, framerate=24, automatic_build=True):
-        self.output_dir = os.fspath(output_dir)
-        self.video_filename = video_filename
-        self.width, self.height = width, height
-        self.post_processor = post_processor
-        self.framerate = framerate
-        self.frame_counter = 0
-        self.frame_directory = os.path.join(self.output_dir, "frames")
-        os.makedirs(self.frame_directory, exist_ok=True)
-
-    def get_output_filename(self, suffix):
-        return os.path.join(self.output_dir, self.video_filename + suffix)
-
-    def write_frame(self, img):
-        img = _to_uint8(img)
-        if self.post_processor is not None:
-            img = self.post_processor.process(img)
-        if self.width is None:
-            self.width, self.height = img.shape[0], img.shape[1]
-        elif (img.shape[0], img.shape[1]) != (self.width, self.height):
-            raise ValueError(f"VideoManager: frame {self.frame_counter} is {img.shape[0]}x"
-                             f"{img.shape[1]}, the video is {self.width}x{self.height}")
-        imwrite(img, os.path.join(self.frame_directory, f"{self.frame_counter:07d}.png"))
-        self.frame_counter += 1
-
-    def write_frames(self, images):
-        for img in images:
-            self.write_frame(img)
-
-    def _frames(self):
-        return [os.path.join(self.frame_directory, f"{k:07d}.png") for k in range(self.frame_counter)]
-
-    def make_video(self, mp4=True, gif=True):
-        """Build the requested videos from the frames written so far; returns their paths."""
-        import shutil
-        import subprocess
-        import warnings
-        if not self.frame_counter:
-            raise ValueError("VideoManager.make_video: no frames were written")
-        out = []
-        if gif:
-            from fieldsim.gui import frames_to_gif
-            out.append(frames_to_gif(self._frames(), self.get_output_filename(".gif"),
-                                     fps=self.framerate))
-        if mp4:
-            ffmpeg = shutil.which("ffmpeg")
-            if ffmpeg is None:
-                warnings.warn("VideoManager.make_video: no ffmpeg on PATH, so no MP4 was written"
-                              + (" (the GIF was)" if gif else ""), stacklevel=2)
-            else:
-                path = self.get_output_filename(".mp4")
-                subprocess.run([ffmpeg, "-loglevel", "error", "-y", "-framerate", str(self.framerate),
-                                "-i", os.path.join(self.frame_directory, "%07d.png"),
-                                "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-pix_fmt", "yuv420p",
-                                path], check=True)
-                out.append(path)
-        return out
