@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from fieldsim.checks.access_rules import Access
-from fieldsim.checks.index_expr import Affine, Arg, Var, guard_limits
+from fieldsim.checks.index_expr import Affine, Arg, Var, guard_limits, surely_empty
 from fieldsim.ir.ir import walk
 from fieldsim.ir.opdefs import Op
 
@@ -194,7 +194,10 @@ class LaunchBoxes:
         return cached[2]
 
     def _box(self, a, comps, shape, env):
-        """The box of one item for `env` (None: its guards never hold), computed in full."""
+        """The box of one item for `env` (None: its guards never hold, or a loop it is indexed
+        by runs no iteration), computed in full."""
+        if _never(a, env):
+            return None
         if comps is None:
             return guarded_box(a, env, shape)
         return tuple(c if isinstance(c, Comp) else _comp(c.subst(env), env, n)
@@ -285,10 +288,17 @@ def _split_guarded(f: Affine, n, limits: dict):
     return Comp(r[0], r[1], step, False), (Affine(0, shift) if shift else None)
 
 
+def _never(a: Access, env: dict) -> bool:
+    """Is `a` indexed by a loop that runs no iteration for these arguments?"""
+    return any(surely_empty(f.subst(env), env) for f in a.indices)
+
+
 def _item_parts(a: Access, comps, shape):
     """An item's components as (base Comp, shift or None) pairs; None when the arguments
     enter more than a translation (a loop's bounds, a guard); "never" when its guards can
-    never hold together."""
+    never hold together or a loop it is indexed by runs no iteration."""
+    if _never(a, {}):
+        return "never"
     if comps is not None:
         return [(c, None) if isinstance(c, Comp) else _split(c, n) for c, n in zip(comps, shape)]
     if any(_uses_args(g) for g in a.guards):

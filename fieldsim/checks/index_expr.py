@@ -193,6 +193,19 @@ class Affine:
     __repr__ = __str__
 
 
+def surely_empty(f: Affine, env: dict | None = None) -> bool:
+    """Does `f` use the index of a loop that runs no iteration (`range(0, i)` with a static
+    `i == 0`, or `range(t)` at `t = 0`): its smallest begin at or past its largest end? An
+    access indexed by it never runs (its inverted interval must not read as a range)."""
+    for atom in f.terms:
+        atom = _base(atom)
+        if isinstance(atom, Var) and atom.bounds is not None:
+            begin, end = (b.bounds(env) for b in atom.bounds)
+            if begin is not None and end is not None and begin[0] >= end[1]:
+                return True
+    return False
+
+
 def atom_range(atom, env: dict | None, limits: dict | None = None) -> tuple[int, int] | None:
     """Inclusive value interval of an atom, when known (`limits`: narrower intervals that
     guards give, see `guard_limits`)."""

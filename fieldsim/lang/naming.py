@@ -10,8 +10,10 @@ right-hand side of, in that file's AST:
     x, y = fs.field(...), fs.field(...)    -> 'x', 'y' (matched by position)
     x: fs.Field = fs.field(...)            -> 'x'
 
-Anything else (a call nested in another call, a comprehension, a `return`, code without source
-such as `python -c`) gives None, and the caller falls back to `field<N>`. A file's parsed index
+A factory that returns the call (DiffTaichi's `scalar = lambda: ti.field(dtype=real)`, or a
+`def vec(): return ti.Vector.field(...)`) passes the question to its caller's call site, so
+`x, v = vec(), vec()` names 'x' and 'v'. Anything else (a call nested in another call, a
+comprehension, code without source such as `python -c`) gives None, and the caller falls back to `field<N>`. A file's parsed index
 is cached per file and the answer per call site, so a repeated call costs a frame walk and a
 dict look-up (a first one about 30 us). A file edited after it was imported can give no name
 (or, rarely, a stale one): names are a courtesy, never used for identity. Never raises.
@@ -29,6 +31,7 @@ from fieldsim.errors import Loc
 _INDEX: dict[str, tuple[list, dict]] = {}
 # (code object, instruction offset) -> the name found for that call site
 _SITES: dict = {}
+_UP = object()  # the call is what a lambda or `return` yields: the name is the caller's
 
 
 def user_frame():
@@ -51,20 +54,30 @@ def user_loc() -> Loc | None:
 def assigned_name() -> str | None:
     try:
         frame = user_frame()
-        if frame is None:
-            return None
-        code, site = frame.f_code, frame.f_lasti
-        key = (code, site)
-        if key in _SITES:  # a call site seen before (fields made in a loop)
-            return _SITES[key]
-        pos = next(itertools.islice(code.co_positions(), site // 2, None), None)
-        name = None if pos is None or None in pos else _index(code.co_filename).get(tuple(pos))
-        if len(_SITES) < 100_000:
-            _SITES[key] = name
-        return name
+        for _ in range(3):  # through at most two factories
+            if frame is None:
+                return None
+            name = _site_name(frame)
+            if name is not _UP:
+                return name
+            frame = frame.f_back
+        return None
     except (OSError, ValueError, TypeError, AttributeError, RecursionError, MemoryError):
         # naming is a courtesy: it never breaks field creation
         return None
+
+
+def _site_name(frame):
+    """The name the call `frame` is running is assigned to, `_UP`, or None."""
+    code, site = frame.f_code, frame.f_lasti
+    key = (code, site)
+    if key in _SITES:  # a call site seen before (fields made in a loop)
+        return _SITES[key]
+    pos = next(itertools.islice(code.co_positions(), site // 2, None), None)
+    name = None if pos is None or None in pos else _index(code.co_filename).get(tuple(pos))
+    if len(_SITES) < 100_000:
+        _SITES[key] = name
+    return name
 
 
 def _is_ours(frame) -> bool:
@@ -90,6 +103,8 @@ def _index(filename: str) -> dict:
                 _pair(node.targets[0], node.value, spans)
             elif isinstance(node, ast.AnnAssign) and node.value is not None:
                 _pair(node.target, node.value, spans)
+            elif isinstance(node, (ast.Lambda, ast.Return)):
+                _returned(node.body if isinstance(node, ast.Lambda) else node.value, spans)
     _INDEX[filename] = (lines, spans)
     return spans
 
@@ -105,3 +120,8 @@ def _pair(target, value, spans: dict) -> None:
         return
     spans[(value.lineno, value.end_lineno, value.col_offset, value.end_col_offset)] = \
         ast.unparse(target)
+
+
+def _returned(value, spans: dict) -> None:
+    if isinstance(value, ast.Call):
+        spans[(value.lineno, value.end_lineno, value.col_offset, value.end_col_offset)] = _UP

@@ -7,6 +7,7 @@ for handlers in `LVALUE_BUILTINS`, whose first argument arrives as an unevaluate
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
@@ -55,11 +56,13 @@ def _py_matrix_aware(fn):
 _REAL_ONLY = REAL_ONLY
 
 
-def _def_unary(name, op, np_fn, float_only=True):
+def _def_unary(name, op, np_fn, float_only=True, py_fn=None):
     fn = _np_unary(np_fn, keep_int=not float_only and op == Op.ABS)  # abs(-3) stays an int
     fn.__name__ = name
 
     def handler(fe, node, args, kw):
+        if py_fn is not None and len(args) == 1 and not kw and _is_py_number(args[0]):
+            return _fold_py_math(name, py_fn, args[0])
         if op in _REAL_ONLY:  # as in Taichi: these take real inputs only
             _require_real(fe, args[0], name)
         out = fe.e.unop(op, args[0], float_only)
@@ -74,6 +77,19 @@ def _def_unary(name, op, np_fn, float_only=True):
     return fn
 
 
+def _is_py_number(v):
+    return isinstance(v, (int, float, np.integer, np.floating))
+
+
+def _fold_py_math(name, py_fn, v):
+    """As Taichi: math on a Python number in a kernel is Python's, in double precision
+    (`ti.cos(1)` is `math.cos(1)`, an integer welcome), a constant of the kernel."""
+    try:
+        return py_fn(v)
+    except (ValueError, OverflowError) as e:
+        raise FieldsimTypeError(f"fs.{name}({v!r}) of a Python number: {e}") from None
+
+
 def _require_real(fe, v, name):
     entries = v.entries if isinstance(v, MatVal) else [v]
     for e in entries:
@@ -83,16 +99,16 @@ def _require_real(fe, v, name):
                                     f"cast it first, e.g. fs.{name}(float(n))")
 
 
-sin = _def_unary("sin", Op.SIN, np.sin)
-cos = _def_unary("cos", Op.COS, np.cos)
-tan = _def_unary("tan", Op.TAN, np.tan)
-asin = _def_unary("asin", Op.ASIN, np.arcsin)
-acos = _def_unary("acos", Op.ACOS, np.arccos)
-atan = _def_unary("atan", Op.ATAN, np.arctan)
-tanh = _def_unary("tanh", Op.TANH, np.tanh)
-exp = _def_unary("exp", Op.EXP, np.exp)
-log = _def_unary("log", Op.LOG, np.log)
-sqrt = _def_unary("sqrt", Op.SQRT, np.sqrt)
+sin = _def_unary("sin", Op.SIN, np.sin, py_fn=math.sin)
+cos = _def_unary("cos", Op.COS, np.cos, py_fn=math.cos)
+tan = _def_unary("tan", Op.TAN, np.tan, py_fn=math.tan)
+asin = _def_unary("asin", Op.ASIN, np.arcsin, py_fn=math.asin)
+acos = _def_unary("acos", Op.ACOS, np.arccos, py_fn=math.acos)
+atan = _def_unary("atan", Op.ATAN, np.arctan, py_fn=math.atan)
+tanh = _def_unary("tanh", Op.TANH, np.tanh, py_fn=math.tanh)
+exp = _def_unary("exp", Op.EXP, np.exp, py_fn=math.exp)
+log = _def_unary("log", Op.LOG, np.log, py_fn=math.log)
+sqrt = _def_unary("sqrt", Op.SQRT, np.sqrt, py_fn=math.sqrt)
 floor = _def_unary("floor", Op.FLOOR, np.floor, float_only=False)
 ceil = _def_unary("ceil", Op.CEIL, np.ceil, float_only=False)
 round = _def_unary("round", Op.ROUND, np.round, float_only=False)

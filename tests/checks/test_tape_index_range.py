@@ -152,3 +152,42 @@ def test_a_validating_tape_refuses_it_too():
     with pytest.raises(fs.FieldsimIndexError, match=r"reads p .*1\.\.5, outside 0\.\.4"), \
             fs.ad.Tape(loss, validation=True):
         edge()
+
+
+def test_an_access_in_a_loop_that_runs_no_iteration_is_not_refused():
+    # PhyFuzz's two-balls model pairs balls with `for j in range(0, i)` under a static `i`: at
+    # i = 0 the loop is empty, and its index's inverted interval once read as -1..0 (refused as
+    # outside the field, though nothing runs)
+    x = fs.field(float, shape=2, needs_grad=True, name="x")
+    loss = fs.field(float, shape=(), needs_grad=True, name="loss")
+
+    @fs.kernel
+    def pairs(t: fs.i32):
+        for i in fs.static(range(2)):
+            for j in range(0, i):
+                loss[None] += x[j] * x[i] * t
+
+    x[0], x[1] = 3.0, 2.0
+    with fs.ad.Tape(loss):
+        pairs(2)
+    assert loss[None] == 12.0
+    np.testing.assert_allclose(x.grad.to_numpy(), [2 * 2.0, 2 * 3.0])  # d(2 x0 x1)
+    loss.grad[None] = 1.0
+    x.grad.fill(0)
+    pairs.grad(1)  # a user's kernel.grad is judged the same way
+    np.testing.assert_allclose(x.grad.to_numpy(), [2.0, 3.0])
+
+
+def test_a_loop_that_does_run_past_the_end_is_still_refused():
+    x = fs.field(float, shape=2, needs_grad=True, name="x")
+    loss = fs.field(float, shape=(), needs_grad=True, name="loss")
+
+    @fs.kernel
+    def over():
+        for i in fs.static(range(2)):
+            for j in range(i, 2):
+                loss[None] += x[j + i]
+
+    with pytest.raises(fs.FieldsimIndexError, match=r"reads x with index 0 taking 2\.\.2"), \
+            fs.ad.Tape(loss):
+        over()

@@ -90,3 +90,29 @@ def test_kernel_errors_use_the_name():
 
     with pytest.raises(fs.FieldsimError, match="field 'velocity' has 2 dimension"):
         bad()
+
+
+scalar = lambda: fs.field(dtype=fs.f32)  # DiffTaichi's factories
+vec = lambda: fs.Vector.field(2, dtype=fs.f32)
+
+
+def mat():
+    return fs.Matrix.field(2, 2, dtype=fs.f32)
+
+
+def test_fields_made_by_a_factory_take_the_callers_name():
+    x, v = vec(), vec()
+    loss = scalar()
+    C = mat()
+
+    class Sim:
+        def __init__(self):
+            self.positions = vec()
+
+    s = Sim()
+    fs.root.dense(fs.i, 4).place(x, v, C, s.positions)
+    fs.root.place(loss)
+    assert (x.ir_name, v.ir_name, loss.ir_name, C.ir_name) == ("x", "v", "loss", "C")
+    assert s.positions.ir_name == "self.positions"
+    unnamed = {"f": scalar()}  # nested in another expression: the numbered fallback
+    assert unnamed["f"].ir_name.startswith("field")

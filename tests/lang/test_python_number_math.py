@@ -1,0 +1,58 @@
+"""`ti.cos(1)`, `ti.exp(0.3)` on a Python number in a kernel: as in Taichi 1.7.4 the math is
+Python's, in double precision, and the result a constant of the kernel (an integer is welcome
+there; a rigid-body program builds its rotation from `ti.cos(1)`). An integer kernel value still
+has to be cast first."""
+import math
+
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+ANGLE = 1
+
+
+def test_python_numbers_fold_in_double_precision():
+    fs.init(arch=fs.cpu)
+    out = fs.field(fs.f32, shape=6)
+
+    @fs.kernel
+    def k():
+        out[0] = fs.cos(ANGLE)
+        out[1] = fs.sqrt(4) + fs.sin(0)
+        out[2] = fs.exp(0.3)
+        out[3] = fs.log(3.3)
+        m = fs.Matrix([[fs.cos(1), -fs.sin(1)], [fs.sin(1), fs.cos(1)]])
+        out[4] = m.determinant()
+        out[5] = fs.math.tanh(np.float64(0.9))
+
+    k()
+    want = np.float32([math.cos(1), 2.0, math.exp(0.3), math.log(3.3), 1.0, math.tanh(0.9)])
+    np.testing.assert_array_equal(out.to_numpy()[:4], want[:4])  # f32 of the f64 value, exactly
+    assert out[4] == pytest.approx(1.0, abs=1e-6)
+    assert out[5] == want[5]
+
+
+def test_integer_kernel_value_still_refused():
+    fs.init(arch=fs.cpu)
+    out = fs.field(fs.f32, shape=2)
+
+    @fs.kernel
+    def k():
+        for i in range(1, 2):
+            out[i] = fs.cos(i)
+
+    with pytest.raises(fs.FieldsimTypeError, match="real"):
+        k()
+
+
+def test_domain_error_names_the_call():
+    fs.init(arch=fs.cpu)
+    out = fs.field(fs.f32, shape=1)
+
+    @fs.kernel
+    def k():
+        out[0] = fs.sqrt(-1)
+
+    with pytest.raises(fs.FieldsimTypeError, match="sqrt"):
+        k()
