@@ -157,7 +157,10 @@ class Matrix:
     __str__ = __repr__
 
     def _bin(self, other, fn):
-        return _wrap(fn(self._a, _np(other)))
+        # a Python number stays one, so numpy's promotion keeps the entries' type: an f32
+        # vector times 1 / 60 is f32, as in Taichi (a 0-d f64 array made it f64)
+        o = other if isinstance(other, (int, float)) else _np(other)
+        return _wrap(fn(self._a, o))
 
     # element-wise comparisons, as in Taichi: `all(a == b)`
     def __eq__(self, o): return self._bin(o, lambda a, b: (a == b).astype(np.int32))

@@ -43,3 +43,23 @@ def test_attribute_vectors_fold_in_double_precision():
     m32 = f32([[0.3, 0.1], [0.7, 1.0 / 3]])
     want = np.array([m32[r, 0] * f32(0.2) + m32[r, 1] * f32(0.9) for r in range(2)], f32) * f32(DT)
     np.testing.assert_array_equal(o2.to_numpy()[0], want)
+
+
+def test_python_scope_typed_vector_keeps_its_type_with_python_numbers():
+    fs.init(arch=fs.cpu)
+    t = fs.Vector([0.1, 0.2, 0.3], fs.f32)
+    u = fs.Vector([200, 100, 7], fs.u8)
+    r = t * (1.0 / 60)
+    assert r.to_numpy().dtype == np.float32
+    np.testing.assert_array_equal(r.to_numpy(), np.float32([0.1, 0.2, 0.3]) * np.float32(1.0 / 60))
+    assert (u + 100).to_numpy().tolist() == [44, 200, 107]  # u8 wraps, as numpy's u8 does
+    assert (t * 2).to_numpy().dtype == np.float32 and (2.0 - t).to_numpy().dtype == np.float32
+    cfg = types.SimpleNamespace(t=t, dt=1.0 / 60)
+    out = fs.Vector.field(3, fs.f64, 1)
+
+    @fs.kernel
+    def k():
+        out[0] = cfg.t * cfg.dt
+
+    k()
+    np.testing.assert_array_equal(out.to_numpy()[0], np.float32([0.1, 0.2, 0.3]) * np.float32(1.0 / 60))
