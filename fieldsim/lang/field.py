@@ -205,6 +205,11 @@ class Field:
                 f._invalidate()
                 f._destroyed = True
 
+    def _live(self) -> bool:
+        """Whether the storage is still usable (not destroyed nor dropped by a later init)."""
+        return (not getattr(self, "_destroyed", False) and self.storage is not None
+                and self.generation == runtime.get().generation)
+
     def _check_live(self):
         if getattr(self, "_destroyed", False):
             raise FieldsimRuntimeError(f"field {self.ir_name!r} was destroyed with its SNodeTree "

@@ -104,10 +104,39 @@ class ExprMixin:
 
     # ---- operators --------------------------------------------------------------------------------
     def expr_BinOp(self, node: ast.BinOp):
+        if _reads_attribute(node):
+            return self.captured(self._binop_value(node))
         op = BINOP_AST.get(type(node.op))
         if op is None:
             raise FieldsimSyntaxError(f"unsupported operator {type(node.op).__name__}")
         return self.apply_binop(op, self.expr(node.left), self.expr(node.right))
+
+    def _binop_value(self, node: ast.BinOp):
+        """`a op b`. As in Taichi, a Python-scope vector reached through an attribute
+        (`self.g + self.wind`, `cfg.g * cfg.dt`) combines with Python values in Python, in double
+        precision, and becomes a kernel constant only where it meets a kernel value (Taichi makes
+        a kernel constant of a global's name only); the result may be such a vector still."""
+        op = BINOP_AST.get(type(node.op))
+        if op is None:
+            raise FieldsimSyntaxError(f"unsupported operator {type(node.op).__name__}")
+        a, b = self._binop_operand(node.left), self._binop_operand(node.right)
+        if isinstance(a, PyMatrix) or isinstance(b, PyMatrix):
+            if op != "@" and not isinstance(a, (Stmt, MatVal)) and not isinstance(b, (Stmt, MatVal)):
+                return _py_binop(op, a, b)
+            a, b = self.captured(a), self.captured(b)  # Taichi's `@` makes kernel values
+        return self.apply_binop(op, a, b)
+
+    def _binop_operand(self, node):
+        if isinstance(node, ast.BinOp):
+            return self._binop_value(node)
+        if isinstance(node, ast.Attribute):
+            return self._attribute(node)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            v = self._binop_operand(node.operand)
+            if isinstance(v, PyMatrix):
+                return -v
+            return self.expr_UnaryOp(node, v)
+        return self.expr(node)
 
     def apply_binop(self, op: str, a, b):
         """`a op b` on frontend values (what `a op b` in kernel source means)."""
@@ -123,8 +152,8 @@ class ExprMixin:
                                     f"{describe(b)}")
         return self.e.binop(op, a, b)
 
-    def expr_UnaryOp(self, node: ast.UnaryOp):
-        v = self.expr(node.operand)
+    def expr_UnaryOp(self, node: ast.UnaryOp, operand=None):
+        v = self.expr(node.operand) if operand is None else self.captured(operand)
         if isinstance(node.op, ast.UAdd):
             return v
         if not isinstance(v, (Stmt, MatVal)):
@@ -472,6 +501,10 @@ class ExprMixin:
         raise FieldsimSyntaxError("unsupported comprehension target")
 
     def expr_Attribute(self, node: ast.Attribute):
+        return self.captured(self._attribute(node))
+
+    def _attribute(self, node: ast.Attribute):
+        """`base.name`; a Python-scope vector stays one (`captured` makes it a constant)."""
         loaded = self._field_element_swizzle(node)
         if loaded is not None:
             return loaded
@@ -490,7 +523,7 @@ class ExprMixin:
         if isinstance(base, (Stmt,)):
             raise FieldsimTypeError(f"a scalar {base.dtype} value has no attribute {name!r}")
         try:
-            return self.captured(getattr(base, name))
+            return getattr(base, name)
         except AttributeError as err:
             if isinstance(err, FieldsimError):  # e.g. a Taichi name fieldsim lacks: its reason,
                 raise FieldsimNameError(err.message) from None  # located at this node
@@ -897,6 +930,21 @@ def _membership(op_node, item, container) -> int:
     if any(isinstance(v, (Stmt, MatVal)) for v in (item, container)):
         raise FieldsimSyntaxError("`in` works only on compile-time values (inside fs.static)")
     return int((item in container) == isinstance(op_node, ast.In))
+
+
+def _reads_attribute(node) -> bool:
+    """Is an operand of this chain of arithmetic an attribute (possibly a Python-scope vector
+    to combine in Python: `ExprMixin._binop_value`)? Iterative: chains can be long."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Attribute):
+            return True
+        if isinstance(n, ast.BinOp):
+            stack += (n.left, n.right)
+        elif isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            stack.append(n.operand)
+    return False
 
 
 def _py_binop(op, a, b):

@@ -5,8 +5,10 @@ scalarised into IR (see `fieldsim.lang.matrix_ops`), and a Python-scope value me
 becomes a constant vector/matrix. Here they are small numpy-backed values with Taichi's
 Python-scope behaviour: arithmetic (every operator, element-wise comparisons returning a
 Vector/Matrix of 0/1), indexing, swizzles (`v.x`, `v.xy`), `to_numpy`, and the usual methods.
-A value read from a field element (`x[i]`) is bound to it: `x[i][0, 1] = v` and `x[i].y = v`
-write the entries they change back to the field, as Taichi's element proxies do.
+A value read from a field element (`x[i]`) is bound to it, as Taichi's element proxies are:
+`x[i][0, 1] = v` and `x[i].y = v` write the entries they change back to the field, and every
+read (an entry, arithmetic, printing) sees the element's current value, so `r = x[0]` then
+`x[0] = ...` changes `r` too (Taichi 1.7.4 reads its host accessors at each use).
 """
 from __future__ import annotations
 
@@ -116,13 +118,26 @@ class Matrix:
         self._owner = (field, key)
         return self
 
+    @property
+    def _a(self):
+        """The entries; a field element's are re-read from the field at each use."""
+        if self._owner is not None:
+            field, key = self._owner
+            if field._live():  # a field dropped by a later init keeps its last values
+                self._arr[...] = np.asarray(field.storage.read_element(field._index(key)))
+        return self._arr
+
+    @_a.setter
+    def _a(self, arr):
+        self._arr = arr
+
     def _write_back(self, k=Ellipsis):
-        """Store entries `k` (all by default) into the field element this value was read from;
-        the other entries are re-read, so a stale copy never overwrites newer values."""
+        """Store entries `k` (all by default), just set in `_arr`, into the field element this
+        value was read from; the other entries are re-read, so they keep newer values."""
         if self._owner is not None:
             field, key = self._owner
             fresh = np.array(field.storage.read_element(field._index(key)))
-            fresh[k] = self._a[k]
+            fresh[k] = self._arr[k]
             field[key] = fresh
 
     def fill(self, v):
@@ -142,7 +157,10 @@ class Matrix:
     __str__ = __repr__
 
     def _bin(self, other, fn):
-        return _wrap(fn(self._a, _np(other)))
+        # a Python number stays one, so numpy's promotion keeps the entries' type: an f32
+        # vector times 1 / 60 is f32, as in Taichi (a 0-d f64 array made it f64)
+        o = other if isinstance(other, (int, float)) else _np(other)
+        return _wrap(fn(self._a, o))
 
     # element-wise comparisons, as in Taichi: `all(a == b)`
     def __eq__(self, o): return self._bin(o, lambda a, b: (a == b).astype(np.int32))

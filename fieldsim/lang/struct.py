@@ -22,7 +22,7 @@ from fieldsim.lang import field as F
 from fieldsim.lang import naming, runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.host_errors import at_user_line, located_subclasses
-from fieldsim.lang.matrix import Matrix, Vector
+from fieldsim.lang.matrix import Matrix
 
 
 # ---- types ------------------------------------------------------------------------------------
@@ -391,32 +391,6 @@ def _leaf_cast(leaf, value):
     return arr
 
 
-def _write_through(leaf, key):
-    """A vector/matrix member read in Python scope whose item assignment (`s[i].v[k] = c`)
-    writes the member field, as in Taichi."""
-    value = leaf[key]
-    out = (_WriteThroughVector if isinstance(value, Vector) else _WriteThroughMatrix)(value)
-    out._leaf, out._key = leaf, key
-    return out
-
-
-class _WriteThrough:
-    _leaf = None
-
-    def __setitem__(self, k, v):
-        super().__setitem__(k, v)
-        if self._leaf is not None:
-            self._leaf[self._key] = _leaf_cast(self._leaf, self._a)
-
-
-class _WriteThroughVector(_WriteThrough, Vector):
-    pass
-
-
-class _WriteThroughMatrix(_WriteThrough, Matrix):
-    pass
-
-
 class StructElement:
     """`x[i]` of a struct field in Python scope: members read and write the field."""
 
@@ -431,7 +405,7 @@ class StructElement:
             m = sf.members[name]
             if isinstance(m, StructField):
                 return StructElement(m, key)
-            return _write_through(m, key) if m.ndim_el else m[key]
+            return m[key]  # a vector/matrix member is bound to the member field
         method = sf.stype.methods.get(name)
         if method is not None and hasattr(method, "__get__"):
             return method.__get__(self, type(self))
