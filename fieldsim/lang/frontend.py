@@ -349,7 +349,6 @@ class Frontend(ExprMixin):
         self.rt = rt
         self.kernel_name = name or fn.__name__
         self.b = IRBuilder()
-        self.top_block = self.b.block  # the kernel body: statements here run at its top level
         self.e = Emitter(self.b, rt.default_fp, rt.default_ip)
         self.source = _parse_cached(fn)
         self.frame = Frame(fn, self.source)
@@ -378,6 +377,7 @@ class Frontend(ExprMixin):
     # ---- entry --------------------------------------------------------------------------------
     def build(self) -> Kernel:
         node = self.source.node
+        self.top_block = self.b.block
         params = []
         with self.b.at(self.source.loc(node)):
             pos = 0  # ARG positions count runtime arguments only
