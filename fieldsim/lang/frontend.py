@@ -361,8 +361,6 @@ class Frontend(ExprMixin):
         self.loop_config = {}
         self.static_loops: list = []  # (loop_depth, depth) at each enclosing fs.static loop
         self.inline_stack: list = []
-        # per inlined func: do its top-level loops run as tasks (see `at_kernel_top`)
-        self.inline_tasks: list = []
         # AST node id -> the element a by-reference argument holding a call refers to, evaluated
         # once by expr_Call for the func call being made (see `caller_refs`)
         self.call_arg_refs: dict = {}
@@ -377,7 +375,6 @@ class Frontend(ExprMixin):
     # ---- entry --------------------------------------------------------------------------------
     def build(self) -> Kernel:
         node = self.source.node
-        self.top_block = self.b.block
         params = []
         with self.b.at(self.source.loc(node)):
             pos = 0  # ARG positions count runtime arguments only
@@ -491,15 +488,9 @@ class Frontend(ExprMixin):
             if new_scope:
                 self.frame.scopes.pop()
 
-    def at_kernel_top(self) -> bool:
-        """Do statements emitted now run at the kernel's top level (a loop there is a task, a
-        variable a hidden 0-D field)? True in the kernel body and, as in Taichi, in funcs
-        inlined there whose loops may be tasks (`_func_loops_are_tasks`)."""
-        return self.depth == 0 and self.b.block is self.top_block and all(self.inline_tasks)
-
     # ---- variables ------------------------------------------------------------------------------
     def declare(self, name, value, dtype=None):
-        if self.at_kernel_top():
+        if self.depth == 0 and not self.inline_stack:
             self.declare_kernel_variable(name, value, dtype)
             return
         if isinstance(value, MatVal):
@@ -932,7 +923,7 @@ class Frontend(ExprMixin):
             self.static_for(node, self.expr(it.args[0]))
             return
         config, self.loop_config = self.loop_config, {}
-        outermost = self.at_kernel_top() and not (self.inline_stack and _breaks_out(node.body))
+        outermost = self.depth == 0 and not self.inline_stack
         iterable = self.expr(it)
         dims, names, grouped = self.loop_dims(iterable, node)
         if outermost:
@@ -1001,7 +992,8 @@ class Frontend(ExprMixin):
         if field.shape is None:
             raise FieldsimTypeError(f"field {field.ir_name!r} is used before it has a shape "
                                     "(place it with fs.root.dense(...).place(...))")
-        info = ForInfo(parallel=self.at_kernel_top(), serialize=False, block_dim=None)
+        info = ForInfo(parallel=self.depth == 0 and not self.inline_stack, serialize=False,
+                       block_dim=None)
         if info.parallel:
             value = self._fill_value_across_tasks(value)
         sizes = list(field.shape)
@@ -1294,20 +1286,26 @@ class Frontend(ExprMixin):
         by_name = {}
         for k, p in enumerate(params):
             by_name[p] = (refs or {}).get(k) or (refs or {}).get(p)
-        tasks = self._func_loops_are_tasks(fdef, ret_slot, bound, self_ref)
         for name, value in bound.items():
+            a = ann.get(name)
             if self_ref is not None and name == params[0]:
                 frame.bind(name, self_ref)
                 continue
-            self._bind_arg(func, frame, name, value, ann.get(name), by_name.get(name), tasks)
+            if func_args.is_by_reference(a) and by_name.get(name) is not None:
+                frame.bind(name, by_name[name])  # the caller's own variable
+                continue
+            if func_args.is_by_reference(a) and isinstance(value, struct.StructFieldRef):
+                frame.bind(name, StructVar(value))  # `f(cells[i])`: writes reach the field, as Taichi's
+                continue
+            if not isinstance(value, struct.StructValue):
+                value = func_args.coerce(self, a, value, f"argument {name}", func)
+            self._bind_param(frame, name, value)
         self.frame = frame
         self.inline_stack.append((func, self.loop_depth))
-        self.inline_tasks.append(tasks)
         try:
             self.block(fdef.body)
         finally:
             self.inline_stack.pop()
-            self.inline_tasks.pop()
             self.frame = saved_frame
         if ret_slot.direct is not None and ret_slot.direct is not True:
             return ret_slot.direct
@@ -1326,42 +1324,6 @@ class Frontend(ExprMixin):
         elif not _tail_returns_only(fdef.body):
             slot.flag = self.b.alloca(T.i32)  # zero: nothing returned yet
         return slot
-
-    def _bind_arg(self, func, frame, name, value, a, caller_ref, tasks):
-        """Binds one argument of an inlined func (`a`: its annotation) in the callee's frame."""
-        from fieldsim.lang import func_args
-        if func_args.is_by_reference(a) and caller_ref is not None:
-            frame.bind(name, caller_ref)  # the caller's own variable
-            return
-        if func_args.is_by_reference(a) and isinstance(value, struct.StructFieldRef):
-            frame.bind(name, StructVar(value))  # `f(cells[i])`: writes reach the field, as Taichi's
-            return
-        if not isinstance(value, struct.StructValue):
-            value = func_args.coerce(self, a, value, f"argument {name}", func)
-        if tasks and _runtime_value(value):
-            self._bind_param_across_tasks(frame, name, value)
-            return
-        self._bind_param(frame, name, value)
-
-    def _func_loops_are_tasks(self, fdef, slot, bound, self_ref) -> bool:
-        """Do the loops at a func's own top level run as tasks (in parallel), as in Taichi when
-        the func is called at the kernel's top level? Only for funcs whose one return, if any,
-        ends their body and whose arguments are no structs, so that nothing but hidden kernel
-        variables crosses from one task to the next."""
-        if not self.at_kernel_top() or self_ref is not None or slot.direct is not True:
-            return False
-        if any(isinstance(v, struct.StructValue) for v in bound.values()):
-            return False
-        return any(isinstance(s, ast.For) and not _is_static_for(s) for s in fdef.body)
-
-    def _bind_param_across_tasks(self, frame, name, value):
-        """A by-value argument of a func whose loops are tasks: a hidden kernel variable, which
-        every task can read (Taichi copies arguments into variables too)."""
-        saved_frame, self.frame = self.frame, frame
-        try:
-            self.declare_kernel_variable(name, value)
-        finally:
-            self.frame = saved_frame
 
     def _bind_param(self, frame, name, value):
         """Binds a by-value argument in the callee's frame: a kernel value or struct the func
@@ -1384,30 +1346,6 @@ class Frontend(ExprMixin):
             self.frame = saved_frame
         else:
             frame.bind(name, StaticRef(value))
-
-
-def _runtime_value(value) -> bool:
-    """A kernel value computed at run time (not a Python constant, field or other object)."""
-    if isinstance(value, MatVal):
-        return any(isinstance(e, Stmt) for e in value.entries)
-    return isinstance(value, Stmt)
-
-
-def _is_static_for(node: ast.For) -> bool:
-    it = node.iter
-    return isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "static"
-
-
-def _breaks_out(stmts) -> bool:
-    """Does a `break` in `stmts` leave the loop whose body they are (not an inner loop's)?"""
-    for s in stmts:
-        if isinstance(s, ast.Break):
-            return True
-        if isinstance(s, (ast.For, ast.While, ast.FunctionDef)):
-            continue
-        if any(_breaks_out([c]) for c in ast.iter_child_nodes(s) if isinstance(c, ast.stmt)):
-            return True
-    return False
 
 
 def _is_python_number(value) -> bool:
