@@ -20,9 +20,14 @@ _PROLOGUE_OPS = PURE
 
 
 def _bound_chains(kernel: Kernel) -> set[int]:
-    """Top-level pure statements that outermost loop bounds depend on (LOADs included)."""
+    """Top-level pure statements that outermost loop bounds depend on (LOADs included).
+
+    Only loops that become tasks count: a LOAD in the prologue is evaluated at the start of the
+    task that uses it, so one bounding a loop that runs inside a SERIAL block (a func's loop
+    inlined at the top level) stays there, after the block's earlier stores.
+    """
     out: set[int] = set()
-    stack = [a for s in kernel.body if s.op == Op.FOR for a in s.args]
+    stack = [a for s in kernel.body if is_task(s) for a in s.args]
     while stack:
         v = stack.pop()
         if id(v) not in out and v.op in _PROLOGUE_OPS:
