@@ -272,6 +272,14 @@ def test_types_predicates_and_quant_error():
     assert runtime.get().fast_math is False
 
 
+def test_types_is_tensor_and_utils():
+    # eric2003/ModernTaichi codes/grammar/typeinfo/01: ti.types.is_tensor(ti.types.f32)
+    assert fs.types.is_tensor(fs.f32) is False and fs.types.is_tensor(fs.i32) is False
+    with pytest.raises(TypeError, match="is_tensor"):
+        fs.types.is_tensor(fs.types.vector(3, fs.f32))
+    assert fs.types.utils.is_real(fs.f16) and fs.types.uint1 is fs.u1
+
+
 def test_matrix_unpacks_into_rows_and_type_field():
     vec2 = fs.types.vector(2, fs.i32)
     rows = vec2.field(shape=2)
