@@ -147,7 +147,11 @@ def is_signed(dt) -> bool:
 
 def is_tensor(dt) -> bool:
     """Taichi's `ti.types.is_tensor`: whether a primitive `DataType` is a tensor type. No
-    primitive is (a vector or matrix type is a `MatrixType`, which Taichi's refuses too)."""
+    primitive is (a vector or matrix type is a `MatrixType`, which Taichi's refuses too).
+
+    >>> fs.types.is_tensor(fs.f32)
+    False
+    """
     if not isinstance(dt, DataType):
         raise TypeError(f"is_tensor: {dt!r} is not a primitive type")
     return False
