@@ -224,3 +224,33 @@ def test_spill_turns_a_crossing_local_into_a_zeroed_field():
     (hidden,) = fe.hidden_fields
     assert [s.op for s in body[:2]] == [Op.CONST, Op.STORE] and body[1].attr is hidden
     assert all(s.op != Op.ALLOCA for s in body)
+
+
+def test_tape_checks_a_func_like_the_kernel_top_level():
+    """A func variable read and then rewritten across the func's loop is a kernel variable, as
+    at the top level: on a Tape, the access checker refuses it at the func's line (Taichi
+    refuses the kernel too: mixed loops and statements)."""
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, 8, needs_grad=True)
+    loss = fs.field(fs.f32, (), needs_grad=True)
+
+    @fs.func
+    def mean(n):
+        s = 0.0
+        for i in range(n):
+            s += x[i]
+        s = s / n
+        return s
+
+    @fs.kernel
+    def run(n: fs.i32):
+        loss[None] = mean(n) ** 2
+
+    run(8)  # forward only: never refused
+    try:
+        with fs.ad.Tape(loss=loss):
+            run(8)
+    except fs.AccessRuleError as e:
+        assert "mean" in str(e) and "test_func_loop_tasks.py" in str(e)
+    else:
+        raise AssertionError("the Tape accepted a rewritten kernel variable")
