@@ -342,7 +342,7 @@ def _compare_field(f, g, x0, dirs, evaluate, opts, bar) -> FieldCheck:
             ad[k] = float(np.sum(g * step)) / (2 * h)
         mode = "directions"
     tol = opts.atol + opts.rtol * np.maximum(np.abs(ad), np.abs(fd)) + noise
-    return FieldCheck(f.ir_name, mode, ad, fd, tol, tuple(x0.shape), f.ndim)
+    return FieldCheck(f.ir_name, mode, ad, fd, tol, tuple(x0.shape), len(f.shape))
 
 
 def _probe(f, x0, h, evaluate, bar, where):

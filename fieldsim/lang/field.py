@@ -241,7 +241,9 @@ class Field:
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        """As Taichi's `MatrixField.ndim`: a vector field's is 1, a matrix field's 2 (its
+        elements'); a scalar field's (Taichi's has none) is its number of axes."""
+        return self.ndim_el or len(self.shape)
 
     def __len__(self):
         return self.shape[0] if self.shape else 1

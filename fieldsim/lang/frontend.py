@@ -24,7 +24,7 @@ from typing import ClassVar
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
-from fieldsim.lang import ops, sparse_kernel, struct
+from fieldsim.lang import cross_task, ops, sparse_kernel, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field, placed_twin
@@ -344,11 +344,21 @@ def _visit_with(table: _Visitors):
     return visit
 
 
+class SerialFuncLoops(Exception):
+    """A value crosses the tasks that func loops made and cannot be passed between them
+    (`cross_task.spill`): build the kernel again with func loops serial."""
+
+
 class Frontend(ExprMixin):
-    def __init__(self, fn, rt, name=None, templates=None, arg_types=None, ret=None):
+    def __init__(self, fn, rt, name=None, templates=None, arg_types=None, ret=None,
+                 func_tasks=True):
         self.rt = rt
         self.kernel_name = name or fn.__name__
         self.b = IRBuilder()
+        self.top_block = self.b.block  # the kernel's top level: a task is a loop placed here
+        # whether a loop at the top of a func inlined at the kernel's top level is a parallel task
+        # too, as in Taichi (see `lang.cross_task`; False: the fallback where it cannot be)
+        self.func_tasks = func_tasks
         self.e = Emitter(self.b, rt.default_fp, rt.default_ip)
         self.source = _parse_cached(fn)
         self.frame = Frame(fn, self.source)
@@ -361,6 +371,9 @@ class Frontend(ExprMixin):
         self.loop_config = {}
         self.static_loops: list = []  # (loop_depth, depth) at each enclosing fs.static loop
         self.inline_stack: list = []
+        # per inlined func: "loops" (it runs at the kernel's top level and has loops there, which
+        # are tasks), "top" (it runs there, no loops of its own there), or "" (neither)
+        self.task_funcs: list = []
         # AST node id -> the element a by-reference argument holding a call refers to, evaluated
         # once by expr_Call for the func call being made (see `caller_refs`)
         self.call_arg_refs: dict = {}
@@ -415,6 +428,8 @@ class Frontend(ExprMixin):
                                       f"statement: kernel {self.kernel_name!r} declares {self.ret} "
                                       f"but does not end with a return statement",
                                       self.source.loc(node))
+        if not cross_task.spill(self, self.b.block) and self.func_tasks:
+            raise SerialFuncLoops
         return Kernel(self.kernel_name, params, self.b.block, self.ret, self.source.loc(node),
                       meta={"local_arrays": True} if self.local_arrays else {}, funcs=self.funcs)
 
@@ -488,9 +503,20 @@ class Frontend(ExprMixin):
             if new_scope:
                 self.frame.scopes.pop()
 
+    def at_kernel_top(self) -> bool:
+        """Are statements made now at the kernel's top level? Those of a user's func inlined
+        there are, as in Taichi (its loops are outermost loops); fieldsim's own funcs (written
+        for serial loops) are not."""
+        if self.depth or self.b.block is not self.top_block:
+            return False
+        return not self.inline_stack or (self.func_tasks and all(self.task_funcs))
+
     # ---- variables ------------------------------------------------------------------------------
     def declare(self, name, value, dtype=None):
-        if self.depth == 0 and not self.inline_stack:
+        # a func's variables are kernel variables where its own loops are tasks (`+=` in them is
+        # atomic, as at the kernel's top level); others stay locals (lang.cross_task moves those
+        # a task boundary separates into fields)
+        if self.at_kernel_top() and (not self.inline_stack or self.task_funcs[-1] == "loops"):
             self.declare_kernel_variable(name, value, dtype)
             return
         if isinstance(value, MatVal):
@@ -923,7 +949,7 @@ class Frontend(ExprMixin):
             self.static_for(node, self.expr(it.args[0]))
             return
         config, self.loop_config = self.loop_config, {}
-        outermost = self.depth == 0 and not self.inline_stack
+        outermost = self.at_kernel_top() and not (self.inline_stack and _leaves_early(node))
         iterable = self.expr(it)
         dims, names, grouped = self.loop_dims(iterable, node)
         if outermost:
@@ -992,8 +1018,7 @@ class Frontend(ExprMixin):
         if field.shape is None:
             raise FieldsimTypeError(f"field {field.ir_name!r} is used before it has a shape "
                                     "(place it with fs.root.dense(...).place(...))")
-        info = ForInfo(parallel=self.depth == 0 and not self.inline_stack, serialize=False,
-                       block_dim=None)
+        info = ForInfo(parallel=self.at_kernel_top(), serialize=False, block_dim=None)
         if info.parallel:
             value = self._fill_value_across_tasks(value)
         sizes = list(field.shape)
@@ -1301,17 +1326,25 @@ class Frontend(ExprMixin):
                 value = func_args.coerce(self, a, value, f"argument {name}", func)
             self._bind_param(frame, name, value)
         self.frame = frame
+        self.task_funcs.append(self._task_func(src))
         self.inline_stack.append((func, self.loop_depth))
         try:
             self.block(fdef.body)
         finally:
             self.inline_stack.pop()
+            self.task_funcs.pop()
             self.frame = saved_frame
         if ret_slot.direct is not None and ret_slot.direct is not True:
             return ret_slot.direct
         if ret_slot.vars is None:
             return None
         return _rebuild_value([self.b.local_load(v) for v in ret_slot.vars], ret_slot.shape)
+
+    def _task_func(self, src) -> str:
+        """What a func (its parsed source) about to be inlined is for `task_funcs`."""
+        if not self.func_tasks or src.in_fieldsim or not self.at_kernel_top():
+            return ""
+        return "loops" if _has_top_loop(src.node.body) else "top"
 
     def _return_slot(self, func, fdef, ann) -> ReturnSlot:
         """Where an inlined func's returns go: the value itself (one tail return), result
@@ -1515,6 +1548,43 @@ def _always_returns(stmts) -> bool:
 
 def _contains_return(node) -> bool:
     return any(isinstance(n, ast.Return) for n in ast.walk(node))
+
+
+def _has_top_loop(stmts) -> bool:
+    """Does a func body have a loop at its own top level (through fs.static ifs and loops)?"""
+    for n in stmts:
+        if isinstance(n, ast.For) and not _is_static_call(n.iter):
+            return True
+        if isinstance(n, ast.For) and _has_top_loop(n.body):
+            return True
+        if isinstance(n, ast.If) and _is_static_call(n.test) \
+                and (_has_top_loop(n.body) or _has_top_loop(n.orelse)):
+            return True
+    return False
+
+
+def _is_static_call(node) -> bool:
+    """`ti.static(...)` / `static(...)` by its spelling (a loop or if unrolled at compile time)."""
+    f = node.func if isinstance(node, ast.Call) else None
+    return (isinstance(f, ast.Attribute) and f.attr == "static") or \
+        (isinstance(f, ast.Name) and f.id == "static")
+
+
+def _leaves_early(loop: ast.For) -> bool:
+    """Does a func's loop hold a `return`, or a `break` of its own? Such a loop at the kernel's
+    top level stays serial (Taichi refuses both in an outermost loop; fieldsim runs them)."""
+    stack = list(loop.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.Return, ast.Break)):
+            return True
+        if isinstance(n, (ast.For, ast.While)):
+            stack.extend(n.orelse)
+            stack.extend(x for x in ast.walk(n) if isinstance(x, ast.Return))
+            continue
+        if not isinstance(n, (ast.FunctionDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(n))
+    return False
 
 
 def _tail_returns_only(stmts) -> bool:

@@ -372,9 +372,13 @@ class KernelObj:
         from fieldsim.ir.passes.offload import offload
         from fieldsim.ir.passes.promote_locals import promote_locals
         from fieldsim.ir.passes.scalarize_arrays import small_arrays_scalarized
-        from fieldsim.lang.frontend import Frontend
+        from fieldsim.lang.frontend import Frontend, SerialFuncLoops
         fe = Frontend(self.fn, rt, self.__name__, templates, dtypes, ret)
-        ir = run_pass("frontend", lambda _: fe.build(), None, verify=rt.debug)
+        try:
+            ir = run_pass("frontend", lambda _: fe.build(), None, verify=rt.debug)
+        except SerialFuncLoops:
+            fe = Frontend(self.fn, rt, self.__name__, templates, dtypes, ret, func_tasks=False)
+            ir = run_pass("frontend", lambda _: fe.build(), None, verify=rt.debug)
         ir = run_pass("offload", offload, ir, verify=rt.debug)
         if "local_arrays" in ir.meta:  # the select form where it is faster (scalarize_arrays)
             ir = run_pass("scalarize_arrays", small_arrays_scalarized, ir, verify=rt.debug)

@@ -138,6 +138,7 @@ class _State:
         self.values = {n: getattr(fe, n) for n in self._COUNTERS}
         self.static_loops = list(fe.static_loops)
         self.inline_stack = list(fe.inline_stack)
+        self.task_funcs = list(fe.task_funcs)
 
     def restore(self, fe):
         fe.b.blocks[:] = self.blocks
@@ -147,6 +148,7 @@ class _State:
             setattr(fe, n, v)
         fe.static_loops[:] = self.static_loops
         fe.inline_stack[:] = self.inline_stack
+        fe.task_funcs[:] = self.task_funcs
 
 
 def _ret_spec(fe, func, a):
@@ -194,7 +196,7 @@ def _build(fe, func, key, spec, bound, ann, node) -> tuple:
     saved_inlining, fe.real_inlining = fe.real_inlining, []
     fe.b.blocks[:] = [fn.body]
     fe.depth, fe.loop_depth, fe.parallel_depth, fe.loop_config = 0, 0, -1, {}
-    fe.static_loops[:], fe.inline_stack[:] = [], []
+    fe.static_loops[:], fe.inline_stack[:], fe.task_funcs[:] = [], [], []
     try:
         result = fe.inline_plain(func, [], _param_values(fe, spec, bound), node)
         flat = _flatten_value(result)[0] if rets else []

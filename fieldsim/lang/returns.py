@@ -7,7 +7,7 @@ members are return specs, or a `RetTuple`. The
 kernel's RETURN statement carries the value flattened to scalars, each cast to its slot's dtype
 (`flatten`); the launcher reads one 8-byte word per scalar and `rebuild`s the Python value
 (unsigned types read as unsigned, vectors/matrices as `fs.Vector`/`fs.Matrix`, structs as
-Python-scope struct values of their type, tuples as tuples).
+Python-scope struct values of their type, tuples as lists, as Taichi 1.7 returns them).
 Guarantees: a value whose shape does not match the annotation raises `FieldsimTypeError`
 naming the kernel, never a silently reshaped or truncated result.
 """
@@ -146,4 +146,4 @@ def _rebuild(spec, words, pos):
     for item in spec.items:
         v, pos = _rebuild(item, words, pos)
         out.append(v)
-    return tuple(out), pos
+    return out, pos  # a list, as Taichi's: `k()[0] = ...` and `k() == [a, b]` work as there

@@ -40,8 +40,8 @@ from fieldsim.ir.dtypes import (
 
 __all__ = ["ALL_TYPES", "DataType", "MatrixType", "by_name", "f16", "f32", "f64", "float16",
            "float32", "float64", "from_numpy", "i8", "i16", "i32", "i64", "int8", "int16",
-           "int32", "int64", "matrix", "promote", "promote_all", "u1", "u8", "u16", "u32",
-           "u64", "uint8", "uint16", "uint32", "uint64", "vector"]
+           "int32", "int64", "is_tensor", "matrix", "promote", "promote_all", "u1", "u8", "u16", "u32",
+           "u64", "uint1", "uint8", "uint16", "uint32", "uint64", "vector"]
 
 
 class MatrixType:
@@ -145,7 +145,21 @@ def is_signed(dt) -> bool:
     return dt.is_signed
 
 
+def is_tensor(dt) -> bool:
+    """Taichi's `ti.types.is_tensor`: whether a primitive `DataType` is a tensor type. No
+    primitive is (a vector or matrix type is a `MatrixType`, which Taichi's refuses too).
+
+    >>> fs.types.is_tensor(fs.f32)
+    False
+    """
+    if not isinstance(dt, DataType):
+        raise TypeError(f"is_tensor: {dt!r} is not a primitive type")
+    return False
+
+
+uint1 = u1
 primitive_types = __import__("sys").modules[__name__]  # `ti.types.primitive_types.all_types`
+utils = primitive_types  # `ti.types.utils.is_real`, ... (Taichi's module of these four)
 
 
 # Names of `fs.types` defined in modules that import this one: resolved on first use.

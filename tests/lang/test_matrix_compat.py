@@ -272,6 +272,24 @@ def test_types_predicates_and_quant_error():
     assert runtime.get().fast_math is False
 
 
+def test_types_is_tensor_and_utils():
+    # eric2003/ModernTaichi codes/grammar/typeinfo/01: ti.types.is_tensor(ti.types.f32)
+    assert fs.types.is_tensor(fs.f32) is False and fs.types.is_tensor(fs.i32) is False
+    with pytest.raises(TypeError, match="is_tensor"):
+        fs.types.is_tensor(fs.types.vector(3, fs.f32))
+    assert fs.types.utils.is_real(fs.f16) and fs.types.uint1 is fs.u1
+
+
+def test_vector_and_matrix_field_ndim_is_the_elements():
+    # as Taichi's MatrixField.ndim (eric2003/ModernTaichi field/vector/05 printed 1 for a
+    # 2-D vector field; fieldsim printed 2)
+    fs.init(arch=fs.cpu)
+    assert fs.Vector.field(2, fs.f32, shape=(4, 3)).ndim == 1
+    assert fs.Matrix.field(2, 2, fs.f32, shape=(5,)).ndim == 2
+    assert fs.Vector.field(3, fs.f32, shape=()).ndim == 1
+    assert fs.field(fs.f32, shape=(4, 3)).ndim == 2  # Taichi's scalar fields have no ndim
+
+
 def test_matrix_unpacks_into_rows_and_type_field():
     vec2 = fs.types.vector(2, fs.i32)
     rows = vec2.field(shape=2)
