@@ -315,8 +315,11 @@ class ExprMixin:
         else:
             vals = [self.expr(sl)]
         out = []
-        for v in vals:  # a vector index `x[I]` or a tuple `idx = (i, j); x[idx]` expands
-            out.extend(v.entries if isinstance(v, MatVal) else list(v) if isinstance(v, tuple) else [v])
+        # a vector index `x[I]`, a tuple `idx = (i, j); x[idx]` or a list (`f([i, j])` into a
+        # func's `x[I]`, as GeoTaichi's level sets index) expands, as in Taichi
+        for v in vals:
+            out.extend(v.entries if isinstance(v, MatVal) else list(v) if isinstance(v, (tuple, list))
+                       else [v])
         return out
 
     def field_indices(self, field: Field, idx: list) -> list:
