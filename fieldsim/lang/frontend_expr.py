@@ -141,8 +141,9 @@ class ExprMixin:
 
     def expr_BoolOp(self, node: ast.BoolOp):
         """`a and b` / `a or b` take Python's values (`5 or 2` is 5, `5 and 2` is 2), as in
-        Taichi; both sides are evaluated (Taichi's default `short_circuit_operators=False`).
-        With a vector operand they are element-wise 0/1 (`p < 0 and v < 0`), as in Taichi."""
+        Taichi; operands with effects all run (Taichi's default `short_circuit_operators=False`),
+        operands that only load run where needed (`bool_operand`). With a vector operand they
+        are element-wise 0/1 (`p < 0 and v < 0`), as in Taichi."""
         is_and = isinstance(node.op, ast.And)
         vals = [self.expr(node.values[0])]
         for sub in node.values[1:]:
@@ -161,13 +162,12 @@ class ExprMixin:
         return acc
 
     def bool_operand(self, before, sub, is_and: bool):
-        """The next operand of `and`/`or`. With `debug=True`, one that only loads and computes
-        (`i == 0 or p[i - 1] > 0`) is evaluated when the operands before it do not decide the
-        result, as Taichi evaluates a lazy operand: its bounds checks then fire only where the
-        load really happens. Operands with effects (calls, atomics) always run, as in Taichi;
-        without debug both ways give the same values."""
-        if not (self.rt.debug and _may_touch_memory(sub)) or not all(isinstance(v, Stmt) or is_number(v)
-                                                                    for v in before):
+        """The next operand of `and`/`or`. One that only loads and computes
+        (`i == 0 or p[i - 1] > 0`) is evaluated where the operands before it do not decide the
+        result, as Taichi evaluates such a lazily built operand: no load outside the field, no
+        bounds error with `debug=True`, and a Tape's index check sees the guard. Operands with
+        effects (calls, atomics) always run, as in Taichi."""
+        if not _may_touch_memory(sub) or not all(isinstance(v, Stmt) or is_number(v) for v in before):
             return self.expr(sub)
         block = self.b.block
         mark = len(block)

@@ -1,6 +1,8 @@
-"""With `debug=True`, an `and`/`or` operand that only loads and computes runs only where the
-operands before it do not decide the result (as Taichi evaluates such a lazy operand), so a guard
-such as `i == 0 or x[i - 1] > 0` is not reported out of range; operands with effects still run."""
+"""An `and`/`or` operand that only loads and computes runs only where the operands before it do
+not decide the result (as Taichi evaluates such a lazy operand), so a guard such as
+`i == 0 or x[i - 1] > 0` neither loads outside the field nor is reported out of range (with
+`debug=True`, or by a Tape's index check); operands with effects still always run."""
+import numpy as np
 import pytest
 
 import fieldsim as fs
@@ -69,3 +71,23 @@ def test_operands_with_effects_always_run():
         return r
 
     assert k(0) == 1 and c[None] == 11
+
+
+def test_guarded_load_in_a_taped_kernel_differentiates():
+    fs.init(arch=fs.cpu)
+    vals = np.array([1.0, -2.0, 3.0, 0.5, -1.0, 2.0])
+    x = fs.field(fs.f64, shape=len(vals), needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def k():
+        for i in range(len(vals)):
+            if i == 0 or x[i - 1] > 0.0:  # was refused: "reads x with index 0 taking -1..4"
+                loss[None] += x[i] * x[i] * x[i]
+
+    x.from_numpy(vals)
+    with fs.Tape(loss=loss):
+        k()
+    kept = np.array([True] + list(vals[:-1] > 0))
+    assert loss[None] == pytest.approx(float((vals[kept] ** 3).sum()))
+    np.testing.assert_allclose(x.grad.to_numpy(), np.where(kept, 3 * vals ** 2, 0.0))
