@@ -14,6 +14,7 @@ import numpy as np
 
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
+from fieldsim.ir.opdefs import PURE
 from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe, is_number
@@ -169,10 +170,13 @@ class ExprMixin:
 
     def expr_BoolOp(self, node: ast.BoolOp):
         """`a and b` / `a or b` take Python's values (`5 or 2` is 5, `5 and 2` is 2), as in
-        Taichi; both sides are evaluated (Taichi's default `short_circuit_operators=False`).
-        With a vector operand they are element-wise 0/1 (`p < 0 and v < 0`), as in Taichi."""
+        Taichi; operands with effects all run (Taichi's default `short_circuit_operators=False`),
+        operands that only load run where needed (`bool_operand`). With a vector operand they
+        are element-wise 0/1 (`p < 0 and v < 0`), as in Taichi."""
         is_and = isinstance(node.op, ast.And)
-        vals = [self.expr(v) for v in node.values]
+        vals = [self.expr(node.values[0])]
+        for sub in node.values[1:]:
+            vals.append(self.bool_operand(vals, sub, is_and))
         if any(isinstance(v, MatVal) for v in vals):
             return self.elementwise_bool_op("&" if is_and else "|", vals)
         acc = vals[0]
@@ -185,6 +189,37 @@ class ExprMixin:
                 c = self.e.truthy(acc)
                 acc = self.e.select(c, nxt, acc) if is_and else self.e.select(c, acc, nxt)
         return acc
+
+    def bool_operand(self, before, sub, is_and: bool):
+        """The next operand of `and`/`or`. One that only loads and computes
+        (`i == 0 or p[i - 1] > 0`) is evaluated where the operands before it do not decide the
+        result, as Taichi evaluates such a lazily built operand: no load outside the field, no
+        bounds error with `debug=True`, and a Tape's index check sees the guard. Operands with
+        effects (calls, atomics) always run, as in Taichi."""
+        if not _may_touch_memory(sub) or not all(isinstance(v, Stmt) or is_number(v) for v in before):
+            return self.expr(sub)
+        block = self.b.block
+        mark = len(block)
+        value = self.expr(sub)
+        lazy = block[mark:]
+        if not isinstance(value, Stmt) or not _loads_only(lazy):
+            return value
+        del block[mark:]
+        needed = None
+        for v in before:
+            t = self.e.truthy(v)
+            t = t if is_and else (int(not t) if isinstance(t, int) else self.e.unop(Op.NOT, t))
+            needed = t if needed is None else self.e.binop("&", needed, t)
+        if isinstance(needed, int):  # decided at compile time: Python's and/or
+            block.extend(lazy)
+            return value
+        var = Stmt(Op.ALLOCA, value.dtype, loc=self.b.loc)
+        block.append(var)
+        guard = self.b.if_(self.e.value(needed))
+        guard.blocks[0].extend(lazy)
+        with self.b.into(guard.blocks[0]):
+            self.b.local_store(var, value)
+        return self.b.local_load(var)
 
     def elementwise_bool_op(self, op: str, vals):
         acc = None
@@ -344,8 +379,11 @@ class ExprMixin:
         else:
             vals = [self.expr(sl)]
         out = []
-        for v in vals:  # a vector index `x[I]` or a tuple `idx = (i, j); x[idx]` expands
-            out.extend(v.entries if isinstance(v, MatVal) else list(v) if isinstance(v, tuple) else [v])
+        # a vector index `x[I]`, a tuple `idx = (i, j); x[idx]` or a list (`f([i, j])` into a
+        # func's `x[I]`, as GeoTaichi's level sets index) expands, as in Taichi
+        for v in vals:
+            out.extend(v.entries if isinstance(v, MatVal) else list(v) if isinstance(v, (tuple, list))
+                       else [v])
         return out
 
     def field_indices(self, field: Field, idx: list) -> list:
@@ -883,6 +921,30 @@ def _as_matval(v, like):
 
 def _components(field):
     return range(field.n * (field.m or 1)) if field.ndim_el else range(1)
+
+
+def _loads_only(stmts) -> bool:
+    """Statements that only compute and read (fields and locals), with at least one field load;
+    a nested guarded operand (its own ALLOCA, IF and stores to that ALLOCA) counts as reading."""
+    loads = []
+    return _lazy_ok(stmts, set(), loads) and bool(loads)
+
+
+def _lazy_ok(stmts, allocas: set, loads: list) -> bool:
+    for s in stmts:
+        if s.op == Op.ALLOCA:
+            allocas.add(id(s))
+        elif s.op == Op.LOCAL_STORE:
+            if id(s.args[0]) not in allocas:
+                return False
+        elif s.op == Op.IF:
+            if not all(_lazy_ok(b, allocas, loads) for b in s.blocks):
+                return False
+        elif s.blocks or not (s.op in PURE or s.op == Op.LOCAL_LOAD):
+            return False
+        elif s.op == Op.LOAD:
+            loads.append(s)
+    return True
 
 
 def _may_touch_memory(node) -> bool:

@@ -319,6 +319,16 @@ def loop_config(serialize=False, block_dim=None, parallelize=None, **kw):
 KERNEL_BUILTINS[loop_config] = lambda fe, n, a, k: fe.set_loop_config(**k)
 
 
+def _numpy_as_lists(entries):
+    """A captured numpy array (`fs.Matrix(M_np)`, `fs.Vector([row_np[0], ...])`) gives its values
+    as Python numbers, as Taichi takes any array-like of constants."""
+    if isinstance(entries, np.ndarray):
+        return entries.tolist()
+    if isinstance(entries, (list, tuple)):
+        return [e.tolist() if isinstance(e, np.ndarray) else e for e in entries]
+    return entries
+
+
 def _matval_ctor(fe, node, args, kw, ndim):
     kw = dict(kw)
     if len(args) == 2 and (isinstance(args[1], T.DataType) or args[1] in (int, float)):
@@ -331,6 +341,7 @@ def _matval_ctor(fe, node, args, kw, ndim):
     dt = kw.get("dt")
     if isinstance(entries, MatVal):
         return fe.e.cast(entries, _dt(fe, dt)) if dt is not None else entries
+    entries = _numpy_as_lists(entries)
     if not isinstance(entries, (list, tuple)):
         raise FieldsimTypeError("fs.Vector/fs.Matrix need a list of values")
     if not entries:

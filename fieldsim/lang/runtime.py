@@ -74,7 +74,7 @@ TAICHI_ONLY_OPTIONS = {
     "use_mesh": "no effect (ti.Mesh works without it)",
     "vk_api_version": "no Vulkan backend",
     "use_gles": "no OpenGL backend",
-    "short_circuit_operators": "and/or evaluate both sides (no side effects in conditions)",
+    "short_circuit_operators": "and/or run an operand with effects always, one that only loads where needed",
     "excepthook": "no effect",
     "unrolling_limit": "fs.static loops are unrolled without limit",
     "default_up": "no effect",

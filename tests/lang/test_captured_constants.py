@@ -132,3 +132,23 @@ def test_typed_vectors_are_default_typed_in_kernels():
 
     k64()
     assert out.to_numpy().tolist() == [float(np.float32(48.6)), 48.6]
+
+
+def test_numpy_array_as_kernel_vector_and_matrix_entries():
+    # a D3Q19 LBM (yjhp1016/taichi_LBM3D) builds its moment matrix as `fs.Matrix(M_np)` in a kernel
+    m_np = np.array([[1, 2, 3], [4, 5, 6]])
+    s_np = np.array([0.5, 0.25, 2.0])
+    m = fs.Matrix.field(2, 3, fs.f32, shape=())
+    v = fs.Vector.field(3, fs.f32, shape=())
+    w = fs.Vector.field(2, fs.f32, shape=())
+
+    @fs.kernel
+    def k():
+        m[None] = fs.Matrix(m_np)
+        v[None] = fs.Vector(s_np)
+        w[None] = fs.Matrix(m_np) @ fs.Vector(s_np)
+
+    k()
+    assert np.array_equal(m.to_numpy(), m_np)
+    assert np.array_equal(v.to_numpy(), s_np)
+    assert np.allclose(w.to_numpy(), m_np @ s_np)

@@ -257,6 +257,32 @@ def test_a_tuple_variable_indexes_a_field_with_its_items():
     np.testing.assert_array_equal(vec.to_numpy()[..., 0], want.sum(axis=2))
 
 
+def test_a_list_indexes_a_field_with_its_items():
+    # GeoTaichi's fast sweeping: `self.propagate_update([i, j])` into `if self.valid[I] == -1:`
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32, shape=(4, 5))
+    y = fs.field(fs.i32, shape=(4, 5))
+
+    @fs.func
+    def bump(I):
+        x[I] += I[0] * 10 + I[1]
+
+    @fs.kernel
+    def k():
+        for i, j in x:
+            bump([i, j])
+        t = [1, 2]
+        x[t] += 1000
+        y[[3, 4]] = 7
+        y[[0, 0]] = x[[1, 2]]
+
+    k()
+    want = np.add.outer(np.arange(4) * 10, np.arange(5))
+    want[1, 2] += 1000
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    assert y[3, 4] == 7 and y[0, 0] == want[1, 2]
+
+
 @fs.dataclass
 class _Particle:
     mass: fs.f32
