@@ -593,8 +593,9 @@ class Frontend(ExprMixin):
         if struct.is_struct(value):  # a new struct local holding a copy
             self.frame.bind(name, StructVar(struct.declare(self, name, value)))
             return
-        if isinstance(value, list) and name in self.frame.source.item_assigned:
-            # `v = [a, b]; v[1] = c`: as in Taichi, the items are variables (a local vector)
+        if isinstance(value, (list, tuple)) and name in self.frame.source.item_assigned:
+            # `v = [a, b]; v[1] = c` (or a tuple a func returned): as in Taichi, the items are
+            # variables (a local vector)
             vec = to_matval(value)
             if isinstance(vec, MatVal) and any(isinstance(e, Stmt) for e in vec.entries):
                 value = vec

@@ -349,9 +349,9 @@ class StructField:
         return {k: m.to_numpy() for k, m in self.members.items()}
 
     def from_numpy(self, data: dict):
-        if not isinstance(data, dict) or set(data) != set(self.members):
-            raise ValueError(f"struct field {self.ir_name!r}.from_numpy: expected a dict with keys "
-                             f"{', '.join(self.members)}")
+        if not _struct_data_fits(data, self.members):
+            raise ValueError(f"struct field {self.ir_name!r}.from_numpy: expected a dict (or a "
+                             f"NumPy record array) with keys {', '.join(self.members)}")
         for k, m in self.members.items():
             m.from_numpy(data[k])
 
@@ -364,6 +364,14 @@ class StructField:
 
     def __str__(self):
         return str(self.to_numpy())  # Taichi's `print(field)`
+
+
+def _struct_data_fits(data, members) -> bool:
+    """`from_numpy` data: a dict of the members, or a NumPy record array naming them all (as
+    Taichi reads `data[member]`, a structured array from `np.empty(n, dtype=[...])` works)."""
+    if isinstance(data, np.ndarray):
+        return set(members) <= set(data.dtype.names or ())
+    return isinstance(data, dict) and set(data) == set(members)
 
 
 def _check_differentiable(stype: StructType, path: str):

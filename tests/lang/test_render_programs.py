@@ -1,0 +1,64 @@
+"""Constructs found in Taichi renderers from GitHub (docs/COMPAT.md, block gh-render2): a tuple a
+func returns whose items are then assigned, and a BVH built in a NumPy record array and loaded
+into a struct field."""
+import math
+
+import numpy as np
+
+import fieldsim as fs
+
+
+def test_items_of_a_tuple_returned_by_a_func_are_variables():
+    # pbrt's disk sampling: `p = polar(u); p[1] = mix(...)`; Taichi makes each item a variable
+    out = fs.field(fs.f64, shape=(4, 2))
+
+    @fs.func
+    def polar(r, theta):
+        return r * fs.cos(theta), r * fs.sin(theta)
+
+    @fs.kernel
+    def k():
+        for i in range(4):
+            p = polar(2.0, 0.5 * i)
+            p[1] = 0.25 * p[1] + 1.0
+            p[0] += 3.0
+            out[i, 0] = p[0]
+            out[i, 1] = p[1]
+
+    k()
+    for i in range(4):
+        assert math.isclose(out[i, 0], 2.0 * math.cos(0.5 * i) + 3.0, rel_tol=1e-6)  # f32 arithmetic (default_fp)
+        assert math.isclose(out[i, 1], 0.25 * 2.0 * math.sin(0.5 * i) + 1.0, rel_tol=1e-6)  # f32 arithmetic (default_fp)
+
+
+def test_tuple_item_assigned_under_a_runtime_branch():
+    out = fs.field(fs.f32, shape=6)
+
+    @fs.func
+    def pair(x):
+        return x, 2.0 * x
+
+    @fs.kernel
+    def k():
+        for i in out:
+            t = pair(float(i))
+            if i % 2 == 1:
+                t[0] = -1.0
+            out[i] = t[0] + t[1]
+
+    k()
+    assert list(out.to_numpy()) == [0.0, 1.0, 6.0, 5.0, 12.0, 9.0]
+
+
+def test_struct_field_from_numpy_record_array():
+    vec3 = fs.types.vector(3, fs.f64)
+    Node = fs.types.struct(lo=vec3, hi=vec3, left=fs.i32, right=fs.i32)
+    nodes = Node.field(shape=5)
+    rec = np.empty(5, dtype=[("lo", np.float64, (3,)), ("hi", np.float64, (3,)),
+                             ("left", np.int32), ("right", np.int32), ("unused", np.int32)])
+    rec[:] = ([0, 0, 0], [1, 1, 1], -1, -1, 7)
+    rec[2] = ([0.5, -2, 3], [4, 5, 6.25], 3, 4, 7)
+    nodes.from_numpy(rec)
+    got = nodes.to_numpy()
+    assert np.array_equal(got["lo"], rec["lo"]) and np.array_equal(got["hi"], rec["hi"])
+    assert list(got["left"]) == [-1, -1, 3, -1, -1] and list(got["right"]) == [-1, -1, 4, -1, -1]
