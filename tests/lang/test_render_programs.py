@@ -1,9 +1,10 @@
 """Constructs found in Taichi renderers from GitHub (docs/COMPAT.md, block gh-render2): a tuple a
-func returns whose items are then assigned, and a BVH built in a NumPy record array and loaded
-into a struct field."""
+func returns whose items are then assigned, a BVH built in a NumPy record array and loaded into
+a struct field, and a `@ti.dataclass` member with a default value (refused, as by Taichi)."""
 import math
 
 import numpy as np
+import pytest
 
 import fieldsim as fs
 
@@ -62,3 +63,15 @@ def test_struct_field_from_numpy_record_array():
     got = nodes.to_numpy()
     assert np.array_equal(got["lo"], rec["lo"]) and np.array_equal(got["hi"], rec["hi"])
     assert list(got["left"]) == [-1, -1, 3, -1, -1] and list(got["right"]) == [-1, -1, 4, -1, -1]
+
+
+@pytest.mark.fieldsim_specific  # the message names the member; Taichi 1.7.4 refuses it too
+def test_dataclass_member_default_is_refused_naming_the_member():
+    # fieldsim used to drop the default: the member silently read zero
+    with pytest.raises(fs.FieldsimSyntaxError, match=r"Default value in @dataclass is not "
+                       r"supported: Sphere.color") as info:
+        @fs.dataclass
+        class Sphere:
+            radius: float
+            color: fs.math.vec3 = fs.math.vec3(255, 255, 255)
+    assert "test_render_programs.py" in str(info.value)
