@@ -82,6 +82,8 @@ import sys as _sys
 # `import fieldsim.math as tm` and `from fieldsim.types import ndarray`, as Taichi programs write
 # `import taichi.math`: the modules behind `fs.math` and `fs.types` answer to those names too.
 _sys.modules[__name__ + ".math"] = math
+# Taichi's `taichi.math.mathimpl` holds its math functions; programs import them from there
+_sys.modules[__name__ + ".math.mathimpl"] = math.mathimpl = math
 _sys.modules[__name__ + ".types"] = types
 
 from fieldsim.version import __version__

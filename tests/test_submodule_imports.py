@@ -79,3 +79,23 @@ def test_lang_impl_names_programs_import():
     with pytest.raises(fs.FieldsimError, match="call_internal"):
         call_internal("x")
     fs.init(arch=fs.cpu)
+
+
+def test_math_mathimpl_module_as_taichi_programs_import_it():
+    # JulesLePrince/taichi_raytracer: `from taichi.math.mathimpl import dot, sign`
+    import fieldsim.math.mathimpl as impl
+    from fieldsim.math.mathimpl import dot, normalize, sign
+    assert impl is fs.math and dot is fs.math.dot
+    fs.init(arch=fs.cpu)
+    out = fs.Vector.field(3, fs.f32, shape=2)
+
+    @fs.kernel
+    def k():
+        for i in out:
+            n = fs.math.vec3(0.0, 1.0, 0.0)
+            d = normalize(fs.math.vec3(1.0, 2.0 * i - 1.0, 2.0))
+            out[i] = sign(dot(d, n)) * d
+
+    k()
+    r = 6 ** -0.5  # |(1, +-1, 2)| = sqrt(6); sign(d . n) = +-1 flips the first
+    np.testing.assert_allclose(out.to_numpy(), [[-r, r, -2 * r], [r, r, 2 * r]], rtol=1e-6)
