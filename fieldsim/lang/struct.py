@@ -83,14 +83,16 @@ def dataclass(cls) -> StructType:
             except Exception:  # noqa: BLE001 - whatever the user's annotation raises
                 raise TypeError(f"@dataclass {cls.__name__}: cannot resolve the annotation "
                                 f"{t!r} of member {k!r}") from None
-    defaulted = [k for k in ann if k in cls.__dict__]
+    defaulted = [k for k in ann if hasattr(cls, k)]
     if defaulted:  # Taichi refuses it too; a struct value would silently start at zero
         raise FieldsimSyntaxError(
             f"Default value in @dataclass is not supported: {cls.__name__}.{defaulted[0]} = "
-            f"{cls.__dict__[defaulted[0]]!r}. Pass the member to the constructor instead.",
+            f"{getattr(cls, defaulted[0])!r}. Pass the member to the constructor instead.",
             naming.user_loc())
-    methods = {k: v for k, v in cls.__dict__.items()
-               if not (k.startswith("__") and k.endswith("__")) and k not in ann}
+    methods = {}
+    for base in reversed(cls.__mro__[:-1]):  # as in Taichi, methods of base classes too
+        methods.update({k: v for k, v in base.__dict__.items()
+                        if not (k.startswith("__") and k.endswith("__")) and k not in ann})
     return StructType(ann, methods, cls.__name__)
 
 

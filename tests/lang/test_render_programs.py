@@ -75,3 +75,45 @@ def test_dataclass_member_default_is_refused_naming_the_member():
             radius: float
             color: fs.math.vec3 = fs.math.vec3(255, 255, 255)
     assert "test_render_programs.py" in str(info.value)
+
+
+def test_dataclass_inherits_funcs_of_a_plain_base_class():
+    # JulesLePrince/taichi_raytracer: materials share `emmited`/`scatter` defaults from a base
+    class Base:
+        @fs.func
+        def emitted(self):
+            return fs.math.vec3(0.0, 0.0, 0.0)
+
+        @fs.func
+        def gain(self):
+            return 1.0
+
+    @fs.dataclass
+    class Lambertian(Base):
+        albedo: fs.math.vec3
+
+        @fs.func
+        def gain(self):
+            return self.albedo.sum()
+
+    @fs.dataclass
+    class Light(Base):
+        color: fs.math.vec3
+
+        @fs.func
+        def emitted(self):
+            return self.color
+
+    out = fs.field(fs.f32, shape=4)
+
+    @fs.kernel
+    def k():
+        a = Lambertian(albedo=fs.math.vec3(0.5, 0.25, 0.125))
+        b = Light(color=fs.math.vec3(2.0, 3.0, 4.0))
+        out[0] = a.emitted().sum()
+        out[1] = a.gain()
+        out[2] = b.emitted().sum()
+        out[3] = b.gain()
+
+    k()
+    assert list(out.to_numpy()) == [0.0, 0.875, 9.0, 1.0]
