@@ -593,6 +593,7 @@ class Frontend(ExprMixin):
         if struct.is_struct(value):  # a new struct local holding a copy
             self.frame.bind(name, StructVar(struct.declare(self, name, value)))
             return
+        value = self.typed_container_floats(value)
         if isinstance(value, (list, tuple)) and name in self.frame.source.item_assigned:
             # `v = [a, b]; v[1] = c` (or a tuple a func returned): as in Taichi, the items are
             # variables (a local vector)
@@ -629,6 +630,19 @@ class Frontend(ExprMixin):
                 self.bind_static(target, value)  # `n = ti.static(3)`: n is the Python value
             else:
                 self.assign_target(target, value, node)
+
+    def typed_container_floats(self, value):
+        """A list/tuple/dict assigned in a kernel holds its Python floats as default_fp values,
+        as Taichi makes each item a variable: `c = {"r": 203 / 255}; (1.0 - c["r"]) * x`
+        subtracts in f32, not in Python's f64 (ints and other objects stay as they are)."""
+        if type(value) in (list, tuple):
+            return type(value)(self._typed_item(v) for v in value)
+        if type(value) is dict:
+            return {k: self._typed_item(v) for k, v in value.items()}
+        return value
+
+    def _typed_item(self, v):
+        return self.e.value(v) if type(v) is float else self.typed_container_floats(v)
 
     def bind_static(self, target, value):
         if isinstance(target, ast.Name):

@@ -117,3 +117,29 @@ def test_dataclass_inherits_funcs_of_a_plain_base_class():
 
     k()
     assert list(out.to_numpy()) == [0.0, 0.875, 9.0, 1.0]
+
+
+def test_floats_in_a_dict_or_list_assigned_in_a_kernel_are_default_fp_values():
+    # JulesLePrince/taichi_raytracer's bounce_count_frag: `(power["r"] - neutral["r"]) * x +
+    # neutral["r"]` with dicts of Python floats built in the func. Taichi makes each item an f32
+    # variable, so the subtraction rounds in f32; fieldsim subtracted in f64 (1 ulp apart)
+    out = fs.field(fs.f32, shape=(64, 2))
+
+    @fs.kernel
+    def k():
+        for i in range(64):
+            x = i / 600
+            neutral = {"r": 203 / 255}
+            power = [255 / 255, (0.1, 0.7)]
+            out[i, 0] = (power[0] - neutral["r"]) * x + neutral["r"]
+            out[i, 1] = power[1][1] - power[1][0]
+
+    k()
+    f = np.float32
+    n = f(203 / 255)
+    want = [(f(1.0) - n) * f(f(i) / f(600)) + n for i in range(64)]
+    assert np.array_equal(out.to_numpy()[:, 0], np.array(want, dtype=np.float32))
+    assert np.all(out.to_numpy()[:, 1] == f(0.7) - f(0.1))
+    # the f64 difference rounded once is another number for some i: the test tells them apart
+    once = [f(1.0 - 203 / 255) * f(f(i) / f(600)) + n for i in range(64)]
+    assert not np.array_equal(np.array(want), np.array(once))
