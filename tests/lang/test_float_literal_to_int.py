@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import fieldsim as fs
+from support.backends import on_cpu
 
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 
@@ -41,7 +42,7 @@ def test_out_of_range_float_literals_convert_as_runtime_floats():
     runtime(float("inf"), -float("inf"), 3e9, 2.9)  # the f32 values of the literals
     np.testing.assert_array_equal(lit.to_numpy(), run.to_numpy())
     assert lit[3] == 2 and u8[2] == 255 and u8[3] == 0
-    if X86:
+    if X86 and on_cpu():  # CUDA (and its emulation) clamps instead
         assert lit.to_numpy().tolist()[:3] == [-2 ** 31] * 3
         assert u8[0] == 253 and u8[1] == 74
 
