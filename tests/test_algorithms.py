@@ -66,3 +66,28 @@ def test_examples_run():
     fs.init(arch=fs.cpu)
     r = doctest.testmod(fs.algorithms, extraglobs={"fs": fs, "np": np}, optionflags=doctest.ELLIPSIS)
     assert r.failed == 0 and r.attempted >= 6
+
+
+@pytest.mark.parametrize("special", [None, "nan", "signed_zero"])
+def test_parallel_sort_of_distinct_keys_and_of_nan_or_signed_zeros_is_taichis_network(special):
+    # distinct keys take numpy's sort (the network's output is the same); NaN and -0.0/0.0
+    # compare as the network compares them, so those go through the network
+    fs.init(arch=fs.cpu)
+    rng = np.random.default_rng(7)
+    n = 300
+    keys_np = rng.permutation(n).astype(np.float32) - 150.0
+    if special == "nan":
+        keys_np[[3, 100, 250]] = np.nan
+    elif special == "signed_zero":
+        keys_np[keys_np == 0.0] = -0.0
+        keys_np[5] = 0.0
+    vals_np = np.arange(n, dtype=np.int32)
+    keys, values = fs.field(fs.f32, shape=n), fs.field(fs.i32, shape=n)
+    keys.from_numpy(keys_np)
+    values.from_numpy(vals_np)
+    fs.algorithms.parallel_sort(keys, values)
+    want_k, want_v = list(keys_np), list(vals_np)
+    _taichi_network(want_k, want_v)
+    np.testing.assert_array_equal(keys.to_numpy(), np.array(want_k, np.float32))
+    np.testing.assert_array_equal(np.signbit(keys.to_numpy()), np.signbit(np.array(want_k, np.float32)))
+    np.testing.assert_array_equal(values.to_numpy(), want_v)

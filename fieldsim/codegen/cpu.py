@@ -183,6 +183,8 @@ class CpuBackend:
         self.target.flush_denormals = triple.startswith("x86_64")
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
+        if triple.startswith("x86_64"):
+            self.target.x86_conversions = "avx512" if "+avx512f" in self.features else "sse"
         self.machines = MachinePool(triple, self.cpu, self.features, opt=3)  # emit objects
         self.triple = triple
         self.jit = EngineSlabs(triple, self.cpu, self.features)  # loads and frees them

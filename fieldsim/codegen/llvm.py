@@ -128,6 +128,10 @@ class Target:
     # tasks run with denormals flushed to zero (FTZ/DAZ), as Taichi's x64 backend: the CPU
     # backend sets this on x86-64 (codegen.denormals)
     flush_denormals = False
+    # out-of-range float-to-int conversions give x86's results, as Taichi's x64 backend
+    # (codegen.x86_conversions: "avx512" or "sse", set by the CPU backend on x86-64); None:
+    # clamped to the type's range
+    x86_conversions = None
 
     def finish_task(self, module: L.Module, fn: L.Function):
         """Called once per task function (CUDA adds its kernel entry point here)."""
@@ -1103,6 +1107,10 @@ class TaskLowering(NestLowering, ArrayLowering):
         LLVM's fpto*i.sat intrinsics cost far more)."""
         import numpy as np
         b = self.b
+        x86 = self.cg.target.x86_conversions
+        if x86 is not None and dst.bits >= 8:
+            from fieldsim.codegen.x86_conversions import x86_float_to_int
+            return x86_float_to_int(b, v, dst.bits, dst.is_signed, ty, avx512=x86 == "avx512")
         bits = dst.bits if dst.bits > 1 else 8
         lo, hi = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if dst.is_signed else (0.0, 2.0 ** bits)
         npt = {16: np.float16, 32: np.float32, 64: np.float64}[src.bits]

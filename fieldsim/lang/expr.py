@@ -96,8 +96,11 @@ class Emitter:
             if dt is self.ip and type(v) is int:
                 _check_literal_fits(v, dt)
             if isinstance(v, float) and not isinstance(v, bool):
-                v = float(self.fp.np.type(v))  # a literal is default_fp first, as in Taichi
+                with np.errstate(over="ignore"):  # 1e300 as an f32 literal is inf, silently
+                    v = float(self.fp.np.type(v))  # a literal is default_fp first, as in Taichi
                 if not dt.is_float:
+                    if not _fits_int(v, dt):  # inf, 3e9 into i32: the backend's conversion
+                        return self.b.cast(self.b.const(v, self.fp), dt)
                     v = math.trunc(v)
             else:
                 self.check_int_literal(v, dt)
@@ -121,6 +124,8 @@ class Emitter:
         if isinstance(v, MatVal):
             return v.map(lambda e: self.cast(e, dtype))
         if isinstance(v, numbers.Number) and not isinstance(v, Stmt):
+            if isinstance(v, float) and not dtype.is_float and dtype.bits > 1:
+                return self.value(v, dtype)  # out of range: the backend's conversion
             self.check_int_literal(v, dtype)
             return self.b.const(v if dtype.is_float else int(v != 0) if dtype.bits == 1 else math.trunc(v), dtype)
         return self.b.cast(self.value(v), dtype)
@@ -383,6 +388,14 @@ def _folded_arith(fn):
 # the quotient, not a multiplication by fast-math's reciprocal of the constant divisor
 _FOLDED = {"+": _folded_arith(np.add), "-": _folded_arith(np.subtract),
            "*": _folded_arith(np.multiply), "/": _folded_arith(np.divide), "//": _folded_floordiv}
+
+
+def _fits_int(v: float, dt) -> bool:
+    """Whether the float constant v truncates to a value of the integer type dt."""
+    if not math.isfinite(v):
+        return False
+    lo, hi = (-(2 ** (dt.bits - 1)), 2 ** (dt.bits - 1)) if dt.is_signed else (0, 2 ** dt.bits)
+    return lo <= math.trunc(v) < hi
 
 
 def _check_literal_fits(v: int, ip) -> None:

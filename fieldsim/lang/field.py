@@ -331,7 +331,8 @@ class Field:
             else:
                 raise ValueError(f"field {self.ir_name!r}: {what} has shape {tuple(shape)}, "
                                  f"got a value of shape {arr.shape}")
-        return arr.astype(self.dtype.np)
+        with np.errstate(over="ignore", invalid="ignore"):  # 1e300 into f32 is inf, silently
+            return arr.astype(self.dtype.np)
 
     def to_numpy(self, dtype=None, keep_dims=False) -> np.ndarray:
         self._check_live()

@@ -201,14 +201,14 @@ def _k_fract(fe, x):
 
 
 def _k_sign(fe, x):
-    # Taichi: cast(x >= 0) - cast(x <= 0), in x's type: sign(0) == 0
+    # Taichi: cast(x >= 0, float) - cast(x <= 0, float): default_fp whatever x's type (an int
+    # sign kept as an int truncated `s = sign(n); s *= 0.5` to 0), and sign(0) == 0
     e = fe.e
 
     def one(v):
         if not isinstance(v, Stmt):
-            return type(v)((v > 0) - (v < 0))
-        dt = e.dtype_of(v)
-        return e.binop("-", e.cast(e.binop(">=", v, 0), dt), e.cast(e.binop("<=", v, 0), dt))
+            return float((v > 0) - (v < 0))
+        return e.binop("-", e.cast(e.binop(">=", v, 0), e.fp), e.cast(e.binop("<=", v, 0), e.fp))
     return _lift(fe, one, x)
 
 

@@ -1,8 +1,10 @@
 """Integer division, modulo, shifts and float-to-int casts are defined for every input: no trap
-(SIGFPE), no LLVM poison (float-to-int clamps to the type's range, NaN gives its minimum). The reference is Python's arithmetic wrapped to the type's width
+(SIGFPE), no LLVM poison (float-to-int clamps to the type's range, NaN gives its minimum, except
+on x86-64, where it gives x86's results as Taichi's x64 backend: test_x86_conversions.py). The reference is Python's arithmetic wrapped to the type's width
 (two's complement), with x // 0 == x % 0 == 0; the op table's evaluators agree with it.
 """
 import os
+import platform
 import subprocess
 import sys
 import textwrap
@@ -13,6 +15,7 @@ import pytest
 import fieldsim as fs
 from fieldsim.ir.opdefs import Op, evaluate
 
+_X86 = platform.machine().lower() in ("x86_64", "amd64")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -106,6 +109,8 @@ def test_shifts_by_any_amount_are_defined(dt, bits):
     np.testing.assert_array_equal(out.to_numpy(), want)
 
 
+@pytest.mark.skipif(_X86, reason="x86-64 converts as Taichi's x64 "
+                    "backend does: tests/codegen/test_x86_conversions.py")
 def test_float_to_int_clamps_and_nan_gives_the_minimum():
     vals = [float("nan"), float("inf"), -float("inf"), 1e30, -1e30, 3.7, -3.7, 2.0**31, -2.0**31,
             2.0**40]

@@ -461,3 +461,14 @@ def test_lazy_grad_on_a_node_covers_its_subtree_only():
     blk.lazy_grad()
     assert a.adjoint is not None and a.grad.shape == (3,)
     assert b.adjoint is None and b.grad.shape is None  # x.grad exists, unplaced, as in Taichi
+
+
+def test_storing_a_float_beyond_f32_is_inf_without_a_numpy_warning():
+    import warnings
+    fs.init(arch=fs.cpu)
+    f = fs.field(fs.f32, shape=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "overflow encountered in cast" leaked before
+        f[0] = 1e300
+        f[1] = -1e39
+    assert f.to_numpy().tolist() == [float("inf"), -float("inf")]

@@ -273,3 +273,23 @@ def test_determinant_inverse_and_refract_round_as_taichis_formulas():
     want = eta * x - (eta * dxn + np.sqrt(np.maximum(kk, 0)))[:, None] * nn
     want[kk < 0] = 0
     np.testing.assert_array_equal(rf.to_numpy(), want)
+
+
+def test_sign_is_default_fp_whatever_the_argument_type():
+    # Taichi casts both comparisons to `float`: an int's sign is -1.0/0.0/1.0, so a local made
+    # from it keeps fractions, and an f64's sign is default_fp
+    fs.init(arch=fs.cpu, default_fp=fs.f32)
+    out = fs.field(fs.f64, shape=6)
+
+    @fs.kernel
+    def k(n: fs.i32, d: fs.f64):
+        s = fs.math.sign(n)
+        s *= 0.5
+        out[0] = s
+        v = fs.math.sign(fs.Vector([n, 0, -n])) / 4
+        out[1], out[2], out[3] = v[0], v[1], v[2]
+        out[4] = fs.math.sign(d) + 1e-10  # f32 + a Python float: f32
+        out[5] = fs.math.sign(7) / 2
+
+    k(-3, 2.5)
+    np.testing.assert_array_equal(out.to_numpy(), [-0.5, -0.25, 0.0, 0.25, 1.0, 0.5])
