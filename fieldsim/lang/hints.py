@@ -1,19 +1,22 @@
 """Taichi's cache and scheduling hints, accepted and ignored: `ti.block_local(*fields)` and
 `ti.cache_read_only(*fields)` ask a GPU backend to stage fields in shared memory or the
 read-only cache. They change no result, so on fieldsim's CPU backend they do nothing.
-`ti.no_activate(*fields)` promises that the kernel's accesses to sparse fields need no
-activation (the cells are active already); it saves Taichi the activation work and changes no
-result of a program that keeps the promise, so it is accepted the same way.
+`ti.no_activate(*fields_or_snodes)` promises that the kernel's accesses to sparse fields need
+no activation (the cells are active already); it saves Taichi the activation work and changes no
+result of a program that keeps the promise, so it is accepted the same way. Like Taichi's, it
+takes SNodes too (taichi_elements passes its particle node: `ti.no_activate(self.particle)`).
 `ti.assume_in_range(val, base, low, high)` promises `base + low <= val < base + high` (for
 Taichi's shared-memory staging) and returns `val` untouched, here as there.
 
-Takes fields (in kernel scope or Python scope); guarantees nothing is emitted.
+Takes fields (and, for `no_activate`, SNodes) in kernel scope or Python scope; guarantees
+nothing is emitted.
 """
 from __future__ import annotations
 
 from fieldsim.errors import FieldsimTypeError
 from fieldsim.lang.field import Field
 from fieldsim.lang.ops import KERNEL_BUILTINS
+from fieldsim.lang.snode import SNode
 
 
 def block_local(*fields):
@@ -43,22 +46,24 @@ def cache_read_only(*fields):
 
 
 def no_activate(*fields):
-    """Taichi's "these accesses need no activation" hint: checked (arguments must be fields),
-    no effect here.
+    """Taichi's "these accesses need no activation" hint: checked (arguments must be fields or
+    SNodes), no effect here.
 
-    >>> y = fs.field(fs.f32, shape=4)
+    >>> y = fs.field(fs.f32)
+    >>> block = fs.root.pointer(fs.i, 2)
+    >>> _ = block.dense(fs.i, 2).place(y)
     >>> @fs.kernel
     ... def k():
-    ...     fs.no_activate(y)
+    ...     fs.no_activate(y, block)
     >>> k()
     """
-    _check(fields, "no_activate")
+    _check(fields, "no_activate", (Field, SNode), "fields or SNodes")
 
 
-def _check(fields, name):
+def _check(fields, name, kinds=Field, what="fields"):
     for f in fields:
-        if not isinstance(f, Field):
-            raise FieldsimTypeError(f"fs.{name} takes fields, got {type(f).__name__}")
+        if not isinstance(f, kinds):
+            raise FieldsimTypeError(f"fs.{name} takes {what}, got {type(f).__name__}")
 
 
 def assume_in_range(val, base, low, high):
