@@ -972,7 +972,11 @@ class Frontend(ExprMixin):
         info = ForInfo(parallel=outermost and not config.get("serialize", False),
                        serialize=outermost and config.get("serialize", False),
                        block_dim=config.get("block_dim"))
-        sizes, total = self._loop_sizes(dims)
+        target = iterable.target if grouped else iterable
+        # a field under a dynamic node: its cells in parallel, each list up to its length
+        split = sparse_kernel.dynamic_axis(target) if outermost and not _leaves_early(node) else None
+        outer_dims = dims if split is None else dims[:split[0]] + dims[split[0] + 1:]
+        sizes, total = self._loop_sizes(outer_dims)
         # 64-bit iteration only where the range may pass 2^31 (a constant that large, or an
         # i64 bound); i32 elsewhere, where it is cheaper (divisions for multi-dim loops).
         ldt = T.i64 if _may_exceed_i32(total) else T.i32
@@ -983,25 +987,52 @@ class Frontend(ExprMixin):
             self.parallel_depth = self.loop_depth
         self.frame.scopes.append({})
         with self.b.into(loop.body):
-            indices = self.delinearize(loop, dims, sizes)
-            target = iterable.target if grouped else iterable
-            active, indices = sparse_kernel.struct_for_guard(self, target, indices)
-            if isinstance(iterable, KernelObject):  # a mesh-for: the name holds an element
-                self.frame.bind(names[0], binding_for(iterable.kernel_loop_bind(self, indices[0])))
+            indices = self.delinearize(loop, outer_dims, sizes)
+            if split is None:
+                active, indices = sparse_kernel.struct_for_guard(self, target, indices)
+                self._loop_cell(node, iterable, names, grouped, indices, active)
             else:
-                self._bind_loop_indices(names, indices, grouped)
-            if active is None:
-                self.block(node.body, new_scope=True)
-            else:  # a sparse struct-for visits active cells only
-                guard = self.b.if_(active)
-                self.depth += 1
-                with self.b.into(guard.blocks[0]):
-                    self.block(node.body, new_scope=True)
-                self.depth -= 1
+                self._dynamic_lists(node, iterable, names, grouped, split, dims[split[0]][0], indices)
         self.frame.scopes.pop()
         if info.parallel:
             self.parallel_depth = -1
         self.loop_depth -= 1
+        self.depth -= 1
+
+    def _loop_cell(self, node, iterable, names, grouped, indices, active):
+        """Binds a loop's names to `indices` and emits its body (only where `active` holds: a
+        sparse struct-for visits active cells only)."""
+        if isinstance(iterable, KernelObject):  # a mesh-for: the name holds an element
+            self.frame.bind(names[0], binding_for(iterable.kernel_loop_bind(self, indices[0])))
+        else:
+            self._bind_loop_indices(names, indices, grouped)
+        if active is None:
+            self.block(node.body, new_scope=True)
+            return
+        guard = self.b.if_(active)
+        self.depth += 1
+        with self.b.into(guard.blocks[0]):
+            self.block(node.body, new_scope=True)
+        self.depth -= 1
+
+    def _dynamic_lists(self, node, iterable, names, grouped, split, begin, outer):
+        """The body of a struct-for over a field under a dynamic node, for the cell `outer`
+        (user indices without the dynamic axis): a serial loop over the cell's list up to its
+        length, as Taichi visits a dynamic node's elements (testing every slot of a
+        million-slot axis took seconds where Taichi takes microseconds)."""
+        pos, dyn, field = split
+        length, ancestors = sparse_kernel.dynamic_cell(self, field, dyn, pos, outer)
+        guard = self.b.if_(ancestors) if ancestors is not None else None
+        self.depth += 1
+        with self.b.into(guard.blocks[0] if guard is not None else self.b.block):
+            inner = self.b.for_(self.e.value(0, T.i32), length,
+                                ForInfo(parallel=False, serialize=False, block_dim=None))
+            self.loop_depth += 1
+            with self.b.into(inner.body):
+                j = inner if isinstance(begin, int) and begin == 0 else self.e.value(
+                    self.e.binop("+", inner, begin), T.i32)
+                self._loop_cell(node, iterable, names, grouped, outer[:pos] + [j] + outer[pos:], None)
+            self.loop_depth -= 1
         self.depth -= 1
 
     def _loop_sizes(self, dims):

@@ -81,3 +81,37 @@ def struct_for_guard(fe, iterable, indices):
         node_leaf = {a: leaf.get(a, s) for a, s in iterable.axis_sizes.items()}
         return active_condition(fe, path, node_leaf, glob), indices
     return None, indices
+
+
+def dynamic_axis(iterable):
+    """(the position of its dynamic axis among the field's indices, the dynamic node, the
+    field) when a struct-for over `iterable` can run over each cell's dynamic axis up to the
+    cell's length instead of testing every slot: a field (or struct field) whose innermost
+    sparse node is dynamic, with one element per slot along that axis. Else None."""
+    from fieldsim.lang.field import Field
+    from fieldsim.lang.struct import StructField
+    if isinstance(iterable, StructField) and iterable.leaves():
+        iterable = iterable.leaves()[0]
+    if not isinstance(iterable, Field):
+        return None
+    path = field_path(iterable)
+    if not path or path[-1].kind != DYNAMIC:
+        return None
+    node, leaf = path[-1], iterable._snode.axis_sizes
+    axis = node.sparse.axis
+    if leaf[axis] != node.axis_sizes[axis]:
+        return None  # nodes below split the axis: slots and elements differ
+    return sorted(leaf).index(axis), node, iterable
+
+
+def dynamic_cell(fe, field, node, pos, outer):
+    """(the number of stored elements of the dynamic `node`'s list at the cell named by the user indices `outer`,
+    which lack the dynamic axis; the condition "its sparse ancestors are active", or None)."""
+    idx = list(outer)
+    idx.insert(pos, field._offset[pos])  # any place along the axis names the same list
+    storage = [i if o == 0 else as_i32(fe, fe.e.binop("-", i, o)) for i, o in zip(idx, field._offset)]
+    leaf = field._snode.axis_sizes
+    parent = [as_i32(fe, v) for v in node_index(node._parent, leaf, storage, ir_floordiv(fe))]
+    # a list's length counts every append, stored or not (as Taichi's): its slots end sooner
+    length = fe.e.binop("min", fe.b.load(node.sparse.flag, parent), node.own[node.sparse.axis])
+    return length, active_condition(fe, field_path(field)[:-1], leaf, storage)

@@ -1,0 +1,104 @@
+"""A struct-for over a field under a `dynamic` node runs over each cell's list up to its
+length, as Taichi does: the cells in parallel, a serial loop per list. It tested every slot of
+the dynamic axis (taichi_elements' particle lists, `pointer(ij, 256).dynamic(k, 2**20)`: 29 s
+for 100 particles where Taichi takes 23 ms). Expected values are computed in Python."""
+import numpy as np
+from support.ir_kit import compiled_ir
+
+import fieldsim as fs
+from fieldsim.ir.ir import Op, walk
+
+
+def _inner_loops(kernel, *args):
+    return [s for s in walk(compiled_ir(kernel, *args).body) if s.op == Op.FOR and not s.attr.parallel]
+
+
+def test_lists_under_pointer_cells_are_visited_up_to_their_lengths():
+    fs.init(arch=fs.cpu)
+    pid = fs.field(fs.i32)
+    cells = fs.root.pointer(fs.ij, 64)
+    cells.dynamic(fs.k, 1 << 20, chunk_size=1024).place(pid)
+    total = fs.field(fs.i64, shape=())
+    seen = fs.field(fs.i32, shape=(64, 64, 8))
+
+    @fs.kernel
+    def fill(n: fs.i32):
+        for p in range(n):
+            fs.append(pid.parent(), [p % 5, p % 3], p)
+
+    @fs.kernel
+    def visit():
+        for I in fs.grouped(pid):
+            total[None] += pid[I] * (I[0] + 10 * I[1])
+            seen[I] += 1
+
+    fill(37)
+    visit()
+    lists = {}
+    for p in range(37):
+        lists.setdefault((p % 5, p % 3), []).append(p)
+    assert total[None] == sum(p * (i + 10 * j) for (i, j), ps in lists.items() for p in ps)
+    want = np.zeros((64, 64, 8), np.int32)
+    for (i, j), ps in lists.items():
+        want[i, j, :len(ps)] = 1
+    np.testing.assert_array_equal(seen.to_numpy(), want)
+    (inner,) = _inner_loops(visit)
+    bound = inner.args[1]  # the list's length, at most its capacity
+    assert bound.op == Op.MIN and bound.args[0].op == Op.LOAD
+
+
+def test_a_dense_parent_under_a_pointer_and_deactivated_cells():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32)
+    block = fs.root.pointer(fs.i, 4)
+    block.dense(fs.i, 2).dynamic(fs.j, 8, chunk_size=4).place(x)
+    out = fs.field(fs.f32, shape=(8, 16))
+
+    @fs.kernel
+    def fill():
+        for i in range(8):
+            for k in range(i + 3):  # rows 6 and 7 append past their 8 slots
+                fs.append(x.parent(), i, fs.cast(i * 100 + k, fs.f32))
+
+    @fs.kernel
+    def copy():
+        for i, j in x:
+            out[i, j] = x[i, j] + 0.5
+
+    fill()
+    fs.deactivate(block, [1])  # pointer cell 1: rows 2 and 3
+    copy()
+    want = np.zeros((8, 16), np.float32)
+    for i in range(8):
+        if i in (2, 3):
+            continue
+        for k in range(min(i + 3, 8)):  # a list's length counts every append, stored or not
+            want[i, k] = i * 100 + k + 0.5
+    np.testing.assert_array_equal(out.to_numpy(), want)
+
+
+def test_gradients_through_a_struct_for_over_lists():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, needs_grad=True)
+    fs.root.dense(fs.i, 3).dynamic(fs.j, 1 << 16, chunk_size=64).place(x, x.grad)
+    loss = fs.field(fs.f32, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def fill():
+        for i in range(3):
+            for k in range(2 * i + 1):
+                fs.append(x.parent(), i, 0.25 * (k + 1) + i)
+
+    @fs.kernel
+    def energy():
+        for i, j in x:
+            loss[None] += (i + 1) * x[i, j] ** 2
+
+    fill()
+    with fs.ad.Tape(loss=loss):
+        energy()
+    for i in range(3):
+        for k in range(2 * i + 1):
+            v = 0.25 * (k + 1) + i
+            assert abs(x.grad[i, k] - 2 * (i + 1) * v) < 1e-5
+    assert x.grad[0, 1] == 0.0 and x.grad[2, 5] == 0.0
