@@ -150,6 +150,16 @@ def test_set_image_gray_uint8_rgba_and_get_image():
     assert np.allclose(gui.get_image()[..., :3], 128 / 255.0)
 
 
+def test_get_image_returns_each_channel_and_opaque_alpha():
+    gui = GUI(res=(7, 5))
+    img = np.random.default_rng(3).integers(0, 256, size=(7, 5, 3), dtype=np.uint8)
+    gui.set_image(img)
+    back = gui.get_image()
+    assert back.dtype == np.float32 and back.shape == (7, 5, 4)
+    np.testing.assert_array_equal(back[..., :3], img.astype(np.float32) / np.float32(255.0))
+    np.testing.assert_array_equal(back[..., 3], 1.0)
+
+
 def _reference_canvas(img, res):
     """What set_image must show, as (H, W, 3) uint8 with row 0 at the top: floats (NaN as 0,
     clipped to [0, 1]) rounded to bytes in float32, ints clipped, grey to three channels, alpha dropped,
