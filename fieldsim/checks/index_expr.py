@@ -307,12 +307,28 @@ def _judge(a, b, loop: Stmt | None, rel: str | None, env) -> Answer:
         limits = relate(limits)
     if limits is None:
         return Answer.NEVER
-    diffs = _diffs(a, b, loop, env)
+    diffs = [p for d in _diffs(a, b, loop, env) for p in _radix_parts(d, env, limits)]
     if guards:  # the guards bound some atoms: let the equations a collision needs narrow them
         limits = _propagate(diffs + _combinations(diffs, loop), limits, env, relate)
         if limits is None:
             return Answer.NEVER
     return _decide(diffs, loop, rel, env, var, limits)
+
+
+def _radix_parts(d: Affine, env, limits: dict) -> list[Affine]:
+    """`d == 0` as simpler equations: `c*(v - v') + r == 0` where every value of `r` lies
+    strictly between -|c| and |c| holds only when v == v' and r == 0 (the digits of a mixed
+    radix: `x[cell * 16 + k]` with k in [0, 16), a blocked struct-for's index)."""
+    for atom, c in sorted(d.terms.items(), key=lambda t: -abs(t[1])):
+        if isinstance(atom, Primed) or d.terms.get(Primed(atom)) != -c:
+            continue
+        rest = Affine(d.const, {a: k for a, k in d.terms.items() if _base(a) != atom})
+        if rest.is_const():
+            break  # c*(v - v') + k: `_digit_step`'s case
+        r = rest.bounds(env, limits)
+        if r is not None and -abs(c) < r[0] and r[1] < abs(c):
+            return [Affine(0, {atom: 1, Primed(atom): -1}), *_radix_parts(rest, env, limits)]
+    return [d]
 
 
 def _relation(rel: str | None, var: Var | None, env):

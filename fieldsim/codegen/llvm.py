@@ -30,7 +30,7 @@ from fieldsim.codegen.fill_loops import fill_plan
 from fieldsim.codegen.llvm_arrays import ArrayLowering, array_entries
 from fieldsim.codegen.llvm_nest import NestLowering, nbytes
 from fieldsim.codegen.loop_accumulators import loop_accumulators
-from fieldsim.codegen.loop_hints import LANES, SCALAR, VECTOR, LoopHints
+from fieldsim.codegen.loop_hints import CELLS, LANES, SCALAR, VECTOR, LoopHints
 from fieldsim.codegen.loopnest import (
     conditional_loads,
     data_indexed,
@@ -423,6 +423,13 @@ class TaskLowering(NestLowering, ArrayLowering):
             for st in sts:
                 self.reductions[id(st)] = (acc, sts[0])
 
+    def reset_reductions(self):
+        done = set()
+        for acc, first in self.reductions.values():
+            if id(acc) not in done:
+                done.add(id(acc))
+                self.b.store(L.Constant(ll_type(first.field.dtype), 0), acc)
+
     def flush_reductions(self):
         done = set()
         for acc, first in self.reductions.values():
@@ -446,7 +453,8 @@ class TaskLowering(NestLowering, ArrayLowering):
         kind = VECTOR
         if s.attr.parallel:
             contiguous = self.cg.target.contiguous_chunks  # fills and nests need [lo, hi)
-            split = ndrange_split(s) if contiguous else None
+            # (a loop over blocks stays one loop: its body is a block, see counted_loop)
+            split = ndrange_split(s) if contiguous and not s.attr.blocks else None
             fill = fill_plan(s) if contiguous else None
             if split is not None and fill is None and self.whole_row_nest(s, split):
                 return
@@ -466,7 +474,8 @@ class TaskLowering(NestLowering, ArrayLowering):
         self.counted_loop(s, lo, hi, outermost=True, step=step, descending=s.attr.reverse,
                           kind=kind)
         self.ranges = {}
-        self.flush_reductions()
+        if not s.attr.blocks:  # (a loop over blocks added each block's sum)
+            self.flush_reductions()
 
     def plain_outer_for(self, s: Stmt):
         """A task loop lowered without the task-wide analyses: one that calls a function."""
@@ -480,8 +489,9 @@ class TaskLowering(NestLowering, ArrayLowering):
 
     def loop_kind(self, s: Stmt):
         """The loop_hints kind of a parallel loop's innermost loop."""
-        # gathers/scatters: vectorizing costs compile time and gains nothing (loop_hints)
-        if data_indexed(s, {id(p) for p in self.cg.prologue}) or guarded_store(s):
+        # gathers/scatters: vectorizing costs compile time and gains nothing (loop_hints); a
+        # loop over blocks vectorizes across blocks only with gathers
+        if s.attr.blocks or data_indexed(s, {id(p) for p in self.cg.prologue}) or guarded_store(s):
             return SCALAR
         return LANES if long_latency(s) else VECTOR
 
@@ -591,12 +601,17 @@ class TaskLowering(NestLowering, ArrayLowering):
         if outermost:
             self.tid = i
             b.store(L.Constant(I64, 0), self.rng_counter)
+        per_block = outermost and s.attr.blocks and self.reductions
+        if per_block:  # a sum over a block starts afresh (Taichi's order: a sum of block sums)
+            self.reset_reductions()
         self.loops.append((step_bb, exit_bb))
         self.block(s.body)
         self.loops.pop()
         if not self.b.block.is_terminated:
             self.b.branch(step_bb)
         b.position_at_end(step_bb)
+        if per_block:
+            self.flush_reductions()
         step = L.Constant(I64, -1 if descending else 1) if step is None else step
         b.store(b.add(b.load(idx, typ=cty), step, flags=("nsw",) if narrow else ()), idx)
         self.cg.hints.mark(b.branch(cond_bb), kind)
@@ -606,7 +621,10 @@ class TaskLowering(NestLowering, ArrayLowering):
         lo, hi = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         held = self.hold_accumulators(s)
         masked = conditional_loads(s, self.hoisted_loads)
-        self.counted_loop(s, lo, hi, kind=SCALAR if masked else VECTOR)
+        kind = SCALAR if masked else VECTOR
+        if s.attr.blocks:  # a block's rows stay loops, its innermost loop vectorizes
+            kind = SCALAR if masked or any(t.op == Op.FOR for t in walk(s.body)) else CELLS
+        self.counted_loop(s, lo, hi, kind=kind)
         for first, ptr, slot, ty in held:
             self.cg.scopes.tag(self.b.store(self.b.load(slot, typ=ty), ptr), first.field)
         for group in held:

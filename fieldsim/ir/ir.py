@@ -91,6 +91,9 @@ class ForInfo:
     serialize: bool = False  # fs.loop_config(serialize=True): outermost but run in order
     block_dim: int | None = None
     reverse: bool = False  # a serialized loop run from end-1 down to begin (made by reverse AD)
+    # a struct-for over a sparse field's blocks (lang.sparse_kernel.SparseBlocks): its inner
+    # loops over a block's cells are what vectorizes, not it
+    blocks: bool = False
 
 
 @dataclass(frozen=True)

@@ -337,7 +337,7 @@ _SPECS = {
 
 
 def _for_text(info) -> str:
-    flags = [name for name in ("parallel", "serialize", "reverse")
+    flags = [name for name in ("parallel", "serialize", "reverse", "blocks")
              if info is not None and getattr(info, name)]
     return (" " + " ".join(flags)) if flags else ""
 

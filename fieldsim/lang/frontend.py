@@ -379,6 +379,10 @@ class Frontend(ExprMixin):
         self.call_arg_refs: dict = {}
         self.hidden_fields: list = []
         self.nonneg: set = set()  # ids of runtime values known >= 0 (ndarray shapes)
+        # a sparse struct-for's cell, active where its body runs: [(ids of the sparse nodes,
+        # its storage index values)], and its user indices' storage values {id: (offset, value)}
+        self.known_active: list = []
+        self.storage_of: dict = {}
         self.parallel_depth = -1
         self.funcs: list = []  # the kernel's real functions (lang.real_calls)
         self.local_arrays = False  # made an ARRAY_LOAD/ARRAY_STORE (frontend_refs.array_slots)
@@ -969,14 +973,19 @@ class Frontend(ExprMixin):
         dims, names, grouped = self.loop_dims(iterable, node)
         if outermost:
             dims = task_safe_dims(self, dims)
-        info = ForInfo(parallel=outermost and not config.get("serialize", False),
-                       serialize=outermost and config.get("serialize", False),
-                       block_dim=config.get("block_dim"))
         target = iterable.target if grouped else iterable
         # a field under a dynamic node: its cells in parallel, each list up to its length
-        split = sparse_kernel.dynamic_axis(target) if outermost and not _leaves_early(node) else None
+        whole = outermost and not _leaves_early(node)
+        split = sparse_kernel.dynamic_axis(target) if whole else None
+        # a field under pointer/bitmasked nodes: each block tested once, its cells in chunks
+        blocks = sparse_kernel.sparse_blocks(target) if whole and split is None else None
+        info = ForInfo(parallel=outermost and not config.get("serialize", False),
+                       serialize=outermost and config.get("serialize", False),
+                       block_dim=config.get("block_dim"), blocks=blocks is not None)
         outer_dims = dims if split is None else dims[:split[0]] + dims[split[0] + 1:]
         sizes, total = self._loop_sizes(outer_dims)
+        if blocks is not None:
+            total = blocks.total
         # 64-bit iteration only where the range may pass 2^31 (a constant that large, or an
         # i64 bound); i32 elsewhere, where it is cheaper (divisions for multi-dim loops).
         ldt = T.i64 if _may_exceed_i32(total) else T.i32
@@ -987,11 +996,15 @@ class Frontend(ExprMixin):
             self.parallel_depth = self.loop_depth
         self.frame.scopes.append({})
         with self.b.into(loop.body):
-            indices = self.delinearize(loop, outer_dims, sizes)
-            if split is None:
+            if blocks is not None:
+                self._sparse_block(node, iterable, names, grouped, blocks, loop)
+            elif split is None:
+                indices = self.delinearize(loop, outer_dims, sizes)
                 active, indices = sparse_kernel.struct_for_guard(self, target, indices)
-                self._loop_cell(node, iterable, names, grouped, indices, active)
+                self._loop_cell(node, iterable, names, grouped, indices, active,
+                                sparse_kernel.known_cell(self, target, indices))
             else:
+                indices = self.delinearize(loop, outer_dims, sizes)
                 self._dynamic_lists(node, iterable, names, grouped, split, dims[split[0]][0], indices)
         self.frame.scopes.pop()
         if info.parallel:
@@ -999,21 +1012,26 @@ class Frontend(ExprMixin):
         self.loop_depth -= 1
         self.depth -= 1
 
-    def _loop_cell(self, node, iterable, names, grouped, indices, active):
+    def _loop_cell(self, node, iterable, names, grouped, indices, active, known=None):
         """Binds a loop's names to `indices` and emits its body (only where `active` holds: a
-        sparse struct-for visits active cells only)."""
+        sparse struct-for visits active cells only; `known`: the cell it makes known active,
+        see `sparse_kernel.known_cell`)."""
         if isinstance(iterable, KernelObject):  # a mesh-for: the name holds an element
             self.frame.bind(names[0], binding_for(iterable.kernel_loop_bind(self, indices[0])))
         else:
             self._bind_loop_indices(names, indices, grouped)
+        if known is not None:
+            self.known_active.append(known)
         if active is None:
             self.block(node.body, new_scope=True)
-            return
-        guard = self.b.if_(active)
-        self.depth += 1
-        with self.b.into(guard.blocks[0]):
-            self.block(node.body, new_scope=True)
-        self.depth -= 1
+        else:
+            guard = self.b.if_(active)
+            self.depth += 1
+            with self.b.into(guard.blocks[0]):
+                self.block(node.body, new_scope=True)
+            self.depth -= 1
+        if known is not None and self.known_active and self.known_active[-1] is known:
+            self.known_active.pop()
 
     def _dynamic_lists(self, node, iterable, names, grouped, split, begin, outer):
         """The body of a struct-for over a field under a dynamic node, for the cell `outer`
@@ -1034,6 +1052,46 @@ class Frontend(ExprMixin):
                 self._loop_cell(node, iterable, names, grouped, outer[:pos] + [j] + outer[pos:], None)
             self.loop_depth -= 1
         self.depth -= 1
+
+    def _sparse_block(self, node, iterable, names, grouped, blocks, t):
+        """The body of a blocked struct-for (`sparse_kernel.SparseBlocks`) for its iteration
+        `t`: the block's activity tested once, then serial loops over the chunk's cells."""
+        n = len(blocks.block)
+        sizes = [d for d in blocks.digits if d > 1]
+        found = iter(self.delinearize(t, [(0, d) for d in sizes], sizes))
+        digits = [next(found) if d > 1 else 0 for d in blocks.digits]
+        first = [self.e.value(c if b == 1 else self.e.binop("*", c, b), T.i32)
+                 for c, b in zip(digits[:n], blocks.block)]
+        leaf = blocks.field._snode.axis_sizes
+        guard = self.b.if_(sparse_kernel.active_condition(self, blocks.path, leaf, first))
+        self.depth += 1
+        with self.b.into(guard.blocks[0]):
+            starts = [f if p == 1 else self.e.binop("+", f, self.e.binop("*", d, k))
+                      for f, d, p, k in zip(first, digits[n:], blocks.parts, blocks.inner)]
+            self._block_chunk(node, iterable, names, grouped, blocks, starts, [])
+        self.depth -= 1
+
+    def _block_chunk(self, node, iterable, names, grouped, blocks, starts, done):
+        """Serial loops over the chunk's axes from `len(done)` on (`done`: the storage indices
+        of the axes before), then the body at the cell."""
+        a = len(done)
+        if a == len(starts):
+            user = [v if o == 0 else self.e.value(self.e.binop("+", v, o), T.i32)
+                    for v, o in zip(done, blocks.field._offset)]
+            known = sparse_kernel.known_cell(self, blocks.field, user)
+            self._loop_cell(node, iterable, names, grouped, user, None, known)
+            return
+        if blocks.inner[a] == 1:
+            self._block_chunk(node, iterable, names, grouped, blocks, starts,
+                              done + [self.e.value(starts[a], T.i32)])
+            return
+        inner = self.b.for_(self.e.value(0, T.i32), self.e.value(blocks.inner[a], T.i32),
+                            ForInfo(parallel=False, serialize=False, block_dim=None, blocks=True))
+        self.loop_depth += 1
+        with self.b.into(inner.body):
+            index = self.e.value(self.e.binop("+", starts[a], inner), T.i32)
+            self._block_chunk(node, iterable, names, grouped, blocks, starts, done + [index])
+        self.loop_depth -= 1
 
     def _loop_sizes(self, dims):
         """Each dimension's extent and their product, the loop's iteration count."""

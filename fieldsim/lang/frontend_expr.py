@@ -411,9 +411,16 @@ class ExprMixin:
                     or (not isinstance(v, Stmt) and not -(1 << 31) <= v < (1 << 31)))
             out.append(self.e.value(v, T.i64 if wide else T.i32))
         if field.offset is not None:  # storage index = user index - offset
-            out = [v if o == 0 else self.e.value(self.e.binop("-", v, o), v.dtype)
-                   for v, o in zip(out, field.offset)]
+            out = [v if o == 0 else self._storage_index(v, o) for v, o in zip(out, field.offset)]
         return out
+
+    def _storage_index(self, v, offset):
+        """`v - offset`; the very value a sparse struct-for's cell was tested at, where `v` is
+        that loop's index (so its stores need not activate the cell: `known_cell`)."""
+        known = self.storage_of.get(id(v))
+        if known is not None and known[0] == offset:
+            return known[1]
+        return self.e.value(self.e.binop("-", v, offset), v.dtype)
 
     def struct_indices(self, sfield, idx: list) -> list:
         leaves = sfield.leaves()

@@ -6,7 +6,10 @@ node keeps an i32 length per cell of its parent. A field placed under sparse nod
 full dense array; what sparsity changes:
 - a write to a cell (kernel store/atomic, `x[i] = v`) activates the cells of all its sparse
   ancestors (for a dynamic node: length = max(length, j + 1));
-- a struct-for (`for I in x`, `for I in fs.grouped(node)`) visits active cells only;
+- a struct-for (`for I in x`, `for I in fs.grouped(node)`) visits active cells only; on the
+  CPU one over a field under pointer/bitmasked nodes tests each block (a cell of the innermost
+  sparse node) once and runs its cells, block after block, a sum over it adding block sums
+  (`sparse_kernel.SparseBlocks`: Taichi's order);
 - `fs.deactivate(node, I)` / `node.deactivate_all()` deactivate and zero the data below, so an
   inactive cell reads 0 (as a Taichi pointer cell does); a dynamic cell zeroes only its first
   `length` slots (the only ones ever written); `fill`, `from_numpy` and `copy_from` write

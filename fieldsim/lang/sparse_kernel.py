@@ -21,9 +21,11 @@ def as_i32(fe, v):
 
 
 def activate_kernel(fe, field, indices):
-    """After a kernel store/atomic to `field` at storage `indices`: activate its cells."""
+    """After a kernel store/atomic to `field` at storage `indices`: activate its cells (but
+    for a cell the enclosing struct-for found active: storing its flag again would write an
+    element the loop read, which the access rules refuse on a Tape)."""
     path = field_path(field)
-    if not path:
+    if not path or _known_active(fe, path, indices):
         return
     leaf = field._snode.axis_sizes
     for node in path:
@@ -35,6 +37,36 @@ def activate_kernel(fe, field, indices):
         else:
             n = [as_i32(fe, v) for v in node_index(node, leaf, indices, ir_floordiv(fe))]
             fe.b.store(st.flag, n, fe.b.const(1, T.i32))
+
+
+def known_cell(fe, iterable, user):
+    """What a struct-for over `iterable` whose body runs at active cells only knows there:
+    (the ids of its sparse nodes, the storage index values of the cell), or None. Records the
+    storage value of each user index, which `field_indices` then reuses for fields of the
+    same offset."""
+    from fieldsim.lang.field import Field
+    from fieldsim.lang.struct import StructField
+    if isinstance(iterable, StructField) and iterable.leaves():
+        iterable = iterable.leaves()[0]
+    if not isinstance(iterable, Field) or not field_path(iterable):
+        return None
+    storage = []
+    for v, o in zip(user, iterable._offset):
+        if o == 0:
+            storage.append(v)
+        else:
+            s = as_i32(fe, fe.e.binop("-", v, o))
+            fe.storage_of[id(v)] = (o, s)
+            storage.append(s)
+    return frozenset(id(n) for n in field_path(iterable)), storage
+
+
+def _known_active(fe, path, indices) -> bool:
+    for nodes, storage in fe.known_active:
+        if all(id(n) in nodes for n in path) and len(indices) == len(storage) and all(
+                a is b for a, b in zip(indices, storage)):
+            return True
+    return False
 
 
 def active_condition(fe, path, leaf, indices):
@@ -115,3 +147,59 @@ def dynamic_cell(fe, field, node, pos, outer):
     # a list's length counts every append, stored or not (as Taichi's): its slots end sooner
     length = fe.e.binop("min", fe.b.load(node.sparse.flag, parent), node.own[node.sparse.axis])
     return length, active_condition(fe, field_path(field)[:-1], leaf, storage)
+
+
+BLOCK_CHUNK = 256  # the most cells of a block one iteration of a blocked struct-for runs
+
+
+class SparseBlocks:
+    """How a struct-for over a field under pointer/bitmasked nodes runs (as Taichi walks active
+    blocks): each cell of the innermost sparse node ("block") is tested once, and an active
+    block's elements run in chunks of at most BLOCK_CHUNK consecutive cells, all (block, chunk)
+    pairs in parallel. Per field axis a, the index is `cell * block[a] + part * inner[a] + k`:
+    `cell` and `part` digits of the parallel loop's index, k a serial loop over `inner[a]`
+    (innermost axis last, so a chunk's cells are contiguous and its loops vectorize). Testing
+    every element of a 4096^2 grid took 5 ms a struct-for where Taichi takes 0.2. On the CPU
+    only: a CUDA thread per element, each testing its block's flags, keeps a warp's loads
+    together."""
+
+    def __init__(self, field, path, cells, block):
+        self.field, self.path = field, path
+        self.cells, self.block = cells, block  # per field index: block count, block extent
+        self.inner = [1] * len(block)
+        budget = BLOCK_CHUNK
+        for a in reversed(range(len(block))):
+            self.inner[a] = max(d for d in range(1, min(block[a], budget) + 1) if block[a] % d == 0)
+            budget //= self.inner[a]
+            if self.inner[a] != block[a]:
+                break  # an axis split: the chunk stays one contiguous run
+        self.parts = [b // n for b, n in zip(block, self.inner)]
+        self.digits = list(cells) + self.parts  # the parallel loop's index, delinearized
+        self.total = 1
+        for d in self.digits:
+            self.total *= d
+
+
+def sparse_blocks(iterable):
+    """The `SparseBlocks` of a struct-for over `iterable` when it is a field (or struct field)
+    whose sparse nodes are all pointer/bitmasked, with blocks of more than one element. Else
+    None (a flat loop testing each element)."""
+    from fieldsim.lang import runtime
+    from fieldsim.lang.field import Field
+    from fieldsim.lang.struct import StructField
+    if isinstance(iterable, StructField) and iterable.leaves():
+        iterable = iterable.leaves()[0]
+    if not isinstance(iterable, Field) or iterable.shape is None or runtime.get().arch != "cpu":
+        return None
+    path = field_path(iterable)
+    if not path or any(n.kind == DYNAMIC for n in path):
+        return None
+    leaf, node = iterable._snode.axis_sizes, path[-1]
+    axes = sorted(leaf)
+    if tuple(leaf[a] for a in axes) != tuple(iterable.shape):
+        return None
+    cells = [node.axis_sizes.get(a, 1) for a in axes]
+    block = [leaf[a] // c for a, c in zip(axes, cells)]
+    if any(c * b != leaf[a] for a, c, b in zip(axes, cells, block)) or all(b == 1 for b in block):
+        return None
+    return SparseBlocks(iterable, path, cells, block)

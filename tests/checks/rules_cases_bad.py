@@ -335,3 +335,18 @@ def argument_time_slots_collide():
             xt[s, i] = xt[t, i - 1] * 0.5
 
     return Bad(loss, lambda: step(2, 2), [xt])
+
+
+@bad(2, "y")
+def mixed_radix_digit_overflows_its_block():
+    # `y[b * 2 + c]` with c in [0, 3): block b's last cell is block b + 1's first
+    x, loss = put(vec("x")), scalar("loss")
+    y = vec("y", 2 * N)
+
+    @fs.kernel
+    def k():
+        for b in range(N // 3):
+            for c in range(3):
+                y[b * 2 + c] = x[c] * 2.0
+
+    return Bad(loss, k, [x, y])

@@ -448,3 +448,20 @@ def loss_reset_after_accumulation():
         loss[None] = x[0] * 2.0
 
     return Good({"x": x}, loss, k, expect={"x": np.eye(N)[0] * 2.0})
+
+
+@good
+def mixed_radix_index_of_a_block_and_its_cell():
+    # `x[b * 3 + k]`, k in [0, 3): the index of a cell of block b (a blocked struct-for's)
+    x, loss = x_and_loss()
+    y = vec("y")
+
+    @fs.kernel
+    def k():
+        for b in range(N // 3):
+            for c in range(3):
+                y[b * 3 + c] = x[b * 3 + c] ** 2
+        for i in y:
+            loss[None] += y[i] * x[i]
+
+    return Good({"x": x}, loss, k, expect={"x": 3 * x.to_numpy() ** 2})

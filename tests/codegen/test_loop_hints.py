@@ -264,3 +264,36 @@ def test_inner_loop_reading_before_the_if_is_left_to_llvm(llvm_texts):
     r2 = (v[None, :] - v[:, None]) ** 2
     want = np.where(r2 < 0.01, (0.01 - r2) ** 3, 0.0).sum(1)
     np.testing.assert_allclose(out.to_numpy(), want, rtol=1e-4, atol=1e-12)
+
+
+def test_blocked_struct_for_loads_block_rows_as_vectors(llvm_texts, monkeypatch, capfd):
+    # (lang.sparse_kernel.SparseBlocks) unrolled whole, a block's 16-cell row loop left its
+    # row loop to vectorize: 16-lane gathers down the block's columns
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    y = fs.field(fs.f32)
+    fs.root.pointer(fs.ij, 8).dense(fs.ij, 16).place(y)
+
+    @fs.kernel
+    def fill():
+        for i, j in fs.ndrange(128, 128):
+            if (i // 16 + j // 16) % 3 != 1:
+                y[i, j] = (i * 128 + j) % 7
+
+    @fs.kernel
+    def total() -> fs.f32:
+        s = 0.0
+        for i, j in y:
+            s += y[i, j]
+        return s
+
+    fill()
+    monkeypatch.setenv("FIELDSIM_PRINT_LLVM", "1")
+    capfd.readouterr()
+    got = total()
+    optimised = capfd.readouterr().out
+    i, j = np.meshgrid(np.arange(128), np.arange(128), indexing="ij")
+    want = np.where((i // 16 + j // 16) % 3 != 1, (i * 128 + j) % 7, 0).sum()
+    assert got == want  # small integers: exact in any order
+    assert '!"llvm.loop.unroll.disable"' in llvm_texts[-1]
+    assert "masked.gather" not in optimised
+    assert re.search(r"load <(4|8|16) x float>", optimised) is not None

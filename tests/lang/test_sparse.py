@@ -339,3 +339,30 @@ def test_append_past_capacity_counts_as_taichi_does():
 
     clear()
     assert length() == 0 and not y.to_numpy().any()
+
+
+def test_deactivate_all_zeroes_components_placed_one_by_one():
+    # taichi_elements places a grid's velocity one component at a time under its blocks
+    v = fs.Vector.field(2, fs.f32)
+    w = fs.Vector.field(2, fs.f32)
+    blk = fs.root.pointer(fs.ij, 4)
+    for d in range(2):
+        blk.dense(fs.ij, 8).place(v.get_scalar_field(d))
+    blk.dense(fs.ij, 8).place(w.get_scalar_field(0))
+    fs.root.dense(fs.ij, 32).place(w.get_scalar_field(1))
+
+    @fs.kernel
+    def write():
+        for i, j in fs.ndrange(32, 32):
+            if (i + j) % 5 == 0:
+                v[i, j] = [i + 1.0, j + 2.0]
+                w[i, j] = [i + 3.0, j + 4.0]
+
+    write()
+    assert np.count_nonzero(v.to_numpy()) > 0
+    blk.deactivate_all()
+    assert not np.any(v.to_numpy())
+    wn = w.to_numpy()
+    assert not np.any(wn[..., 0])  # under the block: zeroed
+    i, j = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    np.testing.assert_array_equal(wn[..., 1], np.where((i + j) % 5 == 0, j + 4.0, 0.0))
