@@ -755,7 +755,9 @@ class GUI:
         return any(k in self.key_pressed for k in keys)
 
     def get_cursor_pos(self):
-        return (0.5, 0.5)
+        # Taichi's GUI reports (0, 0) until the mouse moves (headless, always): cursor-driven
+        # programs then compute what they compute under Taichi.
+        return (0.0, 0.0)
 
     def slider(self, text, minimum, maximum, step=1):
         return _WidgetValue(minimum, f"slider {text!r}")

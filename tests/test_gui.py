@@ -290,6 +290,8 @@ def test_running_events_and_no_window():
     assert gui.running and gui.res == (16, 16)
     assert gui.get_events() == [] and list(gui.get_events(GUI.PRESS)) == []
     assert not gui.get_event(GUI.ESCAPE)
+    # Taichi 1.7.4's GUI: (0.0, 0.0) before any mouse motion, and headless always
+    assert gui.get_cursor_pos() == (0.0, 0.0)
     gui.running = False
     assert not gui.running
     other = GUI(res=16)

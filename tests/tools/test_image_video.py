@@ -25,12 +25,47 @@ def test_origin_is_bottom_left(tmp_path):
     assert tuple(rows[-1, 0]) == (255, 0, 0) and rows[0].sum() == 0
 
 
-def test_float_field_is_clipped_and_rounded(tmp_path):
+def test_float_field_is_clipped_and_truncated_as_taichi_writes_it(tmp_path):
     x = fs.field(fs.f32, shape=(3, 2))
     x.from_numpy(np.array([[-1.0, 0.0], [0.5, 1.0], [2.0, 0.25]], dtype=np.float32))
     fs.tools.imwrite(x, tmp_path / "c.png")
     back = fs.tools.imread(tmp_path / "c.png", channels=1)[:, :, 0]
-    assert back.tolist() == [[0, 0], [128, 255], [255, 64]]
+    # Taichi stores floor(255 * clip(v, 0, 1)): 127.5 -> 127, 63.75 -> 63
+    assert back.tolist() == [[0, 0], [127, 255], [255, 63]]
+
+
+@pytest.mark.parametrize("dtype, values, expected", [
+    (np.uint16, [0, 256, 32768, 255 * 255], [0, 1, 128, 255]),  # v // (65535 // 256 = 255)
+    (np.uint32, [0, 2**24, 2**31, 255 * (2**24 - 1)], [0, 1, 128, 255]),  # v // (2**24 - 1)
+])
+def test_wide_unsigned_images_are_scaled_by_max_over_256(tmp_path, dtype, values, expected):
+    fs.tools.imwrite(np.array(values, dtype).reshape(4, 1), tmp_path / "u.png")
+    assert fs.tools.imread(tmp_path / "u.png")[:, 0, 0].tolist() == expected
+
+
+def test_bmp_holds_rgb_grey_repeated_and_alpha_over_magenta(tmp_path):
+    from PIL import Image
+    grey = np.array([[7], [200]], np.uint8)  # (x, y): two columns, one row
+    fs.tools.imwrite(grey, tmp_path / "g.bmp")
+    rows = np.asarray(Image.open(tmp_path / "g.bmp"))
+    assert rows.shape == (1, 2, 3) and rows[0].tolist() == [[7] * 3, [200] * 3]
+    rgba = np.array([[[10, 200, 30, 128]], [[10, 200, 30, 255]], [[10, 200, 30, 0]]], np.uint8)
+    fs.tools.imwrite(rgba, tmp_path / "a.bmp")
+    rows = np.asarray(Image.open(tmp_path / "a.bmp"))
+    # c' = bg + trunc((c - bg) * a / 255) with bg = (255, 0, 255): 255 - 122, 100, 255 - 112
+    assert rows[0].tolist() == [[133, 100, 143], [10, 200, 30], [255, 0, 255]]
+    fs.tools.imwrite(rgba, tmp_path / "a.jpg")  # alpha dropped (Pillow refuses RGBA JPEGs)
+    assert Image.open(tmp_path / "a.jpg").mode == "RGB"
+
+
+def test_imresize_steps_by_the_float_ratio_as_taichi():
+    img = np.arange(299 * 2).reshape(299, 2)
+    out = fs.tools.imresize(img, 276, 2)
+    # column x reads floor(x * (299 / 276)) in floating point: 108 * 1.0833... lands just under 117
+    expected = np.clip(np.arange(276) * (299 / 276), 0, 298).astype(np.int32)
+    assert out.shape == (276, 2) and (out[:, 0] // 2).tolist() == expected.tolist()
+    assert expected[108] == 116
+    assert fs.tools.imresize(img, 299, 2) is img
 
 
 def test_bad_images_are_errors(tmp_path):
