@@ -377,3 +377,31 @@ def test_gradient_through_struct_copies_and_func_arguments():
     g = s.grad.to_numpy()  # loss = sum m |2x|^2
     assert np.allclose(g["m"], 4 * (x ** 2).sum(1))
     assert np.allclose(g["x"], 8 * m[:, None] * x)
+
+
+def test_members_named_like_field_attributes_shadow_them():
+    # a BVH node struct (parent/left), an SDF struct (grad) and members named like other
+    # StructField attributes: as in Taichi, `x.parent`, `x.grad`, `x.name` are the member fields,
+    # in Python scope and in kernels, and the struct field keeps working (len, loops, numpy);
+    # `shape` stays the struct field's (its loops need it): that member by get_member_field
+    Node = fs.types.struct(parent=fs.i32, left=fs.i32, grad=vec3, name=fs.f32, shape=fs.i32)
+    nodes = Node.field(shape=5)
+    nodes.parent.fill(-1)
+    nodes.grad.fill(0.5)
+    assert nodes.parent.to_numpy().tolist() == [-1] * 5
+    assert nodes.grad.to_numpy().shape == (5, 3)
+
+    @fs.kernel
+    def link():
+        for i in nodes:
+            nodes[i].left = nodes.parent[i] + i
+            nodes.name[i] = nodes[i].grad.sum() + i
+            nodes[i].shape = i * 2
+
+    link()
+    assert nodes.left.to_numpy().tolist() == [-1, 0, 1, 2, 3]
+    assert np.allclose(nodes.name.to_numpy(), [1.5, 2.5, 3.5, 4.5, 5.5])
+    assert nodes.shape == (5,) and len(nodes) == 5
+    assert nodes.get_member_field("shape").to_numpy().tolist() == [0, 2, 4, 6, 8]
+    assert sorted(nodes.to_numpy()) == ["grad", "left", "name", "parent", "shape"]
+    assert nodes.parent.snode.parent() is not None
