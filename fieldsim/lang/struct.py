@@ -378,6 +378,18 @@ class StructField:
         for k, m in self.members.items():
             m.from_numpy(data[k])
 
+    def to_torch(self, device=None):
+        """As Taichi's: a dict of the members' torch tensors (nested structs as dicts)."""
+        return {k: m.to_torch(device=device) for k, m in self.members.items()}
+
+    def from_torch(self, data: dict):
+        """As Taichi's: each member from the dict's tensor of its name."""
+        if not isinstance(data, dict) or set(data) != set(self.members):
+            raise ValueError(f"struct field {self.ir_name!r}.from_torch: expected a dict with "
+                             f"keys {', '.join(self.members)}")
+        for k, m in self.members.items():
+            m.from_torch(data[k])
+
     def copy_from(self, other: StructField):
         for k, m in self.members.items():
             m.copy_from(other.members[k])
