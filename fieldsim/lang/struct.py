@@ -231,6 +231,12 @@ def _py_cast(t, v):
 
 
 # ---- struct fields ---------------------------------------------------------------------------
+# StructField attributes fieldsim's loops and placement rely on: a member of one of these names
+# is reached through `x.get_member_field(name)` (in Taichi a member `shape` shadows it too)
+_INTERNAL_NAMES = frozenset({"members", "stype", "leaves", "ir_name", "get_member_field",
+                             "get_field_members", "shape", "ndim", "snode"})
+
+
 @located_subclasses
 class StructField:
     """A field of structs: one plain field per member (nested structs recursively)."""
@@ -257,6 +263,15 @@ class StructField:
         object.__setattr__(self, "members", _members)
 
     # -- structure
+    def __getattribute__(self, name):
+        # as in Taichi, a member shadows the struct field's attribute of its name (a BVH node's
+        # `nodes.parent`, an SDF's `sdf.grad`); fieldsim's own internal names stay reachable
+        if name[:1] != "_" and name not in _INTERNAL_NAMES:
+            members = object.__getattribute__(self, "__dict__").get("members")
+            if members is not None and name in members:
+                return members[name]
+        return object.__getattribute__(self, name)
+
     def __getattr__(self, name):
         members = object.__getattribute__(self, "members")
         if name in members:
@@ -362,6 +377,18 @@ class StructField:
                              f"NumPy record array) with keys {', '.join(self.members)}")
         for k, m in self.members.items():
             m.from_numpy(data[k])
+
+    def to_torch(self, device=None):
+        """As Taichi's: a dict of the members' torch tensors (nested structs as dicts)."""
+        return {k: m.to_torch(device=device) for k, m in self.members.items()}
+
+    def from_torch(self, data: dict):
+        """As Taichi's: each member from the dict's tensor of its name."""
+        if not isinstance(data, dict) or set(data) != set(self.members):
+            raise ValueError(f"struct field {self.ir_name!r}.from_torch: expected a dict with "
+                             f"keys {', '.join(self.members)}")
+        for k, m in self.members.items():
+            m.from_torch(data[k])
 
     def copy_from(self, other: StructField):
         for k, m in self.members.items():

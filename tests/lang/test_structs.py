@@ -377,3 +377,58 @@ def test_gradient_through_struct_copies_and_func_arguments():
     g = s.grad.to_numpy()  # loss = sum m |2x|^2
     assert np.allclose(g["m"], 4 * (x ** 2).sum(1))
     assert np.allclose(g["x"], 8 * m[:, None] * x)
+
+
+def test_members_named_like_field_attributes_shadow_them():
+    # a BVH node struct (parent/left), an SDF struct (grad) and members named like other
+    # StructField attributes: as in Taichi, `x.parent`, `x.grad`, `x.name` are the member fields,
+    # in Python scope and in kernels, and the struct field keeps working (len, loops, numpy);
+    # `shape` stays the struct field's (its loops need it): that member by get_member_field
+    Node = fs.types.struct(parent=fs.i32, left=fs.i32, grad=vec3, name=fs.f32, shape=fs.i32)
+    nodes = Node.field(shape=5)
+    nodes.parent.fill(-1)
+    nodes.grad.fill(0.5)
+    assert nodes.parent.to_numpy().tolist() == [-1] * 5
+    assert nodes.grad.to_numpy().shape == (5, 3)
+
+    @fs.kernel
+    def link():
+        for i in nodes:
+            nodes[i].left = nodes.parent[i] + i
+            nodes.name[i] = nodes[i].grad.sum() + i
+            nodes[i].shape = i * 2
+
+    link()
+    assert nodes.left.to_numpy().tolist() == [-1, 0, 1, 2, 3]
+    assert np.allclose(nodes.name.to_numpy(), [1.5, 2.5, 3.5, 4.5, 5.5])
+    assert nodes.shape == (5,) and len(nodes) == 5
+    assert nodes.get_member_field("shape").to_numpy().tolist() == [0, 2, 4, 6, 8]
+    assert sorted(nodes.to_numpy()) == ["grad", "left", "name", "parent", "shape"]
+    assert nodes.parent.snode.parent() is not None
+
+
+def test_struct_field_to_and_from_torch():
+    # a point-cloud search's result struct returned as torch tensors (`result.to_torch()`)
+    torch = pytest.importorskip("torch")
+    Hit = fs.types.struct(index=fs.i32, dist=fs.f32, n=vec3, inner=fs.types.struct(w=fs.f64))
+    r = Hit.field(shape=4)
+
+    @fs.kernel
+    def fill():
+        for i in r:
+            r[i].index = i * 3
+            r[i].dist = i * 0.5
+            r[i].n = fs.Vector([i, -i, 1.0])
+            r[i].inner.w = i * 0.25
+
+    fill()
+    t = r.to_torch()
+    assert sorted(t) == ["dist", "index", "inner", "n"]
+    assert t["index"].dtype == torch.int32 and t["index"].tolist() == [0, 3, 6, 9]
+    assert t["n"].shape == (4, 3) and t["n"][2].tolist() == [2.0, -2.0, 1.0]
+    assert t["inner"]["w"].dtype == torch.float64 and t["inner"]["w"][3].item() == 0.75
+    r.from_torch({"index": torch.arange(4, dtype=torch.int32) + 10, "dist": torch.ones(4),
+                  "n": torch.zeros(4, 3), "inner": {"w": torch.full((4,), 2.0, dtype=torch.float64)}})
+    assert r[2].index == 12 and r[1].dist == 1.0 and r[3].inner.w == 2.0
+    with pytest.raises(ValueError, match="keys index, dist, n, inner"):
+        r.from_torch({"index": torch.zeros(4, dtype=torch.int32)})
