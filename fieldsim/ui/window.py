@@ -151,7 +151,7 @@ class Window:
 
     def get_image_buffer_as_numpy(self) -> np.ndarray:
         """The frame so far: float32 ``(W, H, 4)`` in [0, 1], indexed ``[x, y]``, y up."""
-        return self._render().get_image()
+        return self._render()._shown_image()
 
     def get_depth_buffer_as_numpy(self) -> np.ndarray:
         """The depth of the frame's 3-D scene as Vulkan stores it: float32 ``(W, H)``, 0 at the
