@@ -45,9 +45,10 @@ def to_uint8(img) -> np.ndarray:
             raise ValueError(f"imwrite: expected a numpy array or a field, got {type(img).__name__}")
         img = img.to_numpy()
     if img.dtype in (np.uint16, np.uint32, np.uint64):
-        img = img.astype(np.uint8)
+        # Taichi 1.7.4's scaling, byte wrap included (u16 65535 // 255 = 257 writes 1)
+        img = (img // (np.iinfo(img.dtype).max // 256)).astype(np.uint8)
     elif img.dtype.kind == "f":
-        img = (np.clip(img, 0, 1) * 255.0 + 0.5).astype(np.uint8)
+        img = (np.clip(img, 0, 1) * 255.0).astype(np.uint8)  # truncated, as Taichi's: 0.5 -> 127
     elif img.dtype != np.uint8:
         raise ValueError(f"imwrite: image dtype {img.dtype} is not supported; use uint8 or floats "
                          "in [0, 1]")

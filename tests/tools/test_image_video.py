@@ -25,12 +25,24 @@ def test_origin_is_bottom_left(tmp_path):
     assert tuple(rows[-1, 0]) == (255, 0, 0) and rows[0].sum() == 0
 
 
-def test_float_field_is_clipped_and_rounded(tmp_path):
+def test_float_field_is_clipped_and_truncated_as_taichi(tmp_path):
+    # the bytes Taichi 1.7.4's imwrite writes for these values (measured): x * 255, truncated
     x = fs.field(fs.f32, shape=(3, 2))
     x.from_numpy(np.array([[-1.0, 0.0], [0.5, 1.0], [2.0, 0.25]], dtype=np.float32))
     fs.tools.imwrite(x, tmp_path / "c.png")
     back = fs.tools.imread(tmp_path / "c.png", channels=1)[:, :, 0]
-    assert back.tolist() == [[0, 0], [128, 255], [255, 64]]
+    assert back.tolist() == [[0, 0], [127, 255], [255, 63]]
+    fs.tools.imwrite(np.array([[0.999, 0.0039], [0.5, 3 / 255]]), tmp_path / "c64.png")
+    assert fs.tools.imread(tmp_path / "c64.png", channels=1)[:, :, 0].tolist() == [[254, 0], [127, 3]]
+
+
+def test_wide_unsigned_images_are_scaled_as_taichi(tmp_path):
+    # Taichi 1.7.4 divides by max // 256 and casts to u8, so its top values wrap (measured);
+    # fieldsim wrote the low byte (30000 -> 48)
+    fs.tools.imwrite(np.array([[0, 255, 256], [30000, 65535, 65280]], np.uint16), tmp_path / "u.png")
+    assert fs.tools.imread(tmp_path / "u.png", channels=1)[:, :, 0].tolist() == [[0, 1, 1], [117, 1, 0]]
+    fs.tools.imwrite(np.array([[0, 2**31], [2**32 - 1, 2**24]], np.uint32), tmp_path / "v.png")
+    assert fs.tools.imread(tmp_path / "v.png", channels=1)[:, :, 0].tolist() == [[0, 128], [0, 1]]
 
 
 def test_bad_images_are_errors(tmp_path):
