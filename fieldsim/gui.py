@@ -432,6 +432,9 @@ class GUI:
     )
     LEFT, RIGHT, UP, DOWN = "Left", "Right", "Up", "Down"
     LMB, MMB, RMB, WHEEL, MOVE, EXIT = "LMB", "MMB", "RMB", "Wheel", "Motion", "WMClose"
+    # added to float pixels * 255 before they become bytes: Taichi's GUI truncates (0.5 shows
+    # and saves 127, measured); a ti.ui window's surface rounds
+    _byte_rounding = 0.0
     PRESS, RELEASE, MOTION = "Press", "Release", "Motion"
 
     def __init__(self, name="Taichi", res=512, background_color=0x000000, show_gui=False, fullscreen=False,
@@ -706,7 +709,8 @@ class GUI:
                 np.nan_to_num(f, copy=False)
             np.clip(f, 0.0, 1.0, out=f)
             f *= 255.0
-            f += 0.5
+            if self._byte_rounding:
+                f += self._byte_rounding
         else:
             f = np.clip(a[..., :channels], 0, 255)
         u8 = self._scratch("bytes", f.shape, np.uint8)

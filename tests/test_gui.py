@@ -194,6 +194,14 @@ def test_get_image_keeps_float_values_grey_alpha_and_field_alpha_as_taichi():
     assert gui.get_image()[1, 2].tolist() == [np.float32(0.3)] * 3 + [0.0]
 
 
+def test_show_writes_float_images_truncated_to_bytes_as_taichi(tmp_path):
+    gui = GUI(res=(4, 3))  # Taichi 1.7.4 writes 76, 127, 254 for these (measured)
+    img = np.zeros((4, 3, 3), np.float32)
+    img[..., 0], img[..., 1], img[..., 2] = 0.3, 0.5, 0.999
+    gui.set_image(img)
+    assert shot(gui, tmp_path)[0, 0].tolist() == [76, 127, 254]
+
+
 def test_get_image_shows_shapes_drawn_over_the_image_and_forgets_it_when_cleared():
     gui = GUI(res=(8, 6))
     gui.set_image(np.full((8, 6, 3), 0.3, np.float32))
@@ -219,7 +227,7 @@ def _reference_canvas(img, res):
     a = a[(np.arange(w) * a.shape[0]) // w][:, (np.arange(h) * a.shape[1]) // h]
     if a.dtype.kind in "fb":
         a = np.clip(np.nan_to_num(a.astype(np.float32)), 0, 1)  # in float32, as Taichi does
-        a = np.floor(a * np.float32(255) + np.float32(0.5))
+        a = np.floor(a * np.float32(255))  # truncated, as Taichi's GUI shows and saves it
     a = np.clip(a, 0, 255).astype(np.uint8)
     a = np.repeat(a, 3, axis=2) if a.shape[2] == 1 else a[..., :3]
     return a.transpose(1, 0, 2)[::-1]
@@ -431,12 +439,12 @@ def test_widget_values_are_floats():
     assert radius.value == 10.0
 
 
-def test_set_image_of_floats_rounds_clips_and_zeroes_nan(tmp_path):
+def test_set_image_of_floats_truncates_clips_and_zeroes_nan(tmp_path):
     gui = GUI("t", res=(4, 3), show_gui=False)
     img = np.linspace(-0.5, 1.5, 36, dtype=np.float32).reshape(4, 3, 3)
     img[0, 0] = [np.nan, np.inf, -np.inf]
     gui.set_image(img)
-    want = (np.clip(np.nan_to_num(img), 0, 1) * np.float32(255) + np.float32(0.5)).astype(np.uint8)
+    want = (np.clip(np.nan_to_num(img), 0, 1) * np.float32(255)).astype(np.uint8)
     got = np.round(displayed(gui, tmp_path) * 255).astype(np.uint8)
     np.testing.assert_array_equal(got, want)
 

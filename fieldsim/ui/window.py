@@ -73,6 +73,7 @@ class Window:
         self.frame = 0
         self._running = True
         self._surface = GUI(name, res=self.res)
+        self._surface._byte_rounding = 0.5  # GGUI's images round to the nearest byte
         self._background = 0x000000
         self._ops = []
         self._drawn = 0  # how many of this frame's ops the surface shows (-1: redraw all)
