@@ -42,6 +42,25 @@ def _as_array(x, dtype=np.float64) -> np.ndarray:
     return np.asarray(x, dtype=dtype)
 
 
+def _taichi_image(a: np.ndarray, grey_alpha: bool) -> np.ndarray:
+    """A ``(W, H, 1|3|4)`` image as Taichi's GUI buffer holds it: float32 RGBA, integers
+    scaled by 1/255 (u16/u32 came scaled by their maximum), a grey channel copied into red,
+    green, blue and, if ``grey_alpha``, alpha; alpha 0 where the image has none.
+
+    >>> _taichi_image(np.full((1, 1, 3), 0.25), False)[0, 0].tolist()
+    [0.25, 0.25, 0.25, 0.0]
+    >>> _taichi_image(np.full((1, 1, 1), 51, np.uint8), True)[0, 0].tolist()
+    [0.20000000298023224, 0.20000000298023224, 0.20000000298023224, 0.20000000298023224]
+    """
+    out = np.empty(a.shape[:2] + (4,), np.float32)
+    filled = 4 if a.shape[2] == 4 or (a.shape[2] == 1 and grey_alpha) else 3
+    out[..., :filled] = a  # a grey channel broadcasts over the channels
+    out[..., filled:] = 0.0
+    if not (np.issubdtype(a.dtype, np.floating) or a.dtype == np.bool_):
+        out[..., :filled] *= np.float32(1 / 255)  # as Taichi scales u8: in float32, by the rounded 1/255
+    return out
+
+
 def _points(x) -> np.ndarray:
     """Positions as an ``(N, 2)`` float array."""
     a = _as_array(x)
@@ -413,6 +432,9 @@ class GUI:
     )
     LEFT, RIGHT, UP, DOWN = "Left", "Right", "Up", "Down"
     LMB, MMB, RMB, WHEEL, MOVE, EXIT = "LMB", "MMB", "RMB", "Wheel", "Motion", "WMClose"
+    # added to float pixels * 255 before they become bytes: Taichi's GUI truncates (0.5 shows
+    # and saves 127, measured); a ti.ui window's surface rounds
+    _byte_rounding = 0.0
     PRESS, RELEASE, MOTION = "Press", "Release", "Motion"
 
     def __init__(self, name="Taichi", res=512, background_color=0x000000, show_gui=False, fullscreen=False,
@@ -433,6 +455,9 @@ class GUI:
         self._canvas = np.empty((self.res[1], self.res[0]), dtype=np.uint32)
         # (kind, coordinates, radius, colour) of single-shape calls not drawn yet, in call order
         self._queued = []
+        # (image, grey fills alpha, canvas it made) of the last set_image until the next clear:
+        # what get_image returns where nothing was drawn over it since
+        self._raw = None
         self.clear()
 
     # ----------------------------------------------------------- state
@@ -456,6 +481,7 @@ class GUI:
     def clear(self, color=None):
         """Fill the canvas with ``color`` (default: the background colour)."""
         self._queued.clear()
+        self._raw = None
         self._canvas[...] = _packed(self.background_color if color is None else color)[0]
 
     @property
@@ -664,6 +690,12 @@ class GUI:
             a = a[(np.arange(w) * a.shape[0]) // w][:, (np.arange(h) * a.shape[1]) // h]
         self._queued.clear()  # shapes queued before are covered by the image
         self._canvas[...] = self._image_to_packed(a).T[::-1]
+        if isinstance(img, np.ndarray) and np.shares_memory(a, img):
+            a = a.copy()  # Taichi's buffer is a copy: later writes to the array do not reach it
+        # Taichi copies a float field's channels into a buffer whose alpha stays 0; a grey
+        # array fills all four channels
+        self._raw = (a, not (hasattr(img, "to_numpy") and np.issubdtype(a.dtype, np.floating)),
+                     self._canvas.copy())  # to find what is drawn over it (0.2 ms at 1280x320)
 
     def _image_to_packed(self, a: np.ndarray) -> np.ndarray:
         """A ``(W, H, 1|3|4)`` image as packed ``0xRRGGBB`` ``(W, H)`` (a view of a scratch
@@ -677,7 +709,8 @@ class GUI:
                 np.nan_to_num(f, copy=False)
             np.clip(f, 0.0, 1.0, out=f)
             f *= 255.0
-            f += 0.5
+            if self._byte_rounding:
+                f += self._byte_rounding
         else:
             f = np.clip(a[..., :channels], 0, 255)
         u8 = self._scratch("bytes", f.shape, np.uint8)
@@ -697,13 +730,37 @@ class GUI:
         return scratch[key]
 
     def get_image(self) -> np.ndarray:
-        """The canvas as Taichi returns it: float32 ``(W, H, 4)`` in [0, 1], indexed ``[x, y]``."""
+        """The canvas as Taichi returns it: float32 ``(W, H, 4)``, indexed ``[x, y]``: its
+        colours in [0, 1], opaque, except where the last ``set_image`` still shows: there the
+        image's values as given (Taichi's float buffer), alpha 0 unless the image has it."""
+        if self._raw is None:
+            return self._shown_image()
+        return self._raw_where_undrawn()
+
+    def _shown_image(self) -> np.ndarray:
+        """The canvas as shown (what ``show(file)`` writes): float32 ``(W, H, 4)`` in [0, 1],
+        opaque, indexed ``[x, y]`` (what a ``ti.ui`` window's framebuffer reads)."""
         px = np.ascontiguousarray(self._buf[::-1].T)
         # the packed words' bytes are the channels: one conversion, no shifts (2x faster)
         b, g, r, pad = (0, 1, 2, 3) if sys.byteorder == "little" else (3, 2, 1, 0)
         out = px.view(np.uint8).reshape(px.shape + (4,))[..., [r, g, b, pad]].astype(np.float32)
-        out /= np.float32(255.0)
+        out *= np.float32(1 / 255)  # Taichi's bits: 0x33 reads 0.20000002, not 0.2
         out[..., 3] = 1.0
+        return out
+
+    def _raw_where_undrawn(self) -> np.ndarray:
+        """Taichi's get_image reads its float buffer, which set_image filled with the image as
+        given (not rounded to bytes or clipped; alpha 0 unless the image has it): those values
+        where nothing was drawn over the image since (a pixel still showing what set_image put
+        there), the canvas elsewhere."""
+        a, grey_alpha, shown = self._raw
+        out = _taichi_image(a, grey_alpha)
+        canvas = self._buf
+        if not np.array_equal(canvas, shown):  # usually a few shapes: convert only their pixels
+            rows, cols = np.nonzero(canvas != shown)
+            rgb = (canvas[rows, cols][:, None] >> np.array([16, 8, 0], np.uint32)) & np.uint32(0xFF)
+            out[cols, canvas.shape[0] - 1 - rows] = np.append(
+                rgb.astype(np.float32) * np.float32(1 / 255), np.ones((rows.size, 1), np.float32), axis=1)
         return out
 
     def text(self, content, pos, font_size=15, color=0xFFFFFF):

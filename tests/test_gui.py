@@ -25,6 +25,15 @@ def shot(gui, tmp_path, name="frame.png"):
         return np.asarray(im.convert("RGB"))
 
 
+def displayed(gui, tmp_path):
+    """The canvas as shown, without clearing it: (W, H, 3) floats indexed [x, y] as get_image's
+    (get_image returns Taichi's buffer, where set_image's values are kept as given)."""
+    path = tmp_path / "canvas.png"
+    gui.save(path)
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"))[::-1].transpose(1, 0, 2).astype(np.float32) / 255
+
+
 def at(img, x, y):
     """The pixel at Taichi coordinates (x, y) in [0, 1]^2, y up."""
     h, w, _ = img.shape
@@ -147,17 +156,61 @@ def test_set_image_gray_uint8_rgba_and_get_image():
     np.testing.assert_allclose(back[..., 0], gray / 255.0, atol=1e-6)
     rgba = np.ones((4, 3, 4), np.float32) * 0.5
     gui.set_image(FakeField.of(rgba))
-    assert np.allclose(gui.get_image()[..., :3], 128 / 255.0)
+    assert (gui.get_image() == 0.5).all()  # the values as given, as Taichi's buffer holds them
 
 
-def test_get_image_returns_each_channel_and_opaque_alpha():
+def test_get_image_returns_the_image_as_taichis_buffer_holds_it():
+    # Taichi 1.7.4 (measured): u8 scaled by float32(1/255), alpha 0 for an RGB image;
+    # a cleared canvas is opaque, its bytes scaled the same way (0x33 -> 0.20000002)
     gui = GUI(res=(7, 5))
     img = np.random.default_rng(3).integers(0, 256, size=(7, 5, 3), dtype=np.uint8)
     gui.set_image(img)
     back = gui.get_image()
     assert back.dtype == np.float32 and back.shape == (7, 5, 4)
-    np.testing.assert_array_equal(back[..., :3], img.astype(np.float32) / np.float32(255.0))
-    np.testing.assert_array_equal(back[..., 3], 1.0)
+    np.testing.assert_array_equal(back[..., :3], img.astype(np.float32) * np.float32(1 / 255))
+    np.testing.assert_array_equal(back[..., 3], 0.0)
+    gui.clear(0x336699)
+    back = gui.get_image()
+    assert back[3, 2].tolist() == [np.float32(0.20000002), np.float32(0.40000004), np.float32(0.6), 1.0]
+
+
+def test_get_image_keeps_float_values_grey_alpha_and_field_alpha_as_taichi():
+    gui = GUI(res=(4, 3))
+    x = np.full((4, 3, 3), 0.3, np.float32)
+    x[0, 0, 0], x[1, 1, 1], x[2, 2, 2] = np.nan, -2.0, 1.7  # not clipped, not rounded
+    gui.set_image(x)
+    back = gui.get_image()
+    assert np.isnan(back[0, 0, 0]) and back[1, 1, 1] == -2.0 and back[2, 2, 2] == np.float32(1.7)
+    assert back[3, 0].tolist() == [np.float32(0.3)] * 3 + [0.0]
+    gui.set_image(np.full((4, 3), 0.3))  # a grey array fills alpha too
+    assert gui.get_image()[1, 2].tolist() == [np.float32(0.3)] * 4
+    gui.set_image(FakeField.of(np.full((4, 3), 0.3)))  # a float field's path leaves alpha 0
+    assert gui.get_image()[1, 2].tolist() == [np.float32(0.3)] * 3 + [0.0]
+    gui.set_image(np.full((4, 3, 2), 0.3, np.float32))  # red-green: blue and alpha 0
+    assert gui.get_image()[1, 2].tolist() == [np.float32(0.3)] * 2 + [0.0, 0.0]
+    img = np.full((4, 3, 3), 0.3, np.float32)
+    gui.set_image(img)
+    img[...] = 0.9  # Taichi keeps a copy of the image set
+    assert gui.get_image()[1, 2].tolist() == [np.float32(0.3)] * 3 + [0.0]
+
+
+def test_show_writes_float_images_truncated_to_bytes_as_taichi(tmp_path):
+    gui = GUI(res=(4, 3))  # Taichi 1.7.4 writes 76, 127, 254 for these (measured)
+    img = np.zeros((4, 3, 3), np.float32)
+    img[..., 0], img[..., 1], img[..., 2] = 0.3, 0.5, 0.999
+    gui.set_image(img)
+    assert shot(gui, tmp_path)[0, 0].tolist() == [76, 127, 254]
+
+
+def test_get_image_shows_shapes_drawn_over_the_image_and_forgets_it_when_cleared():
+    gui = GUI(res=(8, 6))
+    gui.set_image(np.full((8, 6, 3), 0.3, np.float32))
+    gui.circle((0.5, 0.5), color=RED, radius=2)
+    back = gui.get_image()
+    assert back[4, 3].tolist() == [1.0, 0.0, 0.0, 1.0]
+    assert back[0, 0].tolist() == [np.float32(0.3)] * 3 + [0.0]
+    gui.show()
+    assert (gui.get_image() == [0.0, 0.0, 0.0, 1.0]).all()
 
 
 def _reference_canvas(img, res):
@@ -174,7 +227,7 @@ def _reference_canvas(img, res):
     a = a[(np.arange(w) * a.shape[0]) // w][:, (np.arange(h) * a.shape[1]) // h]
     if a.dtype.kind in "fb":
         a = np.clip(np.nan_to_num(a.astype(np.float32)), 0, 1)  # in float32, as Taichi does
-        a = np.floor(a * np.float32(255) + np.float32(0.5))
+        a = np.floor(a * np.float32(255))  # truncated, as Taichi's GUI shows and saves it
     a = np.clip(a, 0, 255).astype(np.uint8)
     a = np.repeat(a, 3, axis=2) if a.shape[2] == 1 else a[..., :3]
     return a.transpose(1, 0, 2)[::-1]
@@ -255,14 +308,14 @@ def test_text_drawn_again_covers_the_same_pixels_in_any_colour():
     assert not np.array_equal(moved._buf, drawn)
 
 
-def test_text_blends_over_the_canvas_and_leaves_the_rest_alone():
+def test_text_blends_over_the_canvas_and_leaves_the_rest_alone(tmp_path):
     rng = np.random.default_rng(0)
     before = rng.random((120, 60, 3)).astype(np.float32)
     gui = GUI(res=(120, 60))
     gui.set_image(before)
-    base = gui.get_image()[..., :3]
+    base = displayed(gui, tmp_path)
     gui.text("Wq", (0.1, 0.8), font_size=24, color=0x000000)
-    after = gui.get_image()[..., :3]
+    after = displayed(gui, tmp_path)
     changed = np.nonzero((after != base).any(axis=2))
     assert changed[0].size > 20
     # black text only darkens, and nothing changes away from the glyphs (x < 60, top rows)
@@ -388,13 +441,13 @@ def test_widget_values_are_floats():
     assert radius.value == 10.0
 
 
-def test_set_image_of_floats_rounds_clips_and_zeroes_nan():
+def test_set_image_of_floats_truncates_clips_and_zeroes_nan(tmp_path):
     gui = GUI("t", res=(4, 3), show_gui=False)
     img = np.linspace(-0.5, 1.5, 36, dtype=np.float32).reshape(4, 3, 3)
     img[0, 0] = [np.nan, np.inf, -np.inf]
     gui.set_image(img)
-    want = (np.clip(np.nan_to_num(img), 0, 1) * np.float32(255) + np.float32(0.5)).astype(np.uint8)
-    got = np.round(gui.get_image()[..., :3] * 255).astype(np.uint8)
+    want = (np.clip(np.nan_to_num(img), 0, 1) * np.float32(255)).astype(np.uint8)
+    got = np.round(displayed(gui, tmp_path) * 255).astype(np.uint8)
     np.testing.assert_array_equal(got, want)
 
 

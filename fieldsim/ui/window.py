@@ -73,6 +73,7 @@ class Window:
         self.frame = 0
         self._running = True
         self._surface = GUI(name, res=self.res)
+        self._surface._byte_rounding = 0.5  # GGUI's images round to the nearest byte
         self._background = 0x000000
         self._ops = []
         self._drawn = 0  # how many of this frame's ops the surface shows (-1: redraw all)
@@ -151,7 +152,7 @@ class Window:
 
     def get_image_buffer_as_numpy(self) -> np.ndarray:
         """The frame so far: float32 ``(W, H, 4)`` in [0, 1], indexed ``[x, y]``, y up."""
-        return self._render().get_image()
+        return self._render()._shown_image()
 
     def get_depth_buffer_as_numpy(self) -> np.ndarray:
         """The depth of the frame's 3-D scene as Vulkan stores it: float32 ``(W, H)``, 0 at the

@@ -68,6 +68,14 @@ def test_imresize_steps_by_the_float_ratio_as_taichi():
     assert fs.tools.imresize(img, 299, 2) is img
 
 
+def test_top_values_wrap_as_taichi_writes_them(tmp_path):
+    # measured on Taichi 1.7.4: float64 images truncate too; u16 65535 // 255 = 257 wraps to 1
+    fs.tools.imwrite(np.array([[0.999, 0.0039], [0.5, 3 / 255]]), tmp_path / "c64.png")
+    assert fs.tools.imread(tmp_path / "c64.png", channels=1)[:, :, 0].tolist() == [[254, 0], [127, 3]]
+    fs.tools.imwrite(np.array([[0, 255, 256], [30000, 65535, 65280]], np.uint16), tmp_path / "u.png")
+    assert fs.tools.imread(tmp_path / "u.png", channels=1)[:, :, 0].tolist() == [[0, 1, 1], [117, 1, 0]]
+
+
 def test_bad_images_are_errors(tmp_path):
     with pytest.raises(ValueError, match="shape"):
         fs.tools.imwrite(np.zeros((2, 2, 2), np.uint8), tmp_path / "d.png")
