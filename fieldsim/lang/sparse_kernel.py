@@ -25,9 +25,9 @@ def activate_kernel(fe, field, indices):
     for a cell the enclosing struct-for found active: storing its flag again would write an
     element the loop read, which the access rules refuse on a Tape)."""
     path = field_path(field)
-    if not path or _known_active(fe, path, indices):
-        return
     leaf = field._snode.axis_sizes
+    if not path or _known_active(fe, path, leaf, indices):
+        return
     for node in path:
         st = node.sparse
         if node.kind == DYNAMIC:
@@ -41,7 +41,8 @@ def activate_kernel(fe, field, indices):
 
 def known_cell(fe, iterable, user):
     """What a struct-for over `iterable` whose body runs at active cells only knows there:
-    (the ids of its sparse nodes, the storage index values of the cell), or None. Records the
+    (the ids of its sparse nodes, its leaf extents, the storage index values of the cell), or
+    None. Records the
     storage value of each user index, which `field_indices` then reuses for fields of the
     same offset."""
     from fieldsim.lang.field import Field
@@ -58,12 +59,15 @@ def known_cell(fe, iterable, user):
             s = as_i32(fe, fe.e.binop("-", v, o))
             fe.storage_of[id(v)] = (o, s)
             storage.append(s)
-    return frozenset(id(n) for n in field_path(iterable)), storage
+    return frozenset(id(n) for n in field_path(iterable)), iterable._snode.axis_sizes, storage
 
 
-def _known_active(fe, path, indices) -> bool:
-    for nodes, storage in fe.known_active:
-        if all(id(n) in nodes for n in path) and len(indices) == len(storage) and all(
+def _known_active(fe, path, leaf, indices) -> bool:
+    """Is the cell of a field (its sparse `path`, `leaf` extents) at storage `indices` one an
+    enclosing struct-for found active? The same nodes at the same index values name the same
+    cells only when the fields' extents agree (a node's cell is index // (leaf / cells))."""
+    for nodes, known_leaf, storage in fe.known_active:
+        if known_leaf == leaf and all(id(n) in nodes for n in path) and len(indices) == len(storage) and all(
                 a is b for a, b in zip(indices, storage)):
             return True
     return False

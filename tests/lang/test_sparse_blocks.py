@@ -190,3 +190,26 @@ def test_a_sum_over_blocks_adds_block_sums_in_block_order():
     for v in vals[x.to_numpy() != 0]:
         flat = f(flat + v)
     assert flat != want  # the values tell the orders apart
+
+
+def test_a_field_of_other_extents_under_the_same_block_is_still_activated():
+    # y's cell of the block node at index i is i // 2, x's i // 4: one index, other cells
+    x = fs.field(fs.f32)
+    y = fs.field(fs.f32)
+    blk = fs.root.pointer(fs.i, 4)
+    blk.dense(fs.i, 4).place(x)
+    blk.dense(fs.i, 2).place(y)
+
+    @fs.kernel
+    def touch():
+        x[5] = 1.0
+
+    @fs.kernel
+    def spread():
+        for i in x:
+            y[i] = 5.0  # x's block 1 holds i = 4..7: y's blocks 2 and 3
+
+    touch()
+    spread()
+    assert [fs.is_active(blk, [b]) for b in range(4)] == [0, 1, 1, 1]
+    assert y.to_numpy().tolist() == [0.0, 0.0, 0.0, 0.0, 5.0, 5.0, 5.0, 5.0]
