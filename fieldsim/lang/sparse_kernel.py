@@ -67,8 +67,8 @@ def _known_active(fe, path, leaf, indices) -> bool:
     enclosing struct-for found active? The same nodes at the same index values name the same
     cells only when the fields' extents agree (a node's cell is index // (leaf / cells))."""
     for nodes, known_leaf, storage in fe.known_active:
-        if known_leaf == leaf and all(id(n) in nodes for n in path) and len(indices) == len(storage) and all(
-                a is b for a, b in zip(indices, storage)):
+        same_cell = len(indices) == len(storage) and all(a is b for a, b in zip(indices, storage))
+        if same_cell and known_leaf == leaf and all(id(n) in nodes for n in path):
             return True
     return False
 
