@@ -561,7 +561,10 @@ def _bind_arg(ann, value, kname, pname, rt, staged):
         raise bad(f"it is an ndarray (fs.types.ndarray()) but got {type(value).__name__}; pass "
                   "an fs.ndarray, a numpy array, a torch tensor or a DLPack array")
     ndim = len(proxy.shape)
-    if ann.ndim is not None and ann.ndim != ndim:
+    # Taichi checks a NumPy array's or tensor's rank only against an annotation with a dtype:
+    # `ndarray(ndim=2)` alone takes a 3-D array as 3-D (taichi-nerfs' ray marcher passes one)
+    ranked = ann.dtype is not None or ann.element_dim or isinstance(value, Field)
+    if ann.ndim is not None and ann.ndim != ndim and ranked:
         raise bad(f"required array has ndim={ann.ndim}, array with {ndim + ndim_el} dimensions "
                   f"is provided" + (f" ({ndim} besides its elements)" if ndim_el else ""))
     _check_extents(proxy.shape, bad)
