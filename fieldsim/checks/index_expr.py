@@ -437,7 +437,9 @@ def _decide(diffs: list[Affine], loop: Stmt | None, rel: str | None, env,
     ('ne': another thread, 'gt': a later iteration, None: any other iteration)? `var` is the
     loop's index atom, for its bounds; `limits` the atoms' intervals under the guards."""
     steps, unknown = {}, False
-    for d in diffs + _combinations(diffs, loop):
+    equations = [part for eq in diffs + _combinations(diffs, loop)
+                 for part in _radix_parts(eq, loop, env, limits)]
+    for d in equations:
         if d.is_const() and d.const == 0:
             continue
         if _nonzero(d, env, limits):
@@ -491,6 +493,63 @@ def _nonzero(d: Affine, env, limits: dict | None = None) -> bool:
         return True
     g = math.gcd(*d.terms.values()) if d.terms else 0
     return g > 1 and d.const % g != 0
+
+
+def _radix_parts(d: Affine, loop: Stmt | None, env, limits: dict | None) -> list[Affine]:
+    """`d == 0` as one equation per digit, where it decides each digit's step: `d` is a sum of
+    `c*(v - v') + k` over digits v of `loop`, each |c| exceeding what the smaller ones can add
+    up to (a mixed radix), so at most one set of steps solves it. taichi-nerfs' tri-plane
+    stores `out[i, j + 2 + 8*l]` with j < 2, l < 4 (an ndrange's digits `sn // 4`, `sn % 4`):
+    `j + 8*l == j' + 2 + 8*l'` has no solution, `j + 8*l == j' + 8*l'` only j = j', l = l'."""
+    pairs = _radix_pairs(d, loop, env, limits)
+    if pairs is None:
+        return [d]
+    found = _radix_solutions(pairs, -d.const)
+    if not found:
+        return [Affine(1)]  # no instance pair meets: an equation that cannot hold
+    if len(found) > 1:
+        return [d]
+    return [Affine(-c * step, {x: c, Primed(x): -c}) for (c, x, _), step in zip(pairs, found[0])]
+
+
+def _radix_pairs(d: Affine, loop: Stmt | None, env, limits: dict | None) -> list | None:
+    """[(c, digit, spread)] of `d`'s `c*(v - v')` terms, largest |c| first, when they form a
+    mixed radix (|c| > the sum of the smaller |c| * spread); else None."""
+    if loop is None or len(d.terms) < 4 or len(d.terms) % 2:
+        return None
+    pairs = []
+    for x, c in d.terms.items():
+        if isinstance(x, Primed):
+            continue
+        ranges = [atom_range(a, env, limits) for a in (x, Primed(x))]
+        if not (isinstance(x, Var) and x.loop is loop) or None in ranges or d.terms.get(Primed(x)) != -c:
+            return None
+        pairs.append((c, x, max(r[1] for r in ranges) - min(r[0] for r in ranges)))
+    if 2 * len(pairs) != len(d.terms):
+        return None
+    pairs.sort(key=lambda p: abs(p[0]))
+    reach = 0
+    for c, _, spread in pairs:
+        if abs(c) <= reach:
+            return None
+        reach += abs(c) * spread
+    return pairs[::-1]
+
+
+def _radix_solutions(pairs: list, target: int) -> list[tuple]:
+    """Steps (v - v' per digit) with sum c*step == target and |step| <= spread; at most two."""
+    if not pairs:
+        return [()] if target == 0 else []
+    (c, _, spread), rest = pairs[0], pairs[1:]
+    reach = sum(abs(ci) * si for ci, _, si in rest)
+    out = []
+    lo, hi = -((reach - target) // abs(c)), (target + reach) // abs(c)  # c*s within target -+ reach
+    for s in range(max(lo, -spread), min(hi, spread) + 1):
+        step = s if c > 0 else -s
+        out += [(step,) + tail for tail in _radix_solutions(rest, target - c * step)]
+        if len(out) > 1:
+            break
+    return out
 
 
 def _digit_step(d: Affine, loop: Stmt | None):
