@@ -491,6 +491,8 @@ def _nonzero(d: Affine, env, limits: dict | None = None) -> bool:
     r = d.bounds(env, limits)
     if r is not None and (r[0] > 0 or r[1] < 0):
         return True
+    if r is None and _one_sided(d, env, limits):
+        return True
     g = math.gcd(*d.terms.values()) if d.terms else 0
     return g > 1 and d.const % g != 0
 
@@ -550,6 +552,31 @@ def _radix_solutions(pairs: list, target: int) -> list[tuple]:
         if len(out) > 1:
             break
     return out
+
+
+def _one_sided(d: Affine, env, limits: dict | None) -> bool:
+    """Is `d` surely positive, or surely negative, by the atoms' known sides alone? A loop
+    index over `range(0, n)` with `n` loaded from a field is at least 0, so `s + 1 - s0` with
+    `s = s0 + j` is at least 1 (taichi-nerfs' `T[start]` and `T[start + j + 1]`)."""
+    lo = hi = d.const
+    for a, c in d.terms.items():
+        below, above = _sides(a, env, limits)
+        lo = None if lo is None or (below if c > 0 else above) is None else lo + c * (below if c > 0 else above)
+        hi = None if hi is None or (above if c > 0 else below) is None else hi + c * (above if c > 0 else below)
+    return (lo is not None and lo > 0) or (hi is not None and hi < 0)
+
+
+def _sides(atom, env, limits: dict | None) -> tuple:
+    """(least, greatest) value of an atom, either None where unknown."""
+    r = atom_range(atom, env, limits)
+    if r is not None:
+        return r
+    base = _base(atom)
+    if not isinstance(base, Var) or base.bounds is None or base.size is not None:
+        return None, None
+    begin, end = (b.bounds(env) for b in base.bounds)
+    return (None if begin is None else begin[0] // base.stride,
+            None if end is None else (end[1] - 1) // base.stride)
 
 
 def _digit_step(d: Affine, loop: Stmt | None):
