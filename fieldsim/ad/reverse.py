@@ -172,6 +172,11 @@ class _KernelAD:
         return used[::-1]
 
 
+def _widens_float(s: Stmt) -> bool:
+    x = s.args[0] if s.op == Op.CAST else None
+    return x is not None and x.dtype.is_float and s.dtype.is_float and s.dtype.bits > x.dtype.bits
+
+
 class _TaskAD:
     """Forward replay and reverse sweep of one task body."""
 
@@ -188,6 +193,10 @@ class _TaskAD:
         # which dominate its definition's sweep there: no ALLOCA, no load/add/store per use
         self.ssa: dict[int, Stmt] = {}
         self.home: dict[int, int] = {}  # primal statement -> id of the block holding it
+        # a CAST repeating an earlier one of its block (same operand, same type) -> that
+        # earlier one: Taichi's pre-AD simplification merges them, so their adjoints add up in
+        # the wide type and are narrowed once (f16 `-3.0 * x * x` casts x twice)
+        self.twin: dict[int, Stmt] = {}
         self.sweep_out: dict[int, list] = {}  # id(primal block) -> the block its sweep emits into
         self.spills: dict[int, tuple] = {}  # primal -> ("stack" | "backup", holder)
         self.scopes: list[dict[int, Stmt]] = [{}]
@@ -220,9 +229,12 @@ class _TaskAD:
         work = [body]
         while work:
             block = work.pop()
+            first_cast: dict[tuple, Stmt] = {}
             for s in block:
                 self.home[id(s)] = id(block)
                 work.extend(s.blocks)
+                if s.op == Op.CAST:
+                    self.twin[id(s)] = first_cast.setdefault((id(s.args[0]), s.dtype), s)
 
     # ---- forward replay -----------------------------------------------------------------------
     def replay_block(self, block, where: tuple):
@@ -351,18 +363,29 @@ class _TaskAD:
     def accumulate(self, v: Stmt, contribution: Stmt):
         if id(v) not in self.active:
             return
+        v = self.twin.get(id(v), v)
         if v.op != Op.ALLOCA and self.sweep_out.get(self.home.get(id(v))) is self.b.block:
             prev = self.ssa.get(id(v))
-            self.ssa[id(v)] = contribution if prev is None else self.b.add(prev, contribution)
+            self.ssa[id(v)] = self.summed(prev, contribution, v.dtype)
             return
         slot = self.adj_slot(v)
         if self.depth == 1 and id(slot) in self.fresh:
             # 0 + c == c (up to the sign of a zero, which only ever reaches a field through
             # another add)
-            self.b.local_store(slot, contribution)
+            self.b.local_store(slot, self.summed(None, contribution, v.dtype))
         else:
-            self.b.local_store(slot, self.b.add(self.b.local_load(slot), contribution))
+            self.b.local_store(slot, self.summed(self.b.local_load(slot), contribution, v.dtype))
         self.fresh.discard(id(slot))
+
+    def summed(self, prev: Stmt | None, contribution: Stmt, dtype) -> Stmt:
+        """`prev + contribution` as an adjoint of type `dtype`. A wider contribution (a widening
+        cast's adjoint: f16 -> f32) is added in its own type and the sum narrowed once, as
+        Taichi adds it to the narrow adjoint: f16(acc + g), not f16(acc + f16(g))."""
+        if contribution.dtype == dtype:
+            return contribution if prev is None else self.b.add(prev, contribution)
+        if prev is not None:
+            contribution = self.b.add(self.b.cast(prev, contribution.dtype), contribution)
+        return self.b.cast(contribution, dtype)
 
     def read_slot(self, slot: Stmt) -> Stmt:
         if self.depth == 1 and id(slot) in self.fresh:
@@ -418,6 +441,9 @@ class _TaskAD:
 
     def rev_rule(self, s: Stmt):
         g = self.consume(s)
+        if _widens_float(s):
+            self.accumulate(s.args[0], g)
+            return
         for i, contribution in RULES[s.op].vjp(self.b, s, g, self.primal):
             self.accumulate(s.args[i], contribution)
 

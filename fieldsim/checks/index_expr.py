@@ -307,7 +307,7 @@ def _judge(a, b, loop: Stmt | None, rel: str | None, env) -> Answer:
         limits = relate(limits)
     if limits is None:
         return Answer.NEVER
-    diffs = [p for d in _diffs(a, b, loop, env) for p in _radix_parts(d, env, limits)]
+    diffs = [p for d in _diffs(a, b, loop, env) for p in _bounded_carry_parts(d, env, limits)]
     if guards:  # the guards bound some atoms: let the equations a collision needs narrow them
         limits = _propagate(diffs + _combinations(diffs, loop), limits, env, relate)
         if limits is None:
@@ -315,10 +315,12 @@ def _judge(a, b, loop: Stmt | None, rel: str | None, env) -> Answer:
     return _decide(diffs, loop, rel, env, var, limits)
 
 
-def _radix_parts(d: Affine, env, limits: dict) -> list[Affine]:
+def _bounded_carry_parts(d: Affine, env, limits: dict) -> list[Affine]:
     """`d == 0` as simpler equations: `c*(v - v') + r == 0` where every value of `r` lies
     strictly between -|c| and |c| holds only when v == v' and r == 0 (the digits of a mixed
-    radix: `x[cell * 16 + k]` with k in [0, 16), a blocked struct-for's index)."""
+    radix: `x[cell * 16 + k]` with k in [0, 16), a blocked struct-for's index; k may be
+    another loop's index or any bounded atom. `_radix_parts` below solves the sums of one
+    loop's digits that a constant offsets)."""
     for atom, c in sorted(d.terms.items(), key=lambda t: -abs(t[1])):
         if isinstance(atom, Primed) or d.terms.get(Primed(atom)) != -c:
             continue
@@ -327,7 +329,7 @@ def _radix_parts(d: Affine, env, limits: dict) -> list[Affine]:
             break  # c*(v - v') + k: `_digit_step`'s case
         r = rest.bounds(env, limits)
         if r is not None and -abs(c) < r[0] and r[1] < abs(c):
-            return [Affine(0, {atom: 1, Primed(atom): -1}), *_radix_parts(rest, env, limits)]
+            return [Affine(0, {atom: 1, Primed(atom): -1}), *_bounded_carry_parts(rest, env, limits)]
     return [d]
 
 
@@ -453,7 +455,9 @@ def _decide(diffs: list[Affine], loop: Stmt | None, rel: str | None, env,
     ('ne': another thread, 'gt': a later iteration, None: any other iteration)? `var` is the
     loop's index atom, for its bounds; `limits` the atoms' intervals under the guards."""
     steps, unknown = {}, False
-    for d in diffs + _combinations(diffs, loop):
+    equations = [part for eq in diffs + _combinations(diffs, loop)
+                 for part in _radix_parts(eq, loop, env, limits)]
+    for d in equations:
         if d.is_const() and d.const == 0:
             continue
         if _nonzero(d, env, limits):
@@ -505,8 +509,92 @@ def _nonzero(d: Affine, env, limits: dict | None = None) -> bool:
     r = d.bounds(env, limits)
     if r is not None and (r[0] > 0 or r[1] < 0):
         return True
+    if r is None and _one_sided(d, env, limits):
+        return True
     g = math.gcd(*d.terms.values()) if d.terms else 0
     return g > 1 and d.const % g != 0
+
+
+def _radix_parts(d: Affine, loop: Stmt | None, env, limits: dict | None) -> list[Affine]:
+    """`d == 0` as one equation per digit, where it decides each digit's step: `d` is a sum of
+    `c*(v - v') + k` over digits v of `loop`, each |c| exceeding what the smaller ones can add
+    up to (a mixed radix), so at most one set of steps solves it. taichi-nerfs' tri-plane
+    stores `out[i, j + 2 + 8*l]` with j < 2, l < 4 (an ndrange's digits `sn // 4`, `sn % 4`):
+    `j + 8*l == j' + 2 + 8*l'` has no solution, `j + 8*l == j' + 8*l'` only j = j', l = l'."""
+    pairs = _radix_pairs(d, loop, env, limits)
+    if pairs is None:
+        return [d]
+    found = _radix_solutions(pairs, -d.const)
+    if not found:
+        return [Affine(1)]  # no instance pair meets: an equation that cannot hold
+    if len(found) > 1:
+        return [d]
+    return [Affine(-c * step, {x: c, Primed(x): -c}) for (c, x, _), step in zip(pairs, found[0])]
+
+
+def _radix_pairs(d: Affine, loop: Stmt | None, env, limits: dict | None) -> list | None:
+    """[(c, digit, spread)] of `d`'s `c*(v - v')` terms, largest |c| first, when they form a
+    mixed radix (|c| > the sum of the smaller |c| * spread); else None."""
+    if loop is None or len(d.terms) < 4 or len(d.terms) % 2:
+        return None
+    pairs = []
+    for x, c in d.terms.items():
+        if isinstance(x, Primed):
+            continue
+        ranges = [atom_range(a, env, limits) for a in (x, Primed(x))]
+        if not (isinstance(x, Var) and x.loop is loop) or None in ranges or d.terms.get(Primed(x)) != -c:
+            return None
+        pairs.append((c, x, max(r[1] for r in ranges) - min(r[0] for r in ranges)))
+    if 2 * len(pairs) != len(d.terms):
+        return None
+    pairs.sort(key=lambda p: abs(p[0]))
+    reach = 0
+    for c, _, spread in pairs:
+        if abs(c) <= reach:
+            return None
+        reach += abs(c) * spread
+    return pairs[::-1]
+
+
+def _radix_solutions(pairs: list, target: int) -> list[tuple]:
+    """Steps (v - v' per digit) with sum c*step == target and |step| <= spread; at most two."""
+    if not pairs:
+        return [()] if target == 0 else []
+    (c, _, spread), rest = pairs[0], pairs[1:]
+    reach = sum(abs(ci) * si for ci, _, si in rest)
+    out = []
+    lo, hi = -((reach - target) // abs(c)), (target + reach) // abs(c)  # c*s within target -+ reach
+    for s in range(max(lo, -spread), min(hi, spread) + 1):
+        step = s if c > 0 else -s
+        out += [(step,) + tail for tail in _radix_solutions(rest, target - c * step)]
+        if len(out) > 1:
+            break
+    return out
+
+
+def _one_sided(d: Affine, env, limits: dict | None) -> bool:
+    """Is `d` surely positive, or surely negative, by the atoms' known sides alone? A loop
+    index over `range(0, n)` with `n` loaded from a field is at least 0, so `s + 1 - s0` with
+    `s = s0 + j` is at least 1 (taichi-nerfs' `T[start]` and `T[start + j + 1]`)."""
+    lo = hi = d.const
+    for a, c in d.terms.items():
+        below, above = _sides(a, env, limits)
+        lo = None if lo is None or (below if c > 0 else above) is None else lo + c * (below if c > 0 else above)
+        hi = None if hi is None or (above if c > 0 else below) is None else hi + c * (above if c > 0 else below)
+    return (lo is not None and lo > 0) or (hi is not None and hi < 0)
+
+
+def _sides(atom, env, limits: dict | None) -> tuple:
+    """(least, greatest) value of an atom, either None where unknown."""
+    r = atom_range(atom, env, limits)
+    if r is not None:
+        return r
+    base = _base(atom)
+    if not isinstance(base, Var) or base.bounds is None or base.size is not None:
+        return None, None
+    begin, end = (b.bounds(env) for b in base.bounds)
+    return (None if begin is None else begin[0] // base.stride,
+            None if end is None else (end[1] - 1) // base.stride)
 
 
 def _digit_step(d: Affine, loop: Stmt | None):

@@ -93,8 +93,10 @@ class Forms:
         atom = next(iter(x.terms)) if len(x.terms) == 1 else None
         if not isinstance(atom, Var) or x.terms[atom] != 1 or x.const != 0:
             return self.opaque(s)
-        if s.op == Op.FLOORDIV and atom.size is None:
-            return Affine.of(self.loop_var(atom.loop, atom.stride * c, None))
+        if s.op == Op.FLOORDIV and (atom.size is None or atom.size % c == 0):
+            # `(i % 8) // 4` of an ndrange's digit is `(i // 4) % 2`
+            size = None if atom.size is None else atom.size // c
+            return Affine.of(self.loop_var(atom.loop, atom.stride * c, size))
         if s.op == Op.MOD and (atom.size is None or atom.size % c == 0):
             return Affine.of(self.loop_var(atom.loop, atom.stride, c))
         return self.opaque(s)

@@ -511,7 +511,7 @@ def _numpy_proxy(ann, value, owner, grad_arr, pname, bad, staged):
         fortran = _FortranCopy.of(value, staged)
         value = fortran.copy
     n, m, ndim_el = _numpy_element(ann, value, bad)
-    _check_element(ann, dtype, n, m, ndim_el, bad)
+    _check_element(ann, dtype, n, m, ndim_el, bad, matrix_dtype=False)
     if grad_arr is not None or owner is not None:
         proxy = _external_tensor(owner, value, grad_arr, dtype, n, m, ndim_el, pname)
     else:
@@ -561,7 +561,10 @@ def _bind_arg(ann, value, kname, pname, rt, staged):
         raise bad(f"it is an ndarray (fs.types.ndarray()) but got {type(value).__name__}; pass "
                   "an fs.ndarray, a numpy array, a torch tensor or a DLPack array")
     ndim = len(proxy.shape)
-    if ann.ndim is not None and ann.ndim != ndim:
+    # Taichi checks a NumPy array's or tensor's rank only against an annotation with a dtype:
+    # `ndarray(ndim=2)` alone takes a 3-D array as 3-D (taichi-nerfs' ray marcher passes one)
+    ranked = ann.dtype is not None or ann.element_dim or isinstance(value, Field)
+    if ann.ndim is not None and ann.ndim != ndim and ranked:
         raise bad(f"required array has ndim={ann.ndim}, array with {ndim + ndim_el} dimensions "
                   f"is provided" + (f" ({ndim} besides its elements)" if ndim_el else ""))
     _check_extents(proxy.shape, bad)
@@ -714,7 +717,10 @@ def copy_back(templates):
             t.copy_back()
 
 
-def _check_element(ann, dtype, n, m, ndim_el, bad):
+def _check_element(ann, dtype, n, m, ndim_el, bad, matrix_dtype=True):
+    """`matrix_dtype=False` (a NumPy array or tensor): under a vector/matrix annotation only
+    the element shape is checked and the array's dtype is used, as Taichi 1.7.4 does
+    (taichi-nerfs' f16 hash encoder accumulates into an f32 tensor under a `vector(2, f16)`)."""
     want = ann.dtype
     if want is None:
         return
@@ -730,7 +736,7 @@ def _check_element(ann, dtype, n, m, ndim_el, bad):
             raise bad(f"required element_shape={el}, array with element shape of {got} is "
                       "provided")
         want = want.dtype
-        if want is None or want is float or want is int:  # e.g. fs.math.vec3: any dtype, as Taichi
+        if not matrix_dtype or want is None or want is float or want is int:  # e.g. fs.math.vec3
             return
     if isinstance(want, T.DataType):
         if ndim_el != 0 and not isinstance(ann.dtype, T.MatrixType) and not ann.element_dim:

@@ -25,9 +25,9 @@ def activate_kernel(fe, field, indices):
     for a cell the enclosing struct-for found active: storing its flag again would write an
     element the loop read, which the access rules refuse on a Tape)."""
     path = field_path(field)
-    leaf = field._snode.axis_sizes
-    if not path or _known_active(fe, path, leaf, indices):
+    if not path or _known_active(fe, path, field._snode.axis_sizes, indices):
         return
+    leaf = field._snode.axis_sizes
     for node in path:
         st = node.sparse
         if node.kind == DYNAMIC:
