@@ -440,7 +440,8 @@ def _k_cpow(fe, a, n):
     r = MatVal.vector([e.binop("*", mag, e.unop(Op.COS, ang, True)),
                        e.binop("*", mag, e.unop(Op.SIN, ang, True))])
     zero = e.binop("&", e.compare("==", ax, 0), e.compare("==", ay, 0))
-    return e.select(zero, e.binop("*", 0.0, r), r)
+    # a typed +0, not 0 * r: r is infinite at z = 0 for n < 0 (0 * inf = NaN)
+    return e.select(zero, r.map(lambda v: e.value(0.0, v.dtype)), r)
 
 
 def _k_mod(fe, x, y):

@@ -293,3 +293,27 @@ def test_sign_is_default_fp_whatever_the_argument_type():
 
     k(-3, 2.5)
     np.testing.assert_array_equal(out.to_numpy(), [-0.5, -0.25, 0.0, 0.25, 1.0, 0.5])
+
+
+def test_cpow_of_zero_is_zero_for_any_exponent():
+    # Taichi defines cpow(0, n) as 0 for every n; a negative exponent made |z|^n infinite and
+    # the zero branch 0 * inf = NaN (a split-step wave function's empty cells turned NaN).
+    out = fs.Vector.field(2, fs.f64, shape=5)
+    n = fs.field(fs.i32, shape=())
+    n[None] = -2
+
+    @fs.kernel
+    def k():
+        zero = fs.math.vec2(0.0, 0.0)
+        out[0] = fs.math.cpow(zero, n[None])
+        out[1] = fs.math.cpow(zero, -1.5)
+        out[2] = fs.math.cpow(fs.math.vec2(-0.0, 0.0), -3)
+        out[3] = fs.math.cpow(zero, 0)
+        out[4] = fs.math.cpow(fs.math.vec2(0.0, 2.0), n[None])  # (2i)^-2 = -1/4
+
+    k()
+    o = out.to_numpy()
+    np.testing.assert_array_equal(o[:4], 0.0)
+    assert not np.signbit(o[:4]).any()
+    np.testing.assert_allclose(o[4], [-0.25, 0.0], atol=1e-15)
+    assert fs.math.cpow(fs.math.vec2(0.0, 0.0), -2).to_list() == [0.0, 0.0]
