@@ -17,6 +17,17 @@ I32 = L.IntType(32)
 _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
 
 
+def _minmax(name):
+    # LLVM's minnum/maxnum, as Taichi's backend: a NaN operand yields the other one, whichever
+    # side it is on (a select on `<` returned the second operand's NaN), and a zero's sign is
+    # the backend's, Taichi's
+    def lower(lw, b, dt, x, y):
+        fn = lw.cg.module.declare_intrinsic(f"llvm.{name}", [x.type],
+                                            L.FunctionType(x.type, [x.type, x.type]))
+        return b.call(fn, [x, y])
+    return lower
+
+
 def _math(name):
     def lower(lw, b, dt, *a):
         v = lw.cg.target.math(b, lw.cg.module, name, dt, list(a))
@@ -162,8 +173,7 @@ LOWER_FLOAT = {
     Op.MUL: lambda lw, b, dt, x, y: b.fmul(x, y, flags=lw.fmf),
     Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y, flags=lw.approx_fmf),
     Op.MOD: lambda lw, b, dt, x, y: b.frem(x, y),
-    Op.MIN: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered("<", x, y), x, y),
-    Op.MAX: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered(">", x, y), x, y),
+    Op.MIN: _minmax("minnum"), Op.MAX: _minmax("maxnum"),
 }
 LOWER_INT = {
     Op.NEG: lambda lw, b, dt, x: b.neg(x), Op.ABS: _int_abs,

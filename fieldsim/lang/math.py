@@ -177,7 +177,8 @@ def _require_float(fe, v):
 
 
 def _k_clamp(fe, x, lo, hi):
-    return fe.e.binop("min", fe.e.binop("max", x, lo), hi)
+    # Taichi's operand order, min(hi, max(lo, x)): a tie's adjoint goes to the second operand, x
+    return fe.e.binop("min", hi, fe.e.binop("max", lo, x))
 
 
 def _k_mix(fe, x, y, a):
