@@ -17,14 +17,13 @@ I32 = L.IntType(32)
 _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
 
 
-def _minmax(name):
-    # LLVM's minnum/maxnum, as Taichi's backend: a NaN operand yields the other one, whichever
-    # side it is on (a select on `<` returned the second operand's NaN), and a zero's sign is
-    # the backend's, Taichi's
+def _minmax(op):
+    # as Taichi's backend (LLVM's minnum/maxnum): a NaN operand yields the other one, whichever
+    # side it is on; a select on `<`/`>` alone returned the second operand's NaN. Written as
+    # selects: LLVM's loop vectorizer asserts on a serial minnum/maxnum reduction.
     def lower(lw, b, dt, x, y):
-        fn = lw.cg.module.declare_intrinsic(f"llvm.{name}", [x.type],
-                                            L.FunctionType(x.type, [x.type, x.type]))
-        return b.call(fn, [x, y])
+        r = b.select(b.fcmp_ordered(op, x, y), x, y)
+        return b.select(b.fcmp_unordered("uno", y, y), x, r)
     return lower
 
 
@@ -173,7 +172,7 @@ LOWER_FLOAT = {
     Op.MUL: lambda lw, b, dt, x, y: b.fmul(x, y, flags=lw.fmf),
     Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y, flags=lw.approx_fmf),
     Op.MOD: lambda lw, b, dt, x, y: b.frem(x, y),
-    Op.MIN: _minmax("minnum"), Op.MAX: _minmax("maxnum"),
+    Op.MIN: _minmax("<"), Op.MAX: _minmax(">"),
 }
 LOWER_INT = {
     Op.NEG: lambda lw, b, dt, x: b.neg(x), Op.ABS: _int_abs,

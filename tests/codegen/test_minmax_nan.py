@@ -49,3 +49,29 @@ def test_scalar_max_of_a_nan_in_a_serial_kernel():
 
     k()
     np.testing.assert_array_equal(out.to_numpy(), [1.0, 1.0, 1.0, 0.0])
+
+
+def test_serial_min_max_reductions_skip_nans_in_both_modes():
+    # a running max/min in an inner loop (a CFL speed, a wave's peak): as LLVM's maxnum
+    # intrinsic this made llvmlite's loop vectorizer abort the process (an assertion)
+    v = np.linspace(-3, 3, 37).astype(np.float32)
+    v[0] = v[17] = np.nan
+    for fast in (False, True):
+        fs.init(arch=fs.cpu, fast_math=fast)
+        x = fs.field(fs.f32, shape=v.size)
+        out = fs.field(fs.f32, shape=2)
+        x.from_numpy(v)
+
+        @fs.kernel
+        def k():
+            for _ in range(1):
+                s = -1e30
+                t = 1e30
+                for j in range(v.size):
+                    s = fs.max(s, x[j])
+                    t = fs.min(t, x[j])
+                out[0] = s
+                out[1] = t
+
+        k()
+        np.testing.assert_array_equal(out.to_numpy(), [np.nanmax(v), np.nanmin(v)])
