@@ -17,6 +17,16 @@ I32 = L.IntType(32)
 _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
 
 
+def _minmax(op):
+    # as Taichi's backend (LLVM's minnum/maxnum): a NaN operand yields the other one, whichever
+    # side it is on; a select on `<`/`>` alone returned the second operand's NaN. Written as
+    # selects: LLVM's loop vectorizer asserts on a serial minnum/maxnum reduction.
+    def lower(lw, b, dt, x, y):
+        r = b.select(b.fcmp_ordered(op, x, y), x, y)
+        return b.select(b.fcmp_unordered("uno", y, y), x, r)
+    return lower
+
+
 def _math(name):
     def lower(lw, b, dt, *a):
         v = lw.cg.target.math(b, lw.cg.module, name, dt, list(a))
@@ -162,8 +172,7 @@ LOWER_FLOAT = {
     Op.MUL: lambda lw, b, dt, x, y: b.fmul(x, y, flags=lw.fmf),
     Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y, flags=lw.approx_fmf),
     Op.MOD: lambda lw, b, dt, x, y: b.frem(x, y),
-    Op.MIN: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered("<", x, y), x, y),
-    Op.MAX: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered(">", x, y), x, y),
+    Op.MIN: _minmax("<"), Op.MAX: _minmax(">"),
 }
 LOWER_INT = {
     Op.NEG: lambda lw, b, dt, x: b.neg(x), Op.ABS: _int_abs,

@@ -177,7 +177,8 @@ def _require_float(fe, v):
 
 
 def _k_clamp(fe, x, lo, hi):
-    return fe.e.binop("min", fe.e.binop("max", x, lo), hi)
+    # Taichi's operand order, min(hi, max(lo, x)): a tie's adjoint goes to the second operand, x
+    return fe.e.binop("min", hi, fe.e.binop("max", lo, x))
 
 
 def _k_mix(fe, x, y, a):
@@ -395,14 +396,28 @@ def _k_clog(fe, a):
                           e.binop("atan2", _require_float(fe, ay), _require_float(fe, ax))])
 
 
+def _guard_zero(fe, ax, ay):
+    """Taichi's csqrt and cpow return +0 at z = 0 without evaluating their formula (`if any(z)`).
+    Here the formula runs on z = 1 there and the result is then replaced: evaluated at 0 itself,
+    its value (|z|^n for n < 0) or its adjoint (atan2's 0/0, sqrt's 1/0) would be infinite, and
+    the adjoint of the replacement would carry 0 * inf = NaN into z's gradient."""
+    e = fe.e
+    zero = e.binop("&", e.compare("==", ax, 0), e.compare("==", ay, 0))
+    return zero, e.select(zero, 1.0, ax), e.select(zero, 0.0, ay)
+
+
+def _zero_where(fe, zero, r):
+    return fe.e.select(zero, r.map(lambda v: fe.e.value(0.0, v.dtype)), r)
+
+
 def _k_csqrt(fe, a):
     e = fe.e
-    ax, ay = _vec2(a)
+    zero, ax, ay = _guard_zero(fe, *_vec2(a))
     r = e.unop(Op.SQRT, e.binop("+", e.binop("*", ax, ax), e.binop("*", ay, ay)), True)
     half = e.binop("*", 0.5, e.binop("atan2", _require_float(fe, ay), _require_float(fe, ax)))
     sr = e.unop(Op.SQRT, r, True)
-    return MatVal.vector([e.binop("*", sr, e.unop(Op.COS, half, True)),
-                          e.binop("*", sr, e.unop(Op.SIN, half, True))])
+    return _zero_where(fe, zero, MatVal.vector([e.binop("*", sr, e.unop(Op.COS, half, True)),
+                                                e.binop("*", sr, e.unop(Op.SIN, half, True))]))
 
 
 def _py_complex(fn):
@@ -433,14 +448,12 @@ def _k_cpow(fe, a, n):
     # (exp(n log z) rounds differently: escape-time fractals then count other iterations)
     e = fe.e
     n = e.value(n) if is_number(n) else n  # a Taichi func argument: typed, as there
-    ax, ay = _vec2(a)
+    zero, ax, ay = _guard_zero(fe, *_vec2(a))
     r2 = e.binop("+", e.binop("*", ax, ax), e.binop("*", ay, ay))
     ang = e.binop("*", e.binop("atan2", _require_float(fe, ay), _require_float(fe, ax)), n)
     mag = e.binop("**", _require_float(fe, r2), e.binop("/", n, 2.0))
-    r = MatVal.vector([e.binop("*", mag, e.unop(Op.COS, ang, True)),
-                       e.binop("*", mag, e.unop(Op.SIN, ang, True))])
-    zero = e.binop("&", e.compare("==", ax, 0), e.compare("==", ay, 0))
-    return e.select(zero, e.binop("*", 0.0, r), r)
+    return _zero_where(fe, zero, MatVal.vector([e.binop("*", mag, e.unop(Op.COS, ang, True)),
+                                                e.binop("*", mag, e.unop(Op.SIN, ang, True))]))
 
 
 def _k_mod(fe, x, y):

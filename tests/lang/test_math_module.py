@@ -1,5 +1,6 @@
 """`fs.math` (Taichi's `ti.math`): vector/matrix types and GLSL-style functions in kernels and
 Python scope, compared with numpy; gradients of a few against analytic derivatives."""
+import cmath
 import math
 
 import numpy as np
@@ -293,3 +294,69 @@ def test_sign_is_default_fp_whatever_the_argument_type():
 
     k(-3, 2.5)
     np.testing.assert_array_equal(out.to_numpy(), [-0.5, -0.25, 0.0, 0.25, 1.0, 0.5])
+
+
+def test_cpow_of_zero_is_zero_for_any_exponent():
+    # Taichi defines cpow(0, n) as 0 for every n; a negative exponent made |z|^n infinite and
+    # the zero branch 0 * inf = NaN (a split-step wave function's empty cells turned NaN).
+    out = fs.Vector.field(2, fs.f64, shape=5)
+    n = fs.field(fs.i32, shape=())
+    n[None] = -2
+
+    @fs.kernel
+    def k():
+        zero = fs.math.vec2(0.0, 0.0)
+        out[0] = fs.math.cpow(zero, n[None])
+        out[1] = fs.math.cpow(zero, -1.5)
+        out[2] = fs.math.cpow(fs.math.vec2(-0.0, 0.0), -3)
+        out[3] = fs.math.cpow(zero, 0)
+        out[4] = fs.math.cpow(fs.math.vec2(0.0, 2.0), n[None])  # (2i)^-2 = -1/4
+
+    k()
+    o = out.to_numpy()
+    np.testing.assert_array_equal(o[:4], 0.0)
+    assert not np.signbit(o[:4]).any()
+    np.testing.assert_allclose(o[4], [-0.25, 0.0], atol=1e-15)
+    assert fs.math.cpow(fs.math.vec2(0.0, 0.0), -2).to_list() == [0.0, 0.0]
+
+
+def test_cpow_csqrt_gradients_at_zero_are_finite():
+    # Taichi's cpow and csqrt skip their formula where z == 0 (the result is 0 there, and the
+    # branch contributes no gradient); fieldsim's formula ran at 0 under a select, and its adjoint
+    # (atan2's 0/0, 1/sqrt(0)) turned the whole gradient of z NaN. Elsewhere the gradient is
+    # the analytic one: d Re(z^3)/dx = Re(3 z^2), d Re(z^3)/dy = Re(3i z^2), likewise for sqrt.
+    z = fs.Vector.field(2, fs.f64, shape=3, needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+    pts = [0j, complex(1.0, 2.0), complex(-0.5, 0.25)]
+    z.from_numpy(np.array([[p.real, p.imag] for p in pts]))
+
+    @fs.kernel
+    def f():
+        for i in z:
+            p = fs.math.cpow(z[i], 3.0)
+            q = fs.math.csqrt(z[i])
+            loss[None] += p[0] + 2.0 * p[1] + q[0] - q[1] + 0.5 * z[i][0]
+
+    with fs.Tape(loss=loss):
+        f()
+    g = z.grad.to_numpy()
+    np.testing.assert_array_equal(g[0], [0.5, 0.0])
+    for k, p in enumerate(pts[1:], start=1):
+        d3, ds = 3 * p * p, 0.5 / cmath.sqrt(p)  # holomorphic: d/dx = f', d/dy = i f'
+        want = [(d3 * w).real + 2 * (d3 * w).imag + (ds * w).real - (ds * w).imag + (0.5 if w == 1 else 0)
+                for w in (1, 1j)]
+        np.testing.assert_allclose(g[k], want, rtol=1e-12)
+
+
+def test_csqrt_of_signed_zero_is_plus_zero():
+    out = fs.Vector.field(2, fs.f64, shape=2)
+
+    @fs.kernel
+    def k():
+        out[0] = fs.math.csqrt(fs.math.vec2(0.0, -0.0))
+        out[1] = fs.math.csqrt(fs.math.vec2(-0.0, -0.0))
+
+    k()
+    o = out.to_numpy()
+    np.testing.assert_array_equal(o, 0.0)
+    assert not np.signbit(o).any()
