@@ -682,6 +682,7 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
 @at_user_line
 def make_field(dtype, *args, **kwargs) -> Field:
     """A `Field`, or a `QuantField` for a quantized dtype (`fieldsim.lang.quant`)."""
+    runtime.python_scope_only("field")
     from fieldsim.lang.quant_types import QuantType
     if isinstance(dtype, QuantType):
         from fieldsim.lang.quant import QuantField
