@@ -187,6 +187,10 @@ EXAMPLE.update({
                         "...     print('rejected')\nrejected\n",
     "fs.FieldsimAssertionError": ">>> issubclass(fs.FieldsimAssertionError, AssertionError)\nTrue\n",
     "fs.Field": ">>> x = fs.field(fs.f32, shape=2)\n>>> isinstance(x, fs.Field), x.shape\n(True, (2,))\n",
+    "fs.ScalarField": ">>> x = fs.field(fs.f32, shape=2)\n>>> v = fs.Vector.field(3, fs.f32, shape=2)\n"
+                      ">>> isinstance(x, fs.ScalarField), isinstance(v, fs.ScalarField)\n(True, False)\n",
+    "fs.MatrixField": ">>> x = fs.field(fs.f32, shape=2)\n>>> v = fs.Vector.field(3, fs.f32, shape=2)\n"
+                      ">>> isinstance(x, fs.MatrixField), isinstance(v, fs.MatrixField)\n(False, True)\n",
     "fs.Func": ">>> @fs.func\n... def f(v):\n...     return v\n>>> isinstance(f, fs.Func)\nTrue\n",
     "fs.GUI": ">>> gui = fs.GUI('demo', res=(8, 8), show_gui=False)\n>>> gui.res\n(8, 8)\n",
     "fs.Matrix": ">>> m = fs.Matrix([[1.0, 2.0], [3.0, 4.0]])\n>>> (m @ m).to_numpy().tolist()\n"

@@ -45,7 +45,7 @@ from __future__ import annotations
 import contextlib
 
 from fieldsim.ad.real_calls import refuse_real_calls
-from fieldsim.ad.rules import RULES
+from fieldsim.ad.rules import EXACT_RULES, RULES
 from fieldsim.ad.stack import CapacityFormula
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.ir import dtypes as T
@@ -73,11 +73,12 @@ _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() valu
                 Op.LOOP: "a while loop's trip count"}
 
 
-def make_adjoint(kernel: Kernel) -> Kernel:
+def make_adjoint(kernel: Kernel, exact: bool = False) -> Kernel:
+    """`exact`: `fast_math=False`'s rules, rounding as Taichi's (rules.EXACT_RULES)."""
     refuse_real_calls(kernel, "reverse")
     k = run_pass("lower_break", lower_break, kernel)
     _refuse_unsupported(k)
-    ad = _KernelAD(k)
+    ad = _KernelAD(k, EXACT_RULES if exact else RULES)
     body = ad.build()
     prune(body)
     capacities = _renumber_stacks(body, ad.capacities)
@@ -117,8 +118,9 @@ def _refuse_unsupported(k: Kernel):
 class _KernelAD:
     """The adjoint kernel's top level: prologue copy, then the tasks' adjoints reversed."""
 
-    def __init__(self, k: Kernel):
+    def __init__(self, k: Kernel, rules=RULES):
         self.k = k
+        self.rules = rules
         self.stopped = stopped_loads(k.body)  # LOADs under fs.stop_grad, kernel-wide
         self.b = IRBuilder()
         self.capacities: list[CapacityFormula] = []
@@ -435,7 +437,7 @@ class _TaskAD:
                 handler = _REVERSE.get(s.op)
                 if handler is not None:
                     handler(self, s)
-                elif s.op in RULES and self.has_adjoint(s):
+                elif s.op in self.kad.rules and self.has_adjoint(s):
                     self.rev_rule(s)
                 self.pop_spill(s)
 
@@ -444,7 +446,7 @@ class _TaskAD:
         if _widens_float(s):
             self.accumulate(s.args[0], g)
             return
-        for i, contribution in RULES[s.op].vjp(self.b, s, g, self.primal):
+        for i, contribution in self.kad.rules[s.op].vjp(self.b, s, g, self.primal):
             self.accumulate(s.args[i], contribution)
 
     def rev_local_load(self, s: Stmt):

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import Op, Stmt
 
@@ -110,6 +112,35 @@ def _d_atan2(b, xs, y):
     yy, xx = xs
     r2 = b.add(_sq(b, xx), _sq(b, yy))
     return [b.div(xx, r2), b.neg(b.div(yy, r2))]
+
+
+# EXACT_RULES, for `fast_math=False`: reverse rules that divide the adjoint itself, in Taichi
+# 1.7.4's order of operations, so that exact-mode gradients are Taichi's bits: `adj * (1 / d)`
+# is an ulp or so off `adj / d`, and the difference compounds along an optimisation (a softmax
+# classifier's weights parted from Taichi's after a few steps). Fast-math adjoints keep RULES'
+# form, whose divisions by one value share one reciprocal (codegen.shared_divisors).
+
+def _div_vjp(b, s, adj, primal):
+    a, d = primal(s.args[0]), primal(s.args[1])
+    dd = _sq(b, d)
+    taichi = b.neg(b.div(b.mul(adj, a), dd))
+    # d*d under- or overflows where the quotient does not (|d| < 1e-19 in f32: FTZ makes it 0
+    # and Taichi's rule inf): there, -(adj * (a/d)) / d
+    plain = b.neg(b.div(b.mul(adj, primal(s)), d))
+    info = np.finfo(d.dtype.np)
+    normal = b.binary(Op.GE, dd, b.const(float(info.tiny), d.dtype))
+    finite = b.binary(Op.LE, dd, b.const(float(info.max), d.dtype))
+    return ((0, b.div(adj, d)), (1, b.select(normal, b.select(finite, taichi, plain), plain)))
+
+
+def _log_vjp(b, s, adj, primal):
+    return ((0, b.div(adj, primal(s.args[0]))),)
+
+
+def _atan2_vjp(b, s, adj, primal):
+    yy, xx = primal(s.args[0]), primal(s.args[1])
+    r2 = b.add(_sq(b, xx), _sq(b, yy))
+    return ((0, b.div(b.mul(adj, xx), r2)), (1, b.neg(b.div(b.mul(adj, yy), r2))))
 
 
 def _d_mod(b, xs, y):
@@ -217,4 +248,9 @@ RULES: dict[Op, Rule] = {
     Op.MAX: _route(_cmp(Op.GT), 0, 1),
     Op.SELECT: _route(lambda b, s, primal: primal(s.args[0]), 1, 2),
     Op.CAST: Rule(_cast_vjp, _cast_jvp),
+}
+EXACT_RULES: dict[Op, Rule] = {
+    **RULES,
+    **{op: Rule(vjp, RULES[op].jvp)
+       for op, vjp in ((Op.DIV, _div_vjp), (Op.LOG, _log_vjp), (Op.ATAN2, _atan2_vjp))},
 }

@@ -174,7 +174,9 @@ def _accesses_of(s: Stmt, site: Site, forms: Forms, kernel: Kernel, used: bool) 
                                  for lp in site.loops),
               "guards": forms.guards(site.path)}
     if s.op == Op.LOAD:
-        return [Access(kind=AccessKind.LOAD, **common)]
+        # a load nothing uses (the frontend's copy of `f(x[i])` for a `ti.template()` parameter,
+        # which aliases the element instead) feeds no adjoint: no read to protect
+        return [Access(kind=AccessKind.LOAD, **common)] if used else []
     if s.op == Op.STORE:
         return [Access(kind=AccessKind.STORE, **common)]
     op = s.attr[1]

@@ -488,8 +488,31 @@ class _ComponentStorage:
         self.fill(0)
 
 
-ScalarField = Field
-MatrixField = Field
+class _ElementKind(type):
+    """isinstance against Taichi's field classes: fieldsim has one `Field` class, and a field
+    is Taichi's `ScalarField` or `MatrixField` by its elements, so that libraries that pick
+    `ti.Vector.field` or `ti.field` by `isinstance(x, ti.MatrixField)` see what Taichi's do."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Field) and cls.holds(obj)
+
+
+class ScalarField(metaclass=_ElementKind):
+    """Taichi's class of fields of scalars: `isinstance(x, fs.ScalarField)` holds for
+    `fs.field(...)`, not for a vector or matrix field."""
+
+    @staticmethod
+    def holds(f: Field) -> bool:
+        return f.ndim_el == 0
+
+
+class MatrixField(metaclass=_ElementKind):
+    """Taichi's class of vector and matrix fields: `isinstance(x, fs.MatrixField)` holds for
+    `fs.Vector.field(...)` and `fs.Matrix.field(...)`, not for a field of scalars."""
+
+    @staticmethod
+    def holds(f: Field) -> bool:
+        return f.ndim_el > 0
 
 
 def unplaced_twin_message(twin: Field) -> str:
@@ -659,6 +682,7 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
 @at_user_line
 def make_field(dtype, *args, **kwargs) -> Field:
     """A `Field`, or a `QuantField` for a quantized dtype (`fieldsim.lang.quant`)."""
+    runtime.python_scope_only("field")
     from fieldsim.lang.quant_types import QuantType
     if isinstance(dtype, QuantType):
         from fieldsim.lang.quant import QuantField

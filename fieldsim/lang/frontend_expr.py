@@ -15,7 +15,7 @@ import numpy as np
 from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.ir.opdefs import PURE
-from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, struct
+from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, runtime, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe, is_number
 from fieldsim.lang.field import ComponentField, Field, placed_twin
@@ -859,7 +859,7 @@ class ExprMixin:
             name = getattr(fn, "__name__", repr(fn))
             raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
                                       + kernel_hints.python_call_hint(fn))
-        return fn(*args, **kwargs)
+        return runtime.call_from_kernel(fn, args, kwargs)
 
 
 def _bind_arguments(fn, args, kwargs) -> dict:

@@ -369,17 +369,40 @@ class Vector(Matrix):
     w = a = q = _swizzle(3)
 
 
-MatrixType = T.MatrixType  # Taichi's `ti.lang.matrix.MatrixType`: the type of `fs.types.matrix/vector`
+class _AnyMatrixType(type):
+    # Taichi's constructor: MatrixType(n, m, ndim, dtype); fieldsim's type takes (n, m, dtype, ndim)
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, T.MatrixType)
+
+    def __call__(cls, n, m, ndim=2, dtype=None):
+        return T.MatrixType(n, m, dtype, ndim)
+
+
+class MatrixType(metaclass=_AnyMatrixType):
+    """Taichi's `ti.lang.matrix.MatrixType`: `isinstance` is true of the types
+    `fs.types.matrix/vector` make, and `MatrixType(n, m, ndim, dtype)` builds one, with
+    Taichi's argument order.
+
+    >>> from fieldsim.lang.matrix import MatrixType
+    >>> mat23 = MatrixType(2, 3, 2, fs.f32)
+    >>> isinstance(mat23, MatrixType), mat23.n, mat23.m, isinstance(fs.math.vec3, MatrixType)
+    (True, 2, 3, True)
+    """
 
 
 class _OneAxisMatrixType(type):
     def __instancecheck__(cls, obj):
         return isinstance(obj, T.MatrixType) and obj.ndim == 1
 
+    def __call__(cls, n, dtype=None):
+        return T.vector(n, dtype)
+
 
 class VectorType(metaclass=_OneAxisMatrixType):
-    """Taichi's `ti.lang.matrix.VectorType`, for `isinstance` checks: true of the types
-    `fs.types.vector(n, dt)` makes (MatrixTypes of one axis), false of matrix types.
+    """Taichi's `ti.lang.matrix.VectorType`: `isinstance` is true of the types
+    `fs.types.vector(n, dt)` makes (MatrixTypes of one axis), false of matrix types, and
+    `VectorType(n, dtype)` builds one, as `fs.types.vector(n, dtype)` (a dataclass member's
+    type in a forward-mode AD library from GitHub).
 
     >>> from fieldsim.lang.matrix import VectorType
     >>> isinstance(fs.math.vec3, VectorType), isinstance(fs.math.mat3, VectorType)

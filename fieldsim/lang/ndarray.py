@@ -171,6 +171,7 @@ def ndarray(dtype, shape, needs_grad=False, layout=None) -> Ndarray:
     >>> inc(a); a.to_numpy().tolist()
     [1.0, 1.0, 1.0]
     """
+    runtime.python_scope_only("ndarray")
     rt = runtime.get()
     if dtype is float:
         dtype = rt.default_fp

@@ -196,6 +196,34 @@ class _PerThread(threading.local):
     no_grad_depth = 0
 
 
+class _KernelPythonCalls(threading.local):
+    depth = 0  # Python functions a kernel being compiled is calling now (frontend_expr)
+
+
+_KERNEL_PYTHON_CALLS = _KernelPythonCalls()
+
+
+def call_from_kernel(fn, args, kwargs):
+    """`fn(*args, **kwargs)`, a plain Python call a kernel makes while it compiles."""
+    _KERNEL_PYTHON_CALLS.depth += 1
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _KERNEL_PYTHON_CALLS.depth -= 1
+
+
+def python_scope_only(what: str):
+    """Refuses making a field or ndarray from a kernel or func, as Taichi does ("field cannot
+    be called in Taichi-scope"): made while the kernel compiled, it would be made once and
+    kept, its values carried from launch to launch where a temporary was meant."""
+    if _KERNEL_PYTHON_CALLS.depth:
+        from fieldsim.errors import FieldsimSyntaxError
+        raise FieldsimSyntaxError(
+            f"a {what} cannot be made in a kernel or @func: fields and ndarrays are made in "
+            "Python scope (make it once, before the kernel, and pass it or use it as a global; "
+            "per-thread temporaries are locals, e.g. fs.Vector.zero(fs.f32, n))")
+
+
 _generation = [0]
 
 

@@ -282,7 +282,7 @@ def adjoint_program(ck: CompiledKernel, rt):
 
 def _adjoint_ir(ck: CompiledKernel, rt):
     """Reverse AD of a specialisation's IR (the access rules judged first by the caller)."""
-    return run_pass("reverse", make_adjoint, ck.ir, verify=rt.debug)
+    return run_pass("reverse", make_adjoint, ck.ir, not rt.fast_math, verify=rt.debug)
 
 
 def _program_wanted_next(rt, templates) -> str | None:

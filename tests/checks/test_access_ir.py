@@ -17,7 +17,7 @@ from fieldsim.checks import Answer, TapeState, check_kernel, same_element_possib
 from fieldsim.checks.access_rules import KernelCheck, findings
 from fieldsim.errors import AccessRuleError, Loc
 from fieldsim.ir.activity import activity
-from fieldsim.ir.ir import ForInfo, Op, Param, Stmt
+from fieldsim.ir.ir import ForInfo, Op, Param, Stmt, walk
 from fieldsim.ir.printer import print_kernel
 from fieldsim.lang import types as T
 
@@ -206,12 +206,13 @@ def _p2g(k, grid_reads=False):
         for a in range(3):
             for b in range(3):
                 gi, gj = k.at("grid_v[base + offset] += w * v[p]").add(bx, a), k.add(by, b)
-                if grid_reads:
-                    k.at("m = grid_m[base + offset]").load(grid_m, gi, gj)
+                mass = 1.0
+                if grid_reads:  # used (a load nothing uses reads nothing the adjoint needs)
+                    mass = k.fmul(k.at("m = grid_m[base + offset]").load(grid_m, gi, gj), 0.5)
                 for c in range(2):
                     k.at("grid_v[base + offset] += w * v[p]").atomic("add", grid_v, [gi, gj, c],
                                                                      k.load(v2, p, c))
-                k.at("grid_m[base + offset] += w * p_mass").atomic("add", grid_m, [gi, gj], 1.0)
+                k.at("grid_m[base + offset] += w * p_mass").atomic("add", grid_m, [gi, gj], mass)
     return k
 
 
@@ -1033,6 +1034,7 @@ class _Run:
 
     def kernel(self, kernel):
         self.active = activity(kernel.body)
+        self.used = {id(a) for s in walk(kernel.body) for a in s.args}
         for task, s in enumerate(kernel.body):
             if s.op == Op.FOR and s.attr.parallel:
                 for t in range(self.env[id(s.args[0])], self.env[id(s.args[1])]):
@@ -1069,7 +1071,8 @@ class _Run:
         kind = {Op.LOAD: "load", Op.STORE: "store"}.get(s.op) or s.attr[1]
         self.where[2] += 1
         inert = s.op != Op.LOAD and id(s.value) not in self.active  # it writes no derivative
-        self.events.append((s.field.name, element, kind, *self.where, inert))
+        if s.op != Op.LOAD or id(s) in self.used:  # a load nothing uses feeds no adjoint
+            self.events.append((s.field.name, element, kind, *self.where, inert))
         self.env[id(s)] = self.data.get(element[0] % 8, 0) if s.field.dtype is T.i32 else 1.0
 
 
@@ -1099,6 +1102,7 @@ class _RandomKernel:
 
     fx, fx2 = fake("fx", (64,)), fake("fx2", (64, 64))
     fidx = fake("fidx", (8,), dtype=T.i32, needs_grad=False)
+    fsink = fake("fsink", (1,))  # loaded values go here: a load nothing uses is no read
 
     def __init__(self, rng):
         self.rng, self.k = rng, KB("fuzz", ["a"])
@@ -1142,7 +1146,7 @@ class _RandomKernel:
         ix = [self.index(variables) for _ in f.storage_shape]
         kind = rng.choice(["load", "load", "store", "add", "max", "rmw"])
         if kind == "load":
-            k.load(f, *ix)
+            k.atomic("add", self.fsink, [k.i(0)], k.load(f, *ix))
         elif kind in ("store", "rmw"):
             k.store(f, ix, k.fmul(k.load(f, *ix), 2.0) if kind == "rmw" else 1.0)
         else:

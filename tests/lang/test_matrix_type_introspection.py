@@ -69,3 +69,34 @@ def test_starred_vector_arguments_in_kernel_calls():
 
     got = k(fs.math.vec3(1, 2, 3)).to_numpy()
     assert got.tolist() == [[1, 2, 3, 1], [2, 4, 5, 7]]
+
+
+def test_vector_and_matrix_types_built_with_taichis_constructors():
+    """`VectorType(n, dtype)` and `MatrixType(n, m, ndim, dtype)` (Taichi's argument order),
+    used as dataclass member types (a forward-mode AD dataclass from GitHub)."""
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    vec2 = matrix.VectorType(2, fs.f64)
+    mat23 = matrix.MatrixType(2, 3, 2, fs.f32)
+    assert (vec2.n, vec2.m, vec2.ndim, vec2.dtype) == (2, 1, 1, fs.f64)
+    assert (mat23.n, mat23.m, mat23.ndim, mat23.dtype) == (2, 3, 2, fs.f32)
+    assert isinstance(vec2, matrix.VectorType) and not isinstance(mat23, matrix.VectorType)
+
+    @fs.dataclass
+    class Dual:
+        x: float
+        v: vec2
+
+        @fs.func
+        def mul(self, other):
+            return Dual(self.x * other.x, self.x * other.v + self.v * other.x)
+
+    out = fs.Vector.field(3, fs.f64, shape=())
+
+    @fs.kernel
+    def square(a: float):
+        d = Dual(a, vec2(1.0, 0.0))
+        r = d.mul(d)
+        out[None] = fs.Vector([r.x, r.v[0], r.v[1]])
+
+    square(3.0)
+    assert out[None].to_numpy().tolist() == [9.0, 6.0, 0.0]  # d(a^2)/da = 2a
