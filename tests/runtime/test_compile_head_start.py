@@ -159,7 +159,7 @@ def test_a_kernel_reverse_ad_refuses_is_refused_by_the_checker_as_on_one_thread(
 def test_an_adjoint_that_cannot_be_made_fails_where_it_is_needed(threads, monkeypatch):
     """Reverse AD raises (here by a stand-in): the forward runs, and the backward reports the
     error, on two threads as on one (the head start keeps its failure quiet)."""
-    def refuse(kernel):
+    def refuse(kernel, *_options):
         raise FieldsimCompilationError("this kernel cannot be differentiated (test)", None)
     monkeypatch.setattr(pipeline, "make_adjoint", refuse)
     xs, x, U, energy = _energy(threads)
