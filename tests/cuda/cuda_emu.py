@@ -116,7 +116,11 @@ class EmuBackend(C.CudaBackend):
         super().__init__(rt, EmuDriver(sm_count))
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        self.tm = llvm.Target.from_default_triple().create_target_machine(opt=2, jit=True)
+        # the host CPU's features: f16 conversions are instructions (F16C), not compiler-rt
+        # calls the JIT does not link (an f16 kernel jumped to a null pointer)
+        self.tm = llvm.Target.from_default_triple().create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+            opt=2, jit=True)
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.tm)
 
     def compile_pool(self):  # kernels are JIT-compiled for the host here, one at a time
