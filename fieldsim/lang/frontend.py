@@ -1055,21 +1055,36 @@ class Frontend(ExprMixin):
 
     def _sparse_block(self, node, iterable, names, grouped, blocks, t):
         """The body of a blocked struct-for (`sparse_kernel.SparseBlocks`) for its iteration
-        `t`: the block's activity tested once, then serial loops over the chunk's cells."""
+        `t`: the block's sparse ancestors tested once, then serial loops over the part's cells."""
         n = len(blocks.block)
         sizes = [d for d in blocks.digits if d > 1]
         found = iter(self.delinearize(t, [(0, d) for d in sizes], sizes))
         digits = [next(found) if d > 1 else 0 for d in blocks.digits]
-        first = [self.e.value(c if b == 1 else self.e.binop("*", c, b), T.i32)
-                 for c, b in zip(digits[:n], blocks.block)]
+        first = self._block_origin(blocks, digits)
         leaf = blocks.field._snode.axis_sizes
-        guard = self.b.if_(sparse_kernel.active_condition(self, blocks.path, leaf, first))
+        cond = sparse_kernel.active_condition(self, blocks.above, leaf, first)
+        guard = self.b.if_(cond) if cond is not None else None
         self.depth += 1
-        with self.b.into(guard.blocks[0]):
+        with self.b.into(guard.blocks[0] if guard is not None else self.b.block):
+            parts = digits[len(digits) - n:]
             starts = [f if p == 1 else self.e.binop("+", f, self.e.binop("*", d, k))
-                      for f, d, p, k in zip(first, digits[n:], blocks.parts, blocks.inner)]
+                      for f, d, p, k in zip(first, parts, blocks.parts, blocks.inner)]
             self._block_chunk(node, iterable, names, grouped, blocks, starts, [])
         self.depth -= 1
+
+    def _block_origin(self, blocks, digits):
+        """Per field axis, the storage index of the block's first cell: each level's digit
+        times the cells below it."""
+        first = [None] * len(blocks.block)
+        k = 0
+        for level in blocks.levels:
+            for a, cells, stride in level:
+                d, k = digits[k], k + 1
+                if cells == 1:
+                    continue
+                term = d if stride == 1 else self.e.binop("*", d, stride)
+                first[a] = term if first[a] is None else self.e.binop("+", first[a], term)
+        return [self.e.value(0 if f is None else f, T.i32) for f in first]
 
     def _block_chunk(self, node, iterable, names, grouped, blocks, starts, done):
         """Serial loops over the chunk's axes from `len(done)` on (`done`: the storage indices
@@ -1079,7 +1094,9 @@ class Frontend(ExprMixin):
             user = [v if o == 0 else self.e.value(self.e.binop("+", v, o), T.i32)
                     for v, o in zip(done, blocks.field._offset)]
             known = sparse_kernel.known_cell(self, blocks.field, user)
-            self._loop_cell(node, iterable, names, grouped, user, None, known)
+            active = sparse_kernel.active_condition(
+                self, blocks.leaf_sparse, blocks.field._snode.axis_sizes, done)
+            self._loop_cell(node, iterable, names, grouped, user, active, known)
             return
         if blocks.inner[a] == 1:
             self._block_chunk(node, iterable, names, grouped, blocks, starts,

@@ -8,7 +8,7 @@ Guarantees a kernel store/atomic into a sparse field activates every sparse ance
 from __future__ import annotations
 
 from fieldsim.lang import types as T
-from fieldsim.lang.snode import DYNAMIC, SNode
+from fieldsim.lang.snode import DYNAMIC, ROOT, SNode
 from fieldsim.lang.sparse import dynamic_slot, field_path, leaf_sizes, node_index
 
 
@@ -149,41 +149,60 @@ def dynamic_cell(fe, field, node, pos, outer):
     return length, active_condition(fe, field_path(field)[:-1], leaf, storage)
 
 
-BLOCK_CHUNK = 256  # the most cells of a block one iteration of a blocked struct-for runs
-
-
 class SparseBlocks:
-    """How a struct-for over a field under pointer/bitmasked nodes runs (as Taichi walks active
-    blocks): each cell of the innermost sparse node ("block") is tested once, and an active
-    block's elements run in chunks of at most BLOCK_CHUNK consecutive cells, all (block, chunk)
-    pairs in parallel. Per field axis a, the index is `cell * block[a] + part * inner[a] + k`:
-    `cell` and `part` digits of the parallel loop's index, k a serial loop over `inner[a]`
-    (innermost axis last, so a chunk's cells are contiguous and its loops vectorize). Testing
+    """How a struct-for over a field under pointer/bitmasked nodes runs, as Taichi 1.7.4 walks
+    it on the CPU: a block is one container of the field's leaf node (a cell of the node above
+    it), blocks in the layout tree's order (level by level from the root, each level's cells
+    row-major), a block's cells row-major in parts, each part one iteration of the parallel loop
+    (its sums start afresh, as Taichi's thread-local reduction does per part). A block's sparse
+    ancestors are tested once; a sparse leaf node's flag per cell. Per field axis a, the index
+    is `sum(level digit * stride) + part * inner[a] + k`, k a serial loop over `inner[a]`
+    (innermost axis last, so a part's cells are contiguous and its loops vectorize). Testing
     every element of a 4096^2 grid took 5 ms a struct-for where Taichi takes 0.2. On the CPU
     only: a CUDA thread per element, each testing its block's flags, keeps a warp's loads
     together."""
 
-    def __init__(self, field, path, cells, block):
+    def __init__(self, field, path, levels, block, part):
         self.field, self.path = field, path
-        self.cells, self.block = cells, block  # per field index: block count, block extent
+        # per level above the leaf node, root first: per axis of the node, ascending (its
+        # cells row-major, as Taichi's even for `ti.axes(1, 0)`), (field axis, cells, stride)
+        self.levels = levels
+        self.block = block  # per field axis: the leaf node's own cells, a block's extent
+        leaf = field._snode._parent
+        self.leaf_sparse = [n for n in path if n is leaf]  # its flags are per cell
+        self.above = [n for n in path if n is not leaf]
         self.inner = [1] * len(block)
-        budget = BLOCK_CHUNK
+        budget = part
         for a in reversed(range(len(block))):
             self.inner[a] = max(d for d in range(1, min(block[a], budget) + 1) if block[a] % d == 0)
             budget //= self.inner[a]
             if self.inner[a] != block[a]:
-                break  # an axis split: the chunk stays one contiguous run
+                break  # an axis split: the part stays one contiguous run
         self.parts = [b // n for b, n in zip(block, self.inner)]
-        self.digits = list(cells) + self.parts  # the parallel loop's index, delinearized
+        self.digits = [c for level in levels for _, c, _ in level] + self.parts
         self.total = 1
         for d in self.digits:
             self.total *= d
 
 
+TAICHI_PART = 128  # the most cells of a part (measured on Taichi 1.7.4's x64 backend)
+
+
+def _part_size(cells, above):
+    """Taichi's part of a block of `cells` cells under a node of `above` cells a container:
+    as many parts as make each at most `above` and TAICHI_PART cells (measured: 4 x 4 blocks
+    under a 2 x 2 pointer sum 4 cells at a time, 16 x 16 ones under a 8 x 8 pointer 64, under
+    a 16 x 16 one 128)."""
+    parts = -(-cells // min(above, TAICHI_PART))
+    while cells % parts:
+        parts += 1
+    return cells // parts
+
+
 def sparse_blocks(iterable):
     """The `SparseBlocks` of a struct-for over `iterable` when it is a field (or struct field)
-    whose sparse nodes are all pointer/bitmasked, with blocks of more than one element. Else
-    None (a flat loop testing each element)."""
+    under pointer/bitmasked nodes (no dynamic one), and its leaf
+    node has more than one cell a container. Else None (a flat loop testing each element)."""
     from fieldsim.lang import runtime
     from fieldsim.lang.field import Field
     from fieldsim.lang.struct import StructField
@@ -194,12 +213,31 @@ def sparse_blocks(iterable):
     path = field_path(iterable)
     if not path or any(n.kind == DYNAMIC for n in path):
         return None
-    leaf, node = iterable._snode.axis_sizes, path[-1]
-    axes = sorted(leaf)
-    if tuple(leaf[a] for a in axes) != tuple(iterable.shape):
+    leaf_sizes_, axes = iterable._snode.axis_sizes, sorted(iterable._snode.axis_sizes)
+    if tuple(leaf_sizes_[a] for a in axes) != tuple(iterable.shape):
         return None
-    cells = [node.axis_sizes.get(a, 1) for a in axes]
-    block = [leaf[a] // c for a, c in zip(axes, cells)]
-    if any(c * b != leaf[a] for a, c, b in zip(axes, cells, block)) or all(b == 1 for b in block):
+    chain = _chain(iterable._snode._parent)
+    leaf, above = chain[-1], chain[:-1]
+    if not above:  # one container: a flat loop is Taichi's order, its parts single cells
         return None
-    return SparseBlocks(iterable, path, cells, block)
+    block = [leaf.own.get(a, 1) for a in axes]
+    cells = 1
+    for b in block:
+        cells *= b
+    if cells == 1:
+        return None
+    levels = [[(k, n.own[a], leaf_sizes_[a] // n.axis_sizes[a])
+               for k, a in enumerate(axes) if a in n.own] for n in above]
+    per_container = 1
+    for s in above[-1].own.values():
+        per_container *= s
+    return SparseBlocks(iterable, path, levels, block, _part_size(cells, per_container))
+
+
+def _chain(node):
+    """The nodes from the root's child down to `node`."""
+    chain = []
+    while node is not None and node.kind != ROOT:
+        chain.append(node)
+        node = node._parent
+    return chain[::-1]

@@ -190,3 +190,65 @@ def test_a_sum_over_blocks_adds_block_sums_in_block_order():
     for v in vals[x.to_numpy() != 0]:
         flat = f(flat + v)
     assert flat != want  # the values tell the orders apart
+
+
+def _taichi_order(levels, leaf):
+    """Cells in Taichi's struct-for order: every level's cells row-major, level by level from
+    the root (`levels`: each level's per-axis cell counts, the leaf node's last)."""
+    order = [(0, 0)]
+    for sizes in levels + [leaf]:
+        order = [(i * sizes[0] + a, j * sizes[1] + b) for i, j in order
+                 for a in range(sizes[0]) for b in range(sizes[1])]
+    return order
+
+
+@pytest.mark.parametrize("layout", ["pointer.pointer.dense", "pointer.bitmasked",
+                                    "dense.pointer.dense", "pointer.bitmasked.dense",
+                                    "pointer.dense.dense", "pointer.dense"])
+def test_struct_for_visits_and_sums_in_taichis_order_under_every_level(layout):
+    # Taichi (one thread) walks the layout tree level by level, a container of the leaf node
+    # at a time, and starts a thread-local sum afresh every part of a container, a part being
+    # at most as many cells as the node above the leaf has a container, and at most 128
+    # (measured on Taichi 1.7.4: a 4 x 4 block under a 2 x 2 pointer sums 4 cells at a time)
+    fs.init(arch=fs.cpu, cpu_max_num_threads=1, fast_math=False)
+    kinds = layout.split(".")
+    sizes = {"pointer.pointer.dense": [2, 4, 4], "pointer.bitmasked": [4, 4],
+             "dense.pointer.dense": [2, 2, 4], "pointer.bitmasked.dense": [2, 2, 4],
+             "pointer.dense.dense": [2, 2, 4], "pointer.dense": [16, 16]}[layout]
+    x = fs.field(fs.f32)
+    node = fs.root
+    for kind, n in zip(kinds, sizes):
+        node = getattr(node, kind)(fs.ij, n)
+    node.place(x)
+    side = int(np.prod(sizes))
+    order = _taichi_order([(n, n) for n in sizes[:-1]], (sizes[-1], sizes[-1]))
+    rng = np.random.default_rng(5)
+    vals = (rng.standard_normal((side, side)) * 10.0 ** rng.integers(-4, 5, (side, side))).astype(np.float32)
+    seen = fs.field(fs.i32, shape=side * side)
+    n = fs.field(fs.i32, shape=())
+    s = fs.field(fs.f32, shape=())
+
+    @fs.kernel
+    def fill(a: fs.types.ndarray()):
+        for i, j in fs.ndrange(side, side):
+            x[i, j] = a[i, j]
+
+    @fs.kernel
+    def visit():
+        for i, j in x:
+            seen[fs.atomic_add(n[None], 1)] = i * side + j
+            s[None] += x[i, j]
+
+    fill(vals)
+    visit()
+    assert seen.to_numpy().tolist() == [i * side + j for i, j in order]
+    leaf, parent = sizes[-1] ** 2, sizes[-2] ** 2
+    part = min(leaf, parent, 128)  # Taichi's parts are at most 128 cells
+    f = np.float32
+    want = f(0)
+    for p in range(0, len(order), part):
+        acc = f(0)
+        for i, j in order[p:p + part]:
+            acc = f(acc + vals[i, j])
+        want = f(want + acc)
+    assert s[None] == want
