@@ -94,6 +94,9 @@ class ForInfo:
     # a struct-for over a sparse field's blocks (lang.sparse_kernel.SparseBlocks): its inner
     # loops over a block's cells are what vectorizes, not it
     blocks: bool = False
+    # a serial loop over a block's parts: each iteration's sums start afresh (Taichi's
+    # thread-local reduction, per part); set with blocks
+    parts: bool = False
 
 
 @dataclass(frozen=True)

@@ -1055,22 +1055,37 @@ class Frontend(ExprMixin):
 
     def _sparse_block(self, node, iterable, names, grouped, blocks, t):
         """The body of a blocked struct-for (`sparse_kernel.SparseBlocks`) for its iteration
-        `t`: the block's sparse ancestors tested once, then serial loops over the part's cells."""
-        n = len(blocks.block)
+        `t`: the block's sparse ancestors tested once, then its parts, each serial loops over
+        the part's cells."""
         sizes = [d for d in blocks.digits if d > 1]
         found = iter(self.delinearize(t, [(0, d) for d in sizes], sizes))
-        digits = [next(found) if d > 1 else 0 for d in blocks.digits]
-        first = self._block_origin(blocks, digits)
+        first = self._block_origin(blocks, [next(found) if d > 1 else 0 for d in blocks.digits])
         leaf = blocks.field._snode.axis_sizes
         cond = sparse_kernel.active_condition(self, blocks.above, leaf, first)
         guard = self.b.if_(cond) if cond is not None else None
         self.depth += 1
         with self.b.into(guard.blocks[0] if guard is not None else self.b.block):
-            parts = digits[len(digits) - n:]
-            starts = [f if p == 1 else self.e.binop("+", f, self.e.binop("*", d, k))
-                      for f, d, p, k in zip(first, parts, blocks.parts, blocks.inner)]
-            self._block_chunk(node, iterable, names, grouped, blocks, starts, [])
+            if blocks.part_count == 1:
+                self._block_chunk(node, iterable, names, grouped, blocks, first, [])
+            else:
+                self._block_parts(node, iterable, names, grouped, blocks, first)
         self.depth -= 1
+
+    def _block_parts(self, node, iterable, names, grouped, blocks, first):
+        """A serial loop over the block's parts (`ForInfo.parts`: each part's sums start
+        afresh), each part's cells from `first` plus the part's offset."""
+        loop = self.b.for_(self.e.value(0, T.i32), self.e.value(blocks.part_count, T.i32),
+                           ForInfo(parallel=False, serialize=False, block_dim=None, blocks=True,
+                                   parts=True))
+        self.loop_depth += 1
+        with self.b.into(loop.body):
+            sizes = [d for d in blocks.parts if d > 1]
+            found = iter(self.delinearize(loop, [(0, d) for d in sizes], sizes))
+            digits = [next(found) if d > 1 else 0 for d in blocks.parts]
+            starts = [f if p == 1 else self.e.value(self.e.binop("+", f, self.e.binop("*", d, k)), T.i32)
+                      for f, d, p, k in zip(first, digits, blocks.parts, blocks.inner)]
+            self._block_chunk(node, iterable, names, grouped, blocks, starts, [])
+        self.loop_depth -= 1
 
     def _block_origin(self, blocks, digits):
         """Per field axis, the storage index of the block's first cell: each level's digit

@@ -179,10 +179,13 @@ class SparseBlocks:
             if self.inner[a] != block[a]:
                 break  # an axis split: the part stays one contiguous run
         self.parts = [b // n for b, n in zip(block, self.inner)]
-        self.digits = [c for level in levels for _, c, _ in level] + self.parts
+        self.digits = [c for level in levels for _, c, _ in level]  # the parallel loop's
         self.total = 1
         for d in self.digits:
             self.total *= d
+        self.part_count = 1  # a block's parts: a serial loop inside it (its flags tested once)
+        for d in self.parts:
+            self.part_count *= d
 
 
 TAICHI_PART = 128  # the most cells of a part (measured on Taichi 1.7.4's x64 backend)

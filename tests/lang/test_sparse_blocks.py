@@ -252,3 +252,13 @@ def test_struct_for_visits_and_sums_in_taichis_order_under_every_level(layout):
             acc = f(acc + vals[i, j])
         want = f(want + acc)
     assert s[None] == want
+
+
+def test_a_blocks_parts_run_inside_its_iteration():
+    # a mostly inactive 4096^2 grid of 16 x 16 blocks under an 8 x 8 pointer: Taichi's
+    # 64-cell parts run as a serial loop inside the block's iteration, so each block's flags are
+    # tested once (as parallel iterations of their own, the struct-for took 3.5 ms, Taichi 0.95)
+    x = fs.field(fs.f32)
+    fs.root.pointer(fs.ij, 32).pointer(fs.ij, 8).dense(fs.ij, 16).place(x)
+    blocks = sparse_kernel.sparse_blocks(x)
+    assert (blocks.total, blocks.part_count, blocks.inner) == (256 * 256, 4, [4, 16])
