@@ -1007,6 +1007,8 @@ class Frontend(ExprMixin):
                 indices = self.delinearize(loop, outer_dims, sizes)
                 self._dynamic_lists(node, iterable, names, grouped, split, dims[split[0]][0], indices)
         self.frame.scopes.pop()
+        if blocks is not None:
+            sparse_kernel.list_if_activating(self, blocks, loop)
         if info.parallel:
             self.parallel_depth = -1
         self.loop_depth -= 1
@@ -1057,9 +1059,7 @@ class Frontend(ExprMixin):
         """The body of a blocked struct-for (`sparse_kernel.SparseBlocks`) for its iteration
         `t`: the block's sparse ancestors tested once, then its parts, each serial loops over
         the part's cells."""
-        sizes = [d for d in blocks.digits if d > 1]
-        found = iter(self.delinearize(t, [(0, d) for d in sizes], sizes))
-        first = self._block_origin(blocks, [next(found) if d > 1 else 0 for d in blocks.digits])
+        first = sparse_kernel.block_origin(self, blocks, sparse_kernel.block_digits(self, blocks, t))
         leaf = blocks.field._snode.axis_sizes
         cond = sparse_kernel.active_condition(self, blocks.above, leaf, first)
         guard = self.b.if_(cond) if cond is not None else None
@@ -1086,20 +1086,6 @@ class Frontend(ExprMixin):
                       for f, d, p, k in zip(first, digits, blocks.parts, blocks.inner)]
             self._block_chunk(node, iterable, names, grouped, blocks, starts, [])
         self.loop_depth -= 1
-
-    def _block_origin(self, blocks, digits):
-        """Per field axis, the storage index of the block's first cell: each level's digit
-        times the cells below it."""
-        first = [None] * len(blocks.block)
-        k = 0
-        for level in blocks.levels:
-            for a, cells, stride in level:
-                d, k = digits[k], k + 1
-                if cells == 1:
-                    continue
-                term = d if stride == 1 else self.e.binop("*", d, stride)
-                first[a] = term if first[a] is None else self.e.binop("+", first[a], term)
-        return [self.e.value(0 if f is None else f, T.i32) for f in first]
 
     def _block_chunk(self, node, iterable, names, grouped, blocks, starts, done):
         """Serial loops over the chunk's axes from `len(done)` on (`done`: the storage indices

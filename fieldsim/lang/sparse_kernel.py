@@ -7,6 +7,7 @@ Guarantees a kernel store/atomic into a sparse field activates every sparse ance
 """
 from __future__ import annotations
 
+from fieldsim.ir.ir import ForInfo, Op, walk
 from fieldsim.lang import types as T
 from fieldsim.lang.snode import DYNAMIC, ROOT, SNode
 from fieldsim.lang.sparse import dynamic_slot, field_path, leaf_sizes, node_index
@@ -244,3 +245,78 @@ def _chain(node):
         chain.append(node)
         node = node._parent
     return chain[::-1]
+
+
+LIST_MAX = 1 << 22  # the most blocks a struct-for lists (a 16 MB list); more: flags tested live
+
+
+def list_if_activating(fe, blocks, loop):
+    """Taichi lists the active blocks before a struct-for runs, so blocks its own body
+    activates are not visited (Taichi 1.7.4: a loop writing `x[i + 1]` under
+    `pointer(i, 8).dense(i, 8)` visits 8 cells, not 64). Where the body of the blocked
+    struct-for `loop` (just built, the last statement of the current block) activates a block
+    of its layout, a serial task before it now writes the blocks active at that point into a
+    hidden list, in block order, and the loop runs over the list. Elsewhere testing each block
+    as the loop reaches it is the same, and the loop's indices stay plain for the access rules
+    (a listed block's index depends on data)."""
+    flags = {id(n.sparse.flag) for n in blocks.above}
+    if blocks.total > LIST_MAX or not any(
+            s.op in (Op.STORE, Op.ATOMIC) and id(s.field) in flags for s in walk(loop.body)):
+        return
+    top = fe.b.block
+    at, end = top.index(loop), len(top)
+    listed, count = _list_active_blocks(fe, blocks)
+    listing = top[end:]
+    del top[end:]
+    top[at:at] = listing  # the listing before the loop
+    with fe.b.into(loop.body):
+        block = fe.b.load(listed, [loop])
+    loop.body.insert(0, loop.body.pop())
+    for s in walk(loop.body):
+        if s is not block:
+            s.args = tuple(block if a is loop else a for a in s.args)
+    loop.args = (loop.args[0], count)  # i32: at most LIST_MAX blocks
+
+
+def _list_active_blocks(fe, blocks):
+    """Emits the listing task (`ForInfo.listing`) and the load of its count: (list, count)."""
+    from fieldsim.lang.field import Field
+    name = f"{fe.kernel_name}.blocks{len(fe.hidden_fields)}"
+    count = Field(T.i32, (), name + ".count", _role="listing")
+    listed = Field(T.i32, (blocks.total,), name, _role="listing")
+    fe.hidden_fields += [count, listed]
+    zero = fe.b.const(0, T.i32)
+    loop = fe.b.for_(zero, fe.b.const(blocks.total, T.i32),
+                     ForInfo(parallel=False, serialize=True, listing=True))
+    with fe.b.into(loop.body):
+        with fe.b.into(fe.b.if_(fe.e.compare("==", loop, zero)).blocks[0]):
+            fe.b.store(count, [], zero)  # in the task: an adjoint runs it again whole
+        first = block_origin(fe, blocks, block_digits(fe, blocks, loop))
+        guard = fe.b.if_(active_condition(fe, blocks.above, blocks.field._snode.axis_sizes, first))
+        with fe.b.into(guard.blocks[0]):
+            k = fe.b.load(count, [])
+            fe.b.store(listed, [k], loop)
+            fe.b.store(count, [], as_i32(fe, fe.e.binop("+", k, 1)))
+    return listed, fe.b.load(count, [])
+
+
+def block_digits(fe, blocks, t):
+    """The level digits of block number `t` (its levels' cells, row-major)."""
+    sizes = [d for d in blocks.digits if d > 1]
+    found = iter(fe.delinearize(t, [(0, d) for d in sizes], sizes))
+    return [next(found) if d > 1 else 0 for d in blocks.digits]
+
+
+def block_origin(fe, blocks, digits):
+    """Per field axis, the storage index of the block's first cell: each level's digit times
+    the cells below it."""
+    first = [None] * len(blocks.block)
+    k = 0
+    for level in blocks.levels:
+        for a, cells, stride in level:
+            d, k = digits[k], k + 1
+            if cells == 1:
+                continue
+            term = d if stride == 1 else fe.e.binop("*", d, stride)
+            first[a] = term if first[a] is None else fe.e.binop("+", first[a], term)
+    return [as_i32(fe, 0 if f is None else f) for f in first]
