@@ -149,7 +149,7 @@ class Field:
                 return  # needs_grad placed it with its field; Taichi programs place it again
             raise FieldsimError(f"field {self.ir_name!r} is already placed (shape {self.shape})")
         offset = _normalize_offset(offset, shape, self)
-        own = self.role in ("hidden", "mask") or getattr(self.primal, "role", None) == "hidden"
+        own = self.role in ("hidden", "mask", "listing") or getattr(self.primal, "role", None) == "hidden"
         if snode is None and own:  # fieldsim's own fields (and their twins): not in fs.root
             from fieldsim.lang.snode import PLACE
             snode = SNode(PLACE, None)
