@@ -133,10 +133,28 @@ class _KernelAD:
             for s in self.k.body:
                 if not is_task(s):
                     self.copy_prologue(s)
-            for task in reversed(tasks):
+            for k in reversed(range(len(tasks))):
+                task = tasks[k]
+                if task.op == Op.FOR and task.attr.listing:
+                    continue  # run again before its loop's adjoint, below
                 with self.b.at(task.loc):
+                    if k and tasks[k - 1].op == Op.FOR and tasks[k - 1].attr.listing:
+                        self.relist(tasks[k - 1])
                     self.task(task)
         return out
+
+    def relist(self, task: Stmt):
+        """A listing task (`ForInfo.listing`: the blocks a sparse struct-for visits), stores
+        and all: the list the last forward launch left may be another launch's."""
+        remap = dict(self.prologue)
+
+        def copy(block):
+            for s in block:
+                c = self.b.clone(s, remap)
+                for old, new in zip(s.blocks, c.blocks):
+                    with self.b.into(new):
+                        copy(old)
+        copy([task])
 
     def copy_prologue(self, s: Stmt):
         if s.op not in PURE:

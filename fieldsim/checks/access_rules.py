@@ -113,6 +113,8 @@ def summarize(kernel: Kernel) -> list[Access]:
     active = activity(kernel.body)
     accesses = []
     for s in ix.access_stmts:
+        if getattr(s.field, "role", None) == "listing":  # rebuilt by each launch and adjoint
+            continue
         found = _accesses_of(s, ix.sites[id(s)], forms, kernel, id(s) in ix.used)
         if id(s) in ix.unreplayed:  # its reads are never recomputed: only its writes matter
             found = [a for a in found if a.is_write]

@@ -601,8 +601,11 @@ class TaskLowering(NestLowering, ArrayLowering):
         if outermost:
             self.tid = i
             b.store(L.Constant(I64, 0), self.rng_counter)
-        per_block = outermost and s.attr.blocks and self.reductions
-        if per_block:  # a sum over a block starts afresh (Taichi's order: a sum of block sums)
+        # a sum over a part of a block starts afresh (Taichi's order: a sum of part sums); a
+        # loop over blocks with a loop over parts leaves it to that loop
+        per_block = self.reductions and (s.attr.parts or outermost and s.attr.blocks and not any(
+            t.op == Op.FOR and t.attr.parts for t in walk(s.body)))
+        if per_block:
             self.reset_reductions()
         self.loops.append((step_bb, exit_bb))
         self.block(s.body)

@@ -94,6 +94,13 @@ class ForInfo:
     # a struct-for over a sparse field's blocks (lang.sparse_kernel.SparseBlocks): its inner
     # loops over a block's cells are what vectorizes, not it
     blocks: bool = False
+    # a serial loop over a block's parts: each iteration's sums start afresh (Taichi's
+    # thread-local reduction, per part); set with blocks
+    parts: bool = False
+    # a serial task listing the blocks a sparse struct-for (the next task) visits, into fields
+    # of role "listing" (lang.sparse_kernel.list_active_blocks): the access rules skip them
+    # and an adjoint runs it again before the loop's adjoint
+    listing: bool = False
 
 
 @dataclass(frozen=True)

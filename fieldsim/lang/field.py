@@ -149,7 +149,7 @@ class Field:
                 return  # needs_grad placed it with its field; Taichi programs place it again
             raise FieldsimError(f"field {self.ir_name!r} is already placed (shape {self.shape})")
         offset = _normalize_offset(offset, shape, self)
-        own = self.role in ("hidden", "mask") or getattr(self.primal, "role", None) == "hidden"
+        own = self.role in ("hidden", "mask", "listing") or getattr(self.primal, "role", None) == "hidden"
         if snode is None and own:  # fieldsim's own fields (and their twins): not in fs.root
             from fieldsim.lang.snode import PLACE
             snode = SNode(PLACE, None)
@@ -384,7 +384,8 @@ class Field:
             raise ValueError(f"field {self.ir_name!r}.copy_from: needs a field of storage shape "
                              f"{self.storage_shape}")
         _record_python_write(self, None, f"{self.ir_name}.copy_from(...)")
-        self._write_all(other.storage.to_numpy().astype(self.dtype.np))
+        if not _copy_in_place(self, other):
+            self._write_all(other.storage.to_numpy().astype(self.dtype.np))
 
     def _write_all(self, arr):
         """Storage-shaped `arr` into the field; under sparse nodes into its active cells only."""
@@ -411,6 +412,22 @@ class Field:
         if self.shape is None:
             return repr(self)
         return str(self.to_numpy())
+
+
+def _copy_in_place(dst: Field, src: Field) -> bool:
+    """`dst.copy_from(src)` as one array copy, where both are dense fields stored as arrays
+    (the CPU backend's fields): an LBM step's `f.copy_from(buf)` made three copies (to_numpy,
+    astype, from_numpy) into freshly mapped pages, five times Taichi's kernel copy. False
+    where the field's storage or sparse layout needs the general path."""
+    from fieldsim.lang.ndarray import ArrayStorage
+    from fieldsim.lang.sparse import field_path
+    if not (isinstance(dst.storage, ArrayStorage) and isinstance(src.storage, ArrayStorage)):
+        return False
+    if field_path(dst):
+        return False
+    with np.errstate(over="ignore", invalid="ignore"):  # as a kernel's copy: 1e300 -> inf
+        np.copyto(dst.storage.array, src.storage.array, casting="unsafe")
+    return True
 
 
 class ComponentField(Field):

@@ -1007,6 +1007,8 @@ class Frontend(ExprMixin):
                 indices = self.delinearize(loop, outer_dims, sizes)
                 self._dynamic_lists(node, iterable, names, grouped, split, dims[split[0]][0], indices)
         self.frame.scopes.pop()
+        if blocks is not None:
+            sparse_kernel.list_if_activating(self, blocks, loop)
         if info.parallel:
             self.parallel_depth = -1
         self.loop_depth -= 1
@@ -1055,21 +1057,35 @@ class Frontend(ExprMixin):
 
     def _sparse_block(self, node, iterable, names, grouped, blocks, t):
         """The body of a blocked struct-for (`sparse_kernel.SparseBlocks`) for its iteration
-        `t`: the block's activity tested once, then serial loops over the chunk's cells."""
-        n = len(blocks.block)
-        sizes = [d for d in blocks.digits if d > 1]
-        found = iter(self.delinearize(t, [(0, d) for d in sizes], sizes))
-        digits = [next(found) if d > 1 else 0 for d in blocks.digits]
-        first = [self.e.value(c if b == 1 else self.e.binop("*", c, b), T.i32)
-                 for c, b in zip(digits[:n], blocks.block)]
+        `t`: the block's sparse ancestors tested once, then its parts, each serial loops over
+        the part's cells."""
+        first = sparse_kernel.block_origin(self, blocks, sparse_kernel.block_digits(self, blocks, t))
         leaf = blocks.field._snode.axis_sizes
-        guard = self.b.if_(sparse_kernel.active_condition(self, blocks.path, leaf, first))
+        cond = sparse_kernel.active_condition(self, blocks.above, leaf, first)
+        guard = self.b.if_(cond) if cond is not None else None
         self.depth += 1
-        with self.b.into(guard.blocks[0]):
-            starts = [f if p == 1 else self.e.binop("+", f, self.e.binop("*", d, k))
-                      for f, d, p, k in zip(first, digits[n:], blocks.parts, blocks.inner)]
-            self._block_chunk(node, iterable, names, grouped, blocks, starts, [])
+        with self.b.into(guard.blocks[0] if guard is not None else self.b.block):
+            if blocks.part_count == 1:
+                self._block_chunk(node, iterable, names, grouped, blocks, first, [])
+            else:
+                self._block_parts(node, iterable, names, grouped, blocks, first)
         self.depth -= 1
+
+    def _block_parts(self, node, iterable, names, grouped, blocks, first):
+        """A serial loop over the block's parts (`ForInfo.parts`: each part's sums start
+        afresh), each part's cells from `first` plus the part's offset."""
+        loop = self.b.for_(self.e.value(0, T.i32), self.e.value(blocks.part_count, T.i32),
+                           ForInfo(parallel=False, serialize=False, block_dim=None, blocks=True,
+                                   parts=True))
+        self.loop_depth += 1
+        with self.b.into(loop.body):
+            sizes = [d for d in blocks.parts if d > 1]
+            found = iter(self.delinearize(loop, [(0, d) for d in sizes], sizes))
+            digits = [next(found) if d > 1 else 0 for d in blocks.parts]
+            starts = [f if p == 1 else self.e.value(self.e.binop("+", f, self.e.binop("*", d, k)), T.i32)
+                      for f, d, p, k in zip(first, digits, blocks.parts, blocks.inner)]
+            self._block_chunk(node, iterable, names, grouped, blocks, starts, [])
+        self.loop_depth -= 1
 
     def _block_chunk(self, node, iterable, names, grouped, blocks, starts, done):
         """Serial loops over the chunk's axes from `len(done)` on (`done`: the storage indices
@@ -1079,7 +1095,9 @@ class Frontend(ExprMixin):
             user = [v if o == 0 else self.e.value(self.e.binop("+", v, o), T.i32)
                     for v, o in zip(done, blocks.field._offset)]
             known = sparse_kernel.known_cell(self, blocks.field, user)
-            self._loop_cell(node, iterable, names, grouped, user, None, known)
+            active = sparse_kernel.active_condition(
+                self, blocks.leaf_sparse, blocks.field._snode.axis_sizes, done)
+            self._loop_cell(node, iterable, names, grouped, user, active, known)
             return
         if blocks.inner[a] == 1:
             self._block_chunk(node, iterable, names, grouped, blocks, starts,

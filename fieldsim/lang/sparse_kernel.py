@@ -7,8 +7,9 @@ Guarantees a kernel store/atomic into a sparse field activates every sparse ance
 """
 from __future__ import annotations
 
+from fieldsim.ir.ir import ForInfo, Op, walk
 from fieldsim.lang import types as T
-from fieldsim.lang.snode import DYNAMIC, SNode
+from fieldsim.lang.snode import DYNAMIC, ROOT, SNode
 from fieldsim.lang.sparse import dynamic_slot, field_path, leaf_sizes, node_index
 
 
@@ -153,41 +154,63 @@ def dynamic_cell(fe, field, node, pos, outer):
     return length, active_condition(fe, field_path(field)[:-1], leaf, storage)
 
 
-BLOCK_CHUNK = 256  # the most cells of a block one iteration of a blocked struct-for runs
-
-
 class SparseBlocks:
-    """How a struct-for over a field under pointer/bitmasked nodes runs (as Taichi walks active
-    blocks): each cell of the innermost sparse node ("block") is tested once, and an active
-    block's elements run in chunks of at most BLOCK_CHUNK consecutive cells, all (block, chunk)
-    pairs in parallel. Per field axis a, the index is `cell * block[a] + part * inner[a] + k`:
-    `cell` and `part` digits of the parallel loop's index, k a serial loop over `inner[a]`
-    (innermost axis last, so a chunk's cells are contiguous and its loops vectorize). Testing
+    """How a struct-for over a field under pointer/bitmasked nodes runs, as Taichi 1.7.4 walks
+    it on the CPU: a block is one container of the field's leaf node (a cell of the node above
+    it), blocks in the layout tree's order (level by level from the root, each level's cells
+    row-major), a block's cells row-major in parts, each part one iteration of the parallel loop
+    (its sums start afresh, as Taichi's thread-local reduction does per part). A block's sparse
+    ancestors are tested once; a sparse leaf node's flag per cell. Per field axis a, the index
+    is `sum(level digit * stride) + part * inner[a] + k`, k a serial loop over `inner[a]`
+    (innermost axis last, so a part's cells are contiguous and its loops vectorize). Testing
     every element of a 4096^2 grid took 5 ms a struct-for where Taichi takes 0.2. On the CPU
     only: a CUDA thread per element, each testing its block's flags, keeps a warp's loads
     together."""
 
-    def __init__(self, field, path, cells, block):
+    def __init__(self, field, path, levels, block, part):
         self.field, self.path = field, path
-        self.cells, self.block = cells, block  # per field index: block count, block extent
+        # per level above the leaf node, root first: per axis of the node, ascending (its
+        # cells row-major, as Taichi's even for `ti.axes(1, 0)`), (field axis, cells, stride)
+        self.levels = levels
+        self.block = block  # per field axis: the leaf node's own cells, a block's extent
+        leaf = field._snode._parent
+        self.leaf_sparse = [n for n in path if n is leaf]  # its flags are per cell
+        self.above = [n for n in path if n is not leaf]
         self.inner = [1] * len(block)
-        budget = BLOCK_CHUNK
+        budget = part
         for a in reversed(range(len(block))):
             self.inner[a] = max(d for d in range(1, min(block[a], budget) + 1) if block[a] % d == 0)
             budget //= self.inner[a]
             if self.inner[a] != block[a]:
-                break  # an axis split: the chunk stays one contiguous run
+                break  # an axis split: the part stays one contiguous run
         self.parts = [b // n for b, n in zip(block, self.inner)]
-        self.digits = list(cells) + self.parts  # the parallel loop's index, delinearized
+        self.digits = [c for level in levels for _, c, _ in level]  # the parallel loop's
         self.total = 1
         for d in self.digits:
             self.total *= d
+        self.part_count = 1  # a block's parts: a serial loop inside it (its flags tested once)
+        for d in self.parts:
+            self.part_count *= d
+
+
+TAICHI_PART = 128  # the most cells of a part (measured on Taichi 1.7.4's x64 backend)
+
+
+def _part_size(cells, above):
+    """Taichi's part of a block of `cells` cells under a node of `above` cells a container:
+    as many parts as make each at most `above` and TAICHI_PART cells (measured: 4 x 4 blocks
+    under a 2 x 2 pointer sum 4 cells at a time, 16 x 16 ones under a 8 x 8 pointer 64, under
+    a 16 x 16 one 128)."""
+    parts = -(-cells // min(above, TAICHI_PART))
+    while cells % parts:
+        parts += 1
+    return cells // parts
 
 
 def sparse_blocks(iterable):
     """The `SparseBlocks` of a struct-for over `iterable` when it is a field (or struct field)
-    whose sparse nodes are all pointer/bitmasked, with blocks of more than one element. Else
-    None (a flat loop testing each element)."""
+    under pointer/bitmasked nodes (no dynamic one), and its leaf
+    node has more than one cell a container. Else None (a flat loop testing each element)."""
     from fieldsim.lang import runtime
     from fieldsim.lang.field import Field
     from fieldsim.lang.struct import StructField
@@ -198,12 +221,106 @@ def sparse_blocks(iterable):
     path = field_path(iterable)
     if not path or any(n.kind == DYNAMIC for n in path):
         return None
-    leaf, node = iterable._snode.axis_sizes, path[-1]
-    axes = sorted(leaf)
-    if tuple(leaf[a] for a in axes) != tuple(iterable.shape):
+    leaf_sizes_, axes = iterable._snode.axis_sizes, sorted(iterable._snode.axis_sizes)
+    if tuple(leaf_sizes_[a] for a in axes) != tuple(iterable.shape):
         return None
-    cells = [node.axis_sizes.get(a, 1) for a in axes]
-    block = [leaf[a] // c for a, c in zip(axes, cells)]
-    if any(c * b != leaf[a] for a, c, b in zip(axes, cells, block)) or all(b == 1 for b in block):
+    chain = _chain(iterable._snode._parent)
+    leaf, above = chain[-1], chain[:-1]
+    if not above:  # one container: a flat loop is Taichi's order, its parts single cells
         return None
-    return SparseBlocks(iterable, path, cells, block)
+    block = [leaf.own.get(a, 1) for a in axes]
+    cells = 1
+    for b in block:
+        cells *= b
+    if cells == 1:
+        return None
+    levels = [[(k, n.own[a], leaf_sizes_[a] // n.axis_sizes[a])
+               for k, a in enumerate(axes) if a in n.own] for n in above]
+    per_container = 1
+    for s in above[-1].own.values():
+        per_container *= s
+    return SparseBlocks(iterable, path, levels, block, _part_size(cells, per_container))
+
+
+def _chain(node):
+    """The nodes from the root's child down to `node`."""
+    chain = []
+    while node is not None and node.kind != ROOT:
+        chain.append(node)
+        node = node._parent
+    return chain[::-1]
+
+
+LIST_MAX = 1 << 22  # the most blocks a struct-for lists (a 16 MB list); more: flags tested live
+
+
+def list_if_activating(fe, blocks, loop):
+    """Taichi lists the active blocks before a struct-for runs, so blocks its own body
+    activates are not visited (Taichi 1.7.4: a loop writing `x[i + 1]` under
+    `pointer(i, 8).dense(i, 8)` visits 8 cells, not 64). Where the body of the blocked
+    struct-for `loop` (just built, the last statement of the current block) activates a block
+    of its layout, a serial task before it now writes the blocks active at that point into a
+    hidden list, in block order, and the loop runs over the list. Elsewhere testing each block
+    as the loop reaches it is the same, and the loop's indices stay plain for the access rules
+    (a listed block's index depends on data)."""
+    flags = {id(n.sparse.flag) for n in blocks.above}
+    if blocks.total > LIST_MAX or not any(
+            s.op in (Op.STORE, Op.ATOMIC) and id(s.field) in flags for s in walk(loop.body)):
+        return
+    top = fe.b.block
+    at, end = top.index(loop), len(top)
+    listed, count = _list_active_blocks(fe, blocks)
+    listing = top[end:]
+    del top[end:]
+    top[at:at] = listing  # the listing before the loop
+    with fe.b.into(loop.body):
+        block = fe.b.load(listed, [loop])
+    loop.body.insert(0, loop.body.pop())
+    for s in walk(loop.body):
+        if s is not block:
+            s.args = tuple(block if a is loop else a for a in s.args)
+    loop.args = (loop.args[0], count)  # i32: at most LIST_MAX blocks
+
+
+def _list_active_blocks(fe, blocks):
+    """Emits the listing task (`ForInfo.listing`) and the load of its count: (list, count)."""
+    from fieldsim.lang.field import Field
+    name = f"{fe.kernel_name}.blocks{len(fe.hidden_fields)}"
+    count = Field(T.i32, (), name + ".count", _role="listing")
+    listed = Field(T.i32, (blocks.total,), name, _role="listing")
+    fe.hidden_fields += [count, listed]
+    zero = fe.b.const(0, T.i32)
+    loop = fe.b.for_(zero, fe.b.const(blocks.total, T.i32),
+                     ForInfo(parallel=False, serialize=True, listing=True))
+    with fe.b.into(loop.body):
+        with fe.b.into(fe.b.if_(fe.e.compare("==", loop, zero)).blocks[0]):
+            fe.b.store(count, [], zero)  # in the task: an adjoint runs it again whole
+        first = block_origin(fe, blocks, block_digits(fe, blocks, loop))
+        guard = fe.b.if_(active_condition(fe, blocks.above, blocks.field._snode.axis_sizes, first))
+        with fe.b.into(guard.blocks[0]):
+            k = fe.b.load(count, [])
+            fe.b.store(listed, [k], loop)
+            fe.b.store(count, [], as_i32(fe, fe.e.binop("+", k, 1)))
+    return listed, fe.b.load(count, [])
+
+
+def block_digits(fe, blocks, t):
+    """The level digits of block number `t` (its levels' cells, row-major)."""
+    sizes = [d for d in blocks.digits if d > 1]
+    found = iter(fe.delinearize(t, [(0, d) for d in sizes], sizes))
+    return [next(found) if d > 1 else 0 for d in blocks.digits]
+
+
+def block_origin(fe, blocks, digits):
+    """Per field axis, the storage index of the block's first cell: each level's digit times
+    the cells below it."""
+    first = [None] * len(blocks.block)
+    k = 0
+    for level in blocks.levels:
+        for a, cells, stride in level:
+            d, k = digits[k], k + 1
+            if cells == 1:
+                continue
+            term = d if stride == 1 else fe.e.binop("*", d, stride)
+            first[a] = term if first[a] is None else fe.e.binop("+", first[a], term)
+    return [as_i32(fe, 0 if f is None else f) for f in first]

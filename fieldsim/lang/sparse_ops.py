@@ -313,6 +313,7 @@ def kernel_append(fe, call, args, kw, target=None):
         raise FieldsimTypeError("fs.append needs a dynamic node")
     p = [as_i32(fe, v) for v in _dyn_parent_index(node, args[1])]
     f = _append_target(node, target)
+    value = _one_entry_as_scalar(f, value)
     # counted even when full, as Taichi 1.7.4 does (its length then exceeds the node's size);
     # what does not fit is dropped (Taichi chains chunks past the declared shape)
     old = fe.b.atomic("add", node.sparse.flag, p, fe.b.const(1, T.i32))
@@ -324,6 +325,17 @@ def kernel_append(fe, call, args, kw, target=None):
         ref = StructFieldRef(f, full) if isinstance(f, StructField) else FieldRef(f, full, None)
         ref.store(fe, value)
     return old
+
+
+def _one_entry_as_scalar(f, value):
+    """A one-entry vector appended to a scalar field is its entry: Taichi 1.7.4 appends the
+    index of `ti.grouped` over a 1-D field (`grid[c].append(I)`) this way."""
+    from fieldsim.lang.expr import MatVal
+    from fieldsim.lang.frontend_refs import to_matval
+    v = to_matval(value)
+    if isinstance(v, MatVal) and len(v.entries) == 1 and getattr(f, "ndim_el", None) == 0:
+        return v.entries[0]
+    return value
 
 
 def kernel_length(fe, call, args, kw):

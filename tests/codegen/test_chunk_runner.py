@@ -127,3 +127,46 @@ def test_launches_do_not_wait_for_the_runner(threaded):
         bump()
     assert be.mailbox is not None and be.mailbox.words[0] >= 50
     np.testing.assert_array_equal(hits.to_numpy(), np.full(n, 100, np.int32))
+
+
+def _function(text, name):
+    start = text.index(f"define void @{name}(")
+    return text[start:text.index("\n}\n", start)]
+
+
+def test_waits_yield_the_processor_on_posix_only():
+    """A caller spinning for a descheduled helper's chunk, and an idle helper polling, hand
+    their core over every SPINS_BEFORE_YIELD spins (an oversubscribed machine ran a 2-thread
+    cloth step at half the speed of one thread); Windows has no sched_yield."""
+    import llvmlite.binding as llvm
+
+    from fieldsim.codegen import chunk_runner
+    linux = chunk_runner.ir_text("x86_64-unknown-linux-gnu")
+    for name in ("fs_launch", "fs_worker"):
+        body = _function(linux, name)
+        assert "call i32 @sched_yield()" in body and "llvm.x86.sse2.pause" in body
+    assert "declare i32 @sched_yield()" in linux
+    windows = chunk_runner.ir_text("x86_64-pc-windows-msvc")
+    assert "sched_yield" not in windows
+    for text in (linux, windows, chunk_runner.ir_text("aarch64-unknown-linux-gnu")):
+        llvm.parse_assembly(text).verify()
+
+
+def test_every_chunk_runs_once_when_waits_yield_at_once(monkeypatch):
+    from fieldsim.codegen import chunk_runner, cpu
+    monkeypatch.setattr(chunk_runner, "SPINS_BEFORE_YIELD", 1)  # before the runner is built
+    fs.init(arch=fs.cpu, cpu_max_num_threads=2)
+    monkeypatch.setattr(cpu, "SMALL_LAUNCH", 0)
+    monkeypatch.setattr(cpu, "SMALL_WORK", 0)
+    _backend().runner_object.result()
+    hits = fs.field(fs.i32, shape=4099, name="hits")
+
+    @fs.kernel
+    def count():
+        for i in hits:
+            hits[i] += 1
+
+    for _ in range(200):
+        count()
+    np.testing.assert_array_equal(hits.to_numpy(), np.full(4099, 200, np.int32))
+    assert _backend().mailbox.words[0] >= 200

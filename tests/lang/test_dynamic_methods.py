@@ -69,3 +69,21 @@ def test_append_takes_one_value():
 
     with pytest.raises(TypeError, match="append"):
         bad()
+
+
+def test_append_grouped_index_of_1d_field():
+    # SnowFall's particle grid: `grid[cell].append(I)` with `I` from `ti.grouped` over a 1-D
+    # field is a one-entry vector; Taichi appends its entry
+    p = fs.field(fs.f32, 5)
+    grid = fs.field(fs.i32)
+    fs.root.dense(fs.i, 3).dynamic(fs.j, 8, chunk_size=4).place(grid)
+
+    @fs.kernel
+    def bin_particles():
+        for I in fs.grouped(p):
+            grid[I[0] % 3].append(I)
+
+    bin_particles()
+    got = grid.to_numpy()
+    for c in range(3):
+        assert sorted(got[c, :2 if c < 2 else 1]) == [i for i in range(5) if i % 3 == c]

@@ -214,3 +214,132 @@ def test_a_field_of_other_extents_under_the_same_block_is_still_activated():
     spread()
     assert [fs.is_active(blk, [b]) for b in range(4)] == [0, 1, 1, 1]
     assert y.to_numpy().tolist() == [0.0, 0.0, 0.0, 0.0, 5.0, 5.0, 5.0, 5.0]
+def _taichi_order(levels, leaf):
+    """Cells in Taichi's struct-for order: every level's cells row-major, level by level from
+    the root (`levels`: each level's per-axis cell counts, the leaf node's last)."""
+    order = [(0, 0)]
+    for sizes in levels + [leaf]:
+        order = [(i * sizes[0] + a, j * sizes[1] + b) for i, j in order
+                 for a in range(sizes[0]) for b in range(sizes[1])]
+    return order
+
+
+@pytest.mark.parametrize("layout", ["pointer.pointer.dense", "pointer.bitmasked",
+                                    "dense.pointer.dense", "pointer.bitmasked.dense",
+                                    "pointer.dense.dense", "pointer.dense"])
+def test_struct_for_visits_and_sums_in_taichis_order_under_every_level(layout):
+    # Taichi (one thread) walks the layout tree level by level, a container of the leaf node
+    # at a time, and starts a thread-local sum afresh every part of a container, a part being
+    # at most as many cells as the node above the leaf has a container, and at most 128
+    # (measured on Taichi 1.7.4: a 4 x 4 block under a 2 x 2 pointer sums 4 cells at a time)
+    fs.init(arch=fs.cpu, cpu_max_num_threads=1, fast_math=False)
+    kinds = layout.split(".")
+    sizes = {"pointer.pointer.dense": [2, 4, 4], "pointer.bitmasked": [4, 4],
+             "dense.pointer.dense": [2, 2, 4], "pointer.bitmasked.dense": [2, 2, 4],
+             "pointer.dense.dense": [2, 2, 4], "pointer.dense": [16, 16]}[layout]
+    x = fs.field(fs.f32)
+    node = fs.root
+    for kind, n in zip(kinds, sizes):
+        node = getattr(node, kind)(fs.ij, n)
+    node.place(x)
+    side = int(np.prod(sizes))
+    order = _taichi_order([(n, n) for n in sizes[:-1]], (sizes[-1], sizes[-1]))
+    rng = np.random.default_rng(5)
+    vals = (rng.standard_normal((side, side)) * 10.0 ** rng.integers(-4, 5, (side, side))).astype(np.float32)
+    seen = fs.field(fs.i32, shape=side * side)
+    n = fs.field(fs.i32, shape=())
+    s = fs.field(fs.f32, shape=())
+
+    @fs.kernel
+    def fill(a: fs.types.ndarray()):
+        for i, j in fs.ndrange(side, side):
+            x[i, j] = a[i, j]
+
+    @fs.kernel
+    def visit():
+        for i, j in x:
+            seen[fs.atomic_add(n[None], 1)] = i * side + j
+            s[None] += x[i, j]
+
+    fill(vals)
+    visit()
+    assert seen.to_numpy().tolist() == [i * side + j for i, j in order]
+    leaf, parent = sizes[-1] ** 2, sizes[-2] ** 2
+    part = min(leaf, parent, 128)  # Taichi's parts are at most 128 cells
+    f = np.float32
+    want = f(0)
+    for p in range(0, len(order), part):
+        acc = f(0)
+        for i, j in order[p:p + part]:
+            acc = f(acc + vals[i, j])
+        want = f(want + acc)
+    assert s[None] == want
+
+
+def test_a_blocks_parts_run_inside_its_iteration():
+    # a mostly inactive 4096^2 grid of 16 x 16 blocks under an 8 x 8 pointer: Taichi's
+    # 64-cell parts run as a serial loop inside the block's iteration, so each block's flags are
+    # tested once (as parallel iterations of their own, the struct-for took 3.5 ms, Taichi 0.95)
+    x = fs.field(fs.f32)
+    fs.root.pointer(fs.ij, 32).pointer(fs.ij, 8).dense(fs.ij, 16).place(x)
+    blocks = sparse_kernel.sparse_blocks(x)
+    assert (blocks.total, blocks.part_count, blocks.inner) == (256 * 256, 4, [4, 16])
+
+
+@pytest.mark.parametrize("layout, visits", [("pointer.dense", 8), ("pointer.pointer.dense", 8),
+                                            ("pointer.bitmasked", 5), ("bitmasked", 61)])
+def test_a_struct_for_skips_blocks_its_own_body_activates(layout, visits):
+    # Taichi lists the active blocks before the loop runs: a body activating later blocks does
+    # not reach them in that launch (a bitmasked leaf's cells are tested as the loop reaches
+    # them, so a lone bitmasked node grows through its one container); measured on Taichi
+    # 1.7.4 with one thread: 8, 8, 5 and 61 visits, fieldsim visited 64, 64, 61, 61
+    fs.init(arch=fs.cpu, cpu_max_num_threads=1)
+    x = fs.field(fs.i32)
+    node = fs.root
+    for kind, n in zip(layout.split("."), {"pointer.dense": [8, 8], "pointer.bitmasked": [8, 8],
+                                           "pointer.pointer.dense": [4, 2, 8], "bitmasked": [64]}[layout]):
+        node = getattr(node, kind)(fs.i, n)
+    node.place(x)
+    n = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def grow():
+        for i in x:
+            n[None] += 1
+            if i + 1 < 64:
+                x[i + 1] = 1
+            if i + 9 < 64:
+                x[i + 9] = 1
+
+    x[3] = 1
+    grow()
+    assert n[None] == visits
+    assert (sparse_kernel.sparse_blocks(x) is None) == (layout == "bitmasked")
+
+
+def test_a_listing_struct_for_lists_again_in_its_adjoint():
+    # the list a launch leaves is the last launch's: the adjoint makes its own before the
+    # loop's adjoint (the listing task, stores and all), and the primal's listing task has no
+    # adjoint of its own
+    from support.ir_kit import compiled_ir
+
+    from fieldsim.ad.reverse import make_adjoint
+    from fieldsim.ir.ir import Op, walk
+
+    x = fs.field(fs.f64, needs_grad=True)
+    fs.root.pointer(fs.i, 8).dense(fs.i, 8).place(x)
+
+    @fs.kernel
+    def grow():
+        for i in x:
+            if i + 8 < 64:
+                x[i + 8] += x[i] * 2.0
+
+    primal = compiled_ir(grow)
+    tasks = [s for s in primal.body if s.op == Op.FOR]
+    assert [t.attr.listing for t in tasks] == [True, False]
+    adjoint = [s for s in make_adjoint(primal).body if s.op == Op.FOR]
+    assert [(t.attr.listing, t.attr.parallel) for t in adjoint] == [(True, False), (False, True)]
+    stores = [s for s in walk(adjoint[0].body) if s.op == Op.STORE]
+    assert {s.field.role for s in stores} == {"listing"} and len(stores) == 3
+
