@@ -150,6 +150,13 @@ def _shr(lw, b, dt, x, y):
     return b.select(far, _zero(x), b.lshr(x, b.select(far, _zero(y), y)))
 
 
+def _fminmax(b, cmp, x, y):
+    """Taichi 1.7.4's float min/max (LLVM's minnum/maxnum on x86, measured): a NaN operand is
+    ignored (`ti.max(1.0, nan)` is 1.0), and of two equal operands (+0.0, -0.0) the first."""
+    take_y = b.or_(b.fcmp_ordered(cmp, y, x), b.fcmp_unordered("uno", x, x))
+    return b.select(take_y, y, x)
+
+
 LOWER_FLOAT = {
     Op.NEG: lambda lw, b, dt, x: b.fneg(x, flags=lw.fmf),
     Op.ABS: _math("fabs"), Op.SQRT: _math("sqrt"), Op.SIN: _math("sin"), Op.COS: _math("cos"),
@@ -162,8 +169,8 @@ LOWER_FLOAT = {
     Op.MUL: lambda lw, b, dt, x, y: b.fmul(x, y, flags=lw.fmf),
     Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y, flags=lw.approx_fmf),
     Op.MOD: lambda lw, b, dt, x, y: b.frem(x, y),
-    Op.MIN: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered("<", x, y), x, y),
-    Op.MAX: lambda lw, b, dt, x, y: b.select(b.fcmp_ordered(">", x, y), x, y),
+    Op.MIN: lambda lw, b, dt, x, y: _fminmax(b, "<", x, y),
+    Op.MAX: lambda lw, b, dt, x, y: _fminmax(b, ">", x, y),
 }
 LOWER_INT = {
     Op.NEG: lambda lw, b, dt, x: b.neg(x), Op.ABS: _int_abs,
