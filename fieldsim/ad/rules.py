@@ -11,8 +11,10 @@ forward-mode code is emitted). Returns None when the tangent is zero.
 
 Ops in `ir.NONDIFF`, integer-valued statements and comparisons have no rule: they carry no
 derivative. Every rule emits only arithmetic (no memory, no control flow), so a caller may
-drop unused contributions. Kinks follow Taichi: MIN/MAX route to the first operand on a tie,
-ABS has slope 0 at 0, and d(a**b)/db is 0 where a <= 0.
+drop unused contributions. Kinks follow Taichi 1.7.4 (measured, reverse and forward mode): MIN/MAX
+route to the first operand only where it is strictly smaller/larger, so a tie (or a NaN) goes to the
+second (`ti.max(x, 0.0)` at x == 0 has slope 0 in x), ABS has slope 0 at 0, and d(a**b)/db is 0
+where a <= 0.
 """
 from __future__ import annotations
 
@@ -211,8 +213,8 @@ RULES: dict[Op, Rule] = {
     Op.SUB: _linear((1, -1)),
     **{op: _chain(p) for op, p in UNARY_PARTIALS.items()},
     **{op: _chain(p) for op, p in BINARY_PARTIALS.items()},
-    Op.MIN: _route(_cmp(Op.LE), 0, 1),
-    Op.MAX: _route(_cmp(Op.GE), 0, 1),
+    Op.MIN: _route(_cmp(Op.LT), 0, 1),
+    Op.MAX: _route(_cmp(Op.GT), 0, 1),
     Op.SELECT: _route(lambda b, s, primal: primal(s.args[0]), 1, 2),
     Op.CAST: Rule(_cast_vjp, _cast_jvp),
 }

@@ -177,7 +177,8 @@ def _require_float(fe, v):
 
 
 def _k_clamp(fe, x, lo, hi):
-    return fe.e.binop("min", fe.e.binop("max", x, lo), hi)
+    # Taichi's operand order, which decides where the gradient goes at a bound (to x)
+    return fe.e.binop("min", hi, fe.e.binop("max", lo, x))
 
 
 def _k_mix(fe, x, y, a):
