@@ -17,16 +17,6 @@ I32 = L.IntType(32)
 _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
 
 
-def _minmax(op):
-    # as Taichi's backend (LLVM's minnum/maxnum): a NaN operand yields the other one, whichever
-    # side it is on; a select on `<`/`>` alone returned the second operand's NaN. Written as
-    # selects: LLVM's loop vectorizer asserts on a serial minnum/maxnum reduction.
-    def lower(lw, b, dt, x, y):
-        r = b.select(b.fcmp_ordered(op, x, y), x, y)
-        return b.select(b.fcmp_unordered("uno", y, y), x, r)
-    return lower
-
-
 def _math(name):
     def lower(lw, b, dt, *a):
         v = lw.cg.target.math(b, lw.cg.module, name, dt, list(a))
@@ -160,6 +150,13 @@ def _shr(lw, b, dt, x, y):
     return b.select(far, _zero(x), b.lshr(x, b.select(far, _zero(y), y)))
 
 
+def _fminmax(b, cmp, x, y):
+    """Taichi 1.7.4's float min/max (LLVM's minnum/maxnum on x86, measured): a NaN operand is
+    ignored (`ti.max(1.0, nan)` is 1.0), and of two equal operands (+0.0, -0.0) the first."""
+    take_y = b.or_(b.fcmp_ordered(cmp, y, x), b.fcmp_unordered("uno", x, x))
+    return b.select(take_y, y, x)
+
+
 LOWER_FLOAT = {
     Op.NEG: lambda lw, b, dt, x: b.fneg(x, flags=lw.fmf),
     Op.ABS: _math("fabs"), Op.SQRT: _math("sqrt"), Op.SIN: _math("sin"), Op.COS: _math("cos"),
@@ -172,7 +169,8 @@ LOWER_FLOAT = {
     Op.MUL: lambda lw, b, dt, x, y: b.fmul(x, y, flags=lw.fmf),
     Op.DIV: lambda lw, b, dt, x, y: b.fdiv(x, y, flags=lw.approx_fmf),
     Op.MOD: lambda lw, b, dt, x, y: b.frem(x, y),
-    Op.MIN: _minmax("<"), Op.MAX: _minmax(">"),
+    Op.MIN: lambda lw, b, dt, x, y: _fminmax(b, "<", x, y),
+    Op.MAX: lambda lw, b, dt, x, y: _fminmax(b, ">", x, y),
 }
 LOWER_INT = {
     Op.NEG: lambda lw, b, dt, x: b.neg(x), Op.ABS: _int_abs,

@@ -232,6 +232,19 @@ def _unary_math(fn, diff=True, real_only=False, int_ok=False):
                 int_ok=int_ok, real_only=real_only)
 
 
+def _isnan(a):
+    return isinstance(a, float) and math.isnan(a)
+
+
+def _min(a, b):
+    # as the lowering (codegen/llvm_arith.py): a NaN operand ignored, a tie gives the first
+    return b if (b < a or _isnan(a)) else a
+
+
+def _max(a, b):
+    return b if (b > a or _isnan(a)) else a
+
+
 def _binary(fn, diff=True, int_ok=True, float_ok=True):
     kind = Operands.SAME if int_ok and float_ok else (Operands.INT if int_ok else Operands.FLOAT)
     return _spec(arity=2, result=Result.OPERAND, operands=kind, effect=Effect.PURE,
@@ -287,8 +300,8 @@ _SPECS = {
     Op.MOD: _binary(_mod),
     Op.POW: _binary(operator.pow, int_ok=False),  # integers: through f64, then rounded
     Op.ATAN2: _binary(math.atan2, int_ok=False),
-    Op.MIN: _binary(min),
-    Op.MAX: _binary(max),
+    Op.MIN: _binary(_min),
+    Op.MAX: _binary(_max),
     Op.BIT_AND: _binary(operator.and_, diff=False, float_ok=False),
     Op.BIT_OR: _binary(operator.or_, diff=False, float_ok=False),
     Op.BIT_XOR: _binary(operator.xor, diff=False, float_ok=False),

@@ -31,6 +31,7 @@ from fieldsim.lang.field import Field, placed_twin
 from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin, constant_index_message
 from fieldsim.lang.frontend_refs import (
     FieldRef,
+    ListRef,
     LocalRef,
     StaticRef,
     StructVar,
@@ -540,6 +541,15 @@ class Frontend(ExprMixin):
         self.b.local_store(var, self.e.value(value, dt))
         self.frame.bind(name, LocalRef([var], None, name))
 
+    def declare_list(self, name, items):
+        """`v = [a, b]` of vectors/matrices, later item-assigned: one variable per item (Taichi's
+        `expr_init` of a list), bound under `name[k]` so that they cross tasks as any variable."""
+        refs = []
+        for k, item in enumerate(items):
+            self.declare(f"{name}[{k}]", item)
+            refs.append(self.frame.local(f"{name}[{k}]"))
+        self.frame.bind(name, ListRef(refs, name))
+
     def declare_kernel_variable(self, name, value, dtype=None):
         """A variable at kernel top level lives in a hidden 0-D field (Taichi's global
         temporaries): it can cross tasks, and `+=` from a parallel loop is atomic."""
@@ -598,6 +608,9 @@ class Frontend(ExprMixin):
             self.frame.bind(name, StructVar(struct.declare(self, name, value)))
             return
         value = self.typed_container_floats(value)
+        if _list_of_tensors(value) and name in self.frame.source.item_assigned:
+            self.declare_list(name, value)
+            return
         if isinstance(value, (list, tuple)) and name in self.frame.source.item_assigned:
             # `v = [a, b]; v[1] = c` (or a tuple a func returned): as in Taichi, the items are
             # variables (a local vector)
@@ -1644,6 +1657,12 @@ def _constant_locals(fdef) -> set:
         elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
             single.add(n.targets[0].id)
     return {name for name in single if stores.get(name) == 1 and name not in passed}
+
+
+def _list_of_tensors(value) -> bool:
+    """A list of kernel values at least one of which is a vector or matrix."""
+    return isinstance(value, list) and any(isinstance(e, MatVal) for e in value) and \
+        all(isinstance(e, (Stmt, MatVal, numbers.Number)) for e in value)
 
 
 def _item_assigned_names(fdef) -> set:

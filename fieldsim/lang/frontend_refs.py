@@ -123,6 +123,34 @@ def binding_for(value) -> Ref:
     return ValueRef(value) if isinstance(value, (Stmt, MatVal)) else StaticRef(value)
 
 
+class ListRef(Ref):
+    """`v = [a, b]` of vectors/matrices in a kernel, then assigned item by item (`v[j] = p[i]`):
+    as in Taichi, a Python list whose items are variables, each assigned whole at a constant
+    index. (Made one matrix, `v[j] = p[i]` was refused: "Expected 2 indices, got 1".)"""
+
+    __slots__ = ("items", "name")
+
+    def __init__(self, items: list, name: str):
+        self.items, self.name = items, name
+
+    def load(self, fe):
+        return [r.load(fe) for r in self.items]
+
+    def store(self, fe, value):
+        if not isinstance(value, (list, tuple)) or len(value) != len(self.items):
+            raise FieldsimTypeError(f"cannot assign {describe(value)} to {self.name!r}, a list of "
+                                    f"{len(self.items)} variables")
+        for r, v in zip(self.items, value):
+            r.store(fe, v)
+
+    def component(self, fe, idx):
+        if len(idx) != 1 or not isinstance(idx[0], numbers.Integral) or \
+                not -len(self.items) <= idx[0] < len(self.items):
+            raise FieldsimSyntaxError(f"{self.name!r} is a list of {len(self.items)} variables: "
+                                      f"index it with one constant in range, got {list(idx)!r}")
+        return self.items[idx[0]]
+
+
 class LocalRef(Ref):
     """An assignable local: one scalar alloca, or the allocas of a local vector/matrix.
     `name` (the variable's, when it is one) makes the errors name it."""
