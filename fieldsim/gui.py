@@ -181,10 +181,15 @@ def _disc_pixels(cx, cy, r, res, ordered=True):
     one square box size, the distance test broadcast from a row and a column per disc. With
     ``ordered`` False (discs of one colour) the pixels may come in any order."""
     w, h = res
+    # a disc with a NaN or infinite centre or radius draws nothing (as in Taichi), and its
+    # garbage integer box must not warn
+    finite = np.isfinite(cx) & np.isfinite(cy) & np.isfinite(r)
+    cx, cy, r = (np.where(finite, a, 0.0) for a in np.broadcast_arrays(cx, cy, r))
     x0, y0 = np.floor(cx - r).astype(np.int64), np.floor(cy - r).astype(np.int64)
     size = np.maximum(np.floor(cx + r).astype(np.int64) - x0,
                       np.floor(cy + r).astype(np.int64) - y0) + 1
-    shown = np.flatnonzero((size > 0) & (x0 < w) & (x0 + size > 0) & (y0 < h) & (y0 + size > 0))
+    shown = np.flatnonzero(finite & (size > 0) & (x0 < w) & (x0 + size > 0) & (y0 < h)
+                           & (y0 + size > 0))
     parts = []
     for side in np.unique(size[shown]):
         group = shown[size[shown] == side]

@@ -2,6 +2,7 @@
 
 import platform
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -78,6 +79,19 @@ def test_circles_palette_radii_and_fields(tmp_path):
     img = shot(gui, tmp_path)
     assert [at(img, x, 0.5) for x in (0.2, 0.5, 0.8)] == [rgb(BLUE), rgb(RED), rgb(GREEN)]
     assert tuple(img[50, 85]) == rgb(GREEN) and tuple(img[50, 25]) == (0, 0, 0)
+
+
+def test_non_finite_circles_draw_nothing_and_do_not_warn(tmp_path):
+    # a DEM program from GitHub draws every slot of a particle field, unused ones at NaN
+    # (0/0 masses); Taichi skips those silently, fieldsim warned from numpy's integer cast
+    pos = np.array([[0.5, 0.5], [np.nan, 0.2], [0.3, np.inf], [0.2, 0.2]])
+    radius = np.array([3.0, 2.0, 2.0, np.nan])
+    gui, only = GUI(res=32), GUI(res=32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        gui.circles(pos, radius=radius, color=WHITE)
+    only.circles(pos[:1], radius=3.0, color=WHITE)
+    assert (shot(gui, tmp_path, "a.png") == shot(only, tmp_path, "b.png")).all()
 
 
 def test_tiny_circle_still_draws_a_pixel(tmp_path):

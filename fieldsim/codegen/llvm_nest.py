@@ -9,7 +9,8 @@ of its linear index. Emits `for q: for r:` (lin = q*c + r) and, inside it:
 * atomic adds that depend on q only summed per row in a register, and those that depend on r
   only summed over the chunk in a stack array of c values (`loopnest.nest_accumulators`),
   each flushed with one atomic per element touched: the inner loop keeps no atomics (an
-  adjoint's `x.grad[i] += ...; x.grad[j] -= ...` scatter vectorizes).
+  adjoint's `x.grad[i] += ...; x.grad[j] -= ...` scatter vectorizes). Under fast math only:
+  with `fast_math=False` every atomic runs in place, so one thread adds in program order.
 
 Guarantees: the same values as the plain loop up to float summation order (which threads
 already vary); an accumulator left at +0.0 (or integer 0) is not flushed, so untouched
@@ -63,7 +64,9 @@ class NestLowering:
         self.ranges = split.ranges
         ity = ll_type(s.dtype)
         outside = {id(p) for p in self.cg.prologue}
-        kinds = nest_accumulators(s, split, outside, set(self.reductions))
+        # deferred sums reorder one thread's additions: fast-math only, so that exact mode adds
+        # in program order (Taichi's bits on one thread)
+        kinds = nest_accumulators(s, split, outside, set(self.reductions)) if self.cg.fmf else {}
         atomics = [st for st in walk(s.body) if id(st) in kinds]
         rows = [st for st in atomics if kinds[id(st)] == "row"]
         cols = [st for st in atomics if kinds[id(st)] == "col"]

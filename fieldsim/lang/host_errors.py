@@ -21,7 +21,7 @@ from fieldsim.lang.naming import user_loc
 # the most specific built-in first: numpy's AxisError is both a ValueError and an IndexError
 _LOCATED = ((IndexError, FieldsimIndexError), (TypeError, FieldsimTypeError),
             (ValueError, FieldsimValueError))
-_DUNDERS = ("__getitem__", "__setitem__", "__init__")
+_DUNDERS = ("__getitem__", "__setitem__", "__init__", "__iter__")
 
 
 def _located(err: Exception) -> FieldsimError:
@@ -62,7 +62,7 @@ def _wrap_members(cls):
 
 def located_subclasses(cls):
     """Class decorator: wrap `cls`'s public methods (and `__getitem__`, `__setitem__`,
-    `__init__`), and those every subclass defines."""
+    `__init__`, `__iter__`), and those every subclass defines."""
     _wrap_members(cls)
     previous = cls.__dict__.get("__init_subclass__")
 

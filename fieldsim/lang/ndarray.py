@@ -43,7 +43,7 @@ from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError, Loc
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import interop, naming, runtime
 from fieldsim.lang import types as T
-from fieldsim.lang.field import Field, _resolve_dtype
+from fieldsim.lang.field import Field, FieldScopeError, _resolve_dtype
 from fieldsim.lang.host_errors import at_user_line
 
 
@@ -106,6 +106,13 @@ class Ndarray(Field):
 
     def __repr__(self):
         return f"<fs.ndarray {self.ir_name!r} shape={self.shape} element={self.element_type}>"
+
+    def __iter__(self):
+        # Taichi 1.7.4 iterates through __getitem__: a 1-D ndarray reads past its end without
+        # stopping, any other stops at once (`sum(a)` of a 3-D one is a silent 0)
+        raise FieldScopeError(f"ndarray {self.ir_name!r} (shape {self.shape}) cannot be iterated "
+                              "in Python scope (Taichi 1.7.4 silently reads past its end or "
+                              "yields nothing); use .to_numpy() or loop over ti.ndrange(*a.shape)")
 
 
 class ScalarNdarray(Ndarray):
