@@ -336,7 +336,10 @@ class Field:
 
     def to_numpy(self, dtype=None, keep_dims=False) -> np.ndarray:
         self._check_live()
-        arr = self.storage.to_numpy()
+        from fieldsim.lang import sparse_host
+        arr = sparse_host.read_active(self)
+        if arr is None:
+            arr = self.storage.to_numpy()
         # as Taichi: a vector field is n x 1 matrices with keep_dims; an n x 1 matrix field is
         # vectors without it
         if keep_dims and self.ndim_el == 1:

@@ -366,3 +366,28 @@ def test_deactivate_all_zeroes_components_placed_one_by_one():
     assert not np.any(wn[..., 0])  # under the block: zeroed
     i, j = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
     np.testing.assert_array_equal(wn[..., 1], np.where((i + j) % 5 == 0, j + 4.0, 0.0))
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_numpy_writes_reach_exactly_the_active_blocks(many, monkeypatch):
+    # a write goes block by block (few active blocks) or through a mask over every cell
+    from fieldsim.lang import sparse_host
+    if many:
+        monkeypatch.setattr(sparse_host, "BLOCK_SLICES", 0)
+    v = fs.Vector.field(2, fs.f32)
+    top = fs.root.pointer(fs.ij, (4, 2))
+    top.bitmasked(fs.ij, 2).dense(fs.ij, (3, 4)).place(v, offset=(-5, 7))
+    for i, j in [(-5, 7), (10, 20), (1, 7)]:
+        v[i, j] = [1.0, 1.0]  # storage (0, 0), (15, 13), (6, 0): bitmasked cells (0, 0), (5, 3), (2, 0)
+    active = np.zeros((24, 16), bool)
+    for bi, bj in [(0, 0), (5, 3), (2, 0)]:
+        active[bi * 3:bi * 3 + 3, bj * 4:bj * 4 + 4] = True
+    v.fill([2.0, -3.0])
+    got = v.to_numpy()
+    np.testing.assert_array_equal(got[active], np.tile([2.0, -3.0], (active.sum(), 1)))
+    assert not got[~active].any()
+    data = np.arange(24 * 16 * 2, dtype=np.float32).reshape(24, 16, 2)
+    v.from_numpy(data)
+    got = v.to_numpy()
+    np.testing.assert_array_equal(got[active], data[active])
+    assert not got[~active].any()
