@@ -4,8 +4,9 @@ fully active one.
 Each run is its own process (Taichi on the CPU, TI_ARCH=x64; both with 2 threads):
 * `sparse`: taichi_elements' grid layout, `pointer(ij, 32).pointer(ij, 8).dense(ij, 16)` of a
   4096^2 index space (a scalar mass and a 2-vector velocity placed one component at a time),
-  with 8 blocks active: timed are a struct-for over the grid (`if m > 0: v = v / m + g`) and
-  `grid.deactivate_all()`;
+  with 8 blocks active: timed are a struct-for over the grid (`if m > 0: v = v / m + g`),
+  `grid.deactivate_all()` (and the kernel seeding the 8 blocks again), and Python-scope
+  `m.fill(1.0)` and `m.to_numpy()`;
 * `dense`: `pointer(ij, 64).dense(ij, 16)` of 1024^2 cells, every block active: a struct-for
   computing `y = 2x + sin(x)` and one summing y into a 0-D field.
 Each timing is the median of `--repeats` calls after a warm-up call; runs alternate between the
@@ -91,6 +92,7 @@ def deactivate():
 seed()
 fill()
 out = {"sparse grid_op": median_ms(grid_op), "sparse deactivate_all + reseed": median_ms(deactivate),
+       "sparse m.fill (Python)": median_ms(lambda: m.fill(1.0)), "sparse m.to_numpy": median_ms(m.to_numpy),
        "dense step": median_ms(step), "dense sum": median_ms(total)}
 out["check"] = float(s[None]) + float(v.to_numpy().sum())
 print(json.dumps(out))
