@@ -1010,7 +1010,8 @@ class Frontend(ExprMixin):
         self.frame.scopes.append({})
         with self.b.into(loop.body):
             if blocks is not None:
-                self._sparse_block(node, iterable, names, grouped, blocks, loop)
+                self._sparse_block(lambda user, active, known: self._loop_cell(
+                    node, iterable, names, grouped, user, active, known), blocks, loop)
             elif split is None:
                 indices = self.delinearize(loop, outer_dims, sizes)
                 active, indices = sparse_kernel.struct_for_guard(self, target, indices)
@@ -1068,10 +1069,11 @@ class Frontend(ExprMixin):
             self.loop_depth -= 1
         self.depth -= 1
 
-    def _sparse_block(self, node, iterable, names, grouped, blocks, t):
+    def _sparse_block(self, cell, blocks, t):
         """The body of a blocked struct-for (`sparse_kernel.SparseBlocks`) for its iteration
         `t`: the block's sparse ancestors tested once, then its parts, each serial loops over
-        the part's cells."""
+        the part's cells; `cell(user indices, condition or None, known)` emits the body at a
+        cell (see `_loop_cell`)."""
         first = sparse_kernel.block_origin(self, blocks, sparse_kernel.block_digits(self, blocks, t))
         leaf = blocks.field._snode.axis_sizes
         cond = sparse_kernel.active_condition(self, blocks.above, leaf, first)
@@ -1079,12 +1081,12 @@ class Frontend(ExprMixin):
         self.depth += 1
         with self.b.into(guard.blocks[0] if guard is not None else self.b.block):
             if blocks.part_count == 1:
-                self._block_chunk(node, iterable, names, grouped, blocks, first, [])
+                self._block_chunk(cell, blocks, first, [])
             else:
-                self._block_parts(node, iterable, names, grouped, blocks, first)
+                self._block_parts(cell, blocks, first)
         self.depth -= 1
 
-    def _block_parts(self, node, iterable, names, grouped, blocks, first):
+    def _block_parts(self, cell, blocks, first):
         """A serial loop over the block's parts (`ForInfo.parts`: each part's sums start
         afresh), each part's cells from `first` plus the part's offset."""
         loop = self.b.for_(self.e.value(0, T.i32), self.e.value(blocks.part_count, T.i32),
@@ -1097,10 +1099,10 @@ class Frontend(ExprMixin):
             digits = [next(found) if d > 1 else 0 for d in blocks.parts]
             starts = [f if p == 1 else self.e.value(self.e.binop("+", f, self.e.binop("*", d, k)), T.i32)
                       for f, d, p, k in zip(first, digits, blocks.parts, blocks.inner)]
-            self._block_chunk(node, iterable, names, grouped, blocks, starts, [])
+            self._block_chunk(cell, blocks, starts, [])
         self.loop_depth -= 1
 
-    def _block_chunk(self, node, iterable, names, grouped, blocks, starts, done):
+    def _block_chunk(self, cell, blocks, starts, done):
         """Serial loops over the chunk's axes from `len(done)` on (`done`: the storage indices
         of the axes before), then the body at the cell."""
         a = len(done)
@@ -1110,18 +1112,17 @@ class Frontend(ExprMixin):
             known = sparse_kernel.known_cell(self, blocks.field, user)
             active = sparse_kernel.active_condition(
                 self, blocks.leaf_sparse, blocks.field._snode.axis_sizes, done)
-            self._loop_cell(node, iterable, names, grouped, user, active, known)
+            cell(user, active, known)
             return
         if blocks.inner[a] == 1:
-            self._block_chunk(node, iterable, names, grouped, blocks, starts,
-                              done + [self.e.value(starts[a], T.i32)])
+            self._block_chunk(cell, blocks, starts, done + [self.e.value(starts[a], T.i32)])
             return
         inner = self.b.for_(self.e.value(0, T.i32), self.e.value(blocks.inner[a], T.i32),
                             ForInfo(parallel=False, serialize=False, block_dim=None, blocks=True))
         self.loop_depth += 1
         with self.b.into(inner.body):
             index = self.e.value(self.e.binop("+", starts[a], inner), T.i32)
-            self._block_chunk(node, iterable, names, grouped, blocks, starts, done + [index])
+            self._block_chunk(cell, blocks, starts, done + [index])
         self.loop_depth -= 1
 
     def _loop_sizes(self, dims):
@@ -1149,39 +1150,57 @@ class Frontend(ExprMixin):
             self.frame.bind(name, ValueRef(idx))
 
     def field_fill(self, field: Field, value):
-        """`x.fill(v)` in a kernel: a loop over every cell (parallel when outermost) storing v."""
+        """`x.fill(v)` in a kernel: a loop over every cell (parallel when outermost) storing v;
+        under pointer/bitmasked nodes a struct-for over the active blocks (on the CPU), as
+        Taichi's fill is."""
         if field.shape is None:
             raise FieldsimTypeError(f"field {field.ir_name!r} is used before it has a shape "
                                     "(place it with fs.root.dense(...).place(...))")
-        info = ForInfo(parallel=self.at_kernel_top(), serialize=False, block_dim=None)
+        parallel = self.at_kernel_top()
+        blocks = sparse_kernel.sparse_blocks(field) if parallel else None
+        info = ForInfo(parallel=parallel, serialize=False, block_dim=None, blocks=blocks is not None)
         if info.parallel:
             value = self._fill_value_across_tasks(value)
         sizes = list(field.shape)
         total = 1
         for size in sizes:
             total *= size
-        loop = self.b.for_(self.e.value(0, T.i32), self.e.value(total, T.i32), info)
+        count = total if blocks is None else blocks.total
+        loop = self.b.for_(self.e.value(0, T.i32), self.e.value(count, T.i32), info)
         self.depth += 1
         self.loop_depth += 1
         if info.parallel:
             self.parallel_depth = self.loop_depth
         with self.b.into(loop.body):  # storage indices: the field's offset plays no part
-            indices = self.delinearize(loop, [(0, n) for n in sizes], sizes)
-            user = [i if o == 0 else self.e.value(self.e.binop("+", i, o), T.i32)
-                    for i, o in zip(indices, field._offset)]
-            active, _ = sparse_kernel.struct_for_guard(self, field, user)
-            if isinstance(value, FieldRef):
-                value = value.load(self)
-            if active is None:
-                FieldRef(field, indices, None).store(self, value)
-            else:  # as Taichi's fill (a struct-for): active cells only
-                guard = self.b.if_(active)
-                with self.b.into(guard.blocks[0]):
-                    FieldRef(field, indices, None).store(self, value)
+            if blocks is not None:
+                self._sparse_block(lambda user, active, known: self._fill_cell(
+                    field, known[2], active, value, known), blocks, loop)
+            else:
+                indices = self.delinearize(loop, [(0, n) for n in sizes], sizes)
+                user = [i if o == 0 else self.e.value(self.e.binop("+", i, o), T.i32)
+                        for i, o in zip(indices, field._offset)]
+                active, _ = sparse_kernel.struct_for_guard(self, field, user)
+                self._fill_cell(field, indices, active, value)
         if info.parallel:
             self.parallel_depth = -1
         self.loop_depth -= 1
         self.depth -= 1
+
+    def _fill_cell(self, field, indices, active, value, known=None):
+        """`fill`'s store of `value` at storage `indices`, where `active` holds (active cells
+        only, as Taichi's fill, a struct-for); `known`: the cell the loop found active."""
+        if isinstance(value, FieldRef):
+            value = value.load(self)
+        if known is not None:
+            self.known_active.append(known)
+        if active is None:
+            FieldRef(field, indices, None).store(self, value)
+        else:
+            guard = self.b.if_(active)
+            with self.b.into(guard.blocks[0]):
+                FieldRef(field, indices, None).store(self, value)
+        if known is not None and self.known_active and self.known_active[-1] is known:
+            self.known_active.pop()
 
     def _fill_value_across_tasks(self, value):
         """A fill value computed in the kernel body (`m = ti.Vector([...]); x.fill(m)`) kept in a

@@ -343,3 +343,25 @@ def test_a_listing_struct_for_lists_again_in_its_adjoint():
     stores = [s for s in walk(adjoint[0].body) if s.op == Op.STORE]
     assert {s.field.role for s in stores} == {"listing"} and len(stores) == 3
 
+
+
+def test_a_kernel_fill_of_a_blocked_field_writes_its_active_cells():
+    v = fs.Vector.field(2, fs.f32)
+    fs.root.pointer(fs.ij, (3, 4)).pointer(fs.ij, 2).dense(fs.ij, (2, 3)).place(v, offset=(4, -9))
+    for i, j in [(4, -9), (11, 5)]:
+        v[i, j] = [7.0, 7.0]  # storage (0, 0) and (7, 14): leaf blocks (0, 0) and (3, 4)
+    x = fs.field(fs.f32, shape=())
+    x[None] = 1.5
+
+    @fs.kernel
+    def fill():
+        w = fs.Vector([x[None], -x[None]])
+        v.fill(w)
+
+    assert sparse_kernel.sparse_blocks(v) is not None
+    fill()
+    active = np.zeros((12, 24), bool)
+    active[0:2, 0:3] = active[6:8, 12:15] = True
+    got = v.to_numpy()
+    np.testing.assert_array_equal(got[active], np.tile([1.5, -1.5], (12, 1)))
+    assert not got[~active].any()
