@@ -291,6 +291,9 @@ def _disc_group(ids, ox, oy, cx, cy, r, x0, y0, res):
     return ids[rows], xs[inside], ys[inside], dx[inside], dy[inside]
 
 
+_OFF_CANVAS = -2.0 ** 40  # pixels: where a shape that cannot be drawn is put
+
+
 def _triangle_cover(ax, ay, bx, by, cx, cy, res):
     """Yield ``(ids, xs, ys, e_ab, e_bc, e_ca)`` for the pixels whose centres lie in triangles
     ``ids`` (corners in pixels) on a ``res`` canvas, either winding. The edge functions are
@@ -298,6 +301,12 @@ def _triangle_cover(ax, ay, bx, by, cx, cy, res):
     weights of c, a and b. Candidates are, per triangle and pixel row, the span between the
     edges (widened by a pixel: the exact test decides)."""
     xs_all, ys_all = np.stack([ax, bx, cx]), np.stack([ay, by, cy])
+    # a triangle with a NaN or infinite corner draws nothing (as in Taichi), without warnings
+    finite = np.isfinite(xs_all).all(0) & np.isfinite(ys_all).all(0)
+    if not finite.all():
+        ax, bx, cx = (np.where(finite, c, _OFF_CANVAS) for c in (ax, bx, cx))
+        ay, by, cy = (np.where(finite, c, _OFF_CANVAS) for c in (ay, by, cy))
+        xs_all, ys_all = np.stack([ax, bx, cx]), np.stack([ay, by, cy])
     x0, y0, w, h = _pixel_box(xs_all.min(0), xs_all.max(0), ys_all.min(0), ys_all.max(0), res)
     tri = np.repeat(np.arange(len(ax)), h)
     row = y0[tri] + np.arange(int(h.sum())) - np.repeat(np.cumsum(h) - h, h)
@@ -343,6 +352,11 @@ def _segment_pixels(ax, ay, bx, by, r, res):
     order. Each segment is walked along its major axis u; per pixel column the band within r of
     the line is an interval of half-width hw on the minor axis v; the exact test trims the caps."""
     n = len(ax)
+    # a segment with a NaN or infinite end or radius draws nothing (as in Taichi): moved far
+    # off the canvas, its pixel range is empty instead of a garbage (or huge) integer span
+    finite = np.isfinite(ax) & np.isfinite(ay) & np.isfinite(bx) & np.isfinite(by) & np.isfinite(r)
+    ax, ay, bx, by = (np.where(finite, c, _OFF_CANVAS) for c in np.broadcast_arrays(ax, ay, bx, by))
+    r = np.where(finite, r, 0.5)
     steep = np.abs(by - ay) > np.abs(bx - ax)
     au, av, bu, bv = (np.where(steep, ay, ax), np.where(steep, ax, ay),
                       np.where(steep, by, bx), np.where(steep, bx, by))

@@ -94,6 +94,29 @@ def test_non_finite_circles_draw_nothing_and_do_not_warn(tmp_path):
     assert (shot(gui, tmp_path, "a.png") == shot(only, tmp_path, "b.png")).all()
 
 
+def test_non_finite_lines_and_triangles_draw_nothing_and_do_not_warn(tmp_path):
+    # a mass-spring course program diverges to NaN positions and keeps drawing its springs;
+    # Taichi draws nothing for those, fieldsim failed with "array is too big" (or warned)
+    nan, inf = np.nan, np.inf
+    begin = np.array([[0.1, 0.1], [0.2, 0.2], [nan, nan], [0.3, 0.3], [0.1, 0.9]])
+    end = np.array([[0.9, 0.1], [nan, 0.5], [0.5, 0.5], [inf, 0.3], [0.9, 0.9]])
+    radius = np.array([1.0, 2.0, 2.0, 2.0, inf])
+    corners = np.array([[[0.1, 0.2], [nan, 0.2], [0.2, 0.3]], [[0.5, 0.9], [0.5, 0.5], [0.7, -inf]],
+                        [[0.9, 0.2], [0.6, 0.2], [0.6, 0.6]]])  # triangle, corner, xy
+    tri = [corners[:, k] for k in range(3)]
+    gui, only = GUI(res=32), GUI(res=32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        gui.lines(begin, end, radius=radius, color=WHITE)
+        gui.line((0.2, nan), (0.6, 0.6), radius=2, color=WHITE)
+        gui.triangles(*tri, color=WHITE)
+        got = shot(gui, tmp_path, "a.png")
+    only.lines(begin[:1], end[:1], radius=1.0, color=WHITE)
+    only.triangles(*(t[2:] for t in tri), color=WHITE)
+    want = shot(only, tmp_path, "b.png")
+    assert (got == want).all() and (want == 255).any()
+
+
 def test_tiny_circle_still_draws_a_pixel(tmp_path):
     gui = GUI(res=50)
     gui.circle((0.5, 0.5), color=WHITE, radius=0.1)

@@ -680,6 +680,9 @@ class Frontend(ExprMixin):
         if node.value is None:
             raise FieldsimSyntaxError("an annotated variable needs a value")
         value = self.expr(node.value)
+        if not isinstance(dt, (T.DataType, T.MatrixType, struct.StructType)):
+            self.check_class_annotation(node, dt, value)
+            dt = None
         if isinstance(dt, T.MatrixType):
             value = self.matrix_type_ctor(dt, [value])
             dt = None
@@ -687,6 +690,22 @@ class Frontend(ExprMixin):
             value = struct.kernel_cast(self, dt, value, node.target.id)
             dt = None
         self.assign_name(node.target.id, value, node, dt)
+
+    def check_class_annotation(self, node: ast.AnnAssign, ann, value):
+        """`v: ti.Vector = ...` (pre-1.0 Taichi programs; 1.7.4 fails inside its frontend): the
+        class says only "a vector/matrix", so a value of that kind keeps its own type; anything
+        else is refused at the line rather than failing later on the class."""
+        from fieldsim.lang.matrix import Matrix, Vector
+        name = node.target.id if isinstance(node.target, ast.Name) else ast.unparse(node.target)
+        if ann in (Matrix, Vector):
+            if isinstance(value, MatVal) and (ann is Matrix or value.ndim == 1):
+                return
+            kind = "vector" if ann is Vector else "matrix"
+            raise FieldsimTypeError(f"variable {name!r} is annotated ti.{ann.__name__}, but its value "
+                                    f"is {describe(value)}, not a {kind}", self.loc(node))
+        raise FieldsimTypeError(f"variable {name!r} is annotated {ann!r}, which is not a Taichi type "
+                                "(use e.g. ti.f32, ti.types.vector(3, ti.f32), a ti.types.struct, "
+                                "or no annotation)", self.loc(node))
 
     def assign_target(self, target, value, node):
         if isinstance(target, ast.Name):
