@@ -1012,7 +1012,7 @@ class Frontend(ExprMixin):
             if blocks is not None:
                 self._sparse_block(node, iterable, names, grouped, blocks, loop)
             elif split is None:
-                indices = self.delinearize(loop, outer_dims, sizes)
+                indices = self._struct_for_indices(target, loop, outer_dims, sizes)
                 active, indices = sparse_kernel.struct_for_guard(self, target, indices)
                 self._loop_cell(node, iterable, names, grouped, indices, active,
                                 sparse_kernel.known_cell(self, target, indices))
@@ -1026,6 +1026,21 @@ class Frontend(ExprMixin):
             self.parallel_depth = -1
         self.loop_depth -= 1
         self.depth -= 1
+
+    def _struct_for_indices(self, target, loop, dims, sizes):
+        """The loop's indices from its linear value `loop`: row-major over `dims`, but over a
+        layout of several dense levels in the layout tree's order, as Taichi's
+        (`sparse_kernel.dense_tree_digits`)."""
+        tree = sparse_kernel.dense_tree_digits(target)
+        if tree is None:
+            return self.delinearize(loop, dims, sizes)
+        cells = [c for _, c, _ in tree]
+        found = [0] * len(dims)
+        for (k, _, stride), d in zip(tree, self.delinearize(loop, [(0, c) for c in cells], cells)):
+            term = d if stride == 1 else self.e.binop("*", d, stride)
+            found[k] = term if isinstance(found[k], int) else self.e.binop("+", found[k], term)
+        return [self.e.value(f if isinstance(b, int) and b == 0 else self.e.binop("+", f, b), T.i32)
+                for f, (b, _) in zip(found, dims)]
 
     def _loop_cell(self, node, iterable, names, grouped, indices, active, known=None):
         """Binds a loop's names to `indices` and emits its body (only where `active` holds: a

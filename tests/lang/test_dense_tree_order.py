@@ -1,0 +1,121 @@
+"""A struct-for over a field under several dense levels visits its cells in the layout tree's
+order, as Taichi 1.7.4 does on the CPU (level by level from the root, each level's cells
+row-major), so atomic counters and f32 sums in the loop match Taichi's on one thread; a field
+of one dense level keeps its row-major loop."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+# (per level, root first: {axis: cells}), the field's number of axes
+LAYOUTS = {
+    "ij 4.8": ([{0: 4, 1: 4}, {0: 8, 1: 8}], 2),
+    "ij 2x3.5x4": ([{0: 2, 1: 3}, {0: 5, 1: 4}], 2),
+    "j4.i8": ([{1: 4}, {0: 8}], 2),
+    "ij 2.3.4": ([{0: 2, 1: 2}, {0: 3, 1: 3}, {0: 4, 1: 4}], 2),
+    "ijk1.l3.ijk4": ([{0: 1, 1: 1, 2: 1}, {3: 3}, {0: 4, 1: 4, 2: 4}], 4),
+    "i4.i8": ([{0: 4}, {0: 8}], 1),
+}
+AXES = {(0,): fs.i, (1,): fs.j, (3,): fs.l, (0, 1): fs.ij, (0, 1, 2): fs.ijk}
+
+
+def _tree_order(levels, ndim):
+    """Per cell, its step in the tree's order (numpy reproduction of Taichi's walk)."""
+    digits = [(a, c) for level in levels for a, c in sorted(level.items())]
+    shape = [1] * ndim
+    for a, c in digits:
+        shape[a] *= c
+    step = np.empty(shape, np.int64)
+    for k, ds in enumerate(np.ndindex(*[c for _, c in digits])):
+        pos = [0] * ndim
+        for (a, c), d in zip(digits, ds):
+            pos[a] = pos[a] * c + d
+        step[tuple(pos)] = k
+    return step
+
+
+def _place(levels, x):
+    node = fs.root
+    for level in levels:
+        axes = tuple(sorted(level))
+        node = node.dense(AXES[axes], tuple(level[a] for a in axes))
+    node.place(x)
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_struct_for_visits_and_sums_in_the_layout_trees_order(name):
+    fs.init(arch=fs.cpu, cpu_max_num_threads=1, fast_math=False)
+    levels, ndim = LAYOUTS[name]
+    x = fs.field(fs.f32)
+    _place(levels, x)
+    want = _tree_order(levels, ndim)
+    rng = np.random.default_rng(3)
+    vals = (rng.random(x.shape) * 10.0 ** rng.uniform(-3, 3, x.shape)).astype(np.float32)
+    x.from_numpy(vals)
+    seen = fs.field(fs.i32, shape=x.shape)
+    n = fs.field(fs.i32, shape=())
+    s = fs.field(fs.f32, shape=())
+
+    @fs.kernel
+    def visit():
+        for I in fs.grouped(x):
+            seen[I] = fs.atomic_add(n[None], 1)
+            s[None] += x[I]
+
+    visit()
+    np.testing.assert_array_equal(seen.to_numpy(), want)
+    # Taichi on one thread: one running f32 sum in the visiting order
+    ordered = np.empty(vals.size, np.float32)
+    ordered[want.ravel()] = vals.ravel()
+    assert s[None] == np.cumsum(ordered, dtype=np.float32)[-1]
+
+
+def test_offset_field_and_struct_field_follow_the_tree():
+    fs.init(arch=fs.cpu, cpu_max_num_threads=1)
+    levels = [{0: 2, 1: 2}, {0: 3, 1: 2}]
+    x = fs.field(fs.i32)
+    fs.root.dense(fs.ij, 2).dense(fs.ij, (3, 2)).place(x, offset=(-2, 5))
+    st = fs.Struct.field({"a": fs.i32, "b": fs.f32})
+    fs.root.dense(fs.ij, 2).dense(fs.ij, (3, 2)).place(st)
+    n = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def visit():
+        for i, j in x:
+            x[i, j] = fs.atomic_add(n[None], 1)
+        for i, j in st:
+            st[i, j].a = fs.atomic_add(n[None], 1) - 24
+
+    visit()
+    want = _tree_order(levels, 2)
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    np.testing.assert_array_equal(st.a.to_numpy(), want)
+
+
+def test_gradient_through_a_tree_ordered_struct_for_on_a_tape():
+    # the access rules accept the loop's tree-ordered indices as one element per iteration
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f64, needs_grad=True)
+    y = fs.field(fs.f64, needs_grad=True)
+    fs.root.dense(fs.ij, 4).dense(fs.ij, (8, 4)).place(x, y)
+    fs.root.lazy_grad()
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+    rng = np.random.default_rng(0)
+    vals = rng.random(x.shape)
+    x.from_numpy(vals)
+
+    @fs.kernel
+    def square():
+        for i, j in x:
+            y[i, j] = x[i, j] * x[i, j] + fs.sin(x[i, j])
+
+    @fs.kernel
+    def total():
+        for i, j in y:
+            loss[None] += y[i, j] * (i + 2 * j)
+
+    with fs.ad.Tape(loss):
+        square()
+        total()
+    w = np.add.outer(np.arange(32), 2 * np.arange(16))
+    np.testing.assert_allclose(x.grad.to_numpy(), w * (2 * vals + np.cos(vals)), rtol=1e-12)
