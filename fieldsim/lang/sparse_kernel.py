@@ -355,3 +355,36 @@ def dense_tree_digits(iterable):
               for n in _chain(node) for k, a in enumerate(axes) if n.own.get(a, 1) > 1]
     positions = [k for k, _, _ in digits]
     return None if positions == sorted(positions) else digits
+
+
+def order_free(body, indices) -> bool:
+    """Whether a struct-for body, its cell's index values `indices`, gives the same result in
+    any visiting order: no atomics, output, asserts or calls, and every access of a field it
+    stores to names the iteration's own element (each index one of `indices`, all of them, the
+    same constant shifts, e.g. the field's offset, at every access), so iterations touch
+    disjoint elements of it."""
+    own = {id(v): k for k, v in enumerate(indices)}
+    stored, cells = set(), {}
+    for s in walk(body):
+        if s.op in (Op.ATOMIC, Op.PRINT, Op.ASSERT, Op.CALL):
+            return False
+        if s.op in (Op.LOAD, Op.STORE):
+            if s.op == Op.STORE:
+                stored.add(id(s.field))
+            cells.setdefault(id(s.field), set()).add(_cell(s.indices, own))
+    return all(None not in cells[f] and len(cells[f]) == 1 for f in stored)
+
+
+def _cell(indices, own):
+    """Field `indices` as (loop index position, shift) pairs, each position of `own` (id ->
+    position) once; None where they are not."""
+    found = []
+    for ix in indices:
+        shift = 0
+        if ix.op in (Op.ADD, Op.SUB) and len(ix.args) == 2 and ix.args[1].op == Op.CONST:
+            shift = ix.args[1].attr if ix.op == Op.ADD else -ix.args[1].attr
+            ix = ix.args[0]
+        if id(ix) not in own:
+            return None
+        found.append((own[id(ix)], shift))
+    return tuple(found) if sorted(k for k, _ in found) == list(range(len(own))) else None
