@@ -77,6 +77,9 @@ def test_offset_field_and_struct_field_follow_the_tree():
     fs.root.dense(fs.ij, 2).dense(fs.ij, (3, 2)).place(x, offset=(-2, 5))
     st = fs.Struct.field({"a": fs.i32, "b": fs.f32})
     fs.root.dense(fs.ij, 2).dense(fs.ij, (3, 2)).place(st)
+    z = fs.field(fs.i32)
+    mid = fs.root.dense(fs.ij, 2).dense(fs.ij, (3, 2))
+    mid.dense(fs.ij, 2).place(z)
     n = fs.field(fs.i32, shape=())
 
     @fs.kernel
@@ -85,11 +88,14 @@ def test_offset_field_and_struct_field_follow_the_tree():
             x[i, j] = fs.atomic_add(n[None], 1)
         for i, j in st:
             st[i, j].a = fs.atomic_add(n[None], 1) - 24
+        for i, j in mid:  # a node's loop: its own cells, in the tree's order above it
+            z[i * 2, j * 2] = fs.atomic_add(n[None], 1) - 48
 
     visit()
     want = _tree_order(levels, 2)
     np.testing.assert_array_equal(x.to_numpy(), want)
     np.testing.assert_array_equal(st.a.to_numpy(), want)
+    np.testing.assert_array_equal(z.to_numpy()[::2, ::2], want)
 
 
 def test_gradient_through_a_tree_ordered_struct_for_on_a_tape():
@@ -114,11 +120,18 @@ def test_gradient_through_a_tree_ordered_struct_for_on_a_tape():
         for i, j in y:
             loss[None] += y[i, j] * (i + 2 * j)
 
-    with fs.ad.Tape(loss):
-        square()
-        total()
+    @fs.kernel
+    def both():  # a store and a sum in one tree-ordered loop
+        for i, j in x:
+            y[i, j] = x[i, j] * x[i, j] + fs.sin(x[i, j])
+            loss[None] += y[i, j] * (i + 2 * j)
+
     w = np.add.outer(np.arange(32), 2 * np.arange(16))
-    np.testing.assert_allclose(x.grad.to_numpy(), w * (2 * vals + np.cos(vals)), rtol=1e-12)
+    for kernels in ([square, total], [both]):
+        with fs.ad.Tape(loss):
+            for k in kernels:
+                k()
+        np.testing.assert_allclose(x.grad.to_numpy(), w * (2 * vals + np.cos(vals)), rtol=1e-12)
 
 
 def test_a_loop_reading_cells_it_writes_elsewhere_runs_in_the_trees_order():
