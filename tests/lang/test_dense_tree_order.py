@@ -193,3 +193,38 @@ def test_a_map_over_a_tree_layout_walks_its_row_major_storage():
     scale_flat()
     np.testing.assert_array_equal(y.to_numpy(), vals * 2 - vals + np.arange(3, 67)[:, None])
     assert _index_ops(scale) == _index_ops(scale_flat)
+
+
+def test_a_fields_order_lays_its_axes_out_as_nested_dense_nodes():
+    # Taichi's `order='ji'`: one dense node per axis, j outermost, so a struct-for walks j first
+    fs.init(arch=fs.cpu, cpu_max_num_threads=1)
+    x = fs.field(fs.i32, shape=(8, 4), order="ji", offset=(1, 0))
+    v = fs.Vector.field(2, fs.f32, shape=(8, 4), order="ji")
+    m = fs.Matrix.field(2, 2, fs.f32, shape=(8, 4), order="ij")
+    n = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def visit():
+        for i, j in x:
+            x[i, j] = fs.atomic_add(n[None], 1)
+        for i, j in v:
+            v[i, j][0] = fs.atomic_add(n[None], 1) - 32
+        for i, j in m:
+            m[i, j][1, 1] = fs.atomic_add(n[None], 1) - 64
+
+    visit()
+    want = _tree_order([{1: 4}, {0: 8}], 2)
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    np.testing.assert_array_equal(v.to_numpy()[..., 0], want)
+    np.testing.assert_array_equal(m.to_numpy()[..., 1, 1], np.arange(32).reshape(8, 4))
+    assert x.shape == (8, 4) and x[1, 1] == 8
+    for bad in ("jj", "ik", "i"):
+        with pytest.raises(fs.FieldsimSyntaxError if hasattr(fs, "FieldsimSyntaxError") else SyntaxError):
+            fs.field(fs.f32, shape=(8, 4), order=bad)
+
+
+@pytest.mark.fieldsim_specific
+def test_an_ordered_field_keeps_its_assigned_name():
+    fs.init(arch=fs.cpu)
+    grid = fs.field(fs.f32, shape=(4, 2), order="ji")
+    assert grid.ir_name == "grid"
