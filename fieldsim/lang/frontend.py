@@ -1067,6 +1067,9 @@ class Frontend(ExprMixin):
         for s in walk(loop.body[made:]):
             s.args = tuple(swap.get(id(a), a) for a in s.args)
         used = {id(a) for s in walk(loop.body[made:]) for a in s.args}
+        for s in reversed(loop.body[:made]):  # (defined before their uses)
+            if id(s) in used:
+                used.update(id(a) for a in s.args)
         # the tree's index statements, unused now (the nest analysis reads every // and %)
         loop.body[:made] = [s for s in loop.body[:made] if id(s) in used] + new
 
