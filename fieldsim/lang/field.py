@@ -693,21 +693,48 @@ def field(dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=
     if isinstance(dtype, T.MatrixType):
         if dtype.ndim == 1:
             return make_field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n,
-                              ndim_el=1, offset=offset)
+                              ndim_el=1, offset=offset, order=order)
         return make_field(dtype.dtype, shape, name, needs_grad, needs_dual, n=dtype.n, m=dtype.m,
-                          ndim_el=2, offset=offset)
-    return make_field(dtype, shape, name, needs_grad, needs_dual, offset=offset)
+                          ndim_el=2, offset=offset, order=order)
+    return make_field(dtype, shape, name, needs_grad, needs_dual, offset=offset, order=order)
 
 
 @at_user_line
-def make_field(dtype, *args, **kwargs) -> Field:
-    """A `Field`, or a `QuantField` for a quantized dtype (`fieldsim.lang.quant`)."""
+def make_field(dtype, shape=None, *args, order=None, **kwargs) -> Field:
+    """A `Field`, or a `QuantField` for a quantized dtype (`fieldsim.lang.quant`); with
+    `order` (Taichi's `order='ji'`) placed under one dense node per axis in that order, as
+    Taichi lays it out, so a struct-for over it walks the axes in that order."""
     runtime.python_scope_only("field")
+    if order is not None:
+        chain = _order_chain(shape, order)
+        offset = kwargs.pop("offset", None)
+        x = make_field(dtype, None, *args, **kwargs)
+        from fieldsim.lang.snode import root
+        node = root
+        for axis, extent in chain:
+            node = node.dense(Axis(axis), extent)
+        node.place(x, offset=offset)
+        return x
     from fieldsim.lang.quant_types import QuantType
     if isinstance(dtype, QuantType):
         from fieldsim.lang.quant import QuantField
-        return QuantField(dtype, *args, **kwargs)
-    return Field(dtype, *args, **kwargs)
+        return QuantField(dtype, shape, *args, **kwargs)
+    return Field(dtype, shape, *args, **kwargs)
+
+
+def _order_chain(shape, order) -> list:
+    """(axis, extent) per dense node of a field made with `order`, outermost first."""
+    if shape is None:
+        raise FieldsimSyntaxError("shape cannot be None when order is set")
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    if len(order) != len(shape):
+        raise FieldsimSyntaxError(f"order {order!r} names {len(order)} axes, the shape "
+                                  f"{shape} has {len(shape)}")
+    axes = ["ijkl"[:len(shape)].find(ch) for ch in order]
+    if -1 in axes or len(set(axes)) != len(axes):
+        raise FieldsimSyntaxError(f"order {order!r} must name each of the axes "
+                                  f"{'ijkl'[:len(shape)]!r} once")
+    return [(a, shape[a]) for a in axes]
 
 
 from fieldsim.lang.snode import Axis, SNode

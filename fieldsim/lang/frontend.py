@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.builder import IRBuilder
-from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt
+from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt, walk
 from fieldsim.lang import cross_task, ops, sparse_kernel, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
@@ -1032,10 +1032,8 @@ class Frontend(ExprMixin):
                 self._sparse_block(lambda user, active, known: self._loop_cell(
                     node, iterable, names, grouped, user, active, known), blocks, loop)
             elif split is None:
-                indices = self.delinearize(loop, outer_dims, sizes)
-                active, indices = sparse_kernel.struct_for_guard(self, target, indices)
-                self._loop_cell(node, iterable, names, grouped, indices, active,
-                                sparse_kernel.known_cell(self, target, indices))
+                self._struct_for_cell(node, iterable, names, grouped, target, loop,
+                                      (outer_dims, sizes))
             else:
                 indices = self.delinearize(loop, outer_dims, sizes)
                 self._dynamic_lists(node, iterable, names, grouped, split, dims[split[0]][0], indices)
@@ -1046,6 +1044,54 @@ class Frontend(ExprMixin):
             self.parallel_depth = -1
         self.loop_depth -= 1
         self.depth -= 1
+
+    def _struct_for_cell(self, node, iterable, names, grouped, target, loop, extents):
+        """The body of a flat loop `loop` over `extents` (dims, sizes) at its cell."""
+        dims, sizes = extents
+        tree = sparse_kernel.dense_tree_digits(target)
+        indices = self._struct_for_indices(tree, loop, dims, sizes)
+        made = len(loop.body) if tree is not None else 0
+        active, indices = sparse_kernel.struct_for_guard(self, target, indices)
+        self._loop_cell(node, iterable, names, grouped, indices, active,
+                        sparse_kernel.known_cell(self, target, indices))
+        if made and not loop.attr.serialize:
+            self._row_major_if_order_free(loop, dims, sizes, indices, made)
+
+    def _struct_for_indices(self, tree, loop, dims, sizes):
+        """The loop's indices from its linear value `loop`: row-major over `dims`, but over a
+        layout of several dense levels in the layout tree's order (`tree`, its digits: see
+        `sparse_kernel.dense_tree_digits`), as Taichi's, the loop's body then empty."""
+        if tree is None:
+            return self.delinearize(loop, dims, sizes)
+        assert not loop.body
+        cells = [c for _, c, _ in tree]
+        found = [0] * len(dims)
+        for (k, _, stride), d in zip(tree, self.delinearize(loop, [(0, c) for c in cells], cells)):
+            term = d if stride == 1 else self.e.binop("*", d, stride)
+            found[k] = term if isinstance(found[k], int) else self.e.binop("+", found[k], term)
+        return [self.e.value(f if isinstance(b, int) and b == 0 else self.e.binop("+", f, b), T.i32)
+                for f, (b, _) in zip(found, dims)]
+
+    def _row_major_if_order_free(self, loop, dims, sizes, tree, made):
+        """A tree-ordered struct-for (its index statements `loop.body[:made]`, the indices
+        `tree`) whose body gives the same in any order (`sparse_kernel.order_free`) walks
+        its cells row-major instead: its fields are stored row-major, and a map in the
+        tree's order over them took 4x as long."""
+        if not sparse_kernel.order_free(loop.body, tree):
+            return
+        end = len(loop.body)
+        rows = self.delinearize(loop, dims, sizes)
+        new = loop.body[end:]
+        del loop.body[end:]
+        swap = {id(t): r for t, r in zip(tree, rows)}
+        for s in walk(loop.body[made:]):
+            s.args = tuple(swap.get(id(a), a) for a in s.args)
+        used = {id(a) for s in walk(loop.body[made:]) for a in s.args}
+        for s in reversed(loop.body[:made]):  # (defined before their uses)
+            if id(s) in used:
+                used.update(id(a) for a in s.args)
+        # the tree's index statements, unused now (the nest analysis reads every // and %)
+        loop.body[:made] = [s for s in loop.body[:made] if id(s) in used] + new
 
     def _loop_cell(self, node, iterable, names, grouped, indices, active, known=None):
         """Binds a loop's names to `indices` and emits its body (only where `active` holds: a

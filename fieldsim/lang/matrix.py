@@ -70,9 +70,9 @@ class Matrix:
     @staticmethod
     @at_user_line
     def field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
-              layout=None, ndim=None):
+              layout=None, ndim=None, order=None):
         return F.make_field(dtype, shape, name, needs_grad, needs_dual, n=n, m=m, ndim_el=2,
-                            offset=offset)
+                            offset=offset, order=order)
 
     @staticmethod
     @at_user_line
@@ -326,9 +326,9 @@ class Vector(Matrix):
     @staticmethod
     @at_user_line
     def field(n, dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
-              layout=None):
+              layout=None, order=None):
         return F.make_field(dtype, shape, name, needs_grad, needs_dual, n=n, ndim_el=1,
-                            offset=offset)
+                            offset=offset, order=order)
 
     @staticmethod
     @at_user_line

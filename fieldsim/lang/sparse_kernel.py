@@ -324,3 +324,67 @@ def block_origin(fe, blocks, digits):
             term = d if stride == 1 else fe.e.binop("*", d, stride)
             first[a] = term if first[a] is None else fe.e.binop("+", first[a], term)
     return [as_i32(fe, 0 if f is None else f) for f in first]
+
+
+def dense_tree_digits(iterable):
+    """Taichi 1.7.4 turns a struct-for over a layout of dense nodes only into a range loop
+    whose index walks the layout tree (level by level from the root, each level's cells
+    row-major in ascending axes), with one running sum on one thread (measured). For such a
+    struct-for over a field (or struct field) or a node on the CPU whose tree order is not
+    row-major over the whole index space: per digit of that index, root first, (axis position
+    among the loop's indices, cells, stride); else None (a row-major loop, unchanged)."""
+    from fieldsim.lang import runtime
+    from fieldsim.lang.field import Field
+    from fieldsim.lang.struct import StructField
+    if isinstance(iterable, StructField) and iterable.leaves():
+        iterable = iterable.leaves()[0]
+    if isinstance(iterable, Field):
+        if iterable.shape is None or field_path(iterable):
+            return None
+        node, extents = iterable._snode._parent, iterable._snode.axis_sizes
+        if tuple(extents[a] for a in sorted(extents)) != tuple(iterable.shape):
+            return None
+    elif isinstance(iterable, SNode) and iterable.kind != ROOT and not iterable.sparse_path():
+        node, extents = iterable, iterable.axis_sizes
+    else:
+        return None
+    if runtime.get().arch != "cpu":
+        return None  # a thread per cell: neighbouring threads keep neighbouring rows
+    axes = sorted(extents)
+    digits = [(k, n.own[a], extents[a] // n.axis_sizes[a])
+              for n in _chain(node) for k, a in enumerate(axes) if n.own.get(a, 1) > 1]
+    positions = [k for k, _, _ in digits]
+    return None if positions == sorted(positions) else digits
+
+
+def order_free(body, indices) -> bool:
+    """Whether a struct-for body, its cell's index values `indices`, gives the same result in
+    any visiting order: no atomics, output, asserts or calls, and every access of a field it
+    stores to names the iteration's own element (each index one of `indices`, all of them, the
+    same constant shifts, e.g. the field's offset, at every access), so iterations touch
+    disjoint elements of it."""
+    own = {id(v): k for k, v in enumerate(indices)}
+    stored, cells = set(), {}
+    for s in walk(body):
+        if s.op in (Op.ATOMIC, Op.PRINT, Op.ASSERT, Op.CALL):
+            return False
+        if s.op in (Op.LOAD, Op.STORE):
+            if s.op == Op.STORE:
+                stored.add(id(s.field))
+            cells.setdefault(id(s.field), set()).add(_cell(s.indices, own))
+    return all(None not in cells[f] and len(cells[f]) == 1 for f in stored)
+
+
+def _cell(indices, own):
+    """Field `indices` as (loop index position, shift) pairs, each position of `own` (id ->
+    position) once; None where they are not."""
+    found = []
+    for ix in indices:
+        shift = 0
+        if ix.op in (Op.ADD, Op.SUB) and len(ix.args) == 2 and ix.args[1].op == Op.CONST:
+            shift = ix.args[1].attr if ix.op == Op.ADD else -ix.args[1].attr
+            ix = ix.args[0]
+        if id(ix) not in own:
+            return None
+        found.append((own[id(ix)], shift))
+    return tuple(found) if sorted(k for k, _ in found) == list(range(len(own))) else None
