@@ -339,8 +339,8 @@ def dense_tree_digits(iterable):
     if isinstance(iterable, StructField) and iterable.leaves():
         iterable = iterable.leaves()[0]
     if isinstance(iterable, Field):
-        if iterable.shape is None or field_path(iterable):
-            return None
+        if iterable.shape is None or iterable._snode is None or field_path(iterable):
+            return None  # (an ndarray has no layout node)
         node, extents = iterable._snode._parent, iterable._snode.axis_sizes
         if tuple(extents[a] for a in sorted(extents)) != tuple(iterable.shape):
             return None
