@@ -252,10 +252,11 @@ def _small_disc_block(ids, side, cx, cy, r, x0, y0, res, ordered, own):
         if crosses:
             inside[row] &= x_ok & y_ok[row]
     if ordered:
-        disc, row, col = np.nonzero(inside.transpose(2, 0, 1))
+        inside, d2 = inside.transpose(2, 0, 1), d2.transpose(2, 0, 1)
+        disc, row, col = np.nonzero(inside)
     else:  # one colour: any order, and the contiguous scan is several times faster
         row, col, disc = np.nonzero(inside)
-    return ids[disc], (by[disc] + row) * w + bx[disc] + col, d2[row, col, disc]
+    return ids[disc], (by[disc] + row) * w + bx[disc] + col, d2[inside]
 
 
 def _disc_cover_grouped(cx, cy, r, res):
@@ -431,6 +432,11 @@ def _paint(canvas, flat, colors, alpha, one_colour=False):
         canvas[flat] = colors
         return
     full = alpha >= 1.0
+    if one_colour:  # c over c is c: partial entries of a covered pixel change nothing
+        canvas[flat[full]] = colors[0]
+        part = ~full
+        _blend_one_colour(canvas, flat[part], colors[0], alpha[part])
+        return
     canvas[flat[full]] = colors[full]
     part = np.flatnonzero((alpha > 0.0) & ~full)
     if part.size == 0:
@@ -439,19 +445,24 @@ def _paint(canvas, flat, colors, alpha, one_colour=False):
         last = np.full(canvas.size, -1, np.int64)
         last[flat[full]] = np.flatnonzero(full)  # in order: the last opaque entry wins
         part = part[part > last[flat[part]]]
-    _blend_partial(canvas, flat[part], colors[part], alpha[part], one_colour)
+    _blend_partial(canvas, flat[part], colors[part], alpha[part])
 
 
-def _blend_partial(canvas, flat, colors, alpha, one_colour):
+def _blend_one_colour(canvas, flat, color, alpha):
+    """`_paint` for entries of one colour and coverage below 1: only each pixel's total
+    transparency matters, in any order."""
+    if flat.size == 0:
+        return
+    log_t = np.bincount(flat, np.log1p(-alpha), canvas.size)
+    pix = np.flatnonzero(np.bincount(flat, minlength=canvas.size))
+    trans = np.exp(log_t[pix])
+    _put_blended(canvas, pix, trans, (1.0 - trans)[:, None] * _unpack(np.uint32(color)))
+
+
+def _blend_partial(canvas, flat, colors, alpha):
     """`_paint` for entries of coverage in (0, 1), in drawing order."""
     log_t = np.log1p(-alpha)
     count = np.bincount(flat, minlength=canvas.size)
-    if one_colour:  # c over c is c: only each pixel's total transparency matters
-        pix = np.flatnonzero(count)
-        trans = np.exp(np.bincount(flat, log_t, canvas.size)[pix])
-        paint = (1.0 - trans)[:, None] * _unpack(colors[:1]).astype(np.float64)
-        _put_blended(canvas, pix, trans, paint)
-        return
     alone = count[flat] == 1  # the only partial entry of its pixel: no order to keep
     pix = flat[alone]
     _put_blended(canvas, pix, 1.0 - alpha[alone], alpha[alone, None] * _unpack(colors[alone]))
@@ -762,7 +773,8 @@ class GUI:
         one_colour = bool((colors == colors[0]).all())
         ids, flat, alpha = _circle_pixels(cx, cy, r.astype(np.float64), self.res, self._antialias,
                                           ordered=not one_colour)
-        _paint(self._buf.reshape(-1), flat, colors[ids], alpha, one_colour)
+        _paint(self._buf.reshape(-1), flat, colors[:1] if one_colour else colors[ids], alpha,
+               one_colour)
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self._queue(_CIRCLE, _xy(pos), self._one_radius(radius), self._one_color(color))
@@ -783,7 +795,7 @@ class GUI:
         one_colour = bool((colors == colors[0]).all())
         flat_buf = self._buf.reshape(-1)
         for ids, flat, alpha in _line_pixels(ax, ay, bx, by, r, self.res, self._antialias):
-            _paint(flat_buf, flat, colors[ids], alpha, one_colour)
+            _paint(flat_buf, flat, colors[:1] if one_colour else colors[ids], alpha, one_colour)
 
     def line(self, begin, end, radius=1, color=0xFFFFFF):
         self._queue(_LINE, _xy(begin) + _xy(end), self._one_radius(radius), self._one_color(color))
