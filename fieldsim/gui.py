@@ -29,6 +29,8 @@ import sys
 
 import numpy as np
 
+from fieldsim import _gui_raster
+
 __all__ = ["GUI", "frames_to_gif"]
 
 # Upper bound on candidate pixels handled at once, to bound temporary memory.
@@ -745,6 +747,14 @@ class GUI:
             alpha = None if alpha is None else alpha[order]
         _paint(self._canvas.reshape(-1), flat, color, alpha)
 
+    def _raster_scratch(self) -> _gui_raster.Scratch:
+        """The work arrays of `_gui_raster.draw` for this canvas."""
+        npix = self.res[0] * self.res[1]
+        s = getattr(self, "_raster", None)
+        if s is None or s.mask.size != npix:
+            s = self._raster = _gui_raster.Scratch(npix)
+        return s
+
     def _one_color(self, color) -> int:
         if type(color) is int:
             return color & 0xFFFFFF
@@ -778,6 +788,16 @@ class GUI:
         r = _per_item(np.atleast_1d(_as_array(radius)).ravel(), n, "radius")
         colors = self._colors(color, n, palette, palette_indices)
         one_colour = bool((colors == colors[0]).all())
+        if self._antialias:  # compiled loop (_gui_raster); a non-finite circle draws nothing
+            r = r.astype(np.float64)
+            keep = np.isfinite(cx) & np.isfinite(cy) & np.isfinite(r)
+            if not keep.all():
+                cx, cy, r = cx[keep], cy[keep], r[keep]
+                colors = colors if one_colour else colors[keep]
+            # Taichi measures from each pixel's lower-left corner (see _circle_pixels)
+            _gui_raster.draw("circles", self._buf.reshape(-1), self._raster_scratch(), self.res,
+                             (cx + 0.5, cy - 0.5), r, colors[:1] if one_colour else colors)
+            return
         ids, flat, alpha = _circle_pixels(cx, cy, r.astype(np.float64), self.res, self._antialias,
                                           ordered=not one_colour)
         _paint(self._buf.reshape(-1), flat, colors[:1] if one_colour else colors[ids], alpha,
@@ -801,6 +821,10 @@ class GUI:
         colors = self._colors(color, n)
         one_colour = bool((colors == colors[0]).all())
         flat_buf = self._buf.reshape(-1)
+        if self._antialias and all(np.isfinite(a).all() for a in (ax, ay, bx, by, r)):
+            _gui_raster.draw("lines", flat_buf, self._raster_scratch(), self.res, (ax, ay, bx, by),
+                             r, colors[:1] if one_colour else colors)
+            return
         for ids, flat, alpha in _line_pixels(ax, ay, bx, by, r, self.res, self._antialias):
             _paint(flat_buf, flat, colors[:1] if one_colour else colors[ids], alpha, one_colour)
 
