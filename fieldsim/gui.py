@@ -14,10 +14,11 @@ Provides:
 - ``frames_to_gif(pngs, out_path, fps=20)``: writes PNG frames as an animated GIF.
 
 Shapes are rasterised with vectorised numpy, so tens of thousands of particles per frame draw
-in milliseconds. Circles and lines are antialiased as Taichi 1.7.4's GUI draws them (`_coverage`:
+in milliseconds; antialiased ``circles``/``lines``/``arrows`` calls go through a small loop
+compiled once per process (`fieldsim._gui_raster`: llvmlite, not a kernel). Circles and lines are antialiased as Taichi 1.7.4's GUI draws them (`_coverage`:
 measured against its images), blended in call order in float and truncated to bytes once per
 drawing call (Taichi keeps floats between calls: at most a byte apart per overlapping call). Text is rendered with
-matplotlib's Agg renderer, once per label and place. Only numpy and matplotlib (which brings Pillow) are used.
+matplotlib's Agg renderer, once per label and place. Only numpy, llvmlite and matplotlib (which brings Pillow) are used.
 """
 
 from __future__ import annotations
