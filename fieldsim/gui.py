@@ -13,9 +13,12 @@ Provides:
   with ``.to_numpy()``).
 - ``frames_to_gif(pngs, out_path, fps=20)``: writes PNG frames as an animated GIF.
 
-Shapes are rasterised with vectorised numpy (no antialiasing), so tens of
-thousands of particles per frame draw in milliseconds. Text is rendered with
-matplotlib's Agg renderer, once per label and place. Only numpy and matplotlib (which brings Pillow) are used.
+Shapes are rasterised with vectorised numpy, so tens of thousands of particles per frame draw
+in milliseconds; antialiased ``circles``/``lines``/``arrows`` calls go through a small loop
+compiled once per process (`fieldsim._gui_raster`: llvmlite, not a kernel). Circles and lines are antialiased as Taichi 1.7.4's GUI draws them (`_coverage`:
+measured against its images), blended in call order in float and truncated to bytes once per
+drawing call (Taichi keeps floats between calls: at most a byte apart per overlapping call). Text is rendered with
+matplotlib's Agg renderer, once per label and place. Only numpy, llvmlite and matplotlib (which brings Pillow) are used.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import platform
 import sys
 
 import numpy as np
+
+from fieldsim import _gui_raster
 
 __all__ = ["GUI", "frames_to_gif"]
 
@@ -173,11 +178,12 @@ def _pixel_box(xlo, xhi, ylo, yhi, res):
     return x0, y0, np.maximum(x1 - x0, 0), np.maximum(y1 - y0, 0)
 
 
-def _disc_pixels(cx, cy, r, res, ordered=True):
-    """``(ids, flat)``: the canvas pixels (flat indices, row 0 at the top) covered by discs
+def _disc_pixels(cx, cy, r, res, ordered=True, own=True):
+    """``(ids, flat, d2)``: the canvas pixels (flat indices, row 0 at the top) covered by discs
     ``ids`` (centres ``cx, cy`` and radii ``r`` in pixels, y down) on a ``res`` canvas, in
-    drawing order (disc by disc, so a later disc wins where discs overlap). A pixel is covered
-    when its centre is inside; the centre's own pixel always is. Discs are visited in blocks of
+    drawing order (disc by disc, so a later disc wins where discs overlap), and the squared
+    distances from their centres to the disc's. A pixel is covered when its centre is inside;
+    with ``own``, the centre's own pixel always is. Discs are visited in blocks of
     one square box size, the distance test broadcast from a row and a column per disc. With
     ``ordered`` False (discs of one colour) the pixels may come in any order."""
     w, h = res
@@ -196,36 +202,38 @@ def _disc_pixels(cx, cy, r, res, ordered=True):
         step = max(1, _CHUNK // int(side * side))
         for start in range(0, group.size, step):
             parts.append(_disc_block(group[start:start + step], int(side), cx, cy, r, x0, y0, res,
-                                     ordered))
+                                     ordered, own))
     if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    ids, flat = (np.concatenate(a) for a in zip(*parts))
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    ids, flat, d2 = (np.concatenate(a) for a in zip(*parts))
     if ordered and len(parts) > 1:  # blocks went by size: back to drawing order
         order = np.argsort(ids, kind="stable")
-        ids, flat = ids[order], flat[order]
-    return ids, flat
+        ids, flat, d2 = ids[order], flat[order], d2[order]
+    return ids, flat, d2
 
 
-def _disc_block(ids, side, cx, cy, r, x0, y0, res, ordered=True):
+def _disc_block(ids, side, cx, cy, r, x0, y0, res, ordered=True, own=True):
     """`_disc_pixels` for discs ``ids`` whose boxes are ``side`` pixels square, disc by disc
     (with ``ordered``)."""
     if side <= 4:
-        return _small_disc_block(ids, side, cx, cy, r, x0, y0, res, ordered)
+        return _small_disc_block(ids, side, cx, cy, r, x0, y0, res, ordered, own)
     w, h = res
     bx, by = x0[ids], y0[ids]
     xs = bx[:, None, None] + np.arange(side)[None, None, :]  # (n, 1, side)
     ys = by[:, None, None] + np.arange(side)[None, :, None]  # (n, side, 1)
     dx, dy = xs + 0.5 - cx[ids, None, None], ys + 0.5 - cy[ids, None, None]
-    inside = dx * dx + dy * dy <= (r[ids] ** 2)[:, None, None]
-    if r[ids].min() < 0.75:  # a disc this small may miss its own pixel's centre
+    d2 = dx * dx + dy * dy
+    inside = d2 <= (r[ids] ** 2)[:, None, None]
+    if own and r[ids].min() < 0.75:  # a disc this small may miss its own pixel's centre
         inside |= (xs == np.floor(cx[ids, None, None])) & (ys == np.floor(cy[ids, None, None]))
     if bx.min() < 0 or by.min() < 0 or bx.max() + side > w or by.max() + side > h:
         inside &= (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)  # a box crosses the edge
-    disc, row, col = np.nonzero(inside)
-    return ids[disc], (by[disc] + row) * w + bx[disc] + col
+    # boolean gathers in disc, row, column order (np.nonzero's three index arrays cost more)
+    flat = (by * w + bx)[:, None, None] + (np.arange(side) * w)[:, None] + np.arange(side)
+    return np.repeat(ids, inside.sum(axis=(1, 2))), flat[inside], d2[inside]
 
 
-def _small_disc_block(ids, side, cx, cy, r, x0, y0, res, ordered):
+def _small_disc_block(ids, side, cx, cy, r, x0, y0, res, ordered, own):
     """`_disc_block` for boxes of at most 4x4 pixels (most particle plots): squared distances
     per box column and per box row, one ``(side, n)`` array each, then one add and one
     compare per box row, every numpy loop running over the discs."""
@@ -234,24 +242,27 @@ def _small_disc_block(ids, side, cx, cy, r, x0, y0, res, ordered):
     off = np.arange(side)[:, None]
     px, py = off + bx, off + by  # (side, n): the box's pixel columns and rows
     dx2, dy2 = (px + 0.5 - cxs) ** 2, (py + 0.5 - cys) ** 2
-    small = r2.min() < 0.5625  # r < 0.75: a disc may miss its own pixel's centre
+    small = own and r2.min() < 0.5625  # r < 0.75: a disc may miss its own pixel's centre
     if small:
         own_x, own_y = px == np.floor(cxs), py == np.floor(cys)
     crosses = bx.min() < 0 or by.min() < 0 or bx.max() + side > w or by.max() + side > h
     if crosses:
         x_ok, y_ok = (px >= 0) & (px < w), (py >= 0) & (py < h)
     inside = np.empty((side, side, ids.size), bool)  # (row, column, disc)
+    d2 = np.empty(inside.shape)
     for row in range(side):
-        np.less_equal(dx2 + dy2[row], r2, out=inside[row])
+        np.add(dx2, dy2[row], out=d2[row])
+        np.less_equal(d2[row], r2, out=inside[row])
         if small:
             inside[row] |= own_x & own_y[row]
         if crosses:
             inside[row] &= x_ok & y_ok[row]
+    flat = (np.arange(side) * w)[:, None, None] + np.arange(side)[:, None] + (by * w + bx)
     if ordered:
-        disc, row, col = np.nonzero(inside.transpose(2, 0, 1))
-    else:  # one colour: any order, and the contiguous scan is several times faster
-        row, col, disc = np.nonzero(inside)
-    return ids[disc], (by[disc] + row) * w + bx[disc] + col
+        inside, d2, flat = (a.transpose(2, 0, 1) for a in (inside, d2, flat))
+        return np.repeat(ids, inside.sum(axis=(1, 2))), flat[inside], d2[inside]
+    # one colour: any order, and the contiguous scan is several times faster
+    return np.broadcast_to(ids, inside.shape)[inside], flat[inside], d2[inside]
 
 
 def _disc_cover_grouped(cx, cy, r, res):
@@ -347,9 +358,9 @@ def _triangle_row_spans(ax, ay, bx, by, cx, cy, py):
 
 
 def _segment_pixels(ax, ay, bx, by, r, res):
-    """Yield ``(ids, flat)``: the canvas pixels (flat indices) within ``r`` pixels of segments
+    """Yield ``(ids, flat, d2)``: the canvas pixels (flat indices) within ``r`` pixels of segments
     ``ids`` from ``(ax, ay)`` to ``(bx, by)`` (pixels, y down; round caps), segment by segment in
-    order. Each segment is walked along its major axis u; per pixel column the band within r of
+    order, and their squared distances to the segment. Each segment is walked along its major axis u; per pixel column the band within r of
     the line is an interval of half-width hw on the minor axis v; the exact test trims the caps."""
     n = len(ax)
     # a segment with a NaN or infinite end or radius draws nothing (as in Taichi): moved far
@@ -383,22 +394,127 @@ def _segment_pixels(ax, ay, bx, by, r, res):
         s = seg[ids]
         px, py = xs + 0.5 - ax[s], ys + 0.5 - ay[s]
         t = np.clip((px * ex[s] + py * ey[s]) / np.maximum(ex[s] ** 2 + ey[s] ** 2, 1e-12), 0.0, 1.0)
-        inside = (px - t * ex[s]) ** 2 + (py - t * ey[s]) ** 2 <= r[s] ** 2
-        inside &= (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
-        yield s[inside], ys[inside] * w + xs[inside]
+        d2 = (px - t * ex[s]) ** 2 + (py - t * ey[s]) ** 2
+        inside = (d2 <= r[s] ** 2) & (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
+        yield s[inside], ys[inside] * w + xs[inside], d2[inside]
 
 
-def _queued_pixels(kind, coords, radii, res):
-    """Yield ``(ids, flat)`` as the drawing functions do, for queued shapes of one kind:
+def _coverage(r, d2):
+    """Taichi's GUI antialiasing: a pixel at distance ``sqrt(d2)`` from a shape of radius ``r``
+    is covered by ``clamp(r - d, 0, 1)`` (measured against Taichi 1.7.4's images)."""
+    a = np.sqrt(d2)
+    np.subtract(r, a, out=a)
+    np.minimum(a, 1.0, out=a)
+    return np.maximum(a, 0.0, out=a)
+
+
+def _circle_pixels(cx, cy, r, res, aa, ordered=True):
+    """``(ids, flat, alpha)`` of circles (pixels, y down); ``alpha`` None without ``aa``.
+    Taichi's GUI measures a circle's distances from each pixel's lower-left corner (its
+    integer point, y up), not its centre: that is the centre shifted by (+0.5, -0.5) here."""
+    if not aa:
+        ids, flat, _ = _disc_pixels(cx, cy, r, res, ordered)
+        return ids, flat, None
+    ids, flat, d2 = _disc_pixels(cx + 0.5, cy - 0.5, r, res, ordered, own=False)
+    return ids, flat, _coverage(r[ids], d2)
+
+
+def _line_pixels(ax, ay, bx, by, r, res, aa):
+    """Yield ``(ids, flat, alpha)`` of segments (`_segment_pixels`); ``alpha`` None without
+    ``aa``, where a line is at least a pixel wide."""
+    if not aa:
+        for ids, flat, _ in _segment_pixels(ax, ay, bx, by, np.maximum(r, 0.5), res):
+            yield ids, flat, None
+        return
+    for ids, flat, d2 in _segment_pixels(ax, ay, bx, by, r, res):
+        yield ids, flat, _coverage(r[ids], d2)
+
+
+def _queued_pixels(kind, coords, radii, res, aa):
+    """Yield ``(ids, flat, alpha)`` as the drawing functions do, for queued shapes of one kind:
     ``coords`` ``(n, 2 | 4 | 6)``, corners in Taichi's [0, 1]^2 (y up)."""
     xs, ys = coords[:, 0::2] * res[0], (1.0 - coords[:, 1::2]) * res[1]
     if kind == _CIRCLE:
-        yield _disc_pixels(xs[:, 0], ys[:, 0], radii, res)
+        yield _circle_pixels(xs[:, 0], ys[:, 0], radii, res, aa)
     elif kind == _LINE:
-        yield from _segment_pixels(xs[:, 0], ys[:, 0], xs[:, 1], ys[:, 1], radii, res)
+        yield from _line_pixels(xs[:, 0], ys[:, 0], xs[:, 1], ys[:, 1], radii, res, aa)
     else:
-        yield from _triangle_pixels(xs[:, 0], ys[:, 0], xs[:, 1], ys[:, 1], xs[:, 2], ys[:, 2],
-                                    res)
+        for ids, flat in _triangle_pixels(xs[:, 0], ys[:, 0], xs[:, 1], ys[:, 1], xs[:, 2],
+                                          ys[:, 2], res):
+            yield ids, flat, (np.ones(ids.size) if aa else None)
+
+
+def _paint(canvas, flat, colors, alpha, one_colour=False):
+    """Draw pixels ``flat`` of the packed canvas ``canvas`` (1-D) in order with ``colors``,
+    each over what is below by its coverage ``alpha`` (None: all opaque), as Taichi's GUI
+    blends in float (``old (1 - a) + colour a``), then truncated to bytes as its frames are.
+    Vectorised: per pixel the last opaque entry is the base; the partial ones after it
+    combine in closed form (each colour weighted by its alpha times the transparencies of
+    the later ones). With ``one_colour`` the order does not matter and is not sorted."""
+    if alpha is None:
+        canvas[flat] = colors
+        return
+    if one_colour:
+        _blend_one_colour(canvas, flat, colors[0], alpha)
+        return
+    full = alpha >= 1.0
+    canvas[flat[full]] = colors[full]
+    part = np.flatnonzero((alpha > 0.0) & ~full)
+    if part.size == 0:
+        return
+    if full.any():  # partial entries under a later opaque one are hidden by it
+        last = np.full(canvas.size, -1, np.int64)
+        last[flat[full]] = np.flatnonzero(full)  # in order: the last opaque entry wins
+        part = part[part > last[flat[part]]]
+    _blend_partial(canvas, flat[part], colors[part], alpha[part])
+
+
+def _blend_one_colour(canvas, flat, color, alpha):
+    """`_paint` for entries of one colour: c over c is c, so only each pixel's total
+    transparency matters, in any order (an opaque entry's is 0: its log is capped at -34)."""
+    if flat.size == 0:
+        return
+    log_t = np.bincount(flat, np.log1p(-np.minimum(alpha, 1.0 - 1e-15)), canvas.size)
+    pix = np.flatnonzero(log_t)  # entries of coverage 0 leave their pixel as it is
+    log_t = log_t[pix]
+    opaque = log_t < -30.0  # covered: no blending (most pixels of big discs)
+    canvas[pix[opaque]] = color
+    pix, trans = pix[~opaque], np.exp(log_t[~opaque])
+    _put_blended(canvas, pix, trans, (1.0 - trans)[:, None] * _unpack(np.uint32(color)))
+
+
+def _blend_partial(canvas, flat, colors, alpha):
+    """`_paint` for entries of coverage in (0, 1), in drawing order."""
+    log_t = np.log1p(-alpha)
+    count = np.bincount(flat, minlength=canvas.size)
+    alone = count[flat] == 1  # the only partial entry of its pixel: no order to keep
+    pix = flat[alone]
+    _put_blended(canvas, pix, 1.0 - alpha[alone], alpha[alone, None] * _unpack(colors[alone]))
+    many = np.flatnonzero(~alone)
+    if many.size:
+        _blend_in_order(canvas, flat[many], colors[many], alpha[many], log_t[many])
+
+
+def _blend_in_order(canvas, flat, colors, alpha, log_t):
+    """`_blend_partial` for pixels with several partial entries: sorted by pixel (drawing order
+    kept within a pixel), each colour weighted by its alpha times the later ones' transparency."""
+    order = np.sort((flat << 32) | np.arange(flat.size)) & 0xFFFFFFFF  # stable, faster than argsort
+    flat, log_t, alpha, colors = flat[order], log_t[order], alpha[order], colors[order]
+    new_pixel = np.r_[True, flat[1:] != flat[:-1]]
+    starts = np.flatnonzero(new_pixel)
+    sums = np.cumsum(log_t)
+    total = np.add.reduceat(log_t, starts)
+    # log of the transparency of the later entries of the same pixel
+    later = (sums[starts] - log_t[starts] + total)[np.cumsum(new_pixel) - 1] - sums
+    paint = np.add.reduceat((alpha * np.exp(later))[:, None] * _unpack(colors), starts, axis=0)
+    _put_blended(canvas, flat[starts], np.exp(total), paint)
+
+
+def _put_blended(canvas, pix, trans, paint):
+    """Pixels ``pix`` of the packed canvas become ``old * trans + paint`` (bytes, truncated as
+    Taichi's frames are; the small lift keeps a pixel that barely changes from losing a byte)."""
+    new = _unpack(canvas[pix]) * trans[:, None] + paint + 1e-4
+    canvas[pix] = _pack(np.clip(new, 0.0, 255.0))
 
 
 def _triangle_pixels(ax, ay, bx, by, cx, cy, res):
@@ -555,6 +671,8 @@ class GUI:
     # added to float pixels * 255 before they become bytes: Taichi's GUI truncates (0.5 shows
     # and saves 127, measured); a ti.ui window's surface rounds
     _byte_rounding = 0.0
+    # Taichi's GUI antialiases circles and lines (`_coverage`); a ti.ui window's surface does not
+    _antialias = True
     PRESS, RELEASE, MOTION = "Press", "Release", "Motion"
 
     def __init__(self, name="Taichi", res=512, background_color=0x000000, show_gui=False, fullscreen=False,
@@ -623,23 +741,34 @@ class GUI:
         queued, self._queued = self._queued, []
         kinds = np.fromiter((q[0] for q in queued), np.int8, len(queued))
         present = np.unique(kinds)
-        seqs, flats, colors = [], [], []
+        seqs, flats, colors, alphas = [], [], [], []
         for kind in present:
             which = np.flatnonzero(kinds == kind)
             coords = np.array([queued[i][1] for i in which], np.float64)
             radii = np.array([queued[i][2] for i in which], np.float64)
             color = np.array([queued[i][3] for i in which], np.uint32)
-            for ids, flat in _queued_pixels(kind, coords, radii, self.res):
+            for ids, flat, alpha in _queued_pixels(kind, coords, radii, self.res, self._antialias):
                 seqs.append(which[ids])
                 flats.append(flat)
                 colors.append(color[ids])
+                alphas.append(alpha)
         if not flats:
             return
         flat, color = np.concatenate(flats), np.concatenate(colors)
+        alpha = np.concatenate(alphas) if self._antialias else None
         if len(present) > 1:  # kinds were rasterised apart: back to call order
             order = np.argsort(np.concatenate(seqs), kind="stable")
             flat, color = flat[order], color[order]
-        self._canvas.reshape(-1)[flat] = color
+            alpha = None if alpha is None else alpha[order]
+        _paint(self._canvas.reshape(-1), flat, color, alpha)
+
+    def _raster_scratch(self) -> _gui_raster.Scratch:
+        """The work arrays of `_gui_raster.draw` for this canvas."""
+        npix = self.res[0] * self.res[1]
+        s = getattr(self, "_raster", None)
+        if s is None or s.mask.size != npix:
+            s = self._raster = _gui_raster.Scratch(npix)
+        return s
 
     def _one_color(self, color) -> int:
         if type(color) is int:
@@ -674,15 +803,27 @@ class GUI:
         r = _per_item(np.atleast_1d(_as_array(radius)).ravel(), n, "radius")
         colors = self._colors(color, n, palette, palette_indices)
         one_colour = bool((colors == colors[0]).all())
-        ids, flat = _disc_pixels(cx, cy, r.astype(np.float64), self.res, ordered=not one_colour)
-        self._buf.reshape(-1)[flat] = colors[ids]
+        if self._antialias:  # compiled loop (_gui_raster); a non-finite circle draws nothing
+            r = r.astype(np.float64)
+            keep = np.isfinite(cx) & np.isfinite(cy) & np.isfinite(r)
+            if not keep.all():
+                cx, cy, r = cx[keep], cy[keep], r[keep]
+                colors = colors if one_colour else colors[keep]
+            # Taichi measures from each pixel's lower-left corner (see _circle_pixels)
+            _gui_raster.draw("circles", self._buf.reshape(-1), self._raster_scratch(), self.res,
+                             (cx + 0.5, cy - 0.5), r, colors[:1] if one_colour else colors)
+            return
+        ids, flat, alpha = _circle_pixels(cx, cy, r.astype(np.float64), self.res, self._antialias,
+                                          ordered=not one_colour)
+        _paint(self._buf.reshape(-1), flat, colors[:1] if one_colour else colors[ids], alpha,
+               one_colour)
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
         self._queue(_CIRCLE, _xy(pos), self._one_radius(radius), self._one_color(color))
 
     def lines(self, begin, end, radius=1, color=0xFFFFFF):
-        """Segments from ``begin`` to ``end`` (N, 2 each) with round caps; every pixel whose
-        centre is within ``radius`` pixels of a segment is drawn."""
+        """Segments from ``begin`` to ``end`` (N, 2 each) with round caps; a pixel whose centre
+        is ``d`` pixels from a segment is covered by ``clamp(radius - d, 0, 1)``."""
         a, b = _points(begin), _points(end)
         n = len(a)
         if n == 0:
@@ -691,15 +832,19 @@ class GUI:
             raise ValueError(f"lines: {n} begin points but {len(b)} end points")
         ax, ay = self._to_px(a)
         bx, by = self._to_px(b)
-        r = np.maximum(_per_item(np.atleast_1d(_as_array(radius)).ravel(), n, "radius"), 0.5)
+        r = _per_item(np.atleast_1d(_as_array(radius)).ravel(), n, "radius").astype(np.float64)
         colors = self._colors(color, n)
+        one_colour = bool((colors == colors[0]).all())
         flat_buf = self._buf.reshape(-1)
-        for ids, flat in _segment_pixels(ax, ay, bx, by, r, self.res):
-            flat_buf[flat] = colors[ids]
+        if self._antialias and all(np.isfinite(a).all() for a in (ax, ay, bx, by, r)):
+            _gui_raster.draw("lines", flat_buf, self._raster_scratch(), self.res, (ax, ay, bx, by),
+                             r, colors[:1] if one_colour else colors)
+            return
+        for ids, flat, alpha in _line_pixels(ax, ay, bx, by, r, self.res, self._antialias):
+            _paint(flat_buf, flat, colors[:1] if one_colour else colors[ids], alpha, one_colour)
 
     def line(self, begin, end, radius=1, color=0xFFFFFF):
-        self._queue(_LINE, _xy(begin) + _xy(end), max(self._one_radius(radius), 0.5),
-                    self._one_color(color))
+        self._queue(_LINE, _xy(begin) + _xy(end), self._one_radius(radius), self._one_color(color))
 
     def triangles(self, a, b, c, color=0xFFFFFF):
         """Filled triangles with corners ``a``, ``b``, ``c`` (N, 2 each)."""
@@ -719,7 +864,7 @@ class GUI:
     def rect(self, topleft, bottomright, radius=1, color=0xFFFFFF):
         """The outline of an axis-aligned rectangle."""
         (x0, y0), (x1, y1) = _xy(topleft), _xy(bottomright)
-        r, c = max(self._one_radius(radius), 0.5), self._one_color(color)
+        r, c = self._one_radius(radius), self._one_color(color)
         corners = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
         for k in range(4):
             self._queue(_LINE, corners[k] + corners[(k + 1) % 4], r, c)
@@ -736,8 +881,16 @@ class GUI:
 
     def arrows(self, orig, direction, radius=1, color=0xFFFFFF, **kwargs):
         """Arrows from ``orig`` along ``direction`` (N, 2 each); ``tip_scale``, ``angle`` as in Taichi."""
-        for begin, end in self._arrow_to_lines(_points(orig), _points(direction), **kwargs):
-            self.lines(begin, end, radius=radius, color=color)
+        orig = _points(orig)
+        n = len(orig)
+        if n == 0:
+            return
+        strokes = self._arrow_to_lines(orig, _points(direction), **kwargs)
+        # one call, shafts then each head stroke as Taichi orders them: blended in one pass,
+        # not truncated to bytes between the strokes
+        r = _per_item(np.atleast_1d(_as_array(radius)).ravel(), n, "radius")
+        self.lines(np.concatenate([b for b, _ in strokes]), np.concatenate([e for _, e in strokes]),
+                   radius=np.tile(r, 3), color=np.tile(self._colors(color, n), 3))
 
     def arrow(self, orig, direction, radius=1, color=0xFFFFFF, **kwargs):
         self.arrows(_point(orig), _point(direction), radius=radius, color=color, **kwargs)

@@ -78,7 +78,7 @@ def test_circles_palette_radii_and_fields(tmp_path):
     gui.circles(pos, radius=np.array([3, 3, 6]), palette=[RED, GREEN, BLUE], palette_indices=[2, 0, 1])
     img = shot(gui, tmp_path)
     assert [at(img, x, 0.5) for x in (0.2, 0.5, 0.8)] == [rgb(BLUE), rgb(RED), rgb(GREEN)]
-    assert tuple(img[50, 85]) == rgb(GREEN) and tuple(img[50, 25]) == (0, 0, 0)
+    assert tuple(img[50, 84]) == rgb(GREEN) and tuple(img[50, 25]) == (0, 0, 0)
 
 
 def test_non_finite_circles_draw_nothing_and_do_not_warn(tmp_path):
@@ -117,18 +117,22 @@ def test_non_finite_lines_and_triangles_draw_nothing_and_do_not_warn(tmp_path):
     assert (got == want).all() and (want == 255).any()
 
 
-def test_tiny_circle_still_draws_a_pixel(tmp_path):
+def test_tiny_circle_covers_one_pixel_by_its_radius(tmp_path):
+    # the centre (25, 25) is the lower-left corner of pixel (25, 25) (y up): covered by
+    # clamp(r - 0, 0, 1), white over black truncated to a byte; its neighbours are 1 away
     gui = GUI(res=50)
     gui.circle((0.5, 0.5), color=WHITE, radius=0.1)
     img = shot(gui, tmp_path)
-    assert (img == 255).all(axis=2).sum() == 1
+    assert (img > 0).any(axis=2).sum() == 1
+    assert img[50 - 1 - 25, 25].tolist() == [25, 25, 25]
 
 
 def test_lines_and_rect(tmp_path):
     gui = GUI(res=100, background_color=BG)
     gui.line((0.1, 0.25), (0.9, 0.25), radius=2, color=RED)
-    gui.lines(np.array([[0.25, 0.4]]), np.array([[0.25, 0.9]]), radius=1, color=GREEN)
-    gui.rect((0.5, 0.9), (0.9, 0.5), radius=1, color=BLUE)
+    # radius 2: on a pixel boundary, a radius-1 line covers two pixels by half (as Taichi)
+    gui.lines(np.array([[0.25, 0.4]]), np.array([[0.25, 0.9]]), radius=2, color=GREEN)
+    gui.rect((0.5, 0.9), (0.9, 0.5), radius=2, color=BLUE)
     img = shot(gui, tmp_path)
     assert at(img, 0.5, 0.25) == rgb(RED) and at(img, 0.12, 0.25) == rgb(RED)
     assert at(img, 0.5, 0.3) == rgb(BG) and at(img, 0.95, 0.25) == rgb(BG)
@@ -141,7 +145,7 @@ def test_diagonal_line_is_connected(tmp_path):
     gui = GUI(res=64)
     gui.line((0.0, 0.0), (1.0, 0.37), radius=0.5, color=WHITE)
     img = shot(gui, tmp_path)
-    cols = (img == 255).all(axis=2).any(axis=0)
+    cols = (img > 0).any(axis=2).any(axis=0)
     assert cols.all()
 
 
@@ -168,7 +172,7 @@ def test_triangles_and_arrows(tmp_path):
     gui.arrow((0.6, 0.5), (0.3, 0.0), radius=1, color=RED)
     img = shot(gui, tmp_path)
     assert at(img, 0.3, 0.2) == rgb(GREEN) and at(img, 0.45, 0.45) == (0, 0, 0)
-    assert at(img, 0.75, 0.5) == rgb(RED)
+    assert at(img, 0.75, 0.5) == (127, 0, 0)  # a radius-1 shaft on a pixel boundary: half each side
 
 
 def test_set_image_uses_taichi_xy_convention(tmp_path):
@@ -300,29 +304,100 @@ def test_set_image_matches_a_numpy_reference_frame_after_frame(tmp_path, shape, 
         np.testing.assert_array_equal(out, _reference_canvas(img, res))
 
 
+def _float_canvas(gui):
+    """The canvas as (H, W, 3) float bytes, row 0 at the top."""
+    buf = gui._buf
+    return np.stack([(buf >> 16) & 255, (buf >> 8) & 255, buf & 255], -1).astype(np.float64)
+
+
+def _over(ref, alpha, colour):
+    """Blend ``colour`` over the float reference by the coverage ``alpha`` (H, W) as Taichi's
+    GUI blends: old (1 - a) + colour a, in float, nothing rounded between shapes."""
+    a = alpha[..., None]
+    ref *= 1.0 - a
+    ref += a * np.array(rgb(colour), np.float64)
+
+
+def _disc_alpha(shape, x, y, r):
+    """Coverage of a circle centred at (x, y) pixels (y down) by Taichi's rule: clamp(r - d,
+    0, 1), d from each pixel's lower-left corner (its integer point, y up): (col, row + 1)."""
+    h, w = shape
+    ys, xs = np.mgrid[0:h, 0:w]
+    return np.clip(r - np.hypot(xs - x, ys + 1 - y), 0.0, 1.0)
+
+
+def _segment_alpha(shape, a, b, r):
+    """Coverage of a round-capped segment (pixels, y down): clamp(r - d, 0, 1), d from each
+    pixel's centre to the segment."""
+    h, w = shape
+    ys, xs = np.mgrid[0:h, 0:w]
+    px, py = xs + 0.5 - a[0], ys + 0.5 - a[1]
+    e = np.asarray(b, np.float64) - a
+    t = np.clip((px * e[0] + py * e[1]) / max(e @ e, 1e-12), 0.0, 1.0)
+    return np.clip(r - np.hypot(px - t * e[0], py - t * e[1]), 0.0, 1.0)
+
+
+def _assert_truncates(gui, ref):
+    """The canvas holds the float reference truncated to bytes (as Taichi's frames are), up
+    to float rounding."""
+    d = ref - _float_canvas(gui)
+    assert d.min() > -0.01 and d.max() < 1.01, (d.min(), d.max(), np.argwhere(d >= 1.01)[:5])
+
+
+def test_circle_and_line_coverage_is_taichis():
+    # measured on Taichi 1.7.4: a radius-1 circle centred on a pixel corner lights one pixel;
+    # a radius-1 line along a pixel boundary covers the two rows beside it by half
+    gui = GUI(res=(64, 48))
+    gui.circle((32 / 64, 24 / 48), color=WHITE, radius=1)
+    img = gui.get_image()
+    assert (img[..., 0] > 0).sum() == 1 and img[32, 24, 0] == 1.0
+    gui.clear()
+    gui.line((5 / 64, 24 / 48), (50 / 64, 24 / 48), radius=1, color=WHITE)
+    img = gui.get_image()[..., 0] * 255
+    assert set(np.flatnonzero(img.any(axis=0))) == {23, 24}  # two rows (y up)
+    np.testing.assert_allclose(img[10:40, 23:25], 127)  # 0.5 truncated to a byte
+    assert 0 < img[4, 24] < 127  # the round cap: d = sqrt(0.5) from the end
+
+
+@pytest.mark.parametrize("r", [0.5, 1.0, 1.7, 2.5, 4.2, 9.0])
+def test_circles_and_lines_blend_by_coverage_over_the_background(r):
+    rng = np.random.default_rng(int(r * 10))
+    w, h = 40, 30
+    for _ in range(3):
+        gui = GUI(res=(w, h), background_color=BG)
+        ref = _float_canvas(gui)
+        c = rng.uniform(-0.1, 1.1, 2)
+        colour = int(rng.integers(0, 1 << 24))
+        gui.circle(c, color=colour, radius=r)
+        _over(ref, _disc_alpha((h, w), c[0] * w, (1 - c[1]) * h, r), colour)
+        _assert_truncates(gui, ref)
+        ref = _float_canvas(gui)  # the canvas keeps bytes between calls (Taichi: floats)
+        a, b = rng.uniform(-0.1, 1.1, (2, 2))
+        gui.lines(a[None], b[None], radius=r / 2, color=WHITE)
+        _over(ref, _segment_alpha((h, w), a * (w, -h) + (0, h), b * (w, -h) + (0, h), r / 2), WHITE)
+        _assert_truncates(gui, ref)
+
+
 @pytest.mark.parametrize("w, h, n, radii, lo, hi, colours", [
     (37, 29, 300, [0.0, 0.4, 1.0, 1.5, 2.7, 6.0], -0.1, 1.1, 4),  # some cross the edges
     (64, 48, 2000, [0.3, 1.0, 1.5, 1.9], 0.05, 0.95, 4),  # small ones, all inside
     (64, 48, 2000, [0.3, 1.0, 1.5, 1.9, 3.0], -0.05, 1.05, 1),  # one colour: any order
 ])
 def test_circles_match_a_disc_by_disc_reference(w, h, n, radii, lo, hi, colours):
-    """Overlapping discs of several colours and sizes: the canvas equals drawing them one at a
-    time, in order, testing every pixel centre (the centre's own pixel always drawn)."""
+    """Overlapping discs of several colours and sizes: the canvas equals blending them one at a
+    time, in order, by Taichi's coverage rule (then truncating to bytes)."""
     rng = np.random.default_rng(2)
     pos = lo + rng.random((n, 2)) * (hi - lo)
     radius = rng.choice(radii, n)
     palette = np.array([RED, GREEN, BLUE, WHITE])[:colours]
     idx = rng.integers(0, colours, n)
     gui = GUI(res=(w, h))
-    want = gui._buf.copy()
+    ref = _float_canvas(gui)
     gui.circles(pos, radius=radius, palette=palette, palette_indices=idx)
     px, py = pos[:, 0] * w, (1.0 - pos[:, 1]) * h
-    ys, xs = np.mgrid[0:h, 0:w]
     for i in range(n):
-        own = (xs == np.floor(px[i])) & (ys == np.floor(py[i]))
-        near = (xs + 0.5 - px[i]) ** 2 + (ys + 0.5 - py[i]) ** 2 <= radius[i] ** 2
-        want[own | near] = palette[idx[i]]
-    np.testing.assert_array_equal(gui._buf, want)
+        _over(ref, _disc_alpha((h, w), px[i], py[i], radius[i]), int(palette[idx[i]]))
+    _assert_truncates(gui, ref)
 
 
 def test_text_drawn_again_covers_the_same_pixels_in_any_colour():
@@ -483,13 +558,13 @@ def test_point_and_vector_fields(tmp_path):
     radius[1, 0] = 4.0  # bottom-right cell of a 2 x 2 grid
     gui.point_field(radius, color=BLUE)
     img = shot(gui, tmp_path, "p.png")
-    assert at(img, 0.75, 0.25) == rgb(BLUE) and at(img, 0.25, 0.75) == rgb(BLUE)  # radius 0 draws a pixel
-    assert at(img, 0.75 + 0.08, 0.25) == rgb(BLUE) and at(img, 0.25 + 0.08, 0.75) == (0, 0, 0)
+    assert at(img, 0.75, 0.25) == rgb(BLUE) and at(img, 0.25, 0.75) == (0, 0, 0)  # radius 0: nothing
+    assert at(img, 0.75 + 0.07, 0.25) == rgb(BLUE) and at(img, 0.25 + 0.08, 0.75) == (0, 0, 0)
     v = np.zeros((10, 10, 2))
     v[0, 0] = (1.0, 0.0)
     gui.vector_field(v, arrow_spacing=5, color=GREEN)
     img = shot(gui, tmp_path, "v.png")
-    assert at(img, 0.05, 0.0) == rgb(GREEN) and at(img, 0.3, 0.3) == (0, 0, 0)
+    assert at(img, 0.025, 0.0) == (0, 127, 0) and at(img, 0.3, 0.3) == (0, 0, 0)  # half: on the edge
 
 
 def test_contour_resamples_through_plasma(tmp_path):
@@ -565,24 +640,14 @@ def test_triangles_match_a_triangle_by_triangle_reference(w, h, n):
     np.testing.assert_array_equal(gui._buf, want)
 
 
-def _segment_reference(want, a, b, r, colour):
-    h, w = want.shape
-    ys, xs = np.mgrid[0:h, 0:w]
-    px, py = xs + 0.5 - a[0], ys + 0.5 - a[1]
-    e = b - a
-    t = np.clip((px * e[0] + py * e[1]) / max(e @ e, 1e-12), 0.0, 1.0)
-    want[(px - t * e[0]) ** 2 + (py - t * e[1]) ** 2 <= r * r] = colour
-
-
 def test_single_shape_calls_draw_in_call_order_as_one_at_a_time():
     """circle, line, triangle and rect calls are queued and drawn together when the canvas is
-    used: interleaved and overlapping, the canvas equals drawing each call at once in order, and
-    clear() and set_image() drop what was queued before them."""
+    used: interleaved and overlapping, the canvas equals blending each call in order (in float,
+    as Taichi, truncated once), and clear() and set_image() drop what was queued before them."""
     w, h, n = 48, 40, 150
     rng = np.random.default_rng(9)
     gui = GUI(res=(w, h), background_color=BG)
-    want = gui._buf.copy()
-    ys, xs = np.mgrid[0:h, 0:w]
+    ref = _float_canvas(gui)
     to_unit = lambda p: (p[0] / w, 1.0 - p[1] / h)
     for k in range(n):
         colour = int(rng.choice([RED, GREEN, BLUE, WHITE]))
@@ -591,21 +656,22 @@ def test_single_shape_calls_draw_in_call_order_as_one_at_a_time():
         if kind == 0:
             r = float(rng.choice([0.5, 1.5, 4.0]))
             gui.circle(to_unit(p), color=colour, radius=r)
-            own = (xs == np.floor(p[0])) & (ys == np.floor(p[1]))
-            want[own | ((xs + 0.5 - p[0]) ** 2 + (ys + 0.5 - p[1]) ** 2 <= r * r)] = colour
+            _over(ref, _disc_alpha((h, w), p[0], p[1], r), colour)
         elif kind == 1:
             r = float(rng.choice([0.2, 1.0, 2.5]))
             gui.line(np.array(to_unit(p)), list(to_unit(q)), radius=r, color=colour)
-            _segment_reference(want, p, q, max(r, 0.5), colour)
+            _over(ref, _segment_alpha((h, w), p, q, r), colour)
         elif kind == 2:
             gui.triangle(to_unit(p), to_unit(q), to_unit(s), color=colour)
-            _triangle_reference(want, [p], [q], [s], [colour])
+            inside = np.zeros((h, w), np.int64)
+            _triangle_reference(inside, [p], [q], [s], [1])
+            _over(ref, inside.astype(np.float64), colour)
         else:
             gui.rect(to_unit(p), to_unit(q), radius=1, color=colour)
             corners = [p, np.array([q[0], p[1]]), q, np.array([p[0], q[1]])]
             for i in range(4):
-                _segment_reference(want, corners[i], corners[(i + 1) % 4], 1.0, colour)
-    np.testing.assert_array_equal(gui._buf, want)
+                _over(ref, _segment_alpha((h, w), corners[i], corners[(i + 1) % 4], 1.0), colour)
+    _assert_truncates(gui, ref)
     gui.circle((0.5, 0.5), color=RED, radius=30)
     gui.clear()
     assert (gui._buf == gui._buf[0, 0]).all()
@@ -630,14 +696,21 @@ def test_single_lines_drawn_together_match_one_by_one():
     segs = rng.random((300, 4))
     cols = rng.integers(0, 0xFFFFFF, 300)
     queued, direct = GUI("a", res=(200, 150)), GUI("b", res=(200, 150))
+    ref = _float_canvas(queued)
+    px = lambda p: np.array([p[0] * 200, (1 - p[1]) * 150])
     for k in range(300):
         queued.line(segs[k, :2], segs[k, 2:], radius=1 + k % 3, color=int(cols[k]))
         direct.lines(segs[k:k + 1, :2], segs[k:k + 1, 2:], radius=1 + k % 3, color=int(cols[k]))
+        _over(ref, _segment_alpha((150, 200), px(segs[k, :2]), px(segs[k, 2:]), 1 + k % 3),
+              int(cols[k]))
         if k == 150:
             queued.circle((0.5, 0.5), radius=20, color=0x123456)
             direct.circle((0.5, 0.5), radius=20, color=0x123456)
+            _over(ref, _disc_alpha((150, 200), 100, 75, 20), 0x123456)
+    _assert_truncates(queued, ref)  # drawn in one pass: truncated once
+    # one call at a time, each truncated to bytes: at most a byte lost per overlapping call
+    assert np.abs(ref - _float_canvas(direct)).max() < 4
     img = queued.get_image()
-    np.testing.assert_array_equal(img, direct.get_image())
     assert len(np.unique(img.reshape(-1, 3), axis=0)) > 100  # the segments were drawn
     with pytest.raises(ValueError, match="3 color values for 1 items"):
         queued.line((0, 0), (1, 1), color=(255, 0, 0))
@@ -658,3 +731,28 @@ def test_get_image_flushes_subnormals_as_taichis_copy_kernel():
     gui.set_image(np.full((2, 2, 3), -2e-39))
     back = gui.get_image()[0, 0]
     assert back.tolist() == [0.0] * 4 and np.signbit(back[:3]).all()
+
+
+def test_compiled_circles_and_lines_equal_the_numpy_path_byte_for_byte():
+    """`circles`/`lines` draw through fieldsim._gui_raster's compiled loop; the numpy path
+    (`_circle_pixels`/`_line_pixels` + `_paint`, still used by queued single shapes) must give
+    the same bytes for overlapping shapes with their own colours and radii."""
+    from fieldsim import gui as G
+    rng = np.random.default_rng(7)
+    w, h, n = 96, 64, 3000
+    gui = GUI(res=(w, h), background_color=0x203040)
+    pos = rng.uniform(-0.05, 1.05, (n, 2))
+    radius = rng.uniform(0.2, 6.0, n)
+    colours = rng.integers(0, 1 << 24, n).astype(np.uint32)
+    a, b = rng.uniform(-0.1, 1.1, (2, 400, 2))
+    lradius = rng.uniform(0.2, 3.0, 400)
+    gui.circles(pos, radius=radius, color=colours)
+    gui.lines(a, b, radius=lradius, color=colours[:400])
+    ref = np.full(w * h, 0x203040, np.uint32)
+    cx, cy = pos[:, 0] * w, (1.0 - pos[:, 1]) * h
+    ids, flat, alpha = G._circle_pixels(cx, cy, radius, (w, h), True)
+    G._paint(ref, flat, colours[ids], alpha)
+    ax, ay, bx, by = a[:, 0] * w, (1.0 - a[:, 1]) * h, b[:, 0] * w, (1.0 - b[:, 1]) * h
+    for ids, flat, alpha in G._line_pixels(ax, ay, bx, by, lradius, (w, h), True):
+        G._paint(ref, flat, colours[ids], alpha)
+    assert np.array_equal(gui._buf.reshape(-1), ref)

@@ -5,7 +5,7 @@ bottom-left; circle radii and line widths are fractions of the window height; co
 floats in [0, 1]. Inputs are read at the call; drawing happens when the window finishes the
 frame, in call order over the background colour (so ``set_background_color`` after a draw still
 sets the frame's background, as in GGUI). Guarantees the same pixels as fieldsim.gui's ``ti.GUI``
-for circles and lines (it is the rasteriser used), triangles with per-vertex colours
+for circles and lines without its antialiasing (it is the rasteriser used), triangles with per-vertex colours
 interpolated, and ``scene`` rendered by fieldsim.ui.render3d.
 """
 from __future__ import annotations

@@ -74,6 +74,7 @@ class Window:
         self._running = True
         self._surface = GUI(name, res=self.res)
         self._surface._byte_rounding = 0.5  # GGUI's images round to the nearest byte
+        self._surface._antialias = False  # GGUI draws circles and lines without it (as before)
         self._background = 0x000000
         self._ops = []
         self._drawn = 0  # how many of this frame's ops the surface shows (-1: redraw all)
