@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-_IR = r"""
+_COMMON = r"""
 declare double @llvm.sqrt.f64(double)
 declare double @llvm.floor.f64(double)
 
@@ -114,9 +114,15 @@ define private i64 @clip_floor(double %v, i64 %size) alwaysinline {
   ret i64 %i
 }
 
-define void @circles(i64 %n, double* %cx, double* %cy, double* %r, i32* %col, i64 %cstride,
-                     i64 %w, i64 %h, i32* %canvas, double* %acc, i8* %mask, i64* %list,
-                     i64* %cnt) {
+"""
+
+# One shape after another in call order (`@circles`, `@lines`), each over the rows of its pixel
+# box and the columns a row may hold: {params} are the shape's arrays, {shape} loads shape %i's
+# values and gives its rows [%y0a, %y1], {row} gives row %y's columns [%x0a, %x1], {pixel}
+# the squared distance %d2 of pixel (%x, %y) to the shape.
+_SHAPE_LOOP = r"""
+define void @{name}(i64 %n, {params}, double* %r, i32* %col, i64 %cstride, i64 %w, i64 %h,
+                    i32* %canvas, double* %acc, i8* %mask, i64* %list, i64* %cnt) {{
 entry:
   %i.p = alloca i64
   %y.p = alloca i64
@@ -128,26 +134,13 @@ loop:
   %more = icmp slt i64 %i, %n
   br i1 %more, label %body, label %exit
 body:
-  %cxp = getelementptr double, double* %cx, i64 %i
-  %cxv = load double, double* %cxp
-  %cyp = getelementptr double, double* %cy, i64 %i
-  %cyv = load double, double* %cyp
   %rp = getelementptr double, double* %r, i64 %i
   %rv = load double, double* %rp
   %r2 = fmul double %rv, %rv
   %ci = mul i64 %i, %cstride
   %colp = getelementptr i32, i32* %col, i64 %ci
   %colv = load i32, i32* %colp
-  %xl = fsub double %cxv, %rv
-  %xh = fadd double %cxv, %rv
-  %yl = fsub double %cyv, %rv
-  %yh = fadd double %cyv, %rv
-  %x0a = call i64 @clip_floor(double %xl, i64 %w)
-  %x1 = call i64 @clip_floor(double %xh, i64 %w)
-  %y0a = call i64 @clip_floor(double %yl, i64 %h)
-  %y1 = call i64 @clip_floor(double %yh, i64 %h)
-  %x0n = icmp slt i64 %x0a, 0
-  %x0 = select i1 %x0n, i64 0, i64 %x0a
+{shape}
   %y0n = icmp slt i64 %y0a, 0
   %y0 = select i1 %y0n, i64 0, i64 %y0a
   store i64 %y0, i64* %y.p
@@ -159,8 +152,9 @@ yloop:
 ybody:
   %yf = sitofp i64 %y to double
   %yc = fadd double %yf, 0.5
-  %dy = fsub double %yc, %cyv
-  %dy2 = fmul double %dy, %dy
+{row}
+  %x0n = icmp slt i64 %x0a, 0
+  %x0 = select i1 %x0n, i64 0, i64 %x0a
   %row = mul i64 %y, %w
   store i64 %x0, i64* %x.p
   br label %xloop
@@ -171,9 +165,7 @@ xloop:
 xbody:
   %xf = sitofp i64 %x to double
   %xc = fadd double %xf, 0.5
-  %dx = fsub double %xc, %cxv
-  %dx2 = fmul double %dx, %dx
-  %d2 = fadd double %dx2, %dy2
+{pixel}
   %in = fcmp ole double %d2, %r2
   br i1 %in, label %draw, label %xnext
 draw:
@@ -196,36 +188,33 @@ next:
   br label %loop
 exit:
   ret void
-}
+}}
+"""
 
-define void @lines(i64 %n, double* %ax, double* %ay, double* %bx, double* %by, double* %r,
-                   i32* %col, i64 %cstride, i64 %w, i64 %h, i32* %canvas, double* %acc,
-                   i8* %mask, i64* %list, i64* %cnt) {
-entry:
-  %i.p = alloca i64
-  %y.p = alloca i64
-  %x.p = alloca i64
-  store i64 0, i64* %i.p
-  br label %loop
-loop:
-  %i = load i64, i64* %i.p
-  %more = icmp slt i64 %i, %n
-  br i1 %more, label %body, label %exit
-body:
-  %axp = getelementptr double, double* %ax, i64 %i
-  %axv = load double, double* %axp
-  %ayp = getelementptr double, double* %ay, i64 %i
-  %ayv = load double, double* %ayp
-  %bxp = getelementptr double, double* %bx, i64 %i
-  %bxv = load double, double* %bxp
-  %byp = getelementptr double, double* %by, i64 %i
-  %byv = load double, double* %byp
-  %rp = getelementptr double, double* %r, i64 %i
-  %rv = load double, double* %rp
-  %r2 = fmul double %rv, %rv
-  %ci = mul i64 %i, %cstride
-  %colp = getelementptr i32, i32* %col, i64 %ci
-  %colv = load i32, i32* %colp
+
+def _loads(*names) -> str:
+    return "\n".join(f"  %{v}p = getelementptr double, double* %{v}, i64 %i\n"
+                     f"  %{v}v = load double, double* %{v}p" for v in names)
+
+
+_CIRCLES = _SHAPE_LOOP.format(name="circles", params="double* %cx, double* %cy", shape=_loads("cx", "cy") + """
+  %xl = fsub double %cxv, %rv
+  %xh = fadd double %cxv, %rv
+  %yl = fsub double %cyv, %rv
+  %yh = fadd double %cyv, %rv
+  %x0a = call i64 @clip_floor(double %xl, i64 %w)
+  %x1 = call i64 @clip_floor(double %xh, i64 %w)
+  %y0a = call i64 @clip_floor(double %yl, i64 %h)
+  %y1 = call i64 @clip_floor(double %yh, i64 %h)""", row="""
+  %dy = fsub double %yc, %cyv
+  %dy2 = fmul double %dy, %dy""", pixel="""
+  %dx = fsub double %xc, %cxv
+  %dx2 = fmul double %dx, %dx
+  %d2 = fadd double %dx2, %dy2""")
+
+_LINES = _SHAPE_LOOP.format(
+    name="lines", params="double* %ax, double* %ay, double* %bx, double* %by",
+    shape=_loads("ax", "ay", "bx", "by") + """
   %ex = fsub double %bxv, %axv
   %ey = fsub double %byv, %ayv
   %ex2 = fmul double %ex, %ex
@@ -250,18 +239,7 @@ body:
   %byl = fsub double %ymn, %rv
   %byh = fadd double %ymx, %rv
   %y0a = call i64 @clip_floor(double %byl, i64 %h)
-  %y1 = call i64 @clip_floor(double %byh, i64 %h)
-  %y0n = icmp slt i64 %y0a, 0
-  %y0 = select i1 %y0n, i64 0, i64 %y0a
-  store i64 %y0, i64* %y.p
-  br label %yloop
-yloop:
-  %y = load i64, i64* %y.p
-  %ymore = icmp sle i64 %y, %y1
-  br i1 %ymore, label %ybody, label %next
-ybody:
-  %yf = sitofp i64 %y to double
-  %yc = fadd double %yf, 0.5
+  %y1 = call i64 @clip_floor(double %byh, i64 %h)""", row="""
   %py = fsub double %yc, %ayv
   ; the columns whose centres may be within r of the line through the segment (a pixel of
   ; slack each side; the exact test below decides), within the segment's box
@@ -278,19 +256,7 @@ ybody:
   %lo = select i1 %flat, double %bxl, double %sl2
   %hi = select i1 %flat, double %bxh, double %sh2
   %x0a = call i64 @clip_floor(double %lo, i64 %w)
-  %x1 = call i64 @clip_floor(double %hi, i64 %w)
-  %x0n = icmp slt i64 %x0a, 0
-  %x0 = select i1 %x0n, i64 0, i64 %x0a
-  %row = mul i64 %y, %w
-  store i64 %x0, i64* %x.p
-  br label %xloop
-xloop:
-  %x = load i64, i64* %x.p
-  %xmore = icmp sle i64 %x, %x1
-  br i1 %xmore, label %xbody, label %ynext
-xbody:
-  %xf = sitofp i64 %x to double
-  %xc = fadd double %xf, 0.5
+  %x1 = call i64 @clip_floor(double %hi, i64 %w)""", pixel="""
   %px = fsub double %xc, %axv
   %tx = fmul double %px, %ex
   %ty = fmul double %py, %ey
@@ -306,31 +272,9 @@ xbody:
   %qy = fsub double %py, %qy0
   %qx2 = fmul double %qx, %qx
   %qy2 = fmul double %qy, %qy
-  %d2 = fadd double %qx2, %qy2
-  %in = fcmp ole double %d2, %r2
-  br i1 %in, label %draw, label %xnext
-draw:
-  %a = call double @cover(double %rv, double %d2)
-  %p = add i64 %row, %x
-  call void @blend(i32* %canvas, double* %acc, i8* %mask, i64* %list, i64* %cnt, i64 %p,
-                   i32 %colv, double %a)
-  br label %xnext
-xnext:
-  %x.n = add i64 %x, 1
-  store i64 %x.n, i64* %x.p
-  br label %xloop
-ynext:
-  %y.n = add i64 %y, 1
-  store i64 %y.n, i64* %y.p
-  br label %yloop
-next:
-  %i.n = add i64 %i, 1
-  store i64 %i.n, i64* %i.p
-  br label %loop
-exit:
-  ret void
-}
+  %d2 = fadd double %qx2, %qy2""")
 
+_TAIL = r"""
 declare double @llvm.fabs.f64(double)
 
 ; the touched pixels back to bytes: clip(v + 1e-4, 0, 255) truncated (gui._put_blended)
@@ -383,6 +327,8 @@ define private i32 @byte(double %v) alwaysinline {
   ret i32 %i
 }
 """
+
+_IR = _COMMON + _CIRCLES + _LINES + _TAIL
 
 _lock = threading.Lock()
 _fns = None  # (circles, lines, finish, engine) once compiled
