@@ -228,3 +228,23 @@ def test_an_ordered_field_keeps_its_assigned_name():
     fs.init(arch=fs.cpu)
     grid = fs.field(fs.f32, shape=(4, 2), order="ji")
     assert grid.ir_name == "grid"
+
+
+def test_a_serialized_loop_carrying_a_kernel_variable_keeps_the_tree_order():
+    # `h = h * 7 + x` visits in the layout tree's order (Taichi's): the order is the result
+    x = fs.field(fs.i32)
+    fs.root.dense(fs.ij, 2).dense(fs.ij, 2).place(x)
+
+    @fs.kernel
+    def chain() -> fs.i64:
+        h = fs.i64(0)
+        fs.loop_config(serialize=True)
+        for i, j in x:
+            h = (h * 7 + x[i, j]) % 1000003
+        return h
+
+    x.from_numpy(np.arange(16, dtype=np.int32).reshape(4, 4))
+    want = 0
+    for bi, bj, i, j in np.ndindex(2, 2, 2, 2):
+        want = (want * 7 + (bi * 2 + i) * 4 + bj * 2 + j) % 1000003
+    assert chain() == want
