@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
+import contextlib
 import inspect
 import linecache
 import numbers
@@ -1101,18 +1102,27 @@ class Frontend(ExprMixin):
             self.frame.bind(names[0], binding_for(iterable.kernel_loop_bind(self, indices[0])))
         else:
             self._bind_loop_indices(names, indices, grouped)
+        with self._known_active(known):
+            if active is None:
+                self.block(node.body, new_scope=True)
+            else:
+                guard = self.b.if_(active)
+                self.depth += 1
+                with self.b.into(guard.blocks[0]):
+                    self.block(node.body, new_scope=True)
+                self.depth -= 1
+
+    @contextlib.contextmanager
+    def _known_active(self, known):
+        """While emitting a sparse struct-for's body: `known` (`sparse_kernel.known_cell`, or
+        None) is the cell its stores need not activate, until a `deactivate` clears it."""
         if known is not None:
             self.known_active.append(known)
-        if active is None:
-            self.block(node.body, new_scope=True)
-        else:
-            guard = self.b.if_(active)
-            self.depth += 1
-            with self.b.into(guard.blocks[0]):
-                self.block(node.body, new_scope=True)
-            self.depth -= 1
-        if known is not None and self.known_active and self.known_active[-1] is known:
-            self.known_active.pop()
+        try:
+            yield
+        finally:
+            if known is not None and self.known_active and self.known_active[-1] is known:
+                self.known_active.pop()
 
     def _dynamic_lists(self, node, iterable, names, grouped, split, begin, outer):
         """The body of a struct-for over a field under a dynamic node, for the cell `outer`
@@ -1256,16 +1266,13 @@ class Frontend(ExprMixin):
         only, as Taichi's fill, a struct-for); `known`: the cell the loop found active."""
         if isinstance(value, FieldRef):
             value = value.load(self)
-        if known is not None:
-            self.known_active.append(known)
-        if active is None:
-            FieldRef(field, indices, None).store(self, value)
-        else:
-            guard = self.b.if_(active)
-            with self.b.into(guard.blocks[0]):
+        with self._known_active(known):
+            if active is None:
                 FieldRef(field, indices, None).store(self, value)
-        if known is not None and self.known_active and self.known_active[-1] is known:
-            self.known_active.pop()
+            else:
+                guard = self.b.if_(active)
+                with self.b.into(guard.blocks[0]):
+                    FieldRef(field, indices, None).store(self, value)
 
     def _fill_value_across_tasks(self, value):
         """A fill value computed in the kernel body (`m = ti.Vector([...]); x.fill(m)`) kept in a

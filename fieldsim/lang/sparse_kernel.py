@@ -21,6 +21,15 @@ def as_i32(fe, v):
     return fe.e.value(v, T.i32)
 
 
+def layout_field(iterable):
+    """The field whose layout a struct-for over `iterable` walks: a struct field's first member
+    (its members share its cells, as Taichi's first); anything else as it is."""
+    from fieldsim.lang.struct import StructField
+    if isinstance(iterable, StructField) and iterable.leaves():
+        return iterable.leaves()[0]
+    return iterable
+
+
 def activate_kernel(fe, field, indices):
     """After a kernel store/atomic to `field` at storage `indices`: activate its cells (but
     for a cell the enclosing struct-for found active: storing its flag again would write an
@@ -47,9 +56,7 @@ def known_cell(fe, iterable, user):
     storage value of each user index, which `field_indices` then reuses for fields of the
     same offset."""
     from fieldsim.lang.field import Field
-    from fieldsim.lang.struct import StructField
-    if isinstance(iterable, StructField) and iterable.leaves():
-        iterable = iterable.leaves()[0]
+    iterable = layout_field(iterable)
     if not isinstance(iterable, Field) or not field_path(iterable):
         return None
     storage = []
@@ -94,9 +101,7 @@ def struct_for_guard(fe, iterable, indices):
     """(condition or None, user indices) for a struct-for over a field or a node whose loop
     produced `indices` (the field's user indices, or the node's cell indices)."""
     from fieldsim.lang.field import Field
-    from fieldsim.lang.struct import StructField
-    if isinstance(iterable, StructField) and iterable.leaves():
-        iterable = iterable.leaves()[0]  # its members share its cells (Taichi: the first's)
+    iterable = layout_field(iterable)
     if isinstance(iterable, Field):
         path = field_path(iterable)
         if not path:
@@ -126,9 +131,7 @@ def dynamic_axis(iterable):
     cell's length instead of testing every slot: a field (or struct field) whose innermost
     sparse node is dynamic, with one element per slot along that axis. Else None."""
     from fieldsim.lang.field import Field
-    from fieldsim.lang.struct import StructField
-    if isinstance(iterable, StructField) and iterable.leaves():
-        iterable = iterable.leaves()[0]
+    iterable = layout_field(iterable)
     if not isinstance(iterable, Field):
         return None
     path = field_path(iterable)
@@ -213,9 +216,7 @@ def sparse_blocks(iterable):
     node has more than one cell a container. Else None (a flat loop testing each element)."""
     from fieldsim.lang import runtime
     from fieldsim.lang.field import Field
-    from fieldsim.lang.struct import StructField
-    if isinstance(iterable, StructField) and iterable.leaves():
-        iterable = iterable.leaves()[0]
+    iterable = layout_field(iterable)
     if not isinstance(iterable, Field) or iterable.shape is None or runtime.get().arch != "cpu":
         return None
     path = field_path(iterable)
@@ -335,9 +336,7 @@ def dense_tree_digits(iterable):
     among the loop's indices, cells, stride); else None (a row-major loop, unchanged)."""
     from fieldsim.lang import runtime
     from fieldsim.lang.field import Field
-    from fieldsim.lang.struct import StructField
-    if isinstance(iterable, StructField) and iterable.leaves():
-        iterable = iterable.leaves()[0]
+    iterable = layout_field(iterable)
     if isinstance(iterable, Field):
         if iterable.shape is None or iterable._snode is None or field_path(iterable):
             return None  # (an ndarray has no layout node)
