@@ -163,11 +163,26 @@ def _lift(fe, scalar_fn, *args):
     return MatVal([scalar_fn(*vals) for vals in zip(*cols)], shape.n, shape.m, shape.ndim)
 
 
+# Taichi defines these as `ti.func`s taking their arguments by value: a Python number argument
+# becomes a variable of default_fp/default_ip first, so `mix(x, y, 0.9)` computes `1 - a` with
+# an f32 `a` (0.10000002), not folded in double precision (0.1).
+_BY_VALUE = frozenset(("clamp", "mix", "step", "smoothstep", "fract", "sign", "degrees", "radians",
+                       "mod", "reflect", "refract", "distance", "length", "normalize", "log2"))
+
+
+def _typed_numbers(fe, args):
+    return [fe.e.value(a) if is_number(a) and not isinstance(a, bool) else a for a in args]
+
+
 def _define(name, py_impl, kernel_impl):
     """A `ti.math` function: `py_impl(*args)` in Python scope, `kernel_impl(fe, *args)` in kernels."""
     py_impl.__name__ = name
     py_impl.__qualname__ = name
-    ops.KERNEL_BUILTINS[py_impl] = lambda fe, node, args, kw: kernel_impl(fe, *args, **kw)
+    if name in _BY_VALUE:
+        ops.KERNEL_BUILTINS[py_impl] = lambda fe, node, args, kw: kernel_impl(
+            fe, *_typed_numbers(fe, args), **kw)
+    else:
+        ops.KERNEL_BUILTINS[py_impl] = lambda fe, node, args, kw: kernel_impl(fe, *args, **kw)
     return py_impl
 
 
