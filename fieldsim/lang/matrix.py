@@ -315,6 +315,13 @@ def _swizzle(i):
 class Vector(Matrix):
     ndim = 1
 
+    def __new__(cls, arr=None, dt=None, **kwargs):
+        # as Taichi: `fs.Vector([[a, b], [c, d]])` is the matrix of those rows, not a flat vector
+        if cls is Vector and isinstance(arr, (list, tuple)) and arr \
+                and isinstance(arr[0], (list, tuple, np.ndarray)):
+            return Matrix(arr, dt, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, arr, dt=None, **kwargs):
         _check_value_kwargs("Vector", kwargs)
         if dt is not None and not _is_dtype(dt):

@@ -351,9 +351,8 @@ def _matval_ctor(fe, node, args, kw, ndim):
         ndim = 1
     if ndim == 2 or not flat:
         rows = [list(r.entries) if isinstance(r, MatVal) else list(r) for r in entries]
-        if ndim == 1 or any(len(r) != len(rows[0]) for r in rows):
-            if ndim == 1:
-                raise FieldsimTypeError("fs.Vector takes a flat list of scalars")
+        # as Taichi: fs.Vector of nested lists is the matrix of those rows
+        if any(len(r) != len(rows[0]) for r in rows):
             raise FieldsimTypeError("fs.Matrix rows must all have the same length")
         m = MatVal.rows(rows)
     else:
