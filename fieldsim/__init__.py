@@ -10,12 +10,13 @@ from fieldsim.errors import (AccessRuleError, FieldsimCompilationError, Fieldsim
                              FieldsimAssertionError, FieldsimValueError)
 from fieldsim.lang import types
 from fieldsim.lang.field import Field, MatrixField, ScalarField, field
-from fieldsim.lang.snode import FieldsBuilder, SNode, axes, i, ij, ijk, ijkl, ik, j, jk, k, l, root
+from fieldsim.lang.snode import (FieldsBuilder, SNode, axes, i, ij, ijk, ijkl, ijl, ik, ikl, il,
+                                  j, jk, jkl, jl, k, kl, l, root)
 from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, pyfunc, real_func,
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector
 from fieldsim.lang.struct import Struct, StructField, dataclass
-from fieldsim.lang.extra_ops import static_assert
+from fieldsim.lang.extra_ops import global_thread_idx, static_assert
 from fieldsim.lang.addresses import get_addr
 from fieldsim.lang.sparse_ops import (activate, append, deactivate, deactivate_all_snodes,
                                       is_active, length, rescale_index)

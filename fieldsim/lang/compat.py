@@ -21,7 +21,6 @@ class FieldsimAttributeError(FieldsimError, AttributeError):
 UNSUPPORTED = {
     "aot": "ahead-of-time modules for deployment",
     "simt": "warp/subgroup intrinsics of GPU backends",
-    "global_thread_idx": "thread indices of GPU backends",
 }
 
 

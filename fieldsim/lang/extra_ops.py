@@ -1,14 +1,18 @@
 """`fs.static_assert`: checks a compile-time condition in a kernel and refuses a runtime one
 with a `FieldsimTypeError`; a plain check in Python scope. `fs.zero(x)`/`fs.one(x)`: a value of
-x's type and shape filled with 0/1 (Taichi's `x * 0` and `x * 0 + 1`), in both scopes. (`raw_div`, `raw_mod` and the bit
-shifts live in `ops_int`.)"""
+x's type and shape filled with 0/1 (Taichi's `x * 0` and `x * 0 + 1`), in both scopes.
+`fs.global_thread_idx()`: inside a kernel's for loop, the index of the thread running it.
+(`raw_div`, `raw_mod` and the bit shifts live in `ops_int`.)"""
 from __future__ import annotations
+
+import dataclasses
 
 from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Stmt
 from fieldsim.lang import ops
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal
+from fieldsim.lang.naming import user_loc
 
 _UNSIGNED = {8: T.u8, 16: T.u16, 32: T.u32, 64: T.u64}
 
@@ -31,3 +35,26 @@ def _static_assert(fe, node, args, kw):
 
 
 ops.KERNEL_BUILTINS[static_assert] = _static_assert
+
+
+def global_thread_idx():
+    """The running thread's index: kernel scope only (Taichi's Python scope has none either)."""
+    raise FieldsimSyntaxError("fs.global_thread_idx() is only valid inside a kernel's for loop",
+                              user_loc())
+
+
+def _global_thread_idx(fe, node, args, kw):
+    # Taichi's CPU backend returns the worker thread's index (0 with one thread), whose range a
+    # program may rely on (per-thread scratch rows). fieldsim's CPU chunks are not threads, so
+    # the enclosing parallel loop runs on one thread and the index is 0, in [0, threads) on any
+    # backend, never shared by two iterations running at once.
+    if not fe.open_fors:
+        raise FieldsimSyntaxError("fs.global_thread_idx() is only valid within loops (a for loop "
+                                  "of the kernel; as in Taichi, not a while loop)")
+    outer = fe.open_fors[0]
+    if outer.attr.parallel:
+        outer.attr = dataclasses.replace(outer.attr, parallel=False, serialize=True)
+    return fe.e.value(0, T.i32)
+
+
+ops.KERNEL_BUILTINS[global_thread_idx] = _global_thread_idx

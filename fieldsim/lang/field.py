@@ -743,6 +743,7 @@ from fieldsim.lang.snode import Axis, SNode
 def __getattr__(name):
     """The layout names that lived here before `fieldsim.lang.snode` (`root`, `i`, `ij`, ...)."""
     from fieldsim.lang import snode
-    if name in ("root", "axes", "i", "j", "k", "l", "ij", "ik", "jk", "ijk", "ijkl"):
+    if name in ("root", "axes", "i", "j", "k", "l", "ij", "ik", "jk", "ijk", "ijkl",
+                "il", "jl", "kl", "ijl", "ikl", "jkl"):
         return getattr(snode, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -386,6 +386,7 @@ class Frontend(ExprMixin):
         self.known_active: list = []
         self.storage_of: dict = {}
         self.parallel_depth = -1
+        self.open_fors: list = []  # the non-static for loops around the statement being built
         self.funcs: list = []  # the kernel's real functions (lang.real_calls)
         self.local_arrays = False  # made an ARRAY_LOAD/ARRAY_STORE (frontend_refs.array_slots)
         self.real_funcs: dict = {}  # key -> (its Function, result shape), once built
@@ -1027,6 +1028,7 @@ class Frontend(ExprMixin):
         self.loop_depth += 1
         if info.parallel:
             self.parallel_depth = self.loop_depth
+        self.open_fors.append(loop)
         self.frame.scopes.append({})
         with self.b.into(loop.body):
             if blocks is not None:
@@ -1039,6 +1041,7 @@ class Frontend(ExprMixin):
                 indices = self.delinearize(loop, outer_dims, sizes)
                 self._dynamic_lists(node, iterable, names, grouped, split, dims[split[0]][0], indices)
         self.frame.scopes.pop()
+        self.open_fors.pop()
         if blocks is not None:
             sparse_kernel.list_if_activating(self, blocks, loop)
         if info.parallel:

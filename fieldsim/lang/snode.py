@@ -33,6 +33,7 @@ class Axis:
 
 i, j, k, l = Axis(0), Axis(1), Axis(2), Axis(3)
 ij, ik, jk, ijk, ijkl = Axis(0, 1), Axis(0, 2), Axis(1, 2), Axis(0, 1, 2), Axis(0, 1, 2, 3)
+il, jl, kl, ijl, ikl, jkl = Axis(0, 3), Axis(1, 3), Axis(2, 3), Axis(0, 1, 3), Axis(0, 2, 3), Axis(1, 2, 3)
 
 
 def axes(*dims):
