@@ -25,7 +25,7 @@ from typing import ClassVar
 from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt, walk
-from fieldsim.lang import cross_task, ops, sparse_kernel, struct
+from fieldsim.lang import cross_task, ops, precision, sparse_kernel, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field, placed_twin
@@ -575,6 +575,8 @@ class Frontend(ExprMixin):
         if ref is None:
             self.bind_new(name, value, node, annotation)
         else:
+            if annotation is None:
+                precision.check(self, "Assign", precision.target_dtype(ref), value, node)
             ref.assign(self, name, value, node, annotation)
 
     def refuse_argument_rebinding(self, name, node):
@@ -732,10 +734,12 @@ class Frontend(ExprMixin):
     def store_subscript(self, target: ast.Subscript, value):
         with self.b.at(self.loc(target)):
             ref = self.lvalue(target)
+            precision.check(self, "Assign", precision.target_dtype(ref), value, target)
             ref.store(self, value)
 
     def store_attribute(self, target: ast.Attribute, value):
         ref = self.lvalue(target)
+        precision.check(self, "Assign", precision.target_dtype(ref), value, target)
         ref.store(self, value)
 
     def stmt_AugAssign(self, node: ast.AugAssign):
@@ -747,16 +751,21 @@ class Frontend(ExprMixin):
         # Taichi: `+=`, `-=`, `&=`, `|=`, `^=` on a field element (a kernel variable a parallel
         # loop writes is one) are atomics; a load and a store would lose other threads' updates
         kind = _AUGMENTED_ATOMICS.get(op)
+        dst = precision.target_dtype(ref)
         if kind is not None and (isinstance(ref, FieldRef) or (op in ("+", "-") and isinstance(ref, TripletRef))
                                  or (isinstance(ref, SwizzleRef) and ref.on_fields())):
+            precision.check(self, kind, dst, value, node)
             ref.atomic(self, kind, value)
             return
         current = ref.load(self)
         if op in ("+", "-"):  # Taichi: an atomic add/sub on the variable
+            precision.check(self, kind, dst, to_matval(value), node)
             value = atomic_operand(self, current, value)
         elif isinstance(current, MatVal):
             value = to_matval(value)
         new = self.e.matmul(current, value) if op == "@" else self.e.binop(op, current, value)
+        if op not in ("+", "-"):
+            precision.check(self, "Assign", dst, new, node)
         ref.store(self, new)
 
     def atomic_on_target(self, target_node, kind, value, node):
@@ -764,6 +773,7 @@ class Frontend(ExprMixin):
             raise FieldsimSyntaxError(f"cannot use a non-writable target as the first operand of "
                                       f"'atomic_{kind}' (give a variable or a field element)")
         ref = self.lvalue(target_node)
+        precision.check(self, kind, precision.target_dtype(ref), to_matval(value), node)
         if isinstance(ref, (FieldRef, TripletRef)):
             return ref.atomic(self, kind, value)
         old = ref.load(self)  # a local: no other thread can see it

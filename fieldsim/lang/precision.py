@@ -1,0 +1,75 @@
+"""Taichi's "may lose precision" warnings for kernel assignments and atomics.
+
+Takes the frontend, an assignment target's reference (lang.frontend_refs) or dtype, and the
+value assigned. Guarantees, as Taichi 1.7.4 (measured): a store into a variable, a field or an
+ndarray element (`x = v`, `x[i] = v`, `v.x = v`, `x *= v`) whose value's type promotes with the
+target's to something other than the target's type warns "Assign may lose precision: i32 <- f32";
+an atomic (`x += v`, `x -= v`, `ti.atomic_max(x, v)`, ...) "Atomic add may lose precision: ...".
+A Python number counts as default_ip/default_fp, as in Taichi; a declaration (annotated or not),
+a func argument, a return value or `ti.cast` never warns. One `PrecisionLossWarning` (a
+UserWarning) per statement, at the user's file and line, shown once per line by Python's filter.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+from fieldsim.ir.dtypes import promote
+from fieldsim.ir.ir import Stmt
+from fieldsim.lang import types as T
+from fieldsim.lang.expr import MatVal
+
+
+class PrecisionLossWarning(UserWarning):
+    """A kernel assignment or atomic that converts its value to a narrower type (Taichi's
+    "Assign may lose precision" warning)."""
+
+
+_registry: dict = {}  # warn_explicit's once-per-location record, one for all kernels
+
+
+def target_dtype(ref):
+    """The dtype a reference stores into, or None where it is not one scalar type."""
+    field = getattr(ref, "field", None)
+    if field is not None:
+        return field.dtype
+    for attr in ("allocas", "refs"):
+        items = getattr(ref, attr, None)
+        if items:
+            first = items[0]
+            return target_dtype(first) if attr == "refs" else first.dtype
+    mat = getattr(ref, "mat", None)
+    return mat.entries[0].dtype if isinstance(mat, MatVal) and mat.entries else None
+
+
+def value_dtype(fe, value):
+    """The type Taichi gives `value` (a vector's: its entries' promoted type), or None."""
+    if isinstance(value, MatVal):
+        types = [value_dtype(fe, e) for e in value.entries]
+        if not types or None in types:
+            return None
+        out = types[0]
+        for t in types[1:]:
+            out = promote(out, t)
+        return out
+    if isinstance(value, Stmt):
+        return value.dtype if isinstance(value.dtype, T.DataType) else None
+    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+        return None
+    if isinstance(value, numbers.Integral):
+        return fe.e.ip
+    return fe.e.fp if isinstance(value, numbers.Real) else None
+
+
+def check(fe, what, dst, value, node):
+    """Warn, as Taichi, when storing `value` into a `dst`-typed target narrows it. `what` is
+    "Assign" or an atomic's kind ("add", "max", ...)."""
+    if dst is None or node is None or not isinstance(dst, T.DataType):
+        return
+    src = value_dtype(fe, value)
+    if src is None or src is dst or promote(dst, src) is dst:
+        return
+    label = "Assign" if what == "Assign" else f"Atomic {what}"
+    loc = fe.loc(node)
+    warnings.warn_explicit(f"{label} may lose precision: {dst} <- {src}", PrecisionLossWarning,
+                           loc.file, loc.line, registry=_registry.setdefault(loc.file, {}))

@@ -1,0 +1,126 @@
+"""Taichi 1.7.4's "may lose precision" warnings (fieldsim/lang/precision.py): a store or atomic
+whose value's type promotes with the target's to something wider warns at the user's line, once
+per statement; widening stores, declarations, casts, func arguments and returns do not."""
+import inspect
+import warnings
+
+import pytest
+
+import fieldsim as fs
+
+# fieldsim's warning class (Taichi's warnings go to its C++ logger: not run under Taichi)
+PrecisionLossWarning = pytest.importorskip("fieldsim.lang.precision").PrecisionLossWarning
+
+
+def _warnings_by_line(run, kernel):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    first = inspect.getsourcelines(kernel.fn if hasattr(kernel, "fn") else kernel)[1]
+    out = {}
+    for w in caught:
+        if issubclass(w.category, PrecisionLossWarning):
+            assert w.filename == __file__
+            out.setdefault(w.lineno - first, []).append(str(w.message))
+    return out
+
+
+@pytest.fixture
+def fields():
+    fs.init(arch=fs.cpu, cpu_max_num_threads=1)
+    return {"i": fs.field(fs.i32, shape=4), "f": fs.field(fs.f32, shape=4),
+            "d": fs.field(fs.f64, shape=4), "u": fs.field(fs.u8, shape=4),
+            "l": fs.field(fs.i64, shape=4), "U": fs.field(fs.u32, shape=4),
+            "h": fs.field(fs.f16, shape=4), "v": fs.Vector.field(3, fs.u8, shape=2)}
+
+
+def _marked(fn):
+    """{offset from the def line: the expected messages} from `# W: ...` comments."""
+    lines, _ = inspect.getsourcelines(fn)
+    expected = {}
+    for k, text in enumerate(lines):
+        if "# W:" in text:
+            expected[k] = [m.strip() for m in text.split("# W:")[1].split(";")]
+    return expected
+
+
+def test_narrowing_assignments_and_atomics_warn_where_taichi_does(fields):
+    fi, ff, fd, fu, fl, fU, fh, fv = (fields[k] for k in "ifdulUhv")
+
+    def body():
+        a = 0
+        a = 1.5  # W: Assign may lose precision: i32 <- f32
+        b = 0.0
+        b = fs.f64(2.0)  # W: Assign may lose precision: f32 <- f64
+        c = 1
+        c += 2.5  # W: Atomic add may lose precision: i32 <- f32
+        c *= 2.5  # W: Assign may lose precision: i32 <- f32
+        c /= 2  # W: Assign may lose precision: i32 <- f32
+        c //= 2
+        fi[0] = 1.5  # W: Assign may lose precision: i32 <- f32
+        ff[0] = fd[0]  # W: Assign may lose precision: f32 <- f64
+        fu[0] = fi[0]  # W: Assign may lose precision: u8 <- i32
+        fu[1] = 3  # W: Assign may lose precision: u8 <- i32
+        fi[1] = fl[0]  # W: Assign may lose precision: i32 <- i64
+        fi[2] += ff[0]  # W: Atomic add may lose precision: i32 <- f32
+        fi[3] -= 2.5  # W: Atomic sub may lose precision: i32 <- f32
+        fi[0] *= 1.5  # W: Assign may lose precision: i32 <- f32
+        fh[0] = 1.0  # W: Assign may lose precision: f16 <- f32
+        fi[3] = fU[0]  # W: Assign may lose precision: i32 <- u32
+        fi[3] = fs.floor(ff[0])  # W: Assign may lose precision: i32 <- f32
+        fv[0] = fs.Vector([255, 0, 0])  # W: Assign may lose precision: u8 <- i32
+        fv[1] = fs.Vector([0.5, 0, 0]) * 255  # W: Assign may lose precision: u8 <- f32
+        fs.atomic_max(fi[0], 1.5)  # W: Atomic max may lose precision: i32 <- f32
+        fs.atomic_min(c, 0.5)  # W: Atomic min may lose precision: i32 <- f32
+        g = fs.Vector([1, 2])
+        g = fs.Vector([1.5, 2.5])  # W: Assign may lose precision: i32 <- f32
+        g[0] = 1.5  # W: Assign may lose precision: i32 <- f32
+        g.y = 2.5  # W: Assign may lose precision: i32 <- f32
+        g += fs.Vector([0.5, 0.5])  # W: Atomic add may lose precision: i32 <- f32
+        # none of these narrow, or they say so
+        ff[1] = fi[0]
+        fd[1] = ff[0]
+        ff[2] = 3
+        ff[3] = fl[0]
+        fU[0] = fi[0]
+        fl[1] = fi[0]
+        fi[0] = fs.cast(1.5, fs.i32)
+        y: fs.i32 = 2.5
+        z: fs.f32 = fd[0]
+        fi[1] = y + int(z) + a + int(b)
+
+    kernel = fs.kernel(body)
+    got = _warnings_by_line(kernel, body)
+    assert got == _marked(body)
+
+
+def test_func_arguments_and_returns_do_not_warn(fields):
+    ff = fields["f"]
+
+    @fs.func
+    def g(a: fs.i32):
+        return a
+
+    @fs.kernel
+    def k(x: fs.f32) -> fs.i32:
+        g(ff[0])
+        return x
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionLossWarning)
+        assert k(1.5) == 1
+
+
+def test_one_warning_per_line_across_compiles(fields):
+    fi = fields["i"]
+
+    @fs.kernel
+    def k(t: fs.template()):
+        fi[0] = 1.5 * t
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        k(1)
+        k(2)  # a second instance of the same line
+    assert [str(w.message) for w in caught if w.category is PrecisionLossWarning] == \
+        ["Assign may lose precision: i32 <- f32"]
