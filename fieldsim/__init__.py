@@ -86,6 +86,9 @@ _sys.modules[__name__ + ".math"] = math
 # Taichi's `taichi.math.mathimpl` holds its math functions; programs import them from there
 _sys.modules[__name__ + ".math.mathimpl"] = math.mathimpl = math
 _sys.modules[__name__ + ".types"] = types
+from fieldsim import _submodules
+
+_submodules.install(__name__)  # `ti.linalg.sparse_solver`, `ti.types.ndarray_type`, ...
 
 from fieldsim.version import __version__
 

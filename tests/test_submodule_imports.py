@@ -99,3 +99,38 @@ def test_math_mathimpl_module_as_taichi_programs_import_it():
     k()
     r = 6 ** -0.5  # |(1, +-1, 2)| = sqrt(6); sign(d . n) = +-1 flips the first
     np.testing.assert_allclose(out.to_numpy(), [[-r, r, -2 * r], [r, r, 2 * r]], rtol=1e-6)
+
+
+def test_taichi_linalg_and_types_submodules_import_by_name():
+    """Programs write `from taichi.linalg.sparse_matrix import SparseMatrixBuilder` and
+    `isinstance(anno, ti.types.ndarray_type.NdarrayType)`: the same objects as fieldsim's."""
+    from fieldsim.linalg.sparse_matrix import SparseMatrix, SparseMatrixBuilder
+    from fieldsim.linalg.sparse_solver import SparseSolver
+    from fieldsim.types.ndarray_type import NdarrayType
+    from fieldsim.types.texture_type import RWTextureType, TextureType
+    assert SparseMatrix is fs.linalg.SparseMatrix and SparseMatrixBuilder is fs.linalg.SparseMatrixBuilder
+    assert SparseSolver is fs.linalg.sparse_solver.SparseSolver is fs.linalg.SparseSolver
+    assert fs.linalg.sparse_cg.SparseCG is fs.linalg.SparseCG
+    assert fs.linalg.matrixfree_cg.MatrixFreeCG is fs.linalg.MatrixFreeCG
+    assert fs.linalg.sparse_matrix.sparse_matrix_builder is fs.types.sparse_matrix_builder
+    anno = fs.types.ndarray(fs.f32, ndim=2)
+    assert isinstance(anno, NdarrayType) and anno.ndim == 2 and anno.dtype == fs.f32
+    assert fs.types.ndarray_type.ndarray is fs.types.ndarray
+    assert fs.types.compound_types.vector is fs.types.vector
+    assert fs.types.compound_types.matrix is fs.types.matrix
+    assert fs.types.compound_types.struct is fs.types.struct
+    assert TextureType is fs.types.texture and RWTextureType is fs.types.rw_texture
+    assert fs.types.ref is fs.ref
+    fs.init(arch=fs.cpu)
+
+    @fs.func
+    def bump(x: fs.types.ref(fs.f32)):
+        x += 1.0
+
+    @fs.kernel
+    def k() -> fs.f32:
+        y = 1.0
+        bump(y)
+        return y
+
+    assert k() == 2.0
