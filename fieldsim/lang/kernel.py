@@ -223,7 +223,7 @@ class KernelObj:
         self.grad = _AdjointLauncher(self)
         self.last_rng_key = 0
         self._scalar_only = None  # every parameter a scalar: launches may skip `bind`
-        self._fast = None  # (runtime generation, CompiledKernel, is-float per argument)
+        self._fast = None  # (runtime generation, CompiledKernel, is-float per argument, kernel epoch)
 
     def __get__(self, obj, owner=None):
         # a kernel method of a data-oriented class: `obj.k(...)` binds `self`
@@ -354,15 +354,17 @@ class KernelObj:
     # ---- compile and launch ----------------------------------------------------------------------
     def compiled(self, templates, key, dtypes, ret) -> CompiledKernel:
         rt = runtime.get()
-        ck = self._cache.get((rt.generation, key))
+        gen = (rt.generation, rt.kernel_epoch)
+        ck = self._cache.get((gen, key))
         if ck is None:
             ck = self._compile(rt, templates, dtypes, ret)
-            if any(k[0] != rt.generation for k in self._cache):
+            if any(k[0] != gen for k in self._cache):
                 # a previous fs.init()'s specialisations can never run again (their machine
-                # code is freed at reset): drop them rather than keep their IR for good
-                self._cache = {k: v for k, v in self._cache.items() if k[0] == rt.generation}
+                # code is freed at reset), nor those from before an SNodeTree.destroy(): drop
+                # them rather than keep their IR for good
+                self._cache = {k: v for k, v in self._cache.items() if k[0] == gen}
                 self._fast = None
-            self._cache[(rt.generation, key)] = ck
+            self._cache[(gen, key)] = ck
         return ck
 
     def build_ir(self, rt, templates, dtypes, ret):
@@ -409,12 +411,13 @@ class KernelObj:
         converted as `_convert_arg` would); None: take the full path (which also reports any
         error). Keeps an empty launch within a few microseconds."""
         fast = self._fast
-        if fast is None or fast[0] != rt.generation:
-            ck = self._cache.get((rt.generation, ())) if self.scalar_params() else None
+        if fast is None or fast[0] != rt.generation or fast[3] != rt.kernel_epoch:
+            ck = self._cache.get(((rt.generation, rt.kernel_epoch), ())) \
+                if self.scalar_params() else None
             if ck is None:
                 return None
             fast = self._fast = (rt.generation, ck, tuple(
-                None if dt.is_float else _int_range(dt) for dt in ck.arg_dtypes))
+                None if dt.is_float else _int_range(dt) for dt in ck.arg_dtypes), rt.kernel_epoch)
         ranges = fast[2]
         if len(args) != len(ranges):
             return None

@@ -161,6 +161,9 @@ class Runtime:
         self.cuda_stack_limit = int(cuda_stack_limit)
         self.fields: list = []
         self.generation = _next_generation()
+        # bumped by SNodeTree.destroy(): compiled kernels may hold a destroyed tree's fields
+        # (a data-oriented `self.x` rebound since), so every kernel compiles afresh, as in Taichi
+        self.kernel_epoch = 0
         self.launch_counter = 0
         self._per_thread = _PerThread()  # tape, fwd_mode, no_grad_depth: see below
         self.device = None  # a backend object (cpu or cuda) made lazily

@@ -288,6 +288,8 @@ class SNodeTree:
         self.destroyed = True
         for f in self.builder._placed_fields():
             f._destroy()
+        # kernels compiled before may name these fields: recompile them all, as Taichi does
+        runtime.get().kernel_epoch += 1
 
 
 def _sizes(kind: str, dims) -> tuple:
