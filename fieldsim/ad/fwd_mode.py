@@ -8,8 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.errors import FieldsimError
+from fieldsim.errors import FieldsimError, FieldsimRuntimeError
 from fieldsim.lang import runtime
+from fieldsim.lang.field import Field
+from fieldsim.lang.naming import user_loc
+
+
+class FwdModeError(FieldsimRuntimeError):
+    """A FwdMode block set up wrongly (Taichi raises `RuntimeError`), located at the `with` line.
+
+    >>> issubclass(FwdModeError, RuntimeError)
+    True
+    """
 
 
 class FwdMode:
@@ -18,28 +28,39 @@ class FwdMode:
 
     def __enter__(self):
         rt = runtime.get()
-        if rt.fwd_mode is not None or rt.tape is not None:
-            raise FieldsimError("fs.ad.FwdMode cannot be nested in another FwdMode or a Tape")
+        try:
+            seed = self._checked_seed(rt)
+        except FwdModeError as err:  # the user's mistake: at the `with` line, no fieldsim frames
+            raise FwdModeError(err.message, user_loc()).with_traceback(None) from None
         for f in (self.param, self.loss):
-            if not f.dtype.is_float:
-                raise FieldsimError(f"FwdMode: field {f.ir_name!r} is not a float field")
             f._attach("dual")
         if self.clear_gradients:
             clear_all_duals()
-        self.param.tangent.storage.from_numpy(self._seed_array())
+        self.param.tangent.storage.from_numpy(seed)
         rt.fwd_mode = self
         return self
+
+    def _checked_seed(self, rt):
+        """The seed array, once the block's set-up is known good (nothing changed before)."""
+        if rt.fwd_mode is not None or rt.tape is not None:
+            raise FwdModeError("fs.ad.FwdMode cannot be nested in another FwdMode or a Tape")
+        for what, f in (("param", self.param), ("loss", self.loss)):
+            if not isinstance(f, Field):
+                raise FwdModeError(f"FwdMode: {what} must be a field, got {type(f).__name__}")
+            if not f.dtype.is_float:
+                raise FwdModeError(f"FwdMode: {what} field {f.ir_name!r} is not a float field")
+        return self._seed_array()
 
     def _seed_array(self):
         shape = self.param.storage_shape
         if self.seed is None:
             if int(np.prod(shape, dtype=np.int64)) != 1:
-                raise FieldsimError(f"FwdMode: param {self.param.ir_name!r} has {int(np.prod(shape))} "
+                raise FwdModeError(f"FwdMode: param {self.param.ir_name!r} has {int(np.prod(shape))} "
                                     "elements: give seed= (one value per element)")
             return np.ones(shape, dtype=self.param.dtype.np)
         seed = np.asarray(self.seed, dtype=self.param.dtype.np)
         if seed.size != int(np.prod(shape, dtype=np.int64)):
-            raise FieldsimError(f"FwdMode: seed has {seed.size} values, param {self.param.ir_name!r} "
+            raise FwdModeError(f"FwdMode: seed has {seed.size} values, param {self.param.ir_name!r} "
                                 f"has {int(np.prod(shape))} elements")
         return seed.reshape(shape)
 

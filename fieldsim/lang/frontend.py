@@ -786,7 +786,7 @@ class Frontend(ExprMixin):
     def lvalue(self, node):
         ref = self._lvalue(node)
         if isinstance(ref, StaticRef):
-            raise FieldsimSyntaxError(f"cannot assign to {describe(ref.obj)}")
+            raise FieldsimSyntaxError(f"cannot assign to {_static_target(node, ref.obj)}")
         return ref
 
     def _lvalue(self, node):
@@ -1678,11 +1678,25 @@ def _declared_dtype(fe, rtype):
     return _declared_dtype(fe, dt) if dt is not None else None
 
 
+def _static_target(node, obj) -> str:
+    """An assignment target that is a compile-time Python value, for the error saying so."""
+    if isinstance(node, ast.Name):  # a module-level Python number or list a kernel captured
+        return (f"{node.id!r}: it is a Python value ({describe(obj)}) captured when the kernel "
+                "was compiled, and a kernel cannot change it; keep values a kernel changes in a "
+                "field (e.g. a 0-D field, x[None])")
+    return describe(obj)
+
+
 def _static_items(iterable) -> list:
     """The items an fs.static loop unrolls over (fs.ndrange/fs.grouped expanded, a kernel
     matrix by its entries); a field or a non-iterable is an error."""
     if isinstance(iterable, Field):
         raise FieldsimSyntaxError("fs.static cannot unroll a loop over a field")
+    if isinstance(iterable, RangeSpec):  # range() of a runtime value: nothing to unroll
+        raise FieldsimSyntaxError(
+            "fs.static(range(...)) needs compile-time bounds, but a bound here is a runtime value "
+            "(a kernel argument or a field element): make it a Python constant or a "
+            "fs.template() argument, or drop fs.static for a runtime loop")
     if isinstance(iterable, (ops.ndrange, ops.grouped)):
         iterable = list(iter(iterable))
     if isinstance(iterable, MatVal):

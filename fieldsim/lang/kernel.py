@@ -435,7 +435,12 @@ class KernelObj:
         return fast[1], values
 
     def __call__(self, *args, **kwargs):
-        return _DRIVER[0].launch(self, args, kwargs)
+        try:
+            return _DRIVER[0].launch(self, args, kwargs)
+        except FieldsimError as err:  # the user's mistake: at their call, without fieldsim's frames
+            if err.loc is None:
+                err.loc = user_loc()
+            raise err.with_traceback(None) from None
 
     def replay_adjoint(self, ck, values, rng_key=None):
         """Run the adjoint of specialisation `ck` on argument values a launch bound (a Tape's
