@@ -174,11 +174,10 @@ class LocalRef(Ref):
             fe.b.local_store(self.allocas[0], fe.e.value(value, self.allocas[0].dtype))
             return
         value = to_matval(value)
+        if isinstance(value, (Stmt, numbers.Number)):  # as Taichi: a scalar fills every entry
+            value = MatVal([value] * len(self.allocas), self.mat.n, self.mat.m, self.mat.ndim)
         if not isinstance(value, MatVal) or value.shape != self.mat.shape:
-            kind = "vector" if self.mat.ndim == 1 else "matrix"
-            what = f"{self.name!r}, a {kind}" if self.name else f"a {kind}"
-            raise FieldsimTypeError(f"cannot assign {describe(value)} to {what} of shape "
-                                    f"{self.mat.shape}")
+            raise _shape_mismatch(value, self.name, self.mat.ndim, self.mat.shape)
         for slot, v in zip(self.allocas, value.entries):
             fe.b.local_store(slot, fe.e.value(v, slot.dtype))
 
@@ -194,6 +193,12 @@ class LocalRef(Ref):
         if not (0 <= r < self.mat.n and 0 <= c < self.mat.m):
             raise FieldsimSyntaxError(f"index ({r}, {c}) out of range for shape {self.mat.shape}")
         return LocalRef([self.mat.at(r, c)], None)
+
+
+def _shape_mismatch(value, name, ndim, shape):
+    kind = "vector" if ndim == 1 else "matrix"
+    what = f"{name!r}, a {kind}" if name else f"a {kind}"
+    return FieldsimTypeError(f"cannot assign {describe(value)} to {what} of shape {shape}")
 
 
 class SwizzleRef(Ref):
@@ -342,6 +347,11 @@ class FieldRef(Ref):
                                     f"whose elements have shape {shape}")
         return targets, value.entries
 
+    def assign(self, fe, name, value, node, annotation):
+        if self.field.role == "hidden" and self.comp is None and not struct.is_struct(value):
+            _check_kernel_variable(self.field, name, to_matval(value))
+        super().assign(fe, name, value, node, annotation)
+
     def store(self, fe, value):
         targets, values = self._values(fe, value)
         for idx, v in zip(targets, values):
@@ -386,6 +396,16 @@ class FieldRef(Ref):
                                       f"range for the elements of field {self.field.ir_name!r} "
                                       f"(shape {self.field.element_shape})")
         return FieldRef(self.field, self.indices, r * m + c)
+
+
+def _check_kernel_variable(f: Field, name, value):
+    """`name = value` on a kernel top-level variable (a hidden field) follows a local's rules,
+    and its errors name the variable, not the hidden field."""
+    if f.ndim_el == 0:
+        if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
+            raise FieldsimTypeError(f"cannot assign {describe(value)} to the scalar variable {name!r}")
+    elif isinstance(value, MatVal) and tuple(value.shape) != tuple(f.element_shape):
+        raise _shape_mismatch(value, name, f.ndim_el, tuple(f.element_shape))
 
 
 class KernelVariableEntryRef(FieldRef):
