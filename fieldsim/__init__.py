@@ -16,6 +16,8 @@ from fieldsim.lang.kernel import (Func, KernelObj, data_oriented, func, kernel, 
                                   template)
 from fieldsim.lang.matrix import Matrix, Vector
 from fieldsim.lang.struct import Struct, StructField, dataclass
+from fieldsim.lang import argpack  # `ti.argpack`: Taichi's module of that name
+from fieldsim.lang.argpack import ArgPack
 from fieldsim.lang.extra_ops import global_thread_idx, static_assert
 from fieldsim.lang.addresses import get_addr
 from fieldsim.lang.sparse_ops import (activate, append, deactivate, deactivate_all_snodes,

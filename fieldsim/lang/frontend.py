@@ -27,6 +27,7 @@ from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt, walk
 from fieldsim.lang import cross_task, ops, precision, sparse_kernel, struct
 from fieldsim.lang import types as T
+from fieldsim.lang.argpack import ArgPackType, PackValue
 from fieldsim.lang.expr import Emitter, MatVal, describe
 from fieldsim.lang.field import Field, placed_twin
 from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin, constant_index_message
@@ -399,36 +400,8 @@ class Frontend(ExprMixin):
         with self.b.at(self.source.loc(node)):
             pos = 0  # ARG positions count runtime arguments only
             for a in node.args.args:
-                if isinstance(self.templates.get(a.arg), BoundNdarray):  # fieldsim.lang.ndarray
-                    slot, hidden, pos = make_slot(self, a.arg, self.templates[a.arg].spec, pos,
-                                                  self.source.loc(a))
-                    self.frame.bind(a.arg, StaticRef(slot))
-                    params.extend(hidden)
-                    continue
-                if a.arg in self.templates:
-                    self.frame.bind(a.arg, StaticRef(self.templates[a.arg]))
-                    params.append(Param(a.arg, None, template=True))
-                    continue
-                dt = self.arg_types[a.arg]
-                if isinstance(dt, T.MatrixType):  # entries came as scalar arguments
-                    entries = []
-                    for k in range(dt.n * dt.m):
-                        entries.append(self.b.emit(Op.ARG, dt.dtype, attr=pos, loc=self.source.loc(a)))
-                        params.append(Param(f"{a.arg}[{k}]", dt.dtype))
-                        pos += 1
-                    self.bind_value(a.arg, MatVal(entries, dt.n, dt.m, dt.ndim), self.source.loc(a))
-                    continue
-                if isinstance(dt, struct.StructType):  # leaves came as scalar arguments
-                    value, pos = self._struct_arg(a, dt, params, pos, pos)
-                    if a.arg in self.frame.assigned:
-                        self.frame.bind(a.arg, StructVar(struct.declare(self, a.arg, value)))
-                    else:
-                        self.frame.bind(a.arg, ValueRef(value))
-                    continue
-                arg = self.b.emit(Op.ARG, dt, attr=pos, loc=self.source.loc(a))
-                self.bind_value(a.arg, arg, self.source.loc(a))
-                params.append(Param(a.arg, dt))
-                pos += 1
+                value, pos = self._param(a.arg, self.source.loc(a), params, pos)
+                self._bind_kernel_param(a.arg, value, self.source.loc(a))
             self.block(node.body)
         if self.ret is not None and not any(s.op == Op.RETURN for s in self.b.block):
             raise FieldsimSyntaxError(f"Kernel has a return type but does not have a return "
@@ -440,18 +413,56 @@ class Frontend(ExprMixin):
         return Kernel(self.kernel_name, params, self.b.block, self.ret, self.source.loc(node),
                       meta={"local_arrays": True} if self.local_arrays else {}, funcs=self.funcs)
 
-    def _struct_arg(self, a, spec, params, pos, base):
+    def _param(self, name, loc, params, pos):
+        """(what parameter `name` is in the body, the next ARG position); appends its Params."""
+        if isinstance(self.templates.get(name), BoundNdarray):  # fieldsim.lang.ndarray
+            slot, hidden, pos = make_slot(self, name, self.templates[name].spec, pos, loc)
+            params.extend(hidden)
+            return slot, pos
+        if name in self.templates:
+            params.append(Param(name, None, template=True))
+            return self.templates[name], pos
+        dt = self.arg_types[name]
+        if isinstance(dt, ArgPackType):  # each member came as an argument `name.member`
+            members = {}
+            for k in dt.members:
+                members[k], pos = self._param(f"{name}.{k}", loc, params, pos)
+            return PackValue(name, dt, members), pos
+        if isinstance(dt, T.MatrixType):  # entries came as scalar arguments
+            entries = []
+            for k in range(dt.n * dt.m):
+                entries.append(self.b.emit(Op.ARG, dt.dtype, attr=pos, loc=loc))
+                params.append(Param(f"{name}[{k}]", dt.dtype))
+                pos += 1
+            return MatVal(entries, dt.n, dt.m, dt.ndim), pos
+        if isinstance(dt, struct.StructType):  # leaves came as scalar arguments
+            return self._struct_arg(name, loc, dt, params, pos, pos)
+        params.append(Param(name, dt))
+        return self.b.emit(Op.ARG, dt, attr=pos, loc=loc), pos + 1
+
+    def _bind_kernel_param(self, name, value, loc):
+        if name in self.templates or isinstance(value, PackValue):
+            self.frame.bind(name, StaticRef(value))
+        elif isinstance(value, struct.StructVal):
+            if name in self.frame.assigned:
+                self.frame.bind(name, StructVar(struct.declare(self, name, value)))
+            else:
+                self.frame.bind(name, ValueRef(value))
+        else:
+            self.bind_value(name, value, loc)
+
+    def _struct_arg(self, name, loc, spec, params, pos, base):
         """A struct kernel argument rebuilt from its scalar arguments (leaves in member order)."""
         members = {}
         for k, t in spec.members.items():
             if isinstance(t, struct.StructType):
-                members[k], pos = self._struct_arg(a, t, params, pos, base)
+                members[k], pos = self._struct_arg(name, loc, t, params, pos, base)
                 continue
             dt, count = (t.dtype, t.n * t.m) if isinstance(t, T.MatrixType) else (t, 1)
             entries = []
             for _ in range(count):
-                entries.append(self.b.emit(Op.ARG, dt, attr=pos, loc=self.source.loc(a)))
-                params.append(Param(f"{a.arg}[{pos - base}]", dt))  # as kernel.bind names them
+                entries.append(self.b.emit(Op.ARG, dt, attr=pos, loc=loc))
+                params.append(Param(f"{name}[{pos - base}]", dt))  # as kernel.bind names them
                 pos += 1
             members[k] = MatVal(entries, t.n, t.m, t.ndim) if isinstance(t, T.MatrixType) \
                 else entries[0]
@@ -845,6 +856,8 @@ class Frontend(ExprMixin):
                 return StaticRef(placed_twin(obj, node.attr))
             if isinstance(obj, KernelObject):
                 return obj.kernel_attribute(self, node.attr)
+            if isinstance(obj, PackValue):
+                return StaticRef(obj.member_to_store(node.attr))
             return StaticRef(getattr(obj, node.attr))
         if isinstance(inner, (struct.StructLocalRef, struct.StructFieldRef)):
             if node.attr not in inner.names():

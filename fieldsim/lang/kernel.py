@@ -17,6 +17,7 @@ from fieldsim.ir.ir import Kernel
 from fieldsim.ir.passes.run import run_pass
 from fieldsim.lang import runtime
 from fieldsim.lang import types as T
+from fieldsim.lang.argpack import ArgPackType, pack_members
 from fieldsim.lang.enums import AutodiffMode
 from fieldsim.lang.field import Field
 from fieldsim.lang.naming import user_loc
@@ -336,20 +337,31 @@ class KernelObj:
                 v = a.bind_value(v, kname, name, self.def_loc())
             bound.templates[name] = v
             bound.key.append(("f", v.uid, v.generation) if type(v) is Field else template_key(v))
-        elif isinstance(a, (T.MatrixType, StructType)):  # entries travel as scalar arguments
-            from fieldsim.lang.kernel_args import bind_matrix_arg, bind_struct_arg
-            if isinstance(a, T.MatrixType):
-                bound.dtypes[name], flat = bind_matrix_arg(a, v, rt, kname, name)
-                flat = [(bound.dtypes[name].dtype, x) for x in flat]
-            else:
-                bound.dtypes[name], flat = bind_struct_arg(a, v, rt, kname, name)
-            for k, (dt, x) in enumerate(flat):
-                bound.dtypes[f"{name}[{k}]"] = dt
-                bound.values.append(_convert_arg(x, dt, kname, name))
+        elif isinstance(a, (ArgPackType, T.MatrixType, StructType)):
+            self._bind_compound(bound, rt, name, a, v)
         else:
             dt = _scalar_dtype(a, rt, kname, name)
             bound.dtypes[name] = dt
             bound.values.append(_convert_arg(v, dt, kname, name))
+
+    def _bind_compound(self, bound, rt, name, a, v):
+        """Bind an argument pack (each member as an argument `name.member`), a vector/matrix or
+        a struct (their entries travel as scalar arguments)."""
+        kname = self.__name__
+        if isinstance(a, ArgPackType):
+            bound.dtypes[name] = a
+            for member, t, x in pack_members(a, v, kname, name):
+                self._bind_one(bound, rt, f"{name}.{member}", t, x)
+            return
+        from fieldsim.lang.kernel_args import bind_matrix_arg, bind_struct_arg
+        if isinstance(a, T.MatrixType):
+            bound.dtypes[name], flat = bind_matrix_arg(a, v, rt, kname, name)
+            flat = [(bound.dtypes[name].dtype, x) for x in flat]
+        else:
+            bound.dtypes[name], flat = bind_struct_arg(a, v, rt, kname, name)
+        for k, (dt, x) in enumerate(flat):
+            bound.dtypes[f"{name}[{k}]"] = dt
+            bound.values.append(_convert_arg(x, dt, kname, name))
 
     # ---- compile and launch ----------------------------------------------------------------------
     def compiled(self, templates, key, dtypes, ret) -> CompiledKernel:
@@ -401,7 +413,8 @@ class KernelObj:
             except FieldsimError:
                 ann = None
             self._scalar_only = ann is not None and all(
-                not isinstance(a, (NdarrayType, Template, _SelfArg, T.MatrixType, StructType))
+                not isinstance(a, (NdarrayType, Template, _SelfArg, T.MatrixType, StructType,
+                                   ArgPackType))
                 and a is not Template and not is_builder_annotation(a) for a in ann)
         return self._scalar_only
 

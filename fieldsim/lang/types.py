@@ -169,6 +169,7 @@ _ELSEWHERE = {
     "texture": ("fieldsim.lang.texture", "texture"),
     "rw_texture": ("fieldsim.lang.texture", "rw_texture"),
     "struct": ("fieldsim.lang.struct", "struct"),
+    "argpack": ("fieldsim.lang.argpack", "argpack"),
     "quant": ("fieldsim.lang.quant_types", "quant"),
     "sparse_matrix_builder": ("fieldsim.lang.triplets", "sparse_matrix_builder"),
 }
