@@ -115,6 +115,8 @@ class ArgPackType:
     def __str__(self):
         return "<ti.ArgPackType " + ", ".join(f"{k}={v}" for k, v in self.members.items()) + ">"
 
+    __repr__ = __str__
+
 
 def _same_type(a: ArgPackType, b: ArgPackType) -> bool:
     if a is b:
