@@ -38,7 +38,18 @@ ops.KERNEL_BUILTINS[static_assert] = _static_assert
 
 
 def global_thread_idx():
-    """The running thread's index: kernel scope only (Taichi's Python scope has none either)."""
+    """The running thread's index: kernel scope only (Taichi's Python scope has none either).
+    0, its enclosing parallel loop run on one thread: a valid per-thread scratch slot.
+
+    >>> scratch = fs.field(fs.f32, shape=4)
+    >>> @fs.kernel
+    ... def total(n: fs.i32) -> fs.f32:
+    ...     for i in range(n):
+    ...         scratch[fs.global_thread_idx()] += i
+    ...     return scratch[0]
+    >>> total(5)
+    10.0
+    """
     raise FieldsimSyntaxError("fs.global_thread_idx() is only valid inside a kernel's for loop",
                               user_loc())
 
