@@ -8,7 +8,11 @@ Each run is its own process (Taichi on the CPU, TI_ARCH=x64; both with 2 threads
   `grid.deactivate_all()` (and the kernel seeding the 8 blocks again), and Python-scope
   `m.fill(1.0)` and `m.to_numpy()`;
 * `dense`: `pointer(ij, 64).dense(ij, 16)` of 1024^2 cells, every block active: a struct-for
-  computing `y = 2x + sin(x)` and one summing y into a 0-D field.
+  computing `y = 2x + sin(x)` and one summing y into a 0-D field;
+* `shell` (a process of its own, for its memory): `pointer(ijk, 128).dense(ijk, 8)` of a 1024^3
+  index space, 400,000 atomic adds at points of a sphere of radius 410 (about 27,000 blocks
+  active): the kernel's first call (compile included) and a second one, a struct-for summing
+  the field, and the process's peak resident memory in MB.
 Each timing is the median of `--repeats` calls after a warm-up call; runs alternate between the
 variants and the medians of `--runs` runs are printed. A `--tree name=PATH` runs fieldsim from
 that source tree (PYTHONPATH); without any, the fieldsim this Python imports.
@@ -98,13 +102,63 @@ out["check"] = float(s[None]) + float(v.to_numpy().sum())
 print(json.dumps(out))
 '''
 
+SHELL = r'''
+import json, resource, sys, time
+backend = sys.argv[1]
+if backend == "taichi":
+    import taichi as ti
+else:
+    import fieldsim as ti
+ti.init(arch=ti.cpu, cpu_max_num_threads=2)
+N = 1024
+x = ti.field(ti.f32)
+ti.root.pointer(ti.ijk, N // 8).dense(ti.ijk, 8).place(x)
 
-def run(python: str, backend: str, repeats: int, env: dict, script: str) -> dict:
-    r = subprocess.run([python, script, backend, str(repeats)], env=env,
-                       capture_output=True, text=True, timeout=600)
-    if r.returncode:
-        raise RuntimeError(r.stderr[-3000:])
-    return json.loads(r.stdout.strip().splitlines()[-1])
+@ti.kernel
+def shell():
+    for p in range(400000):
+        u = (p * 0.6180339887) % 1.0
+        w = (p * 0.7548776662 + 0.5) % 1.0
+        th = 6.2831853 * u
+        ph = ti.acos(2 * w - 1)
+        r = N * 0.4
+        i = int(N / 2 + r * ti.sin(ph) * ti.cos(th))
+        j = int(N / 2 + r * ti.sin(ph) * ti.sin(th))
+        k = int(N / 2 + r * ti.cos(ph))
+        x[i, j, k] += 1.0
+
+@ti.kernel
+def total() -> ti.f32:
+    s = 0.0
+    for i, j, k in x:
+        s += x[i, j, k]
+    return s
+
+def ms(f):
+    t = time.perf_counter()
+    got = f()
+    ti.sync()
+    return (time.perf_counter() - t) * 1e3, got
+
+first, _ = ms(shell)
+second, _ = ms(shell)
+total()
+summed, check = ms(total)
+print(json.dumps({"shell first call": first, "shell second call": second, "shell sum": summed,
+                  "shell peak RSS MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "shell check": float(check)}))
+'''
+
+
+def run(python: str, backend: str, repeats: int, env: dict, scripts) -> dict:
+    out = {}
+    for script in scripts:
+        r = subprocess.run([python, script, backend, str(repeats)], env=env, check=False,
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode:
+            raise RuntimeError(r.stderr[-3000:])
+        out.update(json.loads(r.stdout.strip().splitlines()[-1]))
+    return out
 
 
 def main():
@@ -123,19 +177,22 @@ def main():
     results = {name: [] for name, *_ in variants}
     from tqdm import tqdm
     with tempfile.TemporaryDirectory() as tmp:  # kernels need a source file to be read from
-        script = os.path.join(tmp, "sparse_struct_for_child.py")
-        with open(script, "w") as f:
-            f.write(CHILD)
+        scripts = []
+        for stem, text in (("sparse_struct_for_child", CHILD), ("sparse_shell_child", SHELL)):
+            scripts.append(os.path.join(tmp, stem + ".py"))
+            with open(scripts[-1], "w") as f:
+                f.write(text)
         for _ in tqdm(range(args.runs), desc="rounds"):
             for name, python, backend, env in variants:
-                results[name].append(run(python, backend, args.repeats, env, script))
-    keys = [k for k in results[variants[0][0]][0] if k != "check"]
+                results[name].append(run(python, backend, args.repeats, env, scripts))
+    keys = [k for k in results[variants[0][0]][0] if not k.endswith("check")]
     print(f"load {os.getloadavg()[0]:.1f}; ms, medians of {args.runs} runs x {args.repeats} calls")
-    print("| variant | " + " | ".join(keys) + " | check |")
-    print("|---|" + "---|" * (len(keys) + 1))
+    print("| variant | " + " | ".join(keys) + " | check | shell check |")
+    print("|---|" + "---|" * (len(keys) + 2))
     for name, runs in results.items():
         cells = [f"{statistics.median(r[k] for r in runs):.3f}" for k in keys]
-        print(f"| {name} | " + " | ".join(cells) + f" | {runs[0]['check']:.6g} |")
+        print(f"| {name} | " + " | ".join(cells)
+              + f" | {runs[0]['check']:.6g} | {runs[0]['shell check']:.6g} |")
 
 
 if __name__ == "__main__":

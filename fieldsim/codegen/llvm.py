@@ -25,6 +25,7 @@ from llvmlite import ir as L
 
 from fieldsim.codegen import quant_llvm
 from fieldsim.codegen.alias import FieldScopes
+from fieldsim.codegen.block_index import block_parts
 from fieldsim.codegen.demote import discarded_atomics, owned_atomics
 from fieldsim.codegen.fill_loops import fill_plan
 from fieldsim.codegen.llvm_arrays import ArrayLowering, array_entries
@@ -843,12 +844,14 @@ class TaskLowering(NestLowering, ArrayLowering):
             for i, n in zip(indices, sizes):
                 bad = self.bounds_check(i, n, s)
                 oob = bad if oob is None else b.or_(oob, bad)
-        chunks = getattr(field, "chunks", None)
-        if chunks is not None:  # chunk-major under a dynamic node (lang/chunked.py)
-            shift, mask = self.i64_constant(chunks.shift), self.i64_constant(chunks.chunk - 1)
-            indices = chunks.split(indices, lambda j: self.in_block(chunk_index, j, shift),
-                                   lambda j: self.in_block(slot_index, j, mask))
-            sizes = [self.i64_constant(n) for n in chunks.physical]
+        index_map = getattr(field, "index_map", None)
+        if index_map is not None:  # chunk- or block-major (lang/mapped_storage.py)
+            # split positions, so each part is made from its index's IR and value
+            parts = index_map.split(list(range(len(indices))),
+                                    lambda p, n: self.block_part(s.indices[p], indices[p], n, 0),
+                                    lambda p, n: self.block_part(s.indices[p], indices[p], n, 1))
+            indices = [indices[p] if isinstance(p, int) else p for p in parts]
+            sizes = [self.i64_constant(n) for n in index_map.physical]
         ty = ll_type(field.dtype)
         ptr = b.gep(self.field_ptr(field), [self.linear(indices, sizes)], source_etype=ty)
         if oob is not None:
@@ -858,6 +861,26 @@ class TaskLowering(NestLowering, ArrayLowering):
                 self.oob_slots[ty] = self.alloca_b.alloca(ty)
             ptr = b.select(oob, self.oob_slots[ty], ptr)
         return ptr
+
+    def block_part(self, ix: Stmt, j, n: int, inner: int):
+        """`j // n` (inner 0) or `j % n` (inner 1) of index `ix` (value `j`): from the index's
+        parts where block_index sees them (affine in a block's loop variables), else by a
+        shift or mask."""
+        parts = block_parts(ix, n)
+        if parts is None:
+            if inner:
+                return self.in_block(slot_index, j, self.i64_constant(n - 1))
+            return self.in_block(chunk_index, j, self.i64_constant(n.bit_length() - 1))
+        total = self.i64_constant(0)
+        for term in parts[inner]:
+            if inner:
+                value = self.i64_constant(term) if isinstance(term, int) else self.index_i64(term)
+            else:
+                x, factor = term
+                value = self.i64_constant(factor) if x is None else \
+                    self.in_block(scaled_index, self.index_i64(x), self.i64_constant(factor))
+            total = self.in_block(offset_index, total, value)
+        return total
 
     def index_i64(self, ix: Stmt):
         """An index as i64: a constant as a shared constant, else extended once per block."""
@@ -1252,13 +1275,13 @@ def scaled_index(b: L.IRBuilder, lin, n):
 
 
 def chunk_index(b: L.IRBuilder, j, shift):
-    """`j >> shift` (i64, arithmetic), folded where constant: the chunk of dynamic slot j."""
+    """`j >> shift` (i64, arithmetic), folded where constant: the block of index j."""
     c_j = _int_constant(j)
     return L.Constant(I64, c_j >> shift.constant) if c_j is not None else b.ashr(j, shift)
 
 
 def slot_index(b: L.IRBuilder, j, mask):
-    """`j & mask` (i64), folded where constant: dynamic slot j's place in its chunk."""
+    """`j & mask` (i64), folded where constant: index j's place in its block."""
     c_j = _int_constant(j)
     return L.Constant(I64, c_j & mask.constant) if c_j is not None else b.and_(j, mask)
 

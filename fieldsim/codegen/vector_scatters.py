@@ -79,7 +79,7 @@ def _candidate(s: Stmt, discarded: set[int]) -> bool:
         return False
     f = s.field
     shape = getattr(f, "storage_shape", None)
-    return (f.dtype == T.f32 and not is_slot(f) and getattr(f, "chunks", None) is None
+    return (f.dtype == T.f32 and not is_slot(f) and getattr(f, "index_map", None) is None
             and bool(shape) and len(s.indices) == len(shape) and _component(s) is not None)
 
 

@@ -38,26 +38,27 @@ def _field_of(f):
 
 def _layout(field):
     """(base address, byte stride of each storage axis, component indices fixed by a
-    component view, the chunk-major map or None) of `field`."""
+    component view, the index map (lang/mapped_storage.py) or None) of `field`."""
     from fieldsim.lang.field import _ComponentStorage
     storage, owner, extra = field.storage, field, ()
     if isinstance(storage, _ComponentStorage):  # a component of a matrix field
         owner, extra = storage.owner, storage.cidx
-    chunks = owner.chunks
-    shape = owner.storage_shape if chunks is None else chunks.physical
+    index_map = owner.index_map
+    shape = owner.storage_shape if index_map is None else index_map.physical
     item = field.dtype.np.itemsize
     strides = [item * math.prod(shape[d + 1:]) for d in range(len(shape))]
-    return owner.storage.ptr, strides, extra, chunks
+    return owner.storage.ptr, strides, extra, index_map
 
 
 def _terms(field, idx, div, mod) -> tuple:
     """(base, [(index value, byte stride)]) of element `idx` of `field`: `div`/`mod` split a
-    dynamic slot into its chunk and place (chunk-major layout, lang/chunked.py)."""
-    base, strides, extra, chunks = _layout(field)
+    mapped index into its outer and inner parts (lang/mapped_storage.py)."""
+    base, strides, extra, index_map = _layout(field)
     n = len(field.shape)
-    full = list(idx) + list(extra) + [0] * (len(strides) - n - len(extra) - (chunks is not None))
-    if chunks is not None:
-        full = chunks.split(full, lambda j: div(j, chunks.chunk), lambda j: mod(j, chunks.chunk))
+    ndim = len(strides) if index_map is None else len(index_map.shape)
+    full = list(idx) + list(extra) + [0] * (ndim - n - len(extra))
+    if index_map is not None:
+        full = index_map.split(full, div, mod)
     constant = sum(int(v) * s for v, s in zip(full, strides) if _is_int(v))
     return base + constant, [(v, s) for v, s in zip(full, strides) if not _is_int(v)]
 

@@ -12,9 +12,8 @@ so the first chunk of every cell is one contiguous block, then the second chunk 
 cell, and so on: a few appends per cell commit about the first chunk row only (on the CPU a
 big sparse field is a reservation committed per page written: codegen/cpu.py).
 
-`ChunkLayout` is the index map; `ChunkedStorage` wraps the backend storage of the physical
-shape and offers the storage interface `Field` uses (read/write an element, to/from numpy in
-the logical shape, fill, zero). Kernels address such a field through `ChunkLayout.split`
+`ChunkLayout` is the index map; `MappedStorage` (lang/mapped_storage.py) wraps the backend
+storage of the physical shape and offers the storage interface `Field` uses. Kernels address such a field through `ChunkLayout.split`
 (codegen/llvm.py `element_ptr`), `fs.get_addr` through `physical_index`.
 
 Takes a PLACE node and the field's storage shape; guarantees the map is used only where it
@@ -27,8 +26,6 @@ a shift and a mask per access, and a loop over a cell's slots no longer vectoriz
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 from fieldsim.lang.snode import DYNAMIC
 
@@ -49,17 +46,17 @@ class ChunkLayout:
                      + tuple(range(nfield + 1, len(self.physical))))
         self.split_shape = shape[:axis] + (self.nchunks, chunk) + shape[axis + 1:]
 
-    def split(self, idx: list, chunk_of, slot_of) -> list:
+    def split(self, idx: list, div, mod) -> list:
         """The physical index of the logical index `idx` (at least the field's own axes);
-        `chunk_of(j)`/`slot_of(j)` give j // chunk and j % chunk in the caller's values."""
+        `div(j, n)`/`mod(j, n)` give j // n and j % n in the caller's values (n: the chunk
+        size, a power of two)."""
         j = idx[self.axis]
         cells = [v for k, v in enumerate(idx[:self.nfield]) if k != self.axis]
-        return [chunk_of(j), *cells, slot_of(j), *idx[self.nfield:]]
+        return [div(j, self.chunk), *cells, mod(j, self.chunk), *idx[self.nfield:]]
 
     def physical_index(self, idx) -> tuple:
         """`split` of Python ints."""
-        return tuple(self.split(list(idx), lambda j: j >> self.shift,
-                                lambda j: j & (self.chunk - 1)))
+        return tuple(self.split(list(idx), lambda j, n: j // n, lambda j, n: j % n))
 
     def split_index(self, idx) -> tuple:
         """A logical index (ints and slices, leading axes) into the split view: the dynamic
@@ -76,8 +73,21 @@ class ChunkLayout:
             pair = (int(j) >> self.shift, int(j) & (self.chunk - 1))
         return idx[:self.axis] + pair + idx[self.axis + 1:]
 
+    def pieces(self, box) -> list:
+        """`box` (ints and slices over leading axes) as boxes `split_index` takes: a slice
+        of the dynamic axis cut at chunk boundaries."""
+        sl = list(box)
+        if len(sl) <= self.axis or not isinstance(sl[self.axis], slice):
+            return [tuple(sl)]
+        lo, hi, _ = sl[self.axis].indices(self.shape[self.axis])
+        out = []
+        for c in range(lo >> self.shift, -(-hi // self.chunk)):
+            sl[self.axis] = slice(max(lo, c * self.chunk), min(hi, (c + 1) * self.chunk))
+            out.append(tuple(sl))
+        return out
 
-def layout_for(snode, shape: tuple, nfield: int, itemsize: int,
+
+def layout_for_chunks(snode, shape: tuple, nfield: int, itemsize: int,
                reserve_bytes: int | None) -> ChunkLayout | None:
     """The chunk-major map of a field of storage shape `shape` placed in PLACE node `snode`,
     or None where the field keeps the row-major layout: below `reserve_bytes` (the backend's
@@ -95,81 +105,3 @@ def layout_for(snode, shape: tuple, nfield: int, itemsize: int,
         return None
     axis = sorted(snode.axis_sizes).index(parent.sparse.axis)
     return ChunkLayout(shape, nfield, axis, chunk)
-
-
-class ChunkedStorage:
-    """A backend storage of `layout.physical` seen through the logical indices of the field."""
-
-    def __init__(self, inner, layout: ChunkLayout):
-        self.inner, self.layout = inner, layout
-        host = getattr(inner, "array", None)
-        # the physical array in logical axis order, dynamic axis split: a view (None: device)
-        self.split = host.transpose(layout.perm) if isinstance(host, np.ndarray) else None
-
-    @property
-    def ptr(self) -> int:
-        return self.inner.ptr
-
-    def read_element(self, idx):
-        if len(idx) < self.layout.nfield:  # a block of cells: through the logical view
-            if self.split is None:
-                return self.to_numpy()[tuple(idx)]
-            return self.split[self.layout.split_index(idx)].reshape(
-                self.layout.shape[len(idx):]).copy()
-        return self.inner.read_element(self.layout.physical_index(idx))
-
-    def write_element(self, idx, value):
-        self.inner.write_element(self.layout.physical_index(idx), value)
-
-    def to_numpy(self):
-        split = self.split if self.split is not None else \
-            self.inner.to_numpy().transpose(self.layout.perm)
-        return split.reshape(self.layout.shape)
-
-    def from_numpy(self, arr):
-        arr = np.asarray(arr).reshape(self.layout.split_shape)
-        if self.split is not None:
-            self.split[...] = arr
-            return
-        inverse = np.argsort(self.layout.perm)
-        self.inner.from_numpy(np.ascontiguousarray(arr.transpose(inverse)))
-
-    def fill(self, value):
-        self.inner.fill(value)  # every element alike: the layout does not matter
-
-    def zero(self):
-        self.inner.zero()
-
-    def flat(self) -> np.ndarray:
-        """The physical host array, flat (what codegen's addresses index)."""
-        return self.inner.array.reshape(-1)
-
-    def zero_box(self, box: tuple):
-        """Zero the logical box `box` (ints and slices over leading axes) in place."""
-        sl = list(box)
-        if len(sl) <= self.layout.axis or not isinstance(sl[self.layout.axis], slice):
-            self._assign(tuple(sl), 0)
-            return
-        lo, hi, _ = sl[self.layout.axis].indices(self.layout.shape[self.layout.axis])
-        for c in range(lo >> self.layout.shift, -(-hi // self.layout.chunk)):
-            first, end = max(lo, c * self.layout.chunk), min(hi, (c + 1) * self.layout.chunk)
-            sl[self.layout.axis] = slice(first, end)
-            self._assign(tuple(sl), 0)
-
-    def _assign(self, box, value):
-        if self.split is not None:
-            self.split[self.layout.split_index(box)] = value
-            return
-        data = self.to_numpy()  # a device field: round trip through the host
-        data[box] = value
-        self.from_numpy(data)
-
-    def write_mask(self, active: np.ndarray, src):
-        """`x[active] = src` over the logical cells (`active`: a boolean array of the field's
-        own shape; `src`: one element, or one per active cell in C order)."""
-        if self.split is None:
-            data = self.to_numpy()
-            data[active] = src
-            self.from_numpy(data)
-            return
-        self.split[active.reshape(self.layout.split_shape[:self.layout.nfield + 1])] = src

@@ -1,7 +1,8 @@
 """Fields: dense n-D arrays of scalars, vectors or matrices, with optional grad and dual twins.
 
 A field's data lives in one contiguous row-major buffer of shape `storage_shape` = `shape` plus
-the element's component dims ((n,) for vectors, (n, m) for matrices). Placement (`fs.root`, see
+the element's component dims ((n,) for vectors, (n, m) for matrices), except a big field under
+sparse nodes, stored chunk- or block-major (`index_map`, lang/mapped_storage.py). Placement (`fs.root`, see
 `fieldsim.lang.snode`) fixes the shape of fields declared without one; `offset` shifts the
 indices a program uses (storage index = index - offset, in kernels and Python scope alike).
 Python-scope access checks indices, shapes and dtypes and raises IndexError/ValueError/TypeError
@@ -33,7 +34,7 @@ from fieldsim.lang.host_errors import at_user_line, located_subclasses
 class Field:
     """A scalar (`ndim_el == 0`), vector (1) or matrix (2) field."""
 
-    chunks = None  # its chunk-major index map under a dynamic node (lang/chunked.py), if any
+    index_map = None  # its chunk- or block-major index map (lang/mapped_storage.py), if any
 
     def __init__(self, dtype, shape=None, name="", needs_grad=False, needs_dual=False,
                  n=None, m=None, ndim_el=0, _role="primal", offset=None):
@@ -168,16 +169,17 @@ class Field:
                 twin._place(shape, offset=offset)
 
     def _new_storage(self, snode):
-        from fieldsim.lang.chunked import ChunkedStorage, layout_for
+        from fieldsim.lang.mapped_storage import MappedStorage, layout_for
         backend = runtime.get().backend()
-        self.chunks = layout_for(snode, self.storage_shape, len(self.shape), self.dtype.np.itemsize,
-                                 getattr(backend, "sparse_reserve_bytes", None))
-        shape = self.storage_shape if self.chunks is None else self.chunks.physical
+        self.index_map = layout_for(snode, self.storage_shape, len(self.shape),
+                                    self.dtype.np.itemsize,
+                                    getattr(backend, "sparse_reserve_bytes", None))
+        shape = self.storage_shape if self.index_map is None else self.index_map.physical
         try:
             storage = backend.allocate(shape, self.dtype, sparse=bool(snode.sparse_path()))
         except MemoryError:
             raise FieldsimMemoryError(_allocation_failed(self), naming.user_loc()) from None
-        return storage if self.chunks is None else ChunkedStorage(storage, self.chunks)
+        return storage if self.index_map is None else MappedStorage(storage, self.index_map)
 
     @property
     def snode(self):

@@ -54,8 +54,8 @@ def _host_array(field, what) -> np.ndarray | None:
         return arr
     if getattr(field.storage, "dlpack_device", None) is None:
         raise InteropError(f"field {field.ir_name!r}.{what}: its data is not one array in memory "
-                           "fieldsim can share (a component view of a matrix field?); use "
-                           "to_numpy()")
+                           "fieldsim can share (a component view of a matrix field, or a big sparse "
+                           "field stored block- or chunk-major); use to_numpy()")
     return None
 
 

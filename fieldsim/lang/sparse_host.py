@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fieldsim.lang.blocked import BlockLayout
 from fieldsim.lang.snode import DYNAMIC
 from fieldsim.lang.sparse import dynamic_slot, field_path, node_index, py_floordiv
 
@@ -45,8 +46,7 @@ def _active_blocks(field):
     """The storage slices of the active blocks (cells of its innermost sparse node) of a host
     field under pointer/bitmasked nodes, when there are at most BLOCK_SLICES; else None."""
     path = field_path(field)
-    host = getattr(field.storage, "array", None)
-    if host is None or hasattr(field.storage, "write_mask") or any(n.kind == DYNAMIC for n in path):
+    if _box_view(field.storage) is None or any(n.kind == DYNAMIC for n in path):
         return None
     leaf = field._snode.axis_sizes
     axes = sorted(leaf)
@@ -70,9 +70,20 @@ def _write_blocks(field, arr) -> bool:
     if blocks is None:
         return False
     whole = np.ndim(arr) > field.ndim_el  # one value per cell, not one element for all
+    view = _box_view(field.storage)
     for sl in blocks:
-        field.storage.array[sl] = arr[sl] if whole else arr
+        view(sl)[...] = arr[sl] if whole else arr
     return True
+
+
+def _box_view(storage):
+    """`view(box)`: the host view of a box within one block of `storage`, or None (device
+    memory, or a chunk-major layout, whose blocks are not the sparse nodes' blocks)."""
+    if isinstance(getattr(storage, "array", None), np.ndarray):
+        return lambda box: storage.array[box]
+    if isinstance(getattr(storage, "layout", None), BlockLayout) and storage.split is not None:
+        return storage.view
+    return None
 
 
 def read_active(field):
@@ -86,10 +97,10 @@ def read_active(field):
     blocks = _active_blocks(field) if field_path(field) else None
     if blocks is None:
         return None
-    host = field.storage.array
-    out = np.zeros(host.shape, host.dtype)
+    view = _box_view(field.storage)
+    out = np.zeros(field.storage_shape, field.dtype.np)
     for sl in blocks:
-        out[sl] = host[sl]
+        out[sl] = view(sl)
     return out
 
 
@@ -135,7 +146,7 @@ def write_active(field, arr) -> bool:
         return True
     active = _active_cells(field)
     src = arr if np.ndim(arr) <= field.ndim_el else arr[active]
-    if hasattr(field.storage, "write_mask"):  # chunk-major (lang/chunked.py)
+    if hasattr(field.storage, "write_mask"):  # chunk- or block-major (lang/mapped_storage.py)
         field.storage.write_mask(active, src)
         return True
     host = getattr(field.storage, "array", None)

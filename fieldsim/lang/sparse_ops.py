@@ -187,7 +187,7 @@ def _cell_box(node, cell, sizes, scale) -> list:
 
 
 def _zero_host(fld, sl):
-    if hasattr(fld.storage, "zero_box"):  # chunk-major (lang/chunked.py)
+    if hasattr(fld.storage, "zero_box"):  # chunk- or block-major (lang/mapped_storage.py)
         fld.storage.zero_box(sl)
         return
     host = getattr(fld.storage, "array", None)

@@ -8,6 +8,7 @@ import pytest
 
 import fieldsim as fs
 from support.backends import on_cpu
+from support.memory import resident_kb
 
 N, L, C = 6, 16, 4  # cells, slots per cell, chunk
 
@@ -46,7 +47,7 @@ def _model():
 def test_kernel_append_struct_for_and_host_reads_agree_with_numpy(small_chunked, last):
     x, v, node = _layout(fs.cpu, last)
     if on_cpu():  # CUDA allocates a field whole, row-major (tests forced onto it)
-        assert x.chunks is not None and x.chunks.physical[0] == L // C
+        assert x.index_map is not None and x.index_map.physical[0] == L // C
 
     def at(i, k):  # the field index of slot k of cell i
         return (i, k) if last else (k, i)
@@ -185,10 +186,10 @@ def test_layouts_left_row_major(small_chunked):
     fs.root.dense(fs.i, 4).dynamic(fs.j, 16).place(a)  # chunk = the whole size
     fs.root.dynamic(fs.i, 64, chunk_size=8).place(b)  # one cell: already chunk-major
     fs.root.dense(fs.i, 4).dynamic(fs.j, 12, chunk_size=8).place(c)  # 8 does not divide 12
-    assert a.chunks is None and b.chunks is None and c.chunks is None
+    assert a.index_map is None and b.index_map is None and c.index_map is None
     d = fs.field(fs.f32)
     fs.root.dense(fs.i, 4).dynamic(fs.j, 16, chunk_size=3).place(d)  # rounded up to 4
-    assert d.chunks.chunk == 4 if on_cpu() else d.chunks is None
+    assert d.index_map.chunk == 4 if on_cpu() else d.index_map is None
 
 
 def test_small_fields_stay_row_major_by_default():
@@ -196,21 +197,7 @@ def test_small_fields_stay_row_major_by_default():
     small, big = fs.field(fs.f32), fs.field(fs.f32)
     fs.root.dense(fs.i, 64).dynamic(fs.j, 1024, chunk_size=64).place(small)  # 256 kB
     fs.root.dense(fs.i, 1 << 14).dynamic(fs.j, 1024, chunk_size=64).place(big)  # 64 MB
-    assert small.chunks is None and (big.chunks is not None) == on_cpu()
-
-
-def _resident_kb(address: int) -> int:
-    """The resident memory (kB) of the mapping that holds `address` (/proc/self/smaps)."""
-    inside = False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = line.split()[0]
-            if "-" in head and not head.endswith(":"):
-                lo, hi = (int(p, 16) for p in head.split("-"))
-                inside = lo <= address < hi
-            elif inside and head == "Rss:":
-                return int(line.split()[1])
-    raise AssertionError("no mapping holds the field")
+    assert small.index_map is None and (big.index_map is not None) == on_cpu()
 
 
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/self/smaps"), reason="Linux only")
@@ -227,7 +214,7 @@ def test_few_appends_to_many_cells_commit_about_one_chunk_row():
                 x[i].append(i + k)
 
     grow()
-    rss = _resident_kb(x.storage.ptr)
+    rss = resident_kb(x.storage.ptr)
     row_kb = cells * chunk * 4 // 1024  # the first chunk of every cell: 2.5 MB
     assert rss <= row_kb + 1024, rss  # the row-major layout commits 80 MB here
     assert x[19999, 1] == 20000 and x[19998, 0] == 19998
