@@ -275,7 +275,8 @@ def raise_kernel_error(info, err, caps):
                 "the offset)") if offset else ""
         holder = info.accesses[which][3] if len(info.accesses[which]) > 3 else None
         note += f" ({holder})" if holder else ""
-        raise FieldsimIndexError(f"kernel {info.name!r}: index {extra} is out of range for field "
+        kind = info.accesses[which][4] if len(info.accesses[which]) > 4 else "field"
+        raise FieldsimIndexError(f"kernel {info.name!r}: index {extra} is out of range for {kind} "
                                  f"{name!r}{note}", loc)
     if code == ERR_ASSERT:
         msg, loc = info.asserts[which]

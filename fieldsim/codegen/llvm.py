@@ -930,7 +930,8 @@ class TaskLowering(NestLowering, ArrayLowering):
         bad = b.icmp_unsigned(">=", i, n)
         code = len(self.cg.info.accesses)
         offset = getattr(s.field, "offset", None)  # kernels index storage: user index - offset
-        self.cg.info.accesses.append((s.field.ir_name, s.loc, offset, _holder_note(s.field)))
+        kind = "ndarray argument" if is_slot(s.field) else "field"
+        self.cg.info.accesses.append((s.field.ir_name, s.loc, offset, _holder_note(s.field), kind))
         with b.if_then(bad, likely=False):
             self.set_error(ERR_OUT_OF_BOUNDS, code, i)
         return bad

@@ -195,7 +195,7 @@ def test_debug_bounds_check_uses_the_launch_shape():
     a = np.zeros(4, np.float32)
     poke(a, 3)
     assert a[3] == 1
-    with pytest.raises(fs.FieldsimIndexError, match="out of range"):
+    with pytest.raises(fs.FieldsimIndexError, match="out of range for ndarray argument 'a'"):
         poke(a, 4)
 
 
