@@ -154,11 +154,10 @@ class Struct:
     __hash__ = object.__hash__
 
     def __repr__(self):
-        inner = ", ".join(f"{k}={v!r}" for k, v in self._entries.items())
-        return f"{type(self).__name__}({inner})"
-
-    def __str__(self):
+        # as Taichi: the dict's text, also where a container prints its members' reprs
         return str(_printable(self))
+
+    __str__ = __repr__
 
 
 def _resolve(dt):

@@ -432,3 +432,16 @@ def test_struct_field_to_and_from_torch():
     assert r[2].index == 12 and r[1].dist == 1.0 and r[3].inner.w == 2.0
     with pytest.raises(ValueError, match="keys index, dist, n, inner"):
         r.from_torch({"index": torch.zeros(4, dtype=torch.int32)})
+
+
+def test_struct_repr_is_its_dict_text_as_in_taichi():
+    """Taichi prints a struct as its members' dict, also inside containers (a list, an
+    argument pack's text), which use repr."""
+    fs.init(arch=fs.cpu)
+    inner = fs.types.struct(x=fs.f32, y=fs.i32)
+    outer = fs.types.struct(p=fs.math.vec2, n=inner)
+    s = inner(x=1.5, y=2)
+    o = outer(p=fs.math.vec2(1, 2), n=s)
+    assert repr(s) == str(s) == "{'x': 1.5, 'y': 2}"
+    assert str([s]) == "[{'x': 1.5, 'y': 2}]"
+    assert str(o) == "{'p': [1.0, 2.0], 'n': {'x': 1.5, 'y': 2}}"
