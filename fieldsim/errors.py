@@ -154,3 +154,40 @@ class AccessRuleError(FieldsimAssertionError):
 
     An assertion error, as Taichi's own checker (`Tape(validation=True)`) reports a broken rule
     with a `TaichiAssertionError`: `pytest.raises(ti.TaichiAssertionError)` catches it."""
+
+
+# Errors that are two things at once, so that a program catching either Taichi 1.7.4's class
+# for the mistake or fieldsim's long-standing class for it catches them.
+
+class IndexCountError(FieldsimSyntaxError, FieldsimIndexError):
+    """A field indexed in a kernel with the wrong number of indices; Taichi raises a
+    `TaichiIndexError` for it.
+
+    >>> issubclass(fs.errors.IndexCountError, (fs.TaichiIndexError, fs.FieldsimSyntaxError))
+    True
+    """
+
+
+class KernelIndexRangeError(FieldsimIndexError, FieldsimAssertionError):
+    """An index outside a field's range, found by a kernel built with fs.init(debug=True); Taichi's
+    bounds check raises a `TaichiAssertionError` for it.
+
+    >>> issubclass(fs.errors.KernelIndexRangeError, fs.TaichiAssertionError)
+    True
+    """
+
+
+class ArgumentCountError(FieldsimTypeError, FieldsimSyntaxError):
+    """A kernel or func called with too many or too few arguments (Taichi: `TaichiSyntaxError`).
+
+    >>> issubclass(fs.errors.ArgumentCountError, (TypeError, fs.TaichiSyntaxError))
+    True
+    """
+
+
+class ArgumentTypeError(FieldsimTypeError, FieldsimRuntimeError):
+    """A kernel argument of the wrong kind or type (Taichi: `TaichiRuntimeTypeError`).
+
+    >>> issubclass(fs.errors.ArgumentTypeError, fs.TaichiRuntimeTypeError)
+    True
+    """

@@ -36,8 +36,8 @@ from fieldsim.codegen.privatize import NO_COPIES
 from fieldsim.errors import (
     ADStackOverflowError,
     FieldsimAssertionError,
-    FieldsimIndexError,
     FieldsimRuntimeError,
+    KernelIndexRangeError,
 )
 from fieldsim.ir.intexpr import launch_expr, range_length
 from fieldsim.ir.ir import Op, Stmt
@@ -276,8 +276,8 @@ def raise_kernel_error(info, err, caps):
         holder = info.accesses[which][3] if len(info.accesses[which]) > 3 else None
         note += f" ({holder})" if holder else ""
         kind = info.accesses[which][4] if len(info.accesses[which]) > 4 else "field"
-        raise FieldsimIndexError(f"kernel {info.name!r}: index {extra} is out of range for {kind} "
-                                 f"{name!r}{note}", loc)
+        raise KernelIndexRangeError(f"kernel {info.name!r}: index {extra} is out of range for "
+                                    f"{kind} {name!r}{note}", loc)
     if code == ERR_ASSERT:
         msg, loc = info.asserts[which]
         if isinstance(msg, tuple):  # a formatted message: its values follow the error words

@@ -22,7 +22,7 @@ import textwrap
 import weakref
 from typing import ClassVar
 
-from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
+from fieldsim.errors import ArgumentCountError, FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt, walk
 from fieldsim.lang import cross_task, ops, precision, sparse_kernel, struct
@@ -1915,8 +1915,8 @@ def _bind_args(fn, params, fdef, args, kwargs) -> dict:
     defaults = fdef.args.defaults
     bound = {}
     if len(args) > len(params):
-        raise FieldsimTypeError(f"func {fn.__name__!r} takes {len(params)} argument(s), "
-                                f"got {len(args)}")
+        raise ArgumentCountError(f"func {fn.__name__!r} takes {len(params)} argument(s), "
+                                 f"got {len(args)}")
     for name, v in zip(params, args):
         bound[name] = v
     for name, v in kwargs.items():
@@ -1928,7 +1928,7 @@ def _bind_args(fn, params, fdef, args, kwargs) -> dict:
         bound.setdefault(name, d)
     missing = [p for p in params if p not in bound]
     if missing:
-        raise FieldsimTypeError(f"func {fn.__name__!r} is missing argument(s) {', '.join(missing)}")
+        raise ArgumentCountError(f"func {fn.__name__!r} is missing argument(s) {', '.join(missing)}")
     return bound
 
 

@@ -12,7 +12,13 @@ import types
 
 import numpy as np
 
-from fieldsim.errors import FieldsimError, FieldsimNameError, FieldsimSyntaxError, FieldsimTypeError
+from fieldsim.errors import (
+    FieldsimError,
+    FieldsimNameError,
+    FieldsimSyntaxError,
+    FieldsimTypeError,
+    IndexCountError,
+)
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.ir.opdefs import PURE
 from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, runtime, struct
@@ -393,7 +399,7 @@ class ExprMixin:
         if idx == [None]:
             idx = []
         if len(idx) != len(field.shape):
-            raise FieldsimSyntaxError(
+            raise IndexCountError(
                 f"field {field.ir_name!r} has {len(field.shape)} dimension(s) but is indexed with "
                 f"{len(idx)} index(es)" + ("; index a 0-D field with x[None]" if not field.shape else ""))
         out = []

@@ -12,7 +12,14 @@ import math
 import numbers
 import typing
 
-from fieldsim.errors import FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
+from fieldsim.errors import (
+    ArgumentCountError,
+    ArgumentTypeError,
+    FieldsimError,
+    FieldsimSyntaxError,
+    FieldsimTypeError,
+    Loc,
+)
 from fieldsim.ir.ir import Kernel
 from fieldsim.ir.passes.run import run_pass
 from fieldsim.lang import runtime
@@ -309,7 +316,7 @@ class KernelObj:
         try:
             bound = self._sig.bind(*args, **kwargs)
         except TypeError as e:
-            raise FieldsimTypeError(f"kernel {self.__name__!r} takes {len(self.params)} "
+            raise ArgumentCountError(f"kernel {self.__name__!r} takes {len(self.params)} "
                                     f"argument(s) ({', '.join(p.name for p in self.params)}): "
                                     f"{e}", user_loc(), _defined_at(self)) from None
         bound.apply_defaults()
@@ -450,10 +457,8 @@ class KernelObj:
     def __call__(self, *args, **kwargs):
         try:
             return _DRIVER[0].launch(self, args, kwargs)
-        except FieldsimError as err:  # the user's mistake: at their call, without fieldsim's frames
-            if err.loc is None:
-                err.loc = user_loc()
-            raise err.with_traceback(None) from None
+        except FieldsimError as err:
+            raise _at_user_call(err) from None
 
     def replay_adjoint(self, ck, values, rng_key=None):
         """Run the adjoint of specialisation `ck` on argument values a launch bound (a Tape's
@@ -479,6 +484,13 @@ def _driver():
     return _DRIVER[0]  # `import fieldsim` (the parent package of every module) installed it
 
 
+def _at_user_call(err):
+    """A launch's error is the user's mistake: shown at their call, without fieldsim's frames."""
+    if err.loc is None:
+        err.loc = user_loc()
+    return err.with_traceback(None)
+
+
 def compile_adjoints(wanted):
     """Make the adjoints of compiled specialisations now, several at once where the backend
     can (a Tape's backward, before it replays them). `wanted`: (specialisation, argument
@@ -495,7 +507,10 @@ class _AdjointLauncher:
         self.owner = owner
 
     def __call__(self, *args, **kwargs):
-        self.owner.launch_adjoint(args, kwargs, check=True)
+        try:
+            self.owner.launch_adjoint(args, kwargs, check=True)
+        except FieldsimError as err:
+            raise _at_user_call(err) from None
 
 
 class BoundKernel:
@@ -507,10 +522,16 @@ class BoundKernel:
         self.__doc__ = kernel.__doc__
 
     def __call__(self, *args, **kwargs):
-        return self.kernel(self.obj, *args, **kwargs)
+        try:  # the driver directly: a method's launch error keeps one fieldsim frame too
+            return _DRIVER[0].launch(self.kernel, (self.obj,) + args, kwargs)
+        except FieldsimError as err:
+            raise _at_user_call(err) from None
 
     def grad(self, *args, **kwargs):
-        self.kernel.launch_adjoint((self.obj,) + args, kwargs, check=True)
+        try:
+            self.kernel.launch_adjoint((self.obj,) + args, kwargs, check=True)
+        except FieldsimError as err:
+            raise _at_user_call(err) from None
 
 
 def kernel(fn):
@@ -578,7 +599,7 @@ def _convert_arg_slow(v, dt, kname, pname):
     if isinstance(v, bool):
         return int(v)
     if not isinstance(v, numbers.Real):
-        raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects a {dt} scalar, "
+        raise ArgumentTypeError(f"kernel {kname!r}: argument {pname!r} expects a {dt} scalar, "
                                 f"got {type(v).__name__}" + (f" {v!r}" if isinstance(v, complex) else ""))
     if dt.is_float:
         try:
@@ -591,7 +612,7 @@ def _convert_arg_slow(v, dt, kname, pname):
     else:
         f = float(v)
         if not math.isfinite(f) or f != math.floor(f):
-            raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects an integer "
+            raise ArgumentTypeError(f"kernel {kname!r}: argument {pname!r} expects an integer "
                                     f"({dt}), got {v!r}")
         iv = int(f)
     lo, hi = _int_range(dt)

@@ -39,7 +39,7 @@ import itertools
 
 import numpy as np
 
-from fieldsim.errors import FieldsimRuntimeError, FieldsimTypeError, Loc
+from fieldsim.errors import ArgumentTypeError, FieldsimRuntimeError, FieldsimTypeError, Loc
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import interop, naming, runtime
 from fieldsim.lang import types as T
@@ -417,9 +417,10 @@ def hidden_names(pname, spec: NdarraySpec) -> list:
     return names + [f"{pname}.shape{d}" for d in range(spec.ndim)]
 
 
-class NdarrayArgumentError(FieldsimTypeError, ValueError):
-    """An array that does not fit its `fs.types.ndarray(...)` argument. Both a TypeError (as
-    fieldsim's other argument errors) and a ValueError (what Taichi raises here)."""
+class NdarrayArgumentError(ArgumentTypeError, ValueError):
+    """An array that does not fit its `fs.types.ndarray(...)` argument. A TypeError (as
+    fieldsim's other argument errors), a ValueError (what Taichi raises for a wrong dtype or
+    shape) and Taichi's TaichiRuntimeTypeError (what it raises for a value that is no array)."""
 
 
 def bind_arg(ann: NdarrayType, value, kname, pname, rt, staged=None):
