@@ -2,6 +2,7 @@
 error is one of fieldsim's classes (and the Taichi 1.7.4 class a program would catch for it),
 its message names the user's file and line, at most one fieldsim frame is left in the
 traceback, and the fields the program watches hold what they held before the failed call."""
+import runpy
 import textwrap
 import traceback
 
@@ -389,9 +390,7 @@ def _run(tmp_path, name, body):
     path = tmp_path / f"case_{name}.py"
     path.write_text(src)
     line = next(i for i, text in enumerate(src.splitlines(), 1) if "# BAD" in text)
-    g = {"__name__": f"case_{name}", "__file__": str(path)}
-    exec(compile(src, str(path), "exec"), g)
-    return g, str(path), line
+    return runpy.run_path(str(path)), str(path), line
 
 
 def _fieldsim_frames(err):
