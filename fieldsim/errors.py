@@ -191,3 +191,12 @@ class ArgumentTypeError(FieldsimTypeError, FieldsimRuntimeError):
     >>> issubclass(fs.errors.ArgumentTypeError, fs.TaichiRuntimeTypeError)
     True
     """
+
+
+class RuntimeValueError(FieldsimSyntaxError, FieldsimTypeError):
+    """A kernel's runtime value where Python needs a number now: a Python function (`math.sin`)
+    called with one, or a bound of `fs.static(range(...))` (Taichi: `TaichiTypeError`).
+
+    >>> issubclass(fs.errors.RuntimeValueError, (SyntaxError, fs.TaichiTypeError))
+    True
+    """

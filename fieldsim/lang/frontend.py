@@ -22,7 +22,14 @@ import textwrap
 import weakref
 from typing import ClassVar
 
-from fieldsim.errors import ArgumentCountError, FieldsimError, FieldsimSyntaxError, FieldsimTypeError, Loc
+from fieldsim.errors import (
+    ArgumentCountError,
+    FieldsimError,
+    FieldsimSyntaxError,
+    FieldsimTypeError,
+    Loc,
+    RuntimeValueError,
+)
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt, walk
 from fieldsim.lang import cross_task, ops, precision, sparse_kernel, struct
@@ -1706,7 +1713,7 @@ def _static_items(iterable) -> list:
     if isinstance(iterable, Field):
         raise FieldsimSyntaxError("fs.static cannot unroll a loop over a field")
     if isinstance(iterable, RangeSpec):  # range() of a runtime value: nothing to unroll
-        raise FieldsimSyntaxError(
+        raise RuntimeValueError(
             "fs.static(range(...)) needs compile-time bounds, but a bound here is a runtime value "
             "(a kernel argument or a field element): make it a Python constant or a "
             "fs.template() argument, or drop fs.static for a runtime loop")

@@ -18,6 +18,7 @@ from fieldsim.errors import (
     FieldsimSyntaxError,
     FieldsimTypeError,
     IndexCountError,
+    RuntimeValueError,
 )
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.ir.opdefs import PURE
@@ -863,8 +864,8 @@ class ExprMixin:
                 return fn(*args, **kwargs)
             from fieldsim.lang import kernel_hints  # (errors only: kept out of the first import)
             name = getattr(fn, "__name__", repr(fn))
-            raise FieldsimSyntaxError(f"cannot call the Python function {name!r} with kernel values; "
-                                      + kernel_hints.python_call_hint(fn))
+            raise RuntimeValueError(f"cannot call the Python function {name!r} with kernel values; "
+                                    + kernel_hints.python_call_hint(fn))
         return runtime.call_from_kernel(fn, args, kwargs)
 
 

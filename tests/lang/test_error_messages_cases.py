@@ -108,7 +108,14 @@ CASES = {
             for i in x:
                 x[i] = math.sin(x[i])  # BAD
         def bad(): k()
-        """, (fs.TaichiCompilationError,)),
+        """, (fs.TaichiTypeError, fs.TaichiSyntaxError)),
+    "static_range_of_runtime_bound": ("""
+        @fs.kernel
+        def k(n: fs.i32):
+            for i in fs.static(range(n)):  # BAD
+                x[i] = 1.0
+        def bad(): k(2)
+        """, (fs.TaichiTypeError,)),
     # calls
     "func_called_from_python": ("""
         @fs.func
