@@ -302,6 +302,16 @@ class DynamicLocalRef(Ref):
             fe.b.local_store(slot, fe.e.value(new, slot.dtype))
 
 
+def _kernel_variable(field) -> str | None:
+    """The user's name of a kernel top-level variable (a hidden 0-D field named
+    `kernel.name`, `Frontend.declare_kernel_variable`), so that a bad store names the variable
+    as a local's does, not a field the user never made; None for any other field."""
+    if field.role != "hidden" or field.shape != ():
+        return None
+    name = field.ir_name.rsplit(".", 1)[-1]
+    return name if name.split("[")[0].isidentifier() else None
+
+
 class FieldRef(Ref):
     """An element of a field (all components for a vector/matrix field, or one component)."""
 
@@ -332,6 +342,9 @@ class FieldRef(Ref):
         targets = self._targets(fe)
         if len(targets) == 1 and (self.comp is not None or self.field.ndim_el == 0):
             if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
+                var = _kernel_variable(self.field)
+                if var is not None and self.field.ndim_el == 0:
+                    raise FieldsimTypeError(f"cannot assign {describe(value)} to the scalar variable {var!r}")
                 raise FieldsimTypeError(f"cannot store {describe(value)} into scalar field "
                                         f"{self.field.ir_name!r}" if self.field.ndim_el == 0 else
                                         f"cannot store {describe(value)} into a component of {self.field.ir_name!r}")
@@ -343,6 +356,10 @@ class FieldRef(Ref):
             else:
                 raise FieldsimTypeError(f"cannot store {describe(value)} into field {self.field.ir_name!r}")
         if tuple(value.shape) != tuple(shape) and len(value.entries) != len(targets):
+            var = _kernel_variable(self.field)
+            if var is not None:
+                kind = "vector" if self.field.ndim_el == 1 else "matrix"
+                raise FieldsimTypeError(f"cannot assign {describe(value)} to {var!r}, a {kind} of shape {shape}")
             raise FieldsimTypeError(f"cannot store {describe(value)} into field {self.field.ir_name!r} "
                                     f"whose elements have shape {shape}")
         return targets, value.entries

@@ -68,6 +68,22 @@ def test_a_vector_variable_rejects_another_shape():
     _raises(k, fs.FieldsimTypeError, "to 'v', a vector of shape (2,)")
 
 
+def test_a_kernel_top_level_variable_is_named_as_a_variable():
+    # A kernel's top-level variables live in hidden fields; a bad store names the variable, not
+    # the hidden field's internal name ('k.r'), which the user never made.
+    @fs.kernel
+    def k():
+        r = 3.0
+        r *= fs.math.vec2([-1, 1])
+    _raises(k, fs.FieldsimTypeError, "cannot assign a vector of shape (2,) to the scalar variable 'r'")
+
+    @fs.kernel
+    def k2():
+        v = fs.Vector([1.0, 2.0])
+        v = fs.Vector([1.0, 2.0, 3.0])  # noqa: F841
+    _raises(k2, fs.FieldsimTypeError, "to 'v', a vector of shape (2,)")
+
+
 def test_loop_names_must_match_the_dimensions():
     x = fs.field(fs.f32, shape=(2, 3))
     @fs.kernel
