@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.errors import FieldsimValueError
+from fieldsim.errors import FieldsimTypeError, FieldsimValueError
 from fieldsim.lang import field as F
 from fieldsim.lang import types as T
 from fieldsim.lang.host_errors import at_user_line
@@ -32,7 +32,7 @@ class Matrix:
             raise TypeError(f"fs.Matrix: bad dtype {dt!r}")
         a = _entries_array("Matrix", arr.to_numpy() if hasattr(arr, "to_numpy") else _rows(arr))
         if a.ndim == 1 and type(self) is Matrix:
-            a = a.reshape(-1, 1)
+            self.ndim = 1  # as Taichi 1.7.4: a flat list makes a 1-D Matrix (a vector), not a column
         self._a = _as_dtype(a, dt)
         self.dtype = dt
 
@@ -270,7 +270,13 @@ def _as_dtype(a, dt):
 
 
 def _entries_array(kind: str, entries) -> np.ndarray:
-    """`entries` as a numpy array; ragged rows are the user's mistake, said at the user's line."""
+    """`entries` as a numpy array; ragged rows are the user's mistake, said at the user's line.
+    A lone number is refused, as Taichi 1.7.4 does: `fs.Vector(3, dt=...)` is the pre-1.0
+    declaration of a 3-vector field, which silently became the 1-vector [3.]."""
+    if np.isscalar(entries) or (isinstance(entries, np.ndarray) and entries.ndim == 0):
+        raise FieldsimTypeError(f"fs.{kind}({entries!r}): a {kind} is made from an array-like of "
+                                f"entries (a field of {kind.lower()}s is fs.{kind}.field(..., "
+                                f"shape=...))", user_loc())
     try:
         return np.array(entries)
     except ValueError as err:

@@ -457,6 +457,27 @@ def test_matrix_of_a_flat_list_is_a_vector_in_kernels():
     np.testing.assert_allclose(o.to_numpy(), [[20, 4, 5], [10, 2, 2.5]])
 
 
+def test_matrix_of_a_flat_list_is_a_vector_in_python_scope():
+    # Taichi 1.7.4's Python-scope Matrix of a flat list is 1-D: shape (2,), a vector product
+    # (fieldsim made a 2x1 column, so to_numpy() and `A @ m` came out (2, 1))
+    m = fs.Matrix([1.0, 2.0])
+    assert m.to_numpy().shape == (2,) and (m.n, m.m) == (2, 1)
+    assert (fs.Matrix([[1.0, 2.0], [3.0, 4.0]]) @ m).to_numpy().tolist() == [5.0, 11.0]
+    o = fs.Vector.field(2, fs.f32, shape=())
+    o[None] = m
+    assert o[None].to_list() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("kind", ["Vector", "Matrix"])
+@pytest.mark.parametrize("arg", [3, 2.5, np.float32(1.0), np.array(5.0)])
+def test_a_lone_number_is_not_a_vector(kind, arg):
+    # `ti.Vector(3, dt=ti.f32)` declared a field before Taichi 1.0; Taichi 1.7.4 refuses a lone
+    # number (fieldsim made the 1-vector [3.], which failed far away)
+    with pytest.raises(fs.FieldsimTypeError, match=f"a {kind} is made from an array-like") as info:
+        getattr(fs, kind)(arg, dt=fs.f32)
+    assert "test_matrix_compat.py" in str(info.value)
+
+
 def test_python_scope_raw_and_bit_builtins_on_vectors():
     assert fs.raw_div(fs.Vector([-7, 7]), 2).to_list() == [-3.5, 3.5]  # as Taichi 1.7.4
     assert fs.raw_mod(fs.Vector([-7.5, 7.5]), 2.0).to_list() == [-1.5, 1.5]
