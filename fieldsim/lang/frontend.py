@@ -1134,7 +1134,7 @@ class Frontend(ExprMixin):
         if isinstance(iterable, KernelObject):  # a mesh-for: the name holds an element
             self.frame.bind(names[0], binding_for(iterable.kernel_loop_bind(self, indices[0])))
         else:
-            self._bind_loop_indices(names, indices, grouped)
+            self._bind_loop_indices(names, indices, grouped, _assigned_ndrange_names(node, iterable, names))
         with self._known_active(known):
             if active is None:
                 self.block(node.body, new_scope=True)
@@ -1250,12 +1250,15 @@ class Frontend(ExprMixin):
             total = 1
         return sizes, total
 
-    def _bind_loop_indices(self, names, indices, grouped):
-        if grouped:  # fs.grouped binds one vector index
-            self.frame.bind(names[0], ValueRef(MatVal.vector(indices)))
-            return
-        for name, idx in zip(names, indices):
-            self.frame.bind(name, ValueRef(idx))
+    def _bind_loop_indices(self, names, indices, grouped, variables=frozenset()):
+        """Binds the loop's names to its indices; those in `variables` become variables
+        holding them (an fs.ndrange target the body assigns, `di = di - r // 2`)."""
+        values = [MatVal.vector(indices)] if grouped else indices  # fs.grouped: one vector index
+        for name, value in zip(names, values):
+            if name in variables:
+                self.declare(name, value)
+            else:
+                self.frame.bind(name, ValueRef(value))
 
     def field_fill(self, field: Field, value):
         """`x.fill(v)` in a kernel: a loop over every cell (parallel when outermost) storing v;
@@ -1725,6 +1728,19 @@ def _static_items(iterable) -> list:
         return list(iterable)
     except TypeError:
         raise FieldsimSyntaxError(f"fs.static loop over {describe(iterable)}: not iterable") from None
+
+
+def _assigned_ndrange_names(node, iterable, names) -> frozenset:
+    """The targets of a loop over fs.ndrange (or fs.grouped of one) that its body assigns. Taichi
+    makes an ndrange loop's targets variables initialised from the loop counter, so assigning
+    one changes that iteration's value, not the iteration; a range or struct-for index stays
+    a value (Taichi 1.7.4 fails on an internal assertion assigning one)."""
+    target = iterable.target if isinstance(iterable, ops.grouped) else iterable
+    if not isinstance(target, ops.ndrange):
+        return frozenset()
+    stored = {n.id for stmt in node.body for n in ast.walk(stmt)
+              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return frozenset(stored.intersection(names))
 
 
 def _raise_index_count(iterable, names, dims):

@@ -37,3 +37,55 @@ def test_float_bound_names_its_type_and_line():
 
     with pytest.raises(fs.FieldsimTypeError, match=r"(?s)test_ndrange_bounds.py.*got a f32 value"):
         fill()
+
+
+def test_an_ndrange_target_the_body_assigns_is_a_variable():
+    # As in Taichi 1.7.4, an ndrange loop's targets are variables set from the loop counter:
+    # `di = di - r // 2` shifts that iteration's value (a ring stencil's offsets) and leaves the
+    # iteration alone; it was refused as an assignment to a loop index.
+    fs.init(arch=fs.cpu)
+    s = fs.field(fs.i32, shape=())
+
+    @fs.func
+    def ring(r: fs.template()) -> fs.i32:
+        t = 0
+        for di, dj in fs.ndrange(r, r):
+            di = di - r // 2  # noqa: PLW2901
+            t += di * di + dj
+        return t
+
+    @fs.kernel
+    def top():
+        for i, j in fs.ndrange(4, 4):
+            i = i + 1  # noqa: PLW2901
+            j *= 2  # noqa: PLW2901
+            s[None] += i * 10 + j
+
+    @fs.kernel
+    def grouped():
+        for I in fs.grouped(fs.ndrange(2, 2)):
+            I = I + 1  # noqa: PLW2901
+            s[None] += I[0] * 10 + I[1]
+
+    @fs.kernel
+    def in_func() -> fs.i32:
+        return ring(3)
+
+    top()
+    assert s[None] == sum((i + 1) * 10 + 2 * j for i in range(4) for j in range(4))
+    s[None] = 0
+    grouped()
+    assert s[None] == sum((i + 1) * 10 + j + 1 for i in range(2) for j in range(2))
+    assert in_func() == sum((di - 1) ** 2 + dj for di in range(3) for dj in range(3))
+
+
+def test_a_range_index_stays_unassignable():
+    # a range-for index is not a variable (Taichi 1.7.4 fails on an internal assertion there)
+    fs.init(arch=fs.cpu)
+
+    @fs.kernel
+    def k():
+        for i in range(3):
+            i = i + 1  # noqa: PLW2901
+    with pytest.raises(fs.FieldsimSyntaxError, match="it is a loop index or constant"):
+        k()
