@@ -195,6 +195,10 @@ class LocalRef(Ref):
         return LocalRef([self.mat.at(r, c)], None)
 
 
+def _scalar_mismatch(value, name):
+    return FieldsimTypeError(f"cannot assign {describe(value)} to the scalar variable {name!r}")
+
+
 def _shape_mismatch(value, name, ndim, shape):
     kind = "vector" if ndim == 1 else "matrix"
     what = f"{name!r}, a {kind}" if name else f"a {kind}"
@@ -344,7 +348,7 @@ class FieldRef(Ref):
             if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
                 var = _kernel_variable(self.field)
                 if var is not None and self.field.ndim_el == 0:
-                    raise FieldsimTypeError(f"cannot assign {describe(value)} to the scalar variable {var!r}")
+                    raise _scalar_mismatch(value, var)
                 raise FieldsimTypeError(f"cannot store {describe(value)} into scalar field "
                                         f"{self.field.ir_name!r}" if self.field.ndim_el == 0 else
                                         f"cannot store {describe(value)} into a component of {self.field.ir_name!r}")
@@ -358,8 +362,7 @@ class FieldRef(Ref):
         if tuple(value.shape) != tuple(shape) and len(value.entries) != len(targets):
             var = _kernel_variable(self.field)
             if var is not None:
-                kind = "vector" if self.field.ndim_el == 1 else "matrix"
-                raise FieldsimTypeError(f"cannot assign {describe(value)} to {var!r}, a {kind} of shape {shape}")
+                raise _shape_mismatch(value, var, self.field.ndim_el, shape)
             raise FieldsimTypeError(f"cannot store {describe(value)} into field {self.field.ir_name!r} "
                                     f"whose elements have shape {shape}")
         return targets, value.entries
@@ -420,7 +423,7 @@ def _check_kernel_variable(f: Field, name, value):
     and its errors name the variable, not the hidden field."""
     if f.ndim_el == 0:
         if isinstance(value, MatVal) or not isinstance(value, (Stmt, numbers.Number)):
-            raise FieldsimTypeError(f"cannot assign {describe(value)} to the scalar variable {name!r}")
+            raise _scalar_mismatch(value, name)
     elif isinstance(value, MatVal) and tuple(value.shape) != tuple(f.element_shape):
         raise _shape_mismatch(value, name, f.ndim_el, tuple(f.element_shape))
 
