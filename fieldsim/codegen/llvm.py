@@ -398,16 +398,22 @@ class TaskLowering(NestLowering, ArrayLowering):
 
     def find_reductions(self, task: Stmt):
         """Atomic adds to one loop-invariant element, result unused, field not otherwise touched
-        in the task: accumulate per worker, one atomic at the end (Taichi's thread-local pass)."""
+        in the task: accumulate per worker, one atomic at the end (Taichi's thread-local pass).
+
+        Without fast math a float sum is deferred only into a 0-D field, as Taichi's pass does;
+        `acc[0] += x` stays in place, so one thread adds in the loop's order (Taichi's bits)."""
         prologue = {id(p) for p in self.cg.prologue}
         used = {id(a) for st in walk([task]) for a in st.args}
         inner = list(walk(task.body))
         def invariant(ix):
             return ix.op == Op.CONST or id(ix) in prologue
+        def reorder_ok(st):
+            return bool(self.cg.fmf) or st.field.shape == () or not st.field.dtype.is_float
         cands, other = [], set()
         for st in inner:
             if st.op == Op.ATOMIC and st.attr[1] in ("add", "sub") and id(st) not in used \
-                    and all(invariant(ix) for ix in st.indices) and not is_quant(st.field):
+                    and all(invariant(ix) for ix in st.indices) and not is_quant(st.field) \
+                    and reorder_ok(st):
                 cands.append(st)
             elif st.op in GLOBAL_ACCESS:
                 other.add(id(st.field))
