@@ -570,6 +570,24 @@ class Frontend(ExprMixin):
             refs.append(self.frame.local(f"{name}[{k}]"))
         self.frame.bind(name, ListRef(refs, name))
 
+    def item_assigned_sequence(self, name, value):
+        """`v = [a, b]; v[1] = c` (or a tuple a func returned): as in Taichi's `expr_init`, the
+        items are variables. Scalars of one type make a local vector (`i_v = [0, 0, 0, 0]` too:
+        it was left a Python list, and `i_v[0] = e[i][0]` refused); scalars of mixed types
+        (`[0, 0.5]`) one variable per item, each keeping its type, so `m[0] = 2.7` stores 2 as in
+        Taichi; vectors/matrices one variable per item. Returns what to bind, or None when the
+        items were declared."""
+        if _list_of_tensors(value):
+            self.declare_list(name, value)
+            return None
+        vec = to_matval(value)
+        if not isinstance(vec, MatVal) or vec.ndim != 1:
+            return value
+        if len({self.e.dtype_of(e) for e in vec.entries}) > 1:
+            self.declare_list(name, value)
+            return None
+        return vec
+
     def declare_kernel_variable(self, name, value, dtype=None):
         """A variable at kernel top level lives in a hidden 0-D field (Taichi's global
         temporaries): it can cross tasks, and `+=` from a parallel loop is atomic."""
@@ -630,15 +648,10 @@ class Frontend(ExprMixin):
             self.frame.bind(name, StructVar(struct.declare(self, name, value)))
             return
         value = self.typed_container_floats(value)
-        if _list_of_tensors(value) and name in self.frame.source.item_assigned:
-            self.declare_list(name, value)
-            return
         if isinstance(value, (list, tuple)) and name in self.frame.source.item_assigned:
-            # `v = [a, b]; v[1] = c` (or a tuple a func returned): as in Taichi, the items are
-            # variables (a local vector)
-            vec = to_matval(value)
-            if isinstance(vec, MatVal) and any(isinstance(e, Stmt) for e in vec.entries):
-                value = vec
+            value = self.item_assigned_sequence(name, value)
+            if value is None:
+                return
         # as in Taichi, `flag = False` makes a variable (a bool from Python code stays static
         # unless the name is stored again)
         literal_bool = isinstance(value, bool) and (
