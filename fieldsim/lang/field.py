@@ -263,6 +263,8 @@ class Field:
     def _index(self, key) -> tuple:
         """Storage indices (offset removed) of a user's key, checked against the field."""
         self._check_live()
+        if type(key) is int and len(self.shape) == 1:  # x[i], the common case: one axis to check
+            return (self._axis_index(0, key, self.shape[0], self._offset[0]),)
         key = _key_tuple(key)
         for axis, k in enumerate(key):
             if isinstance(k, slice) or k is Ellipsis:
@@ -298,9 +300,8 @@ class Field:
         # bound to the element: `x[i][0, 1] = v` and `x[i].y = v` write through, as in Taichi.
         # Entries are Python numbers, as Taichi reads them: a float field's element is an f64
         # array in Python scope (prints `[2.20000005 1.]`, computes in f64 there).
-        if self.ndim_el == 1:
-            return Vector(np.asarray(value).tolist())._bind(self, key)
-        return Matrix(np.asarray(value).tolist())._bind(self, key)
+        kind = Vector if self.ndim_el == 1 else Matrix
+        return kind._element(np.array(np.asarray(value).tolist()), self, key, idx)
 
     def __setitem__(self, key, value):
         idx = self._index(key)

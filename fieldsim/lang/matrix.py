@@ -24,7 +24,7 @@ from fieldsim.lang.naming import user_loc
 class Matrix:
     ndim = 2
     __array_priority__ = 1000  # `np.float64(1) + v` calls v.__radd__: the result stays a Matrix
-    _owner = None  # (field, key) when this value is a field element: writes go through to it
+    _owner = None  # (field, key, storage index) when this value is a field element: writes go through
 
     def __init__(self, arr, dt=None, **kwargs):
         _check_value_kwargs("Matrix", kwargs)
@@ -114,17 +114,22 @@ class Matrix:
         self._a[k] = _np(v)
         self._write_back(k)
 
-    def _bind(self, field, key):
-        self._owner = (field, key)
+    @classmethod
+    def _element(cls, entries, field, key, idx):
+        """Field element `key` read in Python scope: `entries` bound to it, so writes go through
+        (`x[i][0, 1] = v`, `x[i].y = v`); `idx` is the key's checked storage index, so later
+        reads of the element's entries skip the key checks."""
+        self = object.__new__(cls)
+        self.__dict__.update(_arr=entries, dtype=None, _owner=(field, key, idx))
         return self
 
     @property
     def _a(self):
         """The entries; a field element's are re-read from the field at each use."""
         if self._owner is not None:
-            field, key = self._owner
+            field, _, idx = self._owner
             if field._live():  # a field dropped by a later init keeps its last values
-                self._arr[...] = np.asarray(field.storage.read_element(field._index(key)))
+                self._arr[...] = np.asarray(field.storage.read_element(idx))
         return self._arr
 
     @_a.setter
@@ -135,8 +140,9 @@ class Matrix:
         """Store entries `k` (all by default), just set in `_arr`, into the field element this
         value was read from; the other entries are re-read, so they keep newer values."""
         if self._owner is not None:
-            field, key = self._owner
-            fresh = np.array(field.storage.read_element(field._index(key)))
+            field, key, idx = self._owner
+            field._check_live()
+            fresh = np.array(field.storage.read_element(idx))
             fresh[k] = self._arr[k]
             field[key] = fresh
 
@@ -366,9 +372,12 @@ class Vector(Matrix):
         return Vector(self._a[sw])
 
     def __setattr__(self, name, value):
+        if name.startswith("_") or name == "dtype":  # the value's own attributes, set per element read
+            object.__setattr__(self, name, value)
+            return
         from fieldsim.lang.matrix_ops import swizzle_indices
-        sw = swizzle_indices(name) if len(name) > 1 and not name.startswith("_") else None
-        if sw is None or name in ("dtype",):
+        sw = swizzle_indices(name) if len(name) > 1 else None
+        if sw is None:
             object.__setattr__(self, name, value)
             return
         if max(sw) >= len(self._a):
