@@ -735,7 +735,7 @@ def test_get_image_flushes_subnormals_as_taichis_copy_kernel():
 
 def test_compiled_circles_and_lines_equal_the_numpy_path_byte_for_byte():
     """`circles`/`lines` draw through fieldsim._gui_raster's compiled loop; the numpy path
-    (`_circle_pixels`/`_line_pixels` + `_paint`, still used by queued single shapes) must give
+    (`_circle_pixels`/`_line_pixels` + `_paint`, still used by queues of mixed kinds) must give
     the same bytes for overlapping shapes with their own colours and radii."""
     from fieldsim import gui as G
     rng = np.random.default_rng(7)
@@ -756,3 +756,33 @@ def test_compiled_circles_and_lines_equal_the_numpy_path_byte_for_byte():
     for ids, flat, alpha in G._line_pixels(ax, ay, bx, by, lradius, (w, h), True):
         G._paint(ref, flat, colours[ids], alpha)
     assert np.array_equal(gui._buf.reshape(-1), ref)
+
+
+@pytest.mark.parametrize("kind", ["line", "circle"])
+def test_queued_shapes_of_one_kind_draw_through_the_compiled_loop_byte_for_byte(kind, monkeypatch):
+    """A frame of single `gui.line` (or `gui.circle`) calls, as a FEM program draws its mesh
+    edge by edge, goes to the compiled loop `lines`/`circles` use and gives the numpy
+    pass's bytes; a queue of mixed kinds keeps the one numpy pass in call order."""
+    from fieldsim import gui as G
+    rng = np.random.default_rng(11)
+    w, h, n = 80, 56, 600
+    pts = rng.uniform(-0.05, 1.05, (n, 4))
+    radius = rng.uniform(0.3, 5.0, n)
+    colours = rng.integers(0, 1 << 24, n)
+    fast, ref = GUI(res=(w, h), background_color=0x203040), GUI(res=(w, h), background_color=0x203040)
+    for gui in (fast, ref):
+        for (ax, ay, bx, by), r, c in zip(pts, radius, colours):
+            if kind == "line":
+                gui.line((ax, ay), (bx, by), radius=r, color=int(c))
+            else:
+                gui.circle((ax, ay), radius=r, color=int(c))
+    calls = []
+    draw = G._gui_raster.draw
+    monkeypatch.setattr(G._gui_raster, "draw", lambda name, *a: calls.append(name) or draw(name, *a))
+    queued, ref._queued = ref._queued, []
+    ref._draw_queued_numpy(queued)
+    assert np.array_equal(fast._buf, ref._buf) and calls == [kind + "s"]
+    fast.line((0.1, 0.1), (0.9, 0.9), radius=2, color=RED)
+    fast.circle((0.5, 0.5), radius=6, color=GREEN)
+    assert fast._buf is not None  # draws the mixed queue
+    assert calls == [kind + "s"]
