@@ -356,13 +356,14 @@ class Vector(Matrix):
         from fieldsim.lang.ndarray import vector_ndarray
         return vector_ndarray(n, dtype, shape, needs_grad, layout)
 
+    # Taichi's Vector inherits Matrix's `m`: `Vector.zero(float, 3, 1)` is a 3x1 matrix
     @classmethod
-    def zero(cls, dt, n):
-        return Vector(np.zeros(n), dt=dt)
+    def zero(cls, dt, n, m=None):
+        return Vector(np.zeros(n), dt=dt) if m is None else Matrix.zero(dt, n, m)
 
     @classmethod
-    def one(cls, dt, n):
-        return Vector(np.ones(n), dt=dt)
+    def one(cls, dt, n, m=None):
+        return Vector(np.ones(n), dt=dt) if m is None else Matrix.one(dt, n, m)
 
     def __getattr__(self, name):  # multi-letter swizzles: v.xy, v.zyx, v.rgb
         from fieldsim.lang.matrix_ops import swizzle_indices
