@@ -391,6 +391,10 @@ class Field:
                              f"{self.storage_shape}")
         _record_python_write(self, None, f"{self.ir_name}.copy_from(...)")
         if not _copy_in_place(self, other):
+            # Taichi copies over the whole index range, not a struct-for: every cell of the
+            # destination is written, so its sparse ancestors all end up active
+            from fieldsim.lang import sparse_host
+            sparse_host.activate_python(self, None)
             self._write_all(other.storage.to_numpy().astype(self.dtype.np))
 
     def _write_all(self, arr):

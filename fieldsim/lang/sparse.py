@@ -12,8 +12,9 @@ full dense array; what sparsity changes:
   (`sparse_kernel.SparseBlocks`: Taichi's order);
 - `fs.deactivate(node, I)` / `node.deactivate_all()` deactivate and zero the data below, so an
   inactive cell reads 0 (as a Taichi pointer cell does); a dynamic cell zeroes only its first
-  `length` slots (the only ones ever written); `fill`, `from_numpy` and `copy_from` write
-  active cells only and activate nothing (Taichi's are struct-for kernels);
+  `length` slots (the only ones ever written); `fill` and `from_numpy` write active cells
+  only and activate nothing (Taichi's are struct-for kernels), `copy_from` activates and
+  writes every cell (Taichi's loops over the whole index range);
 - `fs.is_active`, `fs.activate`, `fs.deactivate`, `fs.append`, `fs.length` work in kernels and
   Python scope; `fs.deactivate_all_snodes()` (Python scope) deactivates every sparse node.
 As in Taichi 1.7, those functions take the node's own cell coordinates (`fs.rescale_index(x,

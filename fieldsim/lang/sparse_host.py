@@ -2,7 +2,7 @@
 
 Takes a field write from Python scope (`x[i] = v`, `from_numpy`, `fill`); guarantees the cells
 written are active in every sparse ancestor (a dynamic node's length grows to cover them), and
-that `from_numpy`/`fill`/`copy_from` write active cells only, as Taichi's struct-for kernels do.
+that `from_numpy`/`fill` write active cells only, as Taichi's struct-for kernels do.
 """
 from __future__ import annotations
 

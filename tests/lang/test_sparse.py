@@ -283,7 +283,7 @@ def test_deactivate_zeroes_the_cells_block_over_axes_the_node_lacks(scope):
 
 
 def test_numpy_transfers_and_fill_touch_active_cells_only():
-    """Taichi 1.7.4's from_numpy/fill/copy_from are struct-fors: inactive cells stay inactive
+    """Taichi 1.7.4's from_numpy/fill are struct-fors: inactive cells stay inactive
     and read 0; a dynamic node's lengths do not change (checked against Taichi on the CPU)."""
     x = fs.field(fs.i32)
     node = fs.root.dense(fs.i, 3).dynamic(fs.j, 8, chunk_size=4)
@@ -306,10 +306,45 @@ def test_numpy_transfers_and_fill_touch_active_cells_only():
     x.fill(7)
     want[1, :3] = 7
     np.testing.assert_array_equal(x.to_numpy(), want)
-    y[2, 0] = 1
-    y.copy_from(x)  # row 2 slot 0 only: x has 0 there
-    assert list(lengths(y)) == [0, 0, 1] and not y.to_numpy().any()
     assert list(lengths(x)) == [0, 3, 0]
+
+
+def test_copy_from_writes_and_activates_every_cell():
+    """Taichi 1.7.4's copy_from loops over the whole index range (not a struct-for): every
+    destination cell gets the source's value (0 where inactive there) and ends up active, a
+    dynamic node at its full length (checked against Taichi on the CPU)."""
+    x = fs.field(fs.i32)
+    fs.root.pointer(fs.i, 3).dynamic(fs.j, 8, chunk_size=4).place(x)
+    y = fs.field(fs.i32)
+    ynode = fs.root.pointer(fs.i, 3)
+    ynode.dynamic(fs.j, 8).place(y)
+    z = fs.field(fs.i32)
+    zleaf = fs.root.pointer(fs.i, 4).bitmasked(fs.i, 4)
+    zleaf.place(z)
+    w = fs.field(fs.i32)
+    fs.root.pointer(fs.i, 4).bitmasked(fs.i, 4).place(w)
+
+    @fs.kernel
+    def lengths(f: fs.template()) -> fs.types.vector(3, fs.i32):
+        return fs.Vector([f[0].length(), f[1].length(), f[2].length()])
+
+    @fs.kernel
+    def count(f: fs.template()) -> fs.i32:
+        c = 0
+        for _ in f:
+            c += 1
+        return c
+
+    x[1, 2] = 5
+    y.copy_from(x)
+    assert list(lengths(y)) == [8, 8, 8] and list(lengths(x)) == [0, 3, 0]
+    assert [fs.is_active(ynode, [i]) for i in range(3)] == [1, 1, 1]
+    assert y[1, 2] == 5 and y.to_numpy().sum() == 5
+    w[5] = 3
+    z[9] = 1
+    z.copy_from(w)
+    assert count(z) == 16 and count(w) == 1
+    assert z.to_numpy().tolist() == [0] * 5 + [3] + [0] * 10
 
 
 def test_append_past_capacity_counts_as_taichi_does():
