@@ -166,7 +166,17 @@ class Field:
         for role in ("grad", "dual"):
             twin = getattr(self, "_" + role)
             if twin is not None and twin.shape is None and getattr(self, "needs_" + role):
-                twin._place(shape, offset=offset)
+                self._place_twin(twin, snode, offset)
+
+    def _place_twin(self, twin, snode, offset):
+        """needs_grad/needs_dual: under sparse nodes the twin goes beside the field, as Taichi
+        places it, so that it shares the field's activation (a struct-for over x.grad visits
+        x's active cells, deactivation zeroes both) and its memory is committed per block."""
+        parent = snode._parent
+        if parent is not None and snode.sparse_path():
+            parent.place(twin, offset=offset)
+        else:
+            twin._place(self.shape, offset=offset)
 
     def _new_storage(self, snode):
         from fieldsim.lang.mapped_storage import MappedStorage, layout_for

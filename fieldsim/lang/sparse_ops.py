@@ -124,7 +124,9 @@ def _append_target(node, target):
     struct field), else the one field placed under `node`."""
     if target is not None:
         return target
-    fields = _placed_fields(node)
+    # a gradient placed beside the field (place(x, x.grad), needs_grad) takes no value: Taichi
+    # refuses the append there, fieldsim appends to the field
+    fields = [f for f in _placed_fields(node) if getattr(f, "role", "primal") not in ("grad", "dual")]
     if len(fields) != 1:
         raise FieldsimTypeError("fs.append(node, ...) needs a dynamic node with exactly one field "
                                 "placed under it; for a struct field use x.append(value)")

@@ -383,7 +383,9 @@ def test_copy_from_converts_dtype_as_numpy_astype():
     np.testing.assert_array_equal(z.to_numpy(), [2, -2, 0, 7])
 
 
-def test_copy_from_into_sparse_field_writes_active_cells_only():
+def test_copy_from_into_sparse_field_writes_every_cell():
+    """Taichi 1.7.4's copy_from loops over the whole index range: every block gets written
+    (and activated), not only the active ones (checked against Taichi on the CPU)."""
     src = fs.field(fs.f32, shape=8)
     dst = fs.field(fs.f32)
     fs.root.pointer(fs.i, 4).dense(fs.i, 2).place(dst)
@@ -395,7 +397,7 @@ def test_copy_from_into_sparse_field_writes_active_cells_only():
 
     touch()
     dst.copy_from(src)
-    np.testing.assert_array_equal(dst.to_numpy(), [0, 0, 0, 0, 5, 6, 0, 0])
+    np.testing.assert_array_equal(dst.to_numpy(), np.arange(1, 9))
 
 
 # --------------------------------------------------------------------------- placement / grads

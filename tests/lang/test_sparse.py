@@ -426,3 +426,26 @@ def test_numpy_writes_reach_exactly_the_active_blocks(many, monkeypatch):
     got = v.to_numpy()
     np.testing.assert_array_equal(got[active], data[active])
     assert not got[~active].any()
+
+
+def test_grad_of_a_sparse_field_shares_its_activation():
+    """needs_grad under a pointer node: Taichi places x.grad beside x, so a struct-for over
+    x.grad visits x's active cells, a write to x.grad activates x's block and deactivation
+    zeroes the gradient too (checked against Taichi on the CPU)."""
+    x = fs.field(fs.f32, needs_grad=True)
+    blk = fs.root.pointer(fs.ijk, 8)
+    blk.dense(fs.ijk, 8).place(x)
+
+    @fs.kernel
+    def count(f: fs.template()) -> fs.i32:
+        c = 0
+        for _ in fs.grouped(f):
+            c += 1
+        return c
+
+    x[3, 4, 5] = 1.0
+    x.grad[40, 40, 40] = 2.0
+    assert count(x) == 1024 and count(x.grad) == 1024
+    assert x.grad.to_numpy().sum() == 2.0
+    blk.deactivate_all()
+    assert count(x.grad) == 0 and x.grad[40, 40, 40] == 0.0
