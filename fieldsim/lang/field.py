@@ -125,7 +125,7 @@ class Field:
             setattr(self, "_" + role, current)
         setattr(self, "needs_" + role, True)
         if place and self.shape is not None and current.shape is None:
-            current._place(self.shape, offset=self.offset)
+            self._place_twin(current, self._snode, self.offset)
         return current
 
     _enable_twin = _attach
@@ -135,7 +135,7 @@ class Field:
                      ndim_el=self.ndim_el, _role=role)
         twin.primal = self
         if place and self.shape is not None:
-            twin._place(self.shape, offset=self.offset)
+            self._place_twin(twin, self._snode, self.offset)
         return twin
 
     def _place(self, shape: tuple, offset=None, snode=None):
@@ -172,7 +172,7 @@ class Field:
         """needs_grad/needs_dual: under sparse nodes the twin goes beside the field, as Taichi
         places it, so that it shares the field's activation (a struct-for over x.grad visits
         x's active cells, deactivation zeroes both) and its memory is committed per block."""
-        parent = snode._parent
+        parent = snode._parent if snode is not None else None
         if parent is not None and snode.sparse_path():
             parent.place(twin, offset=offset)
         else:
