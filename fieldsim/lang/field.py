@@ -186,7 +186,10 @@ class Field:
                                     getattr(backend, "sparse_reserve_bytes", None))
         shape = self.storage_shape if self.index_map is None else self.index_map.physical
         try:
-            storage = backend.allocate(shape, self.dtype, sparse=bool(snode.sparse_path()))
+            # a sparse node's mask is one too: deactivate_all hands its pages back instead of
+            # writing zeros over all of them (4 GB for a 4096^3 grid's inner pointer)
+            sparse = bool(snode.sparse_path()) or self.role == "mask"
+            storage = backend.allocate(shape, self.dtype, sparse=sparse)
         except MemoryError:
             raise FieldsimMemoryError(_allocation_failed(self), naming.user_loc()) from None
         return storage if self.index_map is None else MappedStorage(storage, self.index_map)
