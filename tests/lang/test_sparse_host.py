@@ -38,7 +38,7 @@ def _no_whole_copies(monkeypatch, *storages):
 
 
 def test_fill_of_a_two_level_pointer_grid_walks_active_blocks(monkeypatch):
-    x, top, inner = _grid()
+    x, _top, inner = _grid()
     _no_whole_copies(monkeypatch, inner.sparse.flag.storage)
     x[5, -7, 1000] = 2.0
     x[-2048, 2047, 0] = 3.0
