@@ -104,27 +104,36 @@ def _write_blocks(field, arr) -> bool:
 
 
 def _write_rows(field, arr) -> bool:
-    """`write_active` of a row-major host field under one dynamic node (its last axis), a
-    cell's slots [0, length) at a time: the mask over every slot of a `dynamic(ti.i, 2**30)`
-    particle field took a minute and 16 GB for each `fill` (a Tape's gradient clear). False:
-    not done (another layout, or more than BLOCK_SLICES cells in use)."""
+    """`write_active` of a row-major host field under one dynamic node, a cell's slots in use
+    at a time: the mask over every slot of a `dynamic(ti.i, 2**30)` particle field took a
+    minute and 16 GB for each `fill` (a Tape's gradient clear). False: not done."""
+    rows = _dynamic_rows(field)
+    if rows is None:
+        return False
+    whole = np.ndim(arr) > field.ndim_el
+    for box in rows:
+        field.storage.array[box] = arr[box] if whole else arr
+    return True
+
+
+def _dynamic_rows(field):
+    """The storage boxes `(cell..., slice(0, length))` of the cells in use of a row-major host
+    field under one dynamic node (its last axis), or None (another layout, or more than
+    BLOCK_SLICES cells in use)."""
     path = field_path(field)
     host = getattr(field.storage, "array", None)
     if len(path) != 1 or path[0].kind != DYNAMIC or not isinstance(host, np.ndarray):
-        return False
+        return None
     node = path[0]
     axes = sorted(field._snode.axis_sizes)
     if node.sparse.axis != axes[-1] or len(node._parent.axis_sizes) != len(axes) - 1:
-        return False
+        return None
     lengths = node.sparse.flag.storage.to_numpy()
     used = np.argwhere(lengths > 0)
     if len(used) > BLOCK_SLICES:
-        return False
-    whole = np.ndim(arr) > field.ndim_el
-    for cell in used:
-        box = tuple(int(c) for c in cell) + (slice(0, int(lengths[tuple(cell)])),)
-        host[box] = arr[box] if whole else arr
-    return True
+        return None
+    return [tuple(int(c) for c in cell) + (slice(0, int(lengths[tuple(cell)])),)
+            for cell in used]
 
 
 def _box_view(storage):
@@ -146,9 +155,13 @@ def read_active(field):
     if placed is not field:  # components placed one by one, maybe under other nodes
         return None
     blocks = _active_blocks(field) if field_path(field) else None
-    if blocks is None:
-        return None
-    view = _box_view(field.storage)
+    if blocks is not None:
+        view = _box_view(field.storage)
+    else:  # a particle list: its slots in use (a dynamic(ti.i, 2**30) field copied 8 GB)
+        blocks = _dynamic_rows(field) if field_path(field) else None
+        if blocks is None:
+            return None
+        view = field.storage.array.__getitem__
     out = np.zeros(field.storage_shape, field.dtype.np)
     for sl in blocks:
         out[sl] = view(sl)
