@@ -22,6 +22,27 @@ BINOPS = {"+": Op.ADD, "-": Op.SUB, "*": Op.MUL, "/": Op.DIV, "//": Op.FLOORDIV,
           "**": Op.POW, "&": Op.BIT_AND, "|": Op.BIT_OR, "^": Op.BIT_XOR, "<<": Op.SHL,
           ">>": Op.SHR, "min": Op.MIN, "max": Op.MAX, "atan2": Op.ATAN2}
 CMPOPS = {"<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE, "==": Op.EQ, "!=": Op.NE}
+_BOOLEAN_OPS = (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.NOT)
+
+
+def is_boolean(v) -> bool:
+    """A value that is 0 or 1: a comparison, a `not`, `&`/`|` of such, a 0/1 constant, or
+    `as_bool` of one."""
+    if not isinstance(v, Stmt):
+        return isinstance(v, (bool, int)) and v in (0, 1)
+    if v.op in (Op.BIT_AND, Op.BIT_OR):
+        return all(is_boolean(a) for a in v.args)
+    return v.op in _BOOLEAN_OPS or (v.op == Op.CAST and v.dtype is T.u1 and is_boolean(v.args[0]))
+
+
+def unbool(v):
+    """The i32 0/1 under `as_bool`'s `u1` cast: conditions keep the comparison itself, which the
+    checks' guard analysis reads (`if i + 1 < n and i < 0:`)."""
+    while isinstance(v, Stmt) and v.op == Op.CAST and v.dtype is T.u1 and is_boolean(v.args[0]):
+        v = v.args[0]
+    return v
+
+
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
        "**": lambda a, b: a ** b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
@@ -159,7 +180,13 @@ class Emitter:
             av, bv = self.value(a, dt), self.value(b, dt)
             q = self.b.unary(Op.FLOOR, self.b.div(av, bv))
             return self.b.sub(av, self.b.mul(bv, q))
-        return self.b.binary(BINOPS[op], self.value(a, dt), self.value(b, dt))
+        return self._one_bit(op, self.b.binary(BINOPS[op], self.value(a, dt), self.value(b, dt)))
+
+    def _one_bit(self, op: str, r: Stmt) -> Stmt:
+        """A `u1` result kept to one bit, as Taichi's: `(a < b) + (c < d)` wraps to 0."""
+        if r.dtype is T.u1 and op in ("+", "-", "*", "<<"):
+            return self.b.binary(Op.BIT_AND, r, self.b.const(1, T.u1))
+        return r
 
     def _fold_constants(self, op, a, b, dt):
         """A float `+ - * / //` of two constants as Taichi's constant folder computes it (each
@@ -252,7 +279,14 @@ class Emitter:
             return v
         if op == Op.NOT:
             return self.b.emit(Op.NOT, T.i32, (v,))
+        if v.dtype is T.u1 and op in (Op.NEG, Op.BIT_NOT, Op.ABS):  # one bit: -b is b, ~b is not b
+            return v if op != Op.BIT_NOT else self.b.binary(Op.BIT_XOR, v, self.b.const(1, T.u1))
         return self.b.unary(op, v)
+
+    def as_bool(self, v):
+        """A scalar comparison's or `not`'s value as Taichi 1.7.4 types it: a `u1`, so `~(a < b)`
+        is the logical not, `(a < b) + (a < b)` wraps to 0 and `-(a < b)` is 1."""
+        return self.b.cast(v, T.u1) if isinstance(v, Stmt) else v
 
     def truthy(self, v) -> Stmt | int:
         """An i32 0/1 condition from any scalar."""
@@ -261,6 +295,7 @@ class Emitter:
                                     "use .all()/.any() style reductions explicitly")
         if not isinstance(v, Stmt):
             return int(bool(v))
+        v = unbool(v)
         if v.op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.NOT):
             return v
         if v.dtype.is_float:  # Python's truth: a NaN is true (`!=` is ordered, so false for NaN)

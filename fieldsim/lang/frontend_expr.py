@@ -24,7 +24,7 @@ from fieldsim.ir.ir import Op, Stmt
 from fieldsim.ir.opdefs import PURE
 from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, runtime, struct
 from fieldsim.lang import types as T
-from fieldsim.lang.expr import MatVal, describe, is_number
+from fieldsim.lang.expr import MatVal, describe, is_boolean, is_number, unbool
 from fieldsim.lang.field import ComponentField, Field, placed_twin
 from fieldsim.lang.frontend_refs import (
     FieldRef,
@@ -172,7 +172,7 @@ class ExprMixin:
             return v.map(lambda x: self.e.unop(Op.NOT, self.e.truthy(x)) if isinstance(x, Stmt)
                          else int(not x))
         if op == Op.NOT:
-            return self.e.unop(Op.NOT, self.e.truthy(v))
+            return self.e.as_bool(self.e.unop(Op.NOT, self.e.truthy(v)))
         return self.e.unop(op, v)
 
     def expr_BoolOp(self, node: ast.BoolOp):
@@ -190,8 +190,9 @@ class ExprMixin:
         for nxt in vals[1:]:
             if not isinstance(acc, Stmt) and not isinstance(nxt, Stmt):
                 acc = (acc and nxt) if is_and else (acc or nxt)
-            elif _is_boolean(acc) and _is_boolean(nxt):  # 0/1 values: the same as & and |
-                acc = self.e.binop("&" if is_and else "|", self.e.value(acc), self.e.value(nxt))
+            elif is_boolean(acc) and is_boolean(nxt):  # 0/1 values: the same as & and |
+                acc = self.e.as_bool(self.e.binop("&" if is_and else "|", self.e.value(unbool(acc)),
+                                                  self.e.value(unbool(nxt))))
             else:
                 c = self.e.truthy(acc)
                 acc = self.e.select(c, nxt, acc) if is_and else self.e.select(c, acc, nxt)
@@ -258,7 +259,7 @@ class ExprMixin:
             elif not _is_value(left) or not _is_value(right):
                 r = int(_py_binop(op, left, right))
             else:
-                r = self.e.compare(op, left, right)
+                r = self.e.as_bool(self.e.compare(op, left, right))
             result = r if result is None else self.e.binop("&", result, r)
             left = right
         return result
@@ -989,16 +990,6 @@ def _hashable(v) -> bool:
         return False
 
 
-_BOOLEAN_OPS = (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE, Op.NOT)
-
-
-def _is_boolean(v) -> bool:
-    """A value that is 0 or 1: a comparison, a `not`, `&`/`|` of such, or a 0/1 constant."""
-    if not isinstance(v, Stmt):
-        return isinstance(v, (bool, int)) and v in (0, 1)
-    if v.op in (Op.BIT_AND, Op.BIT_OR):
-        return all(_is_boolean(a) for a in v.args)
-    return v.op in _BOOLEAN_OPS
 
 
 def _membership(op_node, item, container) -> int:
