@@ -54,6 +54,9 @@ def _py_matrix_aware(fn):
 
 
 _REAL_ONLY = REAL_ONLY
+# as Taichi 1.7.4 folds them: numpy's `floor`/`ceil`/`round` of a Python number, a float (an int is
+# welcome; `ti.round(2.5)` is 2.0, half to even, where a kernel value rounds half away from zero)
+_ROUNDING = (Op.FLOOR, Op.CEIL, Op.ROUND)
 
 
 def _def_unary(name, op, np_fn, float_only=True, py_fn=None):
@@ -63,6 +66,8 @@ def _def_unary(name, op, np_fn, float_only=True, py_fn=None):
     def handler(fe, node, args, kw):
         if py_fn is not None and len(args) == 1 and not kw and _is_py_number(args[0]):
             return _fold_py_math(name, py_fn, args[0])
+        if op in _ROUNDING and args and _is_py_number(args[0]):
+            args = (_fold_py_math(name, lambda v: float(np_fn(v)), args[0]),) + tuple(args[1:])
         if op in _REAL_ONLY:  # as in Taichi: these take real inputs only
             _require_real(fe, args[0], name)
         out = fe.e.unop(op, args[0], float_only)
