@@ -138,8 +138,18 @@ def _coerce_scalar(fe, a, value, what: str, name: str):
     if isinstance(value, float) and dt.is_float:  # a variable of that type, as in Taichi
         return fe.e.value(value, dt)
     if not isinstance(value, Stmt):  # an integer constant stays one (static conditions fold)
-        return dt.np.type(value if dt.is_float else int(value)).item()
+        if dt.is_float or dt.bits == 1:
+            return dt.np.type(value).item()
+        fe.e.check_int_literal(value, dt)
+        return _wrapped(int(value), dt)
     return fe.e.cast(value, dt)
+
+
+def _wrapped(v: int, dt) -> int:
+    """`v` converted to the integer type `dt` as Taichi's cast of a literal does: `-> ti.i8`
+    returning 7 + 27 * 7 gives -60, `-> ti.u8` returning -1 gives 255 (NumPy refuses both)."""
+    v &= (1 << dt.bits) - 1
+    return v - (1 << dt.bits) if dt.is_signed and v >> (dt.bits - 1) else v
 
 
 def _coerce_matrix(fe, a, value, what: str, name: str):

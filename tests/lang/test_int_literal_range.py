@@ -65,3 +65,29 @@ def test_default_ip_i64_takes_big_literals():
 
     assert k() == 2 ** 40 + 7
     fs.init(arch=fs.cpu)
+
+
+def test_a_func_returning_an_integer_constant_converts_it_to_the_annotation():
+    fs.init(arch=fs.cpu)
+    out = fs.field(fs.i32, shape=3)
+
+    @fs.func
+    def narrow() -> fs.i8:
+        return 7 + 27 * 7  # 196 as an i8: 196 - 256
+
+    @fs.func
+    def unsigned() -> fs.u8:
+        return -1
+
+    @fs.func
+    def arg(x: fs.u16):
+        return x
+
+    @fs.kernel
+    def k():
+        out[0] = narrow()
+        out[1] = unsigned()
+        out[2] = arg(70000)  # 70000 - 65536
+
+    k()  # refused before: NumPy's "Python integer 196 out of bounds for int8"
+    assert out.to_numpy().tolist() == [196 - 256, 255, 70000 - 65536]
