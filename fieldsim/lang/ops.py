@@ -65,9 +65,9 @@ def _def_unary(name, op, np_fn, float_only=True, py_fn=None):
 
     def handler(fe, node, args, kw):
         if py_fn is not None and len(args) == 1 and not kw and _is_py_number(args[0]):
-            return _fold_py_math(name, py_fn, args[0])
+            return _fold_py_math(py_fn, np_fn, args[0])
         if op in _ROUNDING and args and _is_py_number(args[0]):
-            args = (_fold_py_math(name, lambda v: float(np_fn(v)), args[0]),) + tuple(args[1:])
+            args = (_fold_py_math(lambda v: float(np_fn(v)), np_fn, args[0]),) + tuple(args[1:])
         if op in _REAL_ONLY:  # as in Taichi: these take real inputs only
             _require_real(fe, args[0], name)
         out = fe.e.unop(op, args[0], float_only)
@@ -86,13 +86,15 @@ def _is_py_number(v):
     return isinstance(v, (int, float, np.integer, np.floating))
 
 
-def _fold_py_math(name, py_fn, v):
-    """As Taichi: math on a Python number in a kernel is Python's, in double precision
-    (`ti.cos(1)` is `math.cos(1)`, an integer welcome), a constant of the kernel."""
+def _fold_py_math(py_fn, np_fn, v):
+    """As Taichi: math on a Python number in a kernel is folded in double precision
+    (`ti.cos(1)` is `math.cos(1)`, an integer welcome), a constant of the kernel. Outside the
+    domain it is numpy's value, as Taichi folds with numpy: `ti.log(-0.0)` is -inf,
+    `ti.sqrt(-1.0)` NaN, `ti.exp(1000.0)` inf (math raises for these), with numpy's warning."""
     try:
         return py_fn(v)
-    except (ValueError, OverflowError) as e:
-        raise FieldsimTypeError(f"fs.{name}({v!r}) of a Python number: {e}") from None
+    except (ValueError, OverflowError):
+        return float(np_fn(np.float64(v)))
 
 
 def _require_real(fe, v, name):
