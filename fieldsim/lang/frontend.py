@@ -289,6 +289,10 @@ class Frame:
         self.scopes[-1][name] = ref
 
 
+# `ReturnSlot.direct` before its one tail return ran (not `True`: a func may return Python's True)
+_PENDING = object()
+
+
 class ReturnSlot:
     def __init__(self, block, position):
         self.block, self.position = block, position
@@ -1004,7 +1008,7 @@ class Frontend(ExprMixin):
         from fieldsim.lang.func_args import coerce
         if value is not None and slot.rtype is not None:
             value = coerce(self, slot.rtype, value, "the return value", self.inline_stack[-1][0])
-        if slot.direct is True:
+        if slot.direct is _PENDING:
             slot.direct = value
             return
         if value is not None:
@@ -1609,7 +1613,7 @@ class Frontend(ExprMixin):
             self.inline_stack.pop()
             self.task_funcs.pop()
             self.frame = saved_frame
-        if ret_slot.direct is not None and ret_slot.direct is not True:
+        if ret_slot.direct is not None and ret_slot.direct is not _PENDING:
             return ret_slot.direct
         if ret_slot.vars is None:
             return None
@@ -1628,7 +1632,7 @@ class Frontend(ExprMixin):
         slot = ReturnSlot(self.b.block, len(self.b.block))
         slot.rtype = func_args.return_type(self, func, fdef, ann)
         if _single_tail_return(fdef.body):
-            slot.direct = True
+            slot.direct = _PENDING
         elif not _tail_returns_only(fdef.body):
             slot.flag = self.b.alloca(T.i32)  # zero: nothing returned yet
         return slot
