@@ -14,7 +14,7 @@ def test_func_returning_python_true_and_false():
 
     @fs.func
     def always_false():
-        return 1 > 2
+        return not 5
 
     @fs.kernel
     def k():
