@@ -35,7 +35,7 @@ from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt, walk
 from fieldsim.lang import cross_task, ops, precision, sparse_kernel, struct
 from fieldsim.lang import types as T
 from fieldsim.lang.argpack import ArgPackType, PackValue
-from fieldsim.lang.expr import Emitter, MatVal, describe
+from fieldsim.lang.expr import Emitter, MatVal, describe, unbool
 from fieldsim.lang.field import Field, placed_twin
 from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin, constant_index_message
 from fieldsim.lang.frontend_refs import (
@@ -905,8 +905,17 @@ class Frontend(ExprMixin):
     _LVALUE_BY_NODE: ClassVar[dict] = {ast.Name: _lvalue_name, ast.Subscript: _lvalue_subscript,
                        ast.Attribute: _lvalue_attribute}
 
+    def condition(self, test):
+        """The truth value of an `if`/`while`/`assert` test. The `u1` cast a comparison's value
+        gets (`Emitter.as_bool`) is dropped when it was just emitted: only the truth is used."""
+        v = self.expr(test)
+        block = self.b.block
+        if isinstance(v, Stmt) and block and block[-1] is v and unbool(v) is not v:
+            block.pop()
+        return self.e.truthy(v)
+
     def stmt_If(self, node: ast.If):
-        cond = self.e.truthy(self.expr(node.test))
+        cond = self.condition(node.test)
         if isinstance(cond, int):  # constant condition (fs.static or folded): one branch only
             # as in Taichi, only fs.static(...) splices the branch into the enclosing scope; a
             # plain `if True:` is a nested block (a loop in it is not a top-level, parallel loop)
@@ -932,7 +941,7 @@ class Frontend(ExprMixin):
         self.depth += 1
         self.loop_depth += 1
         with self.b.into(loop.body):
-            cond = self.e.truthy(self.expr(node.test))
+            cond = self.condition(node.test)
             if not (isinstance(cond, int) and cond):
                 stop = self.b.if_(self.e.value(self.e.unop(Op.NOT, self.e.value(cond))))
                 with self.b.into(stop.blocks[0]):
@@ -970,7 +979,7 @@ class Frontend(ExprMixin):
 
     def stmt_Assert(self, node: ast.Assert):
         from fieldsim.lang import formatting
-        cond = self.e.truthy(self.expr(node.test))
+        cond = self.condition(node.test)
         if not self.rt.debug:  # as in Taichi: asserts are checked with debug=True only
             return
         if isinstance(cond, int) and cond:
