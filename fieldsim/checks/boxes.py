@@ -64,7 +64,7 @@ def whole(n, exact: bool) -> Comp:
 
 
 def _comp(f: Affine, env: dict, n) -> Comp:
-    r = None if f.has_opaque() else f.bounds(env)
+    r = f.bounds(env)  # None where an atom is unbounded (most opaque ones)
     if r is None:
         return whole(n, False)
     step = math.gcd(*f.terms.values()) if f.terms else 0
@@ -110,7 +110,7 @@ def guarded_box(a: Access, env: dict, shape: tuple) -> tuple | None:
     box = []
     for f, n in zip(a.indices, shape):
         f = f.subst(env)
-        r = None if f.has_opaque() else f.bounds(env, limits)
+        r = f.bounds(env, limits)
         step = math.gcd(*f.terms.values()) if f.terms else 0
         box.append(whole(n, False) if r is None else Comp(r[0], r[1], step, False))
     return tuple(box)
@@ -269,7 +269,7 @@ def _split(f: Affine, n):
     rest = Affine(f.const, {a: c for a, c in f.terms.items() if not isinstance(a, Arg)})
     if _uses_args(rest):
         return None
-    if rest.has_opaque() or rest.bounds({}) is None:
+    if rest.bounds({}) is None:
         return whole(n, False), None  # the whole axis, whatever the arguments
     return _comp(rest, {}, n), (Affine(0, shift) if shift else None)
 
@@ -281,7 +281,7 @@ def _split_guarded(f: Affine, n, limits: dict):
     rest = Affine(f.const, {a: c for a, c in f.terms.items() if not isinstance(a, Arg)})
     if _uses_args(rest):
         return None
-    r = None if rest.has_opaque() else rest.bounds({}, limits)
+    r = rest.bounds({}, limits)
     if r is None:
         return whole(n, False), None  # the whole axis, whatever the arguments
     step = math.gcd(*rest.terms.values()) if rest.terms else 0

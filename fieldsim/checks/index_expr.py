@@ -12,6 +12,7 @@ Forms. An index expression becomes an `Affine`: an int constant plus int multipl
   no modulo). `Var(loop)` is the index itself. The frontend linearises `ndrange` loops into such
   digits; the tuple of all digits of `i` determines `i` (that is what makes `x[i, j]` injective).
 * `Opaque(stmt)`: anything else, e.g. a loaded value, a random number, a local stored twice.
+  It may carry an interval its value always lies in (`x % c` of any integer x: 0..c-1).
 
 Each atom has a `scope`: the loops (outermost first) in whose iterations it takes a new value.
 An access's loops are the FOR/LOOP statements around it; a parallel task's own FOR is the first.
@@ -96,6 +97,7 @@ class Var:
 class Opaque:
     stmt: Stmt
     scope: tuple = field(default=(), compare=False)
+    bounds: tuple | None = field(default=None, compare=False)  # inclusive (lo, hi) ints
 
     def __str__(self) -> str:
         return f"?{self.stmt.op.name.lower()}{id(self.stmt) % 997}"
@@ -214,6 +216,8 @@ def atom_range(atom, env: dict | None, limits: dict | None = None) -> tuple[int,
     atom = _base(atom)
     if isinstance(atom, Arg):
         return (env[atom.pos],) * 2 if env and atom.pos in env else None
+    if isinstance(atom, Opaque):
+        return atom.bounds
     if not isinstance(atom, Var) or atom.bounds is None:
         return None
     if atom.size is not None:

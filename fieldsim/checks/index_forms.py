@@ -40,8 +40,8 @@ class Forms:
             self.memo[key] = self._form(s)
         return self.memo[key]
 
-    def opaque(self, s: Stmt) -> Affine:
-        return Affine.of(Opaque(s, self.sites[id(s)].loops if id(s) in self.sites else ()))
+    def opaque(self, s: Stmt, bounds: tuple | None = None) -> Affine:
+        return Affine.of(Opaque(s, self.sites[id(s)].loops if id(s) in self.sites else (), bounds))
 
     def _form(self, s: Stmt) -> Affine:
         integral = s.dtype is None or s.dtype.is_int
@@ -92,14 +92,19 @@ class Forms:
         x = self.merge_digits(x)
         atom = next(iter(x.terms)) if len(x.terms) == 1 else None
         if not isinstance(atom, Var) or x.terms[atom] != 1 or x.const != 0:
-            return self.opaque(s)
+            return self._bounded(s, c)
         if s.op == Op.FLOORDIV and (atom.size is None or atom.size % c == 0):
             # `(i % 8) // 4` of an ndrange's digit is `(i // 4) % 2`
             size = None if atom.size is None else atom.size // c
             return Affine.of(self.loop_var(atom.loop, atom.stride * c, size))
         if s.op == Op.MOD and (atom.size is None or atom.size % c == 0):
             return Affine.of(self.loop_var(atom.loop, atom.stride, c))
-        return self.opaque(s)
+        return self._bounded(s, c)
+
+    def _bounded(self, s: Stmt, c: int) -> Affine:
+        """`x % c` of any integer x lies in 0..c-1 (Python's modulo), so `y[(i + 1) % 4]` is
+        never `y[i + 4]`, even though which element it is stays unknown."""
+        return self.opaque(s, (0, c - 1) if s.op == Op.MOD else None)
 
     def merge_digits(self, x: Affine) -> Affine:
         """Recombine digits of one loop index: `(i//s)%c + c*((i//(s*c))%m)` is `(i//s)%(c*m)`
