@@ -59,7 +59,20 @@ class Forms:
             return self._digit(s)
         if s.op == Op.LOCAL_LOAD:
             return self._local(s)
-        return self.opaque(s)
+        return self.opaque(s, self._interval(s) if integral else None)
+
+    def _interval(self, s: Stmt) -> tuple | None:
+        """Where an integer op the forms cannot follow still stays: a clamp
+        `ti.max(i - 1, 0)`, `ti.min(i + 1, n - 1)`, `abs`, `select`, `i & 3`, `i >> 1` of
+        bounded operands (so a stencil's clamped read is told apart from a write past it)."""
+        if s.op == Op.BIT_AND:
+            masks = [a.attr for a in s.args if a.op == Op.CONST and a.attr >= 0]
+            return (0, min(masks)) if masks else None
+        spans = [self.form(a).bounds() for a in s.args[1:] if s.op == Op.SELECT] or [
+            self.form(a).bounds() for a in s.args]
+        if not spans or None in spans:
+            return None
+        return _INTERVALS[s.op](spans) if s.op in _INTERVALS else None
 
     def _arith(self, s: Stmt) -> Affine:
         a = self.form(s.args[0])
@@ -165,6 +178,25 @@ class Forms:
         if sa is None or sb is None or sa.position >= sb.position:
             return False
         return sb.path[:len(sa.path)] == sa.path
+
+
+def _shift(spans):
+    (lo, hi), (k, k2) = spans
+    return (lo >> k, hi >> k) if lo >= 0 and k == k2 and k >= 0 else None
+
+
+def _abs(spans):
+    (lo, hi), = spans
+    return (0 if lo <= 0 <= hi else min(abs(lo), abs(hi)), max(abs(lo), abs(hi)))
+
+
+_INTERVALS = {  # inclusive operand intervals -> the result's
+    Op.MIN: lambda spans: (min(r[0] for r in spans), min(r[1] for r in spans)),
+    Op.MAX: lambda spans: (max(r[0] for r in spans), max(r[1] for r in spans)),
+    Op.SELECT: lambda spans: (min(r[0] for r in spans), max(r[1] for r in spans)),
+    Op.ABS: _abs,
+    Op.SHR: _shift,
+}
 
 
 # ----------------------------------------------------------------------------- conditions

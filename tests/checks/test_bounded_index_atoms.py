@@ -2,7 +2,8 @@
 indexed by it is told apart from one outside that range: `y[i + n] = f(y[(i + 1) % n])` reads
 the first half of `y` and writes the second, within a kernel and across the Tape's kernels
 (Taichi accepts these programs and differentiates them correctly). Where the ranges do meet,
-the access is still refused."""
+the access is still refused. The same holds for the clamps of stencils (`ti.max(i - 1, 0)`,
+`ti.min(i + 1, n - 1)`), `abs`, `select`, `i & c` and `i >> k` of bounded operands."""
 import numpy as np
 import pytest
 
@@ -90,3 +91,48 @@ def test_a_modulo_read_that_can_meet_the_write_is_still_refused():
         fill()
         step()
         total()
+
+
+CLAMPS = [  # (what the kernel reads, the same in Python)
+    ("max(i - 1, 0)", lambda i: max(i - 1, 0)),
+    ("min(i + 1, N - 1)", lambda i: min(i + 1, N - 1)),
+    ("abs(i - 2)", lambda i: abs(i - 2)),
+    ("select(i > 1, i - 2, i)", lambda i: i - 2 if i > 1 else i),
+    ("i & 1", lambda i: i & 1),
+    ("i >> 1", lambda i: i >> 1),
+]
+
+
+@fs.func
+def _clamped(i, which: fs.template()):
+    if fs.static(which == 0):
+        return fs.max(i - 1, 0)
+    if fs.static(which == 1):
+        return fs.min(i + 1, N - 1)
+    if fs.static(which == 2):
+        return abs(i - 2)
+    if fs.static(which == 3):
+        return fs.select(i > 1, i - 2, i)
+    if fs.static(which == 4):
+        return i & 1
+    return i >> 1
+
+
+@pytest.mark.parametrize("which", range(len(CLAMPS)), ids=[c[0] for c in CLAMPS])
+def test_a_clamped_read_below_the_write_differentiates(which):
+    x, y, loss, fill, total = _fields()
+
+    @fs.kernel
+    def step(which: fs.template()):
+        for i in range(N):
+            y[i + N] = y[_clamped(i, which)] * x[i]
+
+    with fs.ad.Tape(loss):
+        fill()
+        step(which)
+        total()
+    # loss = sum_i x[r(i)]^2 x[i]
+    r = CLAMPS[which][1]
+    want = np.array([X0[r(k)] ** 2 + sum(2 * X0[k] * X0[i] for i in range(N) if r(i) == k)
+                     for k in range(N)])
+    np.testing.assert_allclose(x.grad.to_numpy(), want, rtol=1e-12)
