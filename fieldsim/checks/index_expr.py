@@ -12,7 +12,8 @@ Forms. An index expression becomes an `Affine`: an int constant plus int multipl
   no modulo). `Var(loop)` is the index itself. The frontend linearises `ndrange` loops into such
   digits; the tuple of all digits of `i` determines `i` (that is what makes `x[i, j]` injective).
 * `Opaque(stmt)`: anything else, e.g. a loaded value, a random number, a local stored twice.
-  It may carry an interval its value always lies in (`x % c` of any integer x: 0..c-1).
+  It may carry an interval its value always lies in (`x % c` of any integer x: 0..c-1), and
+  a loop in whose iterations it never repeats (`(i + k) % n` over at most n values of i).
 
 Each atom has a `scope`: the loops (outermost first) in whose iterations it takes a new value.
 An access's loops are the FOR/LOOP statements around it; a parallel task's own FOR is the first.
@@ -98,6 +99,7 @@ class Opaque:
     stmt: Stmt
     scope: tuple = field(default=(), compare=False)
     bounds: tuple | None = field(default=None, compare=False)  # inclusive (lo, hi) ints
+    one_to_one: Stmt | None = field(default=None, compare=False)  # distinct per iteration of it
 
     def __str__(self) -> str:
         return f"?{self.stmt.op.name.lower()}{id(self.stmt) % 997}"
@@ -312,6 +314,7 @@ def _judge(a, b, loop: Stmt | None, rel: str | None, env) -> Answer:
     if limits is None:
         return Answer.NEVER
     diffs = [p for d in _diffs(a, b, loop, env) for p in _bounded_carry_parts(d, env, limits)]
+    diffs = [_one_to_one(d, loop, var) for d in diffs]
     if guards:  # the guards bound some atoms: let the equations a collision needs narrow them
         limits = _propagate(diffs + _combinations(diffs, loop), limits, env, relate)
         if limits is None:
@@ -335,6 +338,19 @@ def _bounded_carry_parts(d: Affine, env, limits: dict) -> list[Affine]:
         if r is not None and -abs(c) < r[0] and r[1] < abs(c):
             return [Affine(0, {atom: 1, Primed(atom): -1}), *_bounded_carry_parts(rest, env, limits)]
     return [d]
+
+
+def _one_to_one(d: Affine, loop: Stmt | None, var: Var | None) -> Affine:
+    """`c*(o - o')` of an atom that never repeats in `loop`'s iterations is zero only where
+    the loop's index is: `c*(v - v')` (a rotated store `y[(i + 1) % n]` in two threads)."""
+    if var is None or d.const or len(d.terms) != 2:
+        return d
+    (x, cx), (y, cy) = d.terms.items()
+    if isinstance(x, Primed):
+        (x, cx), (y, cy) = (y, cy), (x, cx)
+    if not (isinstance(x, Opaque) and x.one_to_one is loop and y == Primed(x) and cy == -cx):
+        return d
+    return Affine(0, {var: cx, Primed(var): -cx})
 
 
 def _relation(rel: str | None, var: Var | None, env):

@@ -105,7 +105,7 @@ class Forms:
         x = self.merge_digits(x)
         atom = next(iter(x.terms)) if len(x.terms) == 1 else None
         if not isinstance(atom, Var) or x.terms[atom] != 1 or x.const != 0:
-            return self._bounded(s, c)
+            return self._bounded(s, c, _rotated_loop(x, c) if s.op == Op.MOD else None)
         if s.op == Op.FLOORDIV and (atom.size is None or atom.size % c == 0):
             # `(i % 8) // 4` of an ndrange's digit is `(i // 4) % 2`
             size = None if atom.size is None else atom.size // c
@@ -114,10 +114,13 @@ class Forms:
             return Affine.of(self.loop_var(atom.loop, atom.stride, c))
         return self._bounded(s, c)
 
-    def _bounded(self, s: Stmt, c: int) -> Affine:
+    def _bounded(self, s: Stmt, c: int, one_to_one: Stmt | None = None) -> Affine:
         """`x % c` of any integer x lies in 0..c-1 (Python's modulo), so `y[(i + 1) % 4]` is
         never `y[i + 4]`, even though which element it is stays unknown."""
-        return self.opaque(s, (0, c - 1) if s.op == Op.MOD else None)
+        if s.op != Op.MOD:
+            return self.opaque(s)
+        site = self.sites.get(id(s))
+        return Affine.of(Opaque(s, site.loops if site else (), (0, c - 1), one_to_one))
 
     def merge_digits(self, x: Affine) -> Affine:
         """Recombine digits of one loop index: `(i//s)%c + c*((i//(s*c))%m)` is `(i//s)%(c*m)`
@@ -178,6 +181,20 @@ class Forms:
         if sa is None or sb is None or sa.position >= sb.position:
             return False
         return sb.path[:len(sa.path)] == sa.path
+
+
+def _rotated_loop(x: Affine, c: int) -> Stmt | None:
+    """The loop whose index `i` makes `(i + k) % c` one-to-one (k: constants and kernel
+    arguments): `i` the whole index, with constant bounds spanning at most c values (a
+    rotation: `y[(i + 1) % n]` over range(n))."""
+    loops = [a for a in x.terms if not isinstance(a, Arg)]
+    atom = loops[0] if len(loops) == 1 else None
+    if not isinstance(atom, Var) or not atom.full or x.terms[atom] != 1 or atom.bounds is None:
+        return None
+    begin, end = atom.bounds
+    if not (begin.is_const() and end.is_const()) or end.const - begin.const > c:
+        return None
+    return atom.loop
 
 
 def _shift(spans):

@@ -3,7 +3,8 @@ indexed by it is told apart from one outside that range: `y[i + n] = f(y[(i + 1)
 the first half of `y` and writes the second, within a kernel and across the Tape's kernels
 (Taichi accepts these programs and differentiates them correctly). Where the ranges do meet,
 the access is still refused. The same holds for the clamps of stencils (`ti.max(i - 1, 0)`,
-`ti.min(i + 1, n - 1)`), `abs`, `select`, `i & c` and `i >> k` of bounded operands."""
+`ti.min(i + 1, n - 1)`), `abs`, `select`, `i & c` and `i >> k` of bounded operands. A store
+through a rotation, `y[n + (i + k) % n]` over range(n), never hits one element twice."""
 import numpy as np
 import pytest
 
@@ -136,3 +137,34 @@ def test_a_clamped_read_below_the_write_differentiates(which):
     want = np.array([X0[r(k)] ** 2 + sum(2 * X0[k] * X0[i] for i in range(N) if r(i) == k)
                      for k in range(N)])
     np.testing.assert_allclose(x.grad.to_numpy(), want, rtol=1e-12)
+
+
+def test_a_store_through_a_rotation_differentiates():
+    x, y, loss, fill, total = _fields()
+
+    @fs.kernel
+    def rotate(m: fs.i32):
+        for i in range(N):
+            y[N + (i + m) % N] = fs.sin(y[i]) * x[(i + 1) % N]
+
+    with fs.ad.Tape(loss):
+        fill()
+        rotate(3)
+        total()
+    # loss = sum_i sin(x[i]^2) x[i+1]
+    nxt, prv = np.roll(X0, -1), np.roll(X0, 1)
+    want = 2 * X0 * np.cos(X0 ** 2) * nxt + np.sin(prv ** 2)
+    np.testing.assert_allclose(x.grad.to_numpy(), want, rtol=1e-12)
+
+
+def test_a_modulo_store_that_wraps_onto_itself_is_refused():
+    x, y, loss, fill, total = _fields()
+
+    @fs.kernel
+    def fold():
+        for i in range(N):
+            y[N + (i + 1) % (N - 1)] = x[i]  # i = 0 and i = N - 1 both store y[N + 1]
+
+    with pytest.raises(fs.AccessRuleError, match="field 'y'"), fs.ad.Tape(loss):
+        fold()
+        total()
