@@ -1075,7 +1075,7 @@ class Frontend(ExprMixin):
         outer_dims = dims if split is None else dims[:split[0]] + dims[split[0] + 1:]
         sizes, total = self._loop_sizes(outer_dims)
         if blocks is not None:
-            total = blocks.total
+            total = blocks.loop_total
         # 64-bit iteration only where the range may pass 2^31 (a constant that large, or an
         # i64 bound); i32 elsewhere, where it is cheaper (divisions for multi-dim loops).
         ldt = T.i64 if _may_exceed_i32(total) else T.i32
@@ -1207,8 +1207,33 @@ class Frontend(ExprMixin):
         """The body of a blocked struct-for (`sparse_kernel.SparseBlocks`) for its iteration
         `t`: the block's sparse ancestors tested once, then its parts, each serial loops over
         the part's cells; `cell(user indices, condition or None, known)` emits the body at a
-        cell (see `_loop_cell`)."""
-        first = sparse_kernel.block_origin(self, blocks, sparse_kernel.block_digits(self, blocks, t))
+        cell (see `_loop_cell`). With `blocks.skip_top`, `t` is a cell of the top node: when
+        it is active, a serial loop over its blocks (`ForInfo.parts` where a block is one
+        part, so a sum still starts afresh per block); an inactive one costs one test, not one
+        per block under it (a 4096^3 grid under two pointer levels: 2^30 blocks)."""
+        if not blocks.skip_top:
+            self._sparse_block_at(cell, blocks, sparse_kernel.block_digits(self, blocks, t))
+            return
+        top = sparse_kernel.block_digits(self, blocks, t, 0, blocks.top_digits)
+        corner = sparse_kernel.block_origin(self, blocks, top)
+        leaf = blocks.field._snode.axis_sizes
+        guard = self.b.if_(sparse_kernel.active_condition(self, [blocks.top_node], leaf, corner))
+        inner_total = blocks.total // blocks.top_total
+        with self.b.into(guard.blocks[0]):
+            loop = self.b.for_(self.e.value(0, T.i32), self.e.value(inner_total, T.i32),
+                               ForInfo(parallel=False, serialize=False, block_dim=None,
+                                       blocks=True, parts=blocks.part_count == 1))
+            self.loop_depth += 1
+            with self.b.into(loop.body):
+                below = sparse_kernel.block_digits(self, blocks, loop, blocks.top_digits)
+                digits = [a if k < blocks.top_digits else b
+                          for k, (a, b) in enumerate(zip(top, below))]
+                self._sparse_block_at(cell, blocks, digits)
+            self.loop_depth -= 1
+
+    def _sparse_block_at(self, cell, blocks, digits):
+        """`_sparse_block` of the block with level digits `digits`."""
+        first = sparse_kernel.block_origin(self, blocks, digits)
         leaf = blocks.field._snode.axis_sizes
         cond = sparse_kernel.active_condition(self, blocks.above, leaf, first)
         guard = self.b.if_(cond) if cond is not None else None
@@ -1302,7 +1327,7 @@ class Frontend(ExprMixin):
         total = 1
         for size in sizes:
             total *= size
-        count = total if blocks is None else blocks.total
+        count = total if blocks is None else blocks.loop_total
         loop = self.b.for_(self.e.value(0, T.i32), self.e.value(count, T.i32), info)
         self.depth += 1
         self.loop_depth += 1

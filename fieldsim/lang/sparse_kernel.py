@@ -170,7 +170,7 @@ class SparseBlocks:
     only: a CUDA thread per element, each testing its block's flags, keeps a warp's loads
     together."""
 
-    def __init__(self, field, path, levels, block, part):
+    def __init__(self, field, path, levels, block, part, level_nodes=()):
         self.field, self.path = field, path
         # per level above the leaf node, root first: per axis of the node, ascending (its
         # cells row-major, as Taichi's even for `ti.axes(1, 0)`), (field axis, cells, stride)
@@ -194,6 +194,21 @@ class SparseBlocks:
         self.part_count = 1  # a block's parts: a serial loop inside it (its flags tested once)
         for d in self.parts:
             self.part_count *= d
+        # a huge tree under a sparse top node: the parallel loop runs over the top node's
+        # cells, and an active one's blocks in a serial loop (`skip_top`)
+        top = len(levels[0]) if levels else 0
+        self.top_digits = top
+        self.top_total = 1
+        for d in self.digits[:top]:
+            self.top_total *= d
+        self.top_node = level_nodes[0] if level_nodes and level_nodes[0] in path else None
+        self.skip_top = (self.top_node is not None and self.total > LIST_MAX
+                         and 1 < self.top_total < self.total)
+
+    @property
+    def loop_total(self) -> int:
+        """The parallel loop's extent: every block, or the top node's cells (`skip_top`)."""
+        return self.top_total if self.skip_top else self.total
 
 
 TAICHI_PART = 128  # the most cells of a part (measured on Taichi 1.7.4's x64 backend)
@@ -240,7 +255,7 @@ def sparse_blocks(iterable):
     per_container = 1
     for s in above[-1].own.values():
         per_container *= s
-    return SparseBlocks(iterable, path, levels, block, _part_size(cells, per_container))
+    return SparseBlocks(iterable, path, levels, block, _part_size(cells, per_container), above)
 
 
 def _chain(node):
@@ -305,11 +320,13 @@ def _list_active_blocks(fe, blocks):
     return listed, fe.b.load(count, [])
 
 
-def block_digits(fe, blocks, t):
-    """The level digits of block number `t` (its levels' cells, row-major)."""
-    sizes = [d for d in blocks.digits if d > 1]
+def block_digits(fe, blocks, t, first=0, end=None):
+    """The level digits of block number `t` (its levels' cells, row-major); with `first`/`end`,
+    digits [first, end) from `t` and the others 0."""
+    end = len(blocks.digits) if end is None else end
+    sizes = [d for d in blocks.digits[first:end] if d > 1]
     found = iter(fe.delinearize(t, [(0, d) for d in sizes], sizes))
-    return [next(found) if d > 1 else 0 for d in blocks.digits]
+    return [next(found) if d > 1 and first <= k < end else 0 for k, d in enumerate(blocks.digits)]
 
 
 def block_origin(fe, blocks, digits):
