@@ -25,7 +25,7 @@ from fieldsim.lang import types as T
 from fieldsim.lang.field import Field, field
 from fieldsim.lang.kernel import kernel, template
 from fieldsim.lang.naming import user_loc
-from fieldsim.lang.ops import grouped
+from fieldsim.lang.ops import cast, grouped
 
 __all__ = ["LinearOperator", "MatrixFreeBICGSTAB", "MatrixFreeCG"]
 
@@ -61,7 +61,7 @@ class LinearOperator:
 
 @kernel
 def _dot(p: template(), q: template()) -> T.f64:
-    total = 0.0
+    total: T.f64 = 0.0  # an f64 sum for any field type (a bare 0.0 is default_fp)
     for i in grouped(p):
         total += p[i] * q[i]
     return total
@@ -76,21 +76,21 @@ def _residual(b: template(), ax: template(), r: template()):
 @kernel
 def _axpy(y: template(), a: T.f64, x: template()):
     for i in grouped(y):
-        y[i] += a * x[i]
+        y[i] += cast(a * x[i], y.dtype)  # the field's type, as the store makes it anyway
 
 
 @kernel
 def _xpay(y: template(), x: template(), a: T.f64):
     """y = x + a y."""
     for i in grouped(y):
-        y[i] = x[i] + a * y[i]
+        y[i] = cast(x[i] + a * y[i], y.dtype)
 
 
 @kernel
 def _combine(out: template(), x: template(), a: T.f64, y: template()):
     """out = x + a y."""
     for i in grouped(out):
-        out[i] = x[i] + a * y[i]
+        out[i] = cast(x[i] + a * y[i], out.dtype)
 
 
 def _work_fields(b, x, names: str, count: int) -> list:

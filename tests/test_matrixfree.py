@@ -107,3 +107,26 @@ def test_a_breakdown_reports_failure_and_bad_arguments_name_themselves(solver):
     assert "test_matrixfree.py" in str(err.value)
     with pytest.raises(fs.FieldsimTypeError, match="LinearOperator takes a kernel"):
         fs.linalg.LinearOperator(None)
+
+
+def test_dot_products_sum_in_f64_and_f32_solves_warn_nothing():
+    # the solvers' dot products add in f64 for any field type: with default_fp f32, a bare
+    # `total = 0.0` summed f64 fields in f32 (1e8 + 1 - 1e8 gave 0), and the solvers' own
+    # f64-coefficient updates of f32 fields warned "may lose precision" about fieldsim's code
+    import warnings
+
+    from fieldsim import matrixfree
+    fs.init(arch=fs.cpu, cpu_max_num_threads=1)
+    p, q = fs.field(fs.f64, shape=3), fs.field(fs.f64, shape=3)
+    p.from_numpy(np.array([1e8, 1.0, -1e8]))
+    q.fill(1.0)
+    assert matrixfree._dot(p, q) == 1.0
+    apply, dense = _laplacian_2d(fs.f32)
+    b = fs.field(fs.f32, shape=(N, N))
+    x = fs.field(fs.f32, shape=(N, N))
+    b.from_numpy(np.linspace(-1.0, 1.0, N * N, dtype=np.float32).reshape(N, N))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fs.linalg.MatrixFreeCG(fs.linalg.LinearOperator(apply), b, x, tol=1e-5, maxiter=500)
+    want = np.linalg.solve(dense, b.to_numpy().reshape(-1).astype(np.float64))
+    np.testing.assert_allclose(x.to_numpy().reshape(-1), want, rtol=1e-3, atol=1e-4)
