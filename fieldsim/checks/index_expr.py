@@ -12,8 +12,9 @@ Forms. An index expression becomes an `Affine`: an int constant plus int multipl
   no modulo). `Var(loop)` is the index itself. The frontend linearises `ndrange` loops into such
   digits; the tuple of all digits of `i` determines `i` (that is what makes `x[i, j]` injective).
 * `Opaque(stmt)`: anything else, e.g. a loaded value, a random number, a local stored twice.
-  It may carry an interval its value always lies in (`x % c` of any integer x: 0..c-1), and
-  a loop in whose iterations it never repeats (`(i + k) % n` over at most n values of i).
+  It may carry an interval its value always lies in (`x % c` of any integer x: 0..c-1; for
+  `x % m`, m of kernel arguments, once `env` gives m), and a loop index or digit that it is
+  a one-to-one function of (`(i + k) % n` over at most n values of i, or a digit of size n).
 
 Each atom has a `scope`: the loops (outermost first) in whose iterations it takes a new value.
 An access's loops are the FOR/LOOP statements around it; a parallel task's own FOR is the first.
@@ -99,7 +100,8 @@ class Opaque:
     stmt: Stmt
     scope: tuple = field(default=(), compare=False)
     bounds: tuple | None = field(default=None, compare=False)  # inclusive (lo, hi) ints
-    one_to_one: Stmt | None = field(default=None, compare=False)  # distinct per iteration of it
+    one_to_one: Any = field(default=None, compare=False)  # a Var: equal values iff equal Vars
+    modulus: Any = field(default=None, compare=False)  # `x % m`, m of kernel arguments (Affine)
 
     def __str__(self) -> str:
         return f"?{self.stmt.op.name.lower()}{id(self.stmt) % 997}"
@@ -219,7 +221,7 @@ def atom_range(atom, env: dict | None, limits: dict | None = None) -> tuple[int,
     if isinstance(atom, Arg):
         return (env[atom.pos],) * 2 if env and atom.pos in env else None
     if isinstance(atom, Opaque):
-        return atom.bounds
+        return atom.bounds if atom.modulus is None else _modulo_range(atom.modulus, env)
     if not isinstance(atom, Var) or atom.bounds is None:
         return None
     if atom.size is not None:
@@ -228,6 +230,15 @@ def atom_range(atom, env: dict | None, limits: dict | None = None) -> tuple[int,
     if begin is None or end is None:
         return None
     return begin[0] // atom.stride, (end[1] - 1) // atom.stride
+
+
+def _modulo_range(m, env: dict | None) -> tuple[int, int] | None:
+    """`x % m` for a divisor of kernel arguments, known once a launch gives their values:
+    0..m-1, or m+1..0 for a negative m (Python's modulo, as Taichi's)."""
+    m = m.subst(env)
+    if not m.is_const() or m.const == 0:
+        return None
+    return (0, m.const - 1) if m.const > 0 else (m.const + 1, 0)
 
 
 # ------------------------------------------------------------------------------- guards
@@ -341,16 +352,20 @@ def _bounded_carry_parts(d: Affine, env, limits: dict) -> list[Affine]:
 
 
 def _one_to_one(d: Affine, loop: Stmt | None, var: Var | None) -> Affine:
-    """`c*(o - o')` of an atom that never repeats in `loop`'s iterations is zero only where
-    the loop's index is: `c*(v - v')` (a rotated store `y[(i + 1) % n]` in two threads)."""
+    """`c*(o - o')` of an atom equal in two iterations of `loop` only where the loop's index
+    (or one of its digits) is: `c*(v - v')` (a rotated store `y[(i + 1) % n]` in two
+    threads; `z[i, (j + 1) % n]` over an ndrange's digit j of size n)."""
     if var is None or d.const or len(d.terms) != 2:
         return d
     (x, cx), (y, cy) = d.terms.items()
     if isinstance(x, Primed):
         (x, cx), (y, cy) = (y, cy), (x, cx)
-    if not (isinstance(x, Opaque) and x.one_to_one is loop and y == Primed(x) and cy == -cx):
+    if not (isinstance(x, Opaque) and y == Primed(x) and cy == -cx):
         return d
-    return Affine(0, {var: cx, Primed(var): -cx})
+    v = x.one_to_one
+    if v is None or v.loop is not loop:
+        return d
+    return Affine(0, {v: cx, Primed(v): -cx})
 
 
 def _relation(rel: str | None, var: Var | None, env):

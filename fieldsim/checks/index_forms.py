@@ -97,6 +97,9 @@ class Forms:
     def _digit(self, s: Stmt) -> Affine:
         """`i // c` and `i % c` of a loop index (or of one of its digits): a new digit atom."""
         x, c = self.form(s.args[0]), self.form(s.args[1])
+        if s.op == Op.MOD and c.terms and all(isinstance(a, Arg) for a in c.terms):
+            site = self.sites.get(id(s))
+            return Affine.of(Opaque(s, site.loops if site else (), modulus=c))
         if not c.is_const() or c.const <= 0:
             return self.opaque(s)
         c = c.const
@@ -114,7 +117,7 @@ class Forms:
             return Affine.of(self.loop_var(atom.loop, atom.stride, c))
         return self._bounded(s, c)
 
-    def _bounded(self, s: Stmt, c: int, one_to_one: Stmt | None = None) -> Affine:
+    def _bounded(self, s: Stmt, c: int, one_to_one: Var | None = None) -> Affine:
         """`x % c` of any integer x lies in 0..c-1 (Python's modulo), so `y[(i + 1) % 4]` is
         never `y[i + 4]`, even though which element it is stays unknown."""
         if s.op != Op.MOD:
@@ -183,18 +186,23 @@ class Forms:
         return sb.path[:len(sa.path)] == sa.path
 
 
-def _rotated_loop(x: Affine, c: int) -> Stmt | None:
-    """The loop whose index `i` makes `(i + k) % c` one-to-one (k: constants and kernel
-    arguments): `i` the whole index, with constant bounds spanning at most c values (a
-    rotation: `y[(i + 1) % n]` over range(n))."""
+def _rotated_loop(x: Affine, c: int) -> Var | None:
+    """The loop index (or digit) `v` that makes `(v + k) % c` one-to-one (k: constants and
+    kernel arguments): `v` the whole index, with constant bounds spanning at most c values (a
+    rotation: `y[(i + 1) % n]` over range(n)), or a digit of an ndrange of size c
+    (`z[i, (j + 1) % n]` over ndrange(m, n))."""
     loops = [a for a in x.terms if not isinstance(a, Arg)]
     atom = loops[0] if len(loops) == 1 else None
-    if not isinstance(atom, Var) or not atom.full or x.terms[atom] != 1 or atom.bounds is None:
+    if not isinstance(atom, Var) or x.terms[atom] != 1:
+        return None
+    if atom.size is not None:
+        return atom if atom.size == c else None
+    if not atom.full or atom.bounds is None:
         return None
     begin, end = atom.bounds
     if not (begin.is_const() and end.is_const()) or end.const - begin.const > c:
         return None
-    return atom.loop
+    return atom
 
 
 def _shift(spans):
