@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from fieldsim.checks.index_expr import Affine, Arg, Opaque, Var
+from fieldsim.checks.index_expr import Affine, Arg, Opaque, Var, guard_limits
 from fieldsim.ir.ir import Op, Stmt
 
 
@@ -59,7 +59,39 @@ class Forms:
             return self._digit(s)
         if s.op == Op.LOCAL_LOAD:
             return self._local(s)
+        if s.op in (Op.MIN, Op.MAX) and integral:
+            side = self._guarded_side(s)
+            if side is not None:
+                return self.form(side)
         return self.opaque(s, self._interval(s) if integral else None)
+
+    def _limits(self, s: Stmt, extra: list | tuple = ()) -> dict | None:
+        """The loop-index intervals where `s` runs (its `if`s, and `extra` guards)."""
+        site = self.sites.get(id(s))
+        return guard_limits(tuple(extra) + (self.guards(site.path) if site else ()), None)
+
+    def _guarded_side(self, s: Stmt) -> Stmt | None:
+        """`ti.max(a, b)` is `a` wherever the `if`s around it make a >= b (`ti.min`, `b`): the
+        clamp an `if i >= n:` makes redundant leaves the index affine (one element a thread)."""
+        limits = self._limits(s) if len(s.args) == 2 else None
+        r = (self.form(s.args[0]) - self.form(s.args[1])).bounds(None, limits) if limits else None
+        if r is None:
+            return None
+        if r[0] >= 0:
+            return s.args[0] if s.op == Op.MAX else s.args[1]
+        if r[1] <= 0:
+            return s.args[1] if s.op == Op.MAX else s.args[0]
+        return None
+
+    def _select_spans(self, s: Stmt) -> list:
+        """`ti.select(c, a, b)` takes `a` only where c holds, and `b` where it does not: each
+        branch's interval under that condition (a branch never taken adds nothing)."""
+        spans = []
+        for truth, branch in ((True, s.args[1]), (False, s.args[2])):
+            limits = self._limits(s, self.condition(s.args[0], truth))
+            if limits is not None:
+                spans.append(self.form(branch).bounds(None, limits))
+        return spans
 
     def _interval(self, s: Stmt) -> tuple | None:
         """Where an integer op the forms cannot follow still stays: a clamp
@@ -68,7 +100,7 @@ class Forms:
         if s.op == Op.BIT_AND:
             masks = [a.attr for a in s.args if a.op == Op.CONST and a.attr >= 0]
             return (0, min(masks)) if masks else None
-        spans = [self.form(a).bounds() for a in s.args[1:] if s.op == Op.SELECT] or [
+        spans = self._select_spans(s) if s.op == Op.SELECT else [
             self.form(a).bounds() for a in s.args]
         if not spans or None in spans:
             return None

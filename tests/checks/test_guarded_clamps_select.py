@@ -1,0 +1,102 @@
+"""Conditions narrow the index forms of clamps and selects, as Taichi's programs use them:
+`ti.select(i < 2, i + 2, i - 2)` takes each branch only where its condition holds (so it
+stays in 0..3 over range(4), apart from a write to `y[4 + i]`), and under `if i >= n:` the
+clamp `ti.max(i, n)` is `i` itself (one element a thread, not any of n..2n-1). Taichi accepts
+these kernels and differentiates them correctly; where the narrowed ranges still meet, the
+kernel is still refused."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+from fieldsim.errors import AccessRuleError
+
+N = 4
+X0 = np.array([0.3, -0.8, 0.5, 1.1])
+
+
+@pytest.fixture(autouse=True)
+def _init():
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+
+
+def _fields():
+    x = fs.field(float, shape=N, needs_grad=True, name="x")
+    y = fs.field(float, shape=2 * N, needs_grad=True, name="y")
+    loss = fs.field(float, shape=(), needs_grad=True, name="loss")
+    x.from_numpy(X0)
+
+    @fs.kernel
+    def fill():
+        for i in range(N):
+            y[i] = x[i] ** 2
+
+    @fs.kernel
+    def total():
+        for i in range(N):
+            loss[None] += y[i + N]
+
+    return x, y, loss, fill, total
+
+
+def test_a_read_through_a_select_swapping_halves_is_apart_from_the_write():
+    x, y, loss, fill, total = _fields()
+
+    @fs.kernel
+    def step():
+        for i in range(N):
+            y[N + i] = fs.sin(y[fs.select(i < 2, i + 2, i - 2)]) * x[i]
+
+    with fs.ad.Tape(loss):
+        fill()
+        step()
+        total()
+    # loss = sum_i sin(x[s(i)]^2) x[i], s swapping (0, 2) and (1, 3)
+    s = np.roll(X0, 2)
+    want = np.sin(s ** 2) + np.cos(X0 ** 2) * 2 * X0 * s
+    np.testing.assert_allclose(x.grad.to_numpy(), want, rtol=1e-12)
+
+
+def test_a_clamp_an_if_makes_redundant_stores_one_element_a_thread():
+    x, y, loss, fill, total = _fields()
+
+    @fs.kernel
+    def step():
+        for i in range(2 * N):
+            if i >= N:
+                y[fs.max(i, N)] = fs.sin(y[fs.min(i - N, N - 1)]) * x[i - N]
+
+    with fs.ad.Tape(loss):
+        fill()
+        step()
+        total()
+    want = np.sin(X0 ** 2) + np.cos(X0 ** 2) * 2 * X0 * X0
+    np.testing.assert_allclose(x.grad.to_numpy(), want, rtol=1e-12)
+
+
+def test_a_select_branch_reaching_the_written_half_is_refused():
+    _x, y, loss, fill, total = _fields()
+
+    @fs.kernel
+    def step():
+        for i in range(N):
+            y[N + i] = y[fs.select(i < 3, i + 2, i - 2)] ** 2  # i = 2 reads y[4]
+
+    with pytest.raises(AccessRuleError, match="Rule 1"), fs.ad.Tape(loss):
+        fill()
+        step()
+        total()
+
+
+def test_a_clamp_the_if_leaves_active_is_refused():
+    x, y, loss, fill, total = _fields()
+
+    @fs.kernel
+    def step():
+        for i in range(N):
+            if i >= 1:
+                y[fs.max(i, 2) + N] = fs.sin(x[i]) * y[i]  # i = 1 and i = 2 store y[6]
+
+    with pytest.raises(AccessRuleError, match="Rule 2"), fs.ad.Tape(loss):
+        fill()
+        step()
+        total()
