@@ -59,11 +59,35 @@ class Forms:
             return self._digit(s)
         if s.op == Op.LOCAL_LOAD:
             return self._local(s)
-        if s.op in (Op.MIN, Op.MAX) and integral:
-            side = self._guarded_side(s)
-            if side is not None:
-                return self.form(side)
+        special = self._special(s) if integral else None
+        if special is not None:
+            return special
         return self.opaque(s, self._interval(s) if integral else None)
+
+    def _special(self, s: Stmt) -> Affine | None:
+        """Integer ops whose form a condition or their operands still pin down: a clamp the
+        `if`s make redundant, a select of two equal forms, `x ^ c`."""
+        if s.op in (Op.MIN, Op.MAX):
+            side = self._guarded_side(s)
+            return None if side is None else self.form(side)
+        if s.op == Op.SELECT and self.form(s.args[1]) == self.form(s.args[2]):
+            return self.form(s.args[1])
+        if s.op == Op.BIT_XOR:
+            return self._xor(s)
+        return None
+
+    def _xor(self, s: Stmt) -> Affine | None:
+        """`x ^ c` (a constant c >= 0) permutes the integers: one-to-one in x's loop index
+        (`y[n + (i ^ 1)]` swaps neighbours), and in 0..2^k-1 for x in 0..hi (k: the bits of
+        max(hi, c))."""
+        const = next((a for a in s.args if a.op == Op.CONST and a.attr >= 0), None)
+        if const is None:
+            return None
+        x = self.form(s.args[1] if s.args[0] is const else s.args[0])
+        r = x.bounds()
+        bounds = (0, (1 << max(r[1], const.attr).bit_length()) - 1) if r and r[0] >= 0 else None
+        site = self.sites.get(id(s))
+        return Affine.of(Opaque(s, site.loops if site else (), bounds, _injective_in(x)))
 
     def _limits(self, s: Stmt, extra: list | tuple = ()) -> dict | None:
         """The loop-index intervals where `s` runs (its `if`s, and `extra` guards)."""
@@ -235,6 +259,13 @@ def _rotated_loop(x: Affine, c: int) -> Var | None:
     if not (begin.is_const() and end.is_const()) or end.const - begin.const > c:
         return None
     return atom
+
+
+def _injective_in(x: Affine) -> Var | None:
+    """The loop index (or digit) that `x` (an affine form with kernel arguments) is a
+    one-to-one function of, if any."""
+    loops = [a for a in x.terms if not isinstance(a, Arg)]
+    return loops[0] if len(loops) == 1 and isinstance(loops[0], Var) else None
 
 
 def _shift(spans):

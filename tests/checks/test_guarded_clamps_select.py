@@ -2,7 +2,8 @@
 `ti.select(i < 2, i + 2, i - 2)` takes each branch only where its condition holds (so it
 stays in 0..3 over range(4), apart from a write to `y[4 + i]`), and under `if i >= n:` the
 clamp `ti.max(i, n)` is `i` itself (one element a thread, not any of n..2n-1). Taichi accepts
-these kernels and differentiates them correctly; where the narrowed ranges still meet, the
+these kernels and differentiates them correctly, as it does a select of two equal indices
+and `y[n + (i ^ 1)]` (xor with a constant permutes the integers); where the ranges still meet, the
 kernel is still refused."""
 import numpy as np
 import pytest
@@ -100,3 +101,56 @@ def test_a_clamp_the_if_leaves_active_is_refused():
         fill()
         step()
         total()
+
+
+def test_a_store_through_xor_with_a_constant_swaps_neighbours_once_each():
+    x, y, loss, fill, total = _fields()
+
+    @fs.kernel
+    def step():
+        for i in range(N):
+            y[N + (i ^ 1)] = fs.sin(y[i]) * x[i ^ 1]
+
+    with fs.ad.Tape(loss):
+        fill()
+        step()
+        total()
+    # loss = sum_i sin(x[i]^2) x[i ^ 1]
+    p = X0[[1, 0, 3, 2]]
+    want = np.cos(X0 ** 2) * 2 * X0 * p + np.sin(p ** 2)
+    np.testing.assert_allclose(x.grad.to_numpy(), want, rtol=1e-12)
+
+
+def test_a_select_of_two_equal_indices_is_that_index():
+    x, y, loss, fill, total = _fields()
+
+    @fs.kernel
+    def step():
+        for i in range(N):
+            y[fs.select(i < 2, N + i, i + N)] = y[i] * x[i]
+
+    with fs.ad.Tape(loss):
+        fill()
+        step()
+        total()
+    np.testing.assert_allclose(x.grad.to_numpy(), 3 * X0 ** 2, rtol=1e-12)
+
+
+def test_xor_indices_that_meet_are_refused():
+    _x, y, loss, fill, total = _fields()
+
+    @fs.kernel
+    def pairs():
+        for i in range(N):
+            y[N + ((i // 2) ^ 1)] = y[i] * 2.0  # i = 0 and i = 1 store one element
+
+    @fs.kernel
+    def swap():
+        for i in range(N):
+            y[i ^ 1] = fs.sin(y[i])  # thread 1 stores what thread 0 reads
+
+    for kernel, rule in ((pairs, "Rule 2"), (swap, "Rule 1")):
+        with pytest.raises(AccessRuleError, match=rule), fs.ad.Tape(loss):
+            fill()
+            kernel()
+            total()
