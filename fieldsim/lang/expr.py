@@ -119,6 +119,8 @@ class Emitter:
             if isinstance(v, float) and not isinstance(v, bool):
                 with np.errstate(over="ignore"):  # 1e300 as an f32 literal is inf, silently
                     v = float(self.fp.np.type(v))  # a literal is default_fp first, as in Taichi
+                if dt.bits == 1:  # as the runtime cast: any nonzero (NaN too) is true, 0.5 too
+                    return self.b.const(int(v != 0), dt)
                 if not dt.is_float:
                     if not _fits_int(v, dt):  # inf, 3e9 into i32: the backend's conversion
                         return self.b.cast(self.b.const(v, self.fp), dt)

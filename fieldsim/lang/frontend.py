@@ -796,6 +796,8 @@ class Frontend(ExprMixin):
         if op in ("+", "-"):  # Taichi: an atomic add/sub on the variable
             precision.check(self, kind, dst, to_matval(value), node)
             value = atomic_operand(self, current, value)
+        elif kind is not None and dst is T.u1:  # atomic too: `q ^= 2` on a true u1 is 1 ^ 1
+            value = atomic_operand(self, current, value)
         elif isinstance(current, MatVal):
             value = to_matval(value)
         new = self.e.matmul(current, value) if op == "@" else self.e.binop(op, current, value)

@@ -382,6 +382,8 @@ class FieldRef(Ref):
         targets, values = self._values(fe, value)
         if kind in ("and", "or", "xor"):
             _integer_operands(kind, self.field, values)
+        if self.field.dtype is T.u1 and kind in ("add", "sub"):
+            kind = "xor"  # one bit, as Taichi's: a true `u1` plus 1 wraps to 0 (the store is 8 bits)
         olds = [fe.b.atomic(kind, self.field, idx, fe.e.value(v, self.field.dtype))
                 for idx, v in zip(targets, values)]
         sparse_kernel.activate_kernel(fe, self.field, self.indices)
