@@ -54,6 +54,8 @@ def _unsigned_wide(b: L.IRBuilder, v, bits: int, avx512: bool):
 
 def x86_float_to_int(b: L.IRBuilder, v, dst_bits: int, dst_signed: bool, ty, avx512: bool):
     """The conversion of float `v` to the integer type `ty` (`dst_bits` wide) on x86-64."""
+    if isinstance(v.type, L.HalfType):  # exact; the range bounds (2^31, 2^63) are not halves
+        v = b.fpext(v, L.FloatType())
     if dst_bits <= 16:
         return b.trunc(_signed(b, v, 32), ty)
     if dst_signed:
