@@ -7,6 +7,7 @@ matrix-specific rules.
 from __future__ import annotations
 
 from fieldsim.errors import FieldsimTypeError
+from fieldsim.ir.dtypes import promote
 from fieldsim.ir.ir import Op
 from fieldsim.lang.expr import Emitter, MatVal
 
@@ -15,23 +16,27 @@ def norm_sqr(e: Emitter, a: MatVal):
     return e.dot(a, a)
 
 
-def norm(e: Emitter, a: MatVal, eps=0):
-    s = norm_sqr(e, a)
+def _plus_eps(e: Emitter, s, eps):
+    """`s + eps` as Taichi 1.7.4's norm adds it: its default eps is the Python float 0.0, so an
+    f32 vector's norm is default_fp (f64 under `default_fp=ti.f64`) even when eps is zero."""
+    if isinstance(eps, float):
+        s = e.value(s, promote(e.dtype_of(s), e.fp))
     if not (isinstance(eps, (int, float)) and eps == 0):
         s = e.binop("+", s, eps)
-    return e.unop(Op.SQRT, s, float_only=True)
+    return s
 
 
-def normalized(e: Emitter, a: MatVal, eps=0):
+def norm(e: Emitter, a: MatVal, eps=0.0):
+    return e.unop(Op.SQRT, _plus_eps(e, norm_sqr(e, a), eps), float_only=True)
+
+
+def normalized(e: Emitter, a: MatVal, eps=0.0):
     # Taichi 1.7.4: invlen = 1 / (self.norm() + eps): eps is added to the norm, not under the root
-    n = norm(e, a)
-    if not (isinstance(eps, (int, float)) and eps == 0):
-        n = e.binop("+", n, eps)
-    inv = e.binop("/", 1.0, n)
+    inv = e.binop("/", 1.0, _plus_eps(e, norm(e, a), eps))
     return e.elementwise("*", a, inv)
 
 
-def norm_inv(e: Emitter, a: MatVal, eps=0):
+def norm_inv(e: Emitter, a: MatVal, eps=0.0):
     return e.binop("/", 1.0, norm(e, a, eps))
 
 
