@@ -230,8 +230,15 @@ class Matrix:
             raise FieldsimTypeError(f"trace: expected a square matrix, got shape {self._a.shape}",
                                     _user_loc())
         return np.trace(self._a).item()
-    def determinant(self): return float(np.linalg.det(self._a))
-    def inverse(self): return Matrix(np.linalg.inv(self._a))
+    def determinant(self):
+        a = self._a
+        return float(host_cofactor_det(a) if a.ndim == 2 and 1 <= a.shape[0] <= 4 else np.linalg.det(a))
+
+    def inverse(self):
+        a = self._a
+        if a.ndim != 2 or not 1 <= a.shape[0] <= 4 or a.shape[0] != a.shape[1]:
+            return Matrix(np.linalg.inv(a))
+        return Matrix(host_cofactor_inverse(a))
     def sum(self): return self._a.sum()
     def max(self): return self._a.max()
     def min(self): return self._a.min()
@@ -295,6 +302,53 @@ def _rows(arr):
     if isinstance(arr, (list, tuple)):
         return [_np(r).tolist() if isinstance(r, Matrix) else r for r in arr]
     return arr
+
+
+def _e(a, i, j):
+    n = a.shape[0]
+    return a[i % n, j % n]
+
+
+def host_cofactor_det(a):
+    """Determinant of a 1x1..4x4 array by cofactor expansion in the entries' own arithmetic, as
+    Taichi 1.7.4 computes it in both scopes (LAPACK's LU gives `17.999999999999996` for 18)."""
+    n = a.shape[0]
+    if n == 1:
+        return a[0, 0]
+    if n == 2:
+        return a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
+    if n == 3:
+        return (a[0, 0] * (a[1, 1] * a[2, 2] - a[2, 1] * a[1, 2])
+                - a[1, 0] * (a[0, 1] * a[2, 2] - a[2, 1] * a[0, 2])
+                + a[2, 0] * (a[0, 1] * a[1, 2] - a[1, 1] * a[0, 2]))
+    det = a[0, 0] * 0
+    for i in range(4):
+        det = det + (-1) ** i * a[i, 0] * _minor3(a, i, 1)
+    return det
+
+
+def _minor3(a, i, j):
+    """The 3x3 minor of a 4x4 `a` cyclic from (i + 1, j), expanded along its first column."""
+    return (_e(a, i + 1, j) * (_e(a, i + 2, j + 1) * _e(a, i + 3, j + 2) - _e(a, i + 3, j + 1) * _e(a, i + 2, j + 2))
+            - _e(a, i + 2, j) * (_e(a, i + 1, j + 1) * _e(a, i + 3, j + 2) - _e(a, i + 3, j + 1) * _e(a, i + 1, j + 2))
+            + _e(a, i + 3, j) * (_e(a, i + 1, j + 1) * _e(a, i + 2, j + 2) - _e(a, i + 2, j + 1) * _e(a, i + 1, j + 2)))
+
+
+def host_cofactor_inverse(a):
+    """Inverse of a 1x1..4x4 array as (1 / det) times the adjugate, entry by entry: a singular
+    2x2 entry comes out as Taichi's `-0.` where `np.linalg.inv` leaves `-1.4e-17`."""
+    n = a.shape[0]
+    if n == 1:
+        return np.array([[1.0 / a[0, 0]]])
+    inv_det = 1.0 / host_cofactor_det(a)
+    if n == 2:
+        adj = [[a[1, 1], -a[0, 1]], [-a[1, 0], a[0, 0]]]
+    elif n == 3:
+        adj = [[_e(a, i + 1, j + 1) * _e(a, i + 2, j + 2) - _e(a, i + 2, j + 1) * _e(a, i + 1, j + 2)
+                for i in range(3)] for j in range(3)]
+    else:
+        adj = [[(-1) ** (i + j) * _minor3(a, i, j + 1) for i in range(4)] for j in range(4)]
+    return np.array([[inv_det * x for x in row] for row in adj])
 
 
 def host_cross(a, b):
