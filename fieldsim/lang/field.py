@@ -327,6 +327,9 @@ class Field:
     def _coerce(self, value, shape, what, broadcast=False, truncate=False) -> np.ndarray:
         if hasattr(value, "to_numpy") and not isinstance(value, Field):
             value = value.to_numpy()
+        wrapped = None if truncate else _wrapped_int_leaves(value, self.dtype, shape)
+        if wrapped is not None:
+            return wrapped
         try:
             arr = np.asarray(value)
         except Exception:  # noqa: BLE001 - whatever a user's value raises on conversion
@@ -644,6 +647,47 @@ class FieldScopeError(FieldsimError, NotImplementedError):
 
 class FieldIndexCountError(FieldsimIndexError, AssertionError):
     """A field indexed with the wrong number of indices (Taichi raises AssertionError here)."""
+
+
+class _NotIntLeaf(Exception):
+    pass
+
+
+def _int_leaf(v):
+    if isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if isinstance(v, (int, np.integer)) and -2 ** 63 <= int(v) < 2 ** 64:
+        return int(v)
+    if isinstance(v, np.floating) and not isinstance(v, float) and np.isfinite(v):
+        return int(v)  # Taichi truncates an np.float32 (not a Python float) into an int field
+    raise _NotIntLeaf
+
+
+def _wrapped_int_leaves(value, dtype, shape):
+    """A scalar or nested list/tuple of integers for an integer field element, each wrapped to
+    the field's bits one by one as Taichi's host accessors store them (`[2**63, -1]` into u8 is
+    `[0, 255]`; through one NumPy array the pair would become floats). None for anything else."""
+    def walk(v):
+        return [walk(e) for e in v] if isinstance(v, (list, tuple)) else _int_leaf(v)
+    dt = np.dtype(dtype.np) if dtype.is_int else None
+    if dt is None or dt.kind not in "iu":
+        return None
+    try:
+        ints = walk(value)
+    except _NotIntLeaf:
+        return None
+    bits = dt.itemsize * 8
+
+    def wrap(v):
+        if isinstance(v, list):
+            return [wrap(e) for e in v]
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if dt.kind == "i" and v >> (bits - 1) else v
+    try:
+        arr = np.array(wrap(ints), dtype=dt)
+    except ValueError:  # ragged: the caller's shape check words the error
+        return None
+    return arr if arr.shape == tuple(shape) else None
 
 
 def _np_dtype(dtype):

@@ -108,7 +108,18 @@ class Matrix:
 
     def __getitem__(self, k):
         v = self._a[k]  # an entry is a numpy scalar of the entries' dtype, as in Taichi
-        return v if np.ndim(v) == 0 else _wrap(v)
+        return self._entry(k, v) if np.ndim(v) == 0 else _wrap(v)
+
+    def _entry(self, k, v):
+        """Entry `k` (value `v`): a field element's is the Python number Taichi's host accessor
+        reads, exact for u64 (`x[i][0]` is 18446744073709551615, not np.float64(1.8e19))."""
+        if self._owner is None:
+            return v
+        field, _, idx = self._owner
+        if not field._live():
+            return v.item()
+        value = np.asarray(field.storage.read_element(idx))[k].item()
+        return int(value) if isinstance(value, bool) else value
 
     def __setitem__(self, k, v):
         self._a[k] = _np(v)
@@ -370,7 +381,7 @@ def _wrap(a):
 
 def _swizzle(i):
     def get(self):
-        return self._a[i]
+        return self._entry(i, self._a[i])
 
     def set(self, v):
         self._a[i] = v

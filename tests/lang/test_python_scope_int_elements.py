@@ -1,0 +1,49 @@
+"""Python-scope integer field elements: what Taichi 1.7.4 stores and reads back."""
+import pytest
+
+import numpy as np
+
+import fieldsim as fs
+from fieldsim.errors import FieldsimTypeError
+
+
+def test_vector_entries_wrap_one_by_one_as_scalars_do():
+    fs.init(arch=fs.cpu)
+    v = fs.Vector.field(2, fs.u8, shape=2)
+    v[0] = [2 ** 63, -1]  # 2^63 mod 256 = 0; -1 mod 256 = 255 (one NumPy array made them floats)
+    assert v[0][0] == 0 and v[0][1] == 255
+    v[1] = [np.uint64(2 ** 64 - 1), 1]
+    assert v.to_numpy()[1].tolist() == [255, 1]
+    m = fs.Matrix.field(2, 2, fs.i8, shape=())
+    m[None] = [[300, -129], [True, np.int64(-5)]]  # 300 - 256, -129 + 256
+    assert m.to_numpy().tolist() == [[44, 127], [1, -5]]
+    with pytest.raises(TypeError):
+        v[1] = [2 ** 64, 1]  # beyond u64 in Taichi too
+
+
+def test_numpy_float32_truncates_into_int_fields_and_python_floats_are_refused():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i16, shape=3)
+    x[0] = np.float32(-2.5)
+    x[1] = np.float16(3.5)
+    assert x[0] == -2 and x[1] == 3
+    with pytest.raises(FieldsimTypeError):
+        x[2] = np.float64(2.0)  # a Python float subclass: refused, as Taichi does
+    with pytest.raises(FieldsimTypeError):
+        x[2] = 2.5
+
+
+def test_field_element_entries_are_exact_python_numbers():
+    fs.init(arch=fs.cpu)
+    v = fs.Vector.field(2, fs.u64, shape=1)
+    v[0] = [-1, 5]
+    e = v[0]
+    assert type(e[0]) is int and e[0] == 2 ** 64 - 1  # not np.float64(1.8446744073709552e+19)
+    assert e.x == 2 ** 64 - 1 and type(e.y) is int
+    w = fs.Vector.field(3, fs.f32, shape=1)
+    w[0] = [0.1, 2, 3]
+    assert type(w[0][0]) is float and w[0][0] == float(np.float32(0.1))
+    assert repr([w[0].x, w[0][1]]) == "[0.10000000149011612, 2.0]"
+    m = fs.Matrix.field(2, 2, fs.i32, shape=())
+    m[None] = [[1, 2], [3, 4]]
+    assert type(m[None][0, 1]) is int and m[None][1, 0] == 3
