@@ -4,7 +4,7 @@ In kernels the frontend never instantiates these classes: calls such as `fs.Vect
 scalarised into IR (see `fieldsim.lang.matrix_ops`), and a Python-scope value met in a kernel
 becomes a constant vector/matrix. Here they are small numpy-backed values with Taichi's
 Python-scope behaviour: arithmetic (every operator, element-wise comparisons returning a
-Vector/Matrix of 0/1), indexing, swizzles (`v.x`, `v.xy`), `to_numpy`, and the usual methods.
+Vector/Matrix of bools), indexing, swizzles (`v.x`, `v.xy`), `to_numpy`, and the usual methods.
 A value read from a field element (`x[i]`) is bound to it, as Taichi's element proxies are:
 `x[i][0, 1] = v` and `x[i].y = v` write the entries they change back to the field, and every
 read (an entry, arithmetic, printing) sees the element's current value, so `r = x[0]` then
@@ -179,13 +179,13 @@ class Matrix:
         o = other if isinstance(other, (int, float)) else _np(other)
         return _wrap(fn(self._a, o))
 
-    # element-wise comparisons, as in Taichi: `all(a == b)`
-    def __eq__(self, o): return self._bin(o, lambda a, b: (a == b).astype(np.int32))
-    def __ne__(self, o): return self._bin(o, lambda a, b: (a != b).astype(np.int32))
-    def __lt__(self, o): return self._bin(o, lambda a, b: (a < b).astype(np.int32))
-    def __le__(self, o): return self._bin(o, lambda a, b: (a <= b).astype(np.int32))
-    def __gt__(self, o): return self._bin(o, lambda a, b: (a > b).astype(np.int32))
-    def __ge__(self, o): return self._bin(o, lambda a, b: (a >= b).astype(np.int32))
+    # element-wise comparisons, as in Taichi: NumPy bools (`[ True False]`; `all(a == b)`, `~` is not)
+    def __eq__(self, o): return self._bin(o, np.equal)
+    def __ne__(self, o): return self._bin(o, np.not_equal)
+    def __lt__(self, o): return self._bin(o, np.less)
+    def __le__(self, o): return self._bin(o, np.less_equal)
+    def __gt__(self, o): return self._bin(o, np.greater)
+    def __ge__(self, o): return self._bin(o, np.greater_equal)
     __hash__ = object.__hash__
 
     def __add__(self, o): return self._bin(o, np.add)
@@ -253,8 +253,8 @@ class Matrix:
     def sum(self): return self._a.sum()
     def max(self): return self._a.max()
     def min(self): return self._a.min()
-    def any(self): return int(np.any(self._a))
-    def all(self): return int(np.all(self._a))
+    def any(self): return bool(np.any(self._a))
+    def all(self): return bool(np.all(self._a))
     def cross(self, o):
         r = host_cross(self._a, _np(o))
         return r.item() if np.ndim(r) == 0 else _wrap(r)
