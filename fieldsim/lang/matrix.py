@@ -215,19 +215,20 @@ class Matrix:
     def __invert__(self): return _wrap(~self._a)
     def __abs__(self): return _wrap(np.abs(self._a))
 
+    # a scalar result stays a NumPy scalar of the entries' type, as in Taichi (`np.float64(7.5)`)
     def __matmul__(self, o):
         r = self._a @ _np(o)
-        return r.item() if np.ndim(r) == 0 else _wrap(r)
+        return r[()] if np.ndim(r) == 0 else _wrap(r)
 
     def __rmatmul__(self, o):
         r = _np(o) @ self._a
-        return r.item() if np.ndim(r) == 0 else _wrap(r)
+        return r[()] if np.ndim(r) == 0 else _wrap(r)
 
     # numpy scalars of the entries' dtype, summed in order, as Taichi's Python-scope matrix ops
-    def dot(self, o): return (self._a.reshape(-1) * _np(o).reshape(-1)).sum()
+    def dot(self, o): return _sum(self._a.reshape(-1) * _np(o).reshape(-1))
     def norm(self, eps=0): return np.sqrt(self.norm_sqr() + eps)
     def norm_inv(self, eps=0): return 1.0 / self.norm(eps)
-    def norm_sqr(self): return (self._a ** 2).sum()
+    def norm_sqr(self): return _sum(self._a ** 2)
 
     def normalized(self, eps=0):
         # Taichi 1.7.4: v * (1 / (|v| + eps)), the norm without eps inside the root
@@ -240,7 +241,7 @@ class Matrix:
             from fieldsim.lang.compat import user_loc as _user_loc
             raise FieldsimTypeError(f"trace: expected a square matrix, got shape {self._a.shape}",
                                     _user_loc())
-        return np.trace(self._a).item()
+        return _sum(np.diagonal(self._a))
     def determinant(self):
         a = self._a
         return float(host_cofactor_det(a) if a.ndim == 2 and 1 <= a.shape[0] <= 4 else np.linalg.det(a))
@@ -250,14 +251,14 @@ class Matrix:
         if a.ndim != 2 or not 1 <= a.shape[0] <= 4 or a.shape[0] != a.shape[1]:
             return Matrix(np.linalg.inv(a))
         return Matrix(host_cofactor_inverse(a))
-    def sum(self): return self._a.sum()
+    def sum(self): return _sum(self._a)
     def max(self): return self._a.max()
     def min(self): return self._a.min()
     def any(self): return bool(np.any(self._a))
     def all(self): return bool(np.all(self._a))
     def cross(self, o):
         r = host_cross(self._a, _np(o))
-        return r.item() if np.ndim(r) == 0 else _wrap(r)
+        return r[()] if np.ndim(r) == 0 else _wrap(r)
     def outer_product(self, o): return Matrix(np.outer(self._a, _np(o)))
     def cast(self, dt): return type(self)(self._a, dt=dt)
 
@@ -313,6 +314,12 @@ def _rows(arr):
     if isinstance(arr, (list, tuple)):
         return [_np(r).tolist() if isinstance(r, Matrix) else r for r in arr]
     return arr
+
+
+def _sum(a):
+    """Sum of the entries in their own type, as Taichi adds them in Python scope: an i32 vector's
+    `dot`/`norm_sqr`/`sum`/`trace` is an np.int32 (NumPy's sum widens to int64), bools or'ed."""
+    return a.sum(dtype=a.dtype) if a.dtype.kind in "biu" else a.sum()
 
 
 def _e(a, i, j):

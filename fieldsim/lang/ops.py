@@ -21,14 +21,14 @@ KERNEL_BUILTINS: dict = {}
 LVALUE_BUILTINS: set = set()
 
 
-def _np_unary(fn, keep_int=False):
+def _np_unary(fn, keep_int=False, py_abs=False):
     """Python scope, as Taichi: numpy's `fn` in the input's precision (an f32 value or vector
     stays f32), a numpy scalar for a scalar."""
     def _in(a):
         return a if a.dtype.kind == "f" or (keep_int and a.dtype.kind in "iu") else a.astype(float)
 
     def apply(x, dtype=None):
-        if keep_int and dtype is None and isinstance(x, (int, float)):
+        if py_abs and dtype is None and isinstance(x, (int, float)):
             return builtins.abs(x)  # Taichi's Python-scope abs is Python's: abs(-3) is an int
         if hasattr(x, "to_numpy"):
             from fieldsim.lang.matrix import _wrap
@@ -60,7 +60,9 @@ _ROUNDING = (Op.FLOOR, Op.CEIL, Op.ROUND)
 
 
 def _def_unary(name, op, np_fn, float_only=True, py_fn=None):
-    fn = _np_unary(np_fn, keep_int=not float_only and op == Op.ABS)  # abs(-3) stays an int
+    # abs(-3) stays an int; so does floor/ceil/round of an integer vector (`[1 2]`), as in Taichi
+    fn = _np_unary(_ints_unrounded(np_fn) if op in _ROUNDING else np_fn,
+                   keep_int=not float_only, py_abs=op == Op.ABS)
     fn.__name__ = name
 
     def handler(fe, node, args, kw):
@@ -80,6 +82,12 @@ def _def_unary(name, op, np_fn, float_only=True, py_fn=None):
 
     KERNEL_BUILTINS[fn] = handler
     return fn
+
+
+def _ints_unrounded(np_fn):
+    def apply(a):
+        return a.copy() if a.dtype.kind in "iu" else np_fn(a)
+    return apply
 
 
 def _is_py_number(v):
