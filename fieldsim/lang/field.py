@@ -24,6 +24,7 @@ from fieldsim.errors import (
     FieldsimRuntimeError,
     FieldsimSyntaxError,
     FieldsimTypeError,
+    FieldsimValueError,
 )
 from fieldsim.lang import naming, runtime
 from fieldsim.lang import types as T
@@ -348,8 +349,8 @@ class Field:
             elif arr.shape == () and broadcast:
                 arr = np.broadcast_to(arr, shape)
             else:
-                raise ValueError(f"field {self.ir_name!r}: {what} has shape {tuple(shape)}, "
-                                 f"got a value of shape {arr.shape}")
+                raise ElementShapeError(f"field {self.ir_name!r}: {what} has shape {tuple(shape)}, "
+                                        f"got a value of shape {arr.shape}")
         with np.errstate(over="ignore", invalid="ignore"):  # 1e300 into f32 is inf, silently
             return arr.astype(self.dtype.np)
 
@@ -647,6 +648,11 @@ class FieldScopeError(FieldsimError, NotImplementedError):
 
 class FieldIndexCountError(FieldsimIndexError, AssertionError):
     """A field indexed with the wrong number of indices (Taichi raises AssertionError here)."""
+
+
+class ElementShapeError(FieldsimValueError, TypeError):
+    """A value of the wrong shape for a field element or fill (`v[i] = 0.5` into a vector
+    field): a TypeError as in Taichi 1.7.4, and still the ValueError fieldsim raised before."""
 
 
 class _NotIntLeaf(Exception):

@@ -47,3 +47,15 @@ def test_field_element_entries_are_exact_python_numbers():
     m = fs.Matrix.field(2, 2, fs.i32, shape=())
     m[None] = [[1, 2], [3, 4]]
     assert type(m[None][0, 1]) is int and m[None][1, 0] == 3
+
+
+def test_a_value_of_the_wrong_shape_is_a_type_error_as_in_taichi():
+    fs.init(arch=fs.cpu)
+    v = fs.Vector.field(2, fs.f32, shape=2)
+    x = fs.field(fs.i32, shape=2)
+    with pytest.raises(TypeError, match="has shape"):
+        v[0] = 0.5
+    with pytest.raises(TypeError, match="has shape"):
+        x.fill([1, 2])
+    with pytest.raises(ValueError):  # still what fieldsim raised before
+        x[0] = [1, 2]
