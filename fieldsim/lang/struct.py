@@ -142,8 +142,9 @@ class Struct:
         return self._entries.items()
 
     def to_dict(self, nested=True):
-        return {k: (v.to_dict() if nested and isinstance(v, Struct) else v)
-                for k, v in self._entries.items()}
+        if not nested:  # the copy constructor's: members as they are
+            return dict(self._entries)
+        return {k: _dict_value(v) for k, v in self._entries.items()}
 
     def __eq__(self, other):
         if not isinstance(other, Struct) or other.keys != self.keys:
@@ -158,6 +159,14 @@ class Struct:
         return str(_printable(self))
 
     __str__ = __repr__
+
+
+def _dict_value(v):
+    """A member as Taichi's `to_dict` gives it: nested structs as dicts, vectors and matrices as
+    lists (`{'b': [0.5, 0.5]}`, printed as a list)."""
+    if isinstance(v, (Struct, StructElement)):
+        return v.to_dict()
+    return v.to_list() if isinstance(v, Matrix) else v
 
 
 def _resolve(dt):
@@ -468,7 +477,7 @@ class StructElement:
         return [(k, getattr(self, k)) for k in self._field.members]
 
     def to_dict(self):
-        return {k: (v.to_dict() if isinstance(v, StructElement) else v) for k, v in self.items()}
+        return {k: _dict_value(v) for k, v in self.items()}
 
     def _assign(self, value):
         sf = self._field
