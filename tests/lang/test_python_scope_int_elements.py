@@ -59,3 +59,23 @@ def test_a_value_of_the_wrong_shape_is_a_type_error_as_in_taichi():
         x.fill([1, 2])
     with pytest.raises(ValueError):  # still what fieldsim raised before
         x[0] = [1, 2]
+
+
+def test_a_float32_array_truncates_entry_by_entry_and_a_float64_one_is_refused():
+    fs.init(arch=fs.cpu)
+    v = fs.Vector.field(3, fs.i64, shape=())
+    v[None] = np.array([-129, 2 ** 63, 2.7], dtype=np.float32)  # 2^63 wraps to -2^63 in i64
+    assert v[None].to_list() == [-129, -2 ** 63, 2]
+    with pytest.raises(TypeError):
+        v[None] = np.array([1.5, 2, 3])
+
+
+def test_struct_element_members_by_name():
+    fs.init(arch=fs.cpu)
+    f = fs.Struct.field({"a": fs.i16, "b": fs.types.vector(2, fs.i64)}, shape=2)
+    f[0]["a"] = 7
+    f[1]["b"] = [1, 2]
+    assert f[0]["a"] == 7 and f.a[0] == 7
+    assert f[1]["b"].to_list() == [1, 2] and f[1].b.to_list() == [1, 2]
+    with pytest.raises(TypeError, match="by name"):
+        f[0][0]
