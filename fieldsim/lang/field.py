@@ -673,7 +673,9 @@ def _wrapped_int_leaves(value, dtype, shape):
     """A scalar or nested list/tuple of integers for an integer field element, each wrapped to
     the field's bits one by one as Taichi's host accessors store them (`[2**63, -1]` into u8 is
     `[0, 255]`; through one NumPy array the pair would become floats). None for anything else."""
-    def walk(v):
+    def walk(v):  # an array's entries stay NumPy scalars: np.float32 ones truncate, f64 do not
+        if isinstance(v, np.ndarray):
+            v = list(v) if v.ndim else v[()]
         return [walk(e) for e in v] if isinstance(v, (list, tuple)) else _int_leaf(v)
     dt = np.dtype(dtype.np) if dtype.is_int else None
     if dt is None or dt.kind not in "iu":

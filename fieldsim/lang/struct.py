@@ -476,6 +476,19 @@ class StructElement:
     def items(self):
         return [(k, getattr(self, k)) for k in self._field.members]
 
+    # `x[i]["a"]` reads and writes member a, as Taichi's struct elements allow
+    def __getitem__(self, name):
+        if not isinstance(name, str):
+            raise TypeError(f"struct field {self._field.ir_name!r}: an element's members are "
+                            f"indexed by name, got {name!r}")
+        return self.__getattr__(name)
+
+    def __setitem__(self, name, value):
+        if not isinstance(name, str):
+            raise TypeError(f"struct field {self._field.ir_name!r}: an element's members are "
+                            f"indexed by name, got {name!r}")
+        self.__setattr__(name, value)
+
     def to_dict(self):
         return {k: _dict_value(v) for k, v in self.items()}
 
