@@ -328,7 +328,7 @@ class Field:
     def _coerce(self, value, shape, what, broadcast=False, truncate=False) -> np.ndarray:
         if hasattr(value, "to_numpy") and not isinstance(value, Field):
             value = value.to_numpy()
-        wrapped = None if truncate else _wrapped_int_leaves(value, self.dtype, shape)
+        wrapped = None if truncate else wrap_int_leaves(value, self.dtype, shape)
         if wrapped is not None:
             return wrapped
         try:
@@ -669,7 +669,7 @@ def _int_leaf(v):
     raise _NotIntLeaf
 
 
-def _wrapped_int_leaves(value, dtype, shape):
+def wrap_int_leaves(value, dtype, shape):
     """A scalar or nested list/tuple of integers for an integer field element, each wrapped to
     the field's bits one by one as Taichi's host accessors store them (`[2**63, -1]` into u8 is
     `[0, 255]`; through one NumPy array the pair would become floats). None for anything else."""

@@ -122,8 +122,23 @@ class Matrix:
         return int(value) if isinstance(value, bool) else value
 
     def __setitem__(self, k, v):
+        if self._owner is not None and self._set_int_entry(k, v):
+            return
         self._a[k] = _np(v)
         self._write_back(k)
+
+    def _set_int_entry(self, k, v):
+        """`x[i][k] = v` of integers into an int field element, wrapped in the field's own type
+        as a whole-element store wraps it (2**63 overflowed the int64 entries before)."""
+        field, key, idx = self._owner
+        field._check_live()
+        fresh = np.array(field.storage.read_element(idx))
+        wrapped = F.wrap_int_leaves(v, field.dtype, np.shape(fresh[k]))
+        if wrapped is None:
+            return False
+        fresh[k] = wrapped
+        field[key] = fresh
+        return True
 
     @classmethod
     def _element(cls, entries, field, key, idx):
@@ -391,8 +406,7 @@ def _swizzle(i):
         return self._entry(i, self._a[i])
 
     def set(self, v):
-        self._a[i] = v
-        self._write_back(i)
+        self[i] = v
     return property(get, set)
 
 

@@ -79,3 +79,19 @@ def test_struct_element_members_by_name():
     assert f[1]["b"].to_list() == [1, 2] and f[1].b.to_list() == [1, 2]
     with pytest.raises(TypeError, match="by name"):
         f[0][0]
+
+
+def test_one_entry_through_the_element_wraps_as_a_whole_store():
+    fs.init(arch=fs.cpu)
+    v = fs.Vector.field(2, fs.i32, shape=3)
+    v[0][0] = 2 ** 63  # 2^63 mod 2^32 = 0 (overflowed the element's int64 entries before)
+    v[0].y = 2 ** 64 - 1  # -1 in i32
+    assert v[0].to_list() == [0, -1]
+    m = fs.Matrix.field(2, 2, fs.u8, shape=())
+    m[None][1, 0] = 300  # 44
+    m[None][0, 1] = 7
+    assert m.to_numpy().tolist() == [[0, 7], [44, 0]]
+    w = fs.Vector.field(2, fs.f32, shape=1)
+    w[0].x = 2.5
+    w[0][1] = 1.25
+    assert w[0].to_list() == [2.5, 1.25]
