@@ -7,11 +7,9 @@ the access is still refused. The same holds for the clamps of stencils (`ti.max(
 through a rotation, `y[n + (i + k) % n]` over range(n), never hits one element twice."""
 import numpy as np
 import pytest
+from support.half_fields import X0, N, half_fields
 
 import fieldsim as fs
-
-N = 4
-X0 = np.array([0.3, -0.8, 0.5, 1.1])
 
 
 @pytest.fixture(autouse=True)
@@ -19,27 +17,8 @@ def _init():
     fs.init(arch=fs.cpu, default_fp=fs.f64)
 
 
-def _fields():
-    x = fs.field(float, shape=N, needs_grad=True, name="x")
-    y = fs.field(float, shape=2 * N, needs_grad=True, name="y")
-    loss = fs.field(float, shape=(), needs_grad=True, name="loss")
-    x.from_numpy(X0)
-
-    @fs.kernel
-    def fill():
-        for i in range(N):
-            y[i] = x[i] ** 2
-
-    @fs.kernel
-    def total():
-        for i in range(N):
-            loss[None] += y[i + N]
-
-    return x, y, loss, fill, total
-
-
 def test_a_kernel_reading_a_modulo_index_and_writing_past_it_differentiates():
-    x, y, loss, fill, total = _fields()
+    x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def step():
@@ -58,7 +37,7 @@ def test_a_kernel_reading_a_modulo_index_and_writing_past_it_differentiates():
 
 
 def test_a_later_kernel_adding_where_a_modulo_read_never_reached_is_accepted():
-    x, y, loss, fill, total = _fields()
+    x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def read():
@@ -81,7 +60,7 @@ def test_a_later_kernel_adding_where_a_modulo_read_never_reached_is_accepted():
 
 
 def test_a_modulo_read_that_can_meet_the_write_is_still_refused():
-    x, y, loss, fill, total = _fields()
+    x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def step():
@@ -121,7 +100,7 @@ def _clamped(i, which: fs.template()):
 
 @pytest.mark.parametrize("which", range(len(CLAMPS)), ids=[c[0] for c in CLAMPS])
 def test_a_clamped_read_below_the_write_differentiates(which):
-    x, y, loss, fill, total = _fields()
+    x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def step(which: fs.template()):
@@ -140,7 +119,7 @@ def test_a_clamped_read_below_the_write_differentiates(which):
 
 
 def test_a_store_through_a_rotation_differentiates():
-    x, y, loss, fill, total = _fields()
+    x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def rotate(m: fs.i32):
@@ -158,7 +137,7 @@ def test_a_store_through_a_rotation_differentiates():
 
 
 def test_a_modulo_store_that_wraps_onto_itself_is_refused():
-    x, y, loss, fill, total = _fields()
+    x, y, loss, _fill, total = half_fields()
 
     @fs.kernel
     def fold():

@@ -7,12 +7,10 @@ and `y[n + (i ^ 1)]` (xor with a constant permutes the integers); where the rang
 kernel is still refused."""
 import numpy as np
 import pytest
+from support.half_fields import X0, N, half_fields
 
 import fieldsim as fs
 from fieldsim.errors import AccessRuleError
-
-N = 4
-X0 = np.array([0.3, -0.8, 0.5, 1.1])
 
 
 @pytest.fixture(autouse=True)
@@ -20,27 +18,8 @@ def _init():
     fs.init(arch=fs.cpu, default_fp=fs.f64)
 
 
-def _fields():
-    x = fs.field(float, shape=N, needs_grad=True, name="x")
-    y = fs.field(float, shape=2 * N, needs_grad=True, name="y")
-    loss = fs.field(float, shape=(), needs_grad=True, name="loss")
-    x.from_numpy(X0)
-
-    @fs.kernel
-    def fill():
-        for i in range(N):
-            y[i] = x[i] ** 2
-
-    @fs.kernel
-    def total():
-        for i in range(N):
-            loss[None] += y[i + N]
-
-    return x, y, loss, fill, total
-
-
 def test_a_read_through_a_select_swapping_halves_is_apart_from_the_write():
-    x, y, loss, fill, total = _fields()
+    x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def step():
@@ -58,7 +37,7 @@ def test_a_read_through_a_select_swapping_halves_is_apart_from_the_write():
 
 
 def test_a_clamp_an_if_makes_redundant_stores_one_element_a_thread():
-    x, y, loss, fill, total = _fields()
+    x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def step():
@@ -75,7 +54,7 @@ def test_a_clamp_an_if_makes_redundant_stores_one_element_a_thread():
 
 
 def test_a_select_branch_reaching_the_written_half_is_refused():
-    _x, y, loss, fill, total = _fields()
+    _x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def step():
@@ -89,7 +68,7 @@ def test_a_select_branch_reaching_the_written_half_is_refused():
 
 
 def test_a_clamp_the_if_leaves_active_is_refused():
-    x, y, loss, fill, total = _fields()
+    x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def step():
@@ -104,7 +83,7 @@ def test_a_clamp_the_if_leaves_active_is_refused():
 
 
 def test_a_store_through_xor_with_a_constant_swaps_neighbours_once_each():
-    x, y, loss, fill, total = _fields()
+    x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def step():
@@ -122,7 +101,7 @@ def test_a_store_through_xor_with_a_constant_swaps_neighbours_once_each():
 
 
 def test_a_select_of_two_equal_indices_is_that_index():
-    x, y, loss, fill, total = _fields()
+    x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def step():
@@ -137,7 +116,7 @@ def test_a_select_of_two_equal_indices_is_that_index():
 
 
 def test_xor_indices_that_meet_are_refused():
-    _x, y, loss, fill, total = _fields()
+    _x, y, loss, fill, total = half_fields()
 
     @fs.kernel
     def pairs():

@@ -214,6 +214,31 @@ def test_a_field_of_other_extents_under_the_same_block_is_still_activated():
     spread()
     assert [fs.is_active(blk, [b]) for b in range(4)] == [0, 1, 1, 1]
     assert y.to_numpy().tolist() == [0.0, 0.0, 0.0, 0.0, 5.0, 5.0, 5.0, 5.0]
+def _visit_in_order(x, side, vals):
+    """Writes the nonzero `vals` into the side x side field `x` (activating their cells), then
+    a struct-for records the cells it visits, in order, and sums them: (visited cell numbers
+    i * side + j, the f32 sum)."""
+    seen = fs.field(fs.i32, shape=side * side)
+    n = fs.field(fs.i32, shape=())
+    s = fs.field(fs.f32, shape=())
+
+    @fs.kernel
+    def fill(a: fs.types.ndarray()):
+        for i, j in fs.ndrange(side, side):
+            if a[i, j] != 0:
+                x[i, j] = a[i, j]
+
+    @fs.kernel
+    def visit():
+        for i, j in x:
+            seen[fs.atomic_add(n[None], 1)] = i * side + j
+            s[None] += x[i, j]
+
+    fill(vals)
+    visit()
+    return seen.to_numpy()[:n[None]].tolist(), s[None]
+
+
 def _taichi_order(levels, leaf):
     """Cells in Taichi's struct-for order: every level's cells row-major, level by level from
     the root (`levels`: each level's per-axis cell counts, the leaf node's last)."""
@@ -246,24 +271,8 @@ def test_struct_for_visits_and_sums_in_taichis_order_under_every_level(layout):
     order = _taichi_order([(n, n) for n in sizes[:-1]], (sizes[-1], sizes[-1]))
     rng = np.random.default_rng(5)
     vals = (rng.standard_normal((side, side)) * 10.0 ** rng.integers(-4, 5, (side, side))).astype(np.float32)
-    seen = fs.field(fs.i32, shape=side * side)
-    n = fs.field(fs.i32, shape=())
-    s = fs.field(fs.f32, shape=())
-
-    @fs.kernel
-    def fill(a: fs.types.ndarray()):
-        for i, j in fs.ndrange(side, side):
-            x[i, j] = a[i, j]
-
-    @fs.kernel
-    def visit():
-        for i, j in x:
-            seen[fs.atomic_add(n[None], 1)] = i * side + j
-            s[None] += x[i, j]
-
-    fill(vals)
-    visit()
-    assert seen.to_numpy().tolist() == [i * side + j for i, j in order]
+    seen, total = _visit_in_order(x, side, vals)
+    assert seen == [i * side + j for i, j in order]
     leaf, parent = sizes[-1] ** 2, sizes[-2] ** 2
     part = min(leaf, parent, 128)  # Taichi's parts are at most 128 cells
     f = np.float32
@@ -273,7 +282,7 @@ def test_struct_for_visits_and_sums_in_taichis_order_under_every_level(layout):
         for i, j in order[p:p + part]:
             acc = f(acc + vals[i, j])
         want = f(want + acc)
-    assert s[None] == want
+    assert total == want
 
 
 def test_a_blocks_parts_run_inside_its_iteration():
@@ -401,24 +410,7 @@ def test_a_walk_of_the_top_nodes_cells_keeps_taichis_order_and_sums(skip_top, la
     on[1, 0] = False
     vals = (rng.standard_normal((side, side)) * 10.0 ** rng.integers(-4, 5, (side, side))).astype(np.float32)
     vals[~np.kron(on, np.ones((top, top), bool))] = 0
-    seen = fs.field(fs.i32, shape=side * side)
-    n = fs.field(fs.i32, shape=())
-    s = fs.field(fs.f32, shape=())
-
-    @fs.kernel
-    def fill(a: fs.types.ndarray()):
-        for i, j in fs.ndrange(side, side):
-            if a[i, j] != 0:
-                x[i, j] = a[i, j]
-
-    @fs.kernel
-    def visit():
-        for i, j in x:
-            seen[fs.atomic_add(n[None], 1)] = i * side + j
-            s[None] += x[i, j]
-
-    fill(vals)
-    visit()
+    seen, total = _visit_in_order(x, side, vals)
     active = np.zeros((side, side), bool)
     for i, j in zip(*np.nonzero(vals)):
         b = sizes[-1]
@@ -426,7 +418,7 @@ def test_a_walk_of_the_top_nodes_cells_keeps_taichis_order_and_sums(skip_top, la
     if kinds[-1] == "bitmasked":  # a bitmasked leaf's cells are active one by one
         active = vals != 0
     want_order = [(i, j) for i, j in order if active[i, j]]
-    assert seen.to_numpy()[:n[None]].tolist() == [i * side + j for i, j in want_order]
+    assert seen == [i * side + j for i, j in want_order]
     f = np.float32
     want = f(0)
     for block in range(0, len(order), sizes[-1] ** 2):  # parts of each visited block
@@ -439,7 +431,7 @@ def test_a_walk_of_the_top_nodes_cells_keeps_taichis_order_and_sums(skip_top, la
             for i, j in part_cells:
                 acc = f(acc + vals[i, j])
             want = f(want + acc)
-    assert s[None] == want
+    assert total == want
 
 
 def test_a_walk_of_the_top_nodes_cells_on_a_tape_and_in_a_fill(skip_top):
