@@ -118,7 +118,9 @@ class Matrix:
         field, _, idx = self._owner
         if not field._live():
             return v.item()
-        value = np.asarray(field.storage.read_element(idx))[k].item()
+        ks = k if isinstance(k, tuple) else (k,)  # in range: `self._a[k]` took it (-1 too)
+        entry = tuple(idx) + tuple(int(j) % n for j, n in zip(ks, self._a.shape))
+        value = np.asarray(field.storage.read_element(entry)).item()  # that entry, not the element
         return int(value) if isinstance(value, bool) else value
 
     def __setitem__(self, k, v):
