@@ -32,7 +32,7 @@ from fieldsim.errors import (
 )
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt, walk
-from fieldsim.lang import cross_task, ops, precision, sparse_kernel, struct
+from fieldsim.lang import cross_task, ops, precision, sparse_kernel, struct, syntax_warnings
 from fieldsim.lang import types as T
 from fieldsim.lang.argpack import ArgPackType, PackValue
 from fieldsim.lang.expr import Emitter, MatVal, describe, unbool
@@ -384,6 +384,8 @@ class Frontend(ExprMixin):
         self.loop_depth = 0
         self.loop_config = {}
         self.static_loops: list = []  # (loop_depth, depth) at each enclosing fs.static loop
+        self.static_args = 0  # nesting of fs.static(...) calls whose arguments are being built
+        self.for_iter = None  # the iterable's AST node of the non-static for loop being built
         self.inline_stack: list = []
         # per inlined func: "loops" (it runs at the kernel's top level and has loops there, which
         # are tasks), "top" (it runs there, no loops of its own there), or "" (neither)
@@ -1057,10 +1059,11 @@ class Frontend(ExprMixin):
             raise FieldsimSyntaxError("for/else is not supported")
         it = node.iter
         if isinstance(it, ast.Call) and self._is(it.func, ops.static):
-            self.static_for(node, self.expr(it.args[0]))
+            self.static_for(node, self.static_expr(it.args[0]))
             return
         config, self.loop_config = self.loop_config, {}
         outermost = self.at_kernel_top() and not (self.inline_stack and _leaves_early(node))
+        self.for_iter = it  # `range(n)` here is the loop's own, not a Python call
         iterable = self.expr(it)
         dims, names, grouped = self.loop_dims(iterable, node)
         if outermost:
@@ -1442,6 +1445,7 @@ class Frontend(ExprMixin):
         slot = self.frame.ret
         guard = slot is not None and slot.flag is not None and _contains_return(node)
         for k, item in enumerate(items):
+            syntax_warnings.check_unroll(self, k, node)
             if guard and k:  # an earlier iteration may have returned: the rest of the unrolled loop is skipped
                 go_on = self.b.if_(self.e.unop(Op.NOT, self.b.local_load(slot.flag)))
                 self.b.blocks.append(go_on.blocks[0])

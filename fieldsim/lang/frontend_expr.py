@@ -22,7 +22,7 @@ from fieldsim.errors import (
 )
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.ir.opdefs import PURE
-from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, runtime, struct
+from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, runtime, struct, syntax_warnings
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe, is_boolean, is_number, unbool
 from fieldsim.lang.field import ComponentField, Field, placed_twin
@@ -514,12 +514,20 @@ class ExprMixin:
         self._unroll_comprehension(node.generators, 0, leaf)
         return out
 
+    def static_expr(self, node):
+        """`node`'s value built as in fs.static(...): its Python calls do not warn."""
+        self.static_args += 1
+        try:
+            return self.expr(node)
+        finally:
+            self.static_args -= 1
+
     def _unroll_comprehension(self, generators, k, leaf):
         if k == len(generators):
             leaf()
             return
         g = generators[k]
-        it = self.expr(g.iter)
+        it = self.static_expr(g.iter)  # iterables and conditions are compile-time, as Taichi's
         if isinstance(it, MatVal):
             it = it.entries if it.ndim == 1 else [MatVal.vector([it.at(r, c) for c in range(it.m)])
                                                   for r in range(it.n)]
@@ -531,7 +539,7 @@ class ExprMixin:
             self.frame.scopes.append({})
             try:
                 self.bind_comprehension_target(g.target, v)
-                conds = [self.e.truthy(self.expr(c)) for c in g.ifs]
+                conds = [self.e.truthy(self.static_expr(c)) for c in g.ifs]
                 if any(not isinstance(c, int) for c in conds):
                     raise FieldsimSyntaxError("a comprehension condition must be a "
                                               "compile-time constant")
@@ -632,13 +640,15 @@ class ExprMixin:
             args = [None] + [self.expr(a) for a in node.args[1:]]
             return ops.KERNEL_BUILTINS[fn](self, node, args, {})
         refs = self.by_reference_elements(fn, node)
+        # a Python call in fs.static(...) is meant: no warning
+        value = self.static_expr if fn is ops.static else self.expr
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
-                args.extend(_starred_items(self.expr(a.value)))
+                args.extend(_starred_items(value(a.value)))
             else:
-                args.append(refs[id(a)].load(self) if id(a) in refs else self.expr(a))
-        kwargs = {kw.arg: refs[id(kw.value)].load(self) if id(kw.value) in refs else self.expr(kw.value)
+                args.append(refs[id(a)].load(self) if id(a) in refs else value(a))
+        kwargs = {kw.arg: refs[id(kw.value)].load(self) if id(kw.value) in refs else value(kw.value)
                   for kw in node.keywords}
         if not refs:
             return self.call(fn, args, kwargs, node)
@@ -706,6 +716,7 @@ class ExprMixin:
         then Python callables (builtins, str.format, Matrix classmethods, plain Python)."""
         if fn is builtins.print:  # whatever print is now (Ray, for one, replaces it at ray.init)
             fn = _PRINT
+        syntax_warnings.check_call(self, fn, args, node)
         if _hashable(fn) and fn in ops.KERNEL_BUILTINS:
             return ops.KERNEL_BUILTINS[fn](self, node, args, kwargs)
         if isinstance(fn, dynamic_methods.DynamicMethod):

@@ -76,7 +76,6 @@ TAICHI_ONLY_OPTIONS = {
     "use_gles": "no OpenGL backend",
     "short_circuit_operators": "and/or run an operand with effects always, one that only loads where needed",
     "excepthook": "no effect",
-    "unrolling_limit": "fs.static loops are unrolled without limit",
     "default_up": "no effect",
     "enable_fallback": "unsupported backends always fall back to the CPU with a warning",
     "require_version": "no effect",
@@ -89,7 +88,8 @@ TAICHI_ONLY_OPTIONS = {
 _EFFECTIVE = {"real_matrix_scalarize": True, "dynamic_index": True}
 FIELDSIM_OPTIONS = ("arch", "default_fp", "default_ip", "random_seed", "cpu_max_num_threads",
                     "debug", "offline_cache", "offline_cache_file_path", "ad_stack_size",
-                    "kernel_profiler", "fast_math", "fp_contract", "cuda_stack_limit")
+                    "kernel_profiler", "fast_math", "fp_contract", "cuda_stack_limit",
+                    "unrolling_limit")
 
 
 class InitOptionError(FieldsimError, TypeError, KeyError):
@@ -125,7 +125,8 @@ class Runtime:
     def __init__(self, arch=cpu, default_fp=T.f32, default_ip=T.i32, random_seed=0,
                  cpu_max_num_threads=None, debug=False, offline_cache=True, ad_stack_size=0,
                  offline_cache_file_path=None, kernel_profiler=False, fast_math=True,
-                 fp_contract=False, cuda_stack_limit=8192, **taichi_options):
+                 fp_contract=False, cuda_stack_limit=8192, unrolling_limit=32,
+                 **taichi_options):
         unknown = sorted(k for k in taichi_options if k not in TAICHI_ONLY_OPTIONS)
         if unknown:
             from fieldsim.lang.compat import user_loc
@@ -159,6 +160,8 @@ class Runtime:
         self.ad_stack_size = int(ad_stack_size) if ad_stack_size else 256
         # bytes of GPU thread stack for kernels that make real calls (Taichi's option and default)
         self.cuda_stack_limit = int(cuda_stack_limit)
+        # fs.static loops warn past this many unrolled iterations (0: never), as Taichi
+        self.unrolling_limit = int(unrolling_limit)
         self.fields: list = []
         self.generation = _next_generation()
         # bumped by SNodeTree.destroy(): compiled kernels may hold a destroyed tree's fields
@@ -308,6 +311,8 @@ def init(arch=cpu, default_fp=None, default_ip=None, random_seed=0, **kwargs) ->
             faster where FMAs dominate, last bits no longer Taichi's. `cuda_stack_limit`
             (Taichi's, default 8192): bytes of GPU thread stack for kernels that call a
             recursive `real_func` (deeper recursion overflows it: an illegal-address error).
+            `unrolling_limit` (Taichi's, default 32): an `fs.static` loop unrolling more
+            iterations warns (a `SyntaxWarning`; 0: never).
 
     >>> rt = fs.init(arch=fs.cpu, default_fp=fs.f64)
     >>> fs.field(float, shape=1).dtype

@@ -1,0 +1,121 @@
+"""Taichi's compile-time SyntaxWarnings: Python functions called in kernels, long static unrolls."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+
+def _helper(a):
+    return a * 2
+
+
+class _Shape:
+    def scaled(self, a):
+        return a + 1
+
+
+def _syntax_warnings(run):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [w for w in caught if issubclass(w.category, SyntaxWarning)]
+
+
+def test_python_functions_called_in_a_kernel_warn_at_their_lines():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, 4)
+    items = [1, 2, 3]
+    shape = _Shape()
+
+    @fs.kernel
+    def k():
+        n = len(items)
+        a = _helper(x[0])
+        b = math.sqrt(4.0)
+        c = np.float32(1.0)
+        d = shape.scaled(x[1])
+        x[3] = n + a + b + c + d
+
+    caught = _syntax_warnings(k)
+    names = [str(w.message).split('"')[1] for w in caught]
+    assert names == ["len", "_helper", "math.sqrt", "np.float32", "shape.scaled"]
+    assert all(str(w.message).startswith("Calling non-taichi function") for w in caught)
+    lines = [w.lineno for w in caught]
+    assert lines == sorted(lines) and len(set(lines)) == 5
+    assert all(w.filename == __file__ for w in caught)
+    assert x[3] == 3 + 0 + 2 + 1 + 1  # the calls still ran as before
+
+
+def test_fieldsim_functions_mapped_builtins_and_static_calls_do_not_warn():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, 8)
+    v = fs.Vector.field(3, fs.f32, 2)
+
+    @fs.func
+    def twice(a):
+        return a * 2
+
+    @fs.kernel
+    def k():
+        for i in range(2):  # the loop's range is the loop's own
+            w = v[i]
+            x[i] = min(abs(x[i]), 1.0) + max(int(w.x), 0) + float(len(w)) + pow(2.0, 2)
+            x[i] += w.norm() + fs.sqrt(4.0) + twice(1.0) + fs.math.vec2(1.0).sum()
+        x[2] = fs.static(_helper(3))  # evaluated in Python on purpose
+        for j in fs.static(range(len([1, 2]))):
+            x[3 + j] = j
+        squares = [q * q for q in range(3) if abs(q) != len([0])]  # compile-time, as in Taichi
+        x[5] = squares[1]
+        print("{} items".format(2))
+
+    assert _syntax_warnings(k) == []
+
+
+def test_a_static_loop_past_the_unrolling_limit_warns_once():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32, 64)
+
+    @fs.kernel
+    def k():
+        for i in fs.static(range(33)):
+            x[i] = i
+        for j in fs.static(range(32)):
+            x[j] += 1
+
+    caught = _syntax_warnings(k)
+    assert len(caught) == 1
+    assert "unrolling more than 32 iterations" in str(caught[0].message)
+    assert x[32] == 32 and x[31] == 32
+
+
+@pytest.mark.parametrize("limit, n, warns", [(0, 100, False), (4, 5, True), (4, 4, False)])
+def test_unrolling_limit_option(limit, n, warns):
+    fs.init(arch=fs.cpu, unrolling_limit=limit)
+    x = fs.field(fs.i32, 128)
+
+    @fs.kernel
+    def k():
+        for i in fs.static(range(n)):
+            x[i] = i
+
+    caught = _syntax_warnings(k)
+    assert bool(caught) == warns
+    assert x[n - 1] == n - 1
+
+
+def test_a_static_loop_that_breaks_before_the_limit_does_not_warn():
+    fs.init(arch=fs.cpu, unrolling_limit=4)
+    x = fs.field(fs.i32, 16)
+
+    @fs.kernel
+    def k():
+        for i in fs.static(range(10)):
+            if fs.static(i == 3):
+                break
+            x[i] = 1
+
+    assert _syntax_warnings(k) == []
+    assert x.to_numpy().sum() == 3
