@@ -85,6 +85,21 @@ class MatVal:
         return (self.n,) if self.ndim == 1 else (self.n, self.m)
 
 
+class _KernelValueCheck(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, (Stmt, MatVal))
+
+
+class Expr(metaclass=_KernelValueCheck):
+    """Taichi's class of kernel-scope values, for `isinstance(v, ti.lang.expr.Expr)`: true of a
+    runtime scalar (`Stmt`) and of a kernel's vector/matrix (`MatVal`, which Taichi 1.7.4 also
+    makes an Expr), false of constants and fields. Helpers pick a vector's length from `.n` after
+    this test. Never made; a class only to be tested against."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("ti.lang.expr.Expr values are made by kernels, not constructed")
+
+
 class Emitter:
     """Typed operations over frontend values, emitting IR through `b`."""
 

@@ -301,6 +301,9 @@ class ReturnSlot:
         self.direct = None
         self.flag = None  # an i32 alloca set to 1 by a return that is not in tail position
         self.rtype = None  # the func's declared return type (values are cast to it)
+        # a plain Python function's return outside any runtime branch is its value itself, a
+        # constant where a constant is returned, as Taichi's Python call of it gives
+        self.top_direct = False
 
 
 class _Visitors(dict):
@@ -1021,7 +1024,8 @@ class Frontend(ExprMixin):
         from fieldsim.lang.func_args import coerce
         if value is not None and slot.rtype is not None:
             value = coerce(self, slot.rtype, value, "the return value", self.inline_stack[-1][0])
-        if slot.direct is _PENDING:
+        if slot.direct is _PENDING or (slot.top_direct and slot.vars is None
+                                       and self.b.block is slot.block):
             slot.direct = value
             return
         if value is not None:
@@ -1675,6 +1679,8 @@ class Frontend(ExprMixin):
             slot.direct = _PENDING
         elif not _tail_returns_only(fdef.body):
             slot.flag = self.b.alloca(T.i32)  # zero: nothing returned yet
+        else:
+            slot.top_direct = getattr(func, "plain", False)  # custom grads may be bare functions
         return slot
 
     def _bind_param(self, frame, name, value):

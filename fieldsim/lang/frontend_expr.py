@@ -864,8 +864,7 @@ class ExprMixin:
             return self.inline_func(Func(fn.__func__), [fn.__self__, *args], kwargs, None)
         if any(isinstance(v, (Stmt, MatVal)) for v in list(args) + list(kwargs.values())):
             if isinstance(fn, types.FunctionType):  # as Taichi runs it on its values: inlined
-                from fieldsim.lang.kernel import Func
-                return self.inline_func(Func(fn), args, kwargs, None)
+                return self.inline_func(_plain_func(fn), args, kwargs, None)
             if _is_user_method(fn):  # `ray.at(t)` on an object made in the kernel: inlined too
                 from fieldsim.lang.kernel import Func
                 return self.inline_func(Func(fn.__func__), [fn.__self__, *args], kwargs, None)
@@ -890,6 +889,13 @@ def _bind_arguments(fn, args, kwargs) -> dict:
         raise FieldsimTypeError(f"fs.Matrix.{fn.__name__}: {exc}") from None
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+def _plain_func(fn):
+    from fieldsim.lang.kernel import Func
+    func = Func(fn)
+    func.plain = True
+    return func
 
 
 def _is_user_method(fn) -> bool:
@@ -1088,6 +1094,12 @@ def _py_bool(fe, args, kw):
     return bool(v)
 
 
+def _py_isinstance(fe, args, kw):
+    # Taichi runs isinstance in Python on its Expr; a helper branching on it (`if isinstance(v,
+    # ti.lang.expr.Expr): n = v.n`) decides while the kernel compiles: a constant here too
+    return isinstance(*args, **kw)
+
+
 def _getattr(fe, args, kw):
     if args and isinstance(args[0], struct.StructValue) and len(args) == 2:
         return struct.attribute(fe, args[0], args[1])
@@ -1106,7 +1118,7 @@ def _py_anyall(name):
 
 _UNHANDLED = object()  # a call handler declines with this (a handled call may return None)
 _PRINT = builtins.print  # as imported, before any tool replaced it
-_PY_BUILTINS = {getattr: _getattr, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
+_PY_BUILTINS = {getattr: _getattr, isinstance: _py_isinstance, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
                 float: _float_cast, len: _len, min: _py_minmax("min"),
                 max: _py_minmax("max"), abs: _py_abs, pow: _py_pow, bool: _py_bool,
                 np.absolute: _py_abs,  # numpy calls the value's __abs__: Taichi takes it

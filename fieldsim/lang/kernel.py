@@ -71,6 +71,7 @@ class Func:
         self.custom_grad = None  # set by fs.ad.func_grad
         self.replay = None  # set by fs.ad.func_replay
         self.python_scope = python_scope  # `@fs.pyfunc`: callable from Python too
+        self.plain = False  # an undecorated Python function a kernel calls, inlined like a func
 
     def __call__(self, *args, **kwargs):
         # Kernels inline funcs without calling this: a call here comes from Python scope
