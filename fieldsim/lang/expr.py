@@ -319,6 +319,11 @@ class Emitter:
             return self.b.unary(Op.NOT, self.compare("==", v, 0))
         return self.compare("!=", v, 0)
 
+    def branch_dtype(self, v):
+        """The type of a select's or conditional expression's side: a Python bool is Taichi's u1
+        constant there, so `f = False if c else True` declares a u1 variable."""
+        return T.u1 if isinstance(v, bool) else self.dtype_of(v)
+
     def select(self, c, a, b):
         if isinstance(c, MatVal):
             a = a if isinstance(a, MatVal) else c.map(lambda _: a)
@@ -330,7 +335,7 @@ class Emitter:
             return MatVal([self.select(c, x, y) for x, y in zip(a.entries, b.entries)],
                           a.n, a.m, a.ndim)
         c = self.truthy(c)
-        dt = T.promote(self.dtype_of(a), self.dtype_of(b))
+        dt = T.promote(self.branch_dtype(a), self.branch_dtype(b))
         if not isinstance(c, Stmt):  # the result still has both branches' type, as in Taichi
             chosen = a if c else b
             if isinstance(chosen, Stmt):

@@ -668,7 +668,9 @@ class Frontend(ExprMixin):
         if annotation is None and type(value) in (int, float) and name in self.frame.source.constant_locals:
             self.frame.bind(name, ValueRef(self.e.value(value)))  # a typed constant, as Taichi forwards it
             return
-        if isinstance(value, (Stmt, MatVal)) or (isinstance(value, (int, float)) and not isinstance(value, bool)) \
+        if literal_bool and annotation is None:  # Taichi's bool constant is a u1: `hit = 2` holds 1
+            self.declare(name, int(value), T.u1)
+        elif isinstance(value, (Stmt, MatVal)) or (isinstance(value, (int, float)) and not isinstance(value, bool)) \
                 or annotation is not None or literal_bool:
             self.declare(name, value if not isinstance(value, bool) else int(value), annotation)
         else:

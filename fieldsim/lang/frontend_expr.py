@@ -306,7 +306,7 @@ class ExprMixin:
         at = block.index(if_stmt)
         results = []
         for x, y in pairs:
-            dt = T.promote(self.e.dtype_of(x), self.e.dtype_of(y))
+            dt = T.promote(self.e.branch_dtype(x), self.e.branch_dtype(y))
             var = Stmt(Op.ALLOCA, dt, loc=self.b.loc)
             block.insert(at, var)  # declared before the IF, so both branches can store to it
             at += 1
