@@ -584,8 +584,10 @@ class Frontend(ExprMixin):
         items are variables. Scalars of one type make a local vector (`i_v = [0, 0, 0, 0]` too:
         it was left a Python list, and `i_v[0] = e[i][0]` refused); scalars of mixed types
         (`[0, 0.5]`) one variable per item, each keeping its type, so `m[0] = 2.7` stores 2 as in
-        Taichi; vectors/matrices one variable per item. Returns what to bind, or None when the
-        items were declared."""
+        Taichi; vectors/matrices one variable per item; a Python bool item is a u1, as Taichi's
+        bool constant. Returns what to bind, or None when the items were declared."""
+        if type(value) in (list, tuple):
+            value = type(value)(self.e.value(int(v), T.u1) if isinstance(v, bool) else v for v in value)
         if _list_of_tensors(value):
             self.declare_list(name, value)
             return None

@@ -106,3 +106,29 @@ def test_select_of_python_bools_is_u1():
 
     k()
     assert out.to_numpy().tolist() == [1, 1, 2]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_item_assigned_list_of_python_bools_holds_u1_items():
+    fs.init(arch=fs.cpu)
+    a = fs.field(fs.i32, shape=2)
+    out = fs.field(fs.i32, shape=4)
+    a.from_numpy(np.array([2, 3], np.int32))
+
+    @fs.kernel
+    def k():
+        for _ in range(1):
+            m = [True, False]
+            m[1] = a[0]  # 2 is true
+            out[0] = m[1]
+            mixed = [True, 3]  # one variable per item: a u1 and an i32
+            mixed[0] = a[0]
+            mixed[1] = a[1]
+            out[1] = mixed[0]
+            out[2] = mixed[1]
+            v = fs.Vector([True, False])  # a vector is not a list: i32 entries, as in Taichi
+            v[0] = a[0]
+            out[3] = v[0]
+
+    k()
+    assert out.to_numpy().tolist() == [1, 1, 3, 2]
