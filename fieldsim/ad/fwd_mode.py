@@ -32,7 +32,7 @@ class FwdMode:
             seed = self._checked_seed(rt)
         except FwdModeError as err:  # the user's mistake: at the `with` line, no fieldsim frames
             raise FwdModeError(err.message, user_loc()).with_traceback(None) from None
-        for f in (self.param, self.loss):
+        for f in (self.param, *self._losses()):
             f._attach("dual")
         if self.clear_gradients:
             clear_all_duals()
@@ -44,12 +44,16 @@ class FwdMode:
         """The seed array, once the block's set-up is known good (nothing changed before)."""
         if rt.fwd_mode is not None or rt.tape is not None:
             raise FwdModeError("fs.ad.FwdMode cannot be nested in another FwdMode or a Tape")
-        for what, f in (("param", self.param), ("loss", self.loss)):
+        for what, f in (("param", self.param), *(("loss", f) for f in self._losses())):
             if not isinstance(f, Field):
                 raise FwdModeError(f"FwdMode: {what} must be a field, got {type(f).__name__}")
             if not f.dtype.is_float:
                 raise FwdModeError(f"FwdMode: {what} field {f.ir_name!r} is not a float field")
         return self._seed_array()
+
+    def _losses(self):
+        # Taichi takes one loss field or a list of them (several JVP outputs in one pass)
+        return list(self.loss) if isinstance(self.loss, (list, tuple)) else [self.loss]
 
     def _seed_array(self):
         shape = self.param.storage_shape
