@@ -237,7 +237,10 @@ def tape_grad_check(tape, fields, eps=None, rtol=1e-2, atol=1e-4, n_directions=N
         report = _check(replay, inputs, tape.loss, start, opts, "Tape(grad_check)")
     finally:
         end.reset()
-    return _finish(report, True)
+    _finish(report, True)
+    for i in range(len(inputs)):  # Taichi's GradChecker prints this line per checked field
+        print("variable", i, "passes grad check")
+    return report
 
 
 def _start_from_end(tape, replay) -> Rewind:
