@@ -320,7 +320,7 @@ class Field:
     def __setitem__(self, key, value):
         idx = self._index(key)
         arr = self._coerce(value, self.element_shape, f"element {idx}")
-        _record_python_write(self, idx, f"{self.ir_name}[{_index_text(idx)}] = ...")
+        _record_python_write(self, idx)
         self.storage.write_element(idx, arr)
         from fieldsim.lang import sparse_host
         sparse_host.activate_python(self, idx)
@@ -598,15 +598,20 @@ def _index_text(idx) -> str:
     return ", ".join(str(i) for i in idx) if isinstance(idx, tuple) else str(idx)
 
 
-def _record_python_write(field: Field, idx, what: str):
+def _record_python_write(field: Field, idx, what: str | None = None):
+    """Tells a recording Tape of a Python-scope write; `what` (the write as the user wrote
+    it) defaults to the element store `field[idx] = ...`, spelled only when a Tape asks."""
     rt = runtime.get()
+    if rt.tape is None:
+        return
+    if what is None:
+        what = f"{field.ir_name}[{_index_text(idx)}] = ..."
     if isinstance(field, ComponentField):  # the checker knows the owner (element granularity)
         field = field.owner
-    if rt.tape is not None:
-        try:
-            rt.tape.record_python_write(field, idx, what)
-        except FieldsimError as err:  # the checker's refusal, without fieldsim's own frames
-            raise err.with_traceback(None) from None
+    try:
+        rt.tape.record_python_write(field, idx, what)
+    except FieldsimError as err:  # the checker's refusal, without fieldsim's own frames
+        raise err.with_traceback(None) from None
 
 
 def _allocation_failed(field) -> str:

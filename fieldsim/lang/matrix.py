@@ -124,10 +124,28 @@ class Matrix:
         return int(value) if isinstance(value, bool) else value
 
     def __setitem__(self, k, v):
-        if self._owner is not None and self._set_int_entry(k, v):
+        if self._owner is not None and (self._set_float_entry(k, v) or self._set_int_entry(k, v)):
             return
         self._a[k] = _np(v)
         self._write_back(k)
+
+    def _set_float_entry(self, k, v):
+        """`x[i][k] = v` of a real number into one entry of a float field's element: that entry
+        alone written (the element's other entries are not read and written back)."""
+        field, _, idx = self._owner
+        if not (field.dtype in _FLOAT_ENTRY_TYPES and type(v) in _REAL_NUMBERS):
+            return False
+        ks = k if type(k) is tuple else (k,)
+        shape = self._arr.shape
+        if len(ks) != len(shape) or any(type(j) is not int or not -n <= j < n
+                                        for j, n in zip(ks, shape)):
+            return False  # slices, numpy ints, out-of-range entries: the general path says why
+        field._check_live()
+        F._record_python_write(field, idx)
+        field.storage.write_element(tuple(idx) + tuple(j % n for j, n in zip(ks, shape)), v)
+        from fieldsim.lang import sparse_host
+        sparse_host.activate_python(field, idx)
+        return True
 
     def _set_int_entry(self, k, v):
         """`x[i][k] = v` of integers into an int field element, wrapped in the field's own type
@@ -393,6 +411,10 @@ def host_cross(a, b):
     if a.shape[-1:] == (2,) and b.shape[-1:] == (2,):
         return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
     return np.cross(a, b)
+
+
+_FLOAT_ENTRY_TYPES = (T.f16, T.f32, T.f64)
+_REAL_NUMBERS = (float, int, np.float64, np.float32)
 
 
 def _np(v):
