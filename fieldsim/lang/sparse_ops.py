@@ -244,7 +244,8 @@ def _k_is_active(fe, call, args, kw):
         raise FieldsimTypeError("fs.is_active on a dynamic node: use fs.length")
     idx, leaf = _node_cell_index(node, args[1])
     path = [n for n in node.sparse_path() if n.kind != DYNAMIC]
-    return active_condition(fe, path, leaf, idx)
+    # a u1 as Taichi 1.7.4 types it, like a comparison: `a + b` of two wraps, `-a` is a
+    return fe.e.as_bool(active_condition(fe, path, leaf, idx))
 
 
 def _k_activate(fe, call, args, kw):
