@@ -256,6 +256,7 @@ class ExprMixin:
                 raise FieldsimSyntaxError(f"unsupported comparison {type(op_node).__name__}")
             if isinstance(left, MatVal) or isinstance(right, MatVal):
                 r = self.e.elementwise(op, _as_matval(left, right), _as_matval(right, left))
+                r = r.map(self.e.as_bool)  # one u1 per entry, as Taichi 1.7.4: `(v > 0).sum()` wraps
             elif not _is_value(left) or not _is_value(right):
                 r = int(_py_binop(op, left, right))
             else:

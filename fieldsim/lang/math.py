@@ -230,7 +230,8 @@ def _k_sign(fe, x):
 
 def _k_isnan(fe, x):
     e = fe.e
-    return _lift(fe, lambda v: e.b.unary(Op.NOT, e.compare("==", v, v)) if isinstance(v, Stmt)
+    # a u1, as Taichi 1.7.4 types it: `isnan(a) + isnan(b)` wraps to one bit
+    return _lift(fe, lambda v: e.as_bool(e.b.unary(Op.NOT, e.compare("==", v, v))) if isinstance(v, Stmt)
                  else int(_m.isnan(v)), x)
 
 
@@ -242,7 +243,7 @@ def _k_isinf(fe, x):
             return int(_m.isinf(v))
         if not v.dtype.is_float:
             return 0
-        return e.compare("==", e.unop(Op.ABS, v), e.value(_m.inf, v.dtype))
+        return e.as_bool(e.compare("==", e.unop(Op.ABS, v), e.value(_m.inf, v.dtype)))
     return _lift(fe, one, x)
 
 

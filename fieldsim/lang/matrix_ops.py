@@ -163,8 +163,8 @@ METHODS = {
     "outer_product": outer_product, "dot": lambda e, a, b: e.dot(a, b),
     "sum": lambda e, a: e.reduce("+", a), "max": lambda e, a: e.reduce("max", a),
     "min": lambda e, a: e.reduce("min", a), "cast": _cast,
-    "any": lambda e, a: e.truthy(e.reduce("|", a.map(e.truthy))),
-    "all": lambda e, a: e.truthy(e.reduce("&", a.map(e.truthy))),
+    "any": lambda e, a: e.as_bool(e.truthy(e.reduce("|", a.map(e.truthy)))),
+    "all": lambda e, a: e.as_bool(e.truthy(e.reduce("&", a.map(e.truthy)))),
 }
 SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
 
