@@ -51,11 +51,22 @@ class StructType:
     @at_user_line
     def field(self, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None) -> StructField:
+        _refuse_offset(offset, name)
         return StructField(self, shape, name, needs_grad, needs_dual)
 
     def __repr__(self):
         inner = ", ".join(f"{k}={v!r}" for k, v in self.members.items())
         return f"{self.name}({inner})"
+
+
+def _refuse_offset(offset, name):
+    """A struct field takes no `offset=`: it was silently ignored (`s[-2]` out of range), and
+    Taichi 1.7.4 refuses every such field ("shape cannot be None when offset is set")."""
+    if offset is not None:
+        label = f" {name!r}" if name else ""
+        raise FieldsimSyntaxError(f"struct field{label}: offset={offset!r} is not supported for "
+                                  "struct fields (Taichi 1.7.4 refuses it too); index from 0 or "
+                                  "place the members as separate fields with offset=")
 
 
 def struct(**members) -> StructType:
@@ -114,6 +125,7 @@ class Struct:
     @at_user_line
     def field(members, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None) -> StructField:
+        _refuse_offset(offset, name)
         return StructField(StructType(dict(members)), shape, name, needs_grad, needs_dual)
 
     def __getattr__(self, name):
