@@ -137,6 +137,15 @@ class FieldsimMemoryError(FieldsimError, MemoryError):
     """A field's storage could not be allocated; also a `MemoryError`."""
 
 
+class MissingModuleError(FieldsimError, ModuleNotFoundError):
+    """An optional package a call needs (PyTorch for `to_torch`) is not installed; still the
+    `ModuleNotFoundError` Taichi raises, so `except ImportError` catches it.
+
+    >>> issubclass(fs.errors.MissingModuleError, ImportError)
+    True
+    """
+
+
 class ADStackOverflowError(FieldsimRuntimeError):
     """A reverse-mode loop needed more adstack entries than `fs.init(ad_stack_size=...)` allows.
 

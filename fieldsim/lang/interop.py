@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.errors import FieldsimTypeError
+from fieldsim.errors import FieldsimTypeError, MissingModuleError
 from fieldsim.lang import dlpack, runtime
 from fieldsim.lang import types as T
+from fieldsim.lang.host_errors import at_user_line
 
 _DL_CPU = 1  # DLDeviceType kDLCPU
 _DL_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm"}
@@ -142,11 +143,21 @@ def _no_bridge(what):
                            "supported there yet")
 
 
+def _torch(what: str):
+    """The torch module, or a MissingModuleError naming the call that needs it."""
+    try:
+        import torch
+    except ImportError:
+        raise MissingModuleError(f"{what} needs PyTorch, which is not installed "
+                                 "(pip install torch)") from None
+    return torch
+
+
 def to_torch(self, device=None):
     """A torch tensor copy of the field (shape `shape + element shape`), as in Taichi: on the host
     for `device=None`. On the CUDA backend `device="cuda"` copies device to device (a DLPack view
     cloned on torch's current stream), never through the host."""
-    import torch
+    torch = _torch(f"field {self.ir_name!r}.to_torch()")
     dev = None if device is None else torch.device(device)
     if dev is not None and dev.type == "cuda" and _on_device(self):
         _no_bridge(f"field {self.ir_name!r}.to_torch(device={device!r})")
@@ -161,7 +172,7 @@ def from_torch(self, tensor):
     """Copy a torch tensor of exactly the field's storage shape into the field. A CUDA tensor
     into a field of the CUDA backend is copied device to device (torch's stream is waited for
     before this returns, so the next kernel sees it); other pairs go through host memory."""
-    import torch
+    torch = _torch(f"field {self.ir_name!r}.from_torch()")
     if not isinstance(tensor, torch.Tensor):
         raise InteropError(f"field {self.ir_name!r}.from_torch: expected a torch.Tensor, got "
                            f"{type(tensor).__name__}")
@@ -407,5 +418,5 @@ def install():
     Field.__dlpack__ = field_dlpack
     Field.__dlpack_device__ = field_dlpack_device
     Field.to_dlpack = to_dlpack
-    Field.to_torch = to_torch
-    Field.from_torch = from_torch
+    Field.to_torch = at_user_line(to_torch)  # set after the class: not wrapped by its decorator
+    Field.from_torch = at_user_line(from_torch)

@@ -1,0 +1,68 @@
+"""Wrong programs made by mutating correct ones (an index added, an argument's kind changed, a
+module missing, ...), each run as a file of its own: the error is one of fieldsim's classes and
+the class Taichi 1.7.4 raises for it, its message names the user's file and line and what was
+wrong, at most one fieldsim frame is left in the traceback, and the watched fields keep their
+values."""
+import runpy
+import sys
+import textwrap
+import traceback
+
+import numpy as np
+import pytest
+
+from fieldsim import errors
+
+HEAD = """\
+import numpy as np
+import fieldsim as fs
+fs.init(arch=fs.cpu)
+x = fs.field(fs.f32, shape=4)
+x.from_numpy(np.arange(4, dtype=np.float32))
+WATCH = [x]
+"""
+
+# id -> (body, classes the error must be, words its message must hold, modules hidden).
+# Each body marks the line the error must name with `# BAD` and defines bad(), the failing call.
+CASES = {
+    "to_torch_without_torch": ("""
+        def bad(): return x.to_torch()  # BAD
+        """, (ModuleNotFoundError,), ("'x'.to_torch()", "PyTorch"), ("torch",)),
+    "from_torch_without_torch": ("""
+        def bad(): x.from_torch(None)  # BAD
+        """, (ImportError,), ("'x'.from_torch()", "PyTorch"), ("torch",)),
+}
+
+
+def _run(tmp_path, name, body):
+    src = HEAD + textwrap.dedent(body)
+    path = tmp_path / f"mutant_{name}.py"
+    path.write_text(src)
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if "# BAD" in text)
+    return runpy.run_path(str(path)), str(path), line
+
+
+def _fieldsim_frames(err):
+    frames = traceback.extract_tb(err.__traceback__)
+    return [f for f in frames if "/fieldsim/" in f.filename.replace("\\", "/")]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_mutant_gets_a_located_error_and_keeps_the_data(tmp_path, monkeypatch, name):
+    body, classes, words, hidden = CASES[name]
+    for module in hidden:  # None in sys.modules: `import module` raises ModuleNotFoundError
+        monkeypatch.setitem(sys.modules, module, None)
+    g, path, line = _run(tmp_path, name, body)
+    before = [w.to_numpy().copy() for w in g["WATCH"]]
+    with pytest.raises(errors.FieldsimError) as info:
+        g["bad"]()
+    err = info.value
+    for cls in classes:
+        assert isinstance(err, cls), f"{type(err).__mro__} is not a {cls}"
+    assert f'{path}", line {line}' in str(err), str(err)
+    for word in words:
+        assert word in str(err), str(err)
+    assert len(_fieldsim_frames(err)) <= 1, traceback.format_tb(err.__traceback__)
+    assert err.__cause__ is None
+    for old, w in zip(before, g["WATCH"]):
+        np.testing.assert_array_equal(w.to_numpy(), old)
