@@ -5,7 +5,8 @@ Takes the annotation and the value a launch passes (a fs.Vector/Matrix, a list, 
 for a struct, a struct value, a field element or a dict); gives the resolved type and its
 scalars (vector/matrix entries row-major, struct leaves in member order), which travel to the
 kernel as that many scalar arguments (the frontend rebuilds the vector/matrix or struct value).
-Guarantees: a value of another shape, with non-numeric entries or unknown members, raises a
+Guarantees: a value of another shape, with non-numeric entries or unknown members, or a lone
+number for a struct, raises a
 FieldsimTypeError naming the kernel and the argument; a fractional float given to an integer
 vector/matrix entry is refused, as for a scalar argument (Taichi refuses any float there); one
 given to an integer struct member truncates, as Taichi's struct cast does; a struct member of
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.errors import FieldsimTypeError
+from fieldsim.errors import ArgumentTypeError, FieldsimTypeError
 from fieldsim.lang import types as T
 
 
@@ -51,8 +52,13 @@ def bind_struct_arg(ann, value, rt, kname: str, pname: str, loc=None):
     """(resolved StructType, [(dtype, Python scalar)] in member order, nested members and
     vector/matrix entries flattened) for a kernel argument annotated with a struct type."""
     from fieldsim.lang.returns import ret_spec
-    from fieldsim.lang.struct import _py_cast
+    from fieldsim.lang.struct import Struct, StructElement, _py_cast
     spec = ret_spec(ann, rt, kname)
+    if not isinstance(value, (Struct, StructElement, dict, list, tuple)):
+        # a lone number would fill the first member and zero the rest (Taichi refuses it too)
+        raise ArgumentTypeError(f"kernel {kname!r}: argument {pname!r} expects a struct {ann.name} value "
+                                f"(a struct, a field element or a dict), got "
+                                f"{type(value).__name__} {value!r}", loc)
     try:
         py = _py_cast(ann, value)  # dicts, fs.Struct values and field elements, cast per member
     except (TypeError, ValueError, FieldsimTypeError) as e:

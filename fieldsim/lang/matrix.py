@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.errors import FieldsimTypeError, FieldsimValueError
+from fieldsim.errors import FieldsimIndexError, FieldsimTypeError, FieldsimValueError
 from fieldsim.lang import field as F
 from fieldsim.lang import types as T
 from fieldsim.lang.host_errors import at_user_line
@@ -106,9 +106,21 @@ class Matrix:
     def __array__(self, dtype=None, copy=None):
         return self._a.astype(dtype) if dtype is not None else self._a
 
+    @at_user_line
     def __getitem__(self, k):
-        v = self._a[k]  # an entry is a numpy scalar of the entries' dtype, as in Taichi
+        try:
+            v = self._a[k]  # an entry is a numpy scalar of the entries' dtype, as in Taichi
+        except IndexError:
+            raise self._index_error(k) from None
         return self._entry(k, v) if np.ndim(v) == 0 else _wrap(v)
+
+    def _index_error(self, k):
+        """numpy's bare IndexError for `v[k]`, said of this value (or the field element it is)."""
+        what = f"a {'vector' if self._a.ndim == 1 else 'matrix'} of shape {self._a.shape}"
+        if self._owner is not None:
+            field, _, idx = self._owner
+            what = f"field {field.ir_name!r} element {tuple(idx)} ({what})"
+        return FieldsimIndexError(f"index {k!r} is out of range for {what}")
 
     def _entry(self, k, v):
         """Entry `k` (value `v`): a field element's is the Python number Taichi's host accessor
@@ -123,8 +135,15 @@ class Matrix:
         value = np.asarray(field.storage.read_element(entry)).item()  # that entry, not the element
         return int(value) if isinstance(value, bool) else value
 
+    @at_user_line
     def __setitem__(self, k, v):
-        if self._owner is not None and (self._set_float_entry(k, v) or self._set_int_entry(k, v)):
+        if self._owner is not None and self._set_float_entry(k, v):
+            return
+        try:
+            self._a[k]  # checked first: a bad index writes nothing, to the field neither
+        except IndexError:
+            raise self._index_error(k) from None
+        if self._owner is not None and self._set_int_entry(k, v):
             return
         self._a[k] = _np(v)
         self._write_back(k)

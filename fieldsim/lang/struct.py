@@ -45,6 +45,7 @@ class StructType:
         # Python-scope values of this type: a Struct subclass carrying the type's methods
         self.pycls = type(self.name, (Struct,), {**self.methods, "_fs_type": self})
 
+    @at_user_line
     def __call__(self, *args, **kwargs):
         return _py_construct(self, args, kwargs)
 
@@ -219,7 +220,7 @@ def _py_construct(stype: StructType, args, kwargs) -> Struct:
         except TypeError as e:
             if type(e) is not TypeError:
                 raise
-            raise TypeError(f"member {k!r}: {e}") from None
+            raise TypeError(f"struct {stype.name} member {k!r}: {e}") from None
     object.__setattr__(obj, "_entries", entries)
     return obj
 

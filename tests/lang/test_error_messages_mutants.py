@@ -11,6 +11,7 @@ import traceback
 import numpy as np
 import pytest
 
+import fieldsim as fs
 from fieldsim import errors
 
 HEAD = """\
@@ -31,6 +32,38 @@ CASES = {
     "from_torch_without_torch": ("""
         def bad(): x.from_torch(None)  # BAD
         """, (ImportError,), ("'x'.from_torch()", "PyTorch"), ("torch",)),
+    # Python-scope entries of a vector or matrix (Taichi: a bare IndexError from its internals)
+    "field_element_entry_past_end": ("""
+        v = fs.Vector.field(2, fs.f32, shape=4)
+        v.fill(1.0)
+        WATCH.append(v)
+        def bad(): v[1][2] = 5.0  # BAD
+        """, (IndexError,), ("index 2", "field 'v' element (1,)", "(2,)"), ()),
+    "vector_entry_read_past_end": ("""
+        w = fs.Vector([1.0, 2.0])
+        def bad(): return w[5]  # BAD
+        """, (IndexError,), ("index 5", "vector of shape (2,)"), ()),
+    "matrix_entry_read_past_end": ("""
+        m = fs.Matrix([[1.0, 2.0], [3.0, 4.0]])
+        def bad(): return m[0, 3]  # BAD
+        """, (IndexError,), ("index (0, 3)", "matrix of shape (2, 2)"), ()),
+    # struct values (Taichi: silently drops the unknown member, or keeps two of three entries)
+    "struct_value_unknown_member": ("""
+        S = fs.types.struct(a=fs.f32, b=fs.math.vec2)
+        def bad(): return S(a=1.0, c=2.0, b=fs.Vector([2.0, 3.0]))  # BAD
+        """, (TypeError,), ("no member(s) c", "a, b"), ()),
+    "struct_value_member_too_long": ("""
+        S = fs.types.struct(a=fs.f32, b=fs.math.vec2)
+        def bad(): return S(a=1.0, b=fs.Vector([2.0, 3.0, 4.0]))  # BAD
+        """, (TypeError,), ("member 'b'", "shape (3,)"), ()),
+    # a number for a struct argument filled its first member and zeroed the rest
+    "struct_argument_given_a_number": ("""
+        S = fs.types.struct(a=fs.f32, b=fs.math.vec2)
+        @fs.kernel
+        def k(s: S):
+            x[0] = s.a + s.b[1]
+        def bad(): k(1.0)  # BAD
+        """, (fs.TaichiRuntimeTypeError, TypeError), ("argument 's'", "float 1.0"), ()),
 }
 
 
