@@ -530,6 +530,9 @@ def describe(v) -> str:
         return f"field {v.ir_name!r} (index it, e.g. x[i])"
     if isinstance(v, types.ModuleType):  # its repr carries a long path: the name says enough
         return f"module {v.__name__!r}"
+    if isinstance(v, dict):  # its values' reprs would be fieldsim's IR statements
+        return (f"a Python dict (keys {', '.join(map(repr, v))}; kernels compute with "
+                "vectors and structs, not dicts)")
     text = repr(v)
     if len(text) > 80:  # shorten long reprs visibly, never mid-name without a mark
         text = text[:77] + "..."

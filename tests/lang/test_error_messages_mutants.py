@@ -64,6 +64,17 @@ CASES = {
             x[0] = s.a + s.b[1]
         def bad(): k(1.0)  # BAD
         """, (fs.TaichiRuntimeTypeError, TypeError), ("argument 's'", "float 1.0"), ()),
+    # the dict's values were shown as fieldsim's IR statements (`{'a': <Stmt const f32>}`)
+    "dict_in_vector_arithmetic": ("""
+        v = fs.Vector.field(3, fs.f32, shape=4)
+        WATCH.append(v)
+        @fs.kernel
+        def k():
+            for i in v:
+                w = {'a': 1.0}
+                v[i] = v[i] + w  # BAD
+        def bad(): k()
+        """, (fs.TaichiTypeError,), ("a Python dict (keys 'a'",), ()),
 }
 
 
