@@ -204,8 +204,17 @@ def stack_caps(info, args, default):
 def _field_ptr(field, kernel_name):
     if field.storage is None:
         raise FieldsimRuntimeError(f"kernel {kernel_name!r} uses field {field.ir_name!r}, which "
-                                   "has no storage (not placed, or from an earlier fs.init())")
+                                   f"has no storage: {_why_no_storage(field)}")
     return field.storage.ptr
+
+
+def _why_no_storage(field) -> str:
+    if getattr(field, "_destroyed", False):
+        return "its SNodeTree was destroyed (FieldsBuilder.finalize().destroy())"
+    from fieldsim.lang import runtime
+    if getattr(field, "generation", None) != runtime.get().generation:
+        return "it belongs to an earlier fs.init(), which dropped its fields"
+    return "it is not placed yet (fs.root.dense(...).place(...), or give shape=)"
 
 
 def size_hint(task: Stmt, args):

@@ -75,6 +75,31 @@ CASES = {
                 v[i] = v[i] + w  # BAD
         def bad(): k()
         """, (fs.TaichiTypeError,), ("a Python dict (keys 'a'",), ()),
+    # the reason a field has no storage (Taichi reads freed memory for a destroyed tree, and
+    # aborts the process for a field of an earlier ti.init)
+    "field_of_destroyed_tree": ("""
+        fb = fs.FieldsBuilder()
+        y = fs.field(fs.f32)
+        fb.dense(fs.i, 4).place(y)
+        tree = fb.finalize()
+        @fs.kernel
+        def k():
+            for i in range(4):
+                x[i] = y[i] + 1.0
+        def bad():
+            tree.destroy()
+            k()  # BAD
+        """, (RuntimeError,), ("kernel 'k' uses field 'y'", "SNodeTree was destroyed"), ()),
+    "field_of_earlier_init": ("""
+        @fs.kernel
+        def k():
+            for i in x:
+                x[i] += 1.0
+        WATCH.clear()
+        def bad():
+            fs.init(arch=fs.cpu)
+            k()  # BAD
+        """, (RuntimeError,), ("kernel 'k' uses field 'x'", "earlier fs.init()"), ()),
 }
 
 
