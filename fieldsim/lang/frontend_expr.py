@@ -401,17 +401,18 @@ class ExprMixin:
                                     "(place it with fs.root.dense(...).place(...))")
         if idx == [None]:
             idx = []
+        what = f"{_holder_kind(field)} {field.ir_name!r}"
         if len(idx) != len(field.shape):
             raise IndexCountError(
-                f"field {field.ir_name!r} has {len(field.shape)} dimension(s) but is indexed with "
+                f"{what} has {len(field.shape)} dimension(s) but is indexed with "
                 f"{len(idx)} index(es)" + ("; index a 0-D field with x[None]" if not field.shape else ""))
         out = []
         for d, v in enumerate(idx):
             if isinstance(v, float) or (isinstance(v, Stmt) and v.dtype.is_float):
-                raise FieldsimTypeError(f"field {field.ir_name!r} index must be an integer, "
+                raise FieldsimTypeError(f"{what} index must be an integer, "
                                         f"got {describe(v)}; use int(...)")
             if isinstance(v, MatVal) or not (isinstance(v, (Stmt, numbers.Integral))):
-                raise FieldsimTypeError(f"bad index for field {field.ir_name!r}: {describe(v)}")
+                raise FieldsimTypeError(f"bad index for {what}: {describe(v)}")
             # i32 unless the index may not fit (an i64 value, a big constant, a dimension of
             # 2^31 or more): truncating would reach the wrong element, or 2 GiB before the data.
             extent = field.shape[d]  # (an ndarray argument's extent is a runtime value)
@@ -1168,3 +1169,8 @@ def constant_index_message(base) -> str:
             "fs.types.ndarray()" if isinstance(base, np.ndarray) else "")
     return (f"{describe(base)} is a compile-time Python value: it can only be indexed with "
             f"constants (e.g. in fs.static loops){hint}")
+
+
+def _holder_kind(field) -> str:
+    """What a user calls the indexed thing: an ndarray argument is no field to them."""
+    return "ndarray argument" if getattr(field, "is_ndarray_slot", False) else "field"

@@ -100,6 +100,21 @@ CASES = {
             fs.init(arch=fs.cpu)
             k()  # BAD
         """, (RuntimeError,), ("kernel 'k' uses field 'x'", "earlier fs.init()"), ()),
+    # an ndarray argument was called a field in these messages
+    "ndarray_argument_index_count": ("""
+        @fs.kernel
+        def k(a: fs.types.ndarray(dtype=fs.f32, ndim=2)):
+            for i, j in a:
+                x[0] += a[i]  # BAD
+        def bad(): k(np.ones((3, 4), dtype=np.float32))
+        """, (fs.TaichiIndexError,), ("ndarray argument 'a' has 2 dimension(s)",), ()),
+    "ndarray_argument_float_index": ("""
+        @fs.kernel
+        def k(a: fs.types.ndarray(dtype=fs.f32, ndim=1)):
+            for i in range(4):
+                x[i] = a[i * 0.5]  # BAD
+        def bad(): k(np.ones(4, dtype=np.float32))
+        """, (fs.TaichiTypeError,), ("ndarray argument 'a' index must be an integer",), ()),
 }
 
 
