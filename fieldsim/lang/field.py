@@ -65,10 +65,10 @@ class Field:
         self.needs_dual = needs_dual
         if (needs_grad or needs_dual) and not self.dtype.is_float:
             raise FieldsimRuntimeError(
-                f"field {self.ir_name!r}: dtype {self.dtype} is not supported for field with "
+                f"{self._what}: dtype {self.dtype} is not supported for field with "
                 "`needs_grad=True` or `needs_dual=True`. (only float fields have gradients)")
         if offset is not None and shape is None:
-            raise FieldsimSyntaxError(f"field {self.ir_name!r}: shape cannot be None when "
+            raise FieldsimSyntaxError(f"{self._what}: shape cannot be None when "
                                       "offset is set")
         rt.fields.append(self)
         if needs_grad:
@@ -144,12 +144,12 @@ class Field:
         if primal is not None and primal._unplaced.get(self.role) is self:
             primal._attach(self.role, place=False)  # the user placed x.grad by hand
             if primal.shape is not None and tuple(shape) != primal.shape:
-                raise ValueError(f"field {self.ir_name!r} must have the shape of "
+                raise ValueError(f"{self._what} must have the shape of "
                                  f"{primal.ir_name!r}, {primal.shape}; got {tuple(shape)}")
         if self.shape is not None:
             if self.role in ("grad", "dual") and tuple(shape) == self.shape:
                 return  # needs_grad placed it with its field; Taichi programs place it again
-            raise FieldsimError(f"field {self.ir_name!r} is already placed (shape {self.shape})")
+            raise FieldsimError(f"{self._what} is already placed (shape {self.shape})")
         offset = _normalize_offset(offset, shape, self)
         own = self.role in ("hidden", "mask", "listing") or getattr(self.primal, "role", None) == "hidden"
         if snode is None and own:  # fieldsim's own fields (and their twins): not in fs.root
@@ -221,6 +221,11 @@ class Field:
                 f._invalidate()
                 f._destroyed = True
 
+    @property
+    def _what(self) -> str:
+        """How messages name this field (an `fs.ndarray` says so)."""
+        return f"field {self.ir_name!r}"
+
     def _live(self) -> bool:
         """Whether the storage is still usable (not destroyed nor dropped by a later init)."""
         return (not getattr(self, "_destroyed", False) and self.storage is not None
@@ -228,17 +233,17 @@ class Field:
 
     def _check_live(self):
         if getattr(self, "_destroyed", False):
-            raise FieldsimRuntimeError(f"field {self.ir_name!r} was destroyed with its SNodeTree "
+            raise FieldsimRuntimeError(f"{self._what} was destroyed with its SNodeTree "
                                        "(FieldsBuilder.finalize().destroy())", naming.user_loc())
         if self.generation != runtime.get().generation or self.storage is None:
             if (self.shape is None and self.primal is not None and self.generation == runtime.get().generation
                     and self.primal._unplaced.get(self.role) is self):
                 raise FieldsimRuntimeError(unplaced_twin_message(self), naming.user_loc())
             if self.shape is None and self.generation == runtime.get().generation:
-                raise FieldsimRuntimeError(f"field {self.ir_name!r} has no shape yet: place it with "
+                raise FieldsimRuntimeError(f"{self._what} has no shape yet: place it with "
                                            "fs.root.dense(...).place(...) or give shape=",
                                            naming.user_loc())
-            raise FieldsimRuntimeError(f"field {self.ir_name!r} belongs to an earlier fs.init(); "
+            raise FieldsimRuntimeError(f"{self._what} belongs to an earlier fs.init(); "
                                        "fields are dropped when fs.init is called again",
                                        naming.user_loc())
 
@@ -270,7 +275,7 @@ class Field:
     _get_field_members = get_field_members
 
     def __iter__(self):
-        raise FieldScopeError(f"field {self.ir_name!r}: Struct for is only available in Taichi "
+        raise FieldScopeError(f"{self._what}: Struct for is only available in Taichi "
                                   "scope (iterate over fs.ndrange(*x.shape) in Python)")
 
     # ---- Python-scope access ----------------------------------------------------------------
@@ -283,11 +288,11 @@ class Field:
         for axis, k in enumerate(key):
             if isinstance(k, slice) or k is Ellipsis:
                 raise FieldsimTypeError(
-                    f"field {self.ir_name!r}: Detected illegal element of type: {type(k).__name__} "
+                    f"{self._what}: Detected illegal element of type: {type(k).__name__} "
                     f"on axis {axis}. Please be aware that slicing a ti.field is not supported so far.")
         if len(key) != len(self.shape):
             raise FieldIndexCountError(
-                f"field {self.ir_name!r} has {len(self.shape)} dimension(s) (shape {self.shape}) "
+                f"{self._what} has {len(self.shape)} dimension(s) (shape {self.shape}) "
                 f"but was indexed with {len(key)} index(es)"
                 + ("; use x[None] for a 0-D field" if not self.shape else "")
                 + " (Slicing is not supported on ti.field)")
@@ -297,9 +302,9 @@ class Field:
     def _axis_index(self, axis, k, n, off) -> int:
         """One axis's storage index: an int within [off, off + n), offset removed."""
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"field {self.ir_name!r}: index {k!r} on axis {axis} is not an int")
+            raise TypeError(f"{self._what}: index {k!r} on axis {axis} is not an int")
         if not off <= int(k) < off + n:
-            raise IndexError(f"field {self.ir_name!r}: index {int(k)} is out of range "
+            raise IndexError(f"{self._what}: index {int(k)} is out of range "
                              f"[{off}, {off + n}) on axis {axis} (shape {self.shape}"
                              + (f", offset {self.offset})" if self.offset else ")"))
         return int(k) - off
@@ -334,14 +339,14 @@ class Field:
         try:
             arr = np.asarray(value)
         except Exception:  # noqa: BLE001 - whatever a user's value raises on conversion
-            raise TypeError(f"field {self.ir_name!r}: cannot store {type(value).__name__} "
+            raise TypeError(f"{self._what}: cannot store {type(value).__name__} "
                             f"into {what}") from None
         if arr.dtype == object or arr.dtype.kind not in "biuf":
-            raise TypeError(f"field {self.ir_name!r}: cannot store {value!r} into {what}")
+            raise TypeError(f"{self._what}: cannot store {value!r} into {what}")
         if self.dtype.is_int and arr.dtype.kind == "f" and truncate:
             arr = np.trunc(arr)  # fill assigns in a kernel as Taichi's does: floats truncate
         elif self.dtype.is_int and arr.dtype.kind == "f":
-            raise TypeError(f"field {self.ir_name!r} holds {self.dtype} values: cannot store the float "
+            raise TypeError(f"{self._what} holds {self.dtype} values: cannot store the float "
                             f"{value!r} into {what} (cast it with int() first)")
         if arr.shape != tuple(shape):
             if arr.size == 1 and len(shape) == 0:
@@ -349,7 +354,7 @@ class Field:
             elif arr.shape == () and broadcast:
                 arr = np.broadcast_to(arr, shape)
             else:
-                raise ElementShapeError(f"field {self.ir_name!r}: {what} has shape {tuple(shape)}, "
+                raise ElementShapeError(f"{self._what}: {what} has shape {tuple(shape)}, "
                                         f"got a value of shape {arr.shape}")
         with np.errstate(over="ignore", invalid="ignore"):  # 1e300 into f32 is inf, silently
             return arr.astype(self.dtype.np)
@@ -372,20 +377,20 @@ class Field:
         self._check_live()
         if hasattr(arr, "to_numpy") and not isinstance(arr, np.ndarray):
             arr = arr.to_numpy()
-        a = _host_array(arr, f"field {self.ir_name!r}.from_numpy")
+        a = _host_array(arr, f"{self._what}.from_numpy")
         if a.shape != self.storage_shape and self.ndim_el == 1 and \
                 a.shape == tuple(self.shape) + (self.n, 1):
             a = a.reshape(self.storage_shape)
         if self.ndim_el == 2 and self.m == 1 and a.shape == self.storage_shape[:-1]:
             a = a.reshape(self.storage_shape)  # what to_numpy() gives for an n x 1 matrix field
         if a.shape != self.storage_shape:
-            raise ValueError(f"field {self.ir_name!r}.from_numpy: expected an array of shape "
+            raise ValueError(f"{self._what}.from_numpy: expected an array of shape "
                              f"{self.storage_shape}, got {a.shape}")
         if a.dtype.kind not in "biuf":
-            raise TypeError(f"field {self.ir_name!r}.from_numpy: unsupported dtype {a.dtype}")
+            raise TypeError(f"{self._what}.from_numpy: unsupported dtype {a.dtype}")
         if a.dtype.kind == "f" and not self.dtype.is_float and not np.isfinite(a).all():
             where = tuple(int(k) for k in np.argwhere(~np.isfinite(a))[0])
-            raise ValueError(f"field {self.ir_name!r}.from_numpy: the array holds {a[where]} at "
+            raise ValueError(f"{self._what}.from_numpy: the array holds {a[where]} at "
                              f"{where}, which the {self.dtype} field cannot store")
         _record_python_write(self, None, f"{self.ir_name}.from_numpy(...)")
         self._write_all(np.ascontiguousarray(a, dtype=self.dtype.np))
@@ -401,10 +406,10 @@ class Field:
     def copy_from(self, other: Field):
         self._check_live()
         if not isinstance(other, Field):
-            raise FieldsimTypeError(f"field {self.ir_name!r}.copy_from: needs a field, got "
+            raise FieldsimTypeError(f"{self._what}.copy_from: needs a field, got "
                             f"{type(other).__name__}")
         if other.storage_shape != self.storage_shape:
-            raise ValueError(f"field {self.ir_name!r}.copy_from: needs a field of storage shape "
+            raise ValueError(f"{self._what}.copy_from: needs a field of storage shape "
                              f"{self.storage_shape}")
         _record_python_write(self, None, f"{self.ir_name}.copy_from(...)")
         if not _copy_in_place(self, other):
@@ -423,10 +428,10 @@ class Field:
     def get_scalar_field(self, i, j=0):
         """Component (i, j) of a vector/matrix field as a scalar field sharing its data."""
         if self.ndim_el == 0:
-            raise FieldsimTypeError(f"field {self.ir_name!r} is a scalar field: it has no "
+            raise FieldsimTypeError(f"{self._what} is a scalar field: it has no "
                                     "components")
         if not (0 <= i < self.n and 0 <= j < (self.m or 1)):
-            raise FieldsimIndexError(f"field {self.ir_name!r}: component ({i}, {j}) is out of "
+            raise FieldsimIndexError(f"{self._what}: component ({i}, {j}) is out of "
                                      f"range for elements of shape {self.element_shape}")
         return ComponentField(self, i * (self.m or 1) + j)
 
@@ -497,7 +502,7 @@ class ComponentField(Field):
         elif tuple(shape) != self.owner.shape or \
                 _normalize_offset(offset, shape, self) != self.owner.offset:
             raise FieldsimError(
-                f"field {self.ir_name!r}: the components of {self.owner.ir_name!r} must all be "
+                f"{self._what}: the components of {self.owner.ir_name!r} must all be "
                 f"placed with one shape and offset (it has {self.owner.shape}, this placement "
                 f"{tuple(shape)}); fieldsim stores a matrix field's components together")
         self._own_snode = snode

@@ -157,10 +157,10 @@ def to_torch(self, device=None):
     """A torch tensor copy of the field (shape `shape + element shape`), as in Taichi: on the host
     for `device=None`. On the CUDA backend `device="cuda"` copies device to device (a DLPack view
     cloned on torch's current stream), never through the host."""
-    torch = _torch(f"field {self.ir_name!r}.to_torch()")
+    torch = _torch(f"{self._what}.to_torch()")
     dev = None if device is None else torch.device(device)
     if dev is not None and dev.type == "cuda" and _on_device(self):
-        _no_bridge(f"field {self.ir_name!r}.to_torch(device={device!r})")
+        _no_bridge(f"{self._what}.to_torch(device={device!r})")
         return torch.from_dlpack(self).clone().to(dev)
     t = torch.from_numpy(_storage_copy(self))
     if _grad_provider:  # inside fs.ad.torch_function: the copy's gradient flows to the field
@@ -172,17 +172,17 @@ def from_torch(self, tensor):
     """Copy a torch tensor of exactly the field's storage shape into the field. A CUDA tensor
     into a field of the CUDA backend is copied device to device (torch's stream is waited for
     before this returns, so the next kernel sees it); other pairs go through host memory."""
-    torch = _torch(f"field {self.ir_name!r}.from_torch()")
+    torch = _torch(f"{self._what}.from_torch()")
     if not isinstance(tensor, torch.Tensor):
-        raise InteropError(f"field {self.ir_name!r}.from_torch: expected a torch.Tensor, got "
+        raise InteropError(f"{self._what}.from_torch: expected a torch.Tensor, got "
                            f"{type(tensor).__name__}")
     if tuple(tensor.shape) != self.storage_shape:
-        raise InteropError(f"field {self.ir_name!r}.from_torch: expected a tensor of shape "
+        raise InteropError(f"{self._what}.from_torch: expected a tensor of shape "
                            f"{self.storage_shape}, got {tuple(tensor.shape)}")
     if tensor.is_complex() or tensor.dtype == torch.bool:
-        raise InteropError(f"field {self.ir_name!r}.from_torch: unsupported dtype {tensor.dtype}")
+        raise InteropError(f"{self._what}.from_torch: unsupported dtype {tensor.dtype}")
     if tensor.device.type == "cuda" and _on_device(self):
-        _no_bridge(f"field {self.ir_name!r}.from_torch")
+        _no_bridge(f"{self._what}.from_torch")
         _device_from_torch(self, tensor)
         return
     self.from_numpy(tensor.detach().cpu().resolve_conj().numpy())

@@ -104,6 +104,10 @@ class Ndarray(Field):
             return self.dtype
         return T.vector(self.n, self.dtype) if self.ndim_el == 1 else T.matrix(self.n, self.m, self.dtype)
 
+    @property
+    def _what(self) -> str:
+        return f"ndarray {self.ir_name!r}"
+
     def __repr__(self):
         return f"<fs.ndarray {self.ir_name!r} shape={self.shape} element={self.element_type}>"
 

@@ -115,6 +115,17 @@ CASES = {
                 x[i] = a[i * 0.5]  # BAD
         def bad(): k(np.ones(4, dtype=np.float32))
         """, (fs.TaichiTypeError,), ("ndarray argument 'a' index must be an integer",), ()),
+    "python_scope_ndarray_index_past_end": ("""
+        arr = fs.ndarray(fs.f32, shape=(4,))
+        arr.fill(1.0)
+        WATCH.append(arr)
+        def bad(): arr[4] = 2.0  # BAD
+        """, (IndexError,), ("ndarray 'arr'", "index 4"), ()),
+    "python_scope_ndarray_from_numpy_shape": ("""
+        arr = fs.ndarray(fs.f32, shape=(4,))
+        WATCH.append(arr)
+        def bad(): arr.from_numpy(np.ones(5, dtype=np.float32))  # BAD
+        """, (ValueError,), ("ndarray 'arr'.from_numpy", "(5,)"), ()),
 }
 
 
