@@ -1149,6 +1149,10 @@ def _static_range(args):
             name = getattr(a, "ir_name", "x")
             raise FieldsimTypeError(f"range() of the 0-D field {name!r}: loop over its value, "
                                     f"`range({name}[None])`")
+        if isinstance(a, Field):  # Python's own words name neither the field nor the fix
+            raise FieldsimTypeError(f"range() of field {a.ir_name!r}: a bound is a number; loop "
+                                    f"over the field with `for i in {a.ir_name}`, or use "
+                                    f"`range({a.ir_name}.shape[0])`")
     return range(*args)
 
 

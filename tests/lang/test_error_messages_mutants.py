@@ -126,6 +126,14 @@ CASES = {
         WATCH.append(arr)
         def bad(): arr.from_numpy(np.ones(5, dtype=np.float32))  # BAD
         """, (ValueError,), ("ndarray 'arr'.from_numpy", "(5,)"), ()),
+    # Python's "'Field' object cannot be interpreted as an integer", as a syntax error
+    "range_of_a_field": ("""
+        @fs.kernel
+        def k():
+            for i in range(x):  # BAD
+                x[i] = 1.0
+        def bad(): k()
+        """, (fs.TaichiTypeError,), ("range() of field 'x'", "for i in x"), ()),
 }
 
 
