@@ -2010,8 +2010,11 @@ def _bind_args(fn, params, fdef, args, kwargs) -> dict:
     for name, v in zip(params, args):
         bound[name] = v
     for name, v in kwargs.items():
-        if name not in params:
-            raise FieldsimTypeError(f"func {fn.__name__!r} has no parameter {name!r}")
+        if name not in params:  # a TaichiSyntaxError in Taichi, as a wrong argument count
+            raise ArgumentCountError(f"func {fn.__name__!r} has no parameter {name!r}")
+        if name in bound:  # Python refuses it; the keyword's value silently won before
+            raise ArgumentCountError(f"func {fn.__name__!r} got multiple values for argument "
+                                     f"{name!r}")
         bound[name] = v
     py_defaults = fn.__defaults__ or ()
     for name, d in zip(params[len(params) - len(defaults):], py_defaults):

@@ -13,6 +13,7 @@ import types
 import numpy as np
 
 from fieldsim.errors import (
+    ArgumentCountError,
     FieldsimError,
     FieldsimNameError,
     FieldsimSyntaxError,
@@ -720,7 +721,11 @@ class ExprMixin:
             fn = _PRINT
         syntax_warnings.check_call(self, fn, args, node)
         if _hashable(fn) and fn in ops.KERNEL_BUILTINS:
-            return ops.KERNEL_BUILTINS[fn](self, node, args, kwargs)
+            try:
+                return ops.KERNEL_BUILTINS[fn](self, node, args, kwargs)
+            except (IndexError, TypeError):
+                _check_builtin_arity(fn, args, kwargs)  # a missing argument: say so
+                raise
         if isinstance(fn, dynamic_methods.DynamicMethod):
             return fn(*args, **kwargs)
         for handler in (self._call_func, self._call_fieldsim_callable):
@@ -1178,3 +1183,17 @@ def constant_index_message(base) -> str:
 def _holder_kind(field) -> str:
     """What a user calls the indexed thing: an ndarray argument is no field to them."""
     return "ndarray argument" if getattr(field, "is_ndarray_slot", False) else "field"
+
+
+def _check_builtin_arity(fn, args, kwargs):
+    """A kernel builtin's handler failed: an ArgumentCountError if the call does not fit the
+    builtin's Python signature (its handler read `args[1]` of one argument), else nothing."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a C builtin without a signature
+        return
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as e:
+        name = getattr(fn, "__name__", "function")
+        raise ArgumentCountError(f"fs.{name}(): {e}") from None

@@ -134,6 +134,34 @@ CASES = {
                 x[i] = 1.0
         def bad(): k()
         """, (fs.TaichiTypeError,), ("range() of field 'x'", "for i in x"), ()),
+    # funcs and builtins called with the wrong arguments
+    "func_keyword_repeats_a_positional": ("""
+        @fs.func
+        def f(a, b=1.0):
+            return a + b
+        @fs.kernel
+        def k():
+            for i in x:
+                x[i] = f(x[i], 2.0, b=3.0)  # BAD
+        def bad(): k()
+        """, (fs.TaichiSyntaxError,), ("func 'f' got multiple values for argument 'b'",), ()),
+    "func_unknown_keyword": ("""
+        @fs.func
+        def f(a, b=1.0):
+            return a + b
+        @fs.kernel
+        def k():
+            for i in x:
+                x[i] = f(x[i], c=3.0)  # BAD
+        def bad(): k()
+        """, (fs.TaichiSyntaxError,), ("func 'f' has no parameter 'c'",), ()),
+    "builtin_missing_argument": ("""
+        @fs.kernel
+        def k():
+            for i in x:
+                x[i] = fs.atan2(x[i])  # BAD
+        def bad(): k()
+        """, (fs.TaichiSyntaxError,), ("fs.atan2()", "missing a required argument: 'x'"), ()),
 }
 
 
