@@ -528,6 +528,9 @@ def describe(v) -> str:
     from fieldsim.lang.field import Field
     if isinstance(v, Field):
         return f"field {v.ir_name!r} (index it, e.g. x[i])"
+    from fieldsim.lang.struct import StructValue
+    if isinstance(v, StructValue):  # not "StructFieldRef an element of ..."
+        return v.describe()
     if isinstance(v, types.ModuleType):  # its repr carries a long path: the name says enough
         return f"module {v.__name__!r}"
     if isinstance(v, dict):  # its values' reprs would be fieldsim's IR statements

@@ -156,7 +156,11 @@ class ExprMixin:
             return formatting.percent_format(self, a, b)
         if not _is_value(a) or not _is_value(b):
             if not isinstance(a, (Stmt, MatVal)) and not isinstance(b, (Stmt, MatVal)):
-                return _py_binop(op, a, b)
+                try:
+                    return _py_binop(op, a, b)
+                except TypeError:
+                    if not isinstance(a, struct.StructValue) and not isinstance(b, struct.StructValue):
+                        raise  # Python's own words name both plain Python types well enough
             raise FieldsimTypeError(f"unsupported operand type(s) for {op}: {describe(a)} and "
                                     f"{describe(b)}")
         return self.e.binop(op, a, b)

@@ -162,6 +162,16 @@ CASES = {
                 x[i] = fs.atan2(x[i])  # BAD
         def bad(): k()
         """, (fs.TaichiSyntaxError,), ("fs.atan2()", "missing a required argument: 'x'"), ()),
+    # a struct met in arithmetic: a Python TypeError naming fieldsim's class, as a syntax error
+    "struct_element_plus_a_number": ("""
+        P = fs.types.struct(pos=fs.math.vec2, mass=fs.f32)
+        p = P.field(shape=4)
+        @fs.kernel
+        def k():
+            for i in p:
+                x[i] = p[i] + 1.0  # BAD
+        def bad(): k()
+        """, (fs.TaichiTypeError,), ("+: an element of struct field 'p' and float 1.0",), ()),
 }
 
 
