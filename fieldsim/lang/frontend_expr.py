@@ -441,6 +441,11 @@ class ExprMixin:
         leaves = sfield.leaves()
         if not leaves:
             raise FieldsimTypeError(f"struct field {sfield.ir_name!r} has no members")
+        shape = leaves[0].shape
+        count = 0 if idx == [None] else len(idx)
+        if shape is not None and count != len(shape):  # said of the struct field, not its member
+            raise IndexCountError(f"struct field {sfield.ir_name!r} has {len(shape)} dimension(s) "
+                                  f"but is indexed with {count} index(es)")
         return self.field_indices(leaves[0], idx)
 
     def load_field(self, field: Field, indices: list):

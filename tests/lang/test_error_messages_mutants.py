@@ -172,6 +172,16 @@ CASES = {
                 x[i] = p[i] + 1.0  # BAD
         def bad(): k()
         """, (fs.TaichiTypeError,), ("+: an element of struct field 'p' and float 1.0",), ()),
+    # the count error named the struct's first member field ('p.pos')
+    "struct_field_index_count": ("""
+        P = fs.types.struct(pos=fs.math.vec2, mass=fs.f32)
+        p = P.field(shape=4)
+        @fs.kernel
+        def k():
+            for i in p:
+                x[i] = p[i, 0].mass  # BAD
+        def bad(): k()
+        """, (fs.TaichiIndexError,), ("struct field 'p' has 1 dimension(s)",), ()),
 }
 
 
