@@ -1138,6 +1138,7 @@ _PY_BUILTINS = {getattr: _getattr, isinstance: _py_isinstance, any: _py_anyall("
                 float: _float_cast, len: _len, min: _py_minmax("min"),
                 max: _py_minmax("max"), abs: _py_abs, pow: _py_pow, bool: _py_bool,
                 np.absolute: _py_abs,  # numpy calls the value's __abs__: Taichi takes it
+                np.square: lambda fe, a, k: fe.apply_binop("*", a[0], a[0]),  # its __mul__ too
                 operator.matmul: lambda fe, a, k: fe.apply_binop("@", a[0], a[1]),
                 _PRINT: formatting.emit_print,
                 builtins.range: lambda fe, a, k: _static_range([_range_bound(fe, x) for x in a])}
