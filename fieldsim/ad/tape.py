@@ -156,8 +156,13 @@ class Tape:
     def __enter__(self):
         """Start recording (see the class docstring); returns the Tape."""
         rt = runtime.get()
-        if rt.tape is not None:
-            raise FieldsimError("Tapes cannot be nested")
+        if rt.tape is not None:  # a RuntimeError in Taichi too; located, as the user's mistake
+            outer = getattr(rt.tape, "entered_at", None)
+            where = f" (the recording one was entered at {outer})" if outer is not None else ""
+            raise FieldsimRuntimeError(f"Tapes cannot be nested: finish the Tape that is recording "
+                                       f"before entering another{where}",
+                                       _user_loc()).with_traceback(None) from None
+        self.entered_at = _user_loc()
         if self.loss is not None:
             try:
                 _check_loss(self.loss)

@@ -182,6 +182,20 @@ CASES = {
                 x[i] = p[i, 0].mass  # BAD
         def bad(): k()
         """, (fs.TaichiIndexError,), ("struct field 'p' has 1 dimension(s)",), ()),
+    # a bare FieldsimError without the user's line, which `except RuntimeError` (Taichi's class
+    # for it) missed
+    "nested_tape": ("""
+        y = fs.field(fs.f32, shape=4, needs_grad=True)
+        loss = fs.field(fs.f32, shape=(), needs_grad=True)
+        @fs.kernel
+        def k():
+            for i in y:
+                loss[None] += y[i] * y[i]
+        def bad():
+            with fs.ad.Tape(loss=loss):
+                with fs.ad.Tape(loss=loss):  # BAD
+                    k()
+        """, (RuntimeError,), ("Tapes cannot be nested", "entered at"), ()),
 }
 
 
