@@ -110,16 +110,18 @@ class Matrix:
     def __getitem__(self, k):
         try:
             v = self._a[k]  # an entry is a numpy scalar of the entries' dtype, as in Taichi
-        except IndexError:
-            raise self._index_error(k) from None
+        except IndexError as e:
+            raise self._index_error(k, e) from None
         return self._entry(k, v) if np.ndim(v) == 0 else _wrap(v)
 
-    def _index_error(self, k):
+    def _index_error(self, k, err):
         """numpy's bare IndexError for `v[k]`, said of this value (or the field element it is)."""
         what = f"a {'vector' if self._a.ndim == 1 else 'matrix'} of shape {self._a.shape}"
         if self._owner is not None:
             field, _, idx = self._owner
             what = f"field {field.ir_name!r} element {tuple(idx)} ({what})"
+        if "out of bounds" not in str(err):  # a bad kind of index (a str, too many axes)
+            return FieldsimIndexError(f"bad index {k!r} for {what}: {err}")
         return FieldsimIndexError(f"index {k!r} is out of range for {what}")
 
     def _entry(self, k, v):
@@ -141,8 +143,8 @@ class Matrix:
             return
         try:
             self._a[k]  # checked first: a bad index writes nothing, to the field neither
-        except IndexError:
-            raise self._index_error(k) from None
+        except IndexError as e:
+            raise self._index_error(k, e) from None
         if self._owner is not None and self._set_int_entry(k, v):
             return
         self._a[k] = _np(v)

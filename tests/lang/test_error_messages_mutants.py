@@ -47,6 +47,10 @@ CASES = {
         m = fs.Matrix([[1.0, 2.0], [3.0, 4.0]])
         def bad(): return m[0, 3]  # BAD
         """, (IndexError,), ("index (0, 3)", "matrix of shape (2, 2)"), ()),
+    "vector_entry_of_a_string_index": ("""
+        w = fs.Vector([1.0, 2.0])
+        def bad(): return w['a']  # BAD
+        """, (IndexError,), ("bad index 'a'", "vector of shape (2,)"), ()),
     # struct values (Taichi: silently drops the unknown member, or keeps two of three entries)
     "struct_value_unknown_member": ("""
         S = fs.types.struct(a=fs.f32, b=fs.math.vec2)
