@@ -6,12 +6,11 @@ for a struct, a struct value, a field element or a dict); gives the resolved typ
 scalars (vector/matrix entries row-major, struct leaves in member order), which travel to the
 kernel as that many scalar arguments (the frontend rebuilds the vector/matrix or struct value).
 Guarantees: a value of another shape, with non-numeric entries or unknown members, or a lone
-number for a struct, raises a
-FieldsimTypeError naming the kernel and the argument; a fractional float given to an integer
-vector/matrix entry is refused, as for a scalar argument (Taichi refuses any float there); one
-given to an integer struct member truncates, as Taichi's struct cast does; a struct member of
-another shape is refused (never truncated or shifted into the next member). No gradient flows
-to these arguments.
+number for a struct, raises a FieldsimTypeError naming the kernel and the argument; a
+fractional float given to an integer vector/matrix entry is refused, as for a scalar argument
+(Taichi refuses any float there); one given to an integer struct member truncates, as Taichi's
+struct cast does; a struct member of another shape is refused (never truncated or shifted into
+the next member). No gradient flows to these arguments.
 """
 from __future__ import annotations
 
