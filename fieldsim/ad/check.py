@@ -60,9 +60,10 @@ from fieldsim.ad.checkpoint import (
     run_forward,
 )
 from fieldsim.ad.tape import CustomEntry, LaunchEntry, PythonWriteEntry, Tape
-from fieldsim.errors import FieldsimError
+from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.ir import Op, walk
 from fieldsim.lang import runtime
+from fieldsim.lang.naming import user_loc
 
 __all__ = [
     "EntryCheck",
@@ -216,12 +217,12 @@ def tape_grad_check(tape, fields, eps=None, rtol=1e-2, atol=1e-4, n_directions=N
     """After `tape`'s backward: compare the gradients of `fields` with central differences of the
     recorded launches replayed from the state at the Tape's entry; raise `GradcheckError`."""
     if tape.loss is None:
-        raise FieldsimError("Tape(grad_check=...) needs the Tape's loss")
+        raise FieldsimRuntimeError("Tape(grad_check=...) needs the Tape's loss", user_loc())
     for e in tape.entries:
         if isinstance(e, PythonWriteEntry):
-            raise FieldsimError(f"Tape(grad_check=...): a Python-scope write to {e.field.ir_name!r} "
-                                "was recorded on the Tape and cannot be replayed; use "
-                                "fs.ad.gradcheck(fn, inputs), which re-runs your function")
+            raise FieldsimRuntimeError(f"Tape(grad_check=...): a Python-scope write to {e.field.ir_name!r} "
+                                       "was recorded on the Tape and cannot be replayed; use "
+                                       "fs.ad.gradcheck(fn, inputs), which re-runs your function", user_loc())
     inputs = _check_inputs(fields)
     end = Rewind(data_fields() + grad_fields(data_fields()))
     entries = list(tape.entries)
@@ -261,10 +262,10 @@ def _start_from_end(tape, replay) -> Rewind:
     if bad or (c0 is None and uses_random):
         why = (f"field(s) {', '.join(repr(n) for n in bad)} accumulate with atomics and are read "
                "afterwards" if bad else "fs.random draws cannot be lined up")
-        raise FieldsimError(f"Tape(grad_check=...): the Tape kept no copy of the state at its entry "
-                            f"(fieldsim.ad.check.begin_tape_grad_check was not called) and replaying "
-                            f"from the final state is not exact here: {why}. Use "
-                            "fs.ad.gradcheck(fn, inputs) instead")
+        raise FieldsimRuntimeError(f"Tape(grad_check=...): the Tape kept no copy of the state at its entry "
+                                   f"(fieldsim.ad.check.begin_tape_grad_check was not called) and replaying "
+                                   f"from the final state is not exact here: {why}. Use "
+                                   "fs.ad.gradcheck(fn, inputs) instead", user_loc())
     return start
 
 

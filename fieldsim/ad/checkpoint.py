@@ -22,10 +22,11 @@ from __future__ import annotations
 import weakref
 
 from fieldsim.ad.tape import CustomEntry, LaunchEntry, Tape, field_sets, grad_replaced
-from fieldsim.errors import FieldsimError
+from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.ir import Op, walk
 from fieldsim.lang import runtime
 from fieldsim.lang.field import Field
+from fieldsim.lang.naming import user_loc
 
 __all__ = ["CheckpointInfo", "Recorder", "Rewind", "Snapshot", "checkpoint", "data_fields",
            "run_forward"]
@@ -72,9 +73,9 @@ class Snapshot:
         for g, a in self.data:
             if g is f:
                 return a
-        raise FieldsimError(f"field {f.ir_name!r} is not in this copy of the program state (only "
-                            "live primal fields are: not a .grad/.dual twin, nor a field from an "
-                            "earlier fs.init())")
+        raise FieldsimRuntimeError(f"field {f.ir_name!r} is not in this copy of the program state (only "
+                                   "live primal fields are: not a .grad/.dual twin, nor a field from an "
+                                   "earlier fs.init())", user_loc())
 
 
 class Rewind:
@@ -98,7 +99,7 @@ class Rewind:
     def __enter__(self):
         rt = runtime.get()
         if rt.tape is not None or rt.fwd_mode is not None:
-            raise FieldsimError(f"{self.what} must be called outside a Tape and FwdMode")
+            raise FieldsimRuntimeError(f"{self.what} must be called outside a Tape and FwdMode", user_loc())
         return self
 
     def __exit__(self, *exc):
@@ -150,8 +151,8 @@ def run_forward(entry, counter=None):
     elif isinstance(entry, CustomEntry):
         entry.fn(*entry.args, **(entry.kwargs or {}))
     else:
-        raise FieldsimError(f"a Python-scope write to {entry.field.ir_name!r} recorded on a Tape "
-                            "cannot be replayed (its value was not recorded)")
+        raise FieldsimRuntimeError(f"a Python-scope write to {entry.field.ir_name!r} recorded on a Tape "
+                                   "cannot be replayed (its value was not recorded)", user_loc())
 
 
 # ---- recording ------------------------------------------------------------------------------------

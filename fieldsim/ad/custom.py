@@ -28,13 +28,14 @@ what the func's own body reads (the adjoint never reads it again).
 """
 from __future__ import annotations
 
-from fieldsim.errors import FieldsimError
+from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.lang.kernel import Func
+from fieldsim.lang.naming import user_loc
 
 
 def func_grad(primal):
     if not isinstance(primal, Func):
-        raise FieldsimError(f"fs.ad.func_grad needs an @fs.func, got {primal!r}")
+        raise FieldsimRuntimeError(f"fs.ad.func_grad needs an @fs.func, got {primal!r}", user_loc())
 
     def decorator(fn):
         primal.custom_grad = fn if isinstance(fn, Func) else Func(fn)
@@ -45,7 +46,7 @@ def func_grad(primal):
 def func_replay(primal):
     """Replace the func's body during the adjoint's forward replay (e.g. to skip side effects)."""
     if not isinstance(primal, Func):
-        raise FieldsimError(f"fs.ad.func_replay needs an @fs.func, got {primal!r}")
+        raise FieldsimRuntimeError(f"fs.ad.func_replay needs an @fs.func, got {primal!r}", user_loc())
 
     def decorator(fn):
         primal.replay = fn if isinstance(fn, Func) else Func(fn)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.errors import FieldsimError, FieldsimRuntimeError
+from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.lang import runtime
 from fieldsim.lang.field import Field
 from fieldsim.lang.naming import user_loc
@@ -98,7 +98,8 @@ def jvp_for(primal):
 
     def decorator(fn):
         if not hasattr(primal, "jvp"):
-            raise FieldsimError(f"{getattr(primal, '__name__', primal)!r} is not a grad_replaced function")
+            raise FieldsimRuntimeError(f"{getattr(primal, '__name__', primal)!r} is not a "
+                                       "grad_replaced function", user_loc())
         primal.jvp = fn
         return fn
     return decorator

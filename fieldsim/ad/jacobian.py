@@ -29,7 +29,8 @@ from fieldsim.ad.check import _progress
 from fieldsim.ad.checkpoint import Rewind
 from fieldsim.ad.fwd_mode import FwdMode
 from fieldsim.ad.tape import Tape
-from fieldsim.errors import FieldsimError
+from fieldsim.errors import FieldsimRuntimeError
+from fieldsim.lang.naming import user_loc
 
 __all__ = ["jacobian", "jacobian_fd", "plot_jacobian"]
 
@@ -156,7 +157,7 @@ def _concat(fields) -> np.ndarray:
     parts = []
     for f in fields:
         if f is None:
-            raise FieldsimError("jacobian: a field has no dual/grad twin to read")
+            raise FieldsimRuntimeError("jacobian: a field has no dual/grad twin to read", user_loc())
         parts.append(f.storage.to_numpy().astype(np.float64).ravel())
     return np.concatenate(parts) if parts else np.zeros(0)
 

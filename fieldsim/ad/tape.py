@@ -84,8 +84,8 @@ class CustomEntry:
     def backward(self):
         grad = getattr(self.fn, "grad", None)
         if grad is None:
-            raise FieldsimError(f"grad_replaced function {self.fn.__name__!r} has no backward: "
-                                "register one with @fs.ad.grad_for")
+            raise FieldsimRuntimeError(f"grad_replaced function {self.fn.__name__!r} has no backward: "
+                                       "register one with @fs.ad.grad_for", _user_loc())
         grad(*self.args, **self.kwargs)
 
 
@@ -275,13 +275,13 @@ class Tape:
             loss.grad.fill_(1)
         elif loss is not None:
             if loss.adjoint is None:
-                raise FieldsimError(f"loss field {loss.ir_name!r} has no gradient: declare it with "
-                                    "needs_grad=True")
+                raise FieldsimRuntimeError(f"loss field {loss.ir_name!r} has no gradient: declare it with "
+                                           "needs_grad=True", _user_loc())
             loss.adjoint.storage.fill(1)
         for f, seed in (grads or {}).items():
             target = f.adjoint if f.adjoint is not None else None
             if target is None:
-                raise FieldsimError(f"field {f.ir_name!r} has no gradient to seed")
+                raise FieldsimRuntimeError(f"field {f.ir_name!r} has no gradient to seed", _user_loc())
             target.storage.from_numpy(np.broadcast_to(np.asarray(seed, dtype=f.dtype.np),
                                                       f.storage_shape).copy())
         _warn_cut_chains(self.entries)
@@ -406,7 +406,7 @@ def _warn_cut_chains(entries):
         if written_from_grad:
             for f in cut_reads:
                 if id(f) in written_from_grad and getattr(f, "qtype", None) is not None:
-                    raise FieldsimError(
+                    raise FieldsimRuntimeError(
                         f"field {f.ir_name!r} has quantized type {f.qtype} but sits in the middle "
                         f"of a differentiated chain: kernel {e.kernel.__name__!r} reads it after "
                         "an earlier kernel wrote it from values with gradients. Quantized fields "
@@ -445,8 +445,8 @@ def _gradient_role(gradient_type) -> str:
     # by name: a program may hold SNodeGradType from a second copy of the enums module
     key = str(getattr(gradient_type, "name", gradient_type)).lower()
     if key not in named:
-        raise FieldsimError(f"clear_all_gradients: gradient_type must be SNodeGradType.ADJOINT or "
-                            f"SNodeGradType.DUAL, got {gradient_type!r}")
+        raise FieldsimRuntimeError(f"clear_all_gradients: gradient_type must be SNodeGradType.ADJOINT or "
+                                   f"SNodeGradType.DUAL, got {gradient_type!r}", _user_loc())
     return named[key]
 
 
@@ -482,9 +482,9 @@ def grad_replaced(fn):
 def _forward_through_custom(wrapper, fn, args, kwargs):
     """In FwdMode a grad_replaced section runs its user JVP, or is refused."""
     if wrapper.jvp is None:
-        raise FieldsimError(f"grad_replaced function {fn.__name__!r} has a custom backward but no "
-                            "forward-mode rule: register one with @fs.ad.jvp_for, or call it outside "
-                            "fs.ad.FwdMode")
+        raise FieldsimRuntimeError(f"grad_replaced function {fn.__name__!r} has a custom backward but no "
+                                   "forward-mode rule: register one with @fs.ad.jvp_for, or call it outside "
+                                   "fs.ad.FwdMode", _user_loc())
     rt = runtime.get()
     rt.no_grad_depth += 1  # the primal runs plainly; the user's JVP computes the duals
     try:
