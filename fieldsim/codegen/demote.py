@@ -9,7 +9,8 @@ read-modify-write (Taichi's demote_atomics pass):
 * in a parallel FOR: an atomic to field F when every access to F in the task (load, store,
   atomic) has, at a common set of index positions, the same pure index expressions, and those
   expressions determine the loop index (one of them is the loop index itself, or they hold
-  both `L // c` and `L % c` of an expression L that does). Then two iterations that touch one
+  both `L // c` and `L % c` of an expression L that does, or `(L // a) % b` and `L // (a * b)`,
+  which fix `L // a`: the indices of a 3-D or deeper loop). Then two iterations that touch one
   element of F are the same iteration, which runs on one thread.
 
 `discarded_atomics(task)`: the ids of the task's parallel atomic adds and subs whose old value
@@ -88,6 +89,8 @@ def _operands_fixed_by(k: tuple, known: set) -> list:
     op = k[0]
     if op == Op.FLOORDIV and _nonzero_const(k[2]) and (Op.MOD,) + k[1:] in known:
         return [k[1]]
+    if op == Op.MOD:
+        return _quotient_fixed_by(k, known)
     if op == Op.ADD:
         return [a for a, b in ((k[1], k[2]), (k[2], k[1])) if _invariant(b)]
     if op == Op.SUB:
@@ -95,6 +98,22 @@ def _operands_fixed_by(k: tuple, known: set) -> list:
     if op == Op.MUL:
         return [a for a, b in ((k[1], k[2]), (k[2], k[1])) if _odd_const(b)]
     return []
+
+
+def _quotient_fixed_by(k: tuple, known: set) -> list:
+    """`(X // a) % b` with `X // (a * b)` known fixes `X // a`, as `(X // a) // b == X // (a * b)`
+    for positive a and b: the middle indices of a 3-D or deeper loop (`L // (n1 * n2)`,
+    `(L // n2) % n1`, `L % n2`) then fix L one level at a time."""
+    quotient, b = k[1], k[2]
+    if quotient[0] != Op.FLOORDIV or not (_positive_const(b) and _positive_const(quotient[2])):
+        return []
+    a = quotient[2]
+    whole = (Op.FLOORDIV, quotient[1], ("const", a[1], a[2] * b[2]))
+    return [quotient] if whole in known else []
+
+
+def _positive_const(k) -> bool:
+    return k[0] == "const" and isinstance(k[2], int) and not isinstance(k[2], bool) and k[2] > 0
 
 
 def _nonzero_const(k) -> bool:

@@ -96,6 +96,59 @@ def test_2d_struct_for_and_time_indexed_fields(threaded):
     np.testing.assert_array_equal(traj.to_numpy(), np.array([[0.0], [1.0], [2.0]]) * np.ones(5000))
 
 
+def test_3d_and_4d_struct_fors_own_their_elements(threaded):
+    # the frontend splits a 3-D loop index L into L // (n1 * n2), (L // n2) % n1 and L % n2
+    rho = fs.field(fs.f32, shape=(6, 7, 9), name="rho")
+    v = fs.Vector.field(3, fs.f32, shape=(6, 7, 9), name="v")
+    f = fs.field(fs.f32, shape=(6, 7, 9, 5), name="f")
+    w = fs.field(fs.i32, shape=(3, 4, 5, 6), name="w")
+    rng = np.random.default_rng(2)
+    f.from_numpy(rng.random((6, 7, 9, 5)).astype(np.float32))
+
+    @fs.kernel
+    def macro():
+        for i, j, k in rho:
+            rho[i, j, k] = 0.0
+            v[i, j, k] = fs.Vector([0.0, 0.0, 0.0])
+            for s in fs.static(range(5)):
+                rho[i, j, k] += f[i, j, k, s]
+                v[i, j, k] += fs.Vector([1.0, 2.0, 3.0]) * f[i, j, k, s]
+
+    @fs.kernel
+    def four():
+        for a, b, c, d in w:
+            w[a, b, c, d] += a * 1000 + b * 100 + c * 10 + d
+
+    macro()
+    four()
+    assert demoted_fields(macro) == {"rho", "v"}
+    assert demoted_fields(four) == {"w"}
+    fn = f.to_numpy()
+    expect = fn.sum(-1)
+    np.testing.assert_allclose(rho.to_numpy(), expect, rtol=1e-6)  # fast math may reorder the sum
+    np.testing.assert_allclose(v.to_numpy(), expect[..., None] * np.array([1, 2, 3], np.float32),
+                               rtol=1e-6)
+    a, b, c, d = np.meshgrid(*(np.arange(n) for n in (3, 4, 5, 6)), indexing="ij")
+    np.testing.assert_array_equal(w.to_numpy(), a * 1000 + b * 100 + c * 10 + d)
+
+
+def test_3d_loop_adding_to_a_2d_slice_keeps_the_atomic(threaded):
+    g = fs.field(fs.f32, shape=(8, 9, 10), name="g")
+    acc = fs.field(fs.i32, shape=(8, 9), name="acc")
+    mid = fs.field(fs.i32, shape=(9,), name="mid")
+
+    @fs.kernel
+    def k():
+        for i, j, k in g:
+            acc[i, j] += 1  # the ten iterations over k share acc[i, j]
+            mid[j] += 1     # (L // 10) % 9 alone does not fix L
+
+    k()
+    assert demoted_fields(k) == set()
+    np.testing.assert_array_equal(acc.to_numpy(), np.full((8, 9), 10))
+    np.testing.assert_array_equal(mid.to_numpy(), np.full(9, 80))
+
+
 def test_demoted_atomic_returns_the_old_value(threaded):
     n = 30_000
     x = fs.field(fs.f32, shape=n, name="x")
