@@ -23,7 +23,9 @@ that `keeps_array` chooses (`small_arrays_scalarized`, before promote_locals): m
 benchmarks/local_arrays.py (BENCHMARKS.md, "Runtime-indexed locals"), a stack array wins
 wherever a local is written at a runtime index from ARRAY_MIN_ENTRIES = 3 entries on (a store
 to the select form rewrites every entry), while a local only read at runtime indices keeps its
-entries in registers and the select chain, which vectorizes, up to READ_ONLY_MIN_ENTRIES.
+entries in registers and the select chain, which vectorizes, up to READ_ONLY_MIN_ENTRIES
+(17: a loop that does not vectorize pays the whole chain per read; a D3Q19 LBM collision's
+19-entry moment vectors ran 1.4x Taichi's time as chains, at its speed as arrays).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import Function, Kernel, Op, Stmt, array_parts, walk_all
 
 ARRAY_MIN_ENTRIES = 3  # written at a runtime index: a stack array from this many entries on
-READ_ONLY_MIN_ENTRIES = 32  # only read at runtime indices: a stack array from this many on
+READ_ONLY_MIN_ENTRIES = 17  # only read at runtime indices: a stack array from this many on
 
 
 def keeps_array(entries: int, written: bool) -> bool:
