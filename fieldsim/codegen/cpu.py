@@ -102,16 +102,24 @@ class HostStorage(ArrayStorage):
             self.mapping.madvise(mmap.MADV_DONTNEED)
 
 
+def guard_bytes(shape, item: int, align: int = 64) -> int:
+    """The guard zone on each side of a field of `shape` and `item`-byte elements (HostStorage;
+    the CUDA backend's device storage has the same): a multiple of `align` bytes, so the data
+    keeps its buffer's alignment."""
+    n = math.prod(shape)
+    row = n // shape[0] if shape and shape[0] else n
+    rows = -(-shape[0] // GUARD_ROWS_FRACTION) if shape else 0
+    want = max(min(rows * row * item, GUARD_FRACTION_MAX_BYTES), row * item, GUARD_BYTES)
+    return -(-want // align) * align
+
+
 def _guarded_zeros(shape, np_dtype, sparse=False):
     """(a zeroed C-contiguous array of `shape`, its mmap or None): a view into a buffer with a
     guard zone (a multiple of 64 bytes, so the data keeps the buffer's alignment) before and
     after; a big field under a sparse node is a reservation (`_reserved_zeros`)."""
     n = math.prod(shape)
     item = np.dtype(np_dtype).itemsize
-    row = n // shape[0] if shape and shape[0] else n
-    rows = -(-shape[0] // GUARD_ROWS_FRACTION) if shape else 0
-    guard_bytes = max(min(rows * row * item, GUARD_FRACTION_MAX_BYTES), row * item, GUARD_BYTES)
-    guard = -(-guard_bytes // 64) * 64 // item
+    guard = guard_bytes(shape, item) // item
     total = n + 2 * guard
     mapping = None
     if sparse and total * item >= SPARSE_MAP_BYTES and hasattr(mmap, "MADV_NOHUGEPAGE"):

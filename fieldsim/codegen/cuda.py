@@ -33,7 +33,7 @@ import numpy as np
 
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen import llvm_build
-from fieldsim.codegen.cpu import safe_symbol
+from fieldsim.codegen.cpu import guard_bytes, safe_symbol
 from fieldsim.codegen.disk_cache import cached_build
 from fieldsim.codegen.llvm import (
     CTX_ERR,
@@ -340,9 +340,15 @@ class DeviceStorage:
 
     def __init__(self, backend, shape, dtype):
         self._describe(backend, shape, dtype)
-        self.ptr, self._handle = self.drv.alloc(self.nbytes)
+        # zeroed guard zones before and after the data, as the CPU's (HostStorage): a stencil's
+        # `x[i - 1]` at i = 0 reads zero, not memory before the allocation (on a GPU an illegal
+        # address where none is mapped), and a write one row past the end stays in the field's
+        # own allocation; 256 bytes keep cuMemAlloc's alignment
+        guard = guard_bytes(self.shape, self.dtype.itemsize, 256) if self.nbytes else 0
+        base, self._handle = self.drv.alloc(self.nbytes + 2 * guard)
+        self.ptr = base + guard
         if self.nbytes:
-            self.drv.memset8(self.ptr, 0, self.nbytes)
+            self.drv.memset8(base, 0, self.nbytes + 2 * guard)
 
     def _describe(self, backend, shape, dtype):
         self.drv = backend.drv
