@@ -198,6 +198,7 @@ def test_small_fields_stay_row_major_by_default():
     assert small.index_map is None and (big.index_map is not None) == on_cpu()
 
 
+@pytest.mark.cpu_backend("the CPU backend's chunk-major reservation; CUDA allocates in full")
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/self/smaps"), reason="Linux only")
 def test_few_appends_to_many_cells_commit_about_one_chunk_row():
     fs.init(arch=fs.cpu)
