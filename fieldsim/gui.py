@@ -697,6 +697,7 @@ class GUI:
         # what get_image returns where nothing was drawn over it since
         self._raw = None
         self.clear()
+        _gui_raster.start_image_compile()  # set_image's compiled conversion, ready in a few frames
 
     # ----------------------------------------------------------- state
     @property
@@ -987,7 +988,9 @@ class GUI:
         if a.shape[:2] != (w, h):  # nearest pixel; the conversions below are per element
             a = a[(np.arange(w) * a.shape[0]) // w][:, (np.arange(h) * a.shape[1]) // h]
         self._queued.clear()  # shapes queued before are covered by the image
-        self._canvas[...] = self._image_to_packed(a).T[::-1]
+        floats = np.issubdtype(a.dtype, np.floating) or a.dtype == np.bool_
+        if not (floats and _gui_raster.pack_image(a, self._canvas, self._byte_rounding)):
+            self._canvas[...] = self._image_to_packed(a).T[::-1]
         if isinstance(img, np.ndarray) and np.shares_memory(a, img):
             a = a.copy()  # Taichi's buffer is a copy: later writes to the array do not reach it
         # Taichi copies a float field's channels into a buffer whose alpha stays 0; a grey

@@ -9,6 +9,7 @@ import pytest
 from PIL import Image
 from support.ir_interp import FakeField
 
+from fieldsim import _gui_raster
 from fieldsim.gui import GUI, frames_to_gif
 
 RED, GREEN, BLUE, WHITE, BG = 0xFF0000, 0x00FF00, 0x0000FF, 0xFFFFFF, 0x112F41
@@ -286,7 +287,13 @@ def _reference_canvas(img, res):
     ((40, 30, 2), np.float32, (40, 30)),  # red-green, as Taichi's vector fields of 2
     ((40, 30, 3), np.uint16, (40, 30)),
 ])
-def test_set_image_matches_a_numpy_reference_frame_after_frame(tmp_path, shape, dtype, res):
+@pytest.mark.parametrize("conversion", ["numpy", "compiled"])
+def test_set_image_matches_a_numpy_reference_frame_after_frame(tmp_path, monkeypatch, shape, dtype,
+                                                               res, conversion):
+    if conversion == "numpy":  # as in the first frames, before the compiled loop is ready
+        monkeypatch.setattr(_gui_raster, "pack_image", lambda *args: False)
+    else:
+        _gui_raster.wait_image_compile()
     rng = np.random.default_rng(1)
     gui = GUI(res=res)
     for frame in range(3):  # buffers are reused between frames: each frame stands alone
@@ -592,6 +599,7 @@ def test_widget_values_are_floats():
 
 
 def test_set_image_of_floats_truncates_clips_and_zeroes_nan(tmp_path):
+    _gui_raster.wait_image_compile()
     gui = GUI("t", res=(4, 3), show_gui=False)
     img = np.linspace(-0.5, 1.5, 36, dtype=np.float32).reshape(4, 3, 3)
     img[0, 0] = [np.nan, np.inf, -np.inf]

@@ -8,6 +8,7 @@ from PIL import Image
 
 import fieldsim as fs
 import fieldsim.ui.render3d as render3d
+from fieldsim import _gui_raster
 from fieldsim.ui import UIInputError
 
 
@@ -84,6 +85,22 @@ def test_set_image_round_trips_field_and_numpy():
         assert back.shape == (40, 30, 4)
         assert np.abs(back[..., :3] - img).max() <= 0.5 / 255 + 1e-6
         assert (back[..., 3] == 1).all()
+
+
+def test_set_image_rounds_floats_to_the_nearest_byte():
+    rng = np.random.default_rng(3)
+    img = (rng.random((40, 30, 3)) * 1.4 - 0.2).astype(np.float32)
+    img.flat[::11] = np.nan
+    img.flat[1::13] = np.inf
+    img.flat[2::17] = -np.inf
+    img[0, 0] = [0.5 / 255, 1.5 / 255, 254.5 / 255]  # half-way points
+    window = fs.ui.Window("img", (40, 30))
+    _gui_raster.wait_image_compile()  # the compiled conversion (the first frames take numpy's)
+    window.get_canvas().set_image(img)
+    got = np.round(window.get_image_buffer_as_numpy()[..., :3] * 255).astype(np.uint8)
+    unit = np.clip(np.nan_to_num(img), 0, 1)  # in float32, as GGUI's conversion
+    want = (unit * np.float32(255) + np.float32(0.5)).astype(np.uint8)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_set_image_u8_and_grey_and_stretch():
