@@ -18,6 +18,9 @@ from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import ops
 from fieldsim.lang.expr import MatVal
+from fieldsim.lang.field import Field
+from fieldsim.lang.ndarray import ExternalArray, Ndarray, NdarraySlot
+from fieldsim.lang.struct import StructField
 
 
 def randn(dtype=None):
@@ -50,10 +53,28 @@ def _static_kernel(fe, node, args, kw):
 ops.KERNEL_BUILTINS[ops.static] = _static_kernel
 
 
+def _static_text(a):
+    """What Taichi 1.7.4's `ti.static_print` shows for a kernel value or a field: in a kernel a
+    field prints its kind, not its values (an ndarray parameter has none to print yet).
+
+    >>> _static_text(3), _static_text([1])
+    (3, [1])
+    """
+    if isinstance(a, (Stmt, MatVal)):
+        return "<ti.Expr>"
+    if isinstance(a, (Ndarray, NdarraySlot, ExternalArray)):
+        return "<ti.ndarray>"
+    if isinstance(a, StructField):
+        return "<ti.StructField>"
+    if isinstance(a, Field):
+        return ("<ti.field>" if a.ndim_el == 0
+                else f"<{a.n}x{a.m or 1} ti.Matrix.field>")
+    return a
+
+
 def _static_print_kernel(fe, node, args, kw):
-    # Taichi's ti.static_print: print while compiling (once per compilation), not at run time; a
-    # kernel value (scalar, vector or matrix) prints as Taichi 1.7.4 prints its Expr
-    print(*[a if not isinstance(a, (Stmt, MatVal)) else "<ti.Expr>" for a in args], **kw)
+    # Taichi's ti.static_print: print while compiling (once per compilation), not at run time
+    print(*[_static_text(a) for a in args], **kw)
 
 
 ops.KERNEL_BUILTINS[ops.static_print] = _static_print_kernel

@@ -90,3 +90,19 @@ def test_static_print_of_kernel_values_prints_taichis_expr_placeholder(capfd):
 
     k(1)
     assert capfd.readouterr().out == "<ti.Expr> <ti.Expr> <ti.Expr> f32 (4,) 3.5\n"
+
+
+def test_static_print_of_fields_prints_their_kind_not_values(capfd):
+    # Taichi prints a field's kind while compiling; an ndarray parameter has no values yet
+    x = fs.field(fs.f32, 3)
+    v = fs.Vector.field(2, fs.f32, 3)
+    m = fs.Matrix.field(2, 3, fs.f32, 3)
+    s = fs.types.struct(p=fs.f32).field(shape=2)
+
+    @fs.kernel
+    def k(nd: fs.types.ndarray()):
+        fs.static_print(x, v, m, s, nd)
+
+    k(fs.ndarray(fs.f32, 3))
+    assert capfd.readouterr().out == ("<ti.field> <2x1 ti.Matrix.field> <2x3 ti.Matrix.field> "
+                                      "<ti.StructField> <ti.ndarray>\n")
