@@ -2001,7 +2001,20 @@ def _rebuild_value(flat, shape):
     return tuple(out)
 
 
+def _refuse_special_params(fn, a: ast.arguments) -> None:
+    # Taichi 1.7.4 refuses these when the func is defined; binding by position alone misnamed them
+    kinds = [("*" + a.vararg.arg) if a.vararg else None,
+             ("**" + a.kwarg.arg) if a.kwarg else None,
+             *(f"keyword-only {k.arg!r}" for k in a.kwonlyargs),
+             *(f"positional-only {k.arg!r}" for k in a.posonlyargs)]
+    kinds = [k for k in kinds if k]
+    if kinds:
+        raise FieldsimSyntaxError(f"func {fn.__name__!r} has the parameter(s) {', '.join(kinds)}: "
+                                  "a func takes plain parameters only (as in Taichi)")
+
+
 def _bind_args(fn, params, fdef, args, kwargs) -> dict:
+    _refuse_special_params(fn, fdef.args)
     defaults = fdef.args.defaults
     bound = {}
     if len(args) > len(params):

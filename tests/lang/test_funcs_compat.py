@@ -1,5 +1,6 @@
 """Taichi's func semantics: typed args and returns, template/ref args by reference, returns
 anywhere in a func, kernel return values (unsigned, vectors, matrices, tuples), real_func rules."""
+import re
 import typing
 
 import numpy as np
@@ -332,3 +333,31 @@ def test_return_from_a_loop_gradient_matches_finite_differences():
         d = np.zeros(4)
         d[i] = eps
         assert g[i] == pytest.approx((total(vals + d) - total(vals - d)) / (2 * eps), rel=1e-6)
+
+
+
+@fs.func
+def _star(*args):
+    return args[0] + args[1]
+
+
+@fs.func
+def _kwonly(a, *, b):
+    return a - b
+
+
+@fs.func
+def _starstar(a, **kw):
+    return a
+
+
+@pytest.mark.parametrize("f,named", [(_star, "*args"), (_kwonly, "keyword-only 'b'"),
+                                     (_starstar, "**kw")])
+def test_func_with_star_or_keyword_only_parameters_is_refused_by_name(f, named):
+    # bound by position alone these were misreported: "takes 0 argument(s)", "has no parameter 'b'"
+    @fs.kernel
+    def k() -> fs.f32:
+        return f(1.0, b=2.0) if fs.static(f is _kwonly) else f(1.0, 2.0)
+
+    with pytest.raises(fs.FieldsimSyntaxError, match=f"has the parameter\\(s\\) {re.escape(named)}"):
+        k()
