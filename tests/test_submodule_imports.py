@@ -134,3 +134,11 @@ def test_taichi_linalg_and_types_submodules_import_by_name():
         return y
 
     assert k() == 2.0
+
+
+def test_default_fp_to_string_as_programs_compare_it():
+    # `ti.lang.impl.current_cfg().default_fp.to_string() == "f32"` picks precision in programs
+    from fieldsim.lang.impl import current_cfg
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    assert current_cfg().default_fp.to_string() == "f64"
+    assert [t.to_string() for t in (fs.f32, fs.i64, fs.u1)] == ["f32", "i64", "u1"]

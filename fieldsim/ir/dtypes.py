@@ -33,6 +33,14 @@ class DataType:
     def __repr__(self) -> str:
         return self.name
 
+    def to_string(self) -> str:
+        """Taichi's name for the type (`cfg.default_fp.to_string() == "f32"` in programs).
+
+        >>> f32.to_string(), u1.to_string()
+        ('f32', 'u1')
+        """
+        return self.name
+
     def __reduce__(self):  # pickling keeps the singleton
         return (by_name, (self.name,))
 
