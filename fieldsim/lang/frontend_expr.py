@@ -23,7 +23,16 @@ from fieldsim.errors import (
 )
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.ir.opdefs import PURE
-from fieldsim.lang import dynamic_methods, formatting, matrix_ops, ops, runtime, struct, syntax_warnings
+from fieldsim.lang import (
+    dynamic_methods,
+    extra_ops,
+    formatting,
+    matrix_ops,
+    ops,
+    runtime,
+    struct,
+    syntax_warnings,
+)
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe, is_boolean, is_number, unbool
 from fieldsim.lang.field import ComponentField, Field, placed_twin
@@ -652,8 +661,9 @@ class ExprMixin:
             args = [None] + [self.expr(a) for a in node.args[1:]]
             return ops.KERNEL_BUILTINS[fn](self, node, args, {})
         refs = self.by_reference_elements(fn, node)
-        # a Python call in fs.static(...) is meant: no warning
-        value = self.static_expr if fn is ops.static else self.expr
+        # a Python call in fs.static(...) or fs.static_assert(...) is meant: no warning (Taichi
+        # 1.7.4 still warns in fs.static_print's arguments)
+        value = self.static_expr if fn is ops.static or fn is extra_ops.static_assert else self.expr
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):

@@ -119,3 +119,18 @@ def test_a_static_loop_that_breaks_before_the_limit_does_not_warn():
 
     assert _syntax_warnings(k) == []
     assert x.to_numpy().sum() == 3
+
+
+def test_static_assert_arguments_do_not_warn_but_static_print_arguments_do():
+    # as measured in Taichi 1.7.4: static_assert's condition is built in static scope,
+    # static_print's arguments are not
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, 3)
+
+    @fs.kernel
+    def k():
+        fs.static_assert(len(x.shape) == 1 and isinstance(x.shape, tuple), "1-D")
+        fs.static_print(len(x.shape))
+
+    caught = _syntax_warnings(k)
+    assert [str(w.message).split('"')[1] for w in caught] == ["len"]
