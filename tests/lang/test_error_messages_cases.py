@@ -2,15 +2,11 @@
 error is one of fieldsim's classes (and the Taichi 1.7.4 class a program would catch for it),
 its message names the user's file and line, at most one fieldsim frame is left in the
 traceback, and the fields the program watches hold what they held before the failed call."""
-import runpy
-import textwrap
-import traceback
 
-import numpy as np
 import pytest
+from support.wrong_programs import assert_located_failure, run_marked
 
 import fieldsim as fs
-from fieldsim import errors
 
 HEAD = """\
 import numpy as np
@@ -392,31 +388,8 @@ CASES = {
 }
 
 
-def _run(tmp_path, name, body):
-    src = HEAD.replace("DEBUG", "True") + textwrap.dedent(body)
-    path = tmp_path / f"case_{name}.py"
-    path.write_text(src)
-    line = next(i for i, text in enumerate(src.splitlines(), 1) if "# BAD" in text)
-    return runpy.run_path(str(path)), str(path), line
-
-
-def _fieldsim_frames(err):
-    frames = traceback.extract_tb(err.__traceback__)
-    return [f for f in frames if "/fieldsim/" in f.filename.replace("\\", "/")]
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_wrong_program_gets_a_located_error_and_keeps_the_data(tmp_path, name):
     body, classes = CASES[name]
-    g, path, line = _run(tmp_path, name, body)
-    before = [w.to_numpy().copy() for w in g["WATCH"]]
-    with pytest.raises(errors.FieldsimError) as info:
-        g["bad"]()
-    err = info.value
-    for cls in classes:
-        assert isinstance(err, cls), f"{type(err).__mro__} is not a {cls}"
-    assert f'{path}", line {line}' in str(err), str(err)
-    assert len(_fieldsim_frames(err)) <= 1, traceback.format_tb(err.__traceback__)
-    assert err.__cause__ is None
-    for old, w in zip(before, g["WATCH"]):
-        np.testing.assert_array_equal(w.to_numpy(), old)
+    g, path, line = run_marked(tmp_path, f"case_{name}", HEAD.replace("DEBUG", "True"), body)
+    assert_located_failure(g, path, line, classes)

@@ -3,16 +3,12 @@ module missing, ...), each run as a file of its own: the error is one of fieldsi
 the class Taichi 1.7.4 raises for it, its message names the user's file and line and what was
 wrong, at most one fieldsim frame is left in the traceback, and the watched fields keep their
 values."""
-import runpy
 import sys
-import textwrap
-import traceback
 
-import numpy as np
 import pytest
+from support.wrong_programs import assert_located_failure, run_marked
 
 import fieldsim as fs
-from fieldsim import errors
 
 HEAD = """\
 import numpy as np
@@ -203,35 +199,10 @@ CASES = {
 }
 
 
-def _run(tmp_path, name, body):
-    src = HEAD + textwrap.dedent(body)
-    path = tmp_path / f"mutant_{name}.py"
-    path.write_text(src)
-    line = next(i for i, text in enumerate(src.splitlines(), 1) if "# BAD" in text)
-    return runpy.run_path(str(path)), str(path), line
-
-
-def _fieldsim_frames(err):
-    frames = traceback.extract_tb(err.__traceback__)
-    return [f for f in frames if "/fieldsim/" in f.filename.replace("\\", "/")]
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_mutant_gets_a_located_error_and_keeps_the_data(tmp_path, monkeypatch, name):
     body, classes, words, hidden = CASES[name]
     for module in hidden:  # None in sys.modules: `import module` raises ModuleNotFoundError
         monkeypatch.setitem(sys.modules, module, None)
-    g, path, line = _run(tmp_path, name, body)
-    before = [w.to_numpy().copy() for w in g["WATCH"]]
-    with pytest.raises(errors.FieldsimError) as info:
-        g["bad"]()
-    err = info.value
-    for cls in classes:
-        assert isinstance(err, cls), f"{type(err).__mro__} is not a {cls}"
-    assert f'{path}", line {line}' in str(err), str(err)
-    for word in words:
-        assert word in str(err), str(err)
-    assert len(_fieldsim_frames(err)) <= 1, traceback.format_tb(err.__traceback__)
-    assert err.__cause__ is None
-    for old, w in zip(before, g["WATCH"]):
-        np.testing.assert_array_equal(w.to_numpy(), old)
+    g, path, line = run_marked(tmp_path, f"mutant_{name}", HEAD, body)
+    assert_located_failure(g, path, line, classes, words)
