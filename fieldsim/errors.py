@@ -133,6 +133,10 @@ class FieldsimValueError(FieldsimError, ValueError):
     """
 
 
+class FieldsimOverflowError(FieldsimError, OverflowError):
+    """A Python-scope value out of its type's range where Taichi raises NumPy's OverflowError."""
+
+
 class FieldsimMemoryError(FieldsimError, MemoryError):
     """A field's storage could not be allocated; also a `MemoryError`."""
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.errors import FieldsimIndexError, FieldsimTypeError, FieldsimValueError
+from fieldsim.errors import (FieldsimIndexError, FieldsimOverflowError, FieldsimTypeError,
+                             FieldsimValueError)
 from fieldsim.lang import field as F
 from fieldsim.lang import types as T
 from fieldsim.lang.host_errors import at_user_line
@@ -33,7 +34,7 @@ class Matrix:
         a = _entries_array("Matrix", arr.to_numpy() if hasattr(arr, "to_numpy") else _rows(arr))
         if a.ndim == 1 and type(self) is Matrix:
             self.ndim = 1  # as Taichi 1.7.4: a flat list makes a 1-D Matrix (a vector), not a column
-        self._a = _as_dtype(a, dt)
+        self._a = _as_dtype(a, dt, arr)
         self.dtype = dt
 
     # -- constructors used in both scopes
@@ -57,7 +58,8 @@ class Matrix:
 
     @classmethod
     def diag(cls, dim, val):
-        return Matrix(np.eye(dim) * val)
+        # an int `val` gives an int matrix, as in Taichi (np.eye made it float)
+        return Matrix([[val if i == j else 0 for j in range(dim)] for i in range(dim)])
 
     @classmethod
     def rows(cls, rows):
@@ -221,7 +223,10 @@ class Matrix:
         return self.n
 
     def __iter__(self):
-        return iter(self._a.tolist())
+        # as Taichi: the entries as `v[i]` reads them (NumPy scalars), rows as lists of them
+        if self._a.ndim == 1:
+            return (self[i] for i in range(self._a.shape[0]))
+        return ([self[i, j] for j in range(self._a.shape[1])] for i in range(self._a.shape[0]))
 
     # Taichi prints a Python-scope matrix as its numpy array: `[1.5 2. ]`, `[[1 2]\n [3 4]]`
     def __repr__(self):
@@ -340,14 +345,28 @@ def _is_dtype(dt):
     return isinstance(dt, T.DataType) or dt in (int, float)
 
 
-def _as_dtype(a, dt):
+def _as_dtype(a, dt, entries=None):
     if dt is int or dt is float:  # the current default_ip/default_fp, as Taichi's cook_dtype
         from fieldsim.lang import runtime
         rt = runtime.get()
         dt = rt.default_fp if dt is float else rt.default_ip
-    if isinstance(dt, T.DataType):
-        return a.astype(dt.np)
-    return a
+    if not isinstance(dt, T.DataType):
+        return a
+    if isinstance(entries, (list, tuple)) and np.dtype(dt.np).kind in "iu":
+        _check_int_range(entries, dt)
+    return a.astype(dt.np)
+
+
+def _check_int_range(entries, dt):
+    """Taichi makes `fs.Vector([300, 2], dt=fs.u8)` with `np.array(entries, dtype)`: a Python
+    number out of the type's range (300, -1, -1.5) is NumPy's OverflowError, not a wrapped 44."""
+    try:
+        np.array(_rows(list(entries)), dt.np)
+    except OverflowError as err:
+        raise FieldsimOverflowError(f"fs.Vector/Matrix({list(entries)!r}, dt={dt}): {err}",
+                                    user_loc()) from None
+    except (TypeError, ValueError):
+        pass  # entries NumPy cannot take with a dtype (vectors inside) are converted as before
 
 
 def _entries_array(kind: str, entries) -> np.ndarray:
@@ -470,7 +489,7 @@ class Vector(Matrix):
         if dt is not None and not _is_dtype(dt):
             raise TypeError(f"fs.Vector: bad dtype {dt!r}")
         a = _entries_array("Vector", arr.to_numpy() if hasattr(arr, "to_numpy") else arr).reshape(-1)
-        self._a = _as_dtype(a, dt)
+        self._a = _as_dtype(a, dt, arr)
         self.dtype = dt
 
     @staticmethod

@@ -108,6 +108,14 @@ class Ndarray(Field):
     def _what(self) -> str:
         return f"ndarray {self.ir_name!r}"
 
+    def from_numpy(self, arr):
+        # unlike a vector field, an ndarray takes no keep_dims (shape, n, 1) array (as Taichi)
+        a = getattr(arr, "shape", None)
+        if self.ndim_el == 1 and a is not None and tuple(a) != self.storage_shape:
+            raise ValueError(f"{self._what}.from_numpy: expected an array of shape "
+                             f"{self.storage_shape}, got {tuple(a)}")
+        super().from_numpy(arr)
+
     def __repr__(self):
         return f"<fs.ndarray {self.ir_name!r} shape={self.shape} element={self.element_type}>"
 
