@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.errors import (FieldsimIndexError, FieldsimOverflowError, FieldsimTypeError,
-                             FieldsimValueError)
+from fieldsim.errors import FieldsimIndexError, FieldsimOverflowError, FieldsimTypeError, FieldsimValueError
 from fieldsim.lang import field as F
 from fieldsim.lang import types as T
 from fieldsim.lang.host_errors import at_user_line
