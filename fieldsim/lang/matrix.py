@@ -314,8 +314,9 @@ class Matrix:
     def sum(self): return _sum(self._a)
     def max(self): return self._a.max()
     def min(self): return self._a.min()
-    def any(self): return bool(np.any(self._a))
-    def all(self): return bool(np.all(self._a))
+    # NumPy bools, as Taichi's (`repr` np.True_; they print as True/False)
+    def any(self): return np.bool_(np.any(self._a))
+    def all(self): return np.bool_(np.all(self._a))
     def cross(self, o):
         r = host_cross(self._a, _np(o))
         return r[()] if np.ndim(r) == 0 else _wrap(r)
