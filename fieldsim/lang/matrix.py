@@ -314,9 +314,10 @@ class Matrix:
     def sum(self): return _sum(self._a)
     def max(self): return self._a.max()
     def min(self): return self._a.min()
-    # NumPy bools, as Taichi's (`repr` np.True_; they print as True/False)
-    def any(self): return np.bool_(np.any(self._a))
-    def all(self): return np.bool_(np.all(self._a))
+    # as Taichi 1.7.4's `reduce(...) and True`: a true result is Python's True (so `-v.all()`
+    # is -1), a false one NumPy's False (`repr` np.False_)
+    def any(self): return np.bool_(np.any(self._a)) and True
+    def all(self): return np.bool_(np.all(self._a)) and True
     def cross(self, o):
         r = host_cross(self._a, _np(o))
         return r[()] if np.ndim(r) == 0 else _wrap(r)

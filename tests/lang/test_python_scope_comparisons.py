@@ -12,8 +12,9 @@ def test_comparisons_print_as_bools_and_combine_as_numpy_bools():
     assert str(~eq) == "[False  True False]"  # logical not (was -2/-1 from an int32 0/1)
     assert ((a == b) * 2).to_list() == [2, 0, 2]
     assert (a < b).any() == False and (a <= b).any() == True and (a >= b).all() == True
-    # NumPy bools as in Taichi 1.7.4 (`repr` np.False_), which print as False/True
+    # as Taichi 1.7.4: a false result is NumPy's False (`repr` np.False_), a true one Python's
     assert type((a < b).any()) is np.bool_ and str((a < b).any()) == "False"
+    assert (a <= b).any() is True and -(a >= b).all() == -1
     assert str(fs.Matrix([[4, 0.5], [-2.5, 2]]) != 2) == "[[ True  True]\n [ True False]]"
 
 
