@@ -133,6 +133,14 @@ class FieldsimValueError(FieldsimError, ValueError):
     """
 
 
+class MissingMemberError(FieldsimValueError, KeyError):
+    """A struct field's `from_numpy` dict without one of its members: Taichi's KeyError (it
+    reads `data[member]`), still the ValueError fieldsim raised before."""
+
+    def __str__(self) -> str:  # KeyError's own __str__ would quote the message
+        return self.render()
+
+
 class FieldsimOverflowError(FieldsimError, OverflowError):
     """A Python-scope value out of its type's range where Taichi raises NumPy's OverflowError."""
 

@@ -17,7 +17,7 @@ import numbers
 
 import numpy as np
 
-from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
+from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError, MissingMemberError
 from fieldsim.lang import field as F
 from fieldsim.lang import naming, runtime
 from fieldsim.lang import types as T
@@ -393,6 +393,11 @@ class StructField:
         return {k: m.to_numpy() for k, m in self.members.items()}
 
     def from_numpy(self, data: dict):
+        missing = [k for k in self.members if isinstance(data, dict) and k not in data]
+        if missing:  # Taichi reads data[member]: a KeyError
+            raise MissingMemberError(f"struct field {self.ir_name!r}.from_numpy: the dict has no "
+                                     f"{', '.join(missing)} (expected keys "
+                                     f"{', '.join(self.members)})", naming.user_loc())
         if not _struct_data_fits(data, self.members):
             raise ValueError(f"struct field {self.ir_name!r}.from_numpy: expected a dict (or a "
                              f"NumPy record array) with keys {', '.join(self.members)}")

@@ -54,3 +54,11 @@ def test_vector_ndarray_from_numpy_refuses_a_keep_dims_shape():
         a.from_numpy(np.zeros((2, 3, 2, 1)))
     a.from_numpy(np.arange(12, dtype=np.float32).reshape(2, 3, 2))
     assert a[1, 2].to_numpy().tolist() == [10.0, 11.0]
+
+
+def test_struct_from_numpy_dict_missing_a_member_is_key_error():
+    s = fs.Struct.field({"a": fs.i32, "v": fs.types.vector(2, fs.f32)}, shape=3)
+    with pytest.raises(KeyError, match="has no v"):
+        s.from_numpy({"a": np.array([7, 8, 9])})
+    s.from_numpy({"a": np.array([7, 8, 9]), "v": np.ones((3, 2))})
+    assert s.to_numpy()["a"].tolist() == [7, 8, 9] and s[2].v.to_list() == [1.0, 1.0]
