@@ -360,13 +360,18 @@ def _as_dtype(a, dt, entries=None):
 
 def _check_int_range(entries, dt):
     """Taichi makes `fs.Vector([300, 2], dt=fs.u8)` with `np.array(entries, dtype)`: a Python
-    number out of the type's range (300, -1, -1.5) is NumPy's OverflowError, not a wrapped 44."""
+    number out of the type's range (300, -1, -1.5) is NumPy's OverflowError, not a wrapped 44;
+    a NaN is its ValueError."""
     try:
         np.array(_rows(list(entries)), dt.np)
     except OverflowError as err:
         raise FieldsimOverflowError(f"fs.Vector/Matrix({list(entries)!r}, dt={dt}): {err}",
                                     user_loc()) from None
-    except (TypeError, ValueError):
+    except ValueError as err:
+        if "NaN" in str(err):  # NaN into an int type: NumPy's (and Taichi's) ValueError
+            raise FieldsimValueError(f"fs.Vector/Matrix({list(entries)!r}, dt={dt}): {err}",
+                                     user_loc()) from None
+    except TypeError:
         pass  # entries NumPy cannot take with a dtype (vectors inside) are converted as before
 
 

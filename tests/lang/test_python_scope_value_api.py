@@ -20,6 +20,11 @@ def test_int_entry_out_of_range_is_overflow_error(entries, dt):
         make(entries, dt=getattr(fs, dt))
 
 
+def test_nan_entry_into_an_int_type_is_value_error():
+    with pytest.raises(ValueError, match="NaN"):
+        fs.Vector([float("nan"), 1], dt=fs.i32)
+
+
 def test_int_entries_in_range_keep_their_values():
     v = fs.Vector([2.5, 255, True], dt=fs.u8)  # floats truncate, as np.array(..., np.uint8)
     assert v.to_numpy().tolist() == [2, 255, 1] and v.to_numpy().dtype == np.uint8
