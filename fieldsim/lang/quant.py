@@ -219,14 +219,30 @@ class QuantStorage:
         for group in packs.values():
             self._store(group[0][0], encode_many(self._words(group[0][0], idx), group), idx)
 
+    def _entry_slot(self, idx):
+        """(cell index, slot) when `idx` goes on past the cell to one component of a vector or
+        matrix element (`v[i][k]` in Python scope reads and writes that entry alone), else
+        None."""
+        cell_dims = len(self.slots[0].pack.words.shape)
+        if not self.element_shape or len(idx) <= cell_dims:
+            return None
+        k = int(np.ravel_multi_index(tuple(idx[cell_dims:]), self.element_shape))
+        return tuple(idx[:cell_dims]), self.slots[k]
+
     def read_element(self, idx):
         if self.slots[0].lanes:
             return self._array_read(idx)[0]
+        entry = self._entry_slot(idx)
+        if entry is not None:
+            return decode(entry[1], self._words(entry[1], entry[0]))[()]
         return self._decode(idx)[()]
 
     def write_element(self, idx, value):
         if self.slots[0].lanes:
             return self._array_write(np.asarray(value).reshape(1), idx)
+        entry = self._entry_slot(idx)
+        if entry is not None:
+            return self._write([(entry[1], np.asarray(value))], entry[0])
         for slot, v in zip(self.slots, self._components(value, ())):
             self._write([(slot, v)], idx)
 

@@ -435,3 +435,30 @@ def test_components_of_a_vector_field_in_different_bitpacks():
     np.testing.assert_array_equal(tag.to_numpy(), np.arange(50) % 8)
     x[3] = [1.0, -2.0]
     assert x[3].to_numpy().tolist() == [1.0, -2.0] and tag[3] == 3
+
+
+def test_python_scope_entry_of_a_quantized_vector_or_matrix_element():
+    """`v[i][k]` reads and writes one entry (it raised an IndexError: the entry's index went to
+    the container words as if it were a cell's)."""
+    kinds = [(8, True)] * 3
+    v = ti.Vector.field(3, dtype=ti.types.quant.float(exp=6, frac=8))
+    bp = ti.BitpackedFields(max_num_bits=32)
+    bp.place(v, shared_exponent=True)
+    m = ti.Matrix.field(2, 2, dtype=ti.types.quant.fixed(7, True, max_value=4.0))
+    u = ti.Vector.field(2, dtype=ti.types.quant.int(16, False))
+    bp2, bp3 = ti.BitpackedFields(max_num_bits=32), ti.BitpackedFields(max_num_bits=32)
+    bp2.place(m)
+    bp3.place(u)
+    ti.root.dense(ti.i, 4).place(bp, bp2, bp3)
+    v[1] = [1.0, 3.0, 0.5]
+    before = _shared_model([1.0, 3.0, 0.5], kinds)
+    assert [v[1][k] for k in range(3)] == [float(x) for x in before]
+    v[1][1] = -300.0  # that entry alone: the exponent follows it and the others are re-encoded
+    after = _shared_model([before[0], -300.0, before[2]], kinds)
+    assert [v[1][k] for k in range(3)] == [float(x) for x in after]
+    assert v[0][2] == 0.0 and v[2][1] == 0.0
+    m[2][0, 1] = 1.3  # scale 4 / 64: 20.8 digits round to 21
+    m[2][1, 0] = -0.03  # -0.48 digits round to -0
+    assert [m[2][a, b] for a in range(2) for b in range(2)] == [0.0, 21 / 16, 0.0, 0.0]
+    u[3][1] = 70000  # 16 bits keep 70000 - 65536
+    assert (u[3][0], u[3][1], u[2][1]) == (0, 4464, 0)
