@@ -64,6 +64,15 @@ class QuantField(Field):
 
     _enable_twin = _attach
 
+    def parent(self, n=1):
+        """Taichi places a bitpack's fields under a `bit_struct` node of their own, so that
+        `x.parent(2)` is the node the bitpack was placed in (it was one level higher here)."""
+        slot = self.quant[0] if self.quant else None
+        if n < 1 or self._snode is None or slot is None or slot.lanes or \
+                getattr(slot.pack, "lone", True):
+            return super().parent(n)
+        return slot.pack.bit_struct_node(self._snode._parent).parent(n - 1)
+
     @property
     def components(self) -> int:
         return int(np.prod(self.element_shape, dtype=np.int64))
@@ -85,6 +94,7 @@ class QuantField(Field):
         elif self.quant is None:  # placed on its own: a word of its own
             bits = self.qtype.bits * self.components
             lone = BitpackedFields(next((b for b in (32, 64) if bits <= b), bits))
+            lone.lone = True  # no bitpack in the user's layout: no bit_struct node either
             lone.place(self)
             lone.container(shape, offset)
         super()._place(shape, offset=offset, snode=snode)
@@ -284,6 +294,8 @@ class BitpackedFields:
         self.fields: list[QuantField] = []
         self.members: list = []  # what `place` got: fields, or components (get_scalar_field)
         self.used = 0
+        self.lone = False  # made for a quantized field placed on its own
+        self._bit_struct: SNode | None = None
         self.words: Field | None = None
         self._snode = None  # placing it places its fields, not itself
 
@@ -315,6 +327,14 @@ class BitpackedFields:
         for m, comps in members:
             for k in comps:
                 self._add(m, k, next(slots))
+
+    def bit_struct_node(self, parent: SNode) -> SNode:
+        """The `bit_struct` node between `parent` and the fields (`x.parent()`), outside the
+        layout tree: loops, activation and storage go by the tree's own nodes."""
+        node = self._bit_struct
+        if node is None or node._parent is not parent:
+            node = self._bit_struct = SNode("bit_struct", parent)
+        return node
 
     def _take(self, bits: int) -> int:
         start, self.used = self.used, self.used + bits

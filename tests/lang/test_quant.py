@@ -409,7 +409,7 @@ def test_bitpack_under_a_pointer_node_iterates_its_active_cells():
     assert cells() == 4 * 4  # four blocks of 4 cells activated
     np.testing.assert_array_equal(a.to_numpy()[[0, 9, 18, 27]], _wrap(np.arange(4) * 300, 10, True))
     assert b[9] == -1.5 and b[10] == 0.0
-    a.parent(2).deactivate_all()  # the pointer node: its cells and their words go
+    a.parent(3).deactivate_all()  # the pointer node (above bit_struct, dense): cells and words go
     assert cells() == 0 and a[9] == 0
 
 
@@ -462,3 +462,34 @@ def test_python_scope_entry_of_a_quantized_vector_or_matrix_element():
     assert [m[2][a, b] for a in range(2) for b in range(2)] == [0.0, 21 / 16, 0.0, 0.0]
     u[3][1] = 70000  # 16 bits keep 70000 - 65536
     assert (u[3][0], u[3][1], u[2][1]) == (0, 4464, 0)
+
+
+def test_parent_of_a_bitpacked_field_is_its_bit_struct_node():
+    """A bitpack's fields sit under a bit_struct node, so `x.parent(2)` is the node the bitpack
+    was placed in; it was the node above, and `ti.deactivate(x.parent(2), [i])` deactivated a
+    whole pointer cell of 4 instead of one bitmasked cell."""
+    a = ti.field(ti.types.quant.int(6, True))
+    bp = ti.BitpackedFields(max_num_bits=32)
+    bp.place(a)
+    ti.root.pointer(ti.i, 2).bitmasked(ti.i, 4).place(bp)
+    lone = ti.field(ti.types.quant.int(6, True))
+    ti.root.dense(ti.i, 8).place(lone)
+    assert a.parent().kind == "bit_struct" and a.parent().shape == (8,)
+    assert a.parent(2).kind == "bitmasked" and a.parent(3).kind == "pointer"
+    assert lone.parent().kind == "dense"  # placed on its own: no bitpack, no bit_struct
+
+    @ti.kernel
+    def put():
+        for i in range(8):
+            a[i] = i + 1
+
+    @ti.kernel
+    def drop():
+        for i in a:
+            if i == 5:
+                ti.deactivate(a.parent(2), [i])
+
+    put()
+    drop()
+    active = [ti.is_active(a.parent(2), [i]) for i in range(8)]
+    assert active == [1, 1, 1, 1, 1, 0, 1, 1]
