@@ -485,6 +485,11 @@ def _field_proxy(ann, value, rt, bad):
                   "pass an fs.ndarray or a numpy array, or annotate the argument "
                   "fs.template() to pass a field")
     _check_element(ann, value.dtype, value.n, value.m, value.ndim_el, bad)
+    # as Taichi: a gradient-less ndarray under needs_grad=True would make `kernel.grad()` a
+    # silent no-op for it (NumPy arrays, which never carry one, are taken as Taichi takes them)
+    if ann.needs_grad and isinstance(value, Ndarray) and not value.needs_grad:
+        raise bad(f"required needs_grad=True, but False is provided: make {value.ir_name!r} with "
+                  "fs.ndarray(..., needs_grad=True)")
     return value, value.dtype, value.n, value.m, value.ndim_el
 
 

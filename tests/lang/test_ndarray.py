@@ -315,3 +315,28 @@ def test_ndarray_classes_are_taichis_by_element_rank():
     assert built[0].to_numpy().tolist() == [0, 3, 6, 9]
     assert built[1].to_numpy().tolist() == [[0, 0], [1, -1], [2, -2]]
     assert built[2].to_numpy()[1].tolist() == [[1, 1], [2, 1]]
+
+
+def test_needs_grad_annotation_refuses_a_gradientless_ndarray():
+    @fs.kernel
+    def cube(a: fs.types.ndarray(dtype=fs.f32, ndim=1, needs_grad=True),
+             loss: fs.types.ndarray(dtype=fs.f32, ndim=0)):
+        for i in a:
+            loss[None] += a[i] ** 3
+
+    plain = fs.ndarray(fs.f32, 3)
+    loss = fs.ndarray(fs.f32, ())
+    # Taichi refuses it too; accepted, `cube.grad` would leave no gradient anywhere, silently
+    with pytest.raises(ValueError, match=r"cube.*argument a.*needs_grad=True.*'plain'"):
+        cube(plain, loss)
+    with pytest.raises(ValueError, match="needs_grad=True"):
+        cube.grad(plain, loss)
+    a = fs.ndarray(fs.f32, 3, needs_grad=True)
+    a.from_numpy(np.array([1.0, 2.0, -1.0], np.float32))
+    loss = fs.ndarray(fs.f32, (), needs_grad=True)
+    loss.grad.fill(1.0)
+    cube(a, loss)
+    cube.grad(a, loss)
+    np.testing.assert_allclose(a.grad.to_numpy(), 3 * np.array([1.0, 2.0, -1.0]) ** 2)
+    host = np.ones(3, np.float32)  # a NumPy array never carries a gradient: taken, as in Taichi
+    cube(host, np.zeros((), np.float32))
