@@ -735,7 +735,7 @@ def _host_array(value, what: str) -> np.ndarray:
 
 
 def _normalize_shape(shape, field=None) -> tuple:
-    name = field.ir_name if field is not None else ""
+    what = field._what if field is not None else "field ''"  # an fs.ndarray says so
     if not isinstance(shape, (tuple, list)) and np.ndim(shape) == 0:
         shape = (shape,)
     extents = []
@@ -743,12 +743,12 @@ def _normalize_shape(shape, field=None) -> tuple:
         try:
             extents.append(operator.index(extent))
         except TypeError:  # a float extent: Taichi refuses it too
-            raise TypeError(f"field {name!r}: shape {tuple(shape)!r} has {extent!r} "
+            raise TypeError(f"{what}: shape {tuple(shape)!r} has {extent!r} "
                             f"({type(extent).__name__}) on axis {axis}; extents are integers"
                             ) from None
     shape = tuple(extents)
     if any(s <= 0 for s in shape):
-        raise ValueError(f"field {name!r}: shape {shape} must be positive")
+        raise ValueError(f"{what}: shape {shape} must be positive")
     return shape
 
 

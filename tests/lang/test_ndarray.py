@@ -340,3 +340,10 @@ def test_needs_grad_annotation_refuses_a_gradientless_ndarray():
     np.testing.assert_allclose(a.grad.to_numpy(), 3 * np.array([1.0, 2.0, -1.0]) ** 2)
     host = np.ones(3, np.float32)  # a NumPy array never carries a gradient: taken, as in Taichi
     cube(host, np.zeros((), np.float32))
+
+
+def test_bad_ndarray_shape_names_the_ndarray():
+    with pytest.raises(ValueError, match=r"ndarray 'velocity': shape \(4, 0\) must be positive"):
+        velocity = fs.Vector.ndarray(2, fs.f32, (4, 0))  # noqa: F841
+    with pytest.raises(TypeError, match=r"ndarray 'mass': shape \(2.5,\) has 2.5"):
+        mass = fs.ndarray(fs.f32, 2.5)  # noqa: F841
