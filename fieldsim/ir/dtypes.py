@@ -36,7 +36,7 @@ class DataType:
     def to_string(self) -> str:
         """Taichi's name for the type (`cfg.default_fp.to_string() == "f32"` in programs).
 
-        >>> f32.to_string(), u1.to_string()
+        >>> fs.f32.to_string(), fs.u1.to_string()
         ('f32', 'u1')
         """
         return self.name
