@@ -846,16 +846,26 @@ class ExprMixin:
                           dim, dim, 2)
         if name in ("zero", "one"):
             fill = 0 if name == "zero" else 1
-            dt = self.e.resolve(a["dt"])
+            dt = self._constant_dtype(name, a["dt"])
             n, m = a["n"], a.get("m")
             vals = [self.b.const(fill, dt) for _ in range(n * (m or 1))]
             return MatVal(vals, n, m or 1, 1 if m is None else 2)
         if name == "identity":
-            dt, n = self.e.resolve(a["dt"]), a["n"]
+            dt, n = self._constant_dtype(name, a["dt"]), a["n"]
             return MatVal([self.b.const(int(r == c), dt) for r in range(n) for c in range(n)], n, n, 2)
         n, i, dt = a["n"], a["i"], a.get("dt")  # unit
-        dt = self.e.resolve(int if dt is None else dt)  # Taichi's default here is int
+        dt = self._constant_dtype(name, int if dt is None else dt)  # Taichi's default here is int
         return MatVal.vector([self.b.const(int(k == i), dt) for k in range(n)])
+
+    def _constant_dtype(self, name, dt):
+        # `Matrix.zero(2, 2)` (the dtype left out: Taichi's is `zero(dt, n, m)`) reached the
+        # constant builder as dtype 2 and failed there with an internal AttributeError
+        dtype = self.e.resolve(dt)
+        if not isinstance(dtype, T.DataType):
+            first = "n, i, dt" if name == "unit" else "dt, n"
+            raise FieldsimTypeError(f"fs.Matrix.{name}: {dt!r} is not a data type (the arguments "
+                                    f"are ({first}, ...), as in Taichi)")
+        return dtype
 
     def _zero_arg_super(self):
         """`super()` in a func defined in a class: Python's zero-argument form, from the

@@ -530,3 +530,30 @@ def test_matrix_constructors_take_keyword_arguments():
 
     with pytest.raises(fs.FieldsimTypeError, match="identity"):
         bad()
+
+
+def test_matrix_constant_without_its_dtype_is_refused_by_name():
+    # GeoTaichi's getDeterminant writes `ti.Matrix.zero(ndim - 1, mdim - 1)`, leaving out the
+    # dtype; Taichi refuses it ("Invalid data type 2"), fieldsim failed on an internal attribute
+    @fs.kernel
+    def zero() -> float:
+        m = fs.Matrix.zero(2, 2)
+        return m[0, 0]
+
+    with pytest.raises(fs.FieldsimTypeError, match=r"Matrix.zero: 2 is not a data type") as e:
+        zero()
+    assert "test_matrix_compat.py" in str(e.value) and "Matrix.zero(2, 2)" in str(e.value)
+
+    @fs.kernel
+    def eye() -> float:
+        return fs.Matrix.identity(3, 3).sum()
+
+    with pytest.raises(fs.FieldsimTypeError, match=r"Matrix.identity: 3 is not a data type"):
+        eye()
+
+    @fs.kernel
+    def good() -> float:
+        return fs.Matrix.zero(float, 2, 2).sum() + fs.Matrix.identity(int, 3).sum() + \
+            fs.Vector.unit(3, 1).sum() + fs.Vector.one(fs.f64, 2).sum()
+
+    assert good() == 6.0
