@@ -22,6 +22,8 @@ import textwrap
 import weakref
 from typing import ClassVar
 
+import numpy as np
+
 from fieldsim.errors import (
     ArgumentCountError,
     FieldsimError,
@@ -658,7 +660,7 @@ class Frontend(ExprMixin):
         if struct.is_struct(value):  # a new struct local holding a copy
             self.frame.bind(name, StructVar(struct.declare(self, name, value)))
             return
-        value = self.typed_container_floats(value)
+        value = _python_number(self.typed_container_floats(value))
         if isinstance(value, (list, tuple)) and name in self.frame.source.item_assigned:
             value = self.item_assigned_sequence(name, value)
             if value is None:
@@ -2043,3 +2045,10 @@ def _may_exceed_i32(v) -> bool:
     if isinstance(v, int):
         return not -(1 << 31) <= v < (1 << 31)
     return getattr(v, "dtype", None) in (T.i64, T.u64, T.u32)
+
+
+def _python_number(value):
+    """A NumPy scalar as the Python number it holds. Taichi makes `esp = np.float32(m)` a variable
+    of the default type, as it does `esp = 1.0`; kept as a static binding, a later store from a
+    runtime loop was refused."""
+    return value.item() if isinstance(value, np.generic) and isinstance(value, numbers.Number) else value

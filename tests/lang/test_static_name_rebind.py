@@ -4,6 +4,7 @@ Through fs.static if/for bodies the rebinding holds after the block, as Python's
 used to end with the block: the old object came back silently). Under a runtime if/loop it
 is refused with Taichi's message: a runtime branch cannot choose between Python objects.
 """
+import numpy as np
 import pytest
 
 import fieldsim as fs
@@ -108,3 +109,33 @@ def test_python_bool_stored_again_is_a_variable():
     k(0)
     k(1)
     assert out.to_numpy().tolist() == [0, 1]
+
+
+def test_numpy_scalar_makes_a_variable_a_runtime_loop_can_store():
+    # a Kepler solver's `esp = FLOAT_MAX` (np.finfo(np.float32).max) then `esp = ...` in a loop:
+    # Taichi makes NumPy numbers variables of the default types, as it does Python numbers
+    fs.init(arch=fs.cpu)
+    big = np.finfo(np.float32).max
+    x = fs.field(fs.f32, 4)
+    x.from_numpy(np.array([0.5, 1.5, 2.5, 3.5], np.float32))
+
+    @fs.kernel
+    def last(n: int) -> fs.f32:
+        esp = big
+        k = np.int64(7)
+        for i in range(n):
+            esp = x[i] * 2
+            k = i
+        return esp + k
+
+    assert last(3) == 5.0 + 2
+    assert last(0) == np.float32(big) + 7  # untouched: the NumPy value, as a default-type variable
+
+    @fs.kernel
+    def branch(c: int) -> int:
+        n = np.int16(3)
+        if c > 0:
+            n = 40000  # the default i32, not the NumPy scalar's i16
+        return n
+
+    assert branch(1) == 40000 and branch(0) == 3
