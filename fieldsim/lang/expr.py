@@ -520,6 +520,12 @@ def _check_scalar(v, op):
     raise FieldsimTypeError(f"unsupported operand for {op}: {describe(v)}")
 
 
+def _describe_items(v) -> str:
+    """A list/tuple of kernel values by its items: their reprs are internal objects."""
+    items = ", ".join(describe(e) for e in v[:4]) + (", ..." if len(v) > 4 else "")
+    return f"a Python {type(v).__name__} of {len(v)} ({items})"
+
+
 def describe(v) -> str:
     if isinstance(v, MatVal):
         return f"a {'vector' if v.ndim == 1 else 'matrix'} of shape {v.shape}"
@@ -533,6 +539,8 @@ def describe(v) -> str:
         return v.describe()
     if isinstance(v, types.ModuleType):  # its repr carries a long path: the name says enough
         return f"module {v.__name__!r}"
+    if isinstance(v, (list, tuple)) and any(isinstance(e, (MatVal, Stmt)) for e in v):
+        return _describe_items(v)
     if isinstance(v, dict):  # its values' reprs would be fieldsim's IR statements
         return (f"a Python dict (keys {', '.join(map(repr, v))}; kernels compute with "
                 "vectors and structs, not dicts)")

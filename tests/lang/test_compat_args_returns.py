@@ -200,3 +200,23 @@ def test_struct_argument_with_unknown_member_is_a_clear_error():
 
     with pytest.raises(fs.FieldsimTypeError, match=r"kernel 'k'.*argument 's'.*no member"):
         k({"q": 1})
+
+
+@pytest.mark.fieldsim_specific
+def test_func_returning_a_list_against_a_vector_annotation_names_the_items():
+    # a Kepler program's `-> vec3` func returns `[X, V]`; Taichi 1.7.4 ignores the annotation,
+    # fieldsim refuses it, and the message described the list by its internal objects' reprs
+    fs.init(arch=fs.cpu)
+
+    @fs.func
+    def pair(a: fs.f32) -> vec3:
+        return [vec3(a, 0, 0), vec3(0, a, 0)]
+
+    @fs.kernel
+    def k() -> fs.f32:
+        return pair(1.0)[0][0]
+
+    with pytest.raises(fs.FieldsimTypeError,
+                       match=r"is a Python list of 2 \(a vector of shape \(3,\), a vector") as e:
+        k()
+    assert "object at 0x" not in str(e.value)
