@@ -298,18 +298,26 @@ class ExprMixin:
         return self.e.select(c, self.expr(node.body), self.expr(node.orelse))
 
     def guarded_ifexp(self, c, node: ast.IfExp):
-        """`a if c else b` whose sides load or call: only the taken side runs (a guard such as
-        `p[i] if 0 <= i < n else 0.0` must keep the load, and its adjoint, in bounds)."""
+        """`a if c else b` whose sides load or call. Sides that only load run where taken (a
+        guard such as `p[i] if 0 <= i < n else 0.0` must keep the load, and its adjoint, in
+        bounds); if a side has effects (a func's stores, an atomic, a real_func call), both sides
+        run and the value is selected, as Taichi 1.7.4 lowers every runtime `a if c else b`."""
         block = self.b.block
-        if_stmt = self.b.if_(self.e.value(c))
+        mark = len(block)
         self.depth += 1
         try:
-            with self.b.into(if_stmt.blocks[0]):
-                a = self.expr(node.body)
-            with self.b.into(if_stmt.blocks[1]):
-                b = self.expr(node.orelse)
+            a = self.expr(node.body)
+            mid = len(block)
+            b = self.expr(node.orelse)
         finally:
             self.depth -= 1
+        side_a, side_b = block[mark:mid], block[mid:]
+        if not (_lazy_ok(side_a, set(), []) and _lazy_ok(side_b, set(), [])):
+            return self.e.select(c, a, b)
+        del block[mark:]
+        if_stmt = self.b.if_(self.e.value(c))
+        if_stmt.blocks[0].extend(side_a)
+        if_stmt.blocks[1].extend(side_b)
         if isinstance(a, MatVal) or isinstance(b, MatVal):
             a, b = self.e.broadcast(a, b)
             pairs, shape = list(zip(a.entries, b.entries)), a
