@@ -157,12 +157,24 @@ def _fminmax(b, cmp, x, y):
     return b.select(take_y, y, x)
 
 
+def _pow(lw, b, dt, x, y):
+    """Taichi 1.7.4 replaces `pow(x, 0.5)` with a known exponent 0.5 by `sqrt(x)` (measured;
+    numpy's `np.power(x, 0.5)` does too): `pow(-inf, 0.5)` is NaN and `pow(-0.0, 0.5)` -0.0
+    there, where C's pow gives inf and 0.0. Other exponents keep C's pow."""
+    known = y
+    while isinstance(known, L.CastInstr) and known.opname in ("fpext", "fptrunc"):
+        known = known.operands[0]  # `h = 0.5` in default_fp, widened for an f64 x: still known
+    if isinstance(known, L.Constant) and getattr(known, "constant", None) == 0.5:
+        return _math("sqrt")(lw, b, dt, x)
+    return _math("pow")(lw, b, dt, x, y)
+
+
 LOWER_FLOAT = {
     Op.NEG: lambda lw, b, dt, x: b.fneg(x, flags=lw.fmf),
     Op.ABS: _math("fabs"), Op.SQRT: _math("sqrt"), Op.SIN: _math("sin"), Op.COS: _math("cos"),
     Op.TAN: _math("tan"), Op.ASIN: _math("asin"), Op.ACOS: _math("acos"), Op.ATAN: _math("atan"),
     Op.TANH: _math("tanh"), Op.EXP: _math("exp"), Op.LOG: _math("log"), Op.FLOOR: _math("floor"),
-    Op.CEIL: _math("ceil"), Op.ROUND: _math("round"), Op.POW: _math("pow"), Op.ATAN2: _math("atan2"),
+    Op.CEIL: _math("ceil"), Op.ROUND: _math("round"), Op.POW: _pow, Op.ATAN2: _math("atan2"),
     # `lw.fmf`: the fast-math flags, empty in exact mode (fieldsim.codegen.llvm.FAST_MATH_FLAGS)
     Op.ADD: lambda lw, b, dt, x, y: b.fadd(x, y, flags=lw.fmf),
     Op.SUB: lambda lw, b, dt, x, y: b.fsub(x, y, flags=lw.fmf),
