@@ -166,8 +166,13 @@ class ADStackOverflowError(FieldsimRuntimeError):
     """
 
 
-class FieldsimAssertionError(FieldsimError, AssertionError):
-    """A kernel `assert` failed (checked when fs.init(debug=True))."""
+class FieldsimAssertionError(FieldsimRuntimeError, AssertionError):
+    """A kernel `assert` failed (checked when fs.init(debug=True)). Also a `RuntimeError`, as
+    Taichi's `TaichiAssertionError` is, so `except RuntimeError:` catches a failed debug check.
+
+    >>> issubclass(fs.TaichiAssertionError, (RuntimeError, fs.TaichiRuntimeError))
+    True
+    """
 
 
 class AccessRuleError(FieldsimAssertionError):

@@ -100,11 +100,23 @@ class Expr(metaclass=_KernelValueCheck):
         raise TypeError("ti.lang.expr.Expr values are made by kernels, not constructed")
 
 
+def _source_lines(loc) -> str:
+    """Where a kernel expression is, with its line as written (indentation kept) and carets
+    under it: the text Taichi's debug-mode warnings show."""
+    if loc is None:
+        return "a kernel"
+    head = f'File "{loc.file}", line {loc.line}' + (f", in {loc.func}" if loc.func else "")
+    text = loc.source.rstrip()
+    end = loc.end_col if loc.end_col is not None else len(text)
+    return f"{head}:\n{text}\n{' ' * loc.col}{'^' * max(1, end - loc.col)}"
+
+
 class Emitter:
     """Typed operations over frontend values, emitting IR through `b`."""
 
-    def __init__(self, builder: IRBuilder, default_fp, default_ip):
+    def __init__(self, builder: IRBuilder, default_fp, default_ip, debug=False):
         self.b, self.fp, self.ip = builder, default_fp, default_ip
+        self.debug = debug
 
     # -- conversions
     def dtype_of(self, v):
@@ -203,6 +215,19 @@ class Emitter:
         """A `u1` result kept to one bit, as Taichi's: `(a < b) + (c < d)` wraps to 0."""
         if r.dtype is T.u1 and op in ("+", "-", "*", "<<"):
             return self.b.binary(Op.BIT_AND, r, self.b.const(1, T.u1))
+        return self.checked_shl(r) if op == "<<" else r
+
+    def checked_shl(self, r: Stmt) -> Stmt:
+        """`r = a << s`; with debug=True, as Taichi does, a line naming the source is printed
+        when the shift loses bits (shifting back, arithmetic on signed and logical on unsigned
+        types, does not give `a`), and the kernel carries on with the wrapped value."""
+        if not self.debug:
+            return r
+        a, s = r.args
+        where = _source_lines(self.b.loc).replace("%", "%%")
+        guard = self.b.if_(self.b.binary(Op.NE, self.b.binary(Op.SHR, r, s), a))
+        with self.b.into(guard.blocks[0]):
+            self.b.emit(Op.PRINT, None, (), attr=f"Shift left overflow detected in {where}\n\n")
         return r
 
     def _fold_constants(self, op, a, b, dt):

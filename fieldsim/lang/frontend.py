@@ -378,7 +378,7 @@ class Frontend(ExprMixin):
         # whether a loop at the top of a func inlined at the kernel's top level is a parallel task
         # too, as in Taichi (see `lang.cross_task`; False: the fallback where it cannot be)
         self.func_tasks = func_tasks
-        self.e = Emitter(self.b, rt.default_fp, rt.default_ip)
+        self.e = Emitter(self.b, rt.default_fp, rt.default_ip, rt.debug)
         self.source = _parse_cached(fn)
         self.frame = Frame(fn, self.source)
         self.kernel_frame = self.frame  # the body whose parameters are the kernel's arguments

@@ -124,7 +124,8 @@ def _shift_scalar(kind):
                                     f"{fe.e.dtype_of(b)}")
         av, bv = fe.e.value(a, dt), fe.e.value(b, dt)
         if kind == "shl":
-            return fe.b.binary(Op.SHL, av, bv)
+            r = fe.b.binary(Op.SHL, av, bv)
+            return fe.e.checked_shl(r)
         # IR SHR is arithmetic on signed and logical on unsigned types: pick the view we need
         view = (_SIGNED if kind == "sar" else _UNSIGNED)[dt.bits]
         r = fe.b.binary(Op.SHR, fe.b.cast(av, view), fe.b.cast(bv, view))

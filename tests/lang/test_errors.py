@@ -453,3 +453,23 @@ def test_integer_literal_outside_default_ip_is_refused_like_taichi():
         return fs.i64(3000000000) + 2147483647
 
     assert typed() == 3000000000 + 2147483647 and big[None] == 0xFFFFFFFFFFFFFF00
+
+
+def test_failed_debug_checks_are_runtime_errors_as_in_taichi():
+    # Taichi's TaichiAssertionError is a TaichiRuntimeError: `except RuntimeError:` catches both
+    fs.init(arch=fs.cpu, debug=True)
+    x = fs.field(fs.i32, shape=4)
+
+    @fs.kernel
+    def bad_index(i: fs.i32):
+        x[i] = 1
+
+    @fs.kernel
+    def bad_value(v: fs.i32):
+        assert v > 0, "v = %d" % v  # noqa: UP031 (the form Taichi programs use)
+
+    for launch, text in ((lambda: bad_index(4), "index 4"), (lambda: bad_value(-2), "v = -2")):
+        with pytest.raises(RuntimeError, match=text) as info:
+            launch()
+        assert isinstance(info.value, (fs.TaichiRuntimeError, AssertionError))
+        assert isinstance(info.value, AssertionError) and isinstance(info.value, fs.TaichiAssertionError)

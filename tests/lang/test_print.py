@@ -208,3 +208,45 @@ def test_format_conversions_taichi_accepts_per_type(capfd):
     for bad, spec, dt in ((hex_of_signed, "x", "i32"), (char_of_unsigned, "c", "u8")):
         with pytest.raises(fs.errors.FieldsimTypeError, match=f"'{spec}' doesn't match '{dt}'"):
             bad(7)
+
+
+def test_debug_mode_reports_a_left_shift_that_loses_bits(capfd):
+    fs.init(arch=fs.cpu, debug=True)
+    x = fs.field(fs.i32, shape=4)
+    u = fs.field(fs.u8, shape=())
+
+    @fs.kernel
+    def k(s: fs.i32):
+        for i in range(4):
+            x[i] = (i + 1) << s
+
+    @fs.kernel
+    def k8(v: fs.u8, s: fs.u8):
+        u[None] = fs.bit_shl(v, s)
+
+    k(2)  # no bit lost
+    assert capfd.readouterr().out == ""
+    k(30)  # only 1 << 30 fits in i32: the others change the sign bit or lose bits
+    out = capfd.readouterr().out
+    with open(__file__) as src:
+        line = next(n for n, t in enumerate(src, 1) if "x[i] = (i + 1) << s" in t)
+    report = (f'Shift left overflow detected in File "{__file__}", line {line}, in k:\n'
+              f"            x[i] = (i + 1) << s\n                   {'^' * 12}\n\n")
+    assert out == report * 3
+    assert x.to_numpy().tolist() == [1 << 30, -(1 << 31), -(1 << 30), 0]  # still wrapped
+    k8(200, 1)  # unsigned: the top bit is lost
+    assert "Shift left overflow detected" in capfd.readouterr().out and u[None] == 144
+    k8(100, 1)
+    assert capfd.readouterr().out == "" and u[None] == 200
+
+
+def test_left_shift_without_debug_prints_nothing(capfd):
+    fs.init(arch=fs.cpu)
+    y = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def k(v: fs.i32):
+        y[None] = v << 31
+
+    k(3)
+    assert capfd.readouterr().out == "" and y[None] == -(1 << 31)
