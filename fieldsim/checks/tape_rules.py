@@ -65,7 +65,7 @@ from fieldsim.checks.boxes import (
     whole,
 )
 from fieldsim.checks.index_expr import Affine
-from fieldsim.errors import FieldsimIndexError, Loc
+from fieldsim.errors import KernelIndexRangeError, Loc
 from fieldsim.ir.printer import field_name
 
 
@@ -614,7 +614,8 @@ def _check_range(plan, deltas: tuple, name: str, kernel_ir, arg_values) -> None:
     a, d, c = bad[0]
     n = field_shape(a.field)[d]
     args = _args_text(kernel_ir, arg_env(arg_values))
-    raise FieldsimIndexError(
+    # the class of a debug-mode bounds check: Taichi's TaichiAssertionError under debug=True
+    raise KernelIndexRangeError(
         f"{where(a.loc)}: kernel '{name}'{' (' + args + ')' if args else ''} {describe(a)} "
         f"with index {d} taking {c.lo}..{c.hi}, outside 0..{n - 1}: {source(a.loc)}\n"
         "It would touch memory outside the field (Taichi does not check this either unless "

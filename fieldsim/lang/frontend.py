@@ -918,10 +918,14 @@ class Frontend(ExprMixin):
     _LVALUE_BY_NODE: ClassVar[dict] = {ast.Name: _lvalue_name, ast.Subscript: _lvalue_subscript,
                        ast.Attribute: _lvalue_attribute}
 
-    def condition(self, test):
+    def condition(self, test, integer_only=False):
         """The truth value of an `if`/`while`/`assert` test. The `u1` cast a comparison's value
-        gets (`Emitter.as_bool`) is dropped when it was just emitted: only the truth is used."""
+        gets (`Emitter.as_bool`) is dropped when it was just emitted: only the truth is used.
+        `integer_only`: a float is refused (Taichi's rule for `assert`, debug or not)."""
         v = self.expr(test)
+        if integer_only and isinstance(v, Stmt) and v.dtype.is_float:
+            raise FieldsimTypeError(f"`assert` conditions must be an integer; found {v.dtype}. Use "
+                                    "`assert x != 0` instead of `assert x` for float values.")
         block = self.b.block
         if isinstance(v, Stmt) and block and block[-1] is v and unbool(v) is not v:
             block.pop()
@@ -992,7 +996,7 @@ class Frontend(ExprMixin):
 
     def stmt_Assert(self, node: ast.Assert):
         from fieldsim.lang import formatting
-        cond = self.condition(node.test)
+        cond = self.condition(node.test, integer_only=True)
         if not self.rt.debug:  # as in Taichi: asserts are checked with debug=True only
             return
         if isinstance(cond, int) and cond:

@@ -191,3 +191,18 @@ def test_a_loop_that_does_run_past_the_end_is_still_refused():
     with pytest.raises(fs.FieldsimIndexError, match=r"reads x with index 0 taking 2\.\.2"), \
             fs.ad.Tape(loss):
         over()
+
+
+def test_refused_grad_launch_is_caught_as_taichi_debug_bounds_error():
+    # Taichi with debug=True raises a TaichiAssertionError (a RuntimeError) for this launch
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, 4, needs_grad=True)
+    loss = fs.field(fs.f32, (), needs_grad=True)
+
+    @fs.kernel
+    def k(i: fs.i32):
+        loss[None] += x[i] ** 2
+
+    with pytest.raises(fs.TaichiAssertionError, match=r"reads x with index 0 taking 4\.\.4") as info:
+        k.grad(4)
+    assert isinstance(info.value, (IndexError)) and isinstance(info.value, RuntimeError)

@@ -473,3 +473,16 @@ def test_failed_debug_checks_are_runtime_errors_as_in_taichi():
             launch()
         assert isinstance(info.value, (fs.TaichiRuntimeError, AssertionError))
         assert isinstance(info.value, AssertionError) and isinstance(info.value, fs.TaichiAssertionError)
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_float_assert_condition_is_refused_as_in_taichi(debug):
+    fs.init(arch=fs.cpu, debug=debug)
+
+    @fs.kernel
+    def k(v: fs.f32):
+        assert v
+
+    with pytest.raises(fs.FieldsimTypeError, match=r"`assert` conditions must be an integer; "
+                                                   r"found f32.*assert x != 0"):
+        k(0.5)
