@@ -203,6 +203,15 @@ class KernelIndexRangeError(FieldsimIndexError, FieldsimAssertionError):
     """
 
 
+class HostIndexRangeError(FieldsimIndexError, FieldsimAssertionError):
+    """A Python-scope `x[i]` outside a field's range (always checked here); Taichi 1.7.4 checks
+    it with debug=True only, raising an `AssertionError`, so either `except` catches this.
+
+    >>> issubclass(fs.errors.HostIndexRangeError, (IndexError, AssertionError))
+    True
+    """
+
+
 class ArgumentCountError(FieldsimTypeError, FieldsimSyntaxError):
     """A kernel or func called with too many or too few arguments (Taichi: `TaichiSyntaxError`).
 

@@ -25,6 +25,7 @@ from fieldsim.errors import (
     FieldsimSyntaxError,
     FieldsimTypeError,
     FieldsimValueError,
+    HostIndexRangeError,
 )
 from fieldsim.lang import naming, runtime
 from fieldsim.lang import types as T
@@ -304,7 +305,7 @@ class Field:
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
             raise TypeError(f"{self._what}: index {k!r} on axis {axis} is not an int")
         if not off <= int(k) < off + n:
-            raise IndexError(f"{self._what}: index {int(k)} is out of range "
+            raise HostIndexRangeError(f"{self._what}: index {int(k)} is out of range "
                              f"[{off}, {off + n}) on axis {axis} (shape {self.shape}"
                              + (f", offset {self.offset})" if self.offset else ")"))
         return int(k) - off

@@ -472,3 +472,14 @@ def test_storing_a_float_beyond_f32_is_inf_without_a_numpy_warning():
         f[0] = 1e300
         f[1] = -1e39
     assert f.to_numpy().tolist() == [float("inf"), -float("inf")]
+
+
+def test_python_scope_index_out_of_range_is_also_an_assertion_error():
+    # Taichi (debug=True) raises AssertionError here; fieldsim always checks, with IndexError
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32, 4, offset=-1)
+    for bad in (lambda: x[3], lambda: x.__setitem__(-2, 1)):
+        with pytest.raises(AssertionError, match=r"field 'x': index -?\d is out of range \[-1, 3\)"):
+            bad()
+        with pytest.raises(IndexError):
+            bad()
