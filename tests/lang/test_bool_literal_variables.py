@@ -5,6 +5,7 @@ them i32 variables, which kept 2 and truncated 0.5 to 0 (found in the rendering 
 `is_out = True; is_out = scatter_ret.is_out`)."""
 import numpy as np
 import pytest
+from support.programs import run_func_body
 
 import fieldsim as fs
 
@@ -35,16 +36,7 @@ def test_bool_literal_variable_is_u1(in_loop):
         n = n + a[1]  # u1 + i32 is i32 3, stored back as true
         out[4] = n
 
-    @fs.kernel
-    def top():
-        body()
-
-    @fs.kernel
-    def loop():
-        for _ in range(1):
-            body()
-
-    (loop if in_loop else top)()
+    run_func_body(body, in_loop)
     assert out.to_numpy().tolist() == [1, 0, 1, 1, 1]
 
 

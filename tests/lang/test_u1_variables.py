@@ -5,6 +5,7 @@ atomic add did not wrap; `n -= 1` from 0 read 255). A float assigned to one is t
 nonzero: `h = 0.5` is 1 (the constant was truncated to 0)."""
 import numpy as np
 import pytest
+from support.programs import run_func_body
 
 import fieldsim as fs
 
@@ -42,16 +43,7 @@ def test_u1_variable_stays_one_bit(in_loop):
         h = 0.5
         fout[0] = h
 
-    @fs.kernel
-    def top():
-        body()
-
-    @fs.kernel
-    def loop():
-        for _ in range(1):
-            body()
-
-    (loop if in_loop else top)()
+    run_func_body(body, in_loop)
     assert out.to_numpy().tolist() == [0, 0, 1, 0, 1, 0]
     assert fout[0] == 1.0
 

@@ -110,3 +110,18 @@ def fibonacci_pairs():
         return 1
 
     return SimpleNamespace(run_fib=run_fib, no_calls=no_calls)
+
+
+def run_func_body(body, in_loop: bool) -> None:
+    """Runs the `@fs.func` `body` once, from a kernel's top level or from inside a one-trip
+    parallel loop (kernel-scope variables and loop-local ones take different paths)."""
+    @fs.kernel
+    def top():
+        body()
+
+    @fs.kernel
+    def loop():
+        for _ in range(1):
+            body()
+
+    (loop if in_loop else top)()
