@@ -10,9 +10,10 @@ Output: a new kernel `<name>.grad` with the same params and no return value, ver
   parallel FOR stays a parallel FOR over the same range, a serialize=True FOR runs its range
   from end-1 down to begin (serially), a SERIAL stays SERIAL;
 * each task body is: declarations (adjoint ALLOCAs, backups, STACK_ALLOCAs, zeros), then the
-  *forward replay* of the primal body with every STORE/ATOMIC/RETURN/ASSERT dropped (RAND calls
+  *forward replay* of the primal body with every STORE/ATOMIC/RETURN dropped (RAND calls
   are kept, in order, so the runtime replays the same numbers given the same RNG key and thread
-  index), then the *reverse sweep*;
+  index; a debug-mode ASSERT is kept, as Taichi's adjoints check their primal's asserts), then
+  the *reverse sweep*;
 * an SSA value's adjoint is read when the sweep reaches its definition. Contributions made
   in the sweep of the value's own block are summed as SSA values; those made in a nested
   block (an `if`, a loop) go to an ALLOCA, accumulated with LOCAL_LOAD/ADD/LOCAL_STORE (and,
@@ -67,7 +68,7 @@ from fieldsim.ir.passes.offload import is_task
 from fieldsim.ir.passes.prune import prune
 from fieldsim.ir.passes.run import run_pass
 
-_DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.ASSERT, Op.STOP_GRAD,
+_DROPPED = frozenset({Op.STORE, Op.ATOMIC, Op.RETURN, Op.STOP_GRAD,
                       Op.PRINT})  # PRINT: the primal printed
 _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() value",
                 Op.LOOP: "a while loop's trip count"}
