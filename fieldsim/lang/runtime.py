@@ -9,15 +9,56 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+from typing import ClassVar
 
 from fieldsim.errors import FieldsimError
 from fieldsim.lang import types as T
 
-cpu, cuda, gpu = "cpu", "cuda", "gpu"
+
+class Arch(str):
+    """An arch constant (`fs.cpu`, `fs.cuda`, ...): the string fieldsim compares ('cpu',
+    'cuda', ...) that prints, and has the `.name` and `.value`, of Taichi's `ti.Arch` member, so
+    that `print(ti.cfg.arch)` and `getattr(ti, ti.cfg.arch.name)` behave as under Taichi.
+
+    >>> fs.cpu == "cpu", str(fs.cpu), fs.cpu.name, fs.cuda.value
+    (True, 'Arch.x64', 'x64', 3)
+    """
+
+    # Taichi's member name and number per fieldsim arch string
+    _TAICHI: ClassVar[dict] = {"cpu": ("x64", 0), "arm64": ("arm64", 1), "cuda": ("cuda", 3),
+                               "metal": ("metal", 4), "opengl": ("opengl", 5), "dx11": ("dx11", 6), "dx12": ("dx12", 7),
+                               "amdgpu": ("amdgpu", 9), "vulkan": ("vulkan", 10), "gles": ("gles", 11)}
+
+    def __new__(cls, value):
+        # str(Arch) is Taichi's 'Arch.x64': build from the plain string it compares as
+        return super().__new__(cls, str.__str__(value) if isinstance(value, str) else value)
+
+    @property
+    def name(self) -> str:
+        return self._TAICHI.get(str.__str__(self), (str.__str__(self),))[0]
+
+    @property
+    def value(self) -> int:
+        return self._TAICHI.get(str.__str__(self), (None, -1))[1]
+
+    def __str__(self) -> str:
+        return f"Arch.{self.name}"
+
+    def __repr__(self) -> str:
+        return f"<Arch.{self.name}: {self.value}>"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __reduce__(self):
+        return (Arch, (str.__str__(self),))
+
+
+cpu, cuda, gpu = Arch("cpu"), Arch("cuda"), Arch("gpu")
 x64 = x86_64 = arm64 = cpu
 # Taichi's other backends: fieldsim has none of them; `init` runs their programs on the CPU.
-vulkan, metal, opengl, gles, dx11, dx12, amdgpu = ("vulkan", "metal", "opengl", "gles", "dx11",
-                                                  "dx12", "amdgpu")
+vulkan, metal, opengl, gles, dx11, dx12, amdgpu = (Arch(a) for a in ("vulkan", "metal", "opengl",
+                                                                    "gles", "dx11", "dx12", "amdgpu"))
 OTHER_BACKENDS = (vulkan, metal, opengl, gles, dx11, dx12, amdgpu)
 
 
@@ -260,12 +301,13 @@ def _resolve_arch(arch):
         reason = _cuda_reason()
         if reason is None:
             return cuda
-        warnings.warn(f"fs.init(arch={arch}): no usable CUDA device ({reason}); running on the "
+        warnings.warn(f"fs.init(arch=fs.{Arch(arch).name}): no usable CUDA device ({reason}); running on the "
                       "CPU. Install the `cuda` extra on a machine with an NVIDIA GPU to use it.",
                       stacklevel=3)
         return cpu
     if arch in OTHER_BACKENDS:
-        warnings.warn(f"fs.init(arch={arch}): fieldsim has no {arch} backend; running on the CPU",
+        name = Arch(arch).name
+        warnings.warn(f"fs.init(arch=fs.{name}): fieldsim has no {name} backend; running on the CPU",
                       stacklevel=3)
         return cpu
     raise ValueError(f"unknown arch {arch!r}; use fs.cpu, fs.cuda or fs.gpu")
