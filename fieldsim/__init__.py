@@ -91,6 +91,7 @@ _sys.modules[__name__ + ".types"] = types
 from fieldsim import _submodules
 
 _submodules.install(__name__)  # `ti.linalg.sparse_solver`, `ti.types.ndarray_type`, ...
+_submodules.install_internals(__name__)  # `taichi.lang.kernel_impl`, `taichi._logging`, ...
 
 from fieldsim.version import __version__
 

@@ -142,3 +142,79 @@ def test_default_fp_to_string_as_programs_compare_it():
     fs.init(arch=fs.cpu, default_fp=fs.f64)
     assert current_cfg().default_fp.to_string() == "f64"
     assert [t.to_string() for t in (fs.f32, fs.i64, fs.u1)] == ["f32", "i64", "u1"]
+
+
+def test_taichi_internal_module_paths_libraries_import_from():
+    # libraries write `from taichi.lang.kernel_impl import Kernel`, `from taichi.lang.matrix
+    # import MatrixField`, ...: the modules import and hold fieldsim's own objects
+    from fieldsim._snode.snode_tree import SNodeTree
+    from fieldsim.lang.field import ScalarField
+    from fieldsim.lang.impl import axes
+    from fieldsim.lang.kernel_impl import Kernel, func, kernel
+    from fieldsim.lang.matrix import MatrixField, VectorNdarray
+    from fieldsim.lang.misc import get_host_arch_list, ij, reset
+    from fieldsim.lang.snode import is_active
+    from fieldsim.types.annotations import template
+    from fieldsim.types.primitive_types import f32, i32, real_types
+    fs.init(arch=fs.cpu)
+    assert (kernel, func, ij, reset, axes, is_active) == (fs.kernel, fs.func, fs.ij, fs.reset,
+                                                          fs.axes, fs.is_active)
+    assert VectorNdarray is fs.VectorNdarray and fs.cpu in get_host_arch_list()
+    assert f32 is fs.f32 and f32 in real_types
+    v = fs.Vector.field(2, f32, shape=3)
+    s = fs.field(i32, shape=3)
+    assert isinstance(v, MatrixField) and isinstance(s, ScalarField)
+    assert not isinstance(s, MatrixField)
+
+    @kernel
+    def fill(a: template(), b: template()):
+        for i in a:
+            a[i] = [i, 2 * i]
+            b[i] = 3 * i
+
+    assert isinstance(fill, Kernel)
+    fill(v, s)
+    np.testing.assert_array_equal(v.to_numpy()[:, 1], [0, 2, 4])
+    np.testing.assert_array_equal(s.to_numpy(), [0, 3, 6])
+    fb = fs.FieldsBuilder()
+    t = fs.field(f32)
+    fb.dense(fs.i, 2).place(t)
+    assert isinstance(fb.finalize(), SNodeTree)
+
+
+def test_taichi_logging_and_profiler_modules():
+    import fieldsim._logging as logging_mod
+    import fieldsim.profiler
+    assert fieldsim.profiler is fs.profiler and fs._logging is logging_mod
+    fs.set_logging_level(fs.ERROR)
+    try:
+        assert not logging_mod.is_logging_effective(fs.WARN)
+        logging_mod.warn("not shown")  # below the level: nothing
+    finally:
+        fs.set_logging_level(fs.INFO)
+    assert logging_mod.supported_log_levels[2] == fs.INFO
+
+
+def test_lang_util_type_conversions_and_scope():
+    from fieldsim.lang.util import (cook_dtype, in_python_scope, python_scope, to_numpy_type,
+                                    to_taichi_type)
+    assert to_numpy_type(fs.f32) is np.float32 and to_numpy_type(fs.u8) is np.uint8
+    assert to_taichi_type(np.float64) is fs.f64 and to_taichi_type(np.dtype("int32")) is fs.i32
+    assert to_taichi_type(fs.u16) is fs.u16
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    assert cook_dtype(float) is fs.f64 and cook_dtype(fs.i8) is fs.i8
+    assert in_python_scope()
+
+    @python_scope
+    def host_only():
+        return 1
+
+    assert host_only() == 1
+    out = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def k():
+        out[None] = host_only()
+
+    with pytest.raises(Exception, match="Python-scope|Taichi-scope"):
+        k()
