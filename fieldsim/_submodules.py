@@ -72,7 +72,7 @@ def _lang_modules(package: str) -> dict:
     top = sys.modules[package]
     kernel_impl = _module(
         f"{package}.lang.kernel_impl", "Taichi's kernel/func decorators and its Kernel class",
-        Kernel=kernel.KernelObj, Func=kernel.Func, template=kernel.template,
+        Kernel=kernel.TaichiKernel, Func=kernel.Func, template=kernel.template,
         cook_dtype=cook_dtype, to_taichi_type=to_taichi_type, primitive_types=T,
         **_names(package, ("kernel", "func", "pyfunc", "real_func", "data_oriented",
                            "TaichiCompilationError", "TaichiRuntimeError", "TaichiSyntaxError",

@@ -218,3 +218,35 @@ def test_lang_util_type_conversions_and_scope():
 
     with pytest.raises(Exception, match="Python-scope|Taichi-scope"):
         k()
+
+
+def test_kernel_and_func_markers_libraries_test_for():
+    from fieldsim.lang.kernel_impl import Kernel
+    ti = fs
+    ti.init(arch=ti.cpu)
+
+    @ti.kernel
+    def k():
+        pass
+
+    @ti.func
+    def f():
+        pass
+
+    @ti.real_func
+    def g() -> ti.i32:
+        return 1
+
+    assert k._is_wrapped_kernel and not k._is_classkernel
+    assert k._primal is k and k._adjoint is k.grad
+    assert isinstance(k._primal, Kernel) and isinstance(k._adjoint, Kernel)
+    assert not isinstance(f, Kernel)
+    assert f._is_taichi_function and not f._is_real_function and g._is_real_function
+
+    @ti.data_oriented
+    class Sim:
+        @ti.kernel
+        def step(self):
+            pass
+
+    assert Sim().step._is_wrapped_kernel and Sim.step._is_classkernel

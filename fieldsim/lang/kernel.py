@@ -7,6 +7,7 @@ made lazily from the same IR. Errors from compilation reach the user without int
 """
 from __future__ import annotations
 
+import abc
 import inspect
 import math
 import numbers
@@ -63,6 +64,12 @@ def template():
 
 class Func:
     """`@fs.func`: inlined into the kernels that call it."""
+
+    _is_taichi_function = True  # Taichi's marker, which libraries test with hasattr
+
+    @property
+    def _is_real_function(self) -> bool:
+        return getattr(self, "is_real", False)
 
     def __init__(self, fn, python_scope=False):
         self.fn = fn
@@ -219,6 +226,19 @@ class KernelObj:
     True
     """
     autodiff_mode = AutodiffMode.NONE  # Taichi's attribute: VALIDATION while on a validating Tape
+    _is_wrapped_kernel = True  # Taichi's markers, which libraries test with hasattr
+
+    @property
+    def _is_classkernel(self) -> bool:
+        return _defined_in_class(self.fn)
+
+    @property
+    def _primal(self) -> KernelObj:
+        return self
+
+    @property
+    def _adjoint(self):
+        return self.grad
 
     def __init__(self, fn):
         self.fn = fn
@@ -517,6 +537,8 @@ class _AdjointLauncher:
 class BoundKernel:
     """`obj.k` for a kernel method `k`: calls (and `.grad`) pass `obj` as `self`."""
 
+    _is_wrapped_kernel = _is_classkernel = True
+
     def __init__(self, kernel: KernelObj, obj):
         self.kernel, self.obj = kernel, obj
         self.__name__ = kernel.__name__
@@ -533,6 +555,15 @@ class BoundKernel:
             self.kernel.launch_adjoint((self.obj,) + args, kwargs, check=True)
         except FieldsimError as err:
             raise _at_user_call(err) from None
+
+
+class TaichiKernel(abc.ABC):
+    """Taichi's `kernel_impl.Kernel` as libraries use it, in `isinstance` checks: a kernel and
+    its adjoint (`k._adjoint`, `k.grad`) are each one."""
+
+
+TaichiKernel.register(KernelObj)
+TaichiKernel.register(_AdjointLauncher)
 
 
 def kernel(fn):
