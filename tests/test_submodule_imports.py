@@ -250,3 +250,35 @@ def test_kernel_and_func_markers_libraries_test_for():
             pass
 
     assert Sim().step._is_wrapped_kernel and Sim.step._is_classkernel
+
+
+def test_snode_tree_ids_and_inside_kernel():
+    from fieldsim.lang import impl
+    fs.init(arch=fs.cpu)
+    trees = []
+    for _ in range(2):
+        fb = fs.FieldsBuilder()
+        fb.dense(fs.i, 4).place(fs.field(fs.f32))
+        trees.append(fb.finalize())
+    assert [t.id for t in trees] == [0, 1]
+    trees[0].destroy()
+    fb = fs.FieldsBuilder()
+    fb.dense(fs.i, 2).place(fs.field(fs.f32))
+    assert fb.finalize().id == 0  # a freed id is given again, as in Taichi
+    fs.init(arch=fs.cpu)
+    fs.field(fs.f32, shape=3)  # fs.root's tree is made first
+    fb = fs.FieldsBuilder()
+    fb.dense(fs.i, 4).place(fs.field(fs.f32))
+    assert fb.finalize().id == 1
+
+    seen = []
+
+    def probe():
+        seen.append(impl.inside_kernel())
+        return 1
+
+    @fs.kernel
+    def k() -> fs.i32:
+        return probe()
+
+    assert k() == 1 and seen == [True] and not impl.inside_kernel()

@@ -17,7 +17,8 @@ from fieldsim.lang.runtime import cfg
 from fieldsim.lang.snode import root
 
 __all__ = ["Field", "call_internal", "current_cfg", "default_cfg", "expr_init", "field",
-           "get_cuda_compute_capability", "get_runtime", "grouped", "ndarray", "root", "static"]
+           "get_cuda_compute_capability", "get_runtime", "grouped", "inside_kernel", "ndarray", "root",
+           "static"]
 
 
 def current_cfg():
@@ -26,6 +27,13 @@ def current_cfg():
 
 
 default_cfg = current_cfg
+
+
+def inside_kernel() -> bool:
+    """Taichi's `impl.inside_kernel()`: true while a kernel being compiled runs Python code (a
+    helper it calls at compile time), false in Python scope."""
+    from fieldsim.lang.util import in_taichi_scope
+    return in_taichi_scope()
 
 
 def _internal(name: str):

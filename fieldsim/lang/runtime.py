@@ -208,6 +208,7 @@ class Runtime:
         # bumped by SNodeTree.destroy(): compiled kernels may hold a destroyed tree's fields
         # (a data-oriented `self.x` rebound since), so every kernel compiles afresh, as in Taichi
         self.kernel_epoch = 0
+        self.snode_tree_ids: set = set()  # ids of live finalized trees (fs.root's is 0 once counted)
         self.launch_counter = 0
         self._per_thread = _PerThread()  # tape, fwd_mode, no_grad_depth: see below
         self.device = None  # a backend object (cpu or cuda) made lazily

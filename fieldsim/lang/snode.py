@@ -281,15 +281,28 @@ class SNodeTree:
     def __init__(self, builder: FieldsBuilder):
         self.builder = builder
         self.destroyed = False
+        self.id = _claim_tree_id()
 
     def destroy(self):
         if self.destroyed:
             raise FieldsimRuntimeError("SNodeTree: destroy() was already called", user_loc())
         self.destroyed = True
+        runtime.get().snode_tree_ids.discard(self.id)  # Taichi gives a freed id to the next tree
         for f in self.builder._placed_fields():
             f._destroy()
         # kernels compiled before may name these fields: recompile them all, as Taichi does
         runtime.get().kernel_epoch += 1
+
+
+def _claim_tree_id() -> int:
+    """Taichi's `SNodeTree.id`: the smallest id no live tree holds; `fs.root`'s tree, when it has
+    fields, was made first and holds 0 (Taichi materialises it before a builder's tree)."""
+    ids = runtime.get().snode_tree_ids
+    if not ids and root.num_children:
+        ids.add(0)
+    tree_id = next(i for i in range(len(ids) + 1) if i not in ids)
+    ids.add(tree_id)
+    return tree_id
 
 
 def _sizes(kind: str, dims) -> tuple:
