@@ -3,11 +3,14 @@
 Taichi's own examples pick their backend with `ti._lib.core.with_vulkan()` or `with_cuda()` and
 test `_ti_core.GGUI_AVAILABLE`. fieldsim has no C++ extension; this answers those questions for
 fieldsim's build (no Vulkan, Metal, OpenGL or DirectX; CUDA where a device works) so such programs
-run. Nothing else of Taichi's private extension is imitated.
+run, and names its `TaichiRuntimeError` (fieldsim's `FieldsimRuntimeError`, which the errors
+Taichi raises from C++ are in fieldsim). Nothing else of Taichi's private extension is imitated.
 """
 from __future__ import annotations
 
 from types import SimpleNamespace
+
+from fieldsim.errors import FieldsimRuntimeError
 
 
 def _with_cuda() -> bool:
@@ -31,4 +34,6 @@ core = SimpleNamespace(
     with_amdgpu=lambda: False,
     GGUI_AVAILABLE=False,
     get_version_string=_version,
+    # the extension's exception class: what fieldsim raises where Taichi's C++ runtime raises it
+    TaichiRuntimeError=FieldsimRuntimeError,
 )

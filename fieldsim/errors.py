@@ -141,6 +141,11 @@ class MissingMemberError(FieldsimValueError, KeyError):
         return self.render()
 
 
+class FieldShapeError(FieldsimValueError, FieldsimRuntimeError):
+    """A field shape with an empty or negative extent: the ValueError fieldsim raises for bad
+    shapes, and the RuntimeError Taichi raises there (`ti._lib.core.TaichiRuntimeError`)."""
+
+
 class FieldsimOverflowError(FieldsimError, OverflowError):
     """A Python-scope value out of its type's range where Taichi raises NumPy's OverflowError."""
 

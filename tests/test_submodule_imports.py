@@ -282,3 +282,30 @@ def test_snode_tree_ids_and_inside_kernel():
         return probe()
 
     assert k() == 1 and seen == [True] and not impl.inside_kernel()
+
+
+def test_taichi_module_paths_under_a_harness_alias():
+    """A harness that sets sys.modules['taichi'] = fieldsim (as the conformance suite's does)
+    imports Taichi's module paths as fieldsim's own objects, not second copies of its files."""
+    import subprocess
+    import sys
+    code = """
+import sys, fieldsim
+sys.modules['taichi'] = fieldsim
+from taichi.lang.misc import get_host_arch_list
+from taichi.lang.kernel_impl import Kernel
+from taichi.types.ndarray_type import NdarrayType
+import taichi.linalg.sparse_solver, taichi.lang.impl, taichi._logging
+assert get_host_arch_list() == [fieldsim.cpu]
+assert sys.modules['taichi.linalg'] is fieldsim.linalg
+assert sys.modules['taichi.lang.impl'] is fieldsim.lang.impl
+assert NdarrayType is fieldsim.types.ndarray_type.NdarrayType
+assert fieldsim.lang.impl.__spec__.name == 'fieldsim.lang.impl'
+try:
+    import taichi.lang.no_such_module
+except ModuleNotFoundError:
+    print('ok')
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -18,6 +18,7 @@ import operator
 import numpy as np
 
 from fieldsim.errors import (
+    FieldShapeError,
     FieldsimError,
     FieldsimIndexError,
     FieldsimMemoryError,
@@ -748,8 +749,14 @@ def _normalize_shape(shape, field=None) -> tuple:
                             f"({type(extent).__name__}) on axis {axis}; extents are integers"
                             ) from None
     shape = tuple(extents)
-    if any(s <= 0 for s in shape):
-        raise ValueError(f"{what}: shape {shape} must be positive")
+    for axis, extent in enumerate(shape):
+        if extent > 0:
+            continue
+        if field is None or not what.startswith("field"):  # an ndarray's
+            raise FieldShapeError(f"{what}: shape {shape} must be positive")
+        # Taichi's words, which programs match
+        raise FieldShapeError(f"{what}: shape {shape} must be positive (Every dimension of a "
+                              f"Taichi field should be positive, got {extent} in dimension {axis})")
     return shape
 
 

@@ -77,3 +77,11 @@ def test_ragged_matrix_entries_are_a_clear_value_error():
         fs.Matrix([[1, 2], [3]])  # marker: ragged rows
     assert isinstance(info.value, fs.FieldsimValueError)
     assert info.value.loc.line == _line_of("marker: ragged rows")
+
+
+def test_empty_field_shape_is_also_taichis_runtime_error():
+    with pytest.raises(fs._lib.core.TaichiRuntimeError,
+                       match="Every dimension of a Taichi field should be positive, got 0 in dimension 1"):
+        fs.field(fs.f32, shape=(3, 0))
+    with pytest.raises(RuntimeError, match=r"ndarray '.*': shape \(0,\) must be positive$"):
+        fs.ndarray(fs.f32, shape=0)
