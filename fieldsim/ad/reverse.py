@@ -38,7 +38,8 @@ Output: a new kernel `<name>.grad` with the same params and no return value, ver
 * every statement carries the loc of the primal statement it comes from.
 
 Raises `FieldsimCompilationError` (with the statement's loc) for an atomic whose returned old
-value is used (outside a func_replay), and (via lower_break) for `break` out of a top-level
+value is used (outside a func_replay; a kernel that writes no field with a gradient gets an
+empty adjoint instead), and (via lower_break) for `break` out of a top-level
 loop.
 """
 from __future__ import annotations
@@ -50,7 +51,7 @@ from fieldsim.ad.rules import EXACT_RULES, RULES
 from fieldsim.ad.stack import CapacityFormula
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.ir import dtypes as T
-from fieldsim.ir.activity import activity, stopped_loads
+from fieldsim.ir.activity import activity, stopped_loads, writes_derivatives
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import (
     PURE,
@@ -78,6 +79,11 @@ def make_adjoint(kernel: Kernel, exact: bool = False) -> Kernel:
     """`exact`: `fast_math=False`'s rules, rounding as Taichi's (rules.EXACT_RULES)."""
     refuse_real_calls(kernel, "reverse")
     k = run_pass("lower_break", lower_break, kernel)
+    if not writes_derivatives(k.body) and _uses_atomic_result(k):
+        # nothing to differentiate (a binning kernel's `slot = ti.atomic_add(count[c], 1)`
+        # into integer fields): an empty adjoint, rather than refusing a value it never needs
+        return Kernel(f"{k.name}.grad", list(k.params), [], None, k.loc,
+                      {**k.meta, "stack_capacities": [], "adjoint_of": k.name})
     _refuse_unsupported(k)
     ad = _KernelAD(k, EXACT_RULES if exact else RULES)
     body = ad.build()
@@ -104,6 +110,11 @@ def _replayed_code(body):
         blocks = [replayed_block(s)] if s.op == Op.CUSTOM_GRAD else s.blocks
         for blk in blocks:
             yield from _replayed_code(blk)
+
+
+def _uses_atomic_result(k: Kernel) -> bool:
+    used = {id(a) for s in walk(k.body) for a in s.args}
+    return any(s.op == Op.ATOMIC and id(s) in used for s in _replayed_code(k.body))
 
 
 def _refuse_unsupported(k: Kernel):

@@ -6,6 +6,8 @@ an ATOMIC whose old value is used), in program order. The rules are pure functio
 
 * Rule 1 (read, then never write): no write (plain or atomic) may follow a read of the same
   element: in the same thread, from another thread of a parallel loop, or in a later task.
+  A kernel that writes no field with a gradient has an adjoint with nothing to recompute: its
+  reads are left out of the table.
 * Rule 2 (accumulate only): on a field with a gradient, a write may follow a write of the same
   element only if it is an atomic add/sub (`+=`, `-=`), or if both are the same atomic min/max;
   in program order (the same thread, or a later task) also if it is a plain store, or if the
@@ -30,7 +32,7 @@ from typing import Any, NamedTuple
 from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Meet, exclusive, overlap
 from fieldsim.checks.index_forms import Forms, Site
 from fieldsim.errors import AccessRuleError, Loc
-from fieldsim.ir.activity import activity
+from fieldsim.ir.activity import activity, writes_derivatives
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, replayed_block, walk
 from fieldsim.ir.printer import field_name
 
@@ -121,7 +123,12 @@ def summarize(kernel: Kernel) -> list[Access]:
         if s.op != Op.LOAD and id(s.value) not in active:
             found = [replace(a, inert=True) if a.is_write else a for a in found]
         accesses.extend(found)
+    if not writes_derivatives(kernel.body):
+        # its adjoint writes no gradient, so it recomputes nothing from what it read (a binning
+        # kernel's `slot = ti.atomic_add(count[c], 1)` into integer fields): only its writes matter
+        accesses = [a for a in accesses if a.is_write]
     return [_label_rmw(a, accesses, ix.stores) for a in accesses]
+
 
 
 class _Index(NamedTuple):

@@ -7,7 +7,7 @@ task) covers the whole kernel. `activity(body)` gives the active statements: flo
 depend on a LOAD of a field with an attached gradient (`field.adjoint`), through differentiable
 ops (opdefs) or locals, not through stopped LOADs; and the float ALLOCAs that store one. Reverse
 AD differentiates only active values; the access-rule checker's Rule 2 guards only writes of
-active values. Analysis only.
+active values. `writes_derivatives(body)`: whether a kernel's adjoint has any work. Analysis only.
 """
 from __future__ import annotations
 
@@ -64,3 +64,11 @@ def _activates(s: Stmt, active) -> tuple:
     if s.op == Op.LOCAL_LOAD or OPDEFS[s.op].differentiable:
         return (s,) if any(id(a) in active for a in s.args) else ()
     return ()
+
+
+def writes_derivatives(body: list[Stmt]) -> bool:
+    """Whether an adjoint of `body` has work: a plain or atomic write to a field with a gradient
+    (the only source of adjoints), or a custom-gradient region. Without one, the adjoint
+    recomputes nothing and needs none of the values the kernel read."""
+    return any((s.op in (Op.STORE, Op.ATOMIC) and getattr(s.field, "adjoint", None) is not None)
+               or s.op == Op.CUSTOM_GRAD for s in walk(body))
