@@ -130,7 +130,6 @@ def summarize(kernel: Kernel) -> list[Access]:
     return [_label_rmw(a, accesses, ix.stores) for a in accesses]
 
 
-
 class _Index(NamedTuple):
     sites: dict  # id(stmt) -> Site
     stores: dict  # id(alloca) -> its LOCAL_STOREs
