@@ -11,6 +11,7 @@ naming the field, leaving its data unchanged; `x[i][k] = v` writes through to th
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import operator
@@ -286,6 +287,10 @@ class Field:
         self._check_live()
         if type(key) is int and len(self.shape) == 1:  # x[i], the common case: one axis to check
             return (self._axis_index(0, key, self.shape[0], self._offset[0]),)
+        if type(key) is tuple:
+            idx = self._plain_index(key)
+            if idx is not None:
+                return idx
         key = _key_tuple(key)
         for axis, k in enumerate(key):
             if isinstance(k, slice) or k is Ellipsis:
@@ -300,6 +305,15 @@ class Field:
                 + " (Slicing is not supported on ti.field)")
         return tuple(self._axis_index(axis, k, n, off)
                      for axis, (k, n, off) in enumerate(zip(key, self.shape, self._offset)))
+
+    def _plain_index(self, key: tuple):
+        """`x[i, j]` with plain ints all in range: the storage index without the general
+        checks (Python loops over 2-D and 3-D fields); None where those must word an error."""
+        if len(key) != len(self.shape) or not key:
+            return None
+        idx = tuple(k - off for k, n, off in zip(key, self.shape, self._offset)
+                    if type(k) is int and off <= k < off + n)
+        return idx if len(idx) == len(key) else None
 
     def _axis_index(self, axis, k, n, off) -> int:
         """One axis's storage index: an int within [off, off + n), offset removed."""
@@ -326,11 +340,24 @@ class Field:
 
     def __setitem__(self, key, value):
         idx = self._index(key)
-        arr = self._coerce(value, self.element_shape, f"element {idx}")
+        arr = self._scalar(value)
+        if arr is None:
+            arr = self._coerce(value, self.element_shape, f"element {idx}")
         _record_python_write(self, idx)
         self.storage.write_element(idx, arr)
         from fieldsim.lang import sparse_host
         sparse_host.activate_python(self, idx)
+
+    def _scalar(self, value):
+        """A Python int or float for a scalar element, stored as `_coerce` stores it but
+        without its general checks; None where those are needed (a value out of the dtype's
+        exact range, a bool, a NumPy scalar, a float for an integer field, a vector element)."""
+        if self.ndim_el or type(value) not in (int, float):
+            return None
+        bounds = _scalar_bounds(self.dtype, type(value))
+        if bounds is None or not bounds[0] <= value <= bounds[1]:
+            return None
+        return np.array(value, self.dtype.np)
 
     def _coerce(self, value, shape, what, broadcast=False, truncate=False) -> np.ndarray:
         if hasattr(value, "to_numpy") and not isinstance(value, Field):
@@ -708,6 +735,22 @@ def wrap_int_leaves(value, dtype, shape):
     except ValueError:  # ragged: the caller's shape check words the error
         return None
     return arr if arr.shape == tuple(shape) else None
+
+
+@functools.cache
+def _scalar_bounds(dtype, kind: type):
+    """The Python `kind` (int or float) values that one NumPy conversion stores into a scalar
+    of `dtype` exactly as `Field._coerce` does (no wrap, no overflow, one rounding: ints below
+    2**53 are exact doubles first); None where `_coerce` must judge every value."""
+    if not isinstance(dtype, T.DataType) or dtype.np.kind not in "fiu":
+        return None
+    if dtype.np.kind == "f":
+        top = float(np.finfo(dtype.np).max)
+        return (-top, top) if kind is float else (-min(2 ** 53, int(top)), min(2 ** 53, int(top)))
+    if kind is float:  # a float into an integer field is an error `_coerce` words
+        return None
+    info = np.iinfo(dtype.np)
+    return (int(info.min), int(info.max))
 
 
 def _np_dtype(dtype):
