@@ -439,14 +439,25 @@ class Emitter:
 
 
 def _fold_identity(op, a, b, dt):
-    """x + 0, x - 0, x * 1, 0 + x, 1 * x with a Python constant: the other operand, if typed alike."""
-    if isinstance(a, Stmt) and is_number(b) and a.dtype is dt and (
-            (op in ("+", "-") and b == 0) or (op == "*" and b == 1)
-            or (op == "//" and b == 1 and not dt.is_float)):
+    """x + 0, x - 0, x * 1, 0 + x, 1 * x with a constant (a Python number or a typed constant,
+    such as an entry of `Matrix.zero(ti.f64, ...)`: Taichi's simplifier folds both, so
+    `-0.0 + 0` stays -0.0): the other operand, if typed alike."""
+    bv, av = _const_number(b), _const_number(a)
+    if isinstance(a, Stmt) and bv is not None and a.dtype is dt and (
+            (op in ("+", "-") and bv == 0) or (op == "*" and bv == 1)
+            or (op == "//" and bv == 1 and not dt.is_float)):
         return a
-    if isinstance(b, Stmt) and is_number(a) and b.dtype is dt and (
-            (op == "+" and a == 0) or (op == "*" and a == 1)):
+    if isinstance(b, Stmt) and av is not None and b.dtype is dt and (
+            (op == "+" and av == 0) or (op == "*" and av == 1)):
         return b
+    return None
+
+
+def _const_number(v):
+    if is_number(v):
+        return v
+    if isinstance(v, Stmt) and v.op == Op.CONST and is_number(v.attr):
+        return v.attr
     return None
 
 

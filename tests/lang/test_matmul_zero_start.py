@@ -13,7 +13,7 @@ def _bits(x):
 
 
 def test_all_negative_zero_products_sum_to_plus_zero():
-    fs.init(arch=fs.cpu)
+    fs.init(arch=fs.cpu, fast_math=False)
     f = fs.field(fs.f32, shape=4)
     r = fs.field(fs.f32, shape=6)
     f.from_numpy(np.array([-0.0, 2.0, -3.0, 0.0], np.float32))
@@ -45,7 +45,7 @@ def test_all_negative_zero_products_sum_to_plus_zero():
 
 
 def test_nan_in_first_product_reaches_every_entry():
-    fs.init(arch=fs.cpu)
+    fs.init(arch=fs.cpu, fast_math=False)
     a = fs.field(fs.f32, shape=1)
     r = fs.field(fs.f32, shape=2)
     a[0] = -1.0
