@@ -211,7 +211,24 @@ def cast(value, dtype):
     return np.asarray(value).astype(dtype.np)
 
 
-KERNEL_BUILTINS[cast] = lambda fe, n, a, k: fe.e.cast(a[0], _dt(fe, a[1] if len(a) > 1 else k["dtype"]))
+def _kernel_cast(fe, n, a, k):
+    """`ti.cast(v, dtype)` in a kernel. A Python float `v` is first a default_fp constant, as
+    Taichi 1.7.4's `Expr(v)` makes it: `ti.cast(0.1, ti.f64)` under default_fp=f32 is 0.1f
+    (and `ti.cast(1e300, ti.f64)` is inf), while `ti.f64(0.1)` stays the exact double."""
+    dtype = _dt(fe, a[1] if len(a) > 1 else k["dtype"])
+    return fe.e.cast(_as_default_fp(fe, a[0]), dtype)
+
+
+def _as_default_fp(fe, v):
+    if isinstance(v, MatVal):
+        return v.map(lambda x: _as_default_fp(fe, x))
+    if type(v) is float:
+        with np.errstate(over="ignore"):
+            return float(fe.e.fp.np.type(v))
+    return v
+
+
+KERNEL_BUILTINS[cast] = _kernel_cast
 
 
 def _dt(fe, dt):
