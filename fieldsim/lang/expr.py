@@ -407,16 +407,21 @@ class Emitter:
             return MatVal.vector(self.matmul(MatVal(a.entries, 1, a.n, 2), b).entries)
         if a.m != b.n:
             raise FieldsimTypeError(f"matmul shape mismatch: {a.shape} @ {b.shape}")
-        # As Taichi 1.7.4, every entry's sum starts from `a[0, 0] * b[0, 0] * 0`: +0.0 when that
-        # product is >= 0, so an entry whose products are all -0.0 is +0.0, and NaN when it is
-        # inf or NaN, which reaches every entry.
-        zero = self.entry_binop("*", self.entry_binop("*", a.at(0, 0), b.at(0, 0)), 0)
+        # With fast_math=False, as Taichi 1.7.4, every entry's sum starts from
+        # `a[0, 0] * b[0, 0] * 0`: +0.0 when that product is >= 0, so an entry whose products
+        # are all -0.0 is +0.0, and NaN when it is inf or NaN, which reaches every entry. Under
+        # fast-math (no signed zeros) the start is left out: it would cost every matmul an add
+        # per entry that LLVM cannot fold (x * 0 is NaN for an infinite x).
+        from fieldsim.lang import runtime
+        zero = None if runtime.get().fast_math else \
+            self.entry_binop("*", self.entry_binop("*", a.at(0, 0), b.at(0, 0)), 0)
         out = []
         for r in range(a.n):
             for c in range(b.m):
                 acc = zero
                 for k in range(a.m):
-                    acc = self.entry_binop("+", acc, self.entry_binop("*", a.at(r, k), b.at(k, c)))
+                    t = self.entry_binop("*", a.at(r, k), b.at(k, c))
+                    acc = t if acc is None else self.entry_binop("+", acc, t)
                 out.append(acc)
         if b.ndim == 1:
             return MatVal.vector(out)
