@@ -40,6 +40,7 @@ from fieldsim.codegen.jit_memory import EngineSlabs
 from fieldsim.codegen.llvm import CTX_PRIV, Target, TaskInfo, lower_kernel
 from fieldsim.codegen.llvm_build import MachinePool, build_object, warm_up
 from fieldsim.codegen.privatize import NO_RUN, PrivateBuffers
+from fieldsim.codegen.vector_math import VectorMath
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.intexpr import trip_count
 from fieldsim.ir.ir import Kernel, Op
@@ -193,6 +194,7 @@ class CpuBackend:
         self.features = llvm.get_host_cpu_features().flatten()
         if triple.startswith("x86_64"):
             self.target.x86_conversions = "avx512" if "+avx512f" in self.features else "sse"
+        self.target.vector_math = VectorMath.for_host(triple, self.features)
         self.machines = MachinePool(triple, self.cpu, self.features, opt=3)  # emit objects
         self.triple = triple
         self.jit = EngineSlabs(triple, self.cpu, self.features)  # loads and frees them

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir as L
 
-from fieldsim.codegen import quant_llvm
+from fieldsim.codegen import quant_llvm, vector_math
 from fieldsim.codegen.alias import FieldScopes
 from fieldsim.codegen.block_index import block_parts
 from fieldsim.codegen.demote import discarded_atomics, owned_atomics
@@ -126,6 +126,10 @@ class Target:
         hi = b.add(lo, chunk)
         return lo, b.select(b.icmp_signed("<", hi, end), hi, end), L.Constant(I64, 1)
 
+    # under fast-math, libm calls name their libmvec variants so loops vectorize them
+    # (codegen.vector_math: the CPU backend sets this where glibc's libmvec loads)
+    vector_math = None
+
     # tasks run with denormals flushed to zero (FTZ/DAZ), as Taichi's x64 backend: the CPU
     # backend sets this on x86-64 (codegen.denormals)
     flush_denormals = False
@@ -195,6 +199,9 @@ class Target:
         else:
             cname = name + ("f" if dt is T.f32 else "")
             fn = _declare(module, cname, fty, len(args))
+            # no memory effects (errno is never read), so loops with the call can vectorize
+            fn.attributes.add("readnone")
+            fn.attributes.add("nounwind")
         return b.call(fn, args)
 
 
@@ -283,6 +290,7 @@ class Codegen:
             lowering.lower()
             parallel = task.op == Op.FOR and task.attr.parallel
             self.info.tasks.append(TaskInfo(name, parallel, task, private=lowering.private))
+        vector_math.keep_declarations(self.module)
         return self.module, self.info
 
 

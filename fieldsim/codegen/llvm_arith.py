@@ -27,6 +27,8 @@ def _math(name):
         if lw.fmf and name == "sqrt" and isinstance(v, L.CallInstr):
             for f in lw.approx_fmf:
                 v.fastmath.add(f)
+        if lw.fmf and lw.cg.target.vector_math is not None and isinstance(v, L.CallInstr):
+            lw.cg.target.vector_math.attach(v, lw.cg.module, name, v.type)
         return v
     return lower
 
