@@ -195,6 +195,7 @@ class CpuBackend:
         if triple.startswith("x86_64"):
             self.target.x86_conversions = "avx512" if "+avx512f" in self.features else "sse"
         self.target.vector_math = VectorMath.for_host(triple, self.features)
+        self.target.scalar_libm = True
         self.machines = MachinePool(triple, self.cpu, self.features, opt=3)  # emit objects
         self.triple = triple
         self.jit = EngineSlabs(triple, self.cpu, self.features)  # loads and frees them

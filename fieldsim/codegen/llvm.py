@@ -129,6 +129,10 @@ class Target:
     # under fast-math, libm calls name their libmvec variants so loops vectorize them
     # (codegen.vector_math: the CPU backend sets this where glibc's libmvec loads)
     vector_math = None
+    # libm calls without vector variants stay scalar calls that keep their loop scalar
+    # (vector_math.scalar_call): a loop LLVM widens anyway calls the function lane by lane
+    # and spills the vector registers around each call, slower than the scalar loop (the CPU)
+    scalar_libm = False
 
     # tasks run with denormals flushed to zero (FTZ/DAZ), as Taichi's x64 backend: the CPU
     # backend sets this on x86-64 (codegen.denormals)
@@ -199,9 +203,6 @@ class Target:
         else:
             cname = name + ("f" if dt is T.f32 else "")
             fn = _declare(module, cname, fty, len(args))
-            # no memory effects (errno is never read), so loops with the call can vectorize
-            fn.attributes.add("readnone")
-            fn.attributes.add("nounwind")
         return b.call(fn, args)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
+from fieldsim.codegen import vector_math
 from fieldsim.ir.ir import COMPARE, Op, Stmt
 
 I32 = L.IntType(32)
@@ -19,7 +20,12 @@ _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!
 
 def _math(name):
     def lower(lw, b, dt, *a):
-        v = lw.cg.target.math(b, lw.cg.module, name, dt, list(a))
+        target = lw.cg.target
+        libm = name in vector_math.FUNCTIONS and dt.is_float and dt.bits in (32, 64)
+        vectors = lw.fmf and target.vector_math is not None
+        if libm and target.scalar_libm and not vectors:
+            return vector_math.scalar_call(b, lw.cg.module, name, dt.bits, list(a))
+        v = target.math(b, lw.cg.module, name, dt, list(a))
         # sqrt only, with the target's approx_math too (the CPU's adds nothing: an estimate
         # needs `afn`, which only fast_rsqrt asks for; CUDA's `afn` is sqrt.approx). Not pow
         # (LLVM would turn pow(x, float(n)) into llvm.powi, a call to libgcc's __powisf2 the
@@ -27,8 +33,8 @@ def _math(name):
         if lw.fmf and name == "sqrt" and isinstance(v, L.CallInstr):
             for f in lw.approx_fmf:
                 v.fastmath.add(f)
-        if lw.fmf and lw.cg.target.vector_math is not None and isinstance(v, L.CallInstr):
-            lw.cg.target.vector_math.attach(v, lw.cg.module, name, v.type)
+        if libm and vectors and isinstance(v, L.CallInstr):
+            target.vector_math.attach(v, lw.cg.module, name, v.type)
         return v
     return lower
 

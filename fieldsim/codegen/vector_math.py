@@ -12,9 +12,9 @@ vector registers around every call).
 
 Why only under fast-math: libmvec's functions are within glibc's published bounds (about 4
 ulp) rather than within libm's scalar ones (about 1 ulp); fast-math licenses that, as
-`-ffast-math` lets compilers call libmvec. With `fast_math=False` every call stays scalar and
-results are libm's, as Taichi's x64 backend gives. Where libmvec is missing (not glibc, not
-x86-64) nothing changes.
+`-ffast-math` lets compilers call libmvec. With `fast_math=False`, or without libmvec (not
+glibc, not x86-64), every such call is `scalar_call`'s: libm's scalar results in a scalar loop,
+as Taichi's x64 backend compiles it.
 """
 from __future__ import annotations
 
@@ -84,8 +84,23 @@ class VectorMath:
                 L.Function(module, L.FunctionType(vty, [vty] * nargs), symbol)
             abi = symbol[:symbol.index("_", 4) + 1]  # `_ZGVdN8v_`
             mangled.append(f"{abi}{call.callee.name}({symbol})")
-        # a string attribute: llvmlite's attribute sets know only keyword ones
+        # string attributes: llvmlite's attribute sets know only keyword ones. No memory
+        # effects (errno is never read): a C libm call (`tanhf`) can then be vectorized
         set.add(call.attributes, f'"vector-function-abi-variant"="{",".join(mangled)}"')
+        set.add(call.attributes, "memory(none)")
+
+
+def scalar_call(b: L.IRBuilder, module: L.Module, name: str, bits: int, args) -> L.CallInstr:
+    """A call of libm's scalar `name` (`expf`, `exp`, ...) that LLVM neither folds nor widens
+    (`nobuiltin`): its loop stays a scalar loop, as Taichi's x64 backend compiles it, rather than
+    a vector loop calling the function once per lane (Target.scalar_libm)."""
+    ty = L.FloatType() if bits == 32 else L.DoubleType()
+    cname = name + ("f" if bits == 32 else "")
+    fn = module.globals.get(cname) or L.Function(module, L.FunctionType(ty, [ty] * len(args)), cname)
+    call = b.call(fn, args)
+    set.add(call.attributes, "nobuiltin")
+    set.add(call.attributes, "memory(none)")
+    return call
 
 
 def keep_declarations(module: L.Module) -> None:

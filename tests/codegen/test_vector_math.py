@@ -5,7 +5,7 @@ Checks: every vectorized function (exp, log, sin, cos, tan, asin, acos, atan, ta
 atan2) in f32 and f64, in a loop long enough to vectorize and in scalar remainders, is within
 glibc's libmvec bounds (4 ulp) of float64/numpy's values, with IEEE's special values; the IR
 names the variants only under fast-math and where libmvec loaded; exact mode keeps libm's
-scalar results bit for bit; a gradient through exp/log/sin in a vectorized loop against the
+scalar results bit for bit, in calls LLVM does not widen; a gradient through exp/log/sin in a vectorized loop against the
 analytic derivative.
 """
 import numpy as np
@@ -105,6 +105,16 @@ def test_ir_names_variants_only_under_fast_math(llvm_texts, fast_math):
     (text,) = [t for t in llvm_texts if "apply" in t]
     named = "vector-function-abi-variant" in text and "llvm.compiler.used" in text
     assert named == (fast_math and HAVE_LIBMVEC)
+
+
+def test_exact_mode_calls_stay_scalar(llvm_texts):
+    """With fast_math=False the call is libm's scalar function, marked so that LLVM neither
+    folds it nor widens its loop (a widened loop would call it once per lane)."""
+    _run_unary(fs.tanh, np.linspace(-1, 1, 256).astype(np.float32), fs.f32, fast_math=False)
+    (text,) = [t for t in llvm_texts if "apply" in t]
+    calls = [line for line in text.splitlines() if "call" in line and "tanhf" in line]
+    assert calls and all("nobuiltin" in line for line in calls)
+    assert "vector-function-abi-variant" not in text
 
 
 def test_exact_mode_is_libms_scalar_result():
