@@ -7,7 +7,8 @@ an ATOMIC whose old value is used), in program order. The rules are pure functio
 * Rule 1 (read, then never write): no write (plain or atomic) may follow a read of the same
   element: in the same thread, from another thread of a parallel loop, or in a later task.
   A kernel that writes no field with a gradient has an adjoint with nothing to recompute: its
-  reads are left out of the table.
+  reads are left out of the table, and so are, in any kernel, the reads no adjoint value depends
+  on (`adjoint_needs`: a counter read only to update that counter).
 * Rule 2 (accumulate only): on a field with a gradient, a write may follow a write of the same
   element only if it is an atomic add/sub (`+=`, `-=`), or if both are the same atomic min/max;
   in program order (the same thread, or a later task) also if it is a plain store, or if the
@@ -32,7 +33,7 @@ from typing import Any, NamedTuple
 from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Meet, exclusive, overlap
 from fieldsim.checks.index_forms import Forms, Site
 from fieldsim.errors import AccessRuleError, Loc
-from fieldsim.ir.activity import activity, writes_derivatives
+from fieldsim.ir.activity import activity, adjoint_needs, writes_derivatives
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, replayed_block, walk
 from fieldsim.ir.printer import field_name
 
@@ -113,12 +114,15 @@ def summarize(kernel: Kernel) -> list[Access]:
     ix = _index(kernel)
     forms = Forms(ix.sites, ix.stores)
     active = activity(kernel.body)
+    needed = adjoint_needs(kernel.body, active)
     accesses = []
     for s in ix.access_stmts:
         if getattr(s.field, "role", None) == "listing":  # rebuilt by each launch and adjoint
             continue
         found = _accesses_of(s, ix.sites[id(s)], forms, kernel, id(s) in ix.used)
-        if id(s) in ix.unreplayed:  # its reads are never recomputed: only its writes matter
+        if id(s) in ix.unreplayed or id(s) not in needed:
+            # its reads are never recomputed, or feed nothing the adjoint computes: only its
+            # writes matter
             found = [a for a in found if a.is_write]
         if s.op != Op.LOAD and id(s.value) not in active:
             found = [replace(a, inert=True) if a.is_write else a for a in found]

@@ -72,3 +72,58 @@ def writes_derivatives(body: list[Stmt]) -> bool:
     recomputes nothing and needs none of the values the kernel read."""
     return any((s.op in (Op.STORE, Op.ATOMIC) and getattr(s.field, "adjoint", None) is not None)
                or s.op == Op.CUSTOM_GRAD for s in walk(body))
+
+
+# Ops an adjoint always keeps (control transfers, custom-gradient and AD-stack plumbing): what
+# decides them, and the branches around them, is needed too.
+_ALWAYS_NEEDED = frozenset({Op.BREAK, Op.CONTINUE, Op.RETURN, Op.CUSTOM_GRAD, Op.CUSTOM_ADJ_IN,
+                            Op.CUSTOM_ADJ_OUT, Op.STACK_ALLOCA, Op.STACK_PUSH, Op.STACK_POP,
+                            Op.STACK_TOP, Op.STOP_GRAD})
+
+
+def adjoint_needs(body: list[Stmt], active: set[int]) -> set[int]:
+    """ids of the statements whose values an adjoint of `body` may use: the active values, the
+    indices and values of writes to fields with a gradient, and, closed backwards, their operands,
+    the conditions and bounds of the branches and loops around them, the stores to the locals
+    they read, and the writes to the fields they load. A LOAD outside it (a bookkeeping read of
+    an integer counter in an `if` that only updates that counter) is never recomputed to any
+    effect, so overwriting its element afterwards changes no gradient."""
+    parent: dict[int, Stmt | None] = {}
+    writers: dict[int, list[Stmt]] = {}  # id(alloca or field) -> the statements writing it
+    seeds: list[Stmt] = []
+
+    def visit(block, up, in_custom):
+        for s in block:
+            parent[id(s)] = up
+            _note_writer(s, writers)
+            if in_custom or _seeds_adjoint(s, active):
+                seeds.append(s)
+            for b in s.blocks:
+                visit(b, s, in_custom or s.op == Op.CUSTOM_GRAD)
+
+    visit(body, None, False)
+    needed: set[int] = set()
+    stack = seeds
+    while stack:
+        s = stack.pop()
+        if id(s) in needed:
+            continue
+        needed.add(id(s))
+        stack.extend(a for a in s.args if isinstance(a, Stmt))
+        if parent[id(s)] is not None:
+            stack.append(parent[id(s)])
+        if s.op in (Op.ALLOCA, Op.LOAD):
+            stack.extend(writers.get(id(s if s.op == Op.ALLOCA else s.field), ()))
+    return needed
+
+
+def _note_writer(s: Stmt, writers: dict) -> None:
+    if s.op == Op.LOCAL_STORE:
+        writers.setdefault(id(s.args[0]), []).append(s)
+    elif s.op in (Op.STORE, Op.ATOMIC):
+        writers.setdefault(id(s.field), []).append(s)
+
+
+def _seeds_adjoint(s: Stmt, active: set[int]) -> bool:
+    return (id(s) in active or s.op in _ALWAYS_NEEDED
+            or (s.op in (Op.STORE, Op.ATOMIC) and getattr(s.field, "adjoint", None) is not None))

@@ -1,0 +1,93 @@
+"""A read whose value no adjoint computation uses may be overwritten afterwards: a renderer's
+`get_final_image` accumulates `out[i] += tape[i, n[i] - 1]` and, beside it, keeps a running
+maximum of an integer counter (`if c > best[None]: best[None] = c`). Taichi differentiates such a
+kernel; its gradient only needs the accumulation. Reads that feed an adjoint (an index, a
+condition guarding a derivative, a factor) are still protected by Rule 1."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+from fieldsim.errors import AccessRuleError
+
+N = 6
+
+
+@pytest.fixture(autouse=True)
+def _init():
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+
+
+def _fields():
+    x = fs.field(fs.f64, shape=N, needs_grad=True)
+    y = fs.field(fs.f64, shape=N, needs_grad=True)
+    cnt = fs.field(fs.i32, shape=N)
+    best = fs.field(fs.i32, shape=())
+    x.from_numpy(np.linspace(0.5, 1.5, N))
+    cnt.from_numpy(np.array([3, 1, 4, 1, 5, 2], dtype=np.int32))
+    return x, y, cnt, best
+
+
+def test_a_running_maximum_beside_a_differentiated_store_is_accepted():
+    x, y, cnt, best = _fields()
+
+    @fs.kernel
+    def final():
+        for i in x:
+            c = cnt[i] - 1
+            y[i] += x[i] * x[i]
+            if c > best[None]:
+                best[None] = c
+
+    final()
+    assert best[None] == 4
+    y.grad.fill(1.0)
+    final.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * x.to_numpy(), rtol=1e-12)
+
+
+def test_a_counter_read_and_then_bumped_in_a_loop_is_accepted():
+    x, y, cnt, best = _fields()
+
+    @fs.kernel
+    def march():
+        for i in x:
+            for s in range(cnt[i]):
+                if best[None] < 100:
+                    best[None] += 1
+                y[i] += x[i]
+
+    march()
+    assert best[None] == 16
+    y.grad.fill(1.0)
+    march.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), cnt.to_numpy().astype(float), rtol=1e-12)
+
+
+def test_a_counter_guarding_a_derivative_is_still_refused():
+    x, y, cnt, best = _fields()
+
+    @fs.kernel
+    def guarded():
+        for i in x:
+            if best[None] < 2:
+                y[i] += x[i]
+            best[None] += 1
+
+    with pytest.raises(AccessRuleError, match="best"):
+        guarded()
+        guarded.grad()
+
+
+def test_a_counter_used_as_an_index_is_still_refused():
+    x, y, cnt, best = _fields()
+
+    @fs.kernel
+    def indexed():
+        for i in range(1):
+            for s in range(3):
+                y[s] += x[best[None]]
+                best[None] = best[None] + 1
+
+    with pytest.raises(AccessRuleError, match="best"):
+        indexed()
+        indexed.grad()
