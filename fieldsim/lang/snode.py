@@ -65,6 +65,7 @@ class SNode:
         self.ptr = _SNodePtr(self)
         self.sparse = None  # the activation state of a sparse node (fieldsim.lang.sparse)
         self.quant_bits = None  # a quant_array node: its word's bits (fieldsim.lang.quant)
+        self.placed_structs: list = []  # struct fields placed here (`fs.append` of a struct)
 
     # ---- tree -------------------------------------------------------------------------------
     def _live_children(self) -> list:
@@ -166,6 +167,7 @@ class SNode:
     def place(self, *fields, offset=None) -> SNode:
         for f in fields:
             members = f if isinstance(f, (list, tuple)) else [f]
+            self.placed_structs.extend(m for m in members if hasattr(m, "leaves"))
             # a struct field places its member fields, each in its own place node
             members = [leaf for m in members
                        for leaf in (m.leaves() if hasattr(m, "leaves") else [m])]

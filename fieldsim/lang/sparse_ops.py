@@ -127,6 +127,10 @@ def _append_target(node, target):
     # a gradient placed beside the field (place(x, x.grad), needs_grad) takes no value: Taichi
     # refuses the append there, fieldsim appends to the field
     fields = [f for f in _placed_fields(node) if getattr(f, "role", "primal") not in ("grad", "dual")]
+    # one struct field's members (`S.field()` placed here): Taichi appends the whole struct
+    structs = [s for s in node.placed_structs if set(map(id, s.leaves())) == set(map(id, fields))]
+    if len(fields) > 1 and len(structs) == 1:
+        return structs[0]
     if len(fields) != 1:
         raise FieldsimTypeError("fs.append(node, ...) needs a dynamic node with exactly one field "
                                 "placed under it; for a struct field use x.append(value)")
