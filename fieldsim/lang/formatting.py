@@ -52,12 +52,14 @@ def value_text(fe, v, spec: str = "", py_constants=False) -> FmtStr:
     `str.format` (`py_constants`) a Python constant without a spec prints as Python prints it."""
     if isinstance(v, FmtStr):
         return v
-    if py_constants and not spec and not isinstance(v, (Stmt, MatVal, list, tuple)):
+    if py_constants and not spec and not isinstance(v, (Stmt, MatVal, list, tuple)) and not _is_struct(v):
         return FmtStr([str(v)])
     if isinstance(v, str):
         return FmtStr([format(v, spec) if spec else v])
     if isinstance(v, (MatVal, list, tuple)):
         return _bracketed(fe, _items(v), spec)
+    if _is_struct(v):
+        return _struct_text(fe, v, spec)
     if isinstance(v, Stmt) or (isinstance(v, numbers.Number) and not isinstance(v, bool)):
         return _scalar_text(fe, v, spec)
     from fieldsim.lang.field import Field
@@ -65,6 +67,20 @@ def value_text(fe, v, spec: str = "", py_constants=False) -> FmtStr:
         raise FieldsimTypeError(f"cannot print field {v.ir_name!r} in a kernel; print an element "
                                 "(x[i]) or print the field in Python scope")
     return FmtStr([str(v)])  # bools, None and other compile-time values print as Python's
+
+
+def _is_struct(v) -> bool:
+    from fieldsim.lang.struct import StructValue
+    return isinstance(v, StructValue)
+
+
+def _struct_text(fe, v, spec: str) -> FmtStr:
+    """A struct as Python scope prints one: `{'a': 1, 'v': [x, y]}`, member values at run time
+    (Taichi 1.7.4 refuses to print a struct in a kernel)."""
+    out = FmtStr(["{"])
+    for k, (name, e) in enumerate(v.load(fe).members.items()):
+        out.add(", " if k else "").add(f"{name!r}: ").add(value_text(fe, e, spec))
+    return out.add("}")
 
 
 def _items(v):

@@ -250,3 +250,24 @@ def test_left_shift_without_debug_prints_nothing(capfd):
 
     k(3)
     assert capfd.readouterr().out == "" and y[None] == -(1 << 31)
+
+
+def test_print_struct_shows_member_values_like_python_scope(capfd):
+    # taichi-dev/taichi#5790: a struct printed in a kernel showed a description, not its values
+    inner = fs.types.struct(k=fs.i32, w=fs.f64)
+    ray = fs.types.struct(ro=fs.math.vec3, n=inner)
+    f = ray.field(shape=2)
+
+    @fs.kernel
+    def k(a: fs.i32):
+        r = ray(ro=fs.math.vec3(0, 0, a), n=inner(k=a, w=0.5))
+        print(r)
+        f[1].n.k = 7
+        print("f1 =", f[1], end="!\n")
+        print(f"{r.n}")
+
+    k(3)
+    assert capfd.readouterr().out == (
+        "{'ro': [0.000000, 0.000000, 3.000000], 'n': {'k': 3, 'w': 0.500000000000}}\n"
+        "f1 = {'ro': [0.000000, 0.000000, 0.000000], 'n': {'k': 7, 'w': 0.000000000000}}!\n"
+        "{'k': 3, 'w': 0.500000000000}\n")
