@@ -39,7 +39,7 @@ from fieldsim.lang import types as T
 from fieldsim.lang.argpack import ArgPackType, PackValue
 from fieldsim.lang.expr import Emitter, MatVal, describe, unbool
 from fieldsim.lang.field import Field, placed_twin
-from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin, constant_index_message
+from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin, constant_index_message, mangled
 from fieldsim.lang.frontend_refs import (
     FieldRef,
     ListRef,
@@ -895,7 +895,7 @@ class Frontend(ExprMixin):
                 return obj.kernel_attribute(self, node.attr)
             if isinstance(obj, PackValue):
                 return StaticRef(obj.member_to_store(node.attr))
-            return StaticRef(getattr(obj, node.attr))
+            return StaticRef(getattr(obj, mangled(self.frame.fn, node.attr)))
         if isinstance(inner, (struct.StructLocalRef, struct.StructFieldRef)):
             if node.attr not in inner.names():
                 raise FieldsimTypeError(f"{inner.describe()} has no member {node.attr!r}")

@@ -603,7 +603,7 @@ class ExprMixin:
             if bound is not None:
                 return bound
         base = self.expr(node.value)
-        name = node.attr
+        name = mangled(self.frame.fn, node.attr)
         if isinstance(base, (struct.StructValue, KernelObject)):
             return self._object_attribute(base, name)
         if isinstance(base, MatVal):
@@ -933,6 +933,18 @@ def _bind_arguments(fn, args, kwargs) -> dict:
         raise FieldsimTypeError(f"fs.Matrix.{fn.__name__}: {exc}") from None
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+def mangled(fn, name: str) -> str:
+    """`self.__x` in a method of class C reads `self._C__x`, as Python compiles it (the kernel's
+    body is re-parsed, so Python's own mangling is lost)."""
+    if not name.startswith("__") or name.endswith("__"):
+        return name
+    parts = getattr(fn, "__qualname__", "").split(".")
+    owner = parts[-2] if len(parts) >= 2 else "<locals>"
+    if owner == "<locals>" or not owner.lstrip("_"):
+        return name
+    return f"_{owner.lstrip('_')}{name}"
 
 
 def _plain_func(fn):

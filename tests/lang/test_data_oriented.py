@@ -128,3 +128,31 @@ def test_data_oriented_object_as_template_argument():
 
     fill_from(g, 0.5)
     assert list(g.x.to_numpy()) == [0.0, 1.0, 2.0]
+
+
+def test_private_members_are_name_mangled_as_python_does():
+    # taichi-dev/taichi#2109: `self.__x` in a method must read `self._Cls__x`
+    @fs.data_oriented
+    class __Holder:
+        def __init__(self):
+            self.__scale = 3
+            self.__f = fs.field(fs.i32, shape=4)
+
+        @fs.func
+        def __get(self, i):
+            return self.__f[i] * self.__scale
+
+        @fs.kernel
+        def run(self) -> fs.i32:
+            for i in self.__f:
+                self.__f[i] = i
+            s = 0
+            for i in range(4):
+                s += self.__get(i)
+            return s
+
+    class Sub(__Holder):
+        pass
+
+    assert __Holder().run() == 18
+    assert Sub().run() == 18
