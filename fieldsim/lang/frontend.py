@@ -260,6 +260,7 @@ class Frame:
                 except ValueError:
                     pass
         self.ret = None  # ReturnSlot for funcs
+        self.plain = False
 
     @property
     def assigned(self) -> frozenset:
@@ -1639,6 +1640,7 @@ class Frontend(ExprMixin):
         check_func_args(func.fn, bound)  # parameters annotated fs.types.ndarray(...)
         ann = func_args.annotations(func, fdef)
         frame = Frame(func.fn, src)
+        frame.plain = func.plain  # Taichi runs a plain helper as Python: no warnings inside
         frame.ret = ret_slot = self._return_slot(func, fdef, ann)
         saved_frame = self.frame
         by_name = {}

@@ -378,9 +378,14 @@ class ExprMixin:
             raise TripletRef(base, idx).only_accumulate()
         return self.constant_item(base, idx)
 
-    @staticmethod
-    def constant_item(base, idx):
-        """An item of a compile-time Python container (tuple, list, dict, range, numpy array)."""
+    def constant_item(self, base, idx):
+        """An item of a compile-time Python container (tuple, list, dict, range, numpy array),
+        or of a user's object through its `__getitem__` (run on kernel values, as Taichi does)."""
+        key = idx[0] if len(idx) == 1 else tuple(idx)
+        if _user_indexable(base):
+            if any(isinstance(i, (Stmt, MatVal)) for i in idx):
+                return self.inline_func(_plain_func(type(base).__getitem__), [base, key], {}, None)
+            return base[key]
         if isinstance(base, (tuple, list, dict, range, np.ndarray)):
             if any(isinstance(i, Stmt) for i in idx):
                 raise FieldsimTypeError(constant_index_message(base))
@@ -945,6 +950,13 @@ def mangled(fn, name: str) -> str:
     if owner == "<locals>" or not owner.lstrip("_"):
         return name
     return f"_{owner.lstrip('_')}{name}"
+
+
+def _user_indexable(obj) -> bool:
+    """A user's Python object with `__getitem__` (a lookup table class): indexed at compile
+    time with constant keys, as Taichi does."""
+    cls = type(obj)
+    return hasattr(cls, "__getitem__") and not cls.__module__.startswith("fieldsim")
 
 
 def _plain_func(fn):

@@ -55,7 +55,8 @@ def _warn(fe, message: str, node) -> None:
 
 def check_call(fe, fn, args, node) -> None:
     """Warns when the kernel code at `node` calls the Python callable `fn` outside fs.static."""
-    if node is None or node is fe.for_iter or fe.static_args or fe.frame.source.in_fieldsim:
+    if node is None or node is fe.for_iter or fe.static_args or fe.frame.source.in_fieldsim \
+            or fe.frame.plain:
         return
     if not _is_python_callable(fn, args):
         return

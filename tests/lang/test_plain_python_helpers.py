@@ -83,3 +83,26 @@ def test_runtime_branch_returns_stay_runtime():
 def test_expr_is_not_constructed():
     with pytest.raises(TypeError):
         fs.lang.expr.Expr()
+
+
+def test_user_class_getitem_with_constant_and_runtime_keys():
+    # taichi-dev/taichi#3046: a user's lookup object indexed in a kernel (constant keys call it at
+    # compile time; runtime keys run its __getitem__ on the kernel values, as Taichi does)
+    class Table:
+        def __init__(self):
+            self.d = {"a": 2, "b": 3}
+            self.f = fs.field(fs.f32, shape=(3, 4))
+
+        def __getitem__(self, k):
+            if isinstance(k, str):
+                return self.d[k]
+            return self.f[k] * 2
+
+    tab = Table()
+    tab.f.from_numpy(np.arange(12, dtype=np.float32).reshape(3, 4))
+
+    @fs.kernel
+    def k(i: fs.i32, j: fs.i32) -> fs.f32:
+        return tab["a"] * tab["b"] + tab[i, j]
+
+    assert k(2, 1) == 6 + 18

@@ -49,6 +49,26 @@ def test_python_functions_called_in_a_kernel_warn_at_their_lines():
     assert x[3] == 3 + 0 + 2 + 1 + 1  # the calls still ran as before
 
 
+def _plain_outer(k):
+    r = k
+    if isinstance(k, int):
+        r = 1
+    return abs(r) + len([1, 2]) + _helper(r)
+
+
+def test_calls_inside_a_plain_python_helper_do_not_warn():
+    # Taichi 1.7.4 runs a plain helper as Python: only the call in the kernel warns
+    fs.init(arch=fs.cpu)
+
+    @fs.kernel
+    def k(n: fs.i32) -> fs.i32:
+        return _plain_outer(n)
+
+    caught = _syntax_warnings(lambda: k(3))
+    assert [str(w.message).split('"')[1] for w in caught] == ["_plain_outer"]
+    assert k(3) == 3 + 2 + 6
+
+
 def test_fieldsim_functions_mapped_builtins_and_static_calls_do_not_warn():
     fs.init(arch=fs.cpu)
     x = fs.field(fs.f32, 8)
