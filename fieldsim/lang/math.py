@@ -285,7 +285,7 @@ def _k_refract(fe, x, n, eta):
     safe_k = e.select(e.compare("<", k, 0.0), 0.0, k)
     r = e.binop("-", e.binop("*", eta, x),
                 e.binop("*", e.binop("+", e.binop("*", eta, d), e.unop(Op.SQRT, safe_k, True)), n))
-    return e.select(e.compare("<", k, 0.0), e.binop("*", 0.0, x), r)
+    return e.select(e.compare("<", k, 0.0), e.binop("-", r, r), r)  # +0.0 (0 * x can be -0.0)
 
 
 def _k_rotation2d(fe, ang):
@@ -305,7 +305,7 @@ def _py_sign(x):
 def _py_refract(x, n, eta):
     d = np.dot(n.reshape(-1), x.reshape(-1))
     k = 1.0 - eta * eta * (1.0 - d * d)
-    return 0.0 * x if k < 0 else eta * x - (eta * d + np.sqrt(k)) * n
+    return np.zeros_like(x) if k < 0 else eta * x - (eta * d + np.sqrt(k)) * n
 
 
 def _py_normalize(x):

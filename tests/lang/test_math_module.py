@@ -360,3 +360,19 @@ def test_csqrt_of_signed_zero_is_plus_zero():
     o = out.to_numpy()
     np.testing.assert_array_equal(o, 0.0)
     assert not np.signbit(o).any()
+
+
+def test_refract_total_internal_reflection_is_positive_zero():
+    # Taichi returns zero(x) there; 0 * x gave -0.0 in components where x < 0
+    out = fs.Vector.field(3, fs.f32, shape=())
+    x = np.array([1.0, -0.1, -0.5], dtype=np.float32)
+    x /= np.linalg.norm(x)
+
+    @fs.kernel
+    def k():
+        out[None] = fs.math.refract(fs.Vector([x[0], x[1], x[2]]), fs.math.vec3(0, 1, 0), 1.5)
+
+    k()
+    assert not np.signbit(out.to_numpy()).any() and (out.to_numpy() == 0).all()
+    py = fs.math.refract(fs.Vector(x.tolist()), fs.Vector([0.0, 1.0, 0.0]), 1.5)
+    assert not np.signbit(np.asarray(py.to_numpy())).any()
