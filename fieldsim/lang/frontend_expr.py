@@ -382,17 +382,20 @@ class ExprMixin:
         """An item of a compile-time Python container (tuple, list, dict, range, numpy array),
         or of a user's object through its `__getitem__` (run on kernel values, as Taichi does)."""
         key = idx[0] if len(idx) == 1 else tuple(idx)
-        if _user_indexable(base):
-            if any(isinstance(i, (Stmt, MatVal)) for i in idx):
-                return self.inline_func(_plain_func(type(base).__getitem__), [base, key], {}, None)
-            return base[key]
+        runtime_key = any(isinstance(i, (Stmt, MatVal)) for i in idx)
         if isinstance(base, (tuple, list, dict, range, np.ndarray)):
-            if any(isinstance(i, Stmt) for i in idx):
+            if runtime_key:
                 raise FieldsimTypeError(constant_index_message(base))
-            item = base[idx[0]] if len(idx) == 1 else base[tuple(idx)]
+            item = base[key]
             # a numpy array is a compile-time constant, as in Taichi: its scalars are numbers
             return item.item() if isinstance(item, np.generic) else item
-        raise FieldsimTypeError(f"cannot index {describe(base)}")
+        if not _user_indexable(base):
+            raise FieldsimTypeError(f"cannot index {describe(base)}")
+        if not runtime_key:
+            return base[key]
+        if not isinstance(type(base).__getitem__, types.FunctionType):  # C code: no source to inline
+            raise FieldsimTypeError(constant_index_message(base))
+        return self.inline_func(_plain_func(type(base).__getitem__), [base, key], {}, None)
 
     def local_array_item(self, node: ast.Subscript):
         """`v[i]` of a local vector/matrix variable that a runtime index reaches as a stack
