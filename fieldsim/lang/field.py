@@ -394,13 +394,17 @@ class Field:
         arr = sparse_host.read_active(self)
         if arr is None:
             arr = self.storage.to_numpy()
-        # as Taichi: a vector field is n x 1 matrices with keep_dims; an n x 1 matrix field is
-        # vectors without it
-        if keep_dims and self.ndim_el == 1:
-            arr = arr.reshape(tuple(self.shape) + (self.n, 1))
-        elif self.ndim_el == 2 and self.m == 1 and not keep_dims:
-            arr = arr.reshape(arr.shape[:-1])
+        arr = arr.reshape(self._host_shape(keep_dims))
         return arr.astype(_np_dtype(dtype)) if dtype is not None else arr
+
+    def _host_shape(self, keep_dims) -> tuple:
+        """The shape `to_numpy`/`to_torch` give, as Taichi's: a vector field is n x 1 matrices
+        with keep_dims; an n x 1 matrix field is vectors without it."""
+        if keep_dims and self.ndim_el == 1:
+            return tuple(self.shape) + (self.n, 1)
+        if self.ndim_el == 2 and self.m == 1 and not keep_dims:
+            return tuple(self.shape) + (self.n,)
+        return self.storage_shape
 
     def from_numpy(self, arr):
         self._check_live()

@@ -153,37 +153,44 @@ def _torch(what: str):
     return torch
 
 
-def to_torch(self, device=None):
-    """A torch tensor copy of the field (shape `shape + element shape`), as in Taichi: on the host
-    for `device=None`. On the CUDA backend `device="cuda"` copies device to device (a DLPack view
-    cloned on torch's current stream), never through the host."""
+def to_torch(self, device=None, keep_dims=None):
+    """A torch tensor copy of the field, shaped as `to_numpy(keep_dims=...)` gives, as in Taichi
+    (whose scalar fields take no `keep_dims`): on the host for `device=None`. On the CUDA backend
+    `device="cuda"` copies device to device (a DLPack view cloned on torch's current stream),
+    never through the host."""
     torch = _torch(f"{self._what}.to_torch()")
+    if keep_dims is not None and not self.ndim_el:
+        raise TypeError(f"{self._what}.to_torch() got an unexpected keyword argument "
+                        "'keep_dims' (a scalar field has no element dimensions to keep)")
+    shape = self._host_shape(bool(keep_dims))
     dev = None if device is None else torch.device(device)
     if dev is not None and dev.type == "cuda" and _on_device(self):
         _no_bridge(f"{self._what}.to_torch(device={device!r})")
-        return torch.from_dlpack(self).clone().to(dev)
-    t = torch.from_numpy(_storage_copy(self))
+        return torch.from_dlpack(self).clone().to(dev).reshape(shape)
+    t = torch.from_numpy(_storage_copy(self).reshape(shape))
     if _grad_provider:  # inside fs.ad.torch_function: the copy's gradient flows to the field
         _grad_provider[-1].on_to_torch(self, t)
     return t if device is None else t.to(device)
 
 
 def from_torch(self, tensor):
-    """Copy a torch tensor of exactly the field's storage shape into the field. A CUDA tensor
-    into a field of the CUDA backend is copied device to device (torch's stream is waited for
-    before this returns, so the next kernel sees it); other pairs go through host memory."""
+    """Copy a torch tensor of the field's storage shape (or a shape `to_torch` gives, with or
+    without `keep_dims`, as Taichi takes) into the field. A CUDA tensor into a field of the
+    CUDA backend is copied device to device (torch's stream is waited for before this returns,
+    so the next kernel sees it); other pairs go through host memory."""
     torch = _torch(f"{self._what}.from_torch()")
     if not isinstance(tensor, torch.Tensor):
         raise InteropError(f"{self._what}.from_torch: expected a torch.Tensor, got "
                            f"{type(tensor).__name__}")
-    if tuple(tensor.shape) != self.storage_shape:
+    shapes = (self.storage_shape, self._host_shape(False), self._host_shape(True))
+    if tuple(tensor.shape) not in shapes:
         raise InteropError(f"{self._what}.from_torch: expected a tensor of shape "
                            f"{self.storage_shape}, got {tuple(tensor.shape)}")
     if tensor.is_complex() or tensor.dtype == torch.bool:
         raise InteropError(f"{self._what}.from_torch: unsupported dtype {tensor.dtype}")
     if tensor.device.type == "cuda" and _on_device(self):
         _no_bridge(f"{self._what}.from_torch")
-        _device_from_torch(self, tensor)
+        _device_from_torch(self, tensor.reshape(self.storage_shape))
         return
     self.from_numpy(tensor.detach().cpu().resolve_conj().numpy())
     if _grad_provider:  # inside fs.ad.torch_function: the field's gradient flows to the tensor

@@ -48,6 +48,33 @@ def test_to_torch_and_from_torch_copy_with_exact_shape():
         x.from_torch(torch.zeros(6, dtype=torch.float64))
 
 
+def test_to_torch_shapes_follow_to_numpy_and_keep_dims():
+    v = fs.Vector.field(3, fs.f32, shape=(2, 4))
+    col = fs.Matrix.field(3, 1, fs.f32, shape=2)
+    m = fs.Matrix.field(2, 3, fs.f32, shape=2)
+    v.from_numpy(np.arange(24, dtype=np.float32).reshape(2, 4, 3))
+    assert v.to_torch().shape == (2, 4, 3)
+    t = v.to_torch(keep_dims=True)  # a vector field as n x 1 matrices, as to_numpy(keep_dims)
+    assert t.shape == (2, 4, 3, 1) and v.to_torch("cpu", True).shape == (2, 4, 3, 1)
+    np.testing.assert_array_equal(t.numpy(), v.to_numpy(keep_dims=True))
+    assert col.to_torch().shape == (2, 3)  # an n x 1 matrix field reads as vectors
+    assert col.to_torch(keep_dims=True).shape == (2, 3, 1)
+    assert m.to_torch(keep_dims=True).shape == (2, 2, 3)
+    with pytest.raises(TypeError, match="keep_dims"):
+        fs.field(fs.f32, shape=2).to_torch(keep_dims=True)
+
+
+def test_from_torch_takes_what_to_torch_gives():
+    col = fs.Matrix.field(3, 1, fs.f32, shape=2)
+    col.from_torch(torch.arange(6, dtype=torch.float32).reshape(2, 3))
+    assert col[1][2, 0] == 5.0
+    col.from_torch(col.to_torch(keep_dims=True) * 2)
+    assert col[1][2, 0] == 10.0
+    v = fs.Vector.field(3, fs.f32, shape=2)
+    v.from_torch(torch.arange(6, dtype=torch.float32).reshape(2, 3, 1))
+    assert v[1][0] == 3.0
+
+
 def test_tensor_kernel_argument_in_place_and_its_grad():
     @fs.kernel
     def cube(a: fs.types.ndarray(), b: fs.types.ndarray()):
