@@ -74,11 +74,11 @@ def writes_derivatives(body: list[Stmt]) -> bool:
                or s.op == Op.CUSTOM_GRAD for s in walk(body))
 
 
-# Ops an adjoint always keeps (control transfers, custom-gradient and AD-stack plumbing): what
-# decides them, and the branches around them, is needed too.
-_ALWAYS_NEEDED = frozenset({Op.BREAK, Op.CONTINUE, Op.RETURN, Op.CUSTOM_GRAD, Op.CUSTOM_ADJ_IN,
-                            Op.CUSTOM_ADJ_OUT, Op.STACK_ALLOCA, Op.STACK_PUSH, Op.STACK_POP,
-                            Op.STACK_TOP, Op.STOP_GRAD})
+# Ops an adjoint always keeps (control transfers, debug asserts, custom-gradient and AD-stack
+# plumbing): what decides them, and the branches around them, is needed too.
+_ALWAYS_NEEDED = frozenset({Op.ASSERT, Op.BREAK, Op.CONTINUE, Op.RETURN, Op.CUSTOM_GRAD,
+                            Op.CUSTOM_ADJ_IN, Op.CUSTOM_ADJ_OUT, Op.STACK_ALLOCA, Op.STACK_PUSH,
+                            Op.STACK_POP, Op.STACK_TOP, Op.STOP_GRAD})
 
 
 def adjoint_needs(body: list[Stmt], active: set[int]) -> set[int]:

@@ -91,3 +91,21 @@ def test_a_counter_used_as_an_index_is_still_refused():
     with pytest.raises(AccessRuleError, match="best"):
         indexed()
         indexed.grad()
+
+
+def test_a_counter_a_debug_assert_reads_is_still_refused():
+    """An adjoint checks its primal's asserts again: what an assert reads is needed."""
+    fs.init(arch=fs.cpu, default_fp=fs.f64, debug=True)
+    x, y, cnt, best = _fields()
+
+    @fs.kernel
+    def checked():
+        for i in range(1):
+            for s in range(3):
+                assert best[None] < 10
+                y[s] += x[s]
+                best[None] = best[None] + 1
+
+    with pytest.raises(AccessRuleError, match="best"):
+        checked()
+        checked.grad()
