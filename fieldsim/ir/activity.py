@@ -75,8 +75,9 @@ def writes_derivatives(body: list[Stmt]) -> bool:
 
 
 # Ops an adjoint always keeps (control transfers, debug asserts, custom-gradient and AD-stack
-# plumbing): what decides them, and the branches around them, is needed too.
-_ALWAYS_NEEDED = frozenset({Op.ASSERT, Op.BREAK, Op.CONTINUE, Op.RETURN, Op.CUSTOM_GRAD,
+# plumbing, and every RAND: the replay draws the forward's random numbers only if it makes the
+# same draws in the same order): what decides them, and the branches around them, is needed too.
+_ALWAYS_NEEDED = frozenset({Op.ASSERT, Op.BREAK, Op.CONTINUE, Op.RETURN, Op.RAND, Op.CUSTOM_GRAD,
                             Op.CUSTOM_ADJ_IN, Op.CUSTOM_ADJ_OUT, Op.STACK_ALLOCA, Op.STACK_PUSH,
                             Op.STACK_POP, Op.STACK_TOP, Op.STOP_GRAD})
 
@@ -85,7 +86,8 @@ def adjoint_needs(body: list[Stmt], active: set[int]) -> set[int]:
     """ids of the statements whose values an adjoint of `body` may use: the active values, the
     indices and values of writes to fields with a gradient, and, closed backwards, their operands,
     the conditions and bounds of the branches and loops around them, the stores to the locals
-    they read, and the writes to the fields they load. A LOAD outside it (a bookkeeping read of
+    they read, and the writes to the fields they load; also whatever decides how many
+    `fs.random()` draws run before each one. A LOAD outside it (a bookkeeping read of
     an integer counter in an `if` that only updates that counter) is never recomputed to any
     effect, so overwriting its element afterwards changes no gradient."""
     parent: dict[int, Stmt | None] = {}
