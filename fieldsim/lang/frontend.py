@@ -762,13 +762,7 @@ class Frontend(ExprMixin):
         if isinstance(target, ast.Name):
             self.assign_name(target.id, value, node)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            if isinstance(value, MatVal) and value.ndim == 2:  # as Taichi: a matrix unpacks into rows
-                values = [MatVal.vector([value.at(r, c) for c in range(value.m)]) for r in range(value.n)]
-            else:
-                values = value.entries if isinstance(value, MatVal) else list(value) \
-                    if isinstance(value, (tuple, list)) else None
-            if values is None or len(values) != len(target.elts):
-                raise FieldsimTypeError(f"cannot unpack {describe(value)} into {len(target.elts)} names")
+            values = self.unpacked(value, len(target.elts))
             for k, (t, v) in enumerate(zip(target.elts, values)):
                 self.assign_target(t, v, _element_assign(node, k, len(values)))
         elif isinstance(target, ast.Subscript):
@@ -777,6 +771,19 @@ class Frontend(ExprMixin):
             self.store_attribute(target, value)
         else:
             raise FieldsimSyntaxError(f"cannot assign to {type(target).__name__}")
+
+    def unpacked(self, value, n: int) -> list:
+        """The n items `a, b = value` assigns, every one read before the first store, as Python
+        does: a struct item that is a field element or local (`P[0], P[1] = P[1], P[0]`) is
+        snapshotted here, or storing `P[0]` would change the `P[0]` stored into `P[1]`."""
+        if isinstance(value, MatVal) and value.ndim == 2:  # as Taichi: a matrix unpacks into rows
+            values = [MatVal.vector([value.at(r, c) for c in range(value.m)]) for r in range(value.n)]
+        else:
+            values = value.entries if isinstance(value, MatVal) else list(value) \
+                if isinstance(value, (tuple, list)) else None
+        if values is None or len(values) != n:
+            raise FieldsimTypeError(f"cannot unpack {describe(value)} into {n} names")
+        return [v.load(self) if isinstance(v, struct.StructValue) else v for v in values]
 
     def store_subscript(self, target: ast.Subscript, value):
         with self.b.at(self.loc(target)):

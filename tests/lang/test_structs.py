@@ -445,3 +445,25 @@ def test_struct_repr_is_its_dict_text_as_in_taichi():
     assert repr(s) == str(s) == "{'x': 1.5, 'y': 2}"
     assert str([s]) == "[{'x': 1.5, 'y': 2}]"
     assert str(o) == "{'p': [1.0, 2.0], 'n': {'x': 1.5, 'y': 2}}"
+
+
+def test_tuple_assignment_swaps_struct_field_elements_and_locals():
+    # Python evaluates `P[1], P[0]` before either store; a struct item must not be read after
+    # the first store has changed it (taichi-dev/taichi#4315 in a kernel)
+    p = Body.field(shape=2)
+
+    @fs.kernel
+    def swap() -> fs.i32:
+        p[0].id = 1
+        p[0].line.length = 0.5
+        p[1].id = 3
+        p[1].line.length = 2.5
+        p[0], p[1] = p[1], p[0]
+        a = Line(dir=vec3(1.0), length=1.0)
+        b = Line(dir=vec3(2.0), length=2.0)
+        a, b = b, a
+        return int(a.length * 10 + b.length)
+
+    assert swap() == 21
+    assert (p[0].id, p[1].id) == (3, 1)
+    assert (p[0].line.length, p[1].line.length) == (2.5, 0.5)
