@@ -702,7 +702,8 @@ class Frontend(ExprMixin):
     def typed_container_floats(self, value):
         """A list/tuple/dict assigned in a kernel holds its Python floats as default_fp values,
         as Taichi makes each item a variable: `c = {"r": 203 / 255}; (1.0 - c["r"]) * x`
-        subtracts in f32, not in Python's f64 (ints and other objects stay as they are)."""
+        subtracts in f32, not in Python's f64 (ints and other objects stay as they are); a
+        struct item is a copy, so `t = (P[0], P[1]); P[0] = t[1]; P[1] = t[0]` swaps."""
         if type(value) in (list, tuple):
             return type(value)(self._typed_item(v) for v in value)
         if type(value) is dict:
@@ -710,6 +711,8 @@ class Frontend(ExprMixin):
         return value
 
     def _typed_item(self, v):
+        if isinstance(v, struct.StructValue):
+            return v.load(self)
         return self.e.value(v) if type(v) is float else self.typed_container_floats(v)
 
     def bind_static(self, target, value):

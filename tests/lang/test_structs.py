@@ -467,3 +467,21 @@ def test_tuple_assignment_swaps_struct_field_elements_and_locals():
     assert swap() == 21
     assert (p[0].id, p[1].id) == (3, 1)
     assert (p[0].line.length, p[1].line.length) == (2.5, 0.5)
+
+
+def test_struct_items_of_a_tuple_or_list_variable_are_copies():
+    # `t = (p[0], p[1])` holds the two values of that moment, as a Python tuple would
+    p = Body.field(shape=3)
+
+    @fs.kernel
+    def rotate():
+        for i in range(3):
+            p[i].id = i + 1
+        t = (p[0], p[1])
+        p[0] = t[1]
+        p[1] = t[0]
+        items = [p[0], p[1], p[2]]
+        p[0], p[1], p[2] = items[2], items[0], items[1]
+
+    rotate()
+    assert [p[i].id for i in range(3)] == [3, 2, 1]
