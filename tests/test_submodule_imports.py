@@ -252,6 +252,33 @@ def test_kernel_and_func_markers_libraries_test_for():
     assert Sim().step._is_wrapped_kernel and Sim.step._is_classkernel
 
 
+def test_kernel_methods_carry_their_kernel_and_adjoint():
+    """stannum's `is_kernel(obj.k)` is `isinstance(obj.k._adjoint, Kernel)`, and its `Tin` asks
+    `hasattr(obj, "_data_oriented")`: both hold for a data-oriented instance's kernel method."""
+    from fieldsim.lang.kernel_impl import Kernel
+    fs.init(arch=fs.cpu)
+
+    @fs.data_oriented
+    class Sim:
+        def __init__(self):
+            self.x = fs.field(fs.f32, shape=2, needs_grad=True)
+            self.y = fs.field(fs.f32, shape=2, needs_grad=True)
+
+        @fs.kernel
+        def step(self):
+            for i in self.x:
+                self.y[i] = self.x[i] ** 2
+
+    sim = Sim()
+    assert Sim._data_oriented and sim._data_oriented
+    assert isinstance(sim.step._primal, Kernel) and isinstance(sim.step._adjoint, Kernel)
+    sim.x.from_numpy(np.array([1.5, -2.0], np.float32))
+    sim.step()
+    sim.y.grad.fill(1.0)
+    sim.step.grad()
+    np.testing.assert_allclose(sim.x.grad.to_numpy(), [3.0, -4.0])  # d(x^2)/dx = 2x
+
+
 def test_snode_tree_ids_and_inside_kernel():
     from fieldsim.lang import impl
     fs.init(arch=fs.cpu)
@@ -305,6 +332,27 @@ try:
     import taichi.lang.no_such_module
 except ModuleNotFoundError:
     print('ok')
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_extension_data_type_under_a_harness_alias():
+    """`from taichi._lib.core.taichi_python import DataType` (stannum's `TiDataType`): the class
+    of `ti.f32`, reached by module path and as `ti._lib.core`, as in Taichi."""
+    import subprocess
+    import sys
+    code = """
+import sys, fieldsim
+sys.modules['taichi'] = fieldsim
+import taichi as ti
+from taichi._lib.core.taichi_python import DataType
+import taichi._lib.core
+assert type(ti.f32) == DataType and isinstance(ti.u8, DataType)
+assert not isinstance(ti.types.vector(3, ti.f32), DataType)
+assert ti._lib.core.DataType is DataType and ti._lib.core.with_vulkan() is False
+print('ok')
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -158,6 +158,7 @@ def data_oriented(cls):
     if not isinstance(cls, type):
         raise TypeError(f"@data_oriented decorates a class, got {cls!r}")
     cls._fieldsim_data_oriented = True
+    cls._data_oriented = True  # Taichi's marker: libraries test `hasattr(obj, "_data_oriented")`
     return cls
 
 
@@ -543,6 +544,16 @@ class BoundKernel:
         self.kernel, self.obj = kernel, obj
         self.__name__ = kernel.__name__
         self.__doc__ = kernel.__doc__
+
+    # as Taichi's bound method reaches its function's markers: the kernel and its adjoint,
+    # unbound (libraries test them with isinstance, as for a kernel outside a class)
+    @property
+    def _primal(self) -> KernelObj:
+        return self.kernel
+
+    @property
+    def _adjoint(self):
+        return self.kernel.grad
 
     def __call__(self, *args, **kwargs):
         try:  # the driver directly: a method's launch error keeps one fieldsim frame too

@@ -229,6 +229,20 @@ class _SNodePtr:
         return {"grad": SNodeGradType.ADJOINT, "dual": SNodeGradType.DUAL}.get(
             role, SNodeGradType.PRIMAL)
 
+    def has_adjoint(self):
+        """Whether the node's field has a gradient field (`needs_grad=True` or `field.grad` placed):
+        libraries read this to tell which fields take gradients."""
+        f = self.node.field
+        return bool(f is not None and f.role == "primal" and f.adjoint is not None)
+
+    def has_dual(self):
+        f = self.node.field
+        return bool(f is not None and f.role == "primal" and f.tangent is not None)
+
+    def is_primal(self):
+        f = self.node.field
+        return f is None or f.role == "primal"
+
     def has_adjoint_checkbit(self):
         """Taichi allocates a check bit for each field with a gradient once a Tape validates;
         fieldsim's validation covers the same fields."""

@@ -194,6 +194,25 @@ def test_grad_types_and_lazy_dual():
     assert y.dual is not None and y.dual.shape == (3,)
 
 
+def test_snode_ptr_tells_which_fields_have_gradients():
+    """`field.snode.ptr.has_adjoint()`: how libraries (stannum's Tin) find the fields that take
+    gradients; True for a field with `needs_grad` or a placed `.grad`, False for the others and
+    for the gradient field itself, as in Taichi."""
+    a = fs.field(fs.f32, shape=3, needs_grad=True)
+    b = fs.field(fs.f32, shape=3)
+    c = fs.Vector.field(2, fs.f32, shape=3, needs_grad=True)
+    d = fs.field(fs.f32, shape=3, needs_grad=True, needs_dual=True)
+    e = fs.field(fs.f32)
+    fb = fs.FieldsBuilder()
+    fb.dense(fs.i, 4).place(e, e.grad)
+    fb.finalize()
+    got = {n: (f.snode.ptr.has_adjoint(), f.snode.ptr.has_dual(), f.snode.ptr.is_primal())
+           for n, f in dict(a=a, b=b, c=c, d=d, e=e, a_grad=a.grad).items()}
+    assert got == {"a": (True, False, True), "b": (False, False, True), "c": (True, False, True),
+                   "d": (True, True, True), "e": (True, False, True),
+                   "a_grad": (False, False, False)}
+
+
 def test_int_field_with_needs_grad_is_refused():
     with pytest.raises(RuntimeError, match="needs_grad=True"):
         fs.field(fs.i32, shape=2, needs_grad=True)
