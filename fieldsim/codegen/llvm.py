@@ -29,7 +29,7 @@ from fieldsim.codegen.block_index import block_parts
 from fieldsim.codegen.demote import discarded_atomics, owned_atomics
 from fieldsim.codegen.fill_loops import fill_plan
 from fieldsim.codegen.llvm_arrays import ArrayLowering, array_entries
-from fieldsim.codegen.llvm_nest import NestLowering, nbytes
+from fieldsim.codegen.llvm_nest import NestLowering, nbytes, reduce_start
 from fieldsim.codegen.loop_accumulators import loop_accumulators
 from fieldsim.codegen.loop_hints import CELLS, LANES, SCALAR, VECTOR, LoopHints
 from fieldsim.codegen.loopnest import (
@@ -55,6 +55,9 @@ from fieldsim.ir.ir import GLOBAL_ACCESS, Function, Kernel, Op, Stmt, fields_of,
 from fieldsim.ir.passes.offload import is_task
 from fieldsim.lang.ndarray import is_slot
 from fieldsim.lang.quant import containers_of, is_quant
+
+# what a task-wide reduction accumulates for each atomic kind (a sub adds its negation)
+_REDUCE_KIND = {"add": "add", "sub": "add", "min": "min", "max": "max"}
 
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
     CTX_STACK_CAPS, CTX_PRIV = range(10)
@@ -406,45 +409,55 @@ class TaskLowering(NestLowering, ArrayLowering):
         return self.vals[id(s)]
 
     def find_reductions(self, task: Stmt):
-        """Atomic adds to one loop-invariant element, result unused, field not otherwise touched
-        in the task: accumulate per worker, one atomic at the end (Taichi's thread-local pass).
+        """Atomic adds (or all mins, or all maxes) to one loop-invariant element, result unused,
+        field not otherwise touched in the task: accumulate per worker, one atomic at the end
+        (Taichi's thread-local pass).
 
         Without fast math a float sum is deferred only into a 0-D field, as Taichi's pass does;
-        `acc[0] += x` stays in place, so one thread adds in the loop's order (Taichi's bits)."""
+        `acc[0] += x` stays in place, so one thread adds in the loop's order (Taichi's bits).
+        A min or max is exact in any order, so it is deferred in both modes."""
         prologue = {id(p) for p in self.cg.prologue}
         used = {id(a) for st in walk([task]) for a in st.args}
-        inner = list(walk(task.body))
-        def invariant(ix):
-            return ix.op == Op.CONST or id(ix) in prologue
-        def reorder_ok(st):
-            return bool(self.cg.fmf) or st.field.shape == () or not st.field.dtype.is_float
         cands, other = [], set()
-        for st in inner:
-            if st.op == Op.ATOMIC and st.attr[1] in ("add", "sub") and id(st) not in used \
-                    and all(invariant(ix) for ix in st.indices) and not is_quant(st.field) \
-                    and reorder_ok(st):
+        for st in walk(task.body):
+            if st.op == Op.ATOMIC and id(st) not in used and self._reducible(st, prologue):
                 cands.append(st)
             elif st.op in GLOBAL_ACCESS:
                 other.add(id(st.field))
+        kinds: dict = {}
+        for st in cands:  # one field reduced by one kind: an add and a max do not commute
+            kinds.setdefault(id(st.field), set()).add(_REDUCE_KIND[st.attr[1]])
         groups: dict = {}
         for st in cands:
-            if id(st.field) in other:
+            if id(st.field) in other or len(kinds[id(st.field)]) > 1:
                 continue
             key = (id(st.field),) + tuple(("c", ix.attr) if ix.op == Op.CONST else ("p", id(ix))
                                           for ix in st.indices)
             groups.setdefault(key, []).append(st)
         for key, sts in groups.items():
-            acc = self.alloca_b.alloca(ll_type(sts[0].field.dtype), name="reduce")
-            self.alloca_b.store(L.Constant(ll_type(sts[0].field.dtype), 0), acc)
+            ty = ll_type(sts[0].field.dtype)
+            acc = self.alloca_b.alloca(ty, name="reduce")
+            self.alloca_b.store(reduce_start(sts[0].field.dtype, ty, sts[0].attr[1]), acc)
             for st in sts:
                 self.reductions[id(st)] = (acc, sts[0])
+
+    def _reducible(self, st: Stmt, prologue: set) -> bool:
+        """An atomic into a loop-invariant element that a worker may accumulate locally."""
+        kind = st.attr[1]
+        if kind not in _REDUCE_KIND or is_quant(st.field):
+            return False
+        if not all(ix.op == Op.CONST or id(ix) in prologue for ix in st.indices):
+            return False
+        return kind in ("min", "max") or bool(self.cg.fmf) or st.field.shape == () \
+            or not st.field.dtype.is_float
 
     def reset_reductions(self):
         done = set()
         for acc, first in self.reductions.values():
             if id(acc) not in done:
                 done.add(id(acc))
-                self.b.store(L.Constant(ll_type(first.field.dtype), 0), acc)
+                dt = first.field.dtype
+                self.b.store(reduce_start(dt, ll_type(dt), first.attr[1]), acc)
 
     def flush_reductions(self):
         done = set()
@@ -452,9 +465,13 @@ class TaskLowering(NestLowering, ArrayLowering):
             if id(acc) in done:
                 continue
             done.add(id(acc))
-            ty = ll_type(first.field.dtype)
-            total = self.b.load(acc, typ=ty)
-            op = "fadd" if first.field.dtype.is_float else "add"
+            dt = first.field.dtype
+            total = self.b.load(acc, typ=ll_type(dt))
+            kind = _REDUCE_KIND[first.attr[1]]
+            if kind == "add":
+                op = "fadd" if dt.is_float else "add"
+            else:
+                op = ("f" if dt.is_float else "" if dt.is_signed else "u") + kind
             self.cg.target.reduce_atomic(self.b, self.cg.module, op, self.memory_ptr(self.element_ptr(first)), total)
 
     def outer_for(self, s: Stmt):

@@ -39,6 +39,30 @@ def nbytes(ty) -> int:
     return {"half": 2, "float": 4, "double": 8}[str(ty)]
 
 
+def reduce_start(dt, ty, kind: str):
+    """Where a worker's `kind` accumulator starts: 0 for add/sub; for max the dtype's lowest
+    value (-inf), for min its highest (+inf; all ones for unsigned), which leave every value."""
+    if kind in ("add", "sub"):
+        return L.Constant(ty, 0)
+    if dt.is_float:
+        return L.Constant(ty, float("-inf") if kind == "max" else float("inf"))
+    if not dt.is_signed:
+        return L.Constant(ty, 0 if kind == "max" else -1)
+    top = 1 << (ty.width - 1)
+    return L.Constant(ty, -top if kind == "max" else top - 1)
+
+
+def combine_extreme(b: L.IRBuilder, module: L.Module, dt, kind: str, cur, v):
+    """max/min of an accumulator and a value as the atomic computes it (maxnum/minnum for
+    floats: a NaN never wins), so the order of combination cannot change the result."""
+    if dt.is_float:
+        fn = module.declare_intrinsic("llvm.maxnum" if kind == "max" else "llvm.minnum", [cur.type],
+                                      L.FunctionType(cur.type, [cur.type, cur.type]))
+        return b.call(fn, [cur, v])
+    cmp = b.icmp_signed if dt.is_signed else b.icmp_unsigned
+    return b.select(cmp(">" if kind == "max" else "<", cur, v), cur, v)
+
+
 def _neutral(v, add: bool):
     """What a masked-off lane adds: -0.0 (x + -0.0 == x for every x) or subtracts (+0.0)."""
     if isinstance(v.type, L.IntType):
@@ -223,7 +247,13 @@ class NestLowering:
             acc = slot if kind == "row" else self.b.gep(slot, [self.nest_r], source_etype=ty)
         b, v = self.b, self.v(s.value)
         cur = b.load(acc, typ=v.type)
-        add = s.attr[1] == "add"
+        kind = s.attr[1]
+        if kind in ("min", "max"):  # only task-wide reductions take these
+            if self.pred is not None:
+                v = b.select(self.pred, v, reduce_start(s.field.dtype, v.type, kind))
+            b.store(combine_extreme(b, self.cg.module, s.field.dtype, kind, cur, v), acc)
+            return L.Constant(v.type, 0)
+        add = kind == "add"
         if self.pred is not None:
             # if-converted: where the predicate fails, add -0.0 (or subtract +0.0), which
             # leaves every value as it is. (Selecting between cur+v and cur is not a pattern

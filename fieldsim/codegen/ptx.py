@@ -186,7 +186,7 @@ class CudaTarget(Target):
         them on one address (gravity's energy: 1 ms at any N), one per warp 32 times fewer."""
         width = total.type.width if isinstance(total.type, L.IntType) else \
             {L.FloatType: 32, L.DoubleType: 64}.get(type(total.type))
-        if width not in (32, 64):
+        if width not in (32, 64) or op not in ("fadd", "add"):  # a min/max: one per thread
             return b.atomic_rmw(op, ptr, total, "monotonic")
         mask = b.call(module.declare_intrinsic("llvm.nvvm.activemask", (), L.FunctionType(I32, [])), [])
         full = L.Constant(I32, 0xFFFFFFFF)
