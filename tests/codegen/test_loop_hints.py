@@ -297,3 +297,40 @@ def test_blocked_struct_for_loads_block_rows_as_vectors(llvm_texts, monkeypatch,
     assert '!"llvm.loop.unroll.disable"' in llvm_texts[-1]
     assert "masked.gather" not in optimised
     assert re.search(r"load <(4|8|16) x float>", optimised) is not None
+
+
+def test_inner_neighbour_loop_over_sorted_ids_stays_scalar(llvm_texts, monkeypatch, capfd):
+    # a cell list's candidates `j = ids[k]`, then pos[j]: every pos access of a vector form is
+    # a gather, and a cell's ~20 candidates never fill its 64 lanes x interleave (hash-grid
+    # queries ran 1.2-2x Taichi's time); the cell's start, read before the loop, is no gather
+    fs.init(arch=fs.cpu, offline_cache=False, cpu_max_num_threads=2)
+    n, cells = 400, 16
+    pos = fs.field(fs.f32, shape=n)
+    ids = fs.field(fs.i32, shape=n)
+    start = fs.field(fs.i32, shape=cells)
+    near = fs.field(fs.i32, shape=n)
+
+    @fs.kernel
+    def count():
+        for i in near:
+            c = fs.cast(pos[i] * cells, fs.i32)
+            m = 0
+            for k in range(start[c], start[c] + n // cells):
+                if abs(pos[i] - pos[ids[k]]) < 0.01:
+                    m += 1
+            near[i] = m
+
+    p = np.sort(np.random.default_rng(2).random(n).astype(np.float32))
+    pos.from_numpy(p)
+    ids.from_numpy(np.arange(n, dtype=np.int32))
+    start.from_numpy(np.arange(cells, dtype=np.int32) * (n // cells))
+    monkeypatch.setenv("FIELDSIM_PRINT_LLVM", "1")
+    capfd.readouterr()
+    count()
+    optimised = capfd.readouterr().out
+    per = n // cells
+    want = [sum(abs(p[i] - p[k]) < np.float32(0.01)
+                for k in range(int(p[i] * cells) * per, int(p[i] * cells) * per + per))
+            for i in range(n)]
+    np.testing.assert_array_equal(near.to_numpy(), want)
+    assert "masked.gather" not in optimised and "vector.body" not in optimised
