@@ -195,6 +195,8 @@ def _float_atomics(fs, dt):
     lo = fs.field(dt, shape=8, name="lo")
     hi = fs.field(dt, shape=8, name="hi")
     tot = fs.field(dt, shape=(), name="tot")
+    peak = fs.field(dt, shape=(), name="peak")  # min/max into one element: per-thread totals
+    low = fs.field(dt, shape=(), name="low")
 
     @fs.kernel
     def k():
@@ -205,12 +207,17 @@ def _float_atomics(fs, dt):
             fs.atomic_min(lo[i % 8], v)
             fs.atomic_max(hi[i % 8], v)
             tot[None] += v
+            fs.atomic_max(peak[None], v * 0.5)
+            fs.atomic_min(low[None], v * 0.5)
 
     def setup():
         x.from_numpy(np.random.default_rng(5).integers(-50, 50, N).astype(np.float64))
         lo.fill(1e9)
         hi.fill(-1e9)
-    return Program([(k, ())], {"acc": acc, "lo": lo, "hi": hi, "tot": tot}, setup)
+        peak.fill(-1e9)
+        low.fill(1e9)
+    return Program([(k, ())], {"acc": acc, "lo": lo, "hi": hi, "tot": tot, "peak": peak,
+                               "low": low}, setup)
 
 
 @entry()
@@ -230,11 +237,17 @@ def atomics_int(fs):
     u = fs.Vector.field(2, fs.u32, shape=4, name="u")
     w = fs.field(fs.i64, shape=4, name="w")
     m = fs.field(fs.i32, shape=4, name="m")
+    ext = fs.Vector.field(4, fs.i32, shape=(), name="ext")  # one element: per-thread totals
+    uext = fs.Vector.field(2, fs.u32, shape=(), name="uext")
 
     @fs.kernel
     def k():
         for i in x:
             v, j = x[i], i % 4
+            fs.atomic_max(ext[None][0], v)
+            fs.atomic_min(ext[None][1], v)
+            fs.atomic_max(uext[None][0], fs.cast(v + 1000000, fs.u32))
+            fs.atomic_min(uext[None][1], fs.cast(v + 1000000, fs.u32))
             fs.atomic_add(r[j][0], v)
             fs.atomic_sub(r[j][1], v)
             fs.atomic_min(r[j][2], v)
@@ -251,7 +264,9 @@ def atomics_int(fs):
         r.fill([0, 0, 1 << 30, -(1 << 30), 0, 0])
         u.fill([4000000000, 0])
         m.fill(-1)
-    return Program([(k, ())], {"r": r, "u": u, "w": w, "m": m}, setup)
+        ext.fill([-(1 << 30), 1 << 30, 0, 0])
+        uext.fill([0, 4000000000])
+    return Program([(k, ())], {"r": r, "u": u, "w": w, "m": m, "ext": ext, "uext": uext}, setup)
 
 
 @entry()
