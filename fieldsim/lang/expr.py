@@ -290,12 +290,21 @@ class Emitter:
     def _int_pow(self, a, b, dt):
         """`a ** b` for integers as Taichi 1.7.4 computes it: repeated squaring in the base's
         type `dt` (wrapping on overflow: `i8(3) ** 5 == -13`), the exponent taken by magnitude
-        (`3 ** -2 == 9`); never through f64, which rounds i64 powers and saturates."""
+        (`3 ** -2 == 9`); never through f64, which rounds i64 powers and saturates. A constant
+        negative exponent is refused at compile time and, with debug=True, a runtime one fails
+        an assertion, as Taichi's do: `2 ** -1` is not 0.5 here, and silently 2 would be wrong."""
         x = self.value(a, dt)
         if not isinstance(b, Stmt):
-            return self._power_by_squaring(x, abs(int(b)))
+            if int(b) < 0:
+                raise FieldsimTypeError(f"Negative exponent in pow(int, int) is not allowed: "
+                                        f"{dt} ** {int(b)} (write a float base, e.g. "
+                                        f"`float(a) ** {int(b)}`, for a fraction)")
+            return self._power_by_squaring(x, int(b))
         mag = b if not b.dtype.is_signed else \
             self.select(self.compare("<", b, 0), self.binop("-", 0, b), b)
+        if self.debug and b.dtype.is_signed:
+            self.b.emit(Op.ASSERT, None, (self.value(self.compare(">=", b, 0), T.i32),),
+                        attr="Negative exponent in pow(int, int) is not allowed.")
         r, base = self.b.const(1, dt), x
         for k in range(b.dtype.bits):
             if k:

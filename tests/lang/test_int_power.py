@@ -148,3 +148,32 @@ def test_integer_base_powers_wrap_in_the_base_type_like_repeated_products():
         assert p64(b, 2 * e) == wrap(b ** abs(2 * e), 64)
     assert p64(5, 26) == 1490116119384765625  # exact (f64 gave ...5696)
     assert mixed(3, 5).to_list() == [wrap(243, 8), wrap(243, 8), 243]
+
+
+def test_constant_negative_exponent_of_an_integer_is_refused_at_its_line():
+    # gh #331-style probe: `a ** -1` for an i32 `a` gave a (2 for a = 2), silently; Taichi 1.7.4
+    # refuses it at compile time, and 1/a is not an integer anyway
+    @fs.kernel
+    def inv(a: fs.i32) -> fs.f32:
+        return a ** -1
+
+    with pytest.raises(fs.FieldsimTypeError, match=r"(?s)a \*\* -1.*Negative exponent in pow\(int, int\)"):
+        inv(2)
+
+    @fs.kernel
+    def inv_float(a: fs.i32) -> fs.f32:
+        return float(a) ** -1
+
+    assert inv_float(4) == 0.25
+
+
+def test_runtime_negative_exponent_of_an_integer_fails_an_assertion_under_debug():
+    fs.init(arch=fs.cpu, debug=True, offline_cache=False)
+
+    @fs.kernel
+    def p(b: fs.i32, e: fs.i32) -> fs.i32:
+        return b ** e
+
+    assert p(3, 4) == 81
+    with pytest.raises(fs.FieldsimAssertionError, match=r"Negative exponent in pow\(int, int\)"):
+        p(2, -1)
