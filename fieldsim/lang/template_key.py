@@ -2,7 +2,8 @@
 
 `template_key(v)` returns a hashable key such that two arguments with equal keys compile to the
 same kernel. Fields key by (uid, generation); lists, tuples and dicts by their contents
-(recursively); numpy arrays (whose data a kernel reads at launch, never at compile time) by
+(recursively); a Python-scope vector/matrix by its dtype, shape and entries (a kernel reads
+them at compile time, so changing an entry recompiles: Taichi issue #4389); numpy arrays (whose data a kernel reads at launch, never at compile time) by
 dtype, shape and identity; other hashable values by (type, value),
 so `1`, `1.0` and `True` stay apart. An unhashable object of another kind keys by its identity
 and the key holds a reference to it, so its id cannot be reused by a new object while the
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 _field = [None]
+_matrix = [None]
 
 
 class _Identity:
@@ -33,9 +35,13 @@ class _Identity:
 def template_key(v):
     if _field[0] is None:  # imported late: lang.field imports the kernel module's neighbours
         from fieldsim.lang.field import Field
-        _field[0] = Field
+        from fieldsim.lang.matrix import Matrix
+        _field[0], _matrix[0] = Field, Matrix
     if isinstance(v, _field[0]):
         return ("f", v.uid, v.generation)
+    if isinstance(v, _matrix[0]):
+        a = v.to_numpy()
+        return ("mat", type(v).__name__, str(v.dtype), a.shape, a.dtype.str, a.tobytes())
     if isinstance(v, (list, tuple)):
         return (type(v).__name__, tuple(template_key(x) for x in v))
     if isinstance(v, dict):

@@ -40,3 +40,26 @@ def test_equal_values_of_different_types_compile_apart():
     half(3.0)
     assert out[0] == 1.5
 
+
+
+def test_python_scope_vector_changed_in_place_recompiles():
+    # Taichi issue #4389: a `fs.Vector` template argument changed in place between two launches
+    # ran the kernel compiled for its old entries (keyed by identity), silently
+    out = fs.field(fs.f32, shape=3)
+
+    @fs.kernel
+    def put(v: fs.template()):
+        for i in fs.static(range(3)):
+            out[i] = v[i]
+
+    x = fs.Vector([0.0, 1.0, 2.0])
+    put(x)
+    assert out.to_numpy().tolist() == [0.0, 1.0, 2.0]
+    x[0] = 3.0
+    put(x)
+    assert out.to_numpy().tolist() == [3.0, 1.0, 2.0]
+    before = len(put._cache)
+    put(fs.Vector([3.0, 1.0, 2.0]))  # equal entries, another object: no new compile
+    assert len(put._cache) == before
+    put(fs.Vector([3, 1, 2]))  # integer entries compile apart
+    assert len(put._cache) == before + 1
