@@ -33,7 +33,8 @@ Conventions (matched to Taichi 1.7.4, checked against `ti.svd` / `ti.polar_decom
 Algorithms (written for this project):
 
 * 2x2 polar: closed form.  With x = a00 + a11, y = a10 - a01 (det >= 0; for det < 0 the
-  reflection uses x = a00 - a11, y = a01 + a10), R = [[x, -y], [y, x]] / |(x, y)|, S = R.T A.
+  reflection uses x = a00 - a11, y = a01 + a10), R = [[x, -y], [y, x]] / r with r = |(x, y)|,
+  S = R.T A computed as Taichi does, (A.T A + |det A| I) / r.
 * 2x2 SVD: polar, then the closed-form eigen-decomposition of the symmetric 2x2 S using
   half-angle formulas (no trigonometry): for t = 2 * theta with cos t = (s00 - s11) / r,
   sin t = 2 s01 / r, the half angle is taken by sqrt((r + |d|) / 2r) on the well-conditioned
@@ -167,10 +168,12 @@ def polar_decompose2d(A, dt):
     sg = fs.select(neg, -1.0, 1.0)
     r01 = -sg * si
     r11 = sg * co
-    # S = R.T @ A, symmetrised (it is symmetric up to rounding)
-    s00 = co * a + si * c
-    s11 = r01 * b + r11 * d
-    s01 = 0.5 * ((co * b + si * d) + (r01 * a + r11 * c))
+    # S = R.T @ A written as Taichi 1.7.4 computes it, (A.T @ A + |det A| I) / r: symmetric by
+    # construction and equal to Taichi's bit for bit (R.T @ A differed in the last bit for 9 in 10)
+    adet = fs.abs(a * d - c * b)
+    s00 = (a * a + c * c + adet) * inv
+    s11 = (b * b + d * d + adet) * inv
+    s01 = (a * b + c * d) * inv
     R = fs.Matrix([[co, r01], [si, r11]])
     S = fs.Matrix([[s00, s01], [s01, s11]])
     return R, S

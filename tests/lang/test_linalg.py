@@ -138,3 +138,68 @@ def test_polar_decompose_next_to_the_identity_is_the_identity(scale, dt, tol):
     k()
     err = np.abs(r.to_numpy().astype(np.float64) - np.eye(3)).max()
     assert err <= tol, err
+
+
+def test_polar2d_s_is_the_normal_matrix_form_rounded_as_taichi():
+    # Taichi 1.7.4 computes S as (A.T @ A + |det A| I) / |(x, y)| in the compute type; R.T @ A
+    # (the same matrix in exact arithmetic) differed from it in the last f32 bit for 9 in 10
+    fs.init(arch=fs.cpu, fast_math=False, offline_cache=False)  # no FMA contraction
+    n = 400
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((n, 2, 2)).astype(np.float32)
+    a[0] = 0.0  # the zero matrix: S = A
+    A = fs.Matrix.field(2, 2, fs.f32, shape=n)
+    S = fs.Matrix.field(2, 2, fs.f32, shape=n)
+    A.from_numpy(a)
+
+    @fs.kernel
+    def k():
+        for i in A:
+            _, S[i] = fs.polar_decompose(A[i])
+
+    k()
+    f = np.float32
+    p, q, r, s = (a[:, 0, 0], a[:, 0, 1], a[:, 1, 0], a[:, 1, 1])
+    neg = p * s - q * r < 0
+    x = np.where(neg, p - s, p + s)
+    y = np.where(neg, q + r, r - q)
+    zero = (x == 0) & (y == 0)
+    inv = f(1) / np.sqrt(np.where(zero, f(1), x * x + y * y))
+    adet = np.abs(p * s - r * q)
+    want = np.empty_like(a)
+    want[:, 0, 0] = (p * p + r * r + adet) * inv
+    want[:, 1, 1] = (q * q + s * s + adet) * inv
+    want[:, 0, 1] = want[:, 1, 0] = (p * q + r * s) * inv
+    np.testing.assert_array_equal(S.to_numpy(), want)
+
+
+def test_polar2d_s_gradient_matches_central_differences():
+    fs.init(arch=fs.cpu, default_fp=fs.f64, offline_cache=False)
+    A = fs.Matrix.field(2, 2, fs.f64, shape=(), needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+    w = np.array([[0.7, -1.3], [0.4, 2.1]])
+
+    @fs.kernel
+    def f():
+        R, S = fs.polar_decompose(A[None])
+        for i, j in fs.static(fs.ndrange(2, 2)):
+            loss[None] += w[i, j] * S[i, j] + (i + 1) * R[i, j]
+
+    def value(m):
+        A[None] = m
+        loss[None] = 0.0
+        f()
+        return loss[None]
+
+    for m0 in (np.array([[1.2, 0.3], [-0.4, 0.9]]), np.array([[0.5, 1.1], [0.8, -0.6]])):
+        A[None] = m0
+        with fs.ad.Tape(loss=loss):
+            f()
+        g = A.grad.to_numpy()
+        fd = np.zeros((2, 2))
+        for i in range(2):
+            for j in range(2):
+                e = np.zeros((2, 2))
+                e[i, j] = 1e-6
+                fd[i, j] = (value(m0 + e) - value(m0 - e)) / 2e-6
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
