@@ -1792,7 +1792,10 @@ def _static_target(node, obj) -> str:
         return (f"{node.id!r}: it is a Python value ({describe(obj)}) captured when the kernel "
                 "was compiled, and a kernel cannot change it; keep values a kernel changes in a "
                 "field (e.g. a 0-D field, x[None])")
-    return describe(obj)
+    # e.g. `A[i, 0] = ...` on a Python-scope matrix passed as a template (Taichi issue #4331)
+    return (f"{ast.unparse(node)!r}: it is part of a Python value ({describe(obj)}) fixed when "
+            "the kernel was compiled; copy the value into a local first (`B = A`, then change "
+            "B) or keep values a kernel changes in a field")
 
 
 def _static_items(iterable) -> list:

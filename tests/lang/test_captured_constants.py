@@ -152,3 +152,29 @@ def test_numpy_array_as_kernel_vector_and_matrix_entries():
     assert np.array_equal(m.to_numpy(), m_np)
     assert np.array_equal(v.to_numpy(), s_np)
     assert np.allclose(w.to_numpy(), m_np @ s_np)
+
+
+def test_writing_into_a_template_matrix_names_the_target_and_the_local_copy():
+    # Taichi issue #4331: `A[i, j] = A[i, j] + 1` on a Python-scope matrix passed as a template
+    # said only "cannot assign to int64 2"; copying it into a local works
+    A = fs.Matrix([[2, 3, 4], [3, 4, 5]])
+    out = fs.Matrix.field(2, 3, fs.i32, shape=())
+
+    @fs.kernel
+    def direct(A: fs.template()):
+        for i in fs.static(range(A.n)):
+            A[i, 0] = A[i, 0] + 1
+
+    with pytest.raises(fs.FieldsimSyntaxError, match=r"(?s)line \d+.*'A\[i, 0\]'.*copy the value "
+                                                     r"into a local first"):
+        direct(A)
+
+    @fs.kernel
+    def copied(A: fs.template()):
+        B = A
+        for i in fs.static(range(A.n)):
+            B[i, 0] = B[i, 0] + 1
+        out[None] = B
+
+    copied(A)
+    assert out[None].to_numpy().tolist() == [[3, 3, 4], [4, 4, 5]]
