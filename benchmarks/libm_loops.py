@@ -63,26 +63,19 @@ def worker(backend: str, fast: bool, n: int, threads: int):
     a, b = ti.field(ti.f32, shape=n), ti.field(ti.f32, shape=n)
     y = ti.field(ti.f32, shape=n)
 
-    @ti.kernel
-    def k_exp():
-        for i in a:
-            y[i] = ti.exp(a[i])
-
-    @ti.kernel
-    def k_log():
-        for i in a:
-            y[i] = ti.log(a[i])
-
-    @ti.kernel
-    def k_sin():
-        for i in a:
-            y[i] = ti.sin(a[i])
+    def unary(fn):
+        @ti.kernel
+        def apply():
+            for i in a:
+                y[i] = fn(a[i])
+        return apply
 
     @ti.kernel
     def k_pow():
         for i in a:
             y[i] = ti.pow(a[i], b[i])
 
+    k_exp, k_log, k_sin = unary(ti.exp), unary(ti.log), unary(ti.sin)
     av, bv = _inputs(n)
     a.from_numpy(av)
     b.from_numpy(bv)
