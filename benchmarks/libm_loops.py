@@ -126,10 +126,10 @@ def warp_worker(n: int, threads: int):
     print(json.dumps(out))
 
 
-def _run(python, args, env_threads):
+def _run(python, args):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.run([python, os.path.abspath(__file__), "--worker", *args], capture_output=True,
-                          text=True, env=env, timeout=600)
+    proc = subprocess.run([python, os.path.abspath(__file__), "--worker", *args], check=False,
+                          capture_output=True, text=True, env=env, timeout=600)
     if proc.returncode != 0:
         return None
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -138,7 +138,8 @@ def _run(python, args, env_threads):
 def _usable(python, module):
     if not python:
         return False
-    return subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0
+    return subprocess.run([python, "-c", f"import {module}"], check=False,
+                          capture_output=True).returncode == 0
 
 
 def main():
@@ -170,7 +171,7 @@ def main():
         for backend, python, fast in runs:
             wargs = ["warp", str(args.n), str(args.threads)] if backend == "warp" else \
                 [backend, "1" if fast else "0", str(args.n), str(args.threads)]
-            got = _run(python, wargs, args.threads)
+            got = _run(python, wargs)
             if got is not None:
                 results.setdefault((backend, fast), []).append(got)
     table = {}
