@@ -225,6 +225,15 @@ class ArgumentCountError(FieldsimTypeError, FieldsimSyntaxError):
     """
 
 
+class AnnotationError(FieldsimTypeError, FieldsimSyntaxError):
+    """A kernel parameter annotated with what no argument can have (`list`, `np.ndarray`), or
+    a kernel decorator over a func (Taichi: `TaichiSyntaxError`).
+
+    >>> issubclass(fs.errors.AnnotationError, (TypeError, fs.TaichiSyntaxError))
+    True
+    """
+
+
 class ArgumentTypeError(FieldsimTypeError, FieldsimRuntimeError):
     """A kernel argument of the wrong kind or type (Taichi: `TaichiRuntimeTypeError`).
 

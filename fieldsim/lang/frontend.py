@@ -734,6 +734,8 @@ class Frontend(ExprMixin):
         if node.value is None:
             raise FieldsimSyntaxError("an annotated variable needs a value")
         value = self.expr(node.value)
+        if isinstance(dt, T.DataType) and isinstance(node.target, ast.Name):
+            self.refuse_annotated_retype(node.target.id, dt, node)
         if not isinstance(dt, (T.DataType, T.MatrixType, struct.StructType)):
             self.check_class_annotation(node, dt, value)
             dt = None
@@ -744,6 +746,17 @@ class Frontend(ExprMixin):
             value = struct.kernel_cast(self, dt, value, node.target.id)
             dt = None
         self.assign_name(node.target.id, value, node, dt)
+
+    def refuse_annotated_retype(self, name, dt, node):
+        """`d: ti.f32 = ...` over an `i32` variable `d`: Taichi refuses it ("Static assign cannot
+        have type overloading"); storing would silently truncate to the old type."""
+        ref = self.frame.local(name)
+        old = None if ref is None else precision.target_dtype(ref)
+        if old is not None and old != dt:
+            raise FieldsimSyntaxError(
+                f"variable {name!r} is already {old.name}; the annotation {dt.name} cannot change "
+                "its type (Taichi: static assign cannot have type overloading): use a new name, "
+                f"or `{name} = ti.cast(value, ti.{dt.name})` without the annotation", self.loc(node))
 
     def check_class_annotation(self, node: ast.AnnAssign, ann, value):
         """`v: ti.Vector = ...` (pre-1.0 Taichi programs; 1.7.4 fails inside its frontend): the

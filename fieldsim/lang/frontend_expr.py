@@ -9,6 +9,7 @@ import inspect
 import numbers
 import operator
 import types
+import warnings
 
 import numpy as np
 
@@ -1205,7 +1206,20 @@ def _range_bound(fe, a):
         return fe.e.cast(a, T.i32)
     if isinstance(a, (float, np.floating)):
         return int(a)
+    if isinstance(a, (tuple, list)):
+        return _range_tuple_bound(a)
     return a
+
+
+def _range_tuple_bound(a):
+    """`range(x.shape)` of a 1-D field runs in Taichi (its one entry is the bound, with a
+    warning); a longer tuple has no one bound, and Python's own words do not say so."""
+    if len(a) == 1 and isinstance(a[0], (int, np.integer)):
+        warnings.warn(f"range() of the 1-tuple {tuple(a)!r}: its one entry is the bound "
+                      f"(write range(n[0]))", stacklevel=2)
+        return a[0]
+    raise FieldsimTypeError(f"range() of the tuple {tuple(a)!r}: a range bound is one integer; "
+                            f"for a shape write `range(shape[0])` or `fs.ndrange(*shape)`")
 
 
 def _static_range(args):

@@ -14,6 +14,7 @@ import numbers
 import typing
 
 from fieldsim.errors import (
+    AnnotationError,
     ArgumentCountError,
     ArgumentTypeError,
     FieldsimError,
@@ -369,7 +370,7 @@ class KernelObj:
         elif isinstance(a, (ArgPackType, T.MatrixType, StructType)):
             self._bind_compound(bound, rt, name, a, v)
         else:
-            dt = _scalar_dtype(a, rt, kname, name)
+            dt = _scalar_dtype(a, rt, kname, name, self.def_loc)
             bound.dtypes[name] = dt
             bound.values.append(_convert_arg(v, dt, kname, name))
 
@@ -594,6 +595,10 @@ def kernel(fn):
     """
     if isinstance(fn, KernelObj):
         return fn
+    if isinstance(fn, Func):  # Taichi fails later, with a NameError about the body's globals
+        raise AnnotationError(f"{fn.fn.__name__!r} is decorated with both @fs.kernel and "
+                              "@fs.func: keep @fs.kernel to call it from Python, or @fs.func to "
+                              "call it from kernels", KernelObj(fn.fn).def_loc())
     return KernelObj(fn)
 
 
@@ -610,13 +615,13 @@ def _defined_at(kernel_obj) -> tuple:
     return () if loc is None else (("the kernel is defined at", loc),)
 
 
-def _scalar_dtype(a, rt, kname, pname):
+def _scalar_dtype(a, rt, kname, pname, def_loc):
     a = T.concrete_dtype(a, rt.default_fp, rt.default_ip)
     if isinstance(a, T.DataType):
         return a
-    raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} has an unsupported annotation "
+    raise AnnotationError(f"kernel {kname!r}: argument {pname!r} has an unsupported annotation "
                             f"{a!r}; use a scalar type (fs.f32, fs.i32, float, int), fs.types.vector/matrix, "
-                            "an ndarray type or fs.template()")
+                            "an ndarray type or fs.template()", def_loc())
 
 
 def _convert_arg(v, dt, kname, pname):
