@@ -234,6 +234,15 @@ class AnnotationError(FieldsimTypeError, FieldsimSyntaxError):
     """
 
 
+class PythonScopeError(FieldsimSyntaxError):
+    """A Python-scope-only call (making a field, `x.to_numpy()`) reached from a kernel or func
+    while it compiles; located at the kernel's line that makes it (Taichi refuses these too).
+
+    >>> issubclass(fs.errors.PythonScopeError, fs.TaichiCompilationError)
+    True
+    """
+
+
 class ArgumentTypeError(FieldsimTypeError, FieldsimRuntimeError):
     """A kernel argument of the wrong kind or type (Taichi: `TaichiRuntimeTypeError`).
 

@@ -389,6 +389,7 @@ class Field:
             return arr.astype(self.dtype.np)
 
     def to_numpy(self, dtype=None, keep_dims=False) -> np.ndarray:
+        runtime.python_scope_call(f"{self._what}.to_numpy()")
         self._check_live()
         from fieldsim.lang import sparse_host
         arr = sparse_host.read_active(self)
@@ -407,6 +408,7 @@ class Field:
         return self.storage_shape
 
     def from_numpy(self, arr):
+        runtime.python_scope_call(f"{self._what}.from_numpy()")
         self._check_live()
         if hasattr(arr, "to_numpy") and not isinstance(arr, np.ndarray):
             arr = arr.to_numpy()

@@ -158,6 +158,7 @@ def to_torch(self, device=None, keep_dims=None):
     (whose scalar fields take no `keep_dims`): on the host for `device=None`. On the CUDA backend
     `device="cuda"` copies device to device (a DLPack view cloned on torch's current stream),
     never through the host."""
+    runtime.python_scope_call(f"{self._what}.to_torch()")
     torch = _torch(f"{self._what}.to_torch()")
     if keep_dims is not None and not self.ndim_el:
         raise TypeError(f"{self._what}.to_torch() got an unexpected keyword argument "
@@ -178,6 +179,7 @@ def from_torch(self, tensor):
     without `keep_dims`, as Taichi takes) into the field. A CUDA tensor into a field of the
     CUDA backend is copied device to device (torch's stream is waited for before this returns,
     so the next kernel sees it); other pairs go through host memory."""
+    runtime.python_scope_call(f"{self._what}.from_torch()")
     torch = _torch(f"{self._what}.from_torch()")
     if not isinstance(tensor, torch.Tensor):
         raise InteropError(f"{self._what}.from_torch: expected a torch.Tensor, got "

@@ -253,9 +253,13 @@ _KERNEL_PYTHON_CALLS = _KernelPythonCalls()
 
 def call_from_kernel(fn, args, kwargs):
     """`fn(*args, **kwargs)`, a plain Python call a kernel makes while it compiles."""
+    from fieldsim.errors import PythonScopeError
     _KERNEL_PYTHON_CALLS.depth += 1
     try:
         return fn(*args, **kwargs)
+    except PythonScopeError as err:
+        err.loc = None  # the frontend locates it at the kernel's line that made the call
+        raise
     finally:
         _KERNEL_PYTHON_CALLS.depth -= 1
 
@@ -265,11 +269,23 @@ def python_scope_only(what: str):
     be called in Taichi-scope"): made while the kernel compiled, it would be made once and
     kept, its values carried from launch to launch where a temporary was meant."""
     if _KERNEL_PYTHON_CALLS.depth:
-        from fieldsim.errors import FieldsimSyntaxError
-        raise FieldsimSyntaxError(
+        from fieldsim.errors import PythonScopeError
+        raise PythonScopeError(
             f"a {what} cannot be made in a kernel or @func: fields and ndarrays are made in "
             "Python scope (make it once, before the kernel, and pass it or use it as a global; "
             "per-thread temporaries are locals, e.g. fs.Vector.zero(fs.f32, n))")
+
+
+def python_scope_call(what: str):
+    """Refuses a Python-scope data call (`x.to_numpy()`, `x.from_numpy(a)`, `x.to_torch()`) made
+    from a kernel or func, as Taichi does: run once while the kernel compiled, its copy would be
+    kept, and later launches would read stale values."""
+    if _KERNEL_PYTHON_CALLS.depth:
+        from fieldsim.errors import PythonScopeError
+        raise PythonScopeError(
+            f"{what} cannot be called in a kernel or @func (Taichi-scope): it would run once, "
+            "while the kernel compiles, and the kernel would keep that copy; read or write the "
+            "elements in the kernel (x[i]), or call it in Python scope")
 
 
 _generation = [0]
