@@ -26,7 +26,8 @@ class Matrix:
     __array_priority__ = 1000  # `np.float64(1) + v` calls v.__radd__: the result stays a Matrix
     _owner = None  # (field, key, storage index) when this value is a field element: writes go through
 
-    def __init__(self, arr, dt=None, **kwargs):
+    def __init__(self, arr, *args, **kwargs):
+        dt = _value_dtype(arr, args, kwargs)
         _check_value_kwargs("Matrix", kwargs)
         if isinstance(dt, (list, tuple)) or (dt is not None and not _is_dtype(dt)):
             raise TypeError(f"fs.Matrix: bad dtype {dt!r}")
@@ -340,6 +341,21 @@ def _check_value_kwargs(kind, kwargs):
     hint = f" (a field of them is fs.{kind}.field(..., shape=...))" if "shape" in unknown else ""
     raise FieldsimTypeError(f"fs.{kind}() got unexpected keyword argument(s) "
                             f"{', '.join(unknown)}{hint}", _user_loc())
+
+
+def _value_dtype(arr, args, kwargs):
+    """`dt` of `fs.Matrix(arr, dt)`. The pre-1.0 field form `ti.Matrix(2, 2, dt=ti.f32,
+    shape=...)` binds its column count to `dt`, which Python reports only as "multiple values
+    for argument 'dt'": it is named here, with the spelling that replaced it."""
+    if len(args) > 1 or (args and "dt" in kwargs):
+        from fieldsim.errors import FieldsimTypeError
+        from fieldsim.lang.compat import user_loc as _user_loc
+        raise FieldsimTypeError(
+            f"fs.Matrix({arr!r}, {args[0]!r}, ...) is the pre-1.0 spelling of a matrix field, "
+            "removed before Taichi 1.0 (Taichi 1.7 has no such form either); use "
+            "fs.Matrix.field(n, m, dtype=..., shape=...) for a field, fs.Matrix([[...], ...]) "
+            "for a value", _user_loc())
+    return args[0] if args else kwargs.pop("dt", None)
 
 
 def _is_dtype(dt):

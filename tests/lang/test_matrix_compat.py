@@ -1,6 +1,7 @@
 """Taichi-compatible vector/matrix behaviour: list stores, comprehensions, any/all, Matrix.rows/
 cols/diag, swizzles, dynamic indexing, normalized(eps) and its gradient, raw/bit builtins, casts,
 element-wise ops, and Python-scope matrix values (write-through, element-wise comparisons)."""
+import inspect
 import math
 import operator
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 import fieldsim as fs
+from fieldsim.errors import FieldsimTypeError
 
 
 @pytest.fixture(autouse=True)
@@ -557,3 +559,17 @@ def test_matrix_constant_without_its_dtype_is_refused_by_name():
             fs.Vector.unit(3, 1).sum() + fs.Vector.one(fs.f64, 2).sum()
 
     assert good() == 6.0
+
+
+def test_pre_1_0_matrix_field_spelling_is_named_at_its_line():
+    # `ti.Matrix(2, 2, dt=ti.f32, shape=...)` (course code from 2020) bound the column count to
+    # `dt`: Python's "multiple values for argument 'dt'" named neither the form nor the way out
+    line = inspect.currentframe().f_lineno + 2
+    with pytest.raises(FieldsimTypeError, match=r"pre-1.0 spelling.*Matrix.field\(n, m") as info:
+        fs.Matrix(2, 2, dt=fs.f32, shape=(4, 4))
+    assert info.value.loc.line == line and info.value.loc.file == __file__
+    with pytest.raises(FieldsimTypeError, match="pre-1.0 spelling"):
+        fs.Matrix(3, 3, fs.f32)
+    # the value forms keep their positional and keyword dtype
+    assert fs.Matrix([[1, 2], [3, 4]], fs.f32).dtype == fs.f32
+    assert fs.Matrix([[1, 2], [3, 4]], dt=fs.i32).to_numpy().dtype == np.int32
