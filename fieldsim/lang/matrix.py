@@ -27,7 +27,7 @@ class Matrix:
     _owner = None  # (field, key, storage index) when this value is a field element: writes go through
 
     def __init__(self, arr, *args, **kwargs):
-        dt = _value_dtype(arr, args, kwargs)
+        dt = _value_dtype("Matrix", arr, args, kwargs)
         _check_value_kwargs("Matrix", kwargs)
         if isinstance(dt, (list, tuple)) or (dt is not None and not _is_dtype(dt)):
             raise TypeError(f"fs.Matrix: bad dtype {dt!r}")
@@ -343,18 +343,23 @@ def _check_value_kwargs(kind, kwargs):
                             f"{', '.join(unknown)}{hint}", _user_loc())
 
 
-def _value_dtype(arr, args, kwargs):
-    """`dt` of `fs.Matrix(arr, dt)`. The pre-1.0 field form `ti.Matrix(2, 2, dt=ti.f32,
-    shape=...)` binds its column count to `dt`, which Python reports only as "multiple values
-    for argument 'dt'": it is named here, with the spelling that replaced it."""
+_OLD_FIELD_FORMS = {"Matrix": ("fs.Matrix.field(n, m, dtype=..., shape=...)", "[[...], ...]"),
+                    "Vector": ("fs.Vector.field(n, dtype=..., shape=...)", "[...]")}
+
+
+def _value_dtype(kind, arr, args, kwargs):
+    """`dt` of `fs.Matrix(arr, dt)` / `fs.Vector(arr, dt)`. The pre-1.0 field forms
+    `ti.Matrix(2, 2, dt=ti.f32, shape=...)` and `ti.Vector(2, ti.f32, n)` pass more than one
+    positional after the entries, which Python reports only as "multiple values for argument
+    'dt'" or a count of positionals: they are named here, with the spelling that replaced them."""
     if len(args) > 1 or (args and "dt" in kwargs):
         from fieldsim.errors import FieldsimTypeError
         from fieldsim.lang.compat import user_loc as _user_loc
+        field, value = _OLD_FIELD_FORMS[kind]
         raise FieldsimTypeError(
-            f"fs.Matrix({arr!r}, {args[0]!r}, ...) is the pre-1.0 spelling of a matrix field, "
-            "removed before Taichi 1.0 (Taichi 1.7 has no such form either); use "
-            "fs.Matrix.field(n, m, dtype=..., shape=...) for a field, fs.Matrix([[...], ...]) "
-            "for a value", _user_loc())
+            f"fs.{kind}({arr!r}, {args[0]!r}, ...) is the pre-1.0 spelling of a "
+            f"{kind.lower()} field, removed before Taichi 1.0 (Taichi 1.7 has no such form "
+            f"either); use {field} for a field, fs.{kind}({value}) for a value", _user_loc())
     return args[0] if args else kwargs.pop("dt", None)
 
 
@@ -499,14 +504,15 @@ def _swizzle(i):
 class Vector(Matrix):
     ndim = 1
 
-    def __new__(cls, arr=None, dt=None, **kwargs):
+    def __new__(cls, arr=None, *args, **kwargs):
         # as Taichi: `fs.Vector([[a, b], [c, d]])` is the matrix of those rows, not a flat vector
         if cls is Vector and isinstance(arr, (list, tuple)) and arr \
                 and isinstance(arr[0], (list, tuple, np.ndarray)):
-            return Matrix(arr, dt, **kwargs)
+            return Matrix(arr, *args, **kwargs)
         return super().__new__(cls)
 
-    def __init__(self, arr, dt=None, **kwargs):
+    def __init__(self, arr, *args, **kwargs):
+        dt = _value_dtype("Vector", arr, args, kwargs)
         _check_value_kwargs("Vector", kwargs)
         if dt is not None and not _is_dtype(dt):
             raise TypeError(f"fs.Vector: bad dtype {dt!r}")

@@ -570,6 +570,10 @@ def test_pre_1_0_matrix_field_spelling_is_named_at_its_line():
     assert info.value.loc.line == line and info.value.loc.file == __file__
     with pytest.raises(FieldsimTypeError, match="pre-1.0 spelling"):
         fs.Matrix(3, 3, fs.f32)
+    with pytest.raises(FieldsimTypeError, match=r"pre-1.0 spelling.*Vector.field\(n, dtype"):
+        fs.Vector(2, fs.f32, 8)
+    assert fs.Vector([1, 2], fs.f32).to_numpy().dtype == np.float32
+    assert fs.Vector([[1, 2]], fs.i32).to_numpy().shape == (1, 2)  # rows: a matrix, as in Taichi
     # the value forms keep their positional and keyword dtype
     assert fs.Matrix([[1, 2], [3, 4]], fs.f32).dtype == fs.f32
     assert fs.Matrix([[1, 2], [3, 4]], dt=fs.i32).to_numpy().dtype == np.int32
