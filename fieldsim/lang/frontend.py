@@ -967,6 +967,7 @@ class Frontend(ExprMixin):
             finally:
                 self.depth -= nested
             return
+        syntax_warnings.check_plain_branch(self, "if", node)
         if_stmt = self.b.if_(cond)
         self.depth += 1
         with self.b.into(if_stmt.blocks[0]):
@@ -983,6 +984,8 @@ class Frontend(ExprMixin):
         self.loop_depth += 1
         with self.b.into(loop.body):
             cond = self.condition(node.test)
+            if not isinstance(cond, int):
+                syntax_warnings.check_plain_branch(self, "while", node)
             if not (isinstance(cond, int) and cond):
                 stop = self.b.if_(self.e.value(self.e.unop(Op.NOT, self.e.value(cond))))
                 with self.b.into(stop.blocks[0]):

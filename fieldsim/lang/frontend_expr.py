@@ -294,6 +294,7 @@ class ExprMixin:
         c = self.e.truthy(test)
         if isinstance(c, int):
             return self.expr(node.body if c else node.orelse)
+        syntax_warnings.check_plain_branch(self, "a if cond else b", node)
         if _may_touch_memory(node.body) or _may_touch_memory(node.orelse):
             return self.guarded_ifexp(c, node)
         return self.e.select(c, self.expr(node.body), self.expr(node.orelse))

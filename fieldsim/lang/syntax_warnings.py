@@ -11,6 +11,10 @@ Taichi 1.7.4 (measured):
   compile time. No warning for fieldsim's own objects (funcs, kernels, fs.* functions, field
   and matrix methods, types), for the builtins Taichi maps to kernel operations (print, min,
   max, int, float, bool, abs, pow, any, all, `@`, `len` of a vector) or for `str.format`;
+* an `if`, `while` or `a if c else b` inside such a plain helper that tests a kernel value warns
+  once at its line (fieldsim's own warning, no Taichi one): Taichi 1.7.4 runs the helper as
+  Python, where a kernel value is always true, so it takes the first branch for every value;
+  fieldsim branches on each value, as a `@ti.func` does;
 * an `fs.static` loop warns "You are unrolling more than N iterations" when it unrolls an
   iteration past `fs.init(unrolling_limit=N)` (default 32; 0 turns it off).
 
@@ -65,6 +69,18 @@ def check_call(fe, fn, args, node) -> None:
               "processed by fieldsim's kernel frontend: fieldsim runs it on the kernel's values "
               "as Taichi does, and it may not work as expected. Maybe you can consider turning "
               "it into a @ti.func?", node)
+
+
+def check_plain_branch(fe, kind: str, node) -> None:
+    """Warns where the plain helper being inlined branches (`kind`) on a kernel value: Taichi's
+    results differ there (every value taken as true), a silent difference otherwise."""
+    if not fe.frame.plain or fe.frame.source.in_fieldsim:
+        return
+    name = getattr(fe.frame.fn, "__name__", "?")
+    _warn(fe, f'`{kind}` on a kernel value in the plain Python function "{name}": fieldsim '
+              "tests each value, as a @ti.func does; Taichi runs the function as Python, where "
+              "a kernel value is always true, so it takes the first branch for every value. "
+              "Decorate it with @ti.func for the same results in both.", node)
 
 
 def check_unroll(fe, iteration: int, node) -> None:

@@ -12,6 +12,21 @@ def _helper(a):
     return a * 2
 
 
+def _poly_if(r):  # a course program's SPH kernel, undecorated (taichiCourse01 PCISPH)
+    res = 0.0
+    if r < 1.0:
+        res = 1.0 - r * r
+    return res
+
+
+def _step_ifexp(r):
+    return 7.0 if r < 1.0 else -1.0
+
+
+def _static_if(r, n):
+    return r * 2.0 if n > 1 else r
+
+
 class _Shape:
     def scaled(self, a):
         return a + 1
@@ -67,6 +82,30 @@ def test_calls_inside_a_plain_python_helper_do_not_warn():
     caught = _syntax_warnings(lambda: k(3))
     assert [str(w.message).split('"')[1] for w in caught] == ["_plain_outer"]
     assert k(3) == 3 + 2 + 6
+
+
+def test_a_plain_helper_branching_on_a_kernel_value_warns_at_its_line():
+    # Taichi 1.7.4 runs the helper as Python, where a kernel value is always true: it gives
+    # 1 - r*r and 7.0 for every r (measured). fieldsim tests each value; the silent difference
+    # is named at the branch. A branch on a compile-time value is the same in both: no warning.
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, 2)
+    out = fs.field(fs.f32, (3, 2))
+    x.from_numpy(np.array([0.5, 2.0], np.float32))
+
+    @fs.kernel
+    def k():
+        for i in x:
+            out[0, i] = _poly_if(x[i])
+            out[1, i] = _step_ifexp(x[i])
+            out[2, i] = _static_if(x[i], 2)
+
+    caught = [w for w in _syntax_warnings(k) if "plain Python function" in str(w.message)]
+    lines = {w.lineno for w in caught}
+    assert lines == {_poly_if.__code__.co_firstlineno + 2, _step_ifexp.__code__.co_firstlineno + 1}
+    assert all(w.filename == __file__ and "always true" in str(w.message) for w in caught)
+    assert '"_poly_if"' in " ".join(str(w.message) for w in caught)
+    np.testing.assert_allclose(out.to_numpy(), [[0.75, 0.0], [7.0, -1.0], [1.0, 4.0]])
 
 
 def test_fieldsim_functions_mapped_builtins_and_static_calls_do_not_warn():
