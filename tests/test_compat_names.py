@@ -55,3 +55,21 @@ def test_pre_1_0_names_say_what_replaced_them():
     with pytest.raises(FieldsimAttributeError, match=r"ti.types.sparse_matrix_builder\(\)"):
         fs.linalg.sparse_matrix_builder()
     assert not hasattr(fs.linalg, "sparse_matrix_builder") and hasattr(fs.linalg, "SparseSolver")
+
+
+def test_pre_1_0_atomic_methods_on_values_name_the_function():
+    # course code (a 2021 PCISPH): `offs = cnt[c].atomic_add(1)`, `nb_i.atomic_add(1)`; refused
+    # by Taichi 1.7.4 too, here with the function that replaced the method, at the user's line
+    from fieldsim.errors import FieldsimTypeError
+    fs.init(arch=fs.cpu)
+    cnt = fs.field(fs.i32, shape=4)
+
+    @fs.kernel
+    def claim():
+        for i in range(4):
+            cnt[i].atomic_add(1)
+
+    with pytest.raises(FieldsimTypeError, match=r"removed before Taichi 1.0; use "
+                                                r"ti.atomic_add\(cnt\[i\], \.\.\.\)") as info:
+        claim()
+    assert info.value.loc.file == __file__ and "cnt[i].atomic_add(1)" in str(info.value)

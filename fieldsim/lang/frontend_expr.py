@@ -621,7 +621,8 @@ class ExprMixin:
         if isinstance(base, Field) and name in ("grad", "dual"):
             return placed_twin(base, name)
         if isinstance(base, (Stmt,)):
-            raise FieldsimTypeError(f"a scalar {base.dtype} value has no attribute {name!r}")
+            raise FieldsimTypeError(f"a scalar {base.dtype} value has no attribute {name!r}"
+                                    f"{_atomic_method_hint(name, node)}")
         try:
             return getattr(base, name)
         except AttributeError as err:
@@ -1277,3 +1278,12 @@ def _check_builtin_arity(fn, args, kwargs):
     except TypeError as e:
         name = getattr(fn, "__name__", "function")
         raise ArgumentCountError(f"fs.{name}(): {e}") from None
+
+
+def _atomic_method_hint(name: str, node: ast.Attribute) -> str:
+    """Pre-1.0 Taichi had atomic methods on values (`x[i].atomic_add(1)`, `n.atomic_add(1)`),
+    still in course code; Taichi 1.7 keeps only the functions."""
+    if not name.startswith("atomic_"):
+        return ""
+    return (f" (the method form was removed before Taichi 1.0; use "
+            f"ti.{name}({ast.unparse(node.value)}, ...))")
