@@ -234,6 +234,8 @@ class ExprMixin:
             t = t if is_and else (int(not t) if isinstance(t, int) else self.e.unop(Op.NOT, t))
             needed = t if needed is None else self.e.binop("&", needed, t)
         if isinstance(needed, int):  # decided at compile time: Python's and/or
+            if not needed:  # `False and x[i - 1]`: the result is the operand before, never loaded
+                return 0
             block.extend(lazy)
             return value
         var = Stmt(Op.ALLOCA, value.dtype, loc=self.b.loc)
