@@ -17,7 +17,7 @@ import numpy as np
 
 from fieldsim.errors import FieldsimTypeError
 from fieldsim.ir.ir import Op, Stmt
-from fieldsim.lang import matrix_ops, ops
+from fieldsim.lang import matrix_ops, ops, runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, is_number
 from fieldsim.lang.matrix import host_cross
@@ -110,9 +110,9 @@ __all__ = [
     "tan",
     "tanh",
     "translate",
-    "uvec2",
-    "uvec3",
-    "uvec4",
+    "uvec2",  # noqa: F822 (module __getattr__: they follow default_ip)
+    "uvec3",  # noqa: F822
+    "uvec4",  # noqa: F822
     "vdir",
     "vec2",
     "vec3",
@@ -121,7 +121,23 @@ __all__ = [
 
 vec2, vec3, vec4 = T.vector(2, float), T.vector(3, float), T.vector(4, float)
 ivec2, ivec3, ivec4 = T.vector(2, int), T.vector(3, int), T.vector(4, int)
-uvec2, uvec3, uvec4 = T.vector(2, T.u32), T.vector(3, T.u32), T.vector(4, T.u32)
+_UVEC = {"uvec2": 2, "uvec3": 3, "uvec4": 4}
+_uvec_types: dict = {}
+
+
+def __getattr__(name):
+    """`uvec2`/`uvec3`/`uvec4`: vectors of Taichi's default_up, the unsigned type of default_ip
+    (u64 after `init(default_ip=ti.i64)`, else u32), read when the name is looked up."""
+    if name not in _UVEC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    rt = runtime._current
+    up = T.u64 if rt is not None and rt.default_ip is T.i64 else T.u32
+    key = (_UVEC[name], up)
+    if key not in _uvec_types:  # one type object per shape and dtype, as a module constant is
+        _uvec_types[key] = T.vector(key[0], up)
+    return _uvec_types[key]
+
+
 mat2, mat3, mat4 = T.matrix(2, 2, float), T.matrix(3, 3, float), T.matrix(4, 4, float)
 
 pi, e, inf, nan = _m.pi, _m.e, _m.inf, _m.nan

@@ -117,7 +117,7 @@ TAICHI_ONLY_OPTIONS = {
     "use_gles": "no OpenGL backend",
     "short_circuit_operators": "and/or run an operand with effects always, one that only loads where needed",
     "excepthook": "no effect",
-    "default_up": "no effect",
+    "default_up": "ignored: the unsigned type of default_ip (ti.math.uvec2/3/4 hold it)",
     "enable_fallback": "unsupported backends always fall back to the CPU with a warning",
     "require_version": "no effect",
     "packed": "no effect (fields are always packed)",
