@@ -106,9 +106,12 @@ class ExprMixin:
         return {k: self.expr(v) for k, v in zip(keys, node.values)}
 
     def _dict_key(self, node):
+        """A compile-time key, or a scalar kernel value: as Taichi's Expr keys, each such value
+        is its own key, for `.values()`/`.items()` (`sum({x[j]: x[j] + j for j in ...}.values())`);
+        looking one up by a runtime value is refused (`constant_item`)."""
         key = self.expr(node)
-        if isinstance(key, (Stmt, MatVal)) or not _hashable(key):
-            raise FieldsimSyntaxError("a dict in a kernel needs compile-time keys "
+        if isinstance(key, MatVal) or not _hashable(key):
+            raise FieldsimSyntaxError("a dict in a kernel needs compile-time or scalar keys "
                                       "(e.g. fs.Struct({'a': x}), {0: x})")
         return key
 
@@ -1163,6 +1166,21 @@ def _py_pow(fe, args, kw):
     return fe.apply_binop("**", args[0], args[1])
 
 
+def _py_sum(fe, args, kw):
+    """Python's `sum` of a list, tuple or dict view holding kernel values, which Taichi runs on
+    its Exprs (`sum({x[j]: ... for j in ...}.values())`): their `+`, from `start` (0)."""
+    if args and isinstance(args[0], (Stmt, MatVal)):
+        raise FieldsimTypeError(f"sum() of {describe(args[0])}: it is not iterable in a kernel "
+                                "(for a vector's entries use v.sum())")
+    items = list(args[0]) if args else []
+    acc = args[1] if len(args) > 1 else kw.get("start", 0)
+    if not any(isinstance(v, (Stmt, MatVal)) for v in [*items, acc]):
+        return builtins.sum(*args, **kw)
+    for v in items:
+        acc = fe.apply_binop("+", acc, v)
+    return acc
+
+
 def _py_bool(fe, args, kw):
     v = args[0] if args else False
     if isinstance(v, (Stmt, MatVal)):
@@ -1196,7 +1214,7 @@ _UNHANDLED = object()  # a call handler declines with this (a handled call may r
 _PRINT = builtins.print  # as imported, before any tool replaced it
 _PY_BUILTINS = {getattr: _getattr, isinstance: _py_isinstance, any: _py_anyall("any"), all: _py_anyall("all"), int: _int_cast,
                 float: _float_cast, len: _len, min: _py_minmax("min"),
-                max: _py_minmax("max"), abs: _py_abs, pow: _py_pow, bool: _py_bool,
+                max: _py_minmax("max"), abs: _py_abs, pow: _py_pow, bool: _py_bool, sum: _py_sum,
                 np.absolute: _py_abs,  # numpy calls the value's __abs__: Taichi takes it
                 np.square: lambda fe, a, k: fe.apply_binop("*", a[0], a[0]),  # its __mul__ too
                 operator.matmul: lambda fe, a, k: fe.apply_binop("@", a[0], a[1]),
