@@ -492,7 +492,8 @@ class ExprMixin:
     def expr_Slice(self, node: ast.Slice):
         parts = [self.expr(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
         if any(isinstance(p, (Stmt, MatVal)) for p in parts):
-            raise FieldsimSyntaxError("a slice of a vector/matrix needs compile-time bounds")
+            raise FieldsimSyntaxError("a slice of a vector/matrix needs compile-time bounds (as Taichi "
+                                      "says: Taichi does not support variables in slice now)")
         return slice(*parts)
 
     def matval_slice(self, m: MatVal, idx: list):
