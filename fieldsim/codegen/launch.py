@@ -285,8 +285,9 @@ def raise_kernel_error(info, err, caps):
         holder = info.accesses[which][3] if len(info.accesses[which]) > 3 else None
         note += f" ({holder})" if holder else ""
         kind = info.accesses[which][4] if len(info.accesses[which]) > 4 else "field"
-        raise KernelIndexRangeError(f"kernel {info.name!r}: index {extra} is out of range for "
-                                    f"{kind} {name!r}{note}", loc)
+        # "Out of bound access": Taichi's words for its debug bounds check, which programs match
+        raise KernelIndexRangeError(f"kernel {info.name!r}: Out of bound access: index {extra} is "
+                                    f"out of range for {kind} {name!r}{note}", loc)
     if code == ERR_ASSERT:
         msg, loc = info.asserts[which]
         if isinstance(msg, tuple):  # a formatted message: its values follow the error words
