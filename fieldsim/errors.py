@@ -243,6 +243,15 @@ class PythonScopeError(FieldsimSyntaxError):
     """
 
 
+class IntPowerError(FieldsimTypeError, FieldsimRuntimeError):
+    """An integer raised to a constant negative power: refused while compiling (Taichi's
+    simplifier raises a `RuntimeError` there; fieldsim's is also the `TypeError` it was).
+
+    >>> issubclass(fs.errors.IntPowerError, (TypeError, RuntimeError))
+    True
+    """
+
+
 class ArgumentTypeError(FieldsimTypeError, FieldsimRuntimeError):
     """A kernel argument of the wrong kind or type (Taichi: `TaichiRuntimeTypeError`).
 

@@ -13,7 +13,7 @@ import types
 
 import numpy as np
 
-from fieldsim.errors import FieldsimTypeError
+from fieldsim.errors import FieldsimTypeError, IntPowerError
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import types as T
@@ -296,7 +296,7 @@ class Emitter:
         x = self.value(a, dt)
         if not isinstance(b, Stmt):
             if int(b) < 0:
-                raise FieldsimTypeError(f"Negative exponent in pow(int, int) is not allowed: "
+                raise IntPowerError(f"Negative exponent in pow(int, int) is not allowed: "
                                         f"{dt} ** {int(b)} (write a float base, e.g. "
                                         f"`float(a) ** {int(b)}`, for a fraction)")
             return self._power_by_squaring(x, int(b))
