@@ -6,18 +6,11 @@ values."""
 import sys
 
 import pytest
-from support.wrong_programs import assert_located_failure, run_marked
+from support.wrong_programs import WATCHED_X_HEAD, assert_located_failure, run_marked
 
 import fieldsim as fs
 
-HEAD = """\
-import numpy as np
-import fieldsim as fs
-fs.init(arch=fs.cpu)
-x = fs.field(fs.f32, shape=4)
-x.from_numpy(np.arange(4, dtype=np.float32))
-WATCH = [x]
-"""
+HEAD = WATCHED_X_HEAD
 
 # id -> (body, classes the error must be, words its message must hold, modules hidden).
 # Each body marks the line the error must name with `# BAD` and defines bad(), the failing call.

@@ -7,18 +7,11 @@ import warnings
 
 import numpy as np
 import pytest
-from support.wrong_programs import assert_located_failure, fieldsim_frames, run_marked
+from support.wrong_programs import WATCHED_X_HEAD, assert_located_failure, fieldsim_frames, run_marked
 
 import fieldsim as fs
 
-HEAD = """\
-import numpy as np
-import fieldsim as fs
-fs.init(arch=fs.cpu)
-x = fs.field(fs.f32, shape=4)
-x.from_numpy(np.arange(4, dtype=np.float32))
-WATCH = [x]
-"""
+HEAD = WATCHED_X_HEAD
 
 # id -> (body, classes the error must be, words its message must hold)
 CASES = {

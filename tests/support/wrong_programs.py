@@ -10,6 +10,16 @@ import pytest
 
 from fieldsim import errors
 
+# a program head whose field `x` (0, 1, 2, 3) a failing call must leave as it was (`WATCH`)
+WATCHED_X_HEAD = """\
+import numpy as np
+import fieldsim as fs
+fs.init(arch=fs.cpu)
+x = fs.field(fs.f32, shape=4)
+x.from_numpy(np.arange(4, dtype=np.float32))
+WATCH = [x]
+"""
+
 
 def run_marked(tmp_path, name: str, head: str, body: str):
     """Writes `head` + `body` to a file and runs it: (its globals, its path, the # BAD line)."""
