@@ -258,7 +258,10 @@ def call_from_kernel(fn, args, kwargs):
     try:
         return fn(*args, **kwargs)
     except PythonScopeError as err:
-        err.loc = None  # the frontend locates it at the kernel's line that made the call
+        if getattr(fn, "__module__", None) is not None and fn.__module__.split(".")[0] == "fieldsim":
+            # called from the kernel's own line (`a = x.to_numpy()`): the frontend locates it
+            # there; from a user's helper, the helper's line (already on it) says more
+            err.loc = None
         raise
     finally:
         _KERNEL_PYTHON_CALLS.depth -= 1
