@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 
 from llvmlite import ir as L
 
@@ -30,8 +31,10 @@ FUNCTIONS = {"sin": 1, "cos": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1, "tan
 _ISAS = (("b", "+sse4.2", 4), ("d", "+avx2", 8), ("e", "+avx512f", 16))
 
 
+@functools.cache
 def _load_libmvec():
-    """glibc's libmvec loaded into the process (its symbols global, for the JIT), or None."""
+    """glibc's libmvec loaded into the process (its symbols global, for the JIT), or None; once
+    per process, not at every `fs.init` (the library search alone runs `ldconfig`)."""
     path = ctypes.util.find_library("mvec")
     if path is None:
         return None
