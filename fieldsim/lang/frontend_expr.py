@@ -9,7 +9,6 @@ import inspect
 import numbers
 import operator
 import types
-import warnings
 
 import numpy as np
 
@@ -776,7 +775,7 @@ class ExprMixin:
             out = handler(fn, args, kwargs, node)
             if out is not _UNHANDLED:
                 return out
-        return self._call_python_callable(fn, args, kwargs)
+        return self._call_python_callable(fn, args, kwargs, node)
 
     def _call_func(self, fn, args, kwargs, node):
         """An @fs.func (plain, a method with `self` first, or a classmethod): inlined."""
@@ -809,11 +808,13 @@ class ExprMixin:
             raise FieldsimSyntaxError("a kernel cannot call another kernel; make it an @fs.func")
         return _UNHANDLED
 
-    def _call_python_callable(self, fn, args, kwargs):
+    def _call_python_callable(self, fn, args, kwargs, node):
         if isinstance(getattr(fn, "__self__", None), Field) and fn.__name__ == "fill":
             if len(args) != 1 or kwargs:
                 raise FieldsimTypeError("field.fill takes one value")
             return self.field_fill(fn.__self__, args[0])
+        if fn is builtins.range:
+            return _static_range([_range_bound(self, x, node) for x in args])
         handler = _PY_BUILTINS.get(fn) if _hashable(fn) else None
         if handler is not None:
             return handler(self, args, kwargs)
@@ -1219,27 +1220,26 @@ _PY_BUILTINS = {getattr: _getattr, isinstance: _py_isinstance, any: _py_anyall("
                 np.absolute: _py_abs,  # numpy calls the value's __abs__: Taichi takes it
                 np.square: lambda fe, a, k: fe.apply_binop("*", a[0], a[0]),  # its __mul__ too
                 operator.matmul: lambda fe, a, k: fe.apply_binop("@", a[0], a[1]),
-                _PRINT: formatting.emit_print,
-                builtins.range: lambda fe, a, k: _static_range([_range_bound(fe, x) for x in a])}
+                _PRINT: formatting.emit_print}
 
 
-def _range_bound(fe, a):
+def _range_bound(fe, a, node):
     """As Taichi: a real range bound is cast to i32 (truncated), `range(200.)` runs 200 times."""
     if isinstance(a, Stmt) and a.dtype.is_float:
         return fe.e.cast(a, T.i32)
     if isinstance(a, (float, np.floating)):
         return int(a)
     if isinstance(a, (tuple, list)):
-        return _range_tuple_bound(a)
+        return _range_tuple_bound(fe, a, node)
     return a
 
 
-def _range_tuple_bound(a):
+def _range_tuple_bound(fe, a, node):
     """`range(x.shape)` of a 1-D field runs in Taichi (its one entry is the bound, with a
     warning); a longer tuple has no one bound, and Python's own words do not say so."""
     if len(a) == 1 and isinstance(a[0], (int, np.integer)):
-        warnings.warn(f"range() of the 1-tuple {tuple(a)!r}: its one entry is the bound "
-                      f"(write range(n[0]))", stacklevel=2)
+        syntax_warnings.warn_at(fe, f"range() of the 1-tuple {tuple(a)!r}: its one entry is the "
+                                    f"bound (write range(n[0]))", node, UserWarning)
         return a[0]
     raise FieldsimTypeError(f"range() of the tuple {tuple(a)!r}: a range bound is one integer; "
                             f"for a shape write `range(shape[0])` or `fs.ndrange(*shape)`")

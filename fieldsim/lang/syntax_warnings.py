@@ -52,8 +52,13 @@ def _is_python_callable(fn, args) -> bool:
 
 
 def _warn(fe, message: str, node) -> None:
+    warn_at(fe, message, node)
+
+
+def warn_at(fe, message: str, node, category=SyntaxWarning) -> None:
+    """Warns once at the user's line of `node`."""
     loc = fe.loc(node)
-    warnings.warn_explicit(message, SyntaxWarning, loc.file, loc.line,
+    warnings.warn_explicit(message, category, loc.file, loc.line,
                            registry=_registry.setdefault(loc.file, {}))
 
 

@@ -103,4 +103,8 @@ def test_range_of_a_1d_shape_runs_as_in_taichi():
         warnings.simplefilter("always")
         k()
     np.testing.assert_array_equal(x.to_numpy(), [10.0, 11.0, 12.0, 13.0])
-    assert any("1-tuple (4,)" in str(w.message) for w in caught)
+    [warning] = [w for w in caught if "1-tuple (4,)" in str(w.message)]
+    # at the user's line, not in fieldsim's frontend
+    assert warning.filename == __file__, warning.filename
+    with open(__file__) as source:
+        assert "for i in range(x.shape)" in source.read().splitlines()[warning.lineno - 1]
