@@ -174,6 +174,27 @@ def test_runtime_negative_exponent_of_an_integer_fails_an_assertion_under_debug(
     def p(b: fs.i32, e: fs.i32) -> fs.i32:
         return b ** e
 
-    assert p(3, 4) == 81
+    @fs.kernel
+    def unsigned_exp(x: fs.i64, y: fs.u32) -> fs.i64:
+        return x ** y
+
+    @fs.kernel
+    def constant_exp(x: fs.i32) -> fs.i32:
+        return x ** -3
+
+    assert p(3, 4) == 81 and p(-3, 3) == -27
+    assert unsigned_exp(5, 4) == 625  # an unsigned exponent is never checked
     with pytest.raises(fs.FieldsimAssertionError, match=r"Negative exponent in pow\(int, int\)"):
         p(2, -1)
+    # a failed debug check is also Taichi's RuntimeError; a constant one is refused at compile time
+    with pytest.raises(RuntimeError):
+        p(2, -1)
+    with pytest.raises(RuntimeError):
+        constant_exp(2)
+    fs.init(arch=fs.cpu)
+
+    @fs.kernel
+    def unchecked(b: fs.i32, e: fs.i32) -> fs.i32:
+        return b ** e
+
+    assert unchecked(3, -2) == 9  # without debug: its magnitude, as Taichi 1.7.4 computes it
