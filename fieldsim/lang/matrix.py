@@ -27,6 +27,11 @@ class Matrix:
     _owner = None  # (field, key, storage index) when this value is a field element: writes go through
 
     def __init__(self, arr, *args, **kwargs):
+        if not (args or kwargs) and type(self) is Matrix:
+            a = _plain_entries(arr, 2)
+            if a is not None:
+                self.__dict__.update(_arr=a, dtype=None)
+                return
         dt = _value_dtype("Matrix", arr, args, kwargs)
         _check_value_kwargs("Matrix", kwargs)
         if isinstance(dt, (list, tuple)) or (dt is not None and not _is_dtype(dt)):
@@ -110,6 +115,10 @@ class Matrix:
 
     @at_user_line
     def __getitem__(self, k):
+        if self._owner is None and type(k) is int:  # `v[0]` of a value: an entry, at once
+            a = self._arr
+            if a.ndim == 1 and -a.shape[0] <= k < a.shape[0]:
+                return a[k]
         try:
             v = self._a[k]  # an entry is a numpy scalar of the entries' dtype, as in Taichi
         except IndexError as e:
@@ -489,7 +498,26 @@ def _np(v):
 
 
 def _wrap(a):
-    return Vector(a) if a.ndim == 1 else Matrix(a)
+    """A value of the numpy array `a` (a computed result: no entry checks to make), its own
+    copy where `a` is a view (a matrix's row)."""
+    if a.ndim not in (1, 2):
+        return Vector(a) if a.ndim == 1 else Matrix(a)
+    value = object.__new__(Vector if a.ndim == 1 else Matrix)
+    value.__dict__.update(_arr=a if a.base is None else a.copy(), dtype=None)
+    return value
+
+
+def _plain_entries(arr, ndim):
+    """`arr` as the numpy array the checked constructors would make, when it is a list or tuple
+    of numbers (of rows of numbers, for `ndim` 2); None for anything else (those take the
+    checked path, which says what is wrong)."""
+    if type(arr) not in (list, tuple) or not arr or (type(arr[0]) in (list, tuple)) != (ndim == 2):
+        return None
+    try:
+        a = np.array(arr)
+    except ValueError:  # ragged rows: said by the checked path
+        return None
+    return a if a.ndim == ndim and a.dtype.kind in "fiu" else None
 
 
 def _swizzle(i):
@@ -512,6 +540,11 @@ class Vector(Matrix):
         return super().__new__(cls)
 
     def __init__(self, arr, *args, **kwargs):
+        if not (args or kwargs):
+            a = _plain_entries(arr, 1)
+            if a is not None:
+                self.__dict__.update(_arr=a, dtype=None)
+                return
         dt = _value_dtype("Vector", arr, args, kwargs)
         _check_value_kwargs("Vector", kwargs)
         if dt is not None and not _is_dtype(dt):
