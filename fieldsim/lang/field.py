@@ -285,6 +285,8 @@ class Field:
     def _index(self, key) -> tuple:
         """Storage indices (offset removed) of a user's key, checked against the field."""
         self._check_live()
+        if key is None and not self.shape:  # loss[None]
+            return ()
         if type(key) is int and len(self.shape) == 1:  # x[i], the common case: one axis to check
             return (self._axis_index(0, key, self.shape[0], self._offset[0]),)
         if type(key) is tuple:
@@ -345,8 +347,9 @@ class Field:
             arr = self._coerce(value, self.element_shape, f"element {idx}")
         _record_python_write(self, idx)
         self.storage.write_element(idx, arr)
-        from fieldsim.lang import sparse_host
-        sparse_host.activate_python(self, idx)
+        if self._snode is not None and self._snode.sparse_path():
+            from fieldsim.lang import sparse_host
+            sparse_host.activate_python(self, idx)
 
     def _scalar(self, value):
         """A Python int or float for a scalar element, stored as `_coerce` stores it but
