@@ -37,10 +37,13 @@ Output: a new kernel `<name>.grad` with the same params and no return value, ver
   pure values, spills never read, empty blocks and tasks) is removed at the end;
 * every statement carries the loc of the primal statement it comes from.
 
-Raises `FieldsimCompilationError` (with the statement's loc) for an atomic whose returned old
-value is used (outside a func_replay; a kernel that writes no field with a gradient gets an
-empty adjoint instead), and (via lower_break) for `break` out of a top-level
-loop.
+An atomic whose returned old value is used (outside a func_replay) cannot be replayed: the
+replay drops atomics, and the value depends on the threads' order. Where the adjoint needs
+nothing that old value reaches (`adjoint_needs`: bookkeeping such as `slot =
+ti.atomic_add(cnt[None], 1)`, `order[slot] = i` beside a differentiated store), the replay and
+the sweep leave out every statement it reaches by value, through locals, or by control. Where
+the adjoint needs it, raises `FieldsimCompilationError` at the atomic's loc; also (via
+lower_break) for `break` out of a top-level loop.
 """
 from __future__ import annotations
 
@@ -51,7 +54,7 @@ from fieldsim.ad.rules import EXACT_RULES, RULES
 from fieldsim.ad.stack import CapacityFormula
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.ir import dtypes as T
-from fieldsim.ir.activity import activity, stopped_loads, writes_derivatives
+from fieldsim.ir.activity import activity, adjoint_needs, stopped_loads, writes_derivatives
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import (
     PURE,
@@ -84,8 +87,7 @@ def make_adjoint(kernel: Kernel, exact: bool = False) -> Kernel:
         # into integer fields): an empty adjoint, rather than refusing a value it never needs
         return Kernel(f"{k.name}.grad", list(k.params), [], None, k.loc,
                       {**k.meta, "stack_capacities": [], "adjoint_of": k.name})
-    _refuse_unsupported(k)
-    ad = _KernelAD(k, EXACT_RULES if exact else RULES)
+    ad = _KernelAD(k, EXACT_RULES if exact else RULES, _unreplayed(k))
     body = ad.build()
     prune(body)
     capacities = _renumber_stacks(body, ad.capacities)
@@ -112,27 +114,67 @@ def _replayed_code(body):
             yield from _replayed_code(blk)
 
 
+def _used_atomics(k: Kernel) -> list[Stmt]:
+    """The replayed atomics whose old value some statement uses."""
+    used = {id(a) for s in walk(k.body) for a in s.args}
+    return [s for s in _replayed_code(k.body) if s.op == Op.ATOMIC and id(s) in used]
+
+
 def _uses_atomic_result(k: Kernel) -> bool:
-    used = {id(a) for s in walk(k.body) for a in s.args}
-    return any(s.op == Op.ATOMIC and id(s) in used for s in _replayed_code(k.body))
+    return bool(_used_atomics(k))
 
 
-def _refuse_unsupported(k: Kernel):
-    used = {id(a) for s in walk(k.body) for a in s.args}
-    for s in _replayed_code(k.body):
-        if s.op == Op.ATOMIC and id(s) in used:
+def _unreplayed(k: Kernel) -> set[int]:
+    """ids of the statements the adjoint leaves out: the used old values of atomics and what
+    they reach. Refuses the kernel, at the atomic, when the adjoint needs one of them (an
+    index or value of a differentiated access, a branch around one, a local it reads)."""
+    roots = _used_atomics(k)
+    if not roots:
+        return set()
+    needed = adjoint_needs(k.body, activity(k.body))
+    for s in roots:
+        if id(s) in needed:  # needed is closed backwards: whatever it reaches that is needed
             raise FieldsimCompilationError(
-                f"the old value returned by atomic_{s.attr[1]} is used; it cannot be replayed "
-                "in the adjoint, so this kernel cannot be differentiated (use the atomic as a "
-                "statement, or compute the value in a kernel outside the Tape)", s.loc)
+                f"the old value returned by atomic_{s.attr[1]} is used where the adjoint needs "
+                "it; it cannot be replayed in the adjoint, so this kernel cannot be "
+                "differentiated (use the atomic as a statement, or compute the value in a "
+                "kernel outside the Tape)", s.loc)
+    return _reached_from({id(s) for s in roots}, k.body)
+
+
+def _reached_from(roots: set[int], body) -> set[int]:
+    """`roots` and the statements depending on them: by operand, by an enclosing block's
+    statement, or through a local (a store of one makes its ALLOCA, so every load, reached)."""
+    reached = set(roots)
+    pairs = list(_with_parents(body, None))
+    changed = True
+    while changed:
+        changed = False
+        for s, up in pairs:
+            if id(s) in reached:
+                continue
+            if (up is not None and id(up) in reached) or any(id(a) in reached for a in s.args):
+                reached.add(id(s))
+                changed = True
+                if s.op == Op.LOCAL_STORE:
+                    reached.add(id(s.args[0]))
+    return reached
+
+
+def _with_parents(block, up):
+    for s in block:
+        yield s, up
+        for blk in s.blocks:
+            yield from _with_parents(blk, s)
 
 
 class _KernelAD:
     """The adjoint kernel's top level: prologue copy, then the tasks' adjoints reversed."""
 
-    def __init__(self, k: Kernel, rules=RULES):
+    def __init__(self, k: Kernel, rules=RULES, unreplayed: frozenset | set = frozenset()):
         self.k = k
         self.rules = rules
+        self.unreplayed = unreplayed  # `_unreplayed`: left out of the replay and the sweep
         self.stopped = stopped_loads(k.body)  # LOADs under fs.stop_grad, kernel-wide
         self.b = IRBuilder()
         self.capacities: list[CapacityFormula] = []
@@ -271,7 +313,7 @@ class _TaskAD:
     # ---- forward replay -----------------------------------------------------------------------
     def replay_block(self, block, where: tuple):
         for s in block:
-            if s.op in _DROPPED:
+            if s.op in _DROPPED or id(s) in self.kad.unreplayed:
                 continue
             with self.b.at(s.loc):
                 if s.op == Op.CUSTOM_GRAD:  # its forward (or replay) code, inline; its adjoint: in the sweep
@@ -463,6 +505,8 @@ class _TaskAD:
 
     def _reverse_block(self, block):
         for s in reversed(block):
+            if id(s) in self.kad.unreplayed:
+                continue
             with self.b.at(s.loc):
                 handler = _REVERSE.get(s.op)
                 if handler is not None:
