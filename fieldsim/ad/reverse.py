@@ -144,28 +144,34 @@ def _unreplayed(k: Kernel) -> set[int]:
 
 def _reached_from(roots: set[int], body) -> set[int]:
     """`roots` and the statements depending on them: by operand, by an enclosing block's
-    statement, or through a local (a store of one makes its ALLOCA, so every load, reached)."""
+    statement, through a local (a store of one makes its ALLOCA, so every load, reached), or
+    through a loop's exit (a reached `break` makes its loop reached: left out whole, never run
+    without the exit)."""
     reached = set(roots)
-    pairs = list(_with_parents(body, None))
+    triples = list(_with_parents(body, None, None))
     changed = True
     while changed:
         changed = False
-        for s, up in pairs:
-            if id(s) in reached:
+        for s, up, loop in triples:
+            if id(s) in reached or not (
+                    (up is not None and id(up) in reached) or any(id(a) in reached for a in s.args)):
                 continue
-            if (up is not None and id(up) in reached) or any(id(a) in reached for a in s.args):
-                reached.add(id(s))
-                changed = True
-                if s.op == Op.LOCAL_STORE:
-                    reached.add(id(s.args[0]))
+            reached.add(id(s))
+            changed = True
+            if s.op == Op.LOCAL_STORE:
+                reached.add(id(s.args[0]))
+            elif s.op in (Op.BREAK, Op.CONTINUE) and loop is not None:
+                reached.add(id(loop))
     return reached
 
 
-def _with_parents(block, up):
+def _with_parents(block, up, loop):
+    """(statement, enclosing statement, enclosing loop) for every statement of `block`."""
     for s in block:
-        yield s, up
+        yield s, up, loop
+        inner = s if s.op in (Op.FOR, Op.LOOP) else loop
         for blk in s.blocks:
-            yield from _with_parents(blk, s)
+            yield from _with_parents(blk, s, inner)
 
 
 class _KernelAD:

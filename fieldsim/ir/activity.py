@@ -74,36 +74,43 @@ def writes_derivatives(body: list[Stmt]) -> bool:
                or s.op == Op.CUSTOM_GRAD for s in walk(body))
 
 
-# Ops an adjoint always keeps (control transfers, debug asserts, custom-gradient and AD-stack
-# plumbing, and every RAND: the replay draws the forward's random numbers only if it makes the
-# same draws in the same order): what decides them, and the branches around them, is needed too.
-_ALWAYS_NEEDED = frozenset({Op.ASSERT, Op.BREAK, Op.CONTINUE, Op.RETURN, Op.RAND, Op.CUSTOM_GRAD,
+# Ops an adjoint always keeps (debug asserts, returns, custom-gradient and AD-stack plumbing,
+# and every RAND: the replay draws the forward's random numbers only if it makes the same draws
+# in the same order): what decides them, and the branches around them, is needed too.
+_ALWAYS_NEEDED = frozenset({Op.ASSERT, Op.RETURN, Op.RAND, Op.CUSTOM_GRAD,
                             Op.CUSTOM_ADJ_IN, Op.CUSTOM_ADJ_OUT, Op.STACK_ALLOCA, Op.STACK_PUSH,
                             Op.STACK_POP, Op.STACK_TOP, Op.STOP_GRAD})
+_EXITS = (Op.BREAK, Op.CONTINUE)
 
 
 def adjoint_needs(body: list[Stmt], active: set[int]) -> set[int]:
     """ids of the statements whose values an adjoint of `body` may use: the active values, the
     indices and values of writes to fields with a gradient, and, closed backwards, their operands,
-    the conditions and bounds of the branches and loops around them, the stores to the locals
-    they read, and the writes to the fields they load; also whatever decides how many
-    `fs.random()` draws run before each one. A LOAD outside it (a bookkeeping read of
-    an integer counter in an `if` that only updates that counter) is never recomputed to any
+    the conditions and bounds of the branches and loops around them, the `break`s and
+    `continue`s of those loops, the stores to the locals they read, and the writes to the fields
+    they load; also whatever decides how many `fs.random()` draws run before each one. A LOAD
+    outside it (a bookkeeping read of an integer counter in an `if` that only updates that
+    counter, or deciding when a loop holding only bookkeeping stops) is never recomputed to any
     effect, so overwriting its element afterwards changes no gradient."""
     parent: dict[int, Stmt | None] = {}
-    writers: dict[int, list[Stmt]] = {}  # id(alloca or field) -> the statements writing it
+    writers: dict[int, list[Stmt]] = {}  # id(alloca, field or loop) -> its writers (exits)
     seeds: list[Stmt] = []
 
-    def visit(block, up, in_custom):
+    def visit(block, up, loop, in_custom):
         for s in block:
             parent[id(s)] = up
-            _note_writer(s, writers)
+            _note_writer(s, loop, writers)
             if in_custom or _seeds_adjoint(s, active):
                 seeds.append(s)
+            inner = s if s.op in (Op.FOR, Op.LOOP) else loop
             for b in s.blocks:
-                visit(b, s, in_custom or s.op == Op.CUSTOM_GRAD)
+                visit(b, s, inner, in_custom or s.op == Op.CUSTOM_GRAD)
 
-    visit(body, None, False)
+    visit(body, None, None, False)
+    return _closed(seeds, parent, writers)
+
+
+def _closed(seeds: list[Stmt], parent: dict, writers: dict) -> set[int]:
     needed: set[int] = set()
     stack = seeds
     while stack:
@@ -114,16 +121,20 @@ def adjoint_needs(body: list[Stmt], active: set[int]) -> set[int]:
         stack.extend(a for a in s.args if isinstance(a, Stmt))
         if parent[id(s)] is not None:
             stack.append(parent[id(s)])
-        if s.op in (Op.ALLOCA, Op.LOAD):
-            stack.extend(writers.get(id(s if s.op == Op.ALLOCA else s.field), ()))
+        if s.op in (Op.ALLOCA, Op.FOR, Op.LOOP):
+            stack.extend(writers.get(id(s), ()))
+        elif s.op == Op.LOAD:
+            stack.extend(writers.get(id(s.field), ()))
     return needed
 
 
-def _note_writer(s: Stmt, writers: dict) -> None:
+def _note_writer(s: Stmt, loop: Stmt | None, writers: dict) -> None:
     if s.op == Op.LOCAL_STORE:
         writers.setdefault(id(s.args[0]), []).append(s)
     elif s.op in (Op.STORE, Op.ATOMIC):
         writers.setdefault(id(s.field), []).append(s)
+    elif s.op in _EXITS and loop is not None:  # a loop's exits decide its trip count
+        writers.setdefault(id(loop), []).append(s)
 
 
 def _seeds_adjoint(s: Stmt, active: set[int]) -> bool:

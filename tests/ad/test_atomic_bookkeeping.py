@@ -49,11 +49,24 @@ def _program(variant):
             order[N - 1 - slot] = i
 
     @fs.kernel
+    def searched():  # the old value decides when a loop holding only bookkeeping stops
+        for i in range(N):
+            slot = fs.atomic_add(cnt[None], 1)
+            j = slot
+            while j > 0:
+                j -= 4
+                if j == -1:
+                    break
+            flags[i] = j
+            order[slot] = i
+            y[i] = fs.sin(x[i]) * x[i]
+
+    @fs.kernel
     def total():
         for i in range(N):
             loss[None] += wts[i] * y[i]
 
-    kernels = {"issue": issue, "mixed": mixed}
+    kernels = {"issue": issue, "mixed": mixed, "searched": searched}
     return x, loss, cnt, order, flags, plain, kernels[variant], total
 
 
@@ -85,7 +98,7 @@ def _fd_grad(variant):
     return central_differences(evaluate, {"x": x})["x"]
 
 
-@pytest.mark.parametrize("variant", ["issue", "mixed"])
+@pytest.mark.parametrize("variant", ["issue", "mixed", "searched"])
 def test_tape_gradient_and_forward_results(variant):
     x, loss, cnt, order, flags, plain, step, total = _program(variant)
     _reset(x, loss, cnt, order, flags)
@@ -107,7 +120,7 @@ def test_tape_gradient_and_forward_results(variant):
     np.testing.assert_array_equal(plain.to_numpy(), forward[3])
 
 
-@pytest.mark.parametrize("variant", ["issue", "mixed"])
+@pytest.mark.parametrize("variant", ["issue", "mixed", "searched"])
 def test_hand_called_grad(variant):
     x, loss, cnt, order, flags, plain, step, total = _program(variant)
     _reset(x, loss, cnt, order, flags)
@@ -162,12 +175,20 @@ def _refused_program(variant):
             y[i] = x[k] ** 2
 
     @fs.kernel
+    def loop_exit():  # the loop holds a differentiated update: its trip count is needed
+        for i in range(N):
+            j = fs.atomic_add(cnt[None], 1)  # refused: loop_exit
+            while j > 0:
+                j -= 2
+                y[i] += x[i] * x[i]
+
+    @fs.kernel
     def total():
         for i in range(N):
             loss[None] += y[i]
 
     kernels = {"store_index": store_index, "read_index": read_index, "branch": branch,
-               "factor": factor, "through_local": through_local}
+               "factor": factor, "through_local": through_local, "loop_exit": loop_exit}
     x.from_numpy(XS)
     return loss, kernels[variant], total
 
@@ -179,7 +200,7 @@ def _line_of(text):
     return lines[0]
 
 
-REFUSED = ["store_index", "read_index", "branch", "factor", "through_local"]
+REFUSED = ["store_index", "read_index", "branch", "factor", "through_local", "loop_exit"]
 
 
 @pytest.mark.parametrize("variant", REFUSED)

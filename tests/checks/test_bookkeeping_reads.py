@@ -109,3 +109,44 @@ def test_a_counter_a_debug_assert_reads_is_still_refused():
     with pytest.raises(AccessRuleError, match="best"):
         checked()
         checked.grad()
+
+
+def test_a_counter_deciding_only_a_bookkeeping_loops_exit_is_accepted():
+    """A `while` loop that holds no derivative work: when it stops changes no adjoint value,
+    so the counter it reads may be bumped afterwards (its `break`s were always needed)."""
+    x, y, _, best = _fields()
+
+    @fs.kernel
+    def scan():
+        for i in range(1):
+            for s in range(3):
+                y[s] += x[s] * x[s]
+                j = 0
+                while j < best[None]:
+                    j += 1
+                best[None] = j + 2
+
+    scan()
+    assert best[None] == 6
+    y.grad.fill(1.0)
+    scan.grad()
+    xs = x.to_numpy()
+    np.testing.assert_allclose(x.grad.to_numpy()[:3], 2 * xs[:3], rtol=1e-12)
+
+
+def test_a_counter_deciding_a_differentiated_loops_exit_is_still_refused():
+    x, y, _, best = _fields()
+
+    @fs.kernel
+    def scan():
+        for i in range(1):
+            for s in range(3):
+                j = 0
+                while j < best[None]:
+                    j += 1
+                    y[s] += x[s]
+                best[None] = j + 2
+
+    with pytest.raises(AccessRuleError, match="best"):
+        scan()
+        scan.grad()
