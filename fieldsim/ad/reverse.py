@@ -131,7 +131,7 @@ def _unreplayed(k: Kernel) -> set[int]:
     roots = _used_atomics(k)
     if not roots:
         return set()
-    needed = adjoint_needs(k.body, activity(k.body))
+    needed = adjoint_needs(k.body)
     for s in roots:
         if id(s) in needed:  # needed is closed backwards: whatever it reaches that is needed
             raise FieldsimCompilationError(

@@ -114,7 +114,7 @@ def summarize(kernel: Kernel) -> list[Access]:
     ix = _index(kernel)
     forms = Forms(ix.sites, ix.stores)
     active = activity(kernel.body)
-    needed = adjoint_needs(kernel.body, active)
+    needed = adjoint_needs(kernel.body)
     accesses = []
     for s in ix.access_stmts:
         if getattr(s.field, "role", None) == "listing":  # rebuilt by each launch and adjoint

@@ -83,15 +83,17 @@ _ALWAYS_NEEDED = frozenset({Op.ASSERT, Op.RETURN, Op.RAND, Op.CUSTOM_GRAD,
 _EXITS = (Op.BREAK, Op.CONTINUE)
 
 
-def adjoint_needs(body: list[Stmt], active: set[int]) -> set[int]:
-    """ids of the statements whose values an adjoint of `body` may use: the active values, the
-    indices and values of writes to fields with a gradient, and, closed backwards, their operands,
-    the conditions and bounds of the branches and loops around them, the `break`s and
-    `continue`s of those loops, the stores to the locals they read, and the writes to the fields
-    they load; also whatever decides how many `fs.random()` draws run before each one. A LOAD
+def adjoint_needs(body: list[Stmt]) -> set[int]:
+    """ids of the statements whose values an adjoint of `body` may use: the indices and values
+    of writes to fields with a gradient (and custom-gradient regions), and, closed backwards,
+    their operands, the conditions and bounds of the branches and loops around them, the
+    `break`s and `continue`s of those loops, the stores to the locals they read, and the writes
+    to the fields they load; also whatever decides how many `fs.random()` draws run before each one. A LOAD
     outside it (a bookkeeping read of an integer counter in an `if` that only updates that
     counter, or deciding when a loop holding only bookkeeping stops) is never recomputed to any
-    effect, so overwriting its element afterwards changes no gradient."""
+    effect, so overwriting its element afterwards changes no gradient; nor is an active value
+    that reaches no such write (`plain[i] = fs.sin(x[i])`, `plain` without a gradient): no
+    adjoint flows into it."""
     parent: dict[int, Stmt | None] = {}
     writers: dict[int, list[Stmt]] = {}  # id(alloca, field or loop) -> its writers (exits)
     seeds: list[Stmt] = []
@@ -100,7 +102,7 @@ def adjoint_needs(body: list[Stmt], active: set[int]) -> set[int]:
         for s in block:
             parent[id(s)] = up
             _note_writer(s, loop, writers)
-            if in_custom or _seeds_adjoint(s, active):
+            if in_custom or _seeds_adjoint(s):
                 seeds.append(s)
             inner = s if s.op in (Op.FOR, Op.LOOP) else loop
             for b in s.blocks:
@@ -137,6 +139,6 @@ def _note_writer(s: Stmt, loop: Stmt | None, writers: dict) -> None:
         writers.setdefault(id(loop), []).append(s)
 
 
-def _seeds_adjoint(s: Stmt, active: set[int]) -> bool:
-    return (id(s) in active or s.op in _ALWAYS_NEEDED
+def _seeds_adjoint(s: Stmt) -> bool:
+    return (s.op in _ALWAYS_NEEDED
             or (s.op in (Op.STORE, Op.ATOMIC) and getattr(s.field, "adjoint", None) is not None))

@@ -60,6 +60,8 @@ def _program(variant):
             flags[i] = j
             order[slot] = i
             y[i] = fs.sin(x[i]) * x[i]
+            if slot > 2:  # a float copy without a gradient, under the old value's branch
+                plain[i] = fs.sin(x[i])
 
     @fs.kernel
     def total():
