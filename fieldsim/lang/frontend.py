@@ -2055,15 +2055,16 @@ def _bind_args(fn, params, fdef, args, kwargs) -> dict:
     defaults = fdef.args.defaults
     bound = {}
     if len(args) > len(params):
-        raise ArgumentCountError(f"func {fn.__name__!r} takes {len(params)} argument(s), "
-                                 f"got {len(args)}")
+        raise ArgumentCountError(f"func {fn.__name__!r}: Too many arguments: it takes "
+                                 f"{len(params)}, got {len(args)}")
     for name, v in zip(params, args):
         bound[name] = v
     for name, v in kwargs.items():
         if name not in params:  # a TaichiSyntaxError in Taichi, as a wrong argument count
-            raise ArgumentCountError(f"func {fn.__name__!r} has no parameter {name!r}")
+            raise ArgumentCountError(f"func {fn.__name__!r}: Unexpected argument {name!r} "
+                                     f"(its parameters: {', '.join(params)})")
         if name in bound:  # Python refuses it; the keyword's value silently won before
-            raise ArgumentCountError(f"func {fn.__name__!r} got multiple values for argument "
+            raise ArgumentCountError(f"func {fn.__name__!r}: Multiple values for argument "
                                      f"{name!r}")
         bound[name] = v
     py_defaults = fn.__defaults__ or ()
@@ -2071,7 +2072,8 @@ def _bind_args(fn, params, fdef, args, kwargs) -> dict:
         bound.setdefault(name, d)
     missing = [p for p in params if p not in bound]
     if missing:
-        raise ArgumentCountError(f"func {fn.__name__!r} is missing argument(s) {', '.join(missing)}")
+        raise ArgumentCountError(f"func {fn.__name__!r}: Parameter {missing[0]!r} missing "
+                                 f"(missing: {', '.join(missing)})")
     return bound
 
 

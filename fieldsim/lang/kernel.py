@@ -341,7 +341,8 @@ class KernelObj:
         except TypeError as e:
             raise ArgumentCountError(f"kernel {self.__name__!r} takes {len(self.params)} "
                                     f"argument(s) ({', '.join(p.name for p in self.params)}): "
-                                    f"{e}", user_loc(), _defined_at(self)) from None
+                                    f"{_call_mismatch(self._sig, args, kwargs) or ''} ({e})", user_loc(),
+                                    _defined_at(self)) from None
         bound.apply_defaults()
         return [bound.arguments[p.name] for p in self.params]
 
@@ -607,6 +608,29 @@ def _is_value_annotation(a) -> bool:
     a template, `self`, a texture or a sparse matrix builder."""
     return not isinstance(a, (NdarrayType, Template, _SelfArg)) and a is not Template \
         and not is_builder_annotation(a) and not hasattr(a, "bind_value")
+
+
+def _call_mismatch(sig, args, kwargs) -> str | None:
+    """Taichi's words for a call that does not fit `sig` (programs match them in their tests).
+
+    >>> def k(a, b): pass
+    >>> sig = inspect.signature(k)
+    >>> [_call_mismatch(sig, *c) for c in [((1, 2, 3), {}), ((1,), {"c": 2}), ((1,), {"a": 2}),
+    ...                                     ((), {"b": 2})]]
+    ['Too many arguments', "Unexpected argument 'c'", "Multiple values for argument 'a'", "Parameter 'a' missing"]
+    """
+    names = list(sig.parameters)
+    if len(args) > len(names):
+        return "Too many arguments"
+    for name in kwargs:
+        if name not in names:
+            return f"Unexpected argument {name!r}"
+        if names.index(name) < len(args):
+            return f"Multiple values for argument {name!r}"
+    given = set(names[:len(args)]) | set(kwargs)
+    missing = [n for n, p in sig.parameters.items()
+               if n not in given and p.default is inspect.Parameter.empty]
+    return f"Parameter {missing[0]!r} missing" if missing else None
 
 
 def _defined_at(kernel_obj) -> tuple:

@@ -137,7 +137,7 @@ CASES = {
             for i in x:
                 x[i] = f(x[i], 2.0, b=3.0)  # BAD
         def bad(): k()
-        """, (fs.TaichiSyntaxError,), ("func 'f' got multiple values for argument 'b'",), ()),
+        """, (fs.TaichiSyntaxError,), ("func 'f': Multiple values for argument 'b'",), ()),
     "func_unknown_keyword": ("""
         @fs.func
         def f(a, b=1.0):
@@ -147,7 +147,7 @@ CASES = {
             for i in x:
                 x[i] = f(x[i], c=3.0)  # BAD
         def bad(): k()
-        """, (fs.TaichiSyntaxError,), ("func 'f' has no parameter 'c'",), ()),
+        """, (fs.TaichiSyntaxError,), ("func 'f': Unexpected argument 'c'",), ()),
     "builtin_missing_argument": ("""
         @fs.kernel
         def k():
