@@ -6,6 +6,7 @@ for handlers in `LVALUE_BUILTINS`, whose first argument arrives as an unevaluate
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import math
 
@@ -390,6 +391,22 @@ def _matval_ctor(fe, node, args, kw, ndim):
     else:
         m = MatVal.vector(list(entries))
     return fe.e.cast(m, _dt(fe, dt)) if dt is not None else m
+
+
+def logical_not(x):
+    """`not x`, element-wise on a vector or matrix, 1 or 0 (Taichi's `ti.lang.ops.logical_not`).
+
+    >>> logical_not(0), logical_not(2.5)
+    (1, 0)
+    """
+    return _py_matrix_aware(lambda v: np.logical_not(v).astype(np.int32))(x)
+
+
+def _logical_not_kernel(fe, node, args, kw):
+    return fe.expr_UnaryOp(ast.UnaryOp(op=ast.Not(), operand=node), operand=args[0])
+
+
+KERNEL_BUILTINS[logical_not] = _logical_not_kernel
 
 
 def is_available_in_python(fn) -> bool:
