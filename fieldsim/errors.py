@@ -267,3 +267,12 @@ class RuntimeValueError(FieldsimSyntaxError, FieldsimTypeError):
     >>> issubclass(fs.errors.RuntimeValueError, (SyntaxError, fs.TaichiTypeError))
     True
     """
+
+
+class SwizzleError(FieldsimSyntaxError, FieldsimTypeError):
+    """A swizzle naming a component the vector does not have, `v.z` of a 2-vector, in Python
+    scope or a kernel (Taichi: `TaichiSyntaxError`).
+
+    >>> issubclass(fs.errors.SwizzleError, (fs.TaichiSyntaxError, TypeError))
+    True
+    """

@@ -928,10 +928,14 @@ class Frontend(ExprMixin):
 
     def _swizzle_ref(self, inner, node: ast.Attribute):
         """`v.x` / `v.xy` as an assignment target: one component, or a SwizzleRef."""
+        from fieldsim.lang.matrix_ops import check_swizzle as swizzle_check
         from fieldsim.lang.matrix_ops import swizzle_indices
         sw = swizzle_indices(node.attr)
         if sw is None:
             raise FieldsimSyntaxError(f"cannot assign to this expression ({type(node).__name__})")
+        n = _vector_length(inner)
+        if n is not None:
+            swizzle_check(node.attr, sw, n, f"a {n}-vector")
         if len(sw) == 1:
             return inner.component(self, [sw[0]])
         if len(set(sw)) != len(sw):
@@ -2036,6 +2040,18 @@ def _rebuild_value(flat, shape):
         out.append(_rebuild_value(flat[pos:pos + count], s))
         pos += count
     return tuple(out)
+
+
+def _vector_length(ref):
+    """The length of the vector a swizzle target `ref` holds (a local or a field element), or
+    None where it is not known here (the component access then checks)."""
+    mat = getattr(ref, "mat", None)
+    if mat is not None and getattr(mat, "ndim", 0) == 1:
+        return mat.n
+    field = getattr(ref, "field", None)
+    if field is not None and field.ndim_el == 1 and getattr(ref, "comp", None) is None:
+        return field.n
+    return None
 
 
 def _refuse_special_params(fn, a: ast.arguments) -> None:

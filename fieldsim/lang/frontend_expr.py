@@ -650,17 +650,15 @@ class ExprMixin:
         elem = self.field_element(node.value)
         if elem is None or elem.field.ndim_el != 1:
             return None
-        if sw[0] >= elem.field.n:
-            raise FieldsimTypeError(f"swizzle .{node.attr} reaches past the end of the "
-                                    f"{elem.field.n}-vectors of field {elem.field.ir_name!r}")
+        matrix_ops.check_swizzle(node.attr, sw, elem.field.n,
+                                 f"the {elem.field.n}-vectors of field {elem.field.ir_name!r}")
         return elem.component(self, [sw[0]]).load(self)
 
     def _matval_attribute(self, base: MatVal, name: str):
         """A vector's swizzle, a matrix's n/m/T, or one of its methods (bound, called later)."""
         sw = matrix_ops.swizzle_indices(name) if base.ndim == 1 else None
         if sw is not None:
-            if max(sw) >= base.n:
-                raise FieldsimTypeError(f"swizzle .{name} reaches past the end of {describe(base)}")
+            matrix_ops.check_swizzle(name, sw, base.n, describe(base))
             if len(sw) == 1:
                 return base.entries[sw[0]]
             return MatVal.vector([base.entries[k] for k in sw])

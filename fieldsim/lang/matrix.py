@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from fieldsim.errors import FieldsimIndexError, FieldsimOverflowError, FieldsimTypeError, FieldsimValueError
+from fieldsim.errors import (
+    FieldsimIndexError,
+    FieldsimOverflowError,
+    FieldsimRuntimeError,
+    FieldsimTypeError,
+    FieldsimValueError,
+)
 from fieldsim.lang import field as F
 from fieldsim.lang import types as T
 from fieldsim.lang.host_errors import at_user_line
@@ -520,13 +526,20 @@ def _plain_entries(arr, ndim):
     return a if a.ndim == ndim and a.dtype.kind in "fiu" else None
 
 
-def _swizzle(i):
+def _swizzle(i, name):
     def get(self):
+        _check_py_swizzle(self, name, [i])
         return self._entry(i, self._a[i])
 
     def set(self, v):
+        _check_py_swizzle(self, name, [i])
         self[i] = v
     return property(get, set)
+
+
+def _check_py_swizzle(vec, name, sw):
+    from fieldsim.lang.matrix_ops import check_swizzle
+    check_swizzle(name, sw, len(vec._a), f"a vector of {len(vec._a)} entries")
 
 
 class Vector(Matrix):
@@ -579,8 +592,9 @@ class Vector(Matrix):
     def __getattr__(self, name):  # multi-letter swizzles: v.xy, v.zyx, v.rgb
         from fieldsim.lang.matrix_ops import swizzle_indices
         sw = swizzle_indices(name) if not name.startswith("_") else None
-        if sw is None or max(sw) >= len(self._a):
+        if sw is None:
             raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        _check_py_swizzle(self, name, sw)
         return Vector(self._a[sw])
 
     def __setattr__(self, name, value):
@@ -592,15 +606,18 @@ class Vector(Matrix):
         if sw is None:
             object.__setattr__(self, name, value)
             return
-        if max(sw) >= len(self._a):
-            raise AttributeError(f"{type(self).__name__} of size {len(self._a)} has no .{name}")
-        self._a[sw] = _np(value)
+        _check_py_swizzle(self, name, sw)
+        v = _np(value)
+        if np.ndim(v) > 0 and np.size(v) != len(sw):
+            raise FieldsimRuntimeError(f"cannot assign {np.size(v)} values to .{name}: value len "
+                                       f"does not match the swizzle pattern={name}")
+        self._a[sw] = v
         self._write_back(sw)
 
-    x = r = s = _swizzle(0)
-    y = g = t = _swizzle(1)
-    z = b = p = _swizzle(2)
-    w = a = q = _swizzle(3)
+    x, r, s = _swizzle(0, "x"), _swizzle(0, "r"), _swizzle(0, "s")
+    y, g, t = _swizzle(1, "y"), _swizzle(1, "g"), _swizzle(1, "t")
+    z, b, p = _swizzle(2, "z"), _swizzle(2, "b"), _swizzle(2, "p")
+    w, a, q = _swizzle(3, "w"), _swizzle(3, "a"), _swizzle(3, "q")
 
 
 class _AnyMatrixType(type):

@@ -6,7 +6,7 @@ matrix-specific rules.
 """
 from __future__ import annotations
 
-from fieldsim.errors import FieldsimTypeError
+from fieldsim.errors import FieldsimTypeError, SwizzleError
 from fieldsim.ir.dtypes import promote
 from fieldsim.ir.ir import Op
 from fieldsim.lang.expr import Emitter, MatVal
@@ -167,6 +167,22 @@ METHODS = {
     "all": lambda e, a: e.as_bool(e.truthy(e.reduce("&", a.map(e.truthy)))),
 }
 SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
+
+
+def check_swizzle(name: str, sw, n: int, what: str) -> None:
+    """Refuse swizzle `name` (indices `sw`) of an n-vector (`what` names it) when it reaches
+    past the end, in Taichi's words, which programs match.
+
+    >>> check_swizzle("z", [2], 2, "v")
+    Traceback (most recent call last):
+    ...
+    fieldsim.errors.SwizzleError: ...vec2 only has attributes=('x', 'y'), got=('z',)...
+    """
+    if max(sw) < n:
+        return
+    group = next(g for g in ("xyzw", "rgba", "stpq") if name[0] in g)
+    raise SwizzleError(f"swizzle .{name} reaches past the end of {what}: vec{n} only has "
+                       f"attributes={tuple(group[:n])!r}, got={tuple(name)!r}")
 
 
 def swizzle_indices(name: str):
