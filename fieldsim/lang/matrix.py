@@ -528,11 +528,14 @@ def _plain_entries(arr, ndim):
 
 def _swizzle(i, name):
     def get(self):
-        _check_py_swizzle(self, name, [i])
-        return self._entry(i, self._a[i])
+        a = self._a
+        if i >= a.shape[0]:
+            _check_py_swizzle(self, name, [i])
+        return self._entry(i, a[i])
 
     def set(self, v):
-        _check_py_swizzle(self, name, [i])
+        if i >= self._arr.shape[0]:
+            _check_py_swizzle(self, name, [i])
         self[i] = v
     return property(get, set)
 
