@@ -95,6 +95,17 @@ def make_adjoint(kernel: Kernel, exact: bool = False) -> Kernel:
     return Kernel(f"{k.name}.grad", list(k.params), body, None, k.loc, meta)
 
 
+def refuse_unreplayable(kernel: Kernel) -> None:
+    """Raises, at the atomic's line, where `make_adjoint` would refuse an atomic's used old
+    value, without making the adjoint: a Tape asks at a kernel's first recorded launch, so the
+    refusal comes before the launch changes any field, not at the backward."""
+    if not _used_atomics(kernel):
+        return
+    k = run_pass("lower_break", lower_break, kernel)
+    if writes_derivatives(k.body):
+        _unreplayed(k)
+
+
 def _renumber_stacks(body, capacities) -> list[CapacityFormula]:
     """Give the stacks that survived pruning the keys 0, 1, ...; returns their formulas."""
     kept = []

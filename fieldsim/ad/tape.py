@@ -14,6 +14,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from fieldsim.ad.reverse import refuse_unreplayable
 from fieldsim.checks.access_rules import kernel_check
 from fieldsim.checks.analyses import analyses_of
 from fieldsim.checks.validation import runner
@@ -371,6 +372,8 @@ class _CheckerAdapter:
         analyses = ck.analyses  # made once per compiled kernel (`kernel_check` imports per call)
         check = analyses.check if analyses is not None else kernel_check(ck)
         found = state.launch(ck.ir, kernel.__name__, check, values)
+        if not ck.checked:
+            refuse_unreplayable(ck.ir)
         run = runner(ck, kernel.__name__, found, state) if state.validation else None
         if run is None and found.kernel_checked:
             ck.checked = True  # its adjoint may be made (a validated run marks it when it passes)

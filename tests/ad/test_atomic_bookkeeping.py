@@ -250,3 +250,26 @@ def test_per_thread_counter_feeding_an_index_is_refused_at_the_atomic():
     message = str(info.value)
     assert f"line {_line_of('# refused: per-thread')}" in message
     assert "atomic_add is used where the adjoint needs it" in message
+
+
+def test_on_a_tape_the_refusal_comes_before_the_launch_changes_anything():
+    x = fs.field(fs.f64, shape=N, needs_grad=True)
+    y = fs.field(fs.f64, shape=N, needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+    c = fs.field(fs.i32, shape=N)
+    x.from_numpy(XS)
+
+    @fs.kernel
+    def shift():
+        for i in range(N):
+            slot = fs.atomic_add(c[i], 1)  # refused at launch
+            y[i] = x[(slot + i) % N] ** 2
+
+    launched = []
+    with pytest.raises(fs.FieldsimCompilationError) as info, fs.ad.Tape(loss=loss):
+        shift()
+        launched.append(True)
+    assert f"line {_line_of('# refused at launch')}" in str(info.value)
+    assert not launched  # the launch itself raised, not the backward
+    np.testing.assert_array_equal(c.to_numpy(), np.zeros(N, np.int32))
+    np.testing.assert_array_equal(y.to_numpy(), np.zeros(N))
