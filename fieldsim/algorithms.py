@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from fieldsim.errors import FieldsimRuntimeError
+from fieldsim.lang import runtime
 from fieldsim.lang import types as T
 
 __all__ = ["PrefixSumExecutor", "parallel_sort"]
@@ -33,6 +34,7 @@ class PrefixSumExecutor:
 
     def run(self, input_arr):
         """Replaces `input_arr[0:length]` by its inclusive prefix sums (see the class)."""
+        runtime.python_scope_call("fs.algorithms.PrefixSumExecutor.run(...)")
         if getattr(input_arr, "dtype", None) is not T.i32:
             raise FieldsimRuntimeError("Only ti.i32 type is supported for prefix sum.")
         a = input_arr.to_numpy()
@@ -52,6 +54,9 @@ def parallel_sort(keys, values=None):
     >>> k.to_numpy(), v.to_numpy()
     (array([-1. ,  0. ,  0.5,  2. ], dtype=float32), array([1, 3, 0, 2], dtype=int32))
     """
+    # in a kernel it would sort once, while the kernel compiles (Taichi: a kernel cannot launch
+    # the sort's kernels); refused under its own name, not its to_numpy
+    runtime.python_scope_call("fs.algorithms.parallel_sort(...)")
     key_arr = keys.to_numpy()
     val_arr = values.to_numpy() if values is not None else None
     if _distinct_and_ordered(key_arr):

@@ -91,3 +91,28 @@ def test_parallel_sort_of_distinct_keys_and_of_nan_or_signed_zeros_is_taichis_ne
     np.testing.assert_array_equal(keys.to_numpy(), np.array(want_k, np.float32))
     np.testing.assert_array_equal(np.signbit(keys.to_numpy()), np.signbit(np.array(want_k, np.float32)))
     np.testing.assert_array_equal(values.to_numpy(), want_v)
+
+
+def test_algorithms_called_in_a_kernel_are_refused_by_name():
+    # they launch on the host between kernels; in Taichi they launch kernels of their own,
+    # which a kernel cannot do: the message names the call, not a helper it would have made
+    fs.init(arch=fs.cpu)
+    a = fs.field(fs.i32, shape=8)
+    ex = fs.algorithms.PrefixSumExecutor(8)
+
+    @fs.kernel
+    def scan_inside():
+        for i in a:
+            a[i] = i
+        ex.run(a)
+
+    @fs.kernel
+    def sort_inside():
+        fs.algorithms.parallel_sort(a)
+
+    for kernel, name in ((scan_inside, "PrefixSumExecutor.run"), (sort_inside, "parallel_sort")):
+        with pytest.raises(fs.errors.PythonScopeError) as info:
+            kernel()
+        message = str(info.value)
+        assert name in message and "to_numpy" not in message
+        assert "test_algorithms.py" in message
