@@ -442,6 +442,7 @@ class Field:
             self.storage.fill(arr)
 
     def copy_from(self, other: Field):
+        runtime.python_scope_call(f"{self._what}.copy_from()")
         self._check_live()
         if not isinstance(other, Field):
             raise FieldsimTypeError(f"{self._what}.copy_from: needs a field, got "

@@ -210,6 +210,8 @@ class SNode:
             f._enable_twin("dual")
 
     def deactivate_all(self):
+        # in a kernel it would deactivate once, while the kernel compiles (Taichi: a nested launch)
+        runtime.python_scope_call(f"{self!r}.deactivate_all()")
         from fieldsim.lang import sparse_ops
         sparse_ops.deactivate_all(self)
 

@@ -56,7 +56,9 @@ def deactivate_all_snodes():
     >>> float(x[5])
     0.0
     """
+    from fieldsim.lang import runtime
     from fieldsim.lang.snode import root
+    runtime.python_scope_call("fs.deactivate_all_snodes()")
     deactivate_all(root)
 
 

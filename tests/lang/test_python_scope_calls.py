@@ -51,3 +51,48 @@ def test_python_scope_calls_still_work():
     x = fs.Vector.field(2, fs.f32, shape=3)
     x.from_numpy(np.arange(6, dtype=np.float32).reshape(3, 2))
     assert x.to_numpy().sum() == 15.0
+
+
+def test_copy_from_in_a_kernel_is_refused_at_its_line():
+    # it ran once, while the kernel compiled, before the loop above it wrote `a`: `b` stayed
+    # zero launch after launch (Taichi: "copy_from cannot be called in Taichi-scope")
+    a = fs.field(fs.i32, shape=4)
+    b = fs.field(fs.i32, shape=4)
+
+    @fs.kernel
+    def fill_and_copy(n: fs.i32):
+        for i in a:
+            a[i] = n * 10 + i
+        b.copy_from(a)  # marker: copy_from in kernel
+
+    with pytest.raises(fs.TaichiCompilationError, match=r"copy_from\(\) cannot be called in a kernel") as info:
+        fill_and_copy(1)
+    assert info.value.loc.line == _line_of("marker: copy_from in kernel")
+    b.copy_from(a)  # Python scope
+    assert b.to_numpy().tolist() == a.to_numpy().tolist()
+
+
+def test_deactivate_all_in_a_kernel_is_refused():
+    # it deactivated once, at compile time, and never again (Taichi: nested kernel launch)
+    s = fs.field(fs.i32)
+    blk = fs.root.pointer(fs.i, 4)
+    blk.place(s)
+
+    @fs.kernel
+    def node_reset():
+        s[1] = 5
+        blk.deactivate_all()  # marker: deactivate_all in kernel
+
+    @fs.kernel
+    def all_reset():
+        s[2] = 7
+        fs.deactivate_all_snodes()
+
+    with pytest.raises(fs.TaichiCompilationError, match=r"deactivate_all\(\) cannot be called") as info:
+        node_reset()
+    assert info.value.loc.line == _line_of("marker: deactivate_all in kernel")
+    with pytest.raises(fs.TaichiCompilationError, match=r"deactivate_all_snodes\(\) cannot be called"):
+        all_reset()
+    s[1] = 5
+    blk.deactivate_all()  # Python scope
+    assert s.to_numpy().tolist() == [0] * 4
