@@ -383,6 +383,9 @@ class StructField:
         StructElement(self, key)._assign(value)
 
     def fill(self, value):
+        # a member's fill in a kernel is a kernel loop; the whole struct's would run once, while
+        # the kernel compiles (Taichi refuses it in Taichi scope)
+        runtime.python_scope_call(f"struct field {self.ir_name!r}.fill()")
         for m in self.members.values():
             if isinstance(m, StructField):
                 m.fill(value)

@@ -96,3 +96,25 @@ def test_deactivate_all_in_a_kernel_is_refused():
     s[1] = 5
     blk.deactivate_all()  # Python scope
     assert s.to_numpy().tolist() == [0] * 4
+
+
+def test_struct_field_fill_in_a_kernel_is_refused():
+    # it filled once, at compile time: a second launch left the values written in between
+    # (Taichi: "fill cannot be called in Taichi-scope"); a member's fill stays a kernel loop
+    sf = fs.Struct.field({"a": fs.i32, "b": fs.math.vec2}, shape=4)
+
+    @fs.kernel
+    def reset():
+        sf.fill(0)  # marker: struct fill in kernel
+
+    @fs.kernel
+    def reset_member():
+        sf.a.fill(0)
+
+    with pytest.raises(fs.TaichiCompilationError, match=r"fill\(\) cannot be called") as info:
+        reset()
+    assert info.value.loc.line == _line_of("marker: struct fill in kernel")
+    for _ in range(2):
+        sf.a.fill(9)
+        reset_member()
+        assert sf.a.to_numpy().tolist() == [0] * 4
