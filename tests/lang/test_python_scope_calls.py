@@ -1,6 +1,7 @@
-"""A field's Python-scope data calls (`to_numpy`, `from_numpy`, `to_torch`) made from a kernel are
-refused where they are written, as Taichi refuses them: run once while the kernel compiled, the
-copy would be kept and later launches would read stale values."""
+"""A field's Python-scope data calls (`to_numpy`, `from_numpy`, `to_torch`, `copy_from`, a struct
+field's whole `fill`) and `deactivate_all` / `deactivate_all_snodes` made from a kernel are refused
+where they are written, as Taichi refuses them: run once while the kernel compiled, the copy would
+be kept and later launches would read stale values (or never copy, fill or deactivate)."""
 import numpy as np
 import pytest
 
