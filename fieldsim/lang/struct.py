@@ -264,6 +264,11 @@ class StructField:
 
     def __init__(self, stype: StructType, shape=None, name="", needs_grad=False,
                  needs_dual=False, _members=None):
+        if isinstance(stype, dict):
+            # Taichi's own signature, StructField(field_dict, struct_methods, name, is_primal):
+            # a struct over member fields the caller already made (and places itself)
+            stype, _members = _type_of_fields(stype, shape), dict(stype)
+            shape, needs_grad, needs_dual = None, False, False
         object.__setattr__(self, "stype", stype)
         object.__setattr__(self, "name", name or "")
         if _members is None and (needs_grad or needs_dual):
@@ -428,6 +433,25 @@ class StructField:
 
     def __str__(self):
         return str(self.to_numpy())  # Taichi's `print(field)`
+
+
+def _type_of_fields(fields: dict, methods) -> StructType:
+    """The struct type whose members are these fields' element types."""
+    members = {}
+    for k, f in fields.items():
+        if isinstance(f, StructField):
+            members[k] = f.stype
+        elif isinstance(f, F.Field) and f.ndim_el:
+            members[k] = T.vector(f.n, f.dtype) if f.ndim_el == 1 else T.matrix(f.n, f.m, f.dtype)
+        elif isinstance(f, F.Field):
+            members[k] = f.dtype
+        else:
+            raise TypeError(f"StructField member {k!r}: expected a field, got "
+                            f"{type(f).__name__} {f!r}")
+    if methods is not None and not isinstance(methods, dict):
+        raise TypeError(f"StructField: struct_methods must be a dict of functions, got "
+                        f"{type(methods).__name__}")
+    return StructType(members, methods)
 
 
 def _struct_data_fits(data, members) -> bool:
