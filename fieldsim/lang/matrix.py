@@ -84,6 +84,11 @@ class Matrix:
     @at_user_line
     def field(n, m, dtype, shape=None, name="", offset=None, needs_grad=False, needs_dual=False,
               layout=None, ndim=None, order=None):
+        if ndim not in (None, 1, 2):
+            raise ValueError(f"Matrix.field: ndim must be 1 (vectors) or 2 (matrices), got {ndim!r}")
+        if ndim == 1:  # as Taichi: a field of n-vectors, m unused (a field_like(x) copy of a vector field)
+            return F.make_field(dtype, shape, name, needs_grad, needs_dual, n=n, ndim_el=1,
+                                offset=offset, order=order)
         return F.make_field(dtype, shape, name, needs_grad, needs_dual, n=n, m=m, ndim_el=2,
                             offset=offset, order=order)
 
