@@ -32,7 +32,7 @@ def block_parts(j: Stmt, n: int):
         elif factor is not None and factor % n == 0 and sign == 1:
             outer.append((term.args[0] if _is_const(term.args[1]) else term.args[1], factor // n))
         else:
-            span = _interval(term) if sign == 1 else None
+            span = index_interval(term) if sign == 1 else None
             if span is None:
                 return None
             inner.append(term)
@@ -69,7 +69,7 @@ def _factor(s: Stmt) -> int | None:
     return b.attr if _is_const(b) else a.attr if _is_const(a) else None
 
 
-def _interval(s: Stmt, depth: int = 0):
+def index_interval(s: Stmt, depth: int = 0):
     """[lo, hi] of an integer statement built from loop variables of constant bounds,
     constants and MULs by constants; None for anything else."""
     if depth > 8:
@@ -81,13 +81,13 @@ def _interval(s: Stmt, depth: int = 0):
     factor = _factor(s)
     if factor is not None:
         x = s.args[0] if _is_const(s.args[1]) else s.args[1]
-        span = _interval(x, depth + 1)
+        span = index_interval(x, depth + 1)
         if span is None:
             return None
         ends = (span[0] * factor, span[1] * factor)
         return min(ends), max(ends)
     if s.op in (Op.ADD, Op.SUB):
-        a, b = (_interval(x, depth + 1) for x in s.args)
+        a, b = (index_interval(x, depth + 1) for x in s.args)
         if a is None or b is None:
             return None
         return (a[0] + b[0], a[1] + b[1]) if s.op == Op.ADD else (a[0] - b[1], a[1] - b[0])

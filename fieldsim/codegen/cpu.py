@@ -36,6 +36,7 @@ import numpy as np
 from fieldsim.codegen import chunk_runner, interrupt, llvm_build
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen.disk_cache import cached_build
+from fieldsim.codegen.guard_zones import guard_bytes
 from fieldsim.codegen.jit_memory import EngineSlabs
 from fieldsim.codegen.llvm import CTX_PRIV, Target, TaskInfo, lower_kernel
 from fieldsim.codegen.llvm_build import MachinePool, build_object, warm_up
@@ -62,15 +63,6 @@ _llvm_lock = threading.Lock()
 _initialised = []
 
 
-GUARD_BYTES = 1024  # the least guard zone on each side of a field's data
-# ... and the least number of outermost rows in it, as a fraction of the field's rows: a voxel
-# scene drawn a few cells past its 128-cell grid (a voxel-challenge Lorenz attractor writes rows
-# 128-130) must not reach the next field, as in Taichi, whose pool puts another field there
-GUARD_ROWS_FRACTION = 16
-# ... up to this many bytes: with transparent huge pages, the 2 MB pages around a field's ends
-# commit the guard they cover, and sixteenths of big fields cost diffmpm's full size 15 MB of
-# peak memory (3 %); 256 KB still holds the voxel scene's three 48 KB rows
-GUARD_FRACTION_MAX_BYTES = 1 << 18
 SPARSE_MAP_BYTES = 1 << 26  # a sparse field this big is reserved, not committed (_reserved_zeros)
 # Linux's MAP_NORESERVE (Python's mmap module does not name it): no commit charge for the
 # mapping, so overcommit's heuristic does not refuse a reservation bigger than the RAM
@@ -101,17 +93,6 @@ class HostStorage(ArrayStorage):
             super().zero()
         else:  # a private anonymous mapping reads zeros again once its pages are dropped
             self.mapping.madvise(mmap.MADV_DONTNEED)
-
-
-def guard_bytes(shape, item: int, align: int = 64) -> int:
-    """The guard zone on each side of a field of `shape` and `item`-byte elements (HostStorage;
-    the CUDA backend's device storage has the same): a multiple of `align` bytes, so the data
-    keeps its buffer's alignment."""
-    n = math.prod(shape)
-    row = n // shape[0] if shape and shape[0] else n
-    rows = -(-shape[0] // GUARD_ROWS_FRACTION) if shape else 0
-    want = max(min(rows * row * item, GUARD_FRACTION_MAX_BYTES), row * item, GUARD_BYTES)
-    return -(-want // align) * align
 
 
 def _guarded_zeros(shape, np_dtype, sparse=False):

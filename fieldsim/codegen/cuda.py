@@ -33,8 +33,9 @@ import numpy as np
 
 from fieldsim.codegen import launch as launch_common
 from fieldsim.codegen import llvm_build
-from fieldsim.codegen.cpu import guard_bytes, safe_symbol
+from fieldsim.codegen.cpu import safe_symbol
 from fieldsim.codegen.disk_cache import cached_build
+from fieldsim.codegen.guard_zones import guard_bytes
 from fieldsim.codegen.llvm import (
     CTX_ERR,
     CTX_FIELDS,

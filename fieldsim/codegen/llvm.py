@@ -25,9 +25,10 @@ from llvmlite import ir as L
 
 from fieldsim.codegen import quant_llvm, vector_math
 from fieldsim.codegen.alias import FieldScopes
-from fieldsim.codegen.block_index import block_parts
+from fieldsim.codegen.block_index import block_parts, index_interval
 from fieldsim.codegen.demote import discarded_atomics, owned_atomics
 from fieldsim.codegen.fill_loops import fill_plan
+from fieldsim.codegen.guard_zones import guard_bytes
 from fieldsim.codegen.llvm_arrays import ArrayLowering, array_entries
 from fieldsim.codegen.llvm_nest import NestLowering, nbytes, reduce_start
 from fieldsim.codegen.loop_accumulators import loop_accumulators
@@ -883,7 +884,7 @@ class TaskLowering(NestLowering, ArrayLowering):
         indices = [self.index_i64(ix) for ix in s.indices]
         sizes = [self.dim_size(field, d) for d in range(len(indices))]
         oob = None
-        if self.cg.debug:
+        if self.cg.debug or reaches_past_guard(s):
             for i, n in zip(indices, sizes):
                 bad = self.bounds_check(i, n, s)
                 oob = bad if oob is None else b.or_(oob, bad)
@@ -897,12 +898,15 @@ class TaskLowering(NestLowering, ArrayLowering):
             sizes = [self.i64_constant(n) for n in index_map.physical]
         ty = ll_type(field.dtype)
         ptr = b.gep(self.field_ptr(field), [self.linear(indices, sizes)], source_etype=ty)
-        if oob is not None:
+        if oob is not None and self.cg.debug:
             # An out-of-range access goes to a private dummy slot, never to the field (the
             # error is raised after the task): no element is written, not even element 0.
             if ty not in self.oob_slots:
                 self.oob_slots[ty] = self.alloca_b.alloca(ty)
             ptr = b.select(oob, self.oob_slots[ty], ptr)
+        elif oob is not None:  # to the guard zone's last element, in the field's address space
+            ptr = b.select(oob, b.gep(self.field_ptr(field), [L.Constant(I64, -1)],
+                                      source_etype=ty), ptr)
         return ptr
 
     def block_part(self, ix: Stmt, j, n: int, inner: int):
@@ -1344,6 +1348,31 @@ def _mix64(b, z):
     z = b.mul(b.xor(z, b.lshr(z, L.Constant(I64, 30))), L.Constant(I64, 0xBF58476D1CE4E5B9 - (1 << 64)))
     z = b.mul(b.xor(z, b.lshr(z, L.Constant(I64, 27))), L.Constant(I64, 0x94D049BB133111EB - (1 << 64)))
     return b.xor(z, b.lshr(z, L.Constant(I64, 31)))
+
+
+def reaches_past_guard(s: Stmt) -> bool:
+    """Whether field access `s` has indices of known range (loop variables of constant bounds,
+    constants, sums and constant multiples of them) that could put it past the guard zone
+    around its field's data (`guard_zones`): outside any memory fieldsim owns, where it would
+    corrupt the process or crash it. Such an access is checked as in debug mode (an error
+    naming the field and line, after the task, if it ever runs out of range)."""
+    field = s.field
+    shape = getattr(field, "storage_shape", None)
+    if (is_slot(field) or getattr(field, "index_map", None) is not None or not shape
+            or len(shape) != len(s.indices)):
+        return False
+    lo = hi = 0
+    stride = 1
+    for ix, n in zip(reversed(s.indices), reversed(shape)):
+        span = index_interval(ix)
+        if span is None:
+            return False
+        lo += min(span[0] * stride, span[1] * stride)
+        hi += max(span[0] * stride, span[1] * stride)
+        stride *= n
+    item = max(field.dtype.bits // 8, 1)
+    guard = guard_bytes(tuple(shape), item) // item
+    return lo < -guard or hi >= stride + guard
 
 
 def lower_kernel(kernel: Kernel, symbol: str, target: Target, debug=False, fast_math=False,

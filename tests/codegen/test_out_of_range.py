@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import fieldsim as fs
-from fieldsim.codegen.cpu import GUARD_BYTES, _guarded_zeros
+from fieldsim.codegen.cpu import _guarded_zeros
+from fieldsim.codegen.guard_zones import GUARD_BYTES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -152,10 +153,50 @@ def test_guard_zone_sixteenth_is_capped_for_big_fields():
     """diffmpm at full size keeps (512, 6400, 2) f32 fields: a sixteenth of their rows is 1.6 MB
     a side, which huge pages partly committed (15 MB more peak memory); capped, a side is at
     most GUARD_FRACTION_MAX_BYTES or one row, whichever is more."""
-    from fieldsim.codegen.cpu import GUARD_FRACTION_MAX_BYTES
+    from fieldsim.codegen.guard_zones import GUARD_FRACTION_MAX_BYTES
     for shape in [(512, 6400, 2), (64, 1 << 20)]:
         a, _ = _guarded_zeros(shape, np.float32)
         row = int(np.prod(shape[1:], dtype=np.int64)) * 4
         before = a.ctypes.data - a.base.ctypes.data
         assert before <= max(GUARD_FRACTION_MAX_BYTES, row) + 64
         assert before >= row
+
+
+def test_an_index_that_can_reach_past_the_guard_zone_is_checked_without_debug():
+    # DiffTaichi's cartpole indexes a (2, 256) field as x[t, i] with t up to 255: 255 rows of
+    # 256 past the data, far beyond its guard zone; the write killed the process (SIGSEGV).
+    # Such an access (indices of known range that could pass the guard) is checked as with
+    # debug=True: an error naming the field and line, the process alive
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32)
+    fs.root.dense(fs.l, 256).dense(fs.i, 2).place(x)
+    fs.root.lazy_grad()
+    y = fs.field(fs.f32, shape=(2, 256))
+
+    @fs.kernel
+    def clear():
+        for t in range(256):
+            for i in range(2):
+                x.grad[t, i] = 0  # past the guard
+
+    with pytest.raises(fs.errors.KernelIndexRangeError, match=r"(?s)x\.grad\[t, i\].*Out of bound access.*'x\.grad'"):
+        clear()
+
+    @fs.kernel
+    def guarded():
+        for t in range(256):
+            for i in range(2):
+                if t < 2:
+                    y[t, i] = 1.0 + t  # in range whenever it runs: no error
+
+    guarded()
+    np.testing.assert_array_equal(y.to_numpy()[:, :2], [[1.0, 1.0], [2.0, 2.0]])
+
+    @fs.kernel
+    def stencil() -> fs.f32:
+        s = 0.0
+        for j in range(256):
+            s += y[-1, j] + y[2, j]  # one row past each end: in the guard, zeros, as before
+        return s
+
+    assert stencil() == 0.0
