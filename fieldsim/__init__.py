@@ -24,6 +24,7 @@ from fieldsim.lang.sparse_ops import (activate, append, deactivate, deactivate_a
                                       is_active, length, rescale_index)
 from fieldsim.lang import math
 from fieldsim.lang.ops_int import bit_cast, bit_sar, bit_shl, bit_shr, frexp, raw_div, raw_mod
+from fieldsim.lang import ops_logic  # `ti.lang.ops.cmp_eq`-style names, registered on import
 from fieldsim.lang.ops import (abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_max,
                                atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast,
                                ceil, cos, exp, floor, grouped, log, loop_config, max, min,

@@ -201,6 +201,10 @@ class ExprMixin:
         vals = [self.expr(node.values[0])]
         for sub in node.values[1:]:
             vals.append(self.bool_operand(vals, sub, is_and))
+        return self.combine_bool(vals, is_and)
+
+    def combine_bool(self, vals, is_and: bool):
+        """`and`/`or` of operand values already evaluated (also `ti.lang.ops.logical_and`)."""
         if any(isinstance(v, MatVal) for v in vals):
             return self.elementwise_bool_op("&" if is_and else "|", vals)
         acc = vals[0]
