@@ -72,6 +72,11 @@ class Func:
     def _is_real_function(self) -> bool:
         return getattr(self, "is_real", False)
 
+    @property
+    def func(self) -> Func:
+        """Taichi's `f.func` on a `@ti.func`: the func object itself."""
+        return self
+
     def __init__(self, fn, python_scope=False):
         self.fn = fn
         self.__name__ = fn.__name__

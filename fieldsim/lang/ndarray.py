@@ -69,6 +69,19 @@ class NdarrayType:
         return f"ndarray(dtype={self.dtype}, ndim={self.ndim})"
 
 
+class NdarrayTypeMetadata:
+    """What `Ndarray.get_type()` returns, as Taichi's: an array's element type and shape."""
+
+    def __init__(self, element_type, shape, needs_grad=False):
+        from fieldsim.lang.enums import Layout
+        self.element_type, self.shape, self.needs_grad = element_type, shape, needs_grad
+        self.layout = Layout.AOS
+
+    def __repr__(self):
+        return (f"NdarrayTypeMetadata(element_type={self.element_type}, shape={self.shape}, "
+                f"needs_grad={self.needs_grad})")
+
+
 # ---- fieldsim-owned arrays ------------------------------------------------------------------------
 class Ndarray(Field):
     """`fs.ndarray(dtype, shape, needs_grad=False)`: a fieldsim-owned array (a field that kernels
@@ -103,6 +116,14 @@ class Ndarray(Field):
         if self.ndim_el == 0:
             return self.dtype
         return T.vector(self.n, self.dtype) if self.ndim_el == 1 else T.matrix(self.n, self.m, self.dtype)
+
+    def get_type(self) -> NdarrayTypeMetadata:
+        """Taichi's `Ndarray.get_type()`: element type, shape, layout and needs_grad.
+
+        >>> fs.Vector.ndarray(3, fs.f32, shape=(2, 3)).get_type().shape
+        (2, 3)
+        """
+        return NdarrayTypeMetadata(self.element_type, self.shape, bool(self.needs_grad))
 
     @property
     def _what(self) -> str:

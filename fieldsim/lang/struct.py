@@ -148,6 +148,16 @@ class Struct:
         return list(self._entries)
 
     @property
+    def methods(self) -> dict:
+        """Taichi's `Struct.methods`: the methods of the value's `@dataclass` type (a member
+        named `methods` wins)."""
+        entries = object.__getattribute__(self, "_entries")
+        if "methods" in entries:
+            return entries["methods"]
+        stype = getattr(type(self), "_fs_type", None)
+        return dict(stype.methods) if stype is not None else {}
+
+    @property
     def entries(self):
         return list(self._entries.values())
 

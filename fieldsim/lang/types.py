@@ -87,6 +87,23 @@ class MatrixType:
             return Vector.field(self.n, self.dtype, shape=shape, **kwargs)
         return Matrix.field(self.n, self.m, self.dtype, shape=shape, **kwargs)
 
+    def ndarray(self, shape, **kwargs):
+        """`vec3.ndarray(shape=...)`: an ndarray of this element type (Taichi's `VectorType.ndarray`)."""
+        from fieldsim.lang.matrix import Matrix, Vector
+        if self.ndim == 1:
+            return Vector.ndarray(self.n, self.dtype, shape, **kwargs)
+        return Matrix.ndarray(self.n, self.m, self.dtype, shape, **kwargs)
+
+    def to_string(self) -> str:
+        """Taichi's name of the type.
+
+        >>> fs.math.vec3.to_string(), fs.types.matrix(2, 3, fs.i32).to_string()
+        ('VectorType[3, f32]', 'MatrixType[2,3, i32]')
+        """
+        if self.ndim == 1:
+            return f"VectorType[{self.n}, {self.dtype}]"
+        return f"MatrixType[{self.n},{self.m}, {self.dtype}]"
+
     def __repr__(self) -> str:
         if self.ndim == 1:
             return f"vector({self.n}, {self.dtype})"
