@@ -100,9 +100,13 @@ class MatrixType:
         >>> fs.math.vec3.to_string(), fs.types.matrix(2, 3, fs.i32).to_string()
         ('VectorType[3, f32]', 'MatrixType[2,3, i32]')
         """
+        dt = self.dtype
+        if dt is float or dt is int:  # the current default, as Taichi's cook_dtype
+            from fieldsim.lang import runtime
+            dt = runtime.get().default_fp if dt is float else runtime.get().default_ip
         if self.ndim == 1:
-            return f"VectorType[{self.n}, {self.dtype}]"
-        return f"MatrixType[{self.n},{self.m}, {self.dtype}]"
+            return f"VectorType[{self.n}, {dt}]"
+        return f"MatrixType[{self.n},{self.m}, {dt}]"
 
     def __repr__(self) -> str:
         if self.ndim == 1:
