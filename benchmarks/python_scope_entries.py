@@ -1,4 +1,5 @@
-"""Python-scope element and entry access times, fieldsim beside Taichi (when installed).
+"""Python-scope element and entry access times, and Python-scope Vector/Matrix values, fieldsim
+beside Taichi (when installed).
 
     python benchmarks/python_scope_entries.py [--rounds 3] [--reps 30] [--n 2000]
                                               [--taichi-python PATH]
@@ -22,6 +23,13 @@ CASES = {
     "v[5].x = 1.0": "v[5].x = 1.0",
     "v[5][1]": "v[5][1]",
     "v[5]": "v[5]",
+    "s[None] = 1.0": "s[None] = 1.0",
+    "ti.Vector([1.0, 2.0, 3.0])": "ti.Vector([1.0, 2.0, 3.0])",
+    "ti.Matrix([[1.0, 2.0], [3.0, 4.0]])": "ti.Matrix([[1.0, 2.0], [3.0, 4.0]])",
+    "a + a (Vector values)": "a + a",
+    "a * 2.0": "a * 2.0",
+    "a[0]": "a[0]",
+    "a.x": "a.x",
 }
 
 
@@ -33,7 +41,8 @@ def worker(backend, reps, n):
         import fieldsim as ti
     ti.init(arch=ti.cpu)
     env = {"x": ti.field(ti.f32, 16), "v": ti.Vector.field(3, ti.f32, 16),
-           "m": ti.Matrix.field(2, 2, ti.f32, 16)}
+           "m": ti.Matrix.field(2, 2, ti.f32, 16), "s": ti.field(ti.f32, ()), "ti": ti,
+           "a": ti.Vector([1.0, 2.0, 3.0])}
     out = {}
     for name, stmt in CASES.items():
         code = compile(f"for _ in range({n}):\n    {stmt}\n", name, "exec")

@@ -288,7 +288,10 @@ class Field:
         if key is None and not self.shape:  # loss[None]
             return ()
         if type(key) is int and len(self.shape) == 1:  # x[i], the common case: one axis to check
-            return (self._axis_index(0, key, self.shape[0], self._offset[0]),)
+            off = self._offset[0]
+            if off <= key < off + self.shape[0]:
+                return (key - off,)
+            return (self._axis_index(0, key, self.shape[0], off),)
         if type(key) is tuple:
             idx = self._plain_index(key)
             if idx is not None:
@@ -338,7 +341,9 @@ class Field:
         # Entries are Python numbers, as Taichi reads them: a float field's element is an f64
         # array in Python scope (prints `[2.20000005 1.]`, computes in f64 there).
         kind = Vector if self.ndim_el == 1 else Matrix
-        return kind._element(np.array(np.asarray(value).tolist()), self, key, idx)
+        value = np.asarray(value)
+        entries = value.astype(np.float64) if value.dtype.kind == "f" else np.array(value.tolist())
+        return kind._element(entries, self, key, idx)
 
     def __setitem__(self, key, value):
         idx = self._index(key)
