@@ -126,10 +126,13 @@ class Matrix:
 
     @at_user_line
     def __getitem__(self, k):
-        if self._owner is None and type(k) is int:  # `v[0]` of a value: an entry, at once
+        if type(k) is int:  # `v[0]`: an entry, at once (a field element's, read from the field)
             a = self._arr
             if a.ndim == 1 and -a.shape[0] <= k < a.shape[0]:
-                return a[k]
+                if self._owner is None:
+                    return a[k]
+                if self._owner[0]._live():
+                    return self._entry(k, None)
         try:
             v = self._a[k]  # an entry is a numpy scalar of the entries' dtype, as in Taichi
         except IndexError as e:
