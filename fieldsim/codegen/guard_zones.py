@@ -4,7 +4,7 @@ Kernels do not check indices unless `debug=True`, as in Taichi: an index a littl
 axis lands in the zeroed guard zone beside the data (where Taichi's pool has a neighbouring
 field), never in other memory. An access whose index could reach past the guard zone is
 checked even without `debug=True` (`llvm.py`, `reaches_past_guard`): it would corrupt or crash
-the process.
+the process. Out of range, such a store or atomic is reported; a load reads the guard zone.
 """
 from __future__ import annotations
 

@@ -885,8 +885,12 @@ class TaskLowering(NestLowering, ArrayLowering):
         sizes = [self.dim_size(field, d) for d in range(len(indices))]
         oob = None
         if self.cg.debug or reaches_past_guard(s):
+            # without debug, a load past the guard only reads the guard zone: Taichi reads what
+            # lies there, and a program may discard it (`ti.select(i + k < n, x[i + k], 0.0)`
+            # evaluates both sides); stores and atomics are reported
+            flag = self.cg.debug or s.op != Op.LOAD
             for i, n in zip(indices, sizes):
-                bad = self.bounds_check(i, n, s)
+                bad = self.bounds_check(i, n, s) if flag else b.icmp_unsigned(">=", i, n)
                 oob = bad if oob is None else b.or_(oob, bad)
         index_map = getattr(field, "index_map", None)
         if index_map is not None:  # chunk- or block-major (lang/mapped_storage.py)

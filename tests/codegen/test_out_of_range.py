@@ -200,3 +200,22 @@ def test_an_index_that_can_reach_past_the_guard_zone_is_checked_without_debug():
         return s
 
     assert stencil() == 0.0
+
+
+def test_a_load_past_the_guard_whose_value_is_discarded_is_no_error():
+    # ti.select evaluates both sides: a stencil reading 300 rows ahead (past the 256-row guard
+    # of a (4096, 64) field) under `i + 300 < n` runs in Taichi, the far read discarded; only
+    # stores and atomics past the guard are reported without debug=True
+    fs.init(arch=fs.cpu)
+    big = fs.field(fs.f64, shape=(4096, 64))
+    big.from_numpy(np.arange(4096 * 64, dtype=np.float64).reshape(4096, 64) % 97)
+
+    @fs.kernel
+    def ahead() -> fs.f64:
+        t = fs.f64(0.0)
+        for i in range(4096):
+            for j in range(64):
+                t += fs.select(i + 300 < 4096, big[i + 300, j], 0.0)
+        return t
+
+    assert ahead() == big.to_numpy()[300:].sum()
