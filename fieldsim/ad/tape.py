@@ -225,7 +225,8 @@ class Tape:
         runs and record it (a launch inside a `grad_replaced` unit
         is checked, not recorded). Returns None, or under validation the callable that runs
         the launch checked per element (`checks.validation.Runner`)."""
-        run = self.state.launch(kernel, ck, values) if self.state is not None else None
+        run = (self.state.launch(kernel, ck, values, in_unit=bool(self.unit_depth))
+               if self.state is not None else None)
         if self.unit_depth:
             return run
         if self.validation:
@@ -367,12 +368,12 @@ class _CheckerAdapter:
         from fieldsim.checks.tape_rules import TapeState
         self.state = TapeState(validation=validation, index_ranges=True)
 
-    def launch(self, kernel, ck, values):
+    def launch(self, kernel, ck, values, in_unit=False):
         state = self.state
         analyses = ck.analyses  # made once per compiled kernel (`kernel_check` imports per call)
         check = analyses.check if analyses is not None else kernel_check(ck)
         found = state.launch(ck.ir, kernel.__name__, check, values)
-        if not ck.checked:
+        if not ck.checked and not in_unit:  # a grad_replaced unit's backward is the user's
             refuse_unreplayable(ck.ir)
         run = runner(ck, kernel.__name__, found, state) if state.validation else None
         if run is None and found.kernel_checked:

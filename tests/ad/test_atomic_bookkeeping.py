@@ -273,3 +273,44 @@ def test_on_a_tape_the_refusal_comes_before_the_launch_changes_anything():
     assert not launched  # the launch itself raised, not the backward
     np.testing.assert_array_equal(c.to_numpy(), np.zeros(N, np.int32))
     np.testing.assert_array_equal(y.to_numpy(), np.zeros(N))
+
+
+def test_a_grad_replaced_unit_may_use_an_atomic_old_value():
+    # the unit's backward is the user's: its kernels' adjoints are never made, so the launch
+    # inside it is not refused (a stream compaction `y[slot] = 2 x[i]`, Taichi runs it)
+    x = fs.field(fs.f64, shape=N, needs_grad=True)
+    y = fs.field(fs.f64, shape=N, needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+    cnt = fs.field(fs.i32, shape=())
+    x.from_numpy(XS)
+
+    @fs.kernel
+    def compact():
+        fs.loop_config(serialize=True)  # slot == i
+        for i in range(N):
+            slot = fs.atomic_add(cnt[None], 1)
+            y[slot] = x[i] * 2.0
+
+    @fs.kernel
+    def compact_grad():
+        for i in range(N):
+            x.grad[i] += 2.0 * y.grad[i]
+
+    @fs.ad.grad_replaced
+    def forward():
+        cnt[None] = 0
+        compact()
+
+    @fs.ad.grad_for(forward)
+    def backward():
+        compact_grad()
+
+    @fs.kernel
+    def total():
+        for i in range(N):
+            loss[None] += y[i] ** 2
+
+    with fs.ad.Tape(loss=loss):
+        forward()
+        total()
+    np.testing.assert_allclose(x.grad.to_numpy(), 8.0 * XS)
