@@ -71,7 +71,8 @@ def _factor(s: Stmt) -> int | None:
 
 def index_interval(s: Stmt, depth: int = 0):
     """[lo, hi] of an integer statement built from loop variables of constant bounds,
-    constants and MULs by constants; None for anything else."""
+    constants, MULs by constants and (of non-negative values) floor divisions and remainders by
+    positive constants; None for anything else."""
     if depth > 8:
         return None
     if _is_const(s):
@@ -86,6 +87,12 @@ def index_interval(s: Stmt, depth: int = 0):
             return None
         ends = (span[0] * factor, span[1] * factor)
         return min(ends), max(ends)
+    if s.op in (Op.FLOORDIV, Op.MOD) and _is_const(s.args[1]) and s.args[1].attr > 0:
+        span = index_interval(s.args[0], depth + 1)  # ti.ndrange's `flat // n`, `flat % n`
+        if span is None or span[0] < 0:
+            return None
+        c = s.args[1].attr
+        return (span[0] // c, span[1] // c) if s.op == Op.FLOORDIV else (0, min(c - 1, span[1]))
     if s.op in (Op.ADD, Op.SUB):
         a, b = (index_interval(x, depth + 1) for x in s.args)
         if a is None or b is None:

@@ -219,3 +219,26 @@ def test_a_load_past_the_guard_whose_value_is_discarded_is_no_error():
         return t
 
     assert ahead() == big.to_numpy()[300:].sum()
+
+
+def test_a_top_level_ndrange_write_past_the_guard_is_reported():
+    # ti.ndrange's indices are `flat // n` and `flat % n` of one flat loop: their ranges are known
+    fs.init(arch=fs.cpu)
+    g = fs.Vector.field(4, fs.f32, shape=(64, 64))
+
+    @fs.kernel
+    def shifted():
+        for i, j in fs.ndrange(64, 64):
+            g[i + 100, j] += fs.Vector([1.0, 2.0, 3.0, 4.0])  # rows 100..163: past the guard
+
+    with pytest.raises(fs.errors.KernelIndexRangeError, match="Out of bound access.*'g'"):
+        shifted()
+
+    @fs.kernel
+    def inside():
+        for i, j in fs.ndrange(64, 64):
+            g[i, j] += fs.Vector([1.0, 2.0, 3.0, 4.0])
+
+    g.fill(0)
+    inside()
+    assert g.to_numpy().sum() == 64 * 64 * 10.0
