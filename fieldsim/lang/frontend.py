@@ -400,6 +400,7 @@ class Frontend(ExprMixin):
         # once by expr_Call for the func call being made (see `caller_refs`)
         self.call_arg_refs: dict = {}
         self.hidden_fields: list = []
+        self.kernel_variables: list = []  # the hidden fields of top-level variables
         self.nonneg: set = set()  # ids of runtime values known >= 0 (ndarray shapes)
         # a sparse struct-for's cell, active where its body runs: [(ids of the sparse nodes,
         # its storage index values)], and its user indices' storage values {id: (offset, value)}
@@ -614,6 +615,7 @@ class Frontend(ExprMixin):
             dt = dtype or self.e.dtype_of(value)
             hidden = Field(dt, (), f"{self.kernel_name}.{name}", needs_grad=dt.is_float, _role="hidden")
         self.hidden_fields.append(hidden)
+        self.kernel_variables.append(hidden)
         ref = FieldRef(hidden, [], None)
         ref.store(self, value)
         self.frame.bind(name, ref)

@@ -419,6 +419,7 @@ class KernelObj:
         """(offloaded IR, the hidden fields it made) for these bound arguments: frontend,
         offload, the select form of the local arrays not worth a stack array, promote_locals;
         without compiling."""
+        from fieldsim.ir.passes.kernel_vars import demote_kernel_variables
         from fieldsim.ir.passes.offload import offload
         from fieldsim.ir.passes.promote_locals import promote_locals
         from fieldsim.ir.passes.scalarize_arrays import small_arrays_scalarized
@@ -430,6 +431,8 @@ class KernelObj:
             fe = Frontend(self.fn, rt, self.__name__, templates, dtypes, ret, func_tasks=False)
             ir = run_pass("frontend", lambda _: fe.build(), None, verify=rt.debug)
         ir = run_pass("offload", offload, ir, verify=rt.debug)
+        ir = run_pass("demote_kernel_variables", demote_kernel_variables, ir, fe.kernel_variables,
+                      verify=rt.debug)
         if "local_arrays" in ir.meta:  # the select form where it is faster (scalarize_arrays)
             ir = run_pass("scalarize_arrays", small_arrays_scalarized, ir, verify=rt.debug)
         show = bool(rt.ignored_options.get("print_ir"))
