@@ -605,7 +605,8 @@ class Frontend(ExprMixin):
 
     def declare_kernel_variable(self, name, value, dtype=None):
         """A variable at kernel top level lives in a hidden 0-D field (Taichi's global
-        temporaries): it can cross tasks, and `+=` from a parallel loop is atomic."""
+        temporaries): it can cross tasks, and `+=` from a parallel loop is atomic. One that a
+        single serial task alone uses is made a local again (`ir.passes.kernel_vars`)."""
         if isinstance(value, MatVal):
             dt = dtype or T.promote_all([self.e.dtype_of(v) for v in value.entries])
             hidden = Field(dt, (), f"{self.kernel_name}.{name}", needs_grad=dt.is_float,
