@@ -87,3 +87,34 @@ def test_only_single_serial_task_variables_become_locals(arch):
     demoted = {s.field.ir_name for ck in step._cache.values() for s in walk(ck.ir.body)
                if s.op in (Op.LOAD, Op.STORE)}
     assert "step.v" not in demoted
+
+
+def test_augmented_variables_of_a_loopless_kernel_are_locals_too(arch):
+    # `s += ...` on a top-level variable is an atomic on its field; in one serial task there is
+    # no other thread: a load, the update and a store of a local (atomic_max's value: the old one)
+    fs.init(arch=arch, default_fp=fs.f64)
+    x = fs.field(fs.f64, shape=4, needs_grad=True)
+    out = fs.field(fs.f64, shape=5, needs_grad=True)
+
+    @fs.kernel
+    def step(t: fs.i32):
+        s = x[t]
+        s += x[t] * 3.0
+        m = 0.5
+        old = fs.atomic_max(m, x[t])
+        out[t + 1] += s * s + old * m
+
+    xs = np.array([0.25, 1.0, 2.0, 3.0])
+    x.from_numpy(xs)
+    step(0)
+    step(2)
+    # out[t+1] = 16 x^2 + 0.5 max(0.5, x): 16 * 0.0625 + 0.25 = 1.25 and 64 + 1.0 = 65
+    np.testing.assert_allclose(out.to_numpy(), [0.0, 1.25, 0.0, 65.0, 0.0])
+    out.grad.fill(1.0)
+    step.grad(2)
+    step.grad(0)
+    # d/dx: 32 x, plus 0.5 where x > 0.5 (the max is x there)
+    np.testing.assert_allclose(x.grad.to_numpy(), [8.0, 0.0, 64.5, 0.0])
+    kept = {s.field.ir_name for ck in step._cache.values() for s in walk(ck.ir.body)
+            if s.op in (Op.LOAD, Op.STORE, Op.ATOMIC)}
+    assert not kept & {"step.s", "step.m"}, kept
