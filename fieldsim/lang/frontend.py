@@ -1290,6 +1290,7 @@ class Frontend(ExprMixin):
         leaf = blocks.field._snode.axis_sizes
         cond = sparse_kernel.active_condition(self, blocks.above, leaf, first)
         guard = self.b.if_(cond) if cond is not None else None
+        blocks.guard = guard
         self.depth += 1
         with self.b.into(guard.blocks[0] if guard is not None else self.b.block):
             if blocks.part_count == 1:

@@ -204,6 +204,7 @@ class SparseBlocks:
         self.top_node = level_nodes[0] if level_nodes and level_nodes[0] in path else None
         self.skip_top = (self.top_node is not None and self.total > LIST_MAX
                          and 1 < self.top_total < self.total)
+        self.guard = None  # the IF testing a block's ancestors (frontend `_sparse_block_at`)
 
     @property
     def loop_total(self) -> int:
@@ -278,7 +279,9 @@ def list_if_activating(fe, blocks, loop):
     of its layout, a serial task before it now writes the blocks active at that point into a
     hidden list, in block order, and the loop runs over the list. Elsewhere testing each block
     as the loop reaches it is the same, and the loop's indices stay plain for the access rules
-    (a listed block's index depends on data)."""
+    (a listed block's index depends on data). A body that deactivates blocks is listed too:
+    Taichi runs every cell of a listed block, also one the body deactivated before reaching it
+    (`for I in x.parent(): fs.deactivate(ptr, I)` clears every block, not the first few)."""
     flags = {id(n.sparse.flag) for n in blocks.above}
     if blocks.total > LIST_MAX or not any(
             s.op in (Op.STORE, Op.ATOMIC) and id(s.field) in flags for s in walk(loop.body)):
@@ -296,6 +299,10 @@ def list_if_activating(fe, blocks, loop):
         if s is not block:
             s.args = tuple(block if a is loop else a for a in s.args)
     loop.args = (loop.args[0], count)  # i32: at most LIST_MAX blocks
+    for k, s in enumerate(loop.body):
+        if s is blocks.guard:  # a listed block was active when listed: no second test
+            loop.body[k:k + 1] = s.blocks[0]
+            break
 
 
 def _list_active_blocks(fe, blocks):
