@@ -1139,27 +1139,37 @@ class Frontend(ExprMixin):
             self.parallel_depth = self.loop_depth
         self.open_fors.append(loop)
         self.frame.scopes.append({})
+        cell_guard = (None, None)
         with self.b.into(loop.body):
             if blocks is not None:
                 self._sparse_block(lambda user, active, known: self._loop_cell(
                     node, iterable, names, grouped, user, active, known), blocks, loop)
             elif split is None:
-                self._struct_for_cell(node, iterable, names, grouped, target, loop,
-                                      (outer_dims, sizes))
+                cell_guard = self._struct_for_cell(node, iterable, names, grouped, target, loop,
+                                                   (outer_dims, sizes))
             else:
                 indices = self.delinearize(loop, outer_dims, sizes)
                 self._dynamic_lists(node, iterable, names, grouped, split, dims[split[0]][0], indices)
         self.frame.scopes.pop()
         self.open_fors.pop()
-        if blocks is not None:
-            sparse_kernel.list_if_activating(self, blocks, loop)
+        self._list_at_launch(loop, blocks, cell_guard if whole and split is None else (None, None),
+                             target, total)
         if info.parallel:
             self.parallel_depth = -1
         self.loop_depth -= 1
         self.depth -= 1
 
+    def _list_at_launch(self, loop, blocks, cell_guard, target, total):
+        """A sparse struct-for whose body changes the activity of the layout it walks runs
+        over what was active at its launch, as Taichi's (see `sparse_kernel`)."""
+        if blocks is not None:
+            sparse_kernel.list_if_activating(self, blocks, loop)
+        elif cell_guard[0] is not None:
+            sparse_kernel.snapshot_if_changing(self, target, loop, cell_guard[0], total, cell_guard[1])
+
     def _struct_for_cell(self, node, iterable, names, grouped, target, loop, extents):
-        """The body of a flat loop `loop` over `extents` (dims, sizes) at its cell."""
+        """The body of a flat loop `loop` over `extents` (dims, sizes) at its cell; returns
+        (the cell's activity condition or None, that condition emitted at a loop value)."""
         dims, sizes = extents
         tree = sparse_kernel.dense_tree_digits(target)
         indices = self._struct_for_indices(tree, loop, dims, sizes)
@@ -1169,6 +1179,9 @@ class Frontend(ExprMixin):
                         sparse_kernel.known_cell(self, target, indices))
         if made and not loop.attr.serialize:
             self._row_major_if_order_free(loop, dims, sizes, indices, made)
+        # a sparse layout is never a dense tree: its indices are row-major
+        return active, lambda t, keep: sparse_kernel.struct_for_guard(
+            self, target, self.delinearize(t, dims, sizes), keep)[0]
 
     def _struct_for_indices(self, tree, loop, dims, sizes):
         """The loop's indices from its linear value `loop`: row-major over `dims`, but over a

@@ -97,13 +97,14 @@ def active_condition(fe, path, leaf, indices):
     return cond
 
 
-def struct_for_guard(fe, iterable, indices):
+def struct_for_guard(fe, iterable, indices, keep=None):
     """(condition or None, user indices) for a struct-for over a field or a node whose loop
-    produced `indices` (the field's user indices, or the node's cell indices)."""
+    produced `indices` (the field's user indices, or the node's cell indices); with `keep`,
+    only the nodes of the path it keeps are tested."""
     from fieldsim.lang.field import Field
     iterable = layout_field(iterable)
     if isinstance(iterable, Field):
-        path = field_path(iterable)
+        path = [n for n in field_path(iterable) if keep is None or keep(n)]
         if not path:
             return None, indices
         off = iterable._offset
@@ -112,7 +113,7 @@ def struct_for_guard(fe, iterable, indices):
     if isinstance(iterable, SNode):
         # a node's loop yields its own cell coordinates (as Taichi 1.7.4); activity is looked up
         # at each cell's global coordinates (its first field index)
-        path = iterable.sparse_path()
+        path = [n for n in iterable.sparse_path() if keep is None or keep(n)]
         if not path:
             return None, indices
         leaf = leaf_sizes(iterable)
@@ -303,6 +304,57 @@ def list_if_activating(fe, blocks, loop):
         if s is blocks.guard:  # a listed block was active when listed: no second test
             loop.body[k:k + 1] = s.blocks[0]
             break
+
+
+def _guard_leaf(target):
+    """The node whose own cells a flat struct-for over `target` walks (a field's container)."""
+    from fieldsim.lang.field import Field
+    target = layout_field(target)
+    return target._snode._parent if isinstance(target, Field) else target
+
+
+def snapshot_if_changing(fe, target, loop, active, total, cond_at):
+    """The flat struct-for `loop` over `target` (just built, the last statement of the current
+    block) runs its body where `active` holds. Taichi lists the active containers (cells of
+    the nodes above the walked node) before the body runs and tests the walked node's own
+    cells as it reaches them; where the body activates or deactivates containers
+    (`for I in x.parent(): fs.deactivate(ptr, I)` of blocks the loop has not reached yet), a
+    serial task before it now writes each cell's containers' activity at that point into a
+    hidden list (`cond_at(t, keep)`: the condition at loop value `t` for the nodes `keep`
+    keeps), and the body runs where the list and the walked node's own flag say so."""
+    leaf = _guard_leaf(target)
+
+    def above(n):
+        return n is not leaf
+    flags = {id(n.sparse.flag) for n in leaf.sparse_path() if above(n)}
+    if not flags or not isinstance(total, int) or total > LIST_MAX or not any(
+            s.op in (Op.STORE, Op.ATOMIC) and id(s.field) in flags for s in walk(loop.body)):
+        return
+    from fieldsim.lang.field import Field
+    snap = Field(T.i32, (total,), f"{fe.kernel_name}.cells{len(fe.hidden_fields)}", _role="listing")
+    fe.hidden_fields.append(snap)
+    top = fe.b.block
+    at, end = top.index(loop), len(top)
+    zero = fe.b.const(0, T.i32)
+    pre = fe.b.for_(zero, fe.b.const(total, T.i32), ForInfo(parallel=False, serialize=True, listing=True))
+    with fe.b.into(pre.body):
+        fe.b.store(snap, [pre], zero)
+        with fe.b.into(fe.b.if_(cond_at(pre, above)).blocks[0]):
+            fe.b.store(snap, [pre], fe.b.const(1, T.i32))
+    listing = top[end:]
+    del top[end:]
+    top[at:at] = listing  # the listing before the loop
+    guard = next(k for k, st in enumerate(loop.body) if st.op == Op.IF and st.args[0] is active)
+    n = len(loop.body)
+    with fe.b.into(loop.body):
+        listed = fe.e.compare("!=", fe.b.load(snap, [as_i32(fe, loop)]), 0)
+        own = cond_at(loop, lambda n: n is leaf)
+        if own is not None:
+            listed = fe.e.binop("&", listed, own)
+    made = loop.body[n:]
+    del loop.body[n:]
+    loop.body[guard:guard] = made
+    loop.body[guard + len(made)].args = (listed,)
 
 
 def _list_active_blocks(fe, blocks):

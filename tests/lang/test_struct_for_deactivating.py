@@ -63,3 +63,50 @@ def test_2d_blocks_cleared_through_cell_indices():
     assert np.all(seen.to_numpy() == 1)
     assert float(y.to_numpy().sum()) == 0.0
     assert not any(fs.is_active(top, [i, j]) for i in range(4) for j in range(4))
+
+
+def _blocks_of_two(n):
+    x = fs.field(fs.f32)
+    top = fs.root.pointer(fs.i, n)
+    top.dense(fs.i, 2).place(x)
+    return x, top
+
+
+def test_node_loop_runs_the_blocks_listed_at_launch():
+    x, top = _blocks_of_two(8)
+    visits = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def fill():
+        for i in range(16):
+            x[i] = 1.0
+
+    @fs.kernel
+    def clear():
+        for i in x.parent():  # the dense node's cells: 2 per block, global indices
+            visits[None] += 1
+            if i < 8:  # cells 0..7 name blocks 0..7: block 0..3's cells clear every block
+                fs.deactivate(top, i)
+
+    fill()
+    clear()
+    assert visits[None] == 16
+    assert not any(fs.is_active(top, [b]) for b in range(8))
+
+
+def test_walked_node_cells_are_tested_as_reached():
+    # the loop walks the pointer's own cells: one activated ahead of the loop is reached
+    x, top = _blocks_of_two(8)
+    visits = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def grow():
+        for b in top:
+            visits[None] += 1
+            if b + 1 < 8:
+                fs.activate(top, b + 1)
+
+    x[0] = 1.0
+    grow()
+    assert visits[None] == 8  # block 0, then each block the one before it activated
+    assert all(fs.is_active(top, [b]) for b in range(8))
