@@ -1,6 +1,7 @@
 """Taichi's `ti.lang.ops` comparison and logic names: `cmp_eq`, `cmp_ne`, `cmp_lt`, `cmp_le`,
-`cmp_gt`, `cmp_ge`, `bit_not`, `logical_and`, `logical_or`, `ifte` (and `clz`, `popcnt`,
-`frexp`, which fieldsim keeps in `math`/`ops_int`, under their `ops` names too).
+`cmp_gt`, `cmp_ge`, `bit_not`, `logical_and`, `logical_or`, `ifte`, `clz`, `popcnt`, `frexp`
+(in kernels the `math`/`ops_int` ones; in Python scope Taichi's own arithmetic on the value,
+which is not the 32-bit one: `clz(-1)` is 32, `popcnt(-1)` 1, `frexp` numpy's pair).
 
 Guarantees Taichi 1.7.4's results in both scopes: in Python scope a comparison is a bool (a
 vector of bools for vectors), `logical_and`/`logical_or`/`ifte` are Python's `and`/`or`/`if`
@@ -10,6 +11,8 @@ vector of bools for vectors), `logical_and`/`logical_or`/`ifte` are Python's `an
 from __future__ import annotations
 
 import operator
+
+import numpy as np
 
 from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import math as math_module
@@ -86,6 +89,42 @@ def ifte(cond, x, y):
     return x if _truth(cond) else y
 
 
+def clz(x):
+    """Python scope: 32 less the exponent of the first power of two above `x` (32 for x <= 0,
+    0 from 2**31 up), Taichi's `ti.lang.ops.clz` of a number; in a kernel, `ti.math.clz`.
+
+    >>> clz(8), clz(-1), clz(2**31)
+    (28, 32, 0)
+    """
+    if hasattr(x, "to_numpy"):
+        return math_module.clz(x)
+    return next((32 - i for i in range(32) if 2 ** i > x), 0)
+
+
+def popcnt(x):
+    """Python scope: the ones of `bin(x)` (`popcnt(-1)` is 1: the sign is no bits), Taichi's
+    `ti.lang.ops.popcnt` of a number; in a kernel, `ti.math.popcnt`.
+
+    >>> popcnt(7), popcnt(-1), popcnt(2**40)
+    (3, 1, 1)
+    """
+    if hasattr(x, "to_numpy"):
+        return math_module.popcnt(x)
+    return operator.index(x).bit_count()
+
+
+def frexp(x):
+    """Python scope: numpy's `frexp` pair (np.float64 / np.int32 for a Python float), as
+    Taichi's `ti.lang.ops.frexp`; in a kernel, `ti.frexp`.
+
+    >>> [type(v).__name__ for v in frexp(8.0)]
+    ['float64', 'int32']
+    """
+    if hasattr(x, "to_numpy"):
+        return ops_int.frexp(x)
+    return np.frexp(x)
+
+
 def _bit_not_kernel(fe, node, args, kw):
     x = args[0]
     return fe.e.unop(Op.BIT_NOT, x) if isinstance(x, (Stmt, MatVal)) else bit_not(x)
@@ -102,10 +141,11 @@ def _register():
         fn = _named(_PY_CMP[symbol], name)
         KERNEL_BUILTINS[fn] = _compare(symbol)
         setattr(ops_module, name, fn)
-    for fn in (bit_not, logical_and, logical_or, ifte):
+    for fn, compiled in ((clz, math_module.clz), (popcnt, math_module.popcnt),
+                         (frexp, ops_int.frexp)):
+        KERNEL_BUILTINS[fn] = KERNEL_BUILTINS[compiled]
+    for fn in (bit_not, logical_and, logical_or, ifte, clz, popcnt, frexp):
         setattr(ops_module, fn.__name__, fn)
-    ops_module.clz, ops_module.popcnt = math_module.clz, math_module.popcnt
-    ops_module.frexp = ops_int.frexp
 
 
 _register()

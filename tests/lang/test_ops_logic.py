@@ -68,3 +68,28 @@ def test_kernel_scope():
         k(*args)
         assert out.to_numpy().tolist() == ints, args
         assert fo.to_numpy().tolist() == floats, args
+
+
+def test_python_scope_bit_counts_and_frexp_are_taichis():
+    # Taichi 1.7.4's ti.lang.ops.clz/popcnt in Python scope work on the number, not its 32-bit
+    # pattern: clz is 32 less the bits below the first power of two above it (32 for x <= 0),
+    # popcnt counts the ones of bin(x); frexp is numpy's pair
+    assert [o.clz(v) for v in (0, 1, -1, -7, 255, 2**31 - 1, 2**31, 2**40)] == \
+        [32, 31, 32, 32, 24, 1, 0, 0]
+    assert [o.popcnt(v) for v in (0, -1, -6, 255, 2**40)] == [0, 1, 2, 8, 1]
+    m, e = o.frexp(-3.5)
+    assert (m, e) == (-0.875, 2) and type(m).__name__ == "float64" and type(e).__name__ == "int32"
+
+
+def test_kernel_scope_bit_counts_of_negatives_are_32_bit():
+    out = fs.field(fs.i32, shape=3)
+
+    @fs.kernel
+    def k(a: fs.i32):
+        out[0] = o.clz(a)
+        out[1] = o.popcnt(a)
+        _, e = o.frexp(a * 1.0)
+        out[2] = e
+
+    k(-1)
+    assert out.to_numpy().tolist() == [0, 32, 1]
