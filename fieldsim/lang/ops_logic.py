@@ -136,14 +136,24 @@ KERNEL_BUILTINS[logical_or] = lambda fe, node, args, kw: fe.combine_bool(list(ar
 KERNEL_BUILTINS[ifte] = lambda fe, node, args, kw: fe.e.select(args[0], args[1], args[2])
 
 
+def _constant_folded(fn, compiled):
+    # Taichi applies ops' Python function to a Python number even in a kernel: `ops.clz(0) +
+    # ops.popcnt(-1)` there is 33, not the 32-bit 64
+    def handler(fe, node, args, kw):
+        if len(args) == 1 and isinstance(args[0], int) and not kw:
+            return fn(args[0])
+        return compiled(fe, node, args, kw)
+    return handler
+
+
 def _register():
     for name, symbol in _CMP_NAMES.items():
         fn = _named(_PY_CMP[symbol], name)
         KERNEL_BUILTINS[fn] = _compare(symbol)
         setattr(ops_module, name, fn)
-    for fn, compiled in ((clz, math_module.clz), (popcnt, math_module.popcnt),
-                         (frexp, ops_int.frexp)):
-        KERNEL_BUILTINS[fn] = KERNEL_BUILTINS[compiled]
+    for fn, compiled in ((clz, math_module.clz), (popcnt, math_module.popcnt)):
+        KERNEL_BUILTINS[fn] = _constant_folded(fn, KERNEL_BUILTINS[compiled])
+    KERNEL_BUILTINS[frexp] = KERNEL_BUILTINS[ops_int.frexp]
     for fn in (bit_not, logical_and, logical_or, ifte, clz, popcnt, frexp):
         setattr(ops_module, fn.__name__, fn)
 

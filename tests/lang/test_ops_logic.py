@@ -82,7 +82,7 @@ def test_python_scope_bit_counts_and_frexp_are_taichis():
 
 
 def test_kernel_scope_bit_counts_of_negatives_are_32_bit():
-    out = fs.field(fs.i32, shape=3)
+    out = fs.field(fs.i32, shape=4)
 
     @fs.kernel
     def k(a: fs.i32):
@@ -90,6 +90,8 @@ def test_kernel_scope_bit_counts_of_negatives_are_32_bit():
         out[1] = o.popcnt(a)
         _, e = o.frexp(a * 1.0)
         out[2] = e
+        # a Python number is Taichi's Python-scope value even here (32 + 1)
+        out[3] = o.clz(0) + o.popcnt(-1)
 
     k(-1)
-    assert out.to_numpy().tolist() == [0, 32, 1]
+    assert out.to_numpy().tolist() == [0, 32, 1, 33]
