@@ -1226,14 +1226,23 @@ _PY_BUILTINS = {getattr: _getattr, isinstance: _py_isinstance, any: _py_anyall("
 
 
 def _range_bound(fe, a, node):
-    """As Taichi: a real range bound is cast to i32 (truncated), `range(200.)` runs 200 times."""
+    """As Taichi: a real range bound is cast to i32 (truncated), `range(200.)` runs 200 times,
+    with Taichi's warning at the user's line (a particle count kept in an f32 field, say)."""
     if isinstance(a, Stmt) and a.dtype.is_float:
+        _warn_real_bound(fe, a.dtype, node)
         return fe.e.cast(a, T.i32)
     if isinstance(a, (float, np.floating)):
+        _warn_real_bound(fe, fe.e.fp, node)
         return int(a)
     if isinstance(a, (tuple, list)):
         return _range_tuple_bound(fe, a, node)
     return a
+
+
+def _warn_real_bound(fe, dtype, node):
+    if not fe.static_args:  # fs.static(range(2.5)) is Python's own range
+        syntax_warnings.warn_at(fe, f"Casting range_for boundary values from {dtype} to i32, which "
+                                    f"may cause numerical issues", node, UserWarning)
 
 
 def _range_tuple_bound(fe, a, node):

@@ -28,3 +28,36 @@ def test_float_range_bounds_truncate():
 
     k(5.8)
     assert out.to_numpy()[:3].tolist() == [7, 0 + 1 + 2 + 3 + 4, 3]
+
+
+def test_real_range_bound_warns_at_the_users_line():
+    """Taichi 1.7.4 warns "Casting range_for boundary values from f32 to i32, ..." for a real
+    bound (a particle count kept in an f32 field); an integer bound and fs.static stay quiet."""
+    import warnings
+    fs.init(arch=fs.cpu)
+    count = fs.field(fs.f32, shape=())
+    out = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def k():
+        for p in range(count[None]):
+            out[None] += 1
+
+    @fs.kernel
+    def quiet(n: fs.i32):
+        for p in range(n):
+            out[None] += 1
+        for q in fs.static(range(2)):
+            out[None] += q
+
+    count[None] = 3.5
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        k()
+        quiet(2)
+    assert out[None] == 3 + 2 + 1
+    msgs = [(str(w.message), w.filename, w.lineno) for w in got]
+    with open(__file__) as f:
+        line = 1 + [s.strip() for s in f].index("for p in range(count[None]):")
+    text = "Casting range_for boundary values from f32 to i32, which may cause numerical issues"
+    assert msgs == [(text, __file__, line)]
