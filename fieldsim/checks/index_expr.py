@@ -504,6 +504,7 @@ def _decide(diffs: list[Affine], loop: Stmt | None, rel: str | None, env,
                 return Answer.NEVER
             continue
         unknown = unknown or d.has_opaque()
+    steps = {**_guard_pinned(loop, limits), **steps}
     if loop is not None and not _other_instance_possible(steps, rel, env, var, limits):
         return Answer.NEVER
     if all(d.is_const() for d in diffs):
@@ -565,6 +566,15 @@ def _radix_parts(d: Affine, loop: Stmt | None, env, limits: dict | None) -> list
     if len(found) > 1:
         return [d]
     return [Affine(-c * step, {x: c, Primed(x): -c}) for (c, x, _), step in zip(pairs, found[0])]
+
+
+def _guard_pinned(loop: Stmt | None, limits: dict | None) -> dict:
+    """Digits of `loop` that guards hold at one value in both instances (`if a == 0:` around
+    both accesses of `for i, a in ti.ndrange(n, 2)`): equal there, as if an index pinned them."""
+    if loop is None or not limits:
+        return {}
+    return {x: 0 for x, r in limits.items()
+            if isinstance(x, Var) and x.loop is loop and r[0] == r[1] and limits.get(Primed(x)) == r}
 
 
 def _radix_pairs(d: Affine, loop: Stmt | None, env, limits: dict | None) -> list | None:
