@@ -280,7 +280,7 @@ def _k_normalize(fe, x):
 
 
 def _k_dot(fe, x, y):
-    return fe.e.dot(x, y)
+    return matrix_ops.dot(fe.e, x, y)
 
 
 def _k_cross(fe, x, y):

@@ -309,7 +309,10 @@ class Matrix:
         return r[()] if np.ndim(r) == 0 else _wrap(r)
 
     # numpy scalars of the entries' dtype, summed in order, as Taichi's Python-scope matrix ops
-    def dot(self, o): return _sum(self._a.reshape(-1) * _np(o).reshape(-1))
+    @at_user_line
+    def dot(self, o):
+        _host_vectors(self, o, "dot")
+        return _sum(self._a.reshape(-1) * _np(o).reshape(-1))
     def norm(self, eps=0): return np.sqrt(self.norm_sqr() + eps)
     def norm_inv(self, eps=0): return 1.0 / self.norm(eps)
     def norm_sqr(self): return _sum(self._a ** 2)
@@ -342,10 +345,15 @@ class Matrix:
     # is -1), a false one NumPy's False (`repr` np.False_)
     def any(self): return np.bool_(np.any(self._a)) and True
     def all(self): return np.bool_(np.all(self._a)) and True
+    @at_user_line
     def cross(self, o):
+        _host_vectors(self, o, "cross")
         r = host_cross(self._a, _np(o))
         return r[()] if np.ndim(r) == 0 else _wrap(r)
-    def outer_product(self, o): return Matrix(np.outer(self._a, _np(o)))
+    @at_user_line
+    def outer_product(self, o):
+        _host_vectors(self, o, "outer_product")
+        return Matrix(np.outer(self._a, _np(o)))
     def cast(self, dt): return type(self)(self._a, dt=dt)
 
     @property
@@ -505,6 +513,13 @@ def host_cross(a, b):
 
 _FLOAT_ENTRY_TYPES = (T.f16, T.f32, T.f64)
 _REAL_NUMBERS = (float, int, np.float64, np.float32)
+
+
+def _host_vectors(a, b, what):
+    """As in kernels (matrix_ops.require_vectors): Taichi 1.7.4 refuses a matrix operand."""
+    for side, v in (("lhs", a), ("rhs", b)):
+        if np.ndim(_np(v)) != 1:
+            raise FieldsimTypeError(f"{side} for {what} is not a vector (shape {np.shape(_np(v))})")
 
 
 def _np(v):

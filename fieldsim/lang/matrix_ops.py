@@ -135,7 +135,21 @@ def _cofactor_laplace(e, a: MatVal, r, c):
     return _negate_if_odd(e, determinant(e, minor), r + c)
 
 
+def require_vectors(a, b, what: str) -> None:
+    """Taichi 1.7.4 refuses a matrix operand of dot/cross/outer_product; read as flat entries,
+    one would give a silently wrong product."""
+    for side, v in (("lhs", a), ("rhs", b)):
+        if isinstance(v, MatVal) and v.ndim != 1:
+            raise FieldsimTypeError(f"{side} for {what} is not a vector (shape {v.shape})")
+
+
+def dot(e: Emitter, a: MatVal, b: MatVal):
+    require_vectors(a, b, "dot")
+    return e.dot(a, b)
+
+
 def cross(e: Emitter, a: MatVal, b: MatVal):
+    require_vectors(a, b, "cross")
     if a.n == 2 and b.n == 2:
         return _det2(e, a.at(0), a.at(1), b.at(0), b.at(1))
     if a.n != 3 or b.n != 3:
@@ -145,6 +159,7 @@ def cross(e: Emitter, a: MatVal, b: MatVal):
 
 
 def outer_product(e: Emitter, a: MatVal, b: MatVal):
+    require_vectors(a, b, "outer_product")
     return MatVal([e.binop("*", x, y) for x in a.entries for y in b.entries], a.n, b.n, 2)
 
 
@@ -160,7 +175,7 @@ def _cast(e: Emitter, a: MatVal, dtype):
 METHODS = {
     "norm": norm, "norm_sqr": norm_sqr, "norm_inv": norm_inv, "normalized": normalized, "transpose": transpose,
     "trace": trace, "determinant": determinant, "inverse": inverse, "cross": cross,
-    "outer_product": outer_product, "dot": lambda e, a, b: e.dot(a, b),
+    "outer_product": outer_product, "dot": dot,
     "sum": lambda e, a: e.reduce("+", a), "max": lambda e, a: e.reduce("max", a),
     "min": lambda e, a: e.reduce("min", a), "cast": _cast,
     "any": lambda e, a: e.as_bool(e.truthy(e.reduce("|", a.map(e.truthy)))),
