@@ -199,6 +199,39 @@ class Affine:
     __repr__ = __str__
 
 
+class Guard(Affine):
+    """A guard form g >= 0 read from comparing machine integers (`operands`: their forms, each
+    with its type's inclusive range). It says something only where they held their exact
+    values: `if a + k <= k:` at k = 2**31 - 1 wraps for every a >= 1 and holds there too."""
+
+    __slots__ = ("operands",)
+
+    def __init__(self, g: Affine, operands: tuple):
+        super().__init__(g.const, g.terms)
+        self.operands = operands
+
+    def map(self, fn) -> Guard:
+        return Guard(Affine.map(self, fn), tuple((f.map(fn), r) for f, r in self.operands))
+
+    def subst(self, env: dict | None) -> Guard:
+        if not env:
+            return self
+        return Guard(Affine.subst(self, env), tuple((f.subst(env), r) for f, r in self.operands))
+
+    def exact(self, env: dict | None) -> bool:
+        """No operand can leave its type's range. One whose bounds are unknown (a kernel
+        argument, a loop over `range(n)` before a launch gives n) is trusted only as a bare
+        value: a constant, an argument or one index atom."""
+        for f, span in self.operands:
+            r = f.bounds(env)
+            if r is None:
+                if f.const and f.terms or any(c != 1 for c in f.terms.values()) or len(f.terms) > 1:
+                    return False
+            elif not (span[0] <= r[0] and r[1] <= span[1]):
+                return False
+        return True
+
+
 def surely_empty(f: Affine, env: dict | None = None) -> bool:
     """Does `f` use the index of a loop that runs no iteration (`range(0, i)` with a static
     `i == 0`, or `range(t)` at `t = 0`): its smallest begin at or past its largest end? An
@@ -252,6 +285,8 @@ def guard_limits(guards, env: dict | None) -> dict | None:
     limits: dict = {}
     for g in guards:
         g = g.subst(env)
+        if isinstance(g, Guard) and not g.exact(env):
+            continue  # a wrapped operand: the comparison says nothing about the atoms
         if g.is_const():
             if g.const < 0:
                 return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from fieldsim.checks.index_expr import Affine, Arg, Opaque, Var, guard_limits
+from fieldsim.checks.index_expr import Affine, Arg, Guard, Opaque, Var, guard_limits
 from fieldsim.ir.ir import Op, Stmt
 
 
@@ -52,9 +52,9 @@ class Forms:
         if s.op == Op.FOR:
             return Affine.of(self.loop_var(s))
         if s.op in (Op.ADD, Op.SUB, Op.NEG, Op.MUL) and integral:
-            return self._arith(s)
+            return self._unwrapped(s, self._arith(s), None)
         if s.op == Op.CAST and integral and s.args[0].dtype is not None and s.args[0].dtype.is_int:
-            return self.form(s.args[0])
+            return self._unwrapped(s, self.form(s.args[0]), _int_range(s.args[0].dtype))
         if s.op in (Op.FLOORDIV, Op.MOD) and integral:
             return self._digit(s)
         if s.op == Op.LOCAL_LOAD:
@@ -63,6 +63,24 @@ class Forms:
         if special is not None:
             return special
         return self.opaque(s, self._interval(s) if integral else None)
+
+    def _unwrapped(self, s: Stmt, f: Affine, source: tuple | None) -> Affine:
+        """`f` where the machine value is the exact one: else (it may leave `s`'s type and
+        wrap, `a * 2**32`, or a cast may truncate, `ti.cast(a * 128, ti.u8)`) opaque, lest
+        `if a * 2**32 == 0:` read as `a == 0` (all values of a pass). `source`: the range of a
+        cast's operand type, enough when the target holds it."""
+        target = _int_range(s.dtype)
+        if target is None:
+            return f
+        r = f.bounds()
+        if r is None:
+            r = source
+        if r is None:  # unknown atoms (kernel arguments): at least the constants must fit
+            known = (f.const, *f.terms.values())
+            r = (min(known), max(known))
+        if target[0] <= r[0] and r[1] <= target[1]:
+            return f
+        return self.opaque(s)
 
     def _special(self, s: Stmt) -> Affine | None:
         """Integer ops whose form a condition or their operands still pin down: a clamp the
@@ -232,7 +250,9 @@ class Forms:
             return [g for a in c.args for g in self.condition(a, truth)] if both else []
         if c.op in COMPARE and all(a.dtype is not None and a.dtype.is_int for a in c.args):
             x, y = (self.form(a) for a in c.args)
-            return COMPARE[c.op](x, y) if truth else COMPARE[NEGATE[c.op]](x, y)
+            operands = tuple((f, _int_range(a.dtype)) for f, a in zip((x, y), c.args))
+            gs = COMPARE[c.op](x, y) if truth else COMPARE[NEGATE[c.op]](x, y)
+            return [Guard(g, operands) for g in gs]
         return []
 
     def _dominates(self, a: Stmt, b: Stmt) -> bool:
@@ -240,6 +260,15 @@ class Forms:
         if sa is None or sb is None or sa.position >= sb.position:
             return False
         return sb.path[:len(sa.path)] == sa.path
+
+
+def _int_range(dtype) -> tuple | None:
+    """Inclusive value range of an integer type (None: not a known integer type)."""
+    if dtype is None or not dtype.is_int:
+        return None
+    if dtype.is_signed:
+        return -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+    return 0, (1 << dtype.bits) - 1
 
 
 def _rotated_loop(x: Affine, c: int) -> Var | None:
