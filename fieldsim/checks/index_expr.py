@@ -712,7 +712,8 @@ def _pinned(steps: dict, env, var: Var | None) -> bool:
     equal = {(d.stride, d.size) for d, s in steps.items() if s == 0}
     stride = 1
     while (stride, None) not in equal:
-        sizes = [z for s, z in equal if s == stride and z is not None]
+        # a digit of size 1 (`ti.ndrange(n, k, 1)`) is always 0: it never moves the stride on
+        sizes = [z for s, z in equal if s == stride and z is not None and z > 1]
         if not sizes:
             r = atom_range(Var(var.loop, bounds=var.bounds), env) if var is not None else None
             return r is not None and r[0] // stride == r[1] // stride

@@ -100,3 +100,20 @@ def test_widened_product_still_pins_the_digit():
     th = np.tanh(w.to_numpy()[0])
     np.testing.assert_allclose(w.grad.to_numpy()[0], (1 - th**2) * np.arange(1, 4), rtol=1e-12)
     np.testing.assert_allclose(w.grad.to_numpy()[1:], 0.0)
+
+
+def test_pinned_digit_of_size_one_terminates():
+    # the digit walk multiplied its stride by a size-1 digit's size forever
+    w, y, loss, total = _setup()
+
+    @fs.kernel
+    def actuate(t: int):
+        for i, a, c in fs.ndrange(3, 3, 1):
+            if a == 0 and c == 0:
+                y[t, i] = fs.tanh(w[a, i])
+
+    with fs.ad.Tape(loss):
+        actuate(1)
+        total()
+    th = np.tanh(w.to_numpy()[0])
+    np.testing.assert_allclose(w.grad.to_numpy()[0], (1 - th**2) * np.arange(1, 4), rtol=1e-12)
