@@ -1567,7 +1567,22 @@ class Frontend(ExprMixin):
         if method:
             refs = {k + 1 if isinstance(k, int) else k: r for k, r in refs.items()}
             self_ref = _struct_self_ref(args[0])
-        return self.inline_plain(func, args, kwargs, node, refs=refs, self_ref=self_ref)
+        try:
+            return self.inline_plain(func, args, kwargs, node, refs=refs, self_ref=self_ref)
+        except FieldsimError as err:
+            self._note_call_site(err, node)
+            raise
+
+    def _note_call_site(self, err: FieldsimError, node) -> None:
+        """An error located inside a func also names the user's line that called it (each
+        level of a call chain, innermost first), as Taichi's traceback does."""
+        if err.loc is None or self.frame.source.in_fieldsim or not hasattr(node, "lineno"):
+            return
+        call = self.loc(node)
+        if (call.file, call.line) == (err.loc.file, err.loc.line):
+            return
+        err.related = (*err.related, ("called from", call))
+        err.args = (err.render(),)
 
     def caller_refs(self, node) -> dict:
         """The caller's variables passed by name (`f(a, b=c)`): a `ti.template()` or `ti.ref`
