@@ -14,9 +14,11 @@ reported). For each kernel it times, median of `reps`:
   per-access boxes built, the launch checked, recorded); and, for the differentiable kernels,
   `Tape per launch`: one more launch on a Tape that already holds one (the steady cost);
 
-and, for diffmpm, what the checks cost per optimisation iteration (TapeState.launch for every
-launch of one forward, those of its `grad_replaced` unit inside `TapeState.unit`) beside a
-forward on and off a Tape. The one-off cost (`KernelCheck` + first `TapeState.launch`: what a
+and, for diffmpm, what the checks cost per optimisation iteration (`tape_pass`: the Tape's
+checker for every launch of one forward, those of its `grad_replaced` unit inside its unit,
+and the checks of the user backward's `kernel.grad(s)` calls), on a thread's first Tape and on
+a Tape repeating the previous one's launches (`checks.tape_memo`), beside a whole iteration and
+a forward on and off a Tape. The one-off cost (`KernelCheck` + first `TapeState.launch`: what a
 Tape pays the first time it sees a kernel) is compared with the kernel's compile time
 (frontend + LLVM, from the runtime's compile_s) and, for differentiable kernels, with its
 forward and adjoint compile times together.
@@ -36,9 +38,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "simulation"))
 
 import fieldsim as ti
+from fieldsim.ad.tape import _CheckerAdapter
 from fieldsim.checks import KernelCheck, TapeState, summarize
+from fieldsim.checks.tape_rules import check_index_ranges
 from fieldsim.errors import AccessRuleError
 from fieldsim.lang import runtime
+
+try:
+    from fieldsim.checks.tape_rules import check_grad_launch
+except ImportError:  # code before it (baselines)
+    check_grad_launch = None
 
 
 def timed(fn, reps):
@@ -83,27 +92,49 @@ def kernels():
     yield "diffmpm.g2p", d.g2p, (0,), lambda: d.g2p.grad(0)
 
 
-def tape_pass(checks, clock=time.perf_counter):
-    """The checker's work for one diffmpm forward on a Tape, as the Tape does it: one
-    TapeState.launch per launch with its real arguments, the launches of the grad_replaced
-    `advance` inside `TapeState.unit`; `checks` (name -> KernelCheck) persist across Tapes
-    the way each compiled kernel keeps its own."""
-    import diffmpm as d
-    st = TapeState()
+def _grad_check(ck, name, values):
+    """What a user's `kernel.grad(*values)` judges before its adjoint runs (the runtime's
+    `launch_adjoint`): its rules and index ranges with these values."""
+    rules = ck.analyses.check
+    if check_grad_launch is not None:
+        check_grad_launch(rules, ck.ir, name, values)
+    else:  # code before check_grad_launch (baselines)
+        rules.run(values)
+        check_index_ranges(rules, ck.ir, name, values)
 
-    def launch(name, *values):
-        st.launch(ir_of(getattr(d, name)), name, checks[name], list(values))
+
+def tape_pass(clock=time.perf_counter, repeat=True):
+    """The checks of one diffmpm iteration, made through the Tape's own entry points: the
+    Tape's checker (`_CheckerAdapter.launch`) for each launch of the forward (those of the
+    grad_replaced `advance` inside its `unit`), then the checks of the backward's own
+    `kernel.grad(s)` calls (`advance_grad`). `repeat`: this Tape's launches repeat the previous
+    Tape's (a training loop's second iteration on); else the first Tape of a thread.
+    Returns (seconds of the Tape's launches, seconds of the backward's checks)."""
+    import diffmpm as d
+    cks = {n: next(iter(getattr(d, n)._cache.values())) for n in
+           ("init_state", "compute_actuation", "clear_grid", "p2g", "grid_op", "g2p", "compute_loss")}
+    if not repeat:
+        runtime.get()._per_thread.tape_memo = None
+    adapter = _CheckerAdapter(False)
+
+    def launch(name, *values, in_unit=False):
+        adapter.launch(getattr(d, name), cks[name], list(values), in_unit)
     t0 = clock()
     launch("init_state")
     for s in range(d.steps):
         launch("compute_actuation", s)
-        with st.unit("advance"):
-            launch("clear_grid")
-            launch("p2g", s)
-            launch("grid_op")
-            launch("g2p", s)
+        with adapter.unit("advance", None):
+            launch("clear_grid", in_unit=True)
+            launch("p2g", s, in_unit=True)
+            launch("grid_op", in_unit=True)
+            launch("g2p", s, in_unit=True)
     launch("compute_loss")
-    return clock() - t0
+    t1 = clock()
+    for s in reversed(range(d.steps)):
+        _grad_check(cks["g2p"], "g2p", [s])
+        _grad_check(cks["grid_op"], "grid_op", [])
+        _grad_check(cks["p2g"], "p2g", [s])
+    return t1 - t0, clock() - t1
 
 
 def forward_on_tape():
@@ -166,16 +197,23 @@ def one_round(reps):
     rows = {name: one_kernel(name, k, kargs, grad, reps) for name, k, kargs, grad in kernels()}
     import diffmpm as d
     d.loss_and_grad()  # every diffmpm kernel compiled
-    checks = {n: KernelCheck(ir_of(getattr(d, n))) for n in
-              ("init_state", "compute_actuation", "clear_grid", "p2g", "grid_op", "g2p", "compute_loss")}
-    tape_pass(checks)  # boxes made once, as across a training run's Tapes
-    rows["diffmpm_tape"] = {"tapestate_s": statistics.median(tape_pass(checks) for _ in range(3)),
-                            # CPU time (one thread: all Python): steadier on a loaded machine
-                            "tapestate_cpu_s": statistics.median(
-                                tape_pass(checks, time.process_time) for _ in range(3)),
-                            "forward_on_tape_s": statistics.median(forward_on_tape() for _ in range(3)),
-                            "forward_no_tape_s": timed(d.forward_no_tape, 3),
-                            "iteration_s": timed(d.loss_and_grad, 3)}
+    d.loss_and_grad()  # and its adjoints
+    tape = {}
+    for repeat in (False, True):
+        tag = "repeat" if repeat else "first"
+        tape_pass(repeat=repeat)  # warm, as across a training run's Tapes
+        samples = [tape_pass(repeat=repeat) for _ in range(5)]
+        tape[f"{tag}_launches_s"] = statistics.median(a for a, _ in samples)
+        tape[f"{tag}_grad_checks_s"] = statistics.median(b for _, b in samples)
+        tape[f"{tag}_min_s"] = min(a + b for a, b in samples)
+        # CPU time (one thread: all Python): steadier on a loaded machine
+        tape[f"{tag}_cpu_s"] = statistics.median(sum(tape_pass(time.process_time, repeat))
+                                                 for _ in range(3))
+    its = [timed(d.loss_and_grad, 1) for _ in range(7)]
+    tape.update(forward_on_tape_s=statistics.median(forward_on_tape() for _ in range(3)),
+                forward_no_tape_s=timed(d.forward_no_tape, 3),
+                iteration_s=statistics.median(its), iteration_min_s=min(its))
+    rows["diffmpm_tape"] = tape
     return rows
 
 
@@ -192,11 +230,16 @@ def main(argv=None):
     rows = {name: {k: statistics.median(r[name][k] for r in rounds) for k in rounds[0][name]}
             for name in rounds[0]}
     tape = rows["diffmpm_tape"]
-    print(f"diffmpm, one iteration: {tape['iteration_s'] * 1e3:.0f} ms; its forward "
-          f"{tape['forward_on_tape_s'] * 1e3:.0f} ms on a Tape, {tape['forward_no_tape_s'] * 1e3:.0f} "
-          f"ms without; TapeState.launch for its launches (units included): "
-          f"{tape['tapestate_s'] * 1e3:.1f} ms ({tape['tapestate_cpu_s'] * 1e3:.1f} ms CPU), "
-          f"{tape['tapestate_s'] / tape['iteration_s'] * 100:.1f}% of the iteration")
+    print(f"diffmpm, one iteration: {tape['iteration_s'] * 1e3:.1f} ms (fastest "
+          f"{tape['iteration_min_s'] * 1e3:.1f}); its forward {tape['forward_on_tape_s'] * 1e3:.0f} ms "
+          f"on a Tape, {tape['forward_no_tape_s'] * 1e3:.0f} ms without")
+    for tag, what in (("first", "first Tape"), ("repeat", "a Tape repeating the last one")):
+        total = tape[f"{tag}_launches_s"] + tape[f"{tag}_grad_checks_s"]
+        print(f"checks, {what}: Tape launches {tape[f'{tag}_launches_s'] * 1e3:.2f} ms + backward's "
+              f"kernel.grad checks {tape[f'{tag}_grad_checks_s'] * 1e3:.2f} ms = {total * 1e3:.2f} ms "
+              f"({tape[f'{tag}_cpu_s'] * 1e3:.2f} ms CPU; fastest {tape[f'{tag}_min_s'] * 1e3:.2f}): "
+              f"{total / tape['iteration_s'] * 100:.1f}% of the iteration "
+              f"(fastest/fastest {tape[f'{tag}_min_s'] / tape['iteration_min_s'] * 100:.1f}%)")
     print(f"load {load[0]:.2f} -> {load[1]:.2f}; medians of {args.rounds} rounds; times in ms; "
           "checks = KernelCheck (summarize included) + first TapeState.launch")
     print("| kernel | compile | adj. compile | summarize | KernelCheck | judge | Tape first launch "

@@ -17,6 +17,8 @@ import numpy as np
 from fieldsim.ad.reverse import refuse_unreplayable
 from fieldsim.checks.access_rules import kernel_check
 from fieldsim.checks.analyses import analyses_of
+from fieldsim.checks.tape_memo import Remembered, RepeatingTapeState
+from fieldsim.checks.tape_rules import TapeState
 from fieldsim.checks.validation import runner
 from fieldsim.errors import FieldsimError, FieldsimRuntimeError, Loc
 from fieldsim.lang import runtime
@@ -365,8 +367,14 @@ class _CheckerAdapter:
     `TapeState.launch` per launch, with the launch's argument values."""
 
     def __init__(self, validation):
-        from fieldsim.checks.tape_rules import TapeState
-        self.state = TapeState(validation=validation, index_ranges=True)
+        if validation:
+            self.state = TapeState(validation=True, index_ranges=True)
+            return
+        # a training loop's Tapes repeat the same launches: judged on the first, reused after
+        per_thread = runtime.get()._per_thread
+        if per_thread.tape_memo is None:
+            per_thread.tape_memo = Remembered()
+        self.state = RepeatingTapeState(per_thread.tape_memo)
 
     def launch(self, kernel, ck, values, in_unit=False):
         state = self.state

@@ -327,6 +327,7 @@ class KernelCheck:
         self.accesses = summarize(kernel) if summary is None else summary
         self.symbolic = findings(self.accesses, {}, kernel.name)
         self._judged: dict = {}  # argument values -> findings (judged once per values)
+        self.grad_launches_passed: set = set()  # `tape_rules.check_grad_launch`'s verdicts
 
     def judge(self, arg_values=None) -> list[Finding]:
         """The findings for these argument values, worst first."""

@@ -634,6 +634,25 @@ def check_index_ranges(check: KernelCheck, kernel_ir, name: str, arg_values) -> 
         _check_range(plan, deltas, name, kernel_ir, arg_values)
 
 
+def check_grad_launch(check: KernelCheck, kernel_ir, name: str, arg_values) -> None:
+    """A user's `kernel.grad(...)`: its in-kernel rules (`KernelCheck.run`) and index ranges
+    (`check_index_ranges`) judged with its argument values, once per values: a backward that
+    calls `p2g.grad(s)` for every step judges each `s` once per compiled kernel."""
+    try:
+        # the values as bound (converted to the parameters' types): equal keys, equal launches
+        key = tuple(arg_values)
+        if key in check.grad_launches_passed:
+            return
+    except TypeError:  # an array argument: judged afresh
+        key = None
+    check.run(arg_values)
+    check_index_ranges(check, kernel_ir, name, arg_values)
+    if key is not None:
+        if len(check.grad_launches_passed) >= 1 << 14:
+            check.grad_launches_passed.clear()
+        check.grad_launches_passed.add(key)
+
+
 def _plan_of(check: KernelCheck, boxes: LaunchBoxes, arg_values, units) -> tuple:
     """(`FastPlan`, its form values, in-kernel findings) of a fast-path launch: the kernel's
     parametric plan, or (arguments in loop bounds or guards, a float index...) its plan per

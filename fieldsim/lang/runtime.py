@@ -242,6 +242,7 @@ class _PerThread(threading.local):
     tape = None  # the active Tape, if any
     fwd_mode = None
     no_grad_depth = 0
+    tape_memo = None  # the last Tape's checked launches (checks.tape_memo.Remembered)
 
 
 class _KernelPythonCalls(threading.local):

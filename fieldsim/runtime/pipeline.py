@@ -25,7 +25,7 @@ import time
 from fieldsim.ad.fwd_mode import tangent_program
 from fieldsim.ad.reverse import make_adjoint
 from fieldsim.checks.access_rules import kernel_check
-from fieldsim.checks.tape_rules import check_index_ranges
+from fieldsim.checks.tape_rules import check_grad_launch
 from fieldsim.errors import AccessRuleError, FieldsimError
 from fieldsim.ir.ir import walk
 from fieldsim.ir.passes.promote_locals import promote_locals
@@ -146,10 +146,12 @@ class Driver:
             if checked is not ck:
                 refuse_grad_reads(ck, kernel.__name__)
             if check or not checked.checked:
-                rules = kernel_check(checked)
-                rules.run(values)
+                analyses = checked.analyses  # (`kernel_check` imports per call: a hot path)
+                rules = analyses.check if analyses is not None else kernel_check(checked)
                 if check:  # a user's kernel.grad(): its indices judged as a Tape launch's are
-                    check_index_ranges(rules, checked.ir, kernel.__name__, values)
+                    check_grad_launch(rules, checked.ir, kernel.__name__, values)
+                else:
+                    rules.run(values)
             program = adjoint_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
