@@ -1149,21 +1149,26 @@ class Frontend(ExprMixin):
                                                    (outer_dims, sizes))
             else:
                 indices = self.delinearize(loop, outer_dims, sizes)
-                self._dynamic_lists(node, iterable, names, grouped, split, dims[split[0]][0], indices)
+                inner = self._dynamic_lists(node, iterable, names, grouped, split, dims[split[0]][0], indices)
+                cell_guard = (inner, lambda t: sparse_kernel.dynamic_length(
+                    self, split, self.delinearize(t, outer_dims, sizes)))
         self.frame.scopes.pop()
         self.open_fors.pop()
-        self._list_at_launch(loop, blocks, cell_guard if whole and split is None else (None, None),
-                             target, total)
+        self._list_at_launch(loop, blocks, cell_guard if whole else (None, None), target, total,
+                             split is not None)
         if info.parallel:
             self.parallel_depth = -1
         self.loop_depth -= 1
         self.depth -= 1
 
-    def _list_at_launch(self, loop, blocks, cell_guard, target, total):
+    def _list_at_launch(self, loop, blocks, cell_guard, target, total, lists=False):
         """A sparse struct-for whose body changes the activity of the layout it walks runs
-        over what was active at its launch, as Taichi's (see `sparse_kernel`)."""
+        over what was active at its launch, as Taichi's (see `sparse_kernel`); over dynamic
+        `lists`, each list up to its length at launch."""
         if blocks is not None:
             sparse_kernel.list_if_activating(self, blocks, loop)
+        elif lists:
+            sparse_kernel.lengths_if_appending(self, target, loop, cell_guard, total)
         elif cell_guard[0] is not None:
             sparse_kernel.snapshot_if_changing(self, target, loop, cell_guard[0], total, cell_guard[1])
 
@@ -1253,7 +1258,8 @@ class Frontend(ExprMixin):
         """The body of a struct-for over a field under a dynamic node, for the cell `outer`
         (user indices without the dynamic axis): a serial loop over the cell's list up to its
         length, as Taichi visits a dynamic node's elements (testing every slot of a
-        million-slot axis took seconds where Taichi takes microseconds)."""
+        million-slot axis took seconds where Taichi takes microseconds). Returns the serial
+        loop."""
         pos, dyn, field = split
         length, ancestors = sparse_kernel.dynamic_cell(self, field, dyn, pos, outer)
         guard = self.b.if_(ancestors) if ancestors is not None else None
@@ -1268,6 +1274,7 @@ class Frontend(ExprMixin):
                 self._loop_cell(node, iterable, names, grouped, outer[:pos] + [j] + outer[pos:], None)
             self.loop_depth -= 1
         self.depth -= 1
+        return inner
 
     def _sparse_block(self, cell, blocks, t):
         """The body of a blocked struct-for (`sparse_kernel.SparseBlocks`) for its iteration

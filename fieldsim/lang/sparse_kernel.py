@@ -158,6 +158,51 @@ def dynamic_cell(fe, field, node, pos, outer):
     return length, active_condition(fe, field_path(field)[:-1], leaf, storage)
 
 
+def dynamic_length(fe, split, outer):
+    """The number of elements a struct-for visits in the list of the cell `outer` (see
+    `dynamic_cell`): its length, 0 where a sparse ancestor is inactive."""
+    pos, node, field = split
+    length, ancestors = dynamic_cell(fe, field, node, pos, outer)
+    if ancestors is None:
+        return length
+    return fe.b.select(ancestors, length, fe.b.const(0, T.i32))
+
+
+def lengths_if_appending(fe, target, loop, inner, total):
+    """Taichi lists each list's length when a struct-for over a dynamic field launches, so
+    elements its body appends (or rows it deactivates) ahead of the loop do not change what
+    it visits (Taichi 1.7.4: 3 rows of 2, 3, 4 elements, each visit appending to the next
+    row, make 9 visits). Where the body of `loop` (just built, the last statement of the
+    current block; `inner`: (its serial loop over a list, `length_at(t)`: a list's visited
+    length at loop value `t`)) changes the lengths or the activity of its layout, a serial
+    task before it now writes each list's length into a hidden list, and the serial loop runs
+    up to that."""
+    serial, length_at = inner
+    flags = {id(n.sparse.flag) for n in field_path(layout_field(target))}
+    if not isinstance(total, int) or total > LIST_MAX or not any(
+            s.op in (Op.STORE, Op.ATOMIC) and id(s.field) in flags for s in walk(loop.body)):
+        return
+    from fieldsim.lang.field import Field
+    snap = Field(T.i32, (total,), f"{fe.kernel_name}.lengths{len(fe.hidden_fields)}", _role="listing")
+    fe.hidden_fields.append(snap)
+    top = fe.b.block
+    at, end = top.index(loop), len(top)
+    pre = fe.b.for_(fe.b.const(0, T.i32), fe.b.const(total, T.i32),
+                    ForInfo(parallel=False, serialize=True, listing=True))
+    with fe.b.into(pre.body):
+        fe.b.store(snap, [pre], length_at(pre))
+    listing = top[end:]
+    del top[end:]
+    top[at:at] = listing  # the listing before the loop
+    n = len(loop.body)
+    with fe.b.into(loop.body):
+        listed = fe.b.load(snap, [as_i32(fe, loop)])
+    made = loop.body[n:]
+    del loop.body[n:]
+    loop.body[0:0] = made
+    serial.args = (serial.args[0], listed)
+
+
 class SparseBlocks:
     """How a struct-for over a field under pointer/bitmasked nodes runs, as Taichi 1.7.4 walks
     it on the CPU: a block is one container of the field's leaf node (a cell of the node above

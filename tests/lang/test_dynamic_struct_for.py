@@ -102,3 +102,91 @@ def test_gradients_through_a_struct_for_over_lists():
             v = 0.25 * (k + 1) + i
             assert abs(x.grad[i, k] - 2 * (i + 1) * v) < 1e-5
     assert x.grad[0, 1] == 0.0 and x.grad[2, 5] == 0.0
+
+
+def _row_lengths(field, rows):
+    @fs.kernel
+    def lengths(i: fs.i32) -> fs.i32:
+        return field[i].length()
+    return [lengths(i) for i in range(rows)]
+
+
+def test_elements_appended_ahead_during_the_loop_are_not_visited():
+    # Taichi lists each list's length at launch: rows of 1, 3, 5, 7 elements, each visit
+    # appending three to the next row, make 16 visits and each row grows by 3 per visit
+    # of the row before it
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32)
+    fs.root.dense(fs.i, 4).dynamic(fs.j, 64, chunk_size=2).place(x)
+    seen = fs.field(fs.i32, shape=(4, 64))
+
+    @fs.kernel
+    def seed():
+        for i in range(4):
+            for j in range(2 * i + 1):
+                x[i].append(j)
+
+    @fs.kernel
+    def visit():
+        for i, j in x:
+            seen[i, j] += 1
+            for q in range(3):
+                x[(i + 1) % 4].append(q)
+
+    seed()
+    visit()
+    launch = [2 * i + 1 for i in range(4)]
+    expected = np.zeros((4, 64), np.int32)
+    for i, n in enumerate(launch):
+        expected[i, :n] = 1
+    assert (seen.to_numpy() == expected).all()
+    assert _row_lengths(x, 4) == [n + 3 * launch[i - 1] for i, n in enumerate(launch)]
+
+
+def test_rows_activated_or_cleared_during_the_loop_keep_their_launch_lists():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32)
+    fs.root.pointer(fs.i, 4).dynamic(fs.j, 32, chunk_size=4).place(x)
+    seen = fs.field(fs.i32, shape=(4, 32))
+
+    @fs.kernel
+    def seed():
+        for h in range(2):
+            for j in range(2 * h + 2):
+                x[2 * h].append(j)
+
+    @fs.kernel
+    def visit():
+        for i, j in x:
+            seen[i, j] += 1
+            x[(i + 1) % 4].append(j)  # activates the inactive rows 1 and 3
+            x[i, j + 10] = 3  # a store far along its own row lengthens it
+
+    seed()
+    visit()
+    assert seen.to_numpy().sum(axis=1).tolist() == [2, 0, 4, 0]
+
+    @fs.kernel
+    def clear_ahead():
+        for i, j in x:
+            seen[i, j] += 1
+            if i == 0:
+                fs.deactivate(x.parent(), [2])
+
+    seen.fill(0)
+    clear_ahead()  # row 2 (14 long at launch) is still visited, as Taichi's listing is
+    assert seen.to_numpy().sum(axis=1).tolist() == [12, 2, 14, 4]
+
+
+def test_an_ordinary_loop_over_lists_makes_no_listing():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32)
+    fs.root.dense(fs.i, 8).dynamic(fs.j, 64).place(x)
+    s = fs.field(fs.f32, shape=())
+
+    @fs.kernel
+    def total():
+        for i, j in x:
+            s[None] += x[i, j]
+
+    assert not [s for s in walk(compiled_ir(total).body) if s.op == Op.FOR and s.attr.listing]
