@@ -29,7 +29,7 @@ from fieldsim.errors import (
     FieldsimValueError,
     HostIndexRangeError,
 )
-from fieldsim.lang import naming, runtime
+from fieldsim.lang import naming, precision, runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.host_errors import at_user_line, located_subclasses
 
@@ -404,7 +404,10 @@ class Field:
         if arr is None:
             arr = self.storage.to_numpy()
         arr = arr.reshape(self._host_shape(keep_dims))
-        return arr.astype(_np_dtype(dtype)) if dtype is not None else arr
+        if dtype is None:
+            return arr
+        precision.host_copy(self, _np_dtype(dtype), self.dtype, "to")
+        return arr.astype(_np_dtype(dtype))
 
     def _host_shape(self, keep_dims) -> tuple:
         """The shape `to_numpy`/`to_torch` give, as Taichi's: a vector field is n x 1 matrices
@@ -435,6 +438,7 @@ class Field:
             where = tuple(int(k) for k in np.argwhere(~np.isfinite(a))[0])
             raise ValueError(f"{self._what}.from_numpy: the array holds {a[where]} at "
                              f"{where}, which the {self.dtype} field cannot store")
+        precision.host_copy(self, self.dtype, a.dtype, "from")
         _record_python_write(self, None, f"{self.ir_name}.from_numpy(...)")
         self._write_all(np.ascontiguousarray(a, dtype=self.dtype.np))
 

@@ -8,14 +8,18 @@ an atomic (`x += v`, `x -= v`, `ti.atomic_max(x, v)`, ...) "Atomic add may lose 
 A Python number counts as default_ip/default_fp, as in Taichi; a declaration (annotated or not),
 a func argument, a return value or `ti.cast` never warns. One `PrecisionLossWarning` (a
 UserWarning) per statement, at the user's file and line, shown once per line by Python's filter.
+A Python-scope copy between a field or ndarray and a NumPy array or torch tensor (`from_numpy`,
+`from_torch`, `to_numpy(dtype=...)`) that narrows warns the same, as Taichi's copy kernel does when
+it is compiled: on a field's first copy from (or to) each array dtype, once per element component.
 """
 from __future__ import annotations
 
 import numbers
 import warnings
 
-from fieldsim.ir.dtypes import promote
+from fieldsim.ir.dtypes import from_numpy, promote
 from fieldsim.ir.ir import Stmt
+from fieldsim.lang import naming
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal
 
@@ -73,3 +77,27 @@ def check(fe, what, dst, value, node):
     loc = fe.loc(node)
     warnings.warn_explicit(f"{label} may lose precision: {dst} <- {src}", PrecisionLossWarning,
                            loc.file, loc.line, registry=_registry.setdefault(loc.file, {}))
+
+
+def host_copy(field, dst, src, direction):
+    """Warn, as Taichi, where a copy between `field` and a host array stores `src` (a dtype or
+    a NumPy dtype) values into `dst` ones and narrows them; `direction` "from" or "to" the
+    field. Taichi compiles one copy kernel per field, array dtype and direction, warning once
+    per component it assigns; a later copy reuses it silently."""
+    try:
+        dst, src = (from_numpy(t) if not isinstance(t, T.DataType) else t for t in (dst, src))
+    except TypeError:  # a dtype fieldsim has no type for: the copy reports it
+        return
+    if src is dst or promote(dst, src) is dst:
+        return
+    done = field.__dict__.setdefault("_narrowing_copies", set())
+    if (direction, src, dst) in done:
+        return
+    done.add((direction, src, dst))
+    frame = naming.user_frame()
+    if frame is None:
+        return
+    where = frame.f_code.co_filename
+    for _ in range(1 if field.ndim_el == 0 else field.n if field.ndim_el == 1 else field.n * field.m):
+        warnings.warn_explicit(f"Assign may lose precision: {dst} <- {src}", PrecisionLossWarning,
+                               where, frame.f_lineno, registry=_registry.setdefault(where, {}))

@@ -124,3 +124,41 @@ def test_one_warning_per_line_across_compiles(fields):
         k(2)  # a second instance of the same line
     assert [str(w.message) for w in caught if w.category is PrecisionLossWarning] == \
         ["Assign may lose precision: i32 <- f32"]
+
+
+def _host_warnings(run):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_back.f_lineno
+        run()
+    got = [(w.lineno, str(w.message)) for w in caught if issubclass(w.category, PrecisionLossWarning)]
+    assert all(w.filename == __file__ for w in caught if issubclass(w.category, PrecisionLossWarning))
+    return [(n - line, m) for n, m in got]  # 0: at the line that copies
+
+
+def test_narrowing_host_copies_warn_once_per_field_dtype_and_component():
+    # Taichi's copy kernel warns when it is compiled: a field's first copy from each array
+    # dtype, once per component it assigns; a wider or same-typed copy never
+    import numpy as np
+    fs.init(arch=fs.cpu, cpu_max_num_threads=1)
+    a = fs.field(fs.f32, shape=4)
+    v = fs.Vector.field(3, fs.f32, shape=4)
+    m = fs.Matrix.field(2, 2, fs.i32, shape=4)
+    f32_f64 = "Assign may lose precision: f32 <- f64"
+    assert _host_warnings(lambda: a.from_numpy(np.ones(4))) == [(0, f32_f64)]
+    assert _host_warnings(lambda: a.from_numpy(np.ones(4))) == []
+    assert _host_warnings(lambda: a.from_numpy(np.ones(4, np.float32))) == []
+    assert _host_warnings(lambda: a.from_numpy(np.ones(4, np.int32))) == []
+    assert _host_warnings(lambda: v.from_numpy(np.ones((4, 3)))) == [(0, f32_f64)] * 3
+    assert _host_warnings(lambda: m.from_numpy(np.ones((4, 2, 2), np.int64))) == [
+        (0, "Assign may lose precision: i32 <- i64")] * 4
+    assert _host_warnings(lambda: fs.field(fs.i32, shape=2).from_numpy(np.ones(2, np.uint32))) == [
+        (0, "Assign may lose precision: i32 <- u32")]
+    assert _host_warnings(lambda: fs.field(fs.u32, shape=2).from_numpy(np.ones(2, np.int32))) == []
+    assert _host_warnings(lambda: a.to_numpy(dtype=np.float64)) == []
+    assert _host_warnings(lambda: a.to_numpy(dtype=np.int32)) == [(0, "Assign may lose precision: i32 <- f32")]
+    s = fs.Struct.field({"p": fs.f32, "q": fs.i32}, shape=2)
+    assert _host_warnings(lambda: s.from_numpy({"p": np.ones(2), "q": np.ones(2, np.int64)})) == [
+        (0, f32_f64), (0, "Assign may lose precision: i32 <- i64")]
+    nd = fs.Vector.ndarray(2, fs.f32, shape=3)
+    assert _host_warnings(lambda: nd.from_numpy(np.ones((3, 2)))) == [(0, f32_f64)] * 2
