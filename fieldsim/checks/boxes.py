@@ -483,14 +483,22 @@ def fast_plan(moves: list, ranges: tuple = ((), ())) -> FastPlan:
                     tuple(items))
 
 
-def surely_runs(a: Access) -> bool:
+def surely_runs(a: Access, exits: dict | None = None) -> bool:
     """Does access `a` run on every iteration of the loops around it: only `for` loops (and
     the serial task of top-level statements) enclose it, and no `break`, `continue` or
-    `return` inside the outermost one can skip it?"""
+    `return` inside the outermost one can skip it? `exits`: id(outermost loop) -> whether it
+    holds one, shared by a kernel's accesses (each walk is the loop's whole body)."""
     if any(s.op not in (Op.FOR, Op.SERIAL) for s, _ in a.path):
         return False
-    return not a.path or not any(s.op in (Op.BREAK, Op.CONTINUE, Op.RETURN)
-                                 for s in walk(a.path[0][0].body))
+    if not a.path:
+        return True
+    outer = a.path[0][0]
+    found = exits.get(id(outer)) if exits is not None else None
+    if found is None:
+        found = any(s.op in (Op.BREAK, Op.CONTINUE, Op.RETURN) for s in walk(outer.body))
+        if exits is not None:
+            exits[id(outer)] = found
+    return not found
 
 
 def range_limits(general: dict, items: list) -> tuple:
@@ -501,9 +509,10 @@ def range_limits(general: dict, items: list) -> tuple:
     An out-of-range index would read or write outside the field's memory (Taichi does not
     check it either without `debug=True`)."""
     by_move, outside = [], []
+    exits: dict = {}
     for k, (base, shifts) in general.items():
         a, _, shape = items[k]
-        if not surely_runs(a):
+        if not surely_runs(a, exits):
             continue
         for d, (c, s, n) in enumerate(zip(base, shifts, shape)):
             if not c.exact or n is None or n <= 0:
