@@ -168,6 +168,31 @@ def dynamic_length(fe, split, outer):
     return fe.b.select(ancestors, length, fe.b.const(0, T.i32))
 
 
+def _changes_flags(loop, flags: set, total) -> bool:
+    """Does the body of `loop` (of `total` iterations, listable) store to one of the
+    activity or length fields `flags` (ids)?"""
+    return isinstance(total, int) and total <= LIST_MAX and any(
+        s.op in (Op.STORE, Op.ATOMIC) and id(s.field) in flags for s in walk(loop.body))
+
+
+def _listing_before(fe, loop, total: int, what: str, fill):
+    """A hidden i32 list of `total` entries, filled by a serial task (`fill(list, t)` builds
+    entry `t`) put just before `loop` (the last statement of the current block)."""
+    from fieldsim.lang.field import Field
+    snap = Field(T.i32, (total,), f"{fe.kernel_name}.{what}{len(fe.hidden_fields)}", _role="listing")
+    fe.hidden_fields.append(snap)
+    top = fe.b.block
+    at, end = top.index(loop), len(top)
+    pre = fe.b.for_(fe.b.const(0, T.i32), fe.b.const(total, T.i32),
+                    ForInfo(parallel=False, serialize=True, listing=True))
+    with fe.b.into(pre.body):
+        fill(snap, pre)
+    listing = top[end:]
+    del top[end:]
+    top[at:at] = listing  # the listing before the loop
+    return snap
+
+
 def lengths_if_appending(fe, target, loop, inner, total):
     """Taichi lists each list's length when a struct-for over a dynamic field launches, so
     elements its body appends (or rows it deactivates) ahead of the loop do not change what
@@ -179,21 +204,10 @@ def lengths_if_appending(fe, target, loop, inner, total):
     up to that."""
     serial, length_at = inner
     flags = {id(n.sparse.flag) for n in field_path(layout_field(target))}
-    if not isinstance(total, int) or total > LIST_MAX or not any(
-            s.op in (Op.STORE, Op.ATOMIC) and id(s.field) in flags for s in walk(loop.body)):
+    if not _changes_flags(loop, flags, total):
         return
-    from fieldsim.lang.field import Field
-    snap = Field(T.i32, (total,), f"{fe.kernel_name}.lengths{len(fe.hidden_fields)}", _role="listing")
-    fe.hidden_fields.append(snap)
-    top = fe.b.block
-    at, end = top.index(loop), len(top)
-    pre = fe.b.for_(fe.b.const(0, T.i32), fe.b.const(total, T.i32),
-                    ForInfo(parallel=False, serialize=True, listing=True))
-    with fe.b.into(pre.body):
-        fe.b.store(snap, [pre], length_at(pre))
-    listing = top[end:]
-    del top[end:]
-    top[at:at] = listing  # the listing before the loop
+    snap = _listing_before(fe, loop, total, "lengths",
+                           lambda snap, t: fe.b.store(snap, [t], length_at(t)))
     n = len(loop.body)
     with fe.b.into(loop.body):
         listed = fe.b.load(snap, [as_i32(fe, loop)])
@@ -372,23 +386,14 @@ def snapshot_if_changing(fe, target, loop, active, total, cond_at):
     def above(n):
         return n is not leaf
     flags = {id(n.sparse.flag) for n in leaf.sparse_path() if above(n)}
-    if not flags or not isinstance(total, int) or total > LIST_MAX or not any(
-            s.op in (Op.STORE, Op.ATOMIC) and id(s.field) in flags for s in walk(loop.body)):
+    if not flags or not _changes_flags(loop, flags, total):
         return
-    from fieldsim.lang.field import Field
-    snap = Field(T.i32, (total,), f"{fe.kernel_name}.cells{len(fe.hidden_fields)}", _role="listing")
-    fe.hidden_fields.append(snap)
-    top = fe.b.block
-    at, end = top.index(loop), len(top)
-    zero = fe.b.const(0, T.i32)
-    pre = fe.b.for_(zero, fe.b.const(total, T.i32), ForInfo(parallel=False, serialize=True, listing=True))
-    with fe.b.into(pre.body):
-        fe.b.store(snap, [pre], zero)
-        with fe.b.into(fe.b.if_(cond_at(pre, above)).blocks[0]):
-            fe.b.store(snap, [pre], fe.b.const(1, T.i32))
-    listing = top[end:]
-    del top[end:]
-    top[at:at] = listing  # the listing before the loop
+
+    def fill(snap, t):
+        fe.b.store(snap, [t], fe.b.const(0, T.i32))
+        with fe.b.into(fe.b.if_(cond_at(t, above)).blocks[0]):
+            fe.b.store(snap, [t], fe.b.const(1, T.i32))
+    snap = _listing_before(fe, loop, total, "cells", fill)
     guard = next(k for k, st in enumerate(loop.body) if st.op == Op.IF and st.args[0] is active)
     n = len(loop.body)
     with fe.b.into(loop.body):
