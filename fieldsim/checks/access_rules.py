@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Meet, exclusive, overlap
 from fieldsim.checks.index_forms import Forms, Site
+from fieldsim.checks.linear_updates import linear_loads
 from fieldsim.errors import AccessRuleError, Loc
 from fieldsim.ir.activity import activity, adjoint_needs, writes_derivatives
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, replayed_block, walk
@@ -131,6 +132,13 @@ def summarize(kernel: Kernel) -> list[Access]:
         # its adjoint writes no gradient, so it recomputes nothing from what it read (a binning
         # kernel's `slot = ti.atomic_add(count[c], 1)` into integer fields): only its writes matter
         accesses = [a for a in accesses if a.is_write]
+    linear = linear_loads(accesses, active, kernel.body)
+    if linear:
+        # `x[i] *= c`: the adjoint uses no value of these reads (`linear_updates`)
+        updates = {id(w) for w in linear.values()}
+        accesses = [a for a in accesses if a.is_write or id(a.stmt) not in linear]
+        return [replace(a, kind=AccessKind.RMW) if id(a.stmt) in updates and a.kind is AccessKind.STORE
+                else _label_rmw(a, accesses, ix.stores) for a in accesses]
     return [_label_rmw(a, accesses, ix.stores) for a in accesses]
 
 

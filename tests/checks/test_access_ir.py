@@ -512,12 +512,59 @@ def doc_rule2():
     return k
 
 
-@violating(1, first="x[i] = x[i] * 2", second="x[i] = x[i] * 2")
-def rmw_in_place():
+@violating(1, first="x[i] = x[i] * x[i]", second="x[i] = x[i] * x[i]")
+def rmw_in_place():  # not linear: the adjoint needs the old x[i]
     k = KB()
     with k.at("for i in x:").pfor(N) as i:
-        v = k.at("x[i] = x[i] * 2").load(x, i)
+        v = k.at("x[i] = x[i] * x[i]").load(x, i)
+        k.store(x, [i], k.b.mul(v, v))
+    return k
+
+
+@accepted  # linear, constant factor: the adjoint (x.grad[i] *= 2) needs no value of x
+def scale_in_place():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        v = k.at("x[i] *= 2").load(x, i)
         k.store(x, [i], k.fmul(v, 2.0))
+    return k
+
+
+@accepted  # affine, the factor from a field without gradient, the offset from another field
+def affine_in_place():
+    k = KB()
+    plain = fake("plain", (N,), needs_grad=False)
+    with k.at("for i in x:").pfor(N) as i:
+        v = k.at("x[i] = plain[i] * x[i] + y[i]").load(x, i)
+        k.store(x, [i], k.b.add(k.b.mul(k.load(plain, i), v), k.load(y, i)))
+    return k
+
+
+@violating(1, first="x[i] = x[i] * z[i]", second="x[i] = x[i] * z[i]")
+def rmw_by_active_factor():  # z's adjoint needs the old x[i]
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        v = k.at("x[i] = x[i] * z[i]").load(x, i)
+        k.store(x, [i], k.b.mul(v, k.load(z, i)))
+    return k
+
+
+@violating(1, first="t = x[i]", second="x[i] = t * 2")
+def rmw_old_value_also_read():  # y's adjoint needs the old x[i]
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        t = k.at("t = x[i]").load(x, i)
+        k.at("x[i] = t * 2").store(x, [i], k.fmul(t, 2.0))
+        k.at("y[i] = t * t").store(y, [i], k.b.mul(t, t))
+    return k
+
+
+@violating(2)
+def two_updates_in_place():  # conservative: Rule 2 refuses a second update of the element
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("x[i] *= 2").store(x, [i], k.fmul(k.load(x, i), 2.0))
+        k.at("x[i] *= 3").store(x, [i], k.fmul(k.load(x, i), 3.0))
     return k
 
 
@@ -803,6 +850,15 @@ def rmw_through_local():
 def vector_component_in_place():
     k = KB()
     with k.at("for i in v:").pfor(N) as i:
+        a = k.at("v[i][0] = v[i][0] * v[i][1]").load(v2, i, 0)
+        k.store(v2, [i, 0], k.b.mul(a, k.load(v2, i, 1)))
+    return k
+
+
+@accepted  # linear in v[i][0]; v[i][1] is another element, read and never written
+def vector_component_shift_in_place():
+    k = KB()
+    with k.at("for i in v:").pfor(N) as i:
         a = k.at("v[i][0] = v[i][0] + v[i][1]").load(v2, i, 0)
         k.store(v2, [i, 0], k.b.add(a, k.load(v2, i, 1)))
     return k
@@ -903,6 +959,8 @@ def test_rmw_is_labelled():
     assert kinds == ["load", "rmw"]
     kinds = [a.kind for a in summarize(rmw_through_local().kernel())]
     assert kinds == ["load", "rmw"]
+    kinds = [a.kind for a in summarize(scale_in_place().kernel())]
+    assert kinds == ["rmw"]  # its read feeds no adjoint value
 
 
 def test_summary_fields():
@@ -1029,8 +1087,9 @@ class _Run:
     """Executes a kernel's index arithmetic and field accesses in Python. `events` gets one
     (field name, element, kind, task, thread, step) per access; `thread` is None in serial tasks."""
 
-    def __init__(self, args, data):
+    def __init__(self, args, data, linear=frozenset()):
         self.args, self.data, self.env, self.events = args, data, {}, []
+        self.linear = linear  # loads whose value no adjoint uses: no read to protect
 
     def kernel(self, kernel):
         self.active = activity(kernel.body)
@@ -1071,7 +1130,8 @@ class _Run:
         kind = {Op.LOAD: "load", Op.STORE: "store"}.get(s.op) or s.attr[1]
         self.where[2] += 1
         inert = s.op != Op.LOAD and id(s.value) not in self.active  # it writes no derivative
-        if s.op != Op.LOAD or id(s) in self.used:  # a load nothing uses feeds no adjoint
+        if s.op != Op.LOAD or (id(s) in self.used and id(s) not in self.linear):
+            # a load nothing uses (or only a linear in-place update) feeds no adjoint
             self.events.append((s.field.name, element, kind, *self.where, inert))
         self.env[id(s)] = self.data.get(element[0] % 8, 0) if s.field.dtype is T.i32 else 1.0
 
@@ -1103,9 +1163,11 @@ class _RandomKernel:
     fx, fx2 = fake("fx", (64,)), fake("fx2", (64, 64))
     fidx = fake("fidx", (8,), dtype=T.i32, needs_grad=False)
     fsink = fake("fsink", (1,))  # loaded values go here: a load nothing uses is no read
+    fw = fake("fw", (1,))  # only read: a factor that needs a gradient (`x[i] *= fw[0]`)
 
     def __init__(self, rng):
         self.rng, self.k = rng, KB("fuzz", ["a"])
+        self.linear: set[int] = set()  # the loads of `x[i] *= 2`: no adjoint uses their value
         self.a = self.k.arg(0)
         for _ in range(rng.randint(1, 2)):
             self.task(rng.choice(["parallel", "parallel", "ndrange", "serialize", "serial"]))
@@ -1144,11 +1206,17 @@ class _RandomKernel:
         k, rng = self.k, self.rng
         f = self.fx2 if rng.random() < 0.3 else self.fx
         ix = [self.index(variables) for _ in f.storage_shape]
-        kind = rng.choice(["load", "load", "store", "add", "max", "rmw"])
+        kind = rng.choice(["load", "load", "store", "add", "max", "rmw", "scale"])
         if kind == "load":
             k.atomic("add", self.fsink, [k.i(0)], k.load(f, *ix))
-        elif kind in ("store", "rmw"):
-            k.store(f, ix, k.fmul(k.load(f, *ix), 2.0) if kind == "rmw" else 1.0)
+        elif kind == "rmw":
+            k.store(f, ix, k.b.mul(k.load(f, *ix), k.load(self.fw, k.i(0))))
+        elif kind == "scale":
+            old = k.load(f, *ix)
+            self.linear.add(id(old))
+            k.store(f, ix, k.fmul(old, 2.0))
+        elif kind == "store":
+            k.store(f, ix, 1.0)
         else:
             k.atomic(kind, f, ix, 1.0)
 
@@ -1181,8 +1249,9 @@ def test_random_kernels_are_judged_soundly():
     rng = random.Random(1234)
     broken = reported = 0
     for _ in range(200):
-        kernel, args = _RandomKernel(rng).k.kernel(), [rng.choice([0, 1, 3, 7])]
-        events = _Run(args, {q: rng.randint(0, 9) for q in range(8)}).kernel(kernel)
+        gen = _RandomKernel(rng)
+        kernel, args = gen.k.kernel(), [rng.choice([0, 1, 3, 7])]
+        events = _Run(args, {q: rng.randint(0, 9) for q in range(8)}, gen.linear).kernel(kernel)
         check = KernelCheck(kernel)
         found = check.judge(args)
         rules = {f.rule for f in found}
@@ -1203,12 +1272,13 @@ def test_random_launch_sequences_are_judged_soundly():
     for _ in range(50):
         kernels = []
         while len(kernels) < 3:
-            kernel = _RandomKernel(rng).k.kernel()
-            kernels += [kernel] if not KernelCheck(kernel).symbolic else []
+            gen = _RandomKernel(rng)
+            kernel = gen.k.kernel()
+            kernels += [(kernel, gen.linear)] if not KernelCheck(kernel).symbolic else []
         data, state, reads = {q: rng.randint(0, 9) for q in range(8)}, TapeState(), set()
         for _ in range(6):
-            kernel, args = rng.choice(kernels), [rng.choice([0, 1, 2, 3])]
-            events = _Run(args, data).kernel(kernel)
+            (kernel, linear), args = rng.choice(kernels), [rng.choice([0, 1, 2, 3])]
+            events = _Run(args, data, linear).kernel(kernel)
             broken = bool(_truth(events)) or any(e[2] != "load" and e[:2] in reads for e in events)
             try:
                 state.launch(kernel, arg_values=args)
