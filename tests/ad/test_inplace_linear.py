@@ -262,3 +262,14 @@ def test_tape_refuses_overwriting_a_value_an_earlier_launch_needs():
 
     text = _refused("x[i] *= 0.5", run)
     assert "y[i] = x[i] ** 2" in text
+
+
+def test_in_place_update_of_one_element_from_every_thread_is_refused():
+    x = fs.field(fs.f64, shape=N, needs_grad=True)
+
+    @fs.kernel
+    def shared():
+        for i in range(N):
+            x[0] *= 0.5  # a race: no read-modify-write is atomic
+
+    assert "Rule 2" in _refused("x[0] *= 0.5", lambda: shared.grad())
