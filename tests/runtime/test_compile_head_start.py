@@ -107,7 +107,7 @@ def _overwrite_on_tape(threads):
     @fs.kernel
     def overwrite():
         for i in x:
-            x[i] = x[i] * 2.0  # read, then written again: its adjoint would be wrong
+            x[i] = x[i] * x[i]  # read, then written again: its adjoint would be wrong
 
     x.from_numpy(np.arange(8, dtype=np.float32))
     with pytest.raises(AccessRuleError) as err, fs.ad.Tape(loss=loss):

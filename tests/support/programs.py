@@ -28,8 +28,8 @@ def square_then_sum(n: int) -> SimpleNamespace:
 
 
 def unit_that_overwrites(n: int = 8) -> SimpleNamespace:
-    """A `grad_replaced` unit `step` around `overwrite` (x[i] = 2 x[i]: read, then written
-    again, so its adjoint would be wrong), whose backward calls `overwrite.grad()`, and a
+    """A `grad_replaced` unit `step` around `overwrite` (x[i] = x[i] ** 2: read, then written
+    again, so its adjoint would be wrong; a linear `x[i] *= 2` would be accepted), whose backward calls `overwrite.grad()`, and a
     kernel `total` (loss += sum x + y) after it. A Tape over `step(); total()` is refused: the
     unit's launch is judged when the backward makes the adjoints. x = 0, 1, ..., n - 1."""
     x = fs.field(fs.f32, shape=n, needs_grad=True)
@@ -39,7 +39,7 @@ def unit_that_overwrites(n: int = 8) -> SimpleNamespace:
     @fs.kernel
     def overwrite():
         for i in x:
-            x[i] = x[i] * 2.0
+            x[i] = x[i] * x[i]
 
     @fs.kernel
     def total():
