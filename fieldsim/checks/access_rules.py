@@ -8,7 +8,8 @@ an ATOMIC whose old value is used), in program order. The rules are pure functio
   element: in the same thread, from another thread of a parallel loop, or in a later task.
   A kernel that writes no field with a gradient has an adjoint with nothing to recompute: its
   reads are left out of the table, and so are, in any kernel, the reads no adjoint value depends
-  on (`adjoint_needs`: a counter read only to update that counter).
+  on (`adjoint_needs`: a counter read only to update that counter), nor the read of an in-place
+  linear update `x[i] = a * x[i] + b` with `a` carrying no derivative (`linear_updates`).
 * Rule 2 (accumulate only): on a field with a gradient, a write may follow a write of the same
   element only if it is an atomic add/sub (`+=`, `-=`), or if both are the same atomic min/max;
   in program order (the same thread, or a later task) also if it is a plain store, or if the
