@@ -1154,8 +1154,8 @@ class Frontend(ExprMixin):
                     self, split, self.delinearize(t, outer_dims, sizes)))
         self.frame.scopes.pop()
         self.open_fors.pop()
-        self._list_at_launch(loop, blocks, cell_guard if whole else (None, None), target, total,
-                             split is not None)
+        self._list_at_launch(loop, blocks, cell_guard if whole else (None, None),
+                             target if split is None else split[2], total, split is not None)
         if info.parallel:
             self.parallel_depth = -1
         self.loop_depth -= 1

@@ -133,6 +133,8 @@ def dynamic_axis(iterable):
     sparse node is dynamic, with one element per slot along that axis. Else None."""
     from fieldsim.lang.field import Field
     iterable = layout_field(iterable)
+    if isinstance(iterable, SNode):
+        iterable = _placed_in_dynamic(iterable)
     if not isinstance(iterable, Field):
         return None
     path = field_path(iterable)
@@ -143,6 +145,19 @@ def dynamic_axis(iterable):
     if leaf[axis] != node.axis_sizes[axis]:
         return None  # nodes below split the axis: slots and elements differ
     return sorted(leaf).index(axis), node, iterable
+
+
+def _placed_in_dynamic(node):
+    """A field placed right under the dynamic `node` (no offset): a struct-for over the node
+    visits that field's cells, each list up to its length, as one over the field does."""
+    if node.kind != DYNAMIC:
+        return None
+    for child in node._live_children():
+        f = child.field
+        if f is not None and f._snode is child and child.axis_sizes == node.axis_sizes \
+                and not any(f._offset):
+            return f
+    return None
 
 
 def dynamic_cell(fe, field, node, pos, outer):

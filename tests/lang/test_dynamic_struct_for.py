@@ -190,3 +190,55 @@ def test_an_ordinary_loop_over_lists_makes_no_listing():
             s[None] += x[i, j]
 
     assert not [s for s in walk(compiled_ir(total).body) if s.op == Op.FOR and s.attr.listing]
+
+
+def _rows_over_the_node(parent):
+    """Rows of 2, 3, 4 elements under `parent`, a counter, and kernels whose struct-for runs
+    over the dynamic node itself (`for i, j in x.parent()`)."""
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.i32)
+    getattr(fs.root, parent)(fs.i, 3).dynamic(fs.j, 16, chunk_size=4).place(x)
+    visits = fs.field(fs.i32, shape=())
+
+    @fs.kernel
+    def fill():
+        for i in range(3):
+            for k in range(i + 2):
+                fs.append(x.parent(), i, k)
+
+    @fs.kernel
+    def append_to_next():
+        for i, j in x.parent():
+            visits[None] += 1
+            if i < 2:
+                fs.append(x.parent(), i + 1, 100 + j)
+
+    @fs.kernel
+    def clear_own_row():
+        for i, j in x.parent():
+            visits[None] += 1
+            if j == 0:
+                fs.deactivate(x.parent(), [i])
+
+    @fs.kernel
+    def lengths() -> fs.i32:
+        s = 0
+        for i in range(3):
+            s = s * 100 + fs.length(x.parent(), i)
+        return s
+
+    fill()
+    return visits, append_to_next, clear_own_row, lengths
+
+
+def test_a_struct_for_over_the_dynamic_node_visits_the_lists_as_listed_at_launch():
+    # Taichi 1.7.4 lists a struct-for over the dynamic node as one over its field: each row up
+    # to its length at launch (9 visits here; the rows then hold 2, 3 + 2, 4 + 3). fieldsim
+    # walked every slot, testing activity as it went: 16 visits, and 3 where rows clear
+    for parent in ("dense", "pointer", "bitmasked"):
+        visits, append_to_next, _, lengths = _rows_over_the_node(parent)
+        append_to_next()
+        assert (visits[None], lengths()) == (2 + 3 + 4, 2 * 10000 + 5 * 100 + 7), parent
+        visits, _, clear_own_row, lengths = _rows_over_the_node(parent)
+        clear_own_row()
+        assert (visits[None], lengths()) == (2 + 3 + 4, 0), parent
