@@ -65,13 +65,24 @@ def value_dtype(fe, value):
     return fe.e.fp if isinstance(value, numbers.Real) else None
 
 
+def narrows(dst, src) -> bool:
+    """Whether storing a `src` value into `dst` may lose precision, as Taichi 1.7.4 judges:
+    `dst` is not the promoted type of the two; and a u1 (a comparison, a bool array) into an
+    8-bit integer, which Taichi also warns about (not into i16 or wider, nor a float)."""
+    if src is dst:
+        return False
+    if src is T.u1 and dst in (T.i8, T.u8):
+        return True
+    return promote(dst, src) is not dst
+
+
 def check(fe, what, dst, value, node):
     """Warn, as Taichi, when storing `value` into a `dst`-typed target narrows it. `what` is
     "Assign" or an atomic's kind ("add", "max", ...)."""
     if dst is None or node is None or not isinstance(dst, T.DataType):
         return
     src = value_dtype(fe, value)
-    if src is None or src is dst or promote(dst, src) is dst:
+    if src is None or not narrows(dst, src):
         return
     label = "Assign" if what == "Assign" else f"Atomic {what}"
     loc = fe.loc(node)
@@ -88,7 +99,7 @@ def host_copy(field, dst, src, direction):
         dst, src = (from_numpy(t) if not isinstance(t, T.DataType) else t for t in (dst, src))
     except TypeError:  # a dtype fieldsim has no type for: the copy reports it
         return
-    if src is dst or promote(dst, src) is dst:
+    if not narrows(dst, src):
         return
     done = field.__dict__.setdefault("_narrowing_copies", set())
     if (direction, src, dst) in done:

@@ -162,3 +162,26 @@ def test_narrowing_host_copies_warn_once_per_field_dtype_and_component():
         (0, f32_f64), (0, "Assign may lose precision: i32 <- i64")]
     nd = fs.Vector.ndarray(2, fs.f32, shape=3)
     assert _host_warnings(lambda: nd.from_numpy(np.ones((3, 2)))) == [(0, f32_f64)] * 2
+
+
+def test_a_u1_into_an_8_bit_integer_warns_as_taichi():
+    # Taichi 1.7.4 warns "u8 <- u1" and "i8 <- u1" for a comparison stored or added into an
+    # 8-bit integer and for a bool array copied into one, though u1 promotes with them to them;
+    # i16 and wider, and floats, stay silent. fieldsim followed the promotion only (silent)
+    import numpy as np
+    fs.init(arch=fs.cpu, cpu_max_num_threads=1)
+    f = {name: fs.field(getattr(fs, name), shape=2) for name in ("i8", "u8", "i16", "u16", "i32", "f16")}
+    b8, s8, b16, s16, s32 = f["u8"], f["i8"], f["u16"], f["i16"], f["i32"]
+
+    @fs.kernel
+    def compare(a: fs.i32):
+        b8[0] = a < 3  # W: Assign may lose precision: u8 <- u1
+        s8[0] += a < 3  # W: Atomic add may lose precision: i8 <- u1
+        s16[0] = a < 3
+        b16[0] += a < 3
+        s32[0] = a < 3
+
+    assert _warnings_by_line(lambda: compare(1), compare) == _marked(compare.fn)
+    for name, field in f.items():
+        want = [(0, f"Assign may lose precision: {name} <- u1")] if name in ("i8", "u8") else []
+        assert _host_warnings(lambda: field.from_numpy(np.ones(2, np.bool_))) == want, name
