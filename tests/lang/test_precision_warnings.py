@@ -185,3 +185,22 @@ def test_a_u1_into_an_8_bit_integer_warns_as_taichi():
     for name, field in f.items():
         want = [(0, f"Assign may lose precision: {name} <- u1")] if name in ("i8", "u8") else []
         assert _host_warnings(lambda: field.from_numpy(np.ones(2, np.bool_))) == want, name
+
+
+def test_a_repeated_host_copy_is_one_lookup(monkeypatch):
+    # a training loop calls from_numpy every step: after a field's first copy from an array
+    # dtype, the next ones neither search the dtype table again nor warn
+    import numpy as np
+
+    from fieldsim.lang import precision
+    fs.init(arch=fs.cpu, cpu_max_num_threads=1)
+    a = fs.field(fs.f32, shape=4)
+    assert len(_host_warnings(lambda: a.from_numpy(np.ones(4)))) == 1
+
+    def searched(_dtype):
+        raise AssertionError("the dtype table was searched again")
+
+    monkeypatch.setattr(precision, "from_numpy", searched)
+    for _ in range(3):
+        assert _host_warnings(lambda: a.from_numpy(np.ones(4))) == []
+    np.testing.assert_array_equal(a.to_numpy(), np.ones(4, np.float32))
