@@ -1084,6 +1084,8 @@ class Frontend(ExprMixin):
     def _store_return_value(self, slot: ReturnSlot, value):
         """Stores a returned value into the func's result variables, which the first return
         allocates (at the slot's position, so they dominate every use)."""
+        if isinstance(value, struct.StructValue):  # a local or field element: its members now
+            value = value.load(self)
         flat, shape = _flatten_value(value)
         if slot.vars is None:
             slot.shape = shape
@@ -2066,6 +2068,10 @@ def _flatten_value(value):
         return flat, ("tuple", tuple(shapes))
     if isinstance(value, (Stmt, numbers.Number)):
         return [value], ("scalar",)
+    if isinstance(value, struct.StructVal):  # members in order, nested structs loaded (`load`)
+        names = value.names()
+        flat, shape = _flatten_value(tuple(value.members[k] for k in names))
+        return flat, ("struct", value.stype, tuple(names), shape)
     raise FieldsimTypeError(f"a func cannot return {describe(value)} from inside a branch")
 
 
@@ -2074,6 +2080,9 @@ def _rebuild_value(flat, shape):
         return flat[0]
     if shape[0] == "mat":
         return MatVal(flat, shape[1], shape[2], shape[3])
+    if shape[0] == "struct":
+        _, stype, names, members = shape
+        return struct.StructVal(stype, dict(zip(names, _rebuild_value(flat, members))))
     out, pos = [], 0
     for count, s in shape[1]:
         out.append(_rebuild_value(flat[pos:pos + count], s))
