@@ -52,15 +52,12 @@ Algorithms (written for this project):
   (e.g. the deformation gradient F = I of a fresh MPM particle), where an eigen solver's own
   derivative is arbitrary.
 """
+import numpy as np
+
 import fieldsim as fs
 from fieldsim.matrixfree import LinearOperator, MatrixFreeBICGSTAB, MatrixFreeCG
 from fieldsim.sparse_matrix import SparseMatrix, SparseMatrixBuilder
 from fieldsim.sparse_solver import SparseCG, SparseSolver
-
-# Number of cyclic Jacobi sweeps (3 rotations each) for the 3x3 SVD.  Cyclic Jacobi converges
-# quadratically; 6 sweeps take random, nearly singular and clustered matrices to the rounding
-# level in f64 (and the unrolled derivative converges with the values).
-_JACOBI_SWEEPS = 5
 
 # Correction step of the 3x3 polar decomposition: skipped for a pair of singular values whose
 # (signed) sum is below this fraction of the largest one (there the polar factor is itself
@@ -98,14 +95,6 @@ def _sgn(x):
     return fs.select(x >= 0.0, 1.0, -1.0)
 
 
-def _unit_roundoff(dt):
-    """Plain Python, evaluated at compile time: the machine epsilon of the computation type."""
-    t = _fp(dt)
-    if t is float:
-        t = fs.cfg.default_fp
-    return 2.0 ** -52 if t == fs.f64 else 2.0 ** -23
-
-
 @fs.pyfunc
 def _jacobi_pair(app, aqq, apq, eps=None):
     """Jacobi rotation for the symmetric 2x2 block [[app, apq], [apq, aqq]].
@@ -134,18 +123,6 @@ def _jacobi_pair(app, aqq, apq, eps=None):
     s = sg * on / (r * c)
     h = sg * 2.0 * fs.select(ok, apq, 0.0) * on / (r + ad)  # = sg 2 apq^2 / (|2 apq, d| + |d|)
     return c, s, h
-
-
-@fs.pyfunc
-def _givens(a, b):
-    """(c, s) with c*a + s*b = |(a, b)| and -s*a + c*b = 0; (1, 0) when a = b = 0."""
-    m = fs.max(fs.abs(a), fs.abs(b))
-    ok = m > 0.0
-    ms = fs.select(ok, m, 1.0)
-    an = fs.select(ok, a / ms, 1.0)
-    bn = fs.select(ok, b / ms, 0.0)
-    rinv = 1.0 / fs.sqrt(an * an + bn * bn)
-    return an * rinv, bn * rinv
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,91 +198,207 @@ def svd2d(A, dt):
 
 
 # ---------------------------------------------------------------------------------------------
-# 3x3
+# 3x3: McAdams et al. 2011, "Computing the singular value decomposition of 3x3 matrices with
+# minimal branching and elementary floating point operations", in the operation order of its
+# published scalar listing (which Taichi 1.7.4 compiles), so that results agree bit for bit.
+# The listing's bit masks are `fs.select`s here (a masked AND/OR/XOR picks one of two values).
 # ---------------------------------------------------------------------------------------------
+def _f32_literal(x):
+    """Plain Python: `x` rounded to float32, as the listing writes its constants (`5.828...f`);
+    in f64 the float32 value is widened, not the exact one."""
+    return float(np.float32(x))
+
+
+_FOUR_GAMMA_SQ = _f32_literal(5.82842712474619)  # (1 + sqrt 2)^2: tan^2(pi/8) test
+_SIN_PI_8 = _f32_literal(0.3826834323650897)
+_COS_PI_8 = _f32_literal(0.9238795325112867)
+_TINY = _f32_literal(1e-20)
+_SMALL = _f32_literal(1e-12)
+
+
+def _mcadams_sweeps(dt):
+    """Plain Python: Jacobi sweeps of the 3x3 SVD, 5 in f32 and 8 in f64 (Taichi's counts)."""
+    t = _fp(dt)
+    if t is float:
+        t = fs.cfg.default_fp
+    return 8 if t == fs.f64 else 5
+
+
 @fs.pyfunc
-def _rot(c, s, x, y):
-    """The plane rotation (x, y) -> (c x + s y, c y - s x), for scalars or vectors."""
+def _rsqrt_refined(x):
+    """1/sqrt(x) with the listing's Newton step: r + r/2 - x r (r r/2)."""
+    r = fs.rsqrt(x)
+    h = r * 0.5
+    return (r + h) - x * (r * (r * h))
+
+
+@fs.pyfunc
+def _jacobi_conjugate(pp, qq, rr, qp, rp, rq, dt):
+    """One approximate Givens conjugation of the symmetric S on the plane (p, q); r is the
+    third index.  Returns the updated (pp, qq, rr, qp, rp, rq) and the quaternion half angle
+    (ch, sh)."""
+    sh = qp * 0.5
+    d = pp - qq
+    ok = sh * sh >= _cast(_TINY, dt)
+    sh = fs.select(ok, sh, 0.0)
+    ch = fs.select(ok, d, 1.0)
+    sh2 = sh * sh
+    ch2 = ch * ch
+    r = fs.rsqrt(sh2 + ch2)
+    sh = r * sh
+    ch = r * ch
+    far = ch2 <= _cast(_FOUR_GAMMA_SQ, dt) * sh2  # angle beyond pi/8: take pi/8 itself
+    sh = fs.select(far, _cast(_SIN_PI_8, dt), sh)
+    ch = fs.select(far, _cast(_COS_PI_8, dt), ch)
+    sh2 = sh * sh
+    ch2 = ch * ch
+    c = ch2 - sh2
+    s = ch * sh
+    s = s + s
+    scale = sh2 + ch2  # the unnormalised quaternion's squared length
+    rr = rr * scale * scale  # the listing scales S_rr twice
+    rp = rp * scale
+    rq = rq * scale
+    rp, rq = s * rq + c * rp, c * rq - s * rp
+    s2 = s * s
+    c2 = c * c
+    pp, qq = pp * c2 + qq * s2, qq * c2 + pp * s2
+    cs = c * s
+    two = (qp + qp) * cs
+    qp = qp * (c2 - s2) - d * cs
+    return pp + two, qq - two, rr, qp, rp, rq, ch, sh
+
+
+@fs.pyfunc
+def _quat_turn(qs, qa, qb, qr, ch, sh):
+    """The accumulated quaternion times the half-angle rotation about axis r (a, b, r cyclic)."""
+    ta = sh * qa
+    tb = sh * qb
+    tr = sh * qr
+    sh = sh * qs
+    return ch * qs - tr, ch * qa + tb, ch * qb - ta, ch * qr + sh
+
+
+@fs.pyfunc
+def _qr_givens(app, aqp, dt):
+    """The listing's Givens rotation (c, s) zeroing aqp against app (sign-folding: app < 0
+    swaps the half-angle pair)."""
+    small = _cast(_SMALL, dt)
+    sh = fs.select(aqp * aqp >= small, aqp, 0.0)
+    ch = fs.max(fs.max(0.0 - app, app), small)
+    pos = app >= 0.0
+    n = ch * ch + sh * sh
+    ch = ch + _rsqrt_refined(n) * n
+    ch, sh = fs.select(pos, ch, sh), fs.select(pos, sh, ch)
+    r = _rsqrt_refined(ch * ch + sh * sh)
+    ch = ch * r
+    sh = sh * r
+    s = sh * ch
+    return ch * ch - sh * sh, s + s
+
+
+@fs.pyfunc
+def _turn(c, s, x, y):
+    """(c x + s y, c y - s x), each product rounded on its own."""
     return c * x + s * y, c * y - s * x
 
 
 @fs.pyfunc
-def _vsel(cond, x, y):
-    """Per-entry fs.select of two 3-vectors."""
-    return fs.Vector([fs.select(cond, x[0], y[0]), fs.select(cond, x[1], y[1]),
-                      fs.select(cond, x[2], y[2])])
-
-
-@fs.pyfunc
-def _sort_pair(lp, lq, bp, bq, vp, vq):
-    """Order one pair of columns by decreasing squared norm; a swap (p, q) -> (q, -p) keeps
-    the determinants of B and V."""
-    sw = lp < lq
-    return (fs.select(sw, lq, lp), fs.select(sw, lp, lq),
-            _vsel(sw, bq, bp), _vsel(sw, -bp, bq), _vsel(sw, vq, vp), _vsel(sw, -vp, vq))
+def _sort_swap(B, V, rho, i, j, k):
+    """Columns i and j of B and V (and their squared norms) exchanged where rho_i < rho_j;
+    column k (i or j) then negated, so that V stays a rotation."""
+    sw = rho[i] < rho[j]
+    ri = rho[i]
+    rho[i] = fs.select(sw, rho[j], ri)
+    rho[j] = fs.select(sw, ri, rho[j])
+    for r in fs.static(range(3)):
+        bi = B[r, i]
+        B[r, i] = fs.select(sw, B[r, j], bi)
+        B[r, j] = fs.select(sw, bi, B[r, j])
+        B[r, k] = fs.select(sw, -B[r, k], B[r, k])
+        vi = V[r, i]
+        V[r, i] = fs.select(sw, V[r, j], vi)
+        V[r, j] = fs.select(sw, vi, V[r, j])
+        V[r, k] = fs.select(sw, -V[r, k], V[r, k])
+    return B, V, rho
 
 
 @fs.pyfunc
 def svd3d(A, dt):
     """(U, sig, V) with A = U @ sig @ V.T, U, V rotations, sig = diag(s0 >= s1 >= |s2|)."""
-    # columns of B = A V (one-sided Jacobi works on them directly) and of V
-    b0 = fs.Vector([_cast(A[0, 0], dt), _cast(A[1, 0], dt), _cast(A[2, 0], dt)])
-    b1 = fs.Vector([_cast(A[0, 1], dt), _cast(A[1, 1], dt), _cast(A[2, 1], dt)])
-    b2 = fs.Vector([_cast(A[0, 2], dt), _cast(A[1, 2], dt), _cast(A[2, 2], dt)])
+    B = _cast(A, dt)
+    # S = A.T A, lower triangle, each sum ((x0 x0 + x1 x1) + x2 x2)
+    s00 = (B[0, 0] * B[0, 0] + B[1, 0] * B[1, 0]) + B[2, 0] * B[2, 0]
+    s10 = (B[0, 1] * B[0, 0] + B[1, 1] * B[1, 0]) + B[2, 1] * B[2, 0]
+    s20 = (B[0, 2] * B[0, 0] + B[1, 2] * B[1, 0]) + B[2, 2] * B[2, 0]
+    s11 = (B[0, 1] * B[0, 1] + B[1, 1] * B[1, 1]) + B[2, 1] * B[2, 1]
+    s21 = (B[0, 2] * B[0, 1] + B[1, 2] * B[1, 1]) + B[2, 2] * B[2, 1]
+    s22 = (B[0, 2] * B[0, 2] + B[1, 2] * B[1, 2]) + B[2, 2] * B[2, 2]
+    qs = _cast(1.0, dt)
+    qx = _cast(0.0, dt)
+    qy = _cast(0.0, dt)
+    qz = _cast(0.0, dt)
+    for _sweep in fs.static(range(_mcadams_sweeps(dt))):
+        s00, s11, s22, s10, s20, s21, ch, sh = _jacobi_conjugate(s00, s11, s22, s10, s20, s21, dt)
+        qs, qx, qy, qz = _quat_turn(qs, qx, qy, qz, ch, sh)
+        s11, s22, s00, s21, s10, s20, ch, sh = _jacobi_conjugate(s11, s22, s00, s21, s10, s20, dt)
+        qs, qy, qz, qx = _quat_turn(qs, qy, qz, qx, ch, sh)
+        s22, s00, s11, s20, s21, s10, ch, sh = _jacobi_conjugate(s22, s00, s11, s20, s21, s10, dt)
+        qs, qz, qx, qy = _quat_turn(qs, qz, qx, qy, ch, sh)
+    # V from the normalised quaternion
+    r = _rsqrt_refined(qz * qz + (qy * qy + (qx * qx + qs * qs)))
+    qs = qs * r
+    qx = qx * r
+    qy = qy * r
+    qz = qz * r
+    xx = qx * qx
+    yy = qy * qy
+    zz = qz * qz
+    ss = qs * qs
+    x2 = qx + qx
+    y2 = qy + qy
+    z2 = qz + qz
+    sx = qs * x2
+    sy = qs * y2
+    sz = qs * z2
+    xy = qy * x2
+    yz = qz * y2
+    zx = qx * z2
+    V = fs.Matrix([[((ss + xx) - yy) - zz, xy - sz, zx + sy],
+                   [xy + sz, ((ss - xx) + yy) - zz, yz - sx],
+                   [zx - sy, yz + sx, ((ss - xx) - yy) + zz]])
+    # B = A V, each entry ((v0j a_i0 + v1j a_i1) + v2j a_i2)
+    A0 = B
+    for i in fs.static(range(3)):
+        for j in fs.static(range(3)):
+            B[i, j] = (V[0, j] * A0[i, 0] + V[1, j] * A0[i, 1]) + V[2, j] * A0[i, 2]
+    rho = fs.Vector([(B[0, 0] * B[0, 0] + B[1, 0] * B[1, 0]) + B[2, 0] * B[2, 0],
+                     (B[0, 1] * B[0, 1] + B[1, 1] * B[1, 1]) + B[2, 1] * B[2, 1],
+                     (B[0, 2] * B[0, 2] + B[1, 2] * B[1, 2]) + B[2, 2] * B[2, 2]])
+    B, V, rho = _sort_swap(B, V, rho, 0, 1, 1)
+    B, V, rho = _sort_swap(B, V, rho, 0, 2, 0)
+    B, V, rho = _sort_swap(B, V, rho, 1, 2, 2)
+    # QR by three Givens rotations on the rows (0, 1), (0, 2), (1, 2); U accumulates them
     one = _cast(1.0, dt)
     zero = _cast(0.0, dt)
-    v0 = fs.Vector([one, zero, zero])
-    v1 = fs.Vector([zero, one, zero])
-    v2 = fs.Vector([zero, zero, one])
-
-    # ---- one-sided (Hestenes) Jacobi: rotate pairs of columns until they are orthogonal.  Each
-    # rotation is the Jacobi rotation of the 2x2 block of B.T B = V.T A.T A V, but B.T B is never
-    # formed, so small singular values keep their accuracy.
-    eps = fs.static(_unit_roundoff(dt))
-    for _sweep in fs.static(range(_JACOBI_SWEEPS)):
-        c, s, _h = _jacobi_pair(b0.dot(b0), b1.dot(b1), b0.dot(b1), eps)
-        b0, b1 = _rot(c, s, b0, b1)
-        v0, v1 = _rot(c, s, v0, v1)
-        c, s, _h = _jacobi_pair(b0.dot(b0), b2.dot(b2), b0.dot(b2), eps)
-        b0, b2 = _rot(c, s, b0, b2)
-        v0, v2 = _rot(c, s, v0, v2)
-        c, s, _h = _jacobi_pair(b1.dot(b1), b2.dot(b2), b1.dot(b2), eps)
-        b1, b2 = _rot(c, s, b1, b2)
-        v1, v2 = _rot(c, s, v1, v2)
-
-    # ---- sort the columns by decreasing norm (three compare-and-swaps)
-    l0 = b0.dot(b0)
-    l1 = b1.dot(b1)
-    l2 = b2.dot(b2)
-    l0, l1, b0, b1, v0, v1 = _sort_pair(l0, l1, b0, b1, v0, v1)
-    l1, l2, b1, b2, v1, v2 = _sort_pair(l1, l2, b1, b2, v1, v2)
-    l0, l1, b0, b1, v0, v1 = _sort_pair(l0, l1, b0, b1, v0, v1)
-
-    # ---- Givens QR of B = [b0 b1 b2]: G3 G2 G1 B = upper triangular T, U = G1.T G2.T G3.T.
-    # The diagonal of T is the singular values: T00, T11 >= 0 and T22 carries sign(det A).
-    # G1 on rows (0, 1) zeroes B[1, 0]
-    c1, s1 = _givens(b0[0], b0[1])
-    t00, _z = _rot(c1, s1, b0[0], b0[1])
-    t01, m11 = _rot(c1, s1, b1[0], b1[1])
-    t02, m12 = _rot(c1, s1, b2[0], b2[1])
-    # G2 on rows (0, 2) zeroes B[2, 0]
-    c2, s2 = _givens(t00, b0[2])
-    t00, _z = _rot(c2, s2, t00, b0[2])
-    t01, m21 = _rot(c2, s2, t01, b1[2])
-    t02, m22 = _rot(c2, s2, t02, b2[2])
-    # G3 on rows (1, 2) zeroes B[2, 1]
-    c3, s3 = _givens(m11, m21)
-    t11, _z = _rot(c3, s3, m11, m21)
-    _t12, t22 = _rot(c3, s3, m12, m22)
-
-    # U = G1.T @ G2.T @ G3.T, where G.T = [[c, -s], [s, c]] on its plane
-    u01, u02 = _rot(c3, s3, -s1, -c1 * s2)
-    u11, u12 = _rot(c3, s3, c1, -s1 * s2)
-    u21, u22 = _rot(c3, s3, zero, c2)
-    U = fs.Matrix([[c1 * c2, u01, u02], [s1 * c2, u11, u12], [s2, u21, u22]])
-    V = fs.Matrix([[v0[0], v1[0], v2[0]], [v0[1], v1[1], v2[1]], [v0[2], v1[2], v2[2]]])
-    sig = fs.Matrix([[t00, zero, zero], [zero, t11, zero], [zero, zero, t22]])
+    U = fs.Matrix([[one, zero, zero], [zero, one, zero], [zero, zero, one]])
+    for p, q in fs.static(((0, 1), (0, 2), (1, 2))):
+        c, s = _qr_givens(B[p, p], B[q, p], dt)
+        for j in fs.static(range(3)):
+            bp, bq = _turn(c, s, B[p, j], B[q, j])
+            B[p, j] = bp
+            B[q, j] = bq
+            up, uq = _turn(c, s, U[j, p], U[j, q])
+            U[j, p] = up
+            U[j, q] = uq
+    sig = fs.Matrix([[B[0, 0], zero, zero], [zero, B[1, 1], zero], [zero, zero, B[2, 2]]])
     return U, sig, V
+
+
+@fs.pyfunc
+def _rot(c, s, x, y):
+    """The plane rotation (x, y) -> (c x + s y, c y - s x), for scalars or vectors."""
+    return c * x + s * y, c * y - s * x
 
 
 @fs.pyfunc
