@@ -59,11 +59,6 @@ from fieldsim.matrixfree import LinearOperator, MatrixFreeBICGSTAB, MatrixFreeCG
 from fieldsim.sparse_matrix import SparseMatrix, SparseMatrixBuilder
 from fieldsim.sparse_solver import SparseCG, SparseSolver
 
-# Correction step of the 3x3 polar decomposition: skipped for a pair of singular values whose
-# (signed) sum is below this fraction of the largest one (there the polar factor is itself
-# ill-conditioned, and the correction would only amplify rounding).
-_POLAR_PAIR_TOL = 1e-3
-
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -402,45 +397,26 @@ def _rot(c, s, x, y):
 
 
 @fs.pyfunc
-def _pair_coef(m, si, sj, tol):
-    """m / (si + sj), or 0 where |si + sj| <= tol."""
-    den = si + sj
-    ok = fs.abs(den) > tol
-    return fs.select(ok, m, 0.0) / fs.select(ok, den, 1.0)
+def _mul3(X, Y, transpose_y):
+    """X @ Y (or X @ Y.T), each entry summed left to right as a kernel's `@` does (also in
+    Python scope, where NumPy's product may round otherwise)."""
+    M = X
+    for i in fs.static(range(3)):
+        for j in fs.static(range(3)):
+            if fs.static(transpose_y):
+                M[i, j] = (X[i, 0] * Y[j, 0] + X[i, 1] * Y[j, 1]) + X[i, 2] * Y[j, 2]
+            else:
+                M[i, j] = (X[i, 0] * Y[0, j] + X[i, 1] * Y[1, j]) + X[i, 2] * Y[2, j]
+    return M
 
 
 @fs.pyfunc
 def polar_decompose3d(A, dt):
-    """(R, S) with A = R @ S, R a rotation, S symmetric (PSD when det(A) >= 0)."""
+    """(R, S) with A = R @ S: R = U V.T a rotation, S = V sig V.T symmetric (PSD when
+    det(A) >= 0), from the 3x3 SVD, as Taichi 1.7.4 forms them."""
     U, sig, V = svd3d(A, dt)
-    a00 = _cast(A[0, 0], dt)
-    a01 = _cast(A[0, 1], dt)
-    a02 = _cast(A[0, 2], dt)
-    a10 = _cast(A[1, 0], dt)
-    a11 = _cast(A[1, 1], dt)
-    a12 = _cast(A[1, 2], dt)
-    a20 = _cast(A[2, 0], dt)
-    a21 = _cast(A[2, 1], dt)
-    a22 = _cast(A[2, 2], dt)
-    Ac = fs.Matrix([[a00, a01, a02], [a10, a11, a12], [a20, a21, a22]])
-    R0 = U @ V.transpose()
-    # Newton-type correction: R = R0 (I + X + X^2 / 2) with S X + X S = R0.T A - A.T R0
-    # (X is skew, and zero up to rounding in value)
-    P = R0.transpose() @ Ac
-    M = V.transpose() @ (P - P.transpose()) @ V  # in the eigenbasis of S: S = diag(sig)
-    g0 = sig[0, 0]
-    g1 = sig[1, 1]
-    g2 = sig[2, 2]
-    tol = _POLAR_PAIR_TOL * fs.abs(g0)
-    x01 = _pair_coef(M[0, 1], g0, g1, tol)
-    x02 = _pair_coef(M[0, 2], g0, g2, tol)
-    x12 = _pair_coef(M[1, 2], g1, g2, tol)
-    zero = _cast(0.0, dt)
-    Xe = fs.Matrix([[zero, x01, x02], [-x01, zero, x12], [-x02, -x12, zero]])
-    X = V @ Xe @ V.transpose()
-    R = R0 + R0 @ (X + 0.5 * (X @ X))
-    Q = R.transpose() @ Ac
-    S = 0.5 * (Q + Q.transpose())
+    R = _mul3(U, V, True)
+    S = _mul3(_mul3(V, sig, False), V, True)
     return R, S
 
 
