@@ -127,68 +127,65 @@ def _jacobi_pair(app, aqq, apq, eps=None):
 def polar_decompose2d(A, dt):
     """(R, S) with A = R @ S, S symmetric PSD; R a rotation, or a reflection if det(A) < 0."""
     a, b, c, d = _entries2x2(A, dt)
-    neg = a * d - b * c < 0.0
-    # det >= 0: R = [[x, -y], [y, x]] / r ; det < 0: R = [[x, y], [y, -x]] / r
-    x = fs.select(neg, a - d, a + d)
-    y = fs.select(neg, b + c, c - b)
-    ok = x * x + y * y > 0.0  # false only for the zero matrix
-    xs = fs.select(ok, x, 1.0)
-    ys = fs.select(ok, y, 0.0)
-    inv = 1.0 / fs.sqrt(xs * xs + ys * ys)
-    co = xs * inv
-    si = ys * inv
-    sg = fs.select(neg, -1.0, 1.0)
-    r01 = -sg * si
-    r11 = sg * co
-    # S = R.T @ A written as Taichi 1.7.4 computes it, (A.T @ A + |det A| I) / r: symmetric by
-    # construction and equal to Taichi's bit for bit (R.T @ A differed in the last bit for 9 in 10)
-    adet = fs.abs(a * d - c * b)
-    s00 = (a * a + c * c + adet) * inv
-    s11 = (b * b + d * d + adet) * inv
-    s01 = (a * b + c * d) * inv
-    R = fs.Matrix([[co, r01], [si, r11]])
-    S = fs.Matrix([[s00, s01], [s01, s11]])
+    det = a * d - c * b
+    neg = det < 0.0
+    # det >= 0: R = [[a + d, b - c], [c - b, d + a]] / r ; det < 0: [[a - d, b + c], [c + b, d - a]]
+    # / r; each entry formed on its own, as Taichi does (the signs of zeros follow)
+    r00 = fs.select(neg, a - d, a + d)
+    r01 = fs.select(neg, b + c, b - c)
+    r10 = fs.select(neg, c + b, c - b)
+    r11 = fs.select(neg, d - a, d + a)
+    nonzero = (a != 0.0) | (b != 0.0) | (c != 0.0) | (d != 0.0)  # Taichi: (I, A) for A = 0
+    r2 = fs.abs(r00 * r11 - r10 * r01)
+    inv = 1.0 / fs.sqrt(fs.select(nonzero, r2, 1.0))
+    one = _cast(1.0, dt)
+    zero = _cast(0.0, dt)
+    R = fs.Matrix([[fs.select(nonzero, r00 * inv, one), fs.select(nonzero, r01 * inv, zero)],
+                   [fs.select(nonzero, r10 * inv, zero), fs.select(nonzero, r11 * inv, one)]])
+    # S = (A.T @ A + |det A| I) / r, as Taichi 1.7.4 computes it: symmetric by construction
+    adet = fs.abs(det)
+    s00 = fs.select(nonzero, (a * a + c * c + adet) * inv, a)
+    # (Taichi adds |det A| I whole: + |det A| * 0 off the diagonal turns a -0 into +0)
+    s01 = fs.select(nonzero, ((a * b + c * d) + adet * 0.0) * inv, b)
+    s10 = fs.select(nonzero, ((b * a + d * c) + adet * 0.0) * inv, c)
+    s11 = fs.select(nonzero, (b * b + d * d + adet) * inv, d)
+    S = fs.Matrix([[s00, s01], [s10, s11]])
     return R, S
 
 
 @fs.pyfunc
 def svd2d(A, dt):
-    """(U, sig, V) with A = U @ sig @ V.T, sig = diag(s0 >= s1 >= 0), V a rotation."""
+    """(U, sig, V) with A = U @ sig @ V.T, sig = diag(s0 >= s1), V a rotation: the symmetric
+    polar factor S diagonalised by one Jacobi rotation (tangent of the smaller angle), in
+    Taichi 1.7.4's operation order."""
     R, S = polar_decompose2d(A, dt)
     p = S[0, 0]
     q = S[1, 1]
     o = S[0, 1]
-    # eigenvector angle theta of the larger eigenvalue: cos 2theta = x / r, sin 2theta = y / r
-    x = p - q
-    y = 2.0 * o
-    ok = x * x + y * y > 0.0  # false when S is a multiple of the identity
-    xs = fs.select(ok, x, 1.0)
-    ys = fs.select(ok, y, 0.0)
-    r = fs.sqrt(xs * xs + ys * ys)
-    big = fs.sqrt((r + fs.abs(xs)) / (2.0 * r))  # in [1/sqrt 2, 1]
-    small = ys / (2.0 * r * big)
-    pos = xs >= 0.0
-    # theta in [-45, 45] for x >= 0, in [-135, -45] otherwise (Taichi's sign choice)
-    ch = fs.select(pos, big, -small)
-    sh = fs.select(pos, small, -big)
-    s0 = 0.5 * (p + q + fs.select(ok, r, 0.0))
-    det = fs.abs(A[0, 0] * A[1, 1] - A[0, 1] * A[1, 0])
-    nz = s0 > 0.0
-    s1 = fs.select(nz, _cast(det, dt), 0.0) / fs.select(nz, s0, 1.0)
-    # as Taichi: an off-diagonal under 1e-5 is taken as zero (V = I, or the quarter turn that
-    # sorts the diagonal); an eigenvector angle from it would be rounding noise (near-identity
-    # deformation gradients of MPM particles)
+    # as Taichi: an off-diagonal under 1e-5 is taken as zero (V = I or the quarter turn that
+    # sorts the diagonal); an angle from it would be rounding noise (near-identity MPM F)
     diagonal = fs.abs(o) < 1e-5
-    keep = p >= q
-    ch = fs.select(diagonal, fs.select(keep, 1.0, 0.0), ch)
-    sh = fs.select(diagonal, fs.select(keep, 0.0, -1.0), sh)
-    s0 = fs.select(diagonal, fs.max(p, q), s0)
-    s1 = fs.select(diagonal, fs.min(p, q), s1)
+    tau = _cast(0.5, dt) * (p - q)
+    os = fs.select(diagonal, 1.0, o)  # the untaken side stays finite (values and adjoints)
+    w = fs.sqrt(tau * tau + os * os)
+    t = os / fs.select(tau > 0.0, tau + w, tau - w)
+    ct = 1.0 / fs.sqrt(t * t + 1.0)
+    st = -t * ct
+    one = _cast(1.0, dt)
     zero = _cast(0.0, dt)
-    V = fs.Matrix([[ch, -sh], [sh, ch]])
-    U = fs.Matrix([[R[0, 0] * ch + R[0, 1] * sh, R[0, 1] * ch - R[0, 0] * sh],
-                   [R[1, 0] * ch + R[1, 1] * sh, R[1, 1] * ch - R[1, 0] * sh]])
-    sig = fs.Matrix([[s0, zero], [zero, s1]])
+    c = fs.select(diagonal, one, ct)
+    s = fs.select(diagonal, zero, st)
+    s0 = fs.select(diagonal, p, ((c * c) * p - ((2.0 * c) * s) * o) + (s * s) * q)
+    s1 = fs.select(diagonal, q, ((s * s) * p + ((2.0 * c) * s) * o) + (c * c) * q)
+    swap = s0 < s1
+    v00 = fs.select(swap, -s, c)
+    v01 = fs.select(swap, c, s)
+    v10 = fs.select(swap, -c, -s)
+    v11 = fs.select(swap, -s, c)
+    V = fs.Matrix([[v00, v01], [v10, v11]])
+    U = fs.Matrix([[R[0, 0] * v00 + R[0, 1] * v10, R[0, 0] * v01 + R[0, 1] * v11],
+                   [R[1, 0] * v00 + R[1, 1] * v10, R[1, 0] * v01 + R[1, 1] * v11]])
+    sig = fs.Matrix([[fs.select(swap, s1, s0), zero], [zero, fs.select(swap, s0, s1)]])
     return U, sig, V
 
 
