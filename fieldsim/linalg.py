@@ -5,52 +5,41 @@ and `fs.linalg`, Taichi's `ti.linalg`: the sparse matrices and solvers of
 
 Everything here is ordinary fieldsim DSL code (`@fs.pyfunc`: also callable from Python scope),
 inlined into the calling kernel and differentiated by the compiler's reverse mode like any other
-code.  Only straight-line scalar arithmetic is used: `fs.sqrt`, `fs.abs`, `fs.max`, `fs.select`,
+code.  Only scalar arithmetic is used: `fs.sqrt`, `fs.rsqrt`, `fs.abs`, `fs.max`, `fs.select`,
 `fs.cast`, comparisons, `fs.static` conditions and `fs.Matrix` built from scalars.  There is no
-data-dependent control flow at all (every guard is an `fs.select`), no loop, and no global
-memory, so the adjoint is plain straight-line code.
+data-dependent control flow (every guard is an `fs.select`) and no global memory; the one loop
+is the 3x3 SVD's fixed number of Jacobi sweeps (a runtime loop, as Taichi's: it compiles
+faster than unrolled).
 
 Guards use the "double select" pattern: where a formula would divide by zero, its *inputs* are
 replaced by harmless values (`fs.select(ok, x, 1.0)`) before the division, so that neither the
 value nor the gradient of the untaken side can become NaN/inf.
 
-Conventions (matched to Taichi 1.7.4, checked against `ti.svd` / `ti.polar_decompose`):
+Conventions and arithmetic are Taichi 1.7.4's: with `fast_math=False` the results agree with
+`ti.svd` / `ti.polar_decompose` bit for bit (f32 and f64; measured on 2,500 matrices of each
+kind, docs/COMPAT.md block gh-svdbits; 3x3 polar up to the sign of some zeros).
 
-* 2x2 `polar_decompose(A) -> (R, S)`, A = R @ S, S symmetric positive semi-definite.  As in
-  Taichi, R is a rotation when det(A) >= 0 and a reflection (det -1) when det(A) < 0; for the
-  zero matrix (I, A) is returned.
-* 2x2 `svd(A) -> (U, sig, V)`, A = U @ sig @ V.T, sig = diag(s0, s1) with s0 >= s1 >= 0;
-  V is a rotation whose angle lies in [-135, 45] degrees (Taichi's choice of eigenvector
-  signs), U = R @ V, so det(U) = sign(det A) as in Taichi.  As Taichi, an off-diagonal
-  |S01| < 1e-5 of the polar factor S counts as zero: V = I (or a quarter turn when
-  S11 > S00) and sig = the sorted diagonal of S.
-* 3x3 `svd(A)`: U and V are rotations (det +1); sig = diag(s0, s1, s2) with
-  s0 >= s1 >= |s2|, s0, s1 >= 0 and sign(s2) = sign(det A) (the reflection is folded into the
-  last singular value).
-* 3x3 `polar_decompose(A)`: R = U @ V.T is always a rotation, S = sym(R.T @ A) (positive
-  semi-definite when det(A) >= 0, indefinite when det(A) < 0), as in Taichi.
+* 2x2 `polar_decompose(A) -> (R, S)`: R = B / sqrt|det B| with B = [[a + d, b - c],
+  [c - b, d + a]] (det A >= 0; a rotation) or [[a - d, b + c], [c + b, d - a]] (a reflection),
+  S = (A.T A + |det A| I) / sqrt|det B|; (I, A) for the zero matrix.
+* 2x2 `svd(A) -> (U, sig, V)`: S from the polar decomposition, then one Jacobi rotation
+  (t = S01 / (tau +- sqrt(tau^2 + S01^2)), c = 1 / sqrt(t^2 + 1), s = -t c), the rotated
+  diagonal as sig, swapped into decreasing order with V turned a quarter; an off-diagonal
+  |S01| < 1e-5 counts as zero (V = I or the quarter turn). V is a rotation, U = R V, so
+  det(U) = sign(det A).
+* 3x3 `svd(A)`: McAdams, Selle, Tamstorf, Teran, Sifakis (2011), "Computing the singular value
+  decomposition of 3x3 matrices with minimal branching and elementary floating point
+  operations", in the operation order of its published scalar listing: approximate-Givens
+  Jacobi sweeps on A.T A accumulated in a quaternion (5 sweeps in f32, 8 in f64, as Taichi),
+  V from the quaternion, columns of A V sorted by norm (with a sign flip per swap), then a
+  Givens QR giving U and sig.  The listing's constants are float32 literals (also in f64) and
+  its 1/sqrt gets one Newton step.  U and V are rotations; sig = diag(s0 >= s1 >= |s2|), the
+  sign of det(A) in s2.
+* 3x3 `polar_decompose(A)`: R = U V.T, S = V sig V.T from the SVD (R a rotation).
 
-Algorithms (written for this project):
-
-* 2x2 polar: closed form.  With x = a00 + a11, y = a10 - a01 (det >= 0; for det < 0 the
-  reflection uses x = a00 - a11, y = a01 + a10), R = [[x, -y], [y, x]] / r with r = |(x, y)|,
-  S = R.T A computed as Taichi does, (A.T A + |det A| I) / r.
-* 2x2 SVD: polar, then the closed-form eigen-decomposition of the symmetric 2x2 S using
-  half-angle formulas (no trigonometry): for t = 2 * theta with cos t = (s00 - s11) / r,
-  sin t = 2 s01 / r, the half angle is taken by sqrt((r + |d|) / 2r) on the well-conditioned
-  side.  The smaller singular value is |det A| / s0 (no cancellation).
-* 3x3 SVD: a fixed number of cyclic Jacobi sweeps on the symmetric A.T A (each rotation from
-  cancellation-free half-angle formulas), sorting of the eigenpairs by compare-and-swap
-  (selects), then a Givens QR of B = A V: U is the product of the three Givens rotations and the
-  singular values are the diagonal of the triangular factor.  U is therefore orthogonal to
-  rounding even for rank-deficient A (no division by a singular value), and the sign of det(A)
-  ends up in the last diagonal entry automatically.
-* 3x3 polar: R0 = U V.T from the SVD, then one Newton-type correction step (solve the Sylvester
-  equation S X + X S = R0.T A - A.T R0 in the eigenbasis of S and rotate R0 by X).  Its value
-  is negligible (R0 already is the polar factor to rounding), but it makes the *derivative*
-  exact where the eigenvectors are not defined: at A = I, at rotations, at uniform scalings
-  (e.g. the deformation gradient F = I of a fresh MPM particle), where an eigen solver's own
-  derivative is arbitrary.
+All branches of the algorithms are `fs.select`s; where a formula would divide by zero on the
+untaken side its inputs are replaced first (`fs.select(ok, x, 1.0)`), so reverse mode (checked
+against float64 central differences, tests/lang/test_linalg_bits.py) never meets NaN/inf.
 """
 import numpy as np
 
@@ -359,11 +348,8 @@ def svd3d(A, dt):
     V = fs.Matrix([[((ss + xx) - yy) - zz, xy - sz, zx + sy],
                    [xy + sz, ((ss - xx) + yy) - zz, yz - sx],
                    [zx - sy, yz + sx, ((ss - xx) - yy) + zz]])
-    # B = A V, each entry ((v0j a_i0 + v1j a_i1) + v2j a_i2)
-    A0 = B
-    for i in fs.static(range(3)):
-        for j in fs.static(range(3)):
-            B[i, j] = (V[0, j] * A0[i, 0] + V[1, j] * A0[i, 1]) + V[2, j] * A0[i, 2]
+    # B = A V, each entry ((a_i0 v0j + a_i1 v1j) + a_i2 v2j)
+    B = _mul3(B, V, False)
     rho = fs.Vector([(B[0, 0] * B[0, 0] + B[1, 0] * B[1, 0]) + B[2, 0] * B[2, 0],
                      (B[0, 1] * B[0, 1] + B[1, 1] * B[1, 1]) + B[2, 1] * B[2, 1],
                      (B[0, 2] * B[0, 2] + B[1, 2] * B[1, 2]) + B[2, 2] * B[2, 2]])
@@ -397,15 +383,11 @@ def _rot(c, s, x, y):
 def _mul3(X, Y, transpose_y):
     """X @ Y (or X @ Y.T), each entry summed left to right as a kernel's `@` does (also in
     Python scope, where NumPy's product may round otherwise)."""
-    M = X
-    for i in fs.static(range(3)):
-        for j in fs.static(range(3)):
-            if fs.static(transpose_y):
-                M[i, j] = (X[i, 0] * Y[j, 0] + X[i, 1] * Y[j, 1]) + X[i, 2] * Y[j, 2]
-            else:
-                M[i, j] = (X[i, 0] * Y[0, j] + X[i, 1] * Y[1, j]) + X[i, 2] * Y[2, j]
-    return M
-
+    if fs.static(transpose_y):
+        return fs.Matrix([[(X[i, 0] * Y[j, 0] + X[i, 1] * Y[j, 1]) + X[i, 2] * Y[j, 2]
+                           for j in fs.static(range(3))] for i in fs.static(range(3))])
+    return fs.Matrix([[(X[i, 0] * Y[0, j] + X[i, 1] * Y[1, j]) + X[i, 2] * Y[2, j]
+                       for j in fs.static(range(3))] for i in fs.static(range(3))])
 
 @fs.pyfunc
 def polar_decompose3d(A, dt):
