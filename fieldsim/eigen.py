@@ -81,19 +81,25 @@ def eig2x2(A, dt):
     a00, a01, a10, a11 = _entries2x2(A, dt)
     tr = a00 + a11
     gap = tr * tr - 4 * (a00 * a11 - a01 * a10)
-    real = gap >= 0.0
+    real = gap > 0.0  # as Taichi: gap == 0 takes the complex branch (imaginary parts +-0)
     root = fs.sqrt(fs.abs(gap))
     zero = _cast(0.0, dt)
     # (tr +- root) / 2 when real; (tr +- i root) / 2 otherwise
     re1 = fs.select(real, tr + root, tr) * 0.5
     re2 = fs.select(real, tr - root, tr) * 0.5
     im1 = fs.select(real, zero, root * 0.5)
+    im2 = fs.select(real, zero, -root * 0.5)
     # the eigenvector of 1 is a column of A - l2 I and vice versa; with complex eigenvalues
-    # the first column, whose imaginary part -Im(l2) = Im(l1) is nonzero
-    c1x, c1y = _column_direction(a00 - re2, a10, a01, a11 - re2)
-    c2x, c2y = _column_direction(a00 - re1, a10, a01, a11 - re1)
-    v1 = fs.Vector([fs.select(real, c1x, a00 - re2), im1, fs.select(real, c1y, a10), zero])
-    v2 = fs.Vector([fs.select(real, c2x, a00 - re1), -im1, fs.select(real, c2y, a10), zero])
+    # the first column, whose imaginary part -Im(l2) = Im(l1) is nonzero.  Entries formed as
+    # Taichi's A - l I does (a10 - l * 0: the signs of zeros follow)
+    b10 = a10 - re2 * 0.0
+    d10 = a10 - re1 * 0.0
+    c1x, c1y = _column_direction(a00 - re2, b10, a01, a11 - re2)
+    c2x, c2y = _column_direction(a00 - re1, d10, a01, a11 - re1)
+    v1 = fs.Vector([fs.select(real, c1x, a00 - re2), fs.select(real, zero, -im2),
+                    fs.select(real, c1y, b10), fs.select(real, zero, -im2 * 0.0)])
+    v2 = fs.Vector([fs.select(real, c2x, a00 - re1), fs.select(real, zero, -im1),
+                    fs.select(real, c2y, d10), fs.select(real, zero, -im1 * 0.0)])
     scalar = (a00 == re1) & (a01 == 0.0) & (a10 == 0.0) & (a11 == re1)
     v1 = v1.normalized()
     v2 = v2.normalized()
@@ -102,7 +108,7 @@ def eig2x2(A, dt):
                     fs.select(scalar, one, v1[2]), fs.select(scalar, zero, v1[3])])
     v2 = fs.Vector([fs.select(scalar, one, v2[0]), fs.select(scalar, zero, v2[1]),
                     fs.select(scalar, zero, v2[2]), fs.select(scalar, zero, v2[3])])
-    w = fs.Matrix([[re1, im1], [re2, -im1]])
+    w = fs.Matrix([[re1, im1], [re2, im2]])
     V = fs.Matrix([[v1[0], v2[0]], [v1[1], v2[1]], [v1[2], v2[2]], [v1[3], v2[3]]])
     return w, V
 

@@ -142,3 +142,25 @@ def test_sym_eig_gradient_is_the_eigenvector_outer_product(d):
     ref = np.outer(last, last) + 0.5 * np.outer(first, first)
     np.testing.assert_allclose(g + g.T - np.diag(np.diag(g)), ref + ref.T - np.diag(np.diag(ref)),
                                atol=1e-9)
+
+
+def test_eig_2x2_imaginary_zeros_are_signed_as_taichi_forms_them():
+    # real eigenvalues (gap > 0): both imaginary parts are the literal 0.0 halved: +0; a zero gap
+    # takes the complex branch: (tr, +-sqrt(0)) / 2, so the second one is -0
+    fs.init(arch=fs.cpu, default_fp=fs.f64, fast_math=False)
+    A = np.array([[[2.0, 1.0], [1.0, -1.0]], [[1.0, 1.0], [0.0, 1.0]]])
+    a = fs.Matrix.field(2, 2, fs.f64, shape=2)
+    w = fs.Matrix.field(2, 2, fs.f64, shape=2)
+    a.from_numpy(A)
+
+    @fs.kernel
+    def k():
+        for i in a:
+            w[i], _V = fs.eig(a[i])
+
+    k()
+    W = w.to_numpy()
+    assert W[0, 0, 1] == 0 and W[0, 1, 1] == 0
+    assert not np.signbit(W[0, 0, 1]) and not np.signbit(W[0, 1, 1])
+    np.testing.assert_array_equal(W[1, :, 0], [1.0, 1.0])
+    assert not np.signbit(W[1, 0, 1]) and np.signbit(W[1, 1, 1])
