@@ -397,6 +397,9 @@ class Emitter:
         kernel-scope matrices hold default_fp constants: `gravity * dt` with a Python-scope
         `ti.Vector([0, -9.8, 0])` is an f32 product there (a Python float product rounded
         once differs in the last bit: a cloth falling on a ball then slid off another side)."""
+        if op in CMPOPS and is_number(x) and is_number(y):
+            # a u1 constant, as Taichi's matrix entries compare: `(v > w).sum()` wraps as at run time
+            return self.b.const(int(_PY[op](x, y)), T.u1)
         if isinstance(x, Stmt) or isinstance(y, Stmt) or op in CMPOPS or not (is_number(x) and is_number(y)):
             return self.binop(op, x, y)
         if isinstance(x, int) and isinstance(y, int) and op != "/":

@@ -56,3 +56,26 @@ def test_guarded_access_with_a_comparison_is_still_accepted_on_a_tape():
         k()
     assert loss[None] == 0.5 * (1 + 2 + 3 + 4)
     np.testing.assert_array_equal(x.grad.to_numpy(), np.full(n, 0.5))
+
+
+def test_constant_vector_comparisons_are_u1_entries_as_run_time_ones():
+    """`ti.Vector([1, 2, 3]) > ti.Vector([0, 5, 1])` of constants gives u1 entries in Taichi,
+    so their sum wraps (1 + 0 + 1 = 0 in one bit) exactly as the same comparison of field values."""
+    fs.init(arch=fs.cpu)
+    a = fs.Vector.field(3, fs.i32, shape=())
+    b = fs.Vector.field(3, fs.i32, shape=())
+    r = fs.field(fs.i32, shape=5)
+
+    @fs.kernel
+    def k():
+        r[0] = (fs.Vector([1, 2, 3]) > fs.Vector([0, 5, 1])).sum()
+        r[1] = (a[None] > b[None]).sum()
+        c = fs.Vector([1, 2, 3]) > fs.Vector([0, 5, 1])
+        r[2] = c[0] + c[2]
+        r[3] = c[0] + c[1]  # 1 + 0: no wrap
+        r[4] = fs.cast(c[0], fs.i32) + fs.cast(c[2], fs.i32)  # widened first: 2
+
+    a[None] = [1, 2, 3]
+    b[None] = [0, 5, 1]
+    k()
+    assert r.to_numpy().tolist() == [0, 0, 0, 1, 2]
