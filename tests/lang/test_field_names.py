@@ -63,14 +63,14 @@ def test_checker_and_tape_picture_use_the_name(tmp_path):
             loss[None] += heat[i] ** 2
 
     @fs.kernel
-    def double():
+    def square():  # in place and nonlinear: refused in the kernel (a linear update is not)
         for i in heat:
-            heat[i] = heat[i] * 2
+            heat[i] = heat[i] * heat[i]
 
     with pytest.raises(fs.FieldsimError) as info:
         with fs.Tape(loss):
             total()
-            double()
+            square()
     msg = str(info.value)
     assert "on field 'heat'" in msg and "reads heat:" in msg and "field0" not in msg
 
