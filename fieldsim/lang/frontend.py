@@ -101,7 +101,7 @@ class Source:
                 # string): textwrap.dedent removes nothing; parse it inside a block instead
                 self.lines, self.start, self.indent = ["if 1:\n", *block], first, 0
                 tree = ast.parse("".join(self.lines)).body[0]
-        self.node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        self.node = _matching_def(tree, fn.__code__)
         self.name = fn.__name__
 
     def _parse(self, lines):
@@ -189,6 +189,27 @@ class Source:
         else:
             end = None
         return Loc(self.file, self.start + line - 1, col, end, self.name, text.rstrip("\n"))
+
+
+def _matching_def(tree, code):
+    """The `def` parsed for `code`, checked to be its own: code compiled from text under a file
+    name that cannot be read (`exec(compile(text, "gen.py", "exec"))` in a script) has its lines
+    looked up in another file (the running `__main__`), where the same line holds another
+    function or none, which must not be compiled in its place."""
+    node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                None)
+    if node is None or node.name != code.co_name or not _same_params(node.args, code):
+        raise OSError(f"the lines at {code.co_filename}:{code.co_firstlineno} are not its "
+                      "definition (code compiled from text whose file cannot be read?)")
+    return node
+
+
+def _same_params(args: ast.arguments, code) -> bool:
+    written = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+    compiled = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    # in a class body, Python stores a parameter `__p` as `_Class__p`
+    return len(written) == len(compiled) and all(
+        c == w or (w.startswith("__") and c.endswith(w)) for w, c in zip(written, compiled))
 
 
 def _find_definition(fn, file):
