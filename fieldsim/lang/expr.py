@@ -589,7 +589,7 @@ def describe(v) -> str:
         return f"a {v.dtype} value"
     from fieldsim.lang.field import Field
     if isinstance(v, Field):
-        return f"field {v.ir_name!r} (index it, e.g. x[i])"
+        return f"{v._what} (index it, e.g. x[i])"
     from fieldsim.lang.struct import StructValue
     if isinstance(v, StructValue):  # not "StructFieldRef an element of ..."
         return v.describe()

@@ -811,6 +811,10 @@ class NdarraySlot(Field):
 
     is_ndarray_slot = True
 
+    @property
+    def _what(self) -> str:
+        return f"ndarray {self.ir_name!r}"
+
     def __init__(self, spec: NdarraySpec, name, ptr_pos, shape_pos, shape, role="primal"):
         self.dtype = spec.dtype
         self.name = self.ir_name = name
