@@ -269,6 +269,15 @@ class RuntimeValueError(FieldsimSyntaxError, FieldsimTypeError):
     """
 
 
+class CompileTypeError(FieldsimSyntaxError, FieldsimTypeError):
+    """A Python `TypeError` raised while a kernel compiles one of its expressions: an operator
+    on a whole field (`x / 2` for `x[None] / 2`), `len(3)` (Taichi: `TaichiTypeError`).
+
+    >>> issubclass(fs.errors.CompileTypeError, (SyntaxError, fs.TaichiTypeError, TypeError))
+    True
+    """
+
+
 class SwizzleError(FieldsimSyntaxError, FieldsimTypeError):
     """A swizzle naming a component the vector does not have, `v.z` of a 2-vector, in Python
     scope or a kernel (Taichi: `TaichiSyntaxError`).

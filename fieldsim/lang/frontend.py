@@ -26,6 +26,7 @@ import numpy as np
 
 from fieldsim.errors import (
     ArgumentCountError,
+    CompileTypeError,
     FieldsimError,
     FieldsimSyntaxError,
     FieldsimTypeError,
@@ -373,7 +374,8 @@ def _visit_with(table: _Visitors):
         except FieldsimError as err:
             raise self._located(err, node) from None
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError, AttributeError) as err:
-            raise self._located(FieldsimSyntaxError(f"{type(err).__name__}: {err}"), node) from None
+            cls = CompileTypeError if isinstance(err, TypeError) else FieldsimSyntaxError
+            raise self._located(cls(f"{type(err).__name__}: {err}"), node) from None
         except RecursionError:  # ArithmeticError above includes OverflowError (10**400)
             if not statements:  # the statement reports it, with stack to spare
                 raise
