@@ -61,6 +61,9 @@ WRITES = frozenset({AccessKind.STORE, AccessKind.ATOMIC_ADD, AccessKind.ATOMIC_O
                     AccessKind.RMW})
 
 
+_UPDATED = (AccessKind.STORE, AccessKind.ATOMIC_ADD)
+
+
 @dataclass(frozen=True, eq=False)
 class Access:
     """One field touch. `kind`: 'load', 'store', 'atomic_add' (add/sub), 'atomic_other'
@@ -85,6 +88,7 @@ class Access:
     loop_vars: tuple = ()  # per loop in `loops`: its index atom (`index_expr.Var`), None for LOOP
     guards: tuple = ()  # forms g >= 0 that the enclosing `if`s guarantee (`Forms.guards`)
     inert: bool = False  # a write whose value carries no derivative (not active for reverse AD)
+    linear: bool = False  # an update whose reads no adjoint uses (`linear_updates`)
 
     @property
     def is_write(self) -> bool:
@@ -135,10 +139,12 @@ def summarize(kernel: Kernel) -> list[Access]:
         accesses = [a for a in accesses if a.is_write]
     linear = linear_loads(accesses, active, kernel.body)
     if linear:
-        # `x[i] *= c`: the adjoint uses no value of these reads (`linear_updates`)
+        # `x[i] *= c`: the adjoint uses no value of these reads (`linear_updates`). Their
+        # writes become 'rmw', so Rule 2 refuses any other write of the element from another
+        # thread (an atomic add included), whose adjoint could run after the dropped read's
         updates = {id(w) for w in linear.values()}
         accesses = [a for a in accesses if a.is_write or id(a.stmt) not in linear]
-        return [replace(a, kind=AccessKind.RMW) if id(a.stmt) in updates and a.kind is AccessKind.STORE
+        return [replace(a, kind=AccessKind.RMW, linear=True) if id(a.stmt) in updates and a.kind in _UPDATED
                 else _label_rmw(a, accesses, ix.stores) for a in accesses]
     return [_label_rmw(a, accesses, ix.stores) for a in accesses]
 
@@ -288,8 +294,9 @@ def rule2(accesses: list[Access], env: dict | None = None, kernel: str = "?") ->
 def rule2_meet(w1: Access, w2: Access, env: dict | None = None) -> Meet:
     """How `w2` can overwrite `w1`'s element, for Rule 2: never, when `w2` can only follow it
     in order and `w1` writes no derivative or `w2` is a plain store (whose adjoint takes the
-    element's whole gradient and zeroes it, so nothing reaches `w1`'s value, as is right)."""
-    if (w1.inert or w2.kind is AccessKind.STORE) and _in_order(w1, w2, env):
+    element's whole gradient and zeroes it, so nothing reaches `w1`'s value, as is right) or a
+    linear update (whose adjoint scales that gradient before `w1`'s adjoint takes it)."""
+    if (w1.inert or w2.kind is AccessKind.STORE or w2.linear) and _in_order(w1, w2, env):
         return NO_MEET
     return later_meet(w1, w2, env)
 

@@ -9,8 +9,14 @@ a * g` (the store's adjoint takes and zeroes the element's gradient, the load's 
 back) and `b`'s inputs get `g`: no primal value of the overwritten element is used. Such a
 load is left out of the effect table, so Rule 1 does not protect it, provided every use of it
 (and of the values between it and V) stays on that affine chain: a load also used elsewhere
-(`t = x[i]; x[i] = t * c; y[i] = t ** 2`) keeps its read. The store stays an 'rmw' Access, so
-Rule 2 still refuses two updates of one element and an update after another write of it.
+(`t = x[i]; x[i] = t * c; y[i] = t ** 2`) keeps its read. The store becomes a linear 'rmw'
+Access: Rule 2 refuses a write of the element from another thread, and lets it follow another
+write in program order (its adjoint scales the gradient before that write's adjoint takes it).
+
+A companion read (`p[i] += v[i] * dt; v[i] *= c`: a load of the updated element, before the
+update in the same iteration, whose value only reaches field writes through an affine chain with
+coefficients that carry no derivative) is left out too: its adjoint adds `a * g` to
+`x.grad[i]` after the update's adjoint took that gradient, and uses no value of it either.
 """
 from __future__ import annotations
 
@@ -27,23 +33,50 @@ def linear_loads(accesses: list, active: set, kernel_body: list) -> dict[int, St
     if not pairs:
         return {}
     users = _users(kernel_body)
+    custom = {id(s) for c in walk(kernel_body) if c.op == Op.CUSTOM_GRAD
+              for b in c.blocks for s in walk(b)}  # a user adjoint may use any value there
     out: dict[int, Stmt] = {}
     for store, loads in pairs:
-        chain = _affine_chain(store.value, loads, active)
-        if chain is None:
-            continue
-        used = {id(x) for x in loads if id(x) in chain}
-        if used and _uses_stay_on(chain, store, users):
-            out.update((i, store) for i in used)
+        chain = _affine_chain(store.value, loads, active) if store.op == Op.STORE else None
+        if chain is not None and _uses_stay_on(chain, store, users):
+            out.update((id(x), store) for x in loads if id(x) in chain)
+        else:
+            chain = set()
+        out.update((id(x), store) for x in loads
+                   if id(x) not in chain and _only_linear_writes(x, users, active, custom))
     return out
 
 
+def _only_linear_writes(load: Stmt, users: dict, active: set, custom: set) -> bool:
+    """Whether every value computed from `load` is affine in it with coefficients that carry no
+    derivative and ends in the value (not an index) of a field STORE or atomic add/sub whose
+    old value is unused: no adjoint then uses the value `load` read."""
+    seen = {id(load): load}
+    work = [load]
+    while work:
+        for u in users.get(id(work.pop()), ()):
+            if id(u) not in seen:
+                seen[id(u)] = u
+                if u.op not in (Op.STORE, Op.ATOMIC):
+                    work.append(u)
+    return all(k not in custom and _linear_step(u, seen, users, active)
+               for k, u in seen.items() if k != id(load))
+
+
+def _linear_step(u: Stmt, chain: dict, users: dict, active: set) -> bool:
+    deps = [id(a) in chain for a in u.args]
+    if u.op in (Op.STORE, Op.ATOMIC):
+        sink = u.op == Op.STORE or (u.attr[1] in ("add", "sub") and id(u) not in users)
+        return sink and deps[-1] and not any(deps[:-1])
+    return _combine(u, deps, active) is True
+
+
 def _candidates(accesses: list) -> list[tuple[Stmt, list[Stmt]]]:
-    """(store, the loads of its element before it in the same iteration) for each store to a
-    field with a gradient that has such loads."""
+    """(write, the loads of its element before it in the same iteration) for each store or
+    atomic add/sub to a field with a gradient that has such loads."""
     out = []
     for w in accesses:
-        if (w.stmt is None or w.stmt.op != Op.STORE
+        if (w.stmt is None or not _overwrites_or_adds(w.stmt)
                 or getattr(w.field, "adjoint", None) is None or _in_custom(w)):
             continue
         loads = [r.stmt for r in accesses
@@ -53,6 +86,12 @@ def _candidates(accesses: list) -> list[tuple[Stmt, list[Stmt]]]:
         if loads:
             out.append((w.stmt, loads))
     return out
+
+
+def _overwrites_or_adds(s: Stmt) -> bool:
+    """A STORE (its adjoint takes and zeroes the element's gradient) or an atomic add/sub (its
+    adjoint leaves that gradient as it is): neither uses the element's old value."""
+    return s.op == Op.STORE or (s.op == Op.ATOMIC and s.attr[1] in ("add", "sub"))
 
 
 def _in_custom(a) -> bool:

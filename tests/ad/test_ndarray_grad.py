@@ -143,7 +143,7 @@ def test_checker_names_the_ndarray_argument():
     def overwrite(x: fs.types.ndarray(), y: fs.types.ndarray()):
         for i in x:
             y[i] = x[i]
-            y[i] = 2.0 * y[i]
+            y[i] = y[i] * y[i]
 
     x = fs.ndarray(fs.f64, shape=3, needs_grad=True)
     y = fs.ndarray(fs.f64, shape=3, needs_grad=True)

@@ -465,3 +465,61 @@ def mixed_radix_index_of_a_block_and_its_cell():
             loss[None] += y[i] * x[i]
 
     return Good({"x": x}, loss, k, expect={"x": 3 * x.to_numpy() ** 2})
+
+
+# ------------------------------------- in-place linear updates after a write, companion reads
+@good
+def div_assign_after_store():
+    # a linear update may follow a store of the element in the same thread
+    x, y, loss = put(vec("x")), vec("y"), scalar("loss")
+
+    @fs.kernel
+    def k():
+        for i in x:
+            y[i] = x[i] + 1.0
+            y[i] /= 2.0
+
+    return Good({"x": x}, loss, then(k, reduce_squares(y, loss)), expect={"x": (x.to_numpy() + 1.0) / 2})
+
+
+@good
+def serialized_running_sum_in_a_field():
+    # `s = s + x[i]` from one thread, in order: each update's adjoint passes s's gradient on
+    x, s, loss = put(vec("x")), scalar("s"), scalar("loss")
+
+    @fs.kernel
+    def k():
+        fs.loop_config(serialize=True)
+        for i in range(N):
+            s[None] = s[None] + x[i]
+
+    @fs.kernel
+    def square():
+        loss[None] += s[None] ** 2
+
+    return Good({"x": x}, loss, then(k, square), reset=lambda: s.fill(0.0),
+                expect={"x": np.full(N, 2 * x.to_numpy().sum())})
+
+
+@good
+def copy_then_accumulate():
+    # the docs' Rule 1 shape with a copy: `y[i] = v[i]` adds y's gradient to v's, using no value
+    x, v, y, loss = put(vec("x")), vec("v"), vec("y"), scalar("loss")
+
+    @fs.kernel
+    def start():
+        for i in x:
+            v[i] = x[i] * 1.5
+
+    @fs.kernel
+    def k():
+        for i in v:
+            y[i] = v[i] * 2.0
+            v[i] += 1.0
+
+    @fs.kernel
+    def both():
+        for i in v:
+            loss[None] += y[i] ** 2 + fs.sin(v[i])
+
+    return Good({"x": x}, loss, then(start, k, both))

@@ -7,6 +7,9 @@ break inside one launch, 'tape' for one between launches or Python-scope writes.
 * rule 1: no write of an element after a read of it: in the same thread later in program
   order, by any other thread of a parallel loop (threads run in no fixed order), in a later
   iteration of a serialized loop, or by a later launch or Python-scope write on the Tape;
+  except a companion read (a `lin` term of a store, `+=` or `-=`: its adjoint uses no value),
+  which only a write from another thread breaks; the checker proves it for a write through
+  the same index in the same thread, so the reference frees only those in a launch;
 * rule 2: within one launch, a write may follow a write of the same element only if it is an
   atomic add (`+=`, `-=`, the loss) or both are atomic_max; across launches overwriting is free.
 
@@ -30,6 +33,8 @@ class Event(NamedTuple):
     pos: int
     element: tuple  # (field number or 'loss', index)
     kind: str  # 'read', 'add', 'max' or 'store'
+    linear: tuple | None = None  # a companion read: the (pattern, const) it was read through
+    index: tuple | None = None  # a write: the (pattern, const) it wrote through
 
 
 def _element(pattern: str, const: int, i: int, a: int, idx) -> int:
@@ -49,14 +54,29 @@ def events(stmts, a: int, idx) -> list[Event]:
         for s in stmts:
             if not _runs(s, i, a):
                 continue
-            for f, pattern, const, _ in s.loads:
-                out.append(Event(i, pos, (f, _element(pattern, const, i, a, idx)), "read"))
+            for f, pattern, const, shape in s.loads:
+                lin = _through(pattern, const) if shape == "lin" and s.kind in _LINEAR_SINKS else None
+                out.append(Event(i, pos, (f, _element(pattern, const, i, a, idx)), "read", lin))
             target = ("loss", 0) if s.kind == "loss" else (s.target, _element(*s.index, i, a, idx))
             if s.kind == "mul":
                 out.append(Event(i, pos, target, "read"))
-            out.append(Event(i, pos + 1, target, ACCUMULATE[s.kind]))
+            written = None if s.kind == "loss" else _through(*s.index)
+            out.append(Event(i, pos + 1, target, ACCUMULATE[s.kind], index=written))
             pos += 2
     return out
+
+
+_LINEAR_SINKS = ("store", "add", "sub", "loss")
+
+
+def _through(pattern: str, const: int) -> tuple:
+    return pattern, const if pattern == "c" else 0  # only `c` reads its constant
+
+
+def _freed(r: Event, w: Event) -> bool:
+    """A companion read that a write through the same index in the same thread follows."""
+    return (r.linear is not None and w.thread == r.thread and w.pos > r.pos
+            and w.kind in ("add", "store") and w.index == r.linear)
 
 
 def _may_follow(first: str, second: str) -> bool:
@@ -75,7 +95,7 @@ def _in_launch(evs: list[Event], serialize: bool, name: str, a: int) -> list[tup
             for w in writes:
                 later = ((w.thread, w.pos) > (r.thread, r.pos) if serialize
                          else w.thread != r.thread or w.pos > r.pos)
-                if later:
+                if later and not _freed(r, w):
                     text = f"{name}({a}): {element} read by thread {r.thread}, written by {w.thread}"
                     found.append((1, name, text))
         for k, w1 in enumerate(writes):
@@ -111,5 +131,6 @@ def violations(p: Plan, idx) -> list[tuple]:
         written = {e.element for e in evs if e.kind != "read"}
         found += [(1, "tape", f"{name}({a}) writes {e} read by an earlier launch")
                   for e in sorted(written & read, key=str)]
-        read |= {e.element for e in evs if e.kind == "read"}
+        # a companion read's adjoint uses no value: a later launch may overwrite its element
+        read |= {e.element for e in evs if e.kind == "read" and e.linear is None}
     return found

@@ -491,9 +491,21 @@ def one_thread_parallel_loop():
 
 
 # ----------------------------------------------------------------------- violating kernels
-@violating(1, first="a[i] = b[i]", second="b[i] += 100")
+@violating(1, first="a[i] = b[i] * b[i]", second="b[i] += 100")
 def doc_rule1():
     k = KB("doc_rule1")
+    a = fake("a", (N,))
+    with k.at("for i in b:").pfor(N) as i:
+        v = k.at("a[i] = b[i] * b[i]").load(x, i)
+        k.at("a[i] = b[i] * b[i]").store(a, [i], k.fmul(v, v))
+        k.at("b[i] += 100").atomic("add", x, [i], 100.0)
+    return k
+
+
+@accepted
+def doc_rule1_linear_copy():
+    # the copy's adjoint (`b.grad[i] += a.grad[i]`) uses no value of b[i]
+    k = KB("doc_rule1_linear_copy")
     a = fake("a", (N,))
     with k.at("for i in b:").pfor(N) as i:
         k.at("a[i] = b[i]").store(a, [i], k.load(x, i))
@@ -559,12 +571,21 @@ def rmw_old_value_also_read():  # y's adjoint needs the old x[i]
     return k
 
 
-@violating(2)
-def two_updates_in_place():  # conservative: Rule 2 refuses a second update of the element
+@accepted
+def two_updates_in_place():  # the second update's adjoint scales the gradient the first takes
     k = KB()
     with k.at("for i in x:").pfor(N) as i:
         k.at("x[i] *= 2").store(x, [i], k.fmul(k.load(x, i), 2.0))
         k.at("x[i] *= 3").store(x, [i], k.fmul(k.load(x, i), 3.0))
+    return k
+
+
+@violating(2, first="x[0] *= 3", second="x[0] *= 3")
+def updates_from_every_thread():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        k.at("x[i] *= 2").store(x, [i], k.fmul(k.load(x, i), 2.0))
+        k.at("x[0] *= 3").store(x, [0], k.fmul(k.load(x, 0), 3.0))
     return k
 
 
@@ -664,6 +685,17 @@ def later_task_stores_again():
 
 @violating(1, first="s = x[i]", second="x[i] += 1.0")
 def read_then_accumulate():
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        s = k.at("s = x[i]").load(x, i)
+        k.at("y[i] = s * s").store(y, [i], k.fmul(s, s))
+        k.at("x[i] += 1.0").atomic("add", x, [i], 1.0)
+    return k
+
+
+@accepted
+def read_then_accumulate_linear():
+    # `y[i] = s` is a copy: its adjoint adds y.grad[i] to x.grad[i] and uses no value of x[i]
     k = KB()
     with k.at("for i in x:").pfor(N) as i:
         s = k.at("s = x[i]").load(x, i)
@@ -882,18 +914,22 @@ def strided_overlap():
     return k
 
 
-@violating(1, first="m = grid_m[base + offset]", second="grid_m[base + offset] += w * p_mass")
+# the read only scales the add (linear), so Rule 1 lets it go; the add becomes an update of the
+# element, which other particles' threads also update: Rule 2
+@violating(2, "undecided", first="grid_m[base + offset] += w * p_mass",
+           second="grid_m[base + offset] += w * p_mass")
 def p2g_reading_grid():
     return _p2g(KB("p2g"), grid_reads=True)
 
 
-@violating(1, first="y[j] = x[0]", second="x[0] += 1.0")
+@violating(1, first="y[j] = x[0] * x[0]", second="x[0] += 1.0")
 def read_in_one_branch_written_in_other_in_later_iteration():
     k = KB()
     with k.serial(), k.at("for j in range(n):").loop(0, N) as j:
         then, other = k.if_(k.b.binary(Op.EQ, k.at("if j == 0:").i(j), k.i(0)))
         with then:
-            k.at("y[j] = x[0]").store(y, [j], k.load(x, 0))
+            v = k.at("y[j] = x[0] * x[0]").load(x, 0)
+            k.at("y[j] = x[0] * x[0]").store(y, [j], k.fmul(v, v))
         with other:
             k.at("x[0] += 1.0").atomic("add", x, [0], 1.0)
     return k
@@ -1087,9 +1123,12 @@ class _Run:
     """Executes a kernel's index arithmetic and field accesses in Python. `events` gets one
     (field name, element, kind, task, thread, step) per access; `thread` is None in serial tasks."""
 
-    def __init__(self, args, data, linear=frozenset()):
+    def __init__(self, args, data, linear=frozenset(), companion=frozenset()):
         self.args, self.data, self.env, self.events = args, data, {}, []
         self.linear = linear  # loads whose value no adjoint uses: no read to protect
+        # loads whose value reaches only field writes, linearly: their adjoint adds to the
+        # element's gradient, so only another thread's write (in no fixed order) can break them
+        self.companion = companion
 
     def kernel(self, kernel):
         self.active = activity(kernel.body)
@@ -1127,13 +1166,17 @@ class _Run:
 
     def access(self, s):
         element = tuple(self.env[id(a)] for a in s.indices)
-        kind = {Op.LOAD: "load", Op.STORE: "store"}.get(s.op) or s.attr[1]
+        kind = {Op.LOAD: "linload" if id(s) in self.companion else "load",
+                Op.STORE: "store"}.get(s.op) or s.attr[1]
         self.where[2] += 1
         inert = s.op != Op.LOAD and id(s.value) not in self.active  # it writes no derivative
         if s.op != Op.LOAD or (id(s) in self.used and id(s) not in self.linear):
             # a load nothing uses (or only a linear in-place update) feeds no adjoint
             self.events.append((s.field.name, element, kind, *self.where, inert))
         self.env[id(s)] = self.data.get(element[0] % 8, 0) if s.field.dtype is T.i32 else 1.0
+
+
+_LOADS = ("load", "linload")
 
 
 def _truth(events) -> set:
@@ -1147,10 +1190,12 @@ def _truth(events) -> set:
     for evs in by_element.values():
         for a, b in ((a, b) for a in evs for b in evs if a is not b):
             later = b[3] > a[3] if a[3] != b[3] else (a[4] != b[4] or b[5] > a[5])
-            if later and a[2] == "load" and b[2] != "load":
+            if later and b[2] not in _LOADS and (a[2] == "load" or (
+                    a[2] == "linload" and a[3] == b[3] and a[4] != b[4])):
                 broken.add(1)
             ordered = a[3] != b[3] or a[4] == b[4]
-            if later and "load" not in (a[2], b[2]) and b[2] != "add" and not a[2] == b[2] == "max" \
+            if later and a[2] not in _LOADS and b[2] not in _LOADS and b[2] != "add" \
+                    and not a[2] == b[2] == "max" \
                     and not ((a[6] or b[2] == "store") and ordered):
                 broken.add(2)
     return broken
@@ -1168,6 +1213,7 @@ class _RandomKernel:
     def __init__(self, rng):
         self.rng, self.k = rng, KB("fuzz", ["a"])
         self.linear: set[int] = set()  # the loads of `x[i] *= 2`: no adjoint uses their value
+        self.companion: set[int] = set()  # loads added to fsink (linearly, factor 1)
         self.a = self.k.arg(0)
         for _ in range(rng.randint(1, 2)):
             self.task(rng.choice(["parallel", "parallel", "ndrange", "serialize", "serial"]))
@@ -1208,7 +1254,9 @@ class _RandomKernel:
         ix = [self.index(variables) for _ in f.storage_shape]
         kind = rng.choice(["load", "load", "store", "add", "max", "rmw", "scale"])
         if kind == "load":
-            k.atomic("add", self.fsink, [k.i(0)], k.load(f, *ix))
+            old = k.load(f, *ix)
+            self.companion.add(id(old))
+            k.atomic("add", self.fsink, [k.i(0)], old)
         elif kind == "rmw":
             k.store(f, ix, k.b.mul(k.load(f, *ix), k.load(self.fw, k.i(0))))
         elif kind == "scale":
@@ -1251,7 +1299,8 @@ def test_random_kernels_are_judged_soundly():
     for _ in range(200):
         gen = _RandomKernel(rng)
         kernel, args = gen.k.kernel(), [rng.choice([0, 1, 3, 7])]
-        events = _Run(args, {q: rng.randint(0, 9) for q in range(8)}, gen.linear).kernel(kernel)
+        events = _Run(args, {q: rng.randint(0, 9) for q in range(8)}, gen.linear,
+                      gen.companion).kernel(kernel)
         check = KernelCheck(kernel)
         found = check.judge(args)
         rules = {f.rule for f in found}
@@ -1274,12 +1323,12 @@ def test_random_launch_sequences_are_judged_soundly():
         while len(kernels) < 3:
             gen = _RandomKernel(rng)
             kernel = gen.k.kernel()
-            kernels += [(kernel, gen.linear)] if not KernelCheck(kernel).symbolic else []
+            kernels += [(kernel, gen)] if not KernelCheck(kernel).symbolic else []
         data, state, reads = {q: rng.randint(0, 9) for q in range(8)}, TapeState(), set()
         for _ in range(6):
-            (kernel, linear), args = rng.choice(kernels), [rng.choice([0, 1, 2, 3])]
-            events = _Run(args, data, linear).kernel(kernel)
-            broken = bool(_truth(events)) or any(e[2] != "load" and e[:2] in reads for e in events)
+            (kernel, gen), args = rng.choice(kernels), [rng.choice([0, 1, 2, 3])]
+            events = _Run(args, data, gen.linear, gen.companion).kernel(kernel)
+            broken = bool(_truth(events)) or any(e[2] not in _LOADS and e[:2] in reads for e in events)
             try:
                 state.launch(kernel, arg_values=args)
             except AccessRuleError:

@@ -1,0 +1,231 @@
+"""Companion reads of an updated element (`p[i] += v[i] * dt; v[i] += a[i] * dt`): a read whose
+value only reaches field writes linearly, with coefficients that carry no derivative, before a
+store or atomic add of the same element in the same iteration. Gradients against float64
+central differences, by hand and on a Tape; the nonlinear neighbours stay refused at their line."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+from fieldsim.errors import AccessRuleError
+
+N = 4
+X0 = np.array([0.3, -0.7, 1.1, 0.45])
+
+
+def _setup(step_src):
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    x, v, p, y = (fs.field(fs.f64, N, needs_grad=True) for _ in range(4))
+    loss = fs.field(fs.f64, (), needs_grad=True)
+
+    @fs.kernel
+    def init():
+        for i in range(N):
+            v[i] = x[i] * 1.3 + 0.1
+            p[i] = x[i] * x[i]
+            y[i] = 0.0
+
+    step = step_src(x, v, p, y)
+
+    @fs.kernel
+    def final():
+        for i in range(N):
+            loss[None] += fs.sin(p[i]) + y[i] * y[i] + fs.cos(v[i])
+
+    def forward(launches):
+        init()
+        for _ in range(launches):
+            step()
+        final()
+
+    def value(xv, launches):
+        x.from_numpy(xv)
+        loss[None] = 0.0
+        forward(launches)
+        return loss[None]
+
+    return x, loss, forward, value, (init, step, final)
+
+
+def _projectile(x, v, p, y):
+    @fs.kernel
+    def step():
+        for i in range(N):
+            p[i] += v[i] * 0.1
+            v[i] += x[i] * 0.2
+    return step
+
+
+def _copy_then_damp(x, v, p, y):
+    @fs.kernel
+    def step():
+        for i in range(N):
+            y[i] = 1.5 * v[i] + p[i]
+            fs.atomic_add(p[i], -v[i] / 4.0)
+            v[i] *= 0.9
+    return step
+
+
+def _docs_copy(x, v, p, y):
+    # the docs' Rule 1 example with a copy: `a[i] = b[i]; b[i] += 100`
+    @fs.kernel
+    def step():
+        for i in range(N):
+            y[i] = v[i]
+            v[i] += 100.0 * x[i]
+    return step
+
+
+def _scaled_subtract(x, v, p, y):
+    @fs.kernel
+    def step():
+        for i in range(N):
+            s = v[i]
+            v[i] -= 0.1 * s
+    return step
+
+
+def _copy_in_branch(x, v, p, y):
+    @fs.kernel
+    def step():
+        for i in range(N):
+            if i % 2 == 0:
+                y[i] = v[i] * 2.0
+            v[i] = fs.sin(x[i])
+    return step
+
+
+def _serial_inner_loop(x, v, p, y):
+    @fs.kernel
+    def step():
+        for i in range(N):
+            for k in range(3):
+                p[i] += v[i] * 0.2
+                v[i] *= 0.5
+    return step
+
+
+def _store_then_scale(x, v, p, y):
+    # a store, then an in-place linear update of the same element (Rule 2 lets it follow)
+    @fs.kernel
+    def step():
+        for i in range(N):
+            y[i] = v[i] * 3.0 + p[i]
+            y[i] *= 0.5
+            y[i] += x[i]
+    return step
+
+
+SHAPES = [_projectile, _copy_then_damp, _docs_copy, _scaled_subtract, _copy_in_branch,
+          _serial_inner_loop, _store_then_scale]
+
+
+def _fd(value, launches, h=1e-6):
+    return np.array([(value(X0 + h * e, launches) - value(X0 - h * e, launches)) / (2 * h)
+                     for e in np.eye(N)])
+
+
+@pytest.mark.parametrize("make", SHAPES)
+@pytest.mark.parametrize("launches", [1, 3])
+def test_tape_matches_central_differences(make, launches):
+    x, loss, forward, value, _ = _setup(make)
+    fd = _fd(value, launches)
+    x.from_numpy(X0)
+    loss[None] = 0.0
+    with fs.ad.Tape(loss):
+        forward(launches)
+    np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("make", SHAPES)
+def test_by_hand_matches_central_differences(make):
+    x, loss, forward, value, (init, step, final) = _setup(make)
+    fd = _fd(value, 1)
+    x.from_numpy(X0)
+    loss[None] = 0.0
+    forward(1)
+    loss.grad[None] = 1.0
+    final.grad()
+    step.grad()
+    init.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+def _nonlinear(x, v, p, y):
+    @fs.kernel
+    def step():
+        for i in range(N):
+            p[i] += fs.sin(v[i])
+            v[i] += x[i] * 0.2
+    return step
+
+
+def _active_factor(x, v, p, y):
+    @fs.kernel
+    def step():
+        for i in range(N):
+            p[i] += v[i] * x[i]
+            v[i] *= 0.9
+    return step
+
+
+def _other_element(x, v, p, y):
+    @fs.kernel
+    def step():
+        for i in range(N):
+            p[i] += v[(i + 1) % N] * 0.1
+            v[i] *= 0.9
+    return step
+
+
+def _through_condition(x, v, p, y):
+    @fs.kernel
+    def step():
+        for i in range(N):
+            if v[i] > 0.3:
+                p[i] += 1.0
+            v[i] *= 0.9
+    return step
+
+
+def _every_thread_adds(x, v, p, y):
+    # the read's element is added to by every thread: its adjoint could run before another
+    # thread's add reads the gradient (Rule 2 on the update)
+    @fs.kernel
+    def step():
+        for i in range(N):
+            y[i] = v[0] * 0.5
+            v[0] += x[i]
+    return step
+
+
+def _neighbour_adds(x, v, p, y):
+    # thread i - 1 adds to the element thread i read
+    @fs.kernel
+    def step():
+        for i in range(N):
+            y[i] = v[i] * 0.5
+            v[i] += x[i]
+            v[(i + 1) % N] += 1.0
+    return step
+
+
+def _store_then_active_scale(x, v, p, y):
+    @fs.kernel
+    def step():
+        for i in range(N):
+            y[i] = v[i] * 3.0
+            y[i] *= x[i]
+    return step
+
+
+@pytest.mark.parametrize("make, line", [
+    (_every_thread_adds, "v[0] += x[i]"), (_neighbour_adds, "v[(i + 1) % N] += 1.0"),
+    (_store_then_active_scale, "y[i] *= x[i]"),
+    (_nonlinear, "p[i] += fs.sin(v[i])"), (_active_factor, "p[i] += v[i] * x[i]"),
+    (_other_element, "p[i] += v[(i + 1) % N] * 0.1"), (_through_condition, "if v[i] > 0.3:")])
+def test_neighbours_stay_refused(make, line):
+    x, loss, forward, _, _ = _setup(make)
+    x.from_numpy(X0)
+    with pytest.raises(AccessRuleError) as info, fs.ad.Tape(loss):
+        forward(1)
+    assert line in str(info.value)
