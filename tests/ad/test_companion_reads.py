@@ -229,3 +229,57 @@ def test_neighbours_stay_refused(make, line):
     with pytest.raises(AccessRuleError) as info, fs.ad.Tape(loss):
         forward(1)
     assert line in str(info.value)
+
+
+def test_vector_fields_through_a_func_match_central_differences():
+    # `x[i] += A @ v[i] * dt` in a func, a whole-vector update, then one component's update
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    x0, x, v = (fs.Vector.field(2, float, 3, needs_grad=True) for _ in range(3))
+    loss = fs.field(float, (), needs_grad=True)
+    a = fs.Matrix([[0.5, 0.1], [-0.2, 0.3]])
+
+    @fs.func
+    def drift(i):
+        x[i] += a @ v[i] * 0.1
+
+    @fs.kernel
+    def init():
+        for i in range(3):
+            v[i] = x0[i] * 2.0
+            x[i] = x0[i] ** 2
+
+    @fs.kernel
+    def step():
+        for i in range(3):
+            drift(i)
+            v[i] = 0.9 * v[i] + fs.Vector([0.0, -0.1])
+            v[i][0] *= 0.5
+
+    @fs.kernel
+    def final():
+        for i in range(3):
+            loss[None] += fs.sin(x[i]).sum() + (v[i] ** 2).sum()
+
+    def forward():
+        init()
+        for _ in range(3):
+            step()
+        final()
+
+    def value(start):
+        x0.from_numpy(start)
+        loss[None] = 0.0
+        forward()
+        return loss[None]
+
+    start, h = np.array([[0.3, -0.2], [0.7, 0.1], [-0.4, 0.5]]), 1e-6
+    fd = np.zeros_like(start)
+    for k in np.ndindex(start.shape):
+        e = np.zeros_like(start)
+        e[k] = h
+        fd[k] = (value(start + e) - value(start - e)) / (2 * h)
+    x0.from_numpy(start)
+    loss[None] = 0.0
+    with fs.ad.Tape(loss):
+        forward()
+    np.testing.assert_allclose(x0.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
