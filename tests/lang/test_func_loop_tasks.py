@@ -8,6 +8,7 @@ variable, locals) pass between the tasks (lang/cross_task.py): results are check
 NumPy, gradients against analytic ones.
 """
 import numpy as np
+import pytest
 from support.ir_kit import KB, compiled_ir, field
 
 import fieldsim as fs
@@ -228,8 +229,10 @@ def test_spill_turns_a_crossing_local_into_a_zeroed_field():
 
 def test_tape_checks_a_func_like_the_kernel_top_level():
     """A func variable read and then rewritten across the func's loop is a kernel variable, as
-    at the top level: on a Tape, the access checker refuses it at the func's line (Taichi
-    refuses the kernel too: mixed loops and statements)."""
+    at the top level: on a Tape, rewritten linearly (`s = s / n`, an in-place linear update)
+    it is differentiated (the mean's square: 2 mean / n per element); rewritten non-linearly
+    (`s = fs.sqrt(s)`) the access checker refuses it at the func's line (Taichi refuses both
+    kernels: mixed loops and statements)."""
     fs.init(arch=fs.cpu)
     x = fs.field(fs.f32, 8, needs_grad=True)
     loss = fs.field(fs.f32, (), needs_grad=True)
@@ -242,18 +245,33 @@ def test_tape_checks_a_func_like_the_kernel_top_level():
         s = s / n
         return s
 
+    @fs.func
+    def root_of_sum(n):
+        s = 0.0
+        for i in range(n):
+            s += x[i]
+        s = fs.sqrt(s)
+        return s
+
     @fs.kernel
     def run(n: fs.i32):
         loss[None] = mean(n) ** 2
 
+    @fs.kernel
+    def run_root(n: fs.i32):
+        loss[None] = root_of_sum(n) * 3.0
+
+    xs = np.arange(1, 9, dtype=np.float32)
+    x.from_numpy(xs)
     run(8)  # forward only: never refused
-    try:
+    with fs.ad.Tape(loss=loss):
+        run(8)
+    assert loss[None] == pytest.approx(xs.mean() ** 2)
+    assert np.allclose(x.grad.to_numpy(), 2 * xs.mean() / 8)
+    with pytest.raises(fs.AccessRuleError) as e:
         with fs.ad.Tape(loss=loss):
-            run(8)
-    except fs.AccessRuleError as e:
-        assert "mean" in str(e) and "test_func_loop_tasks.py" in str(e)
-    else:
-        raise AssertionError("the Tape accepted a rewritten kernel variable")
+            run_root(8)
+    assert "root_of_sum" in str(e.value) and "test_func_loop_tasks.py" in str(e.value)
 
 
 # Found by a second sweep (rigid bodies and cloth): the same rule, seen from top-level loops.
