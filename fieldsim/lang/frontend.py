@@ -1962,12 +1962,24 @@ def _assigned_names(fdef) -> set:
         elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
             targets = [n.target]
         for t in targets:
-            while isinstance(t, (ast.Subscript, ast.Attribute)):  # `a[0] = v` writes a's copy
-                t = t.value
-            for sub in ast.walk(t):
-                if isinstance(sub, ast.Name) and (isinstance(sub.ctx, ast.Store) or sub is t):
-                    names.add(sub.id)
+            _add_target_names(t, names)
     return names
+
+
+def _add_target_names(t, names: set):
+    """The names an assignment target writes; each item of `a.x, b[0] = ...` on its own, so a
+    member or component stored through a tuple makes its argument a copy as `a.x = v` does."""
+    if isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            _add_target_names(e, names)
+        return
+    if isinstance(t, ast.Starred):
+        t = t.value
+    while isinstance(t, (ast.Subscript, ast.Attribute)):  # `a[0] = v` writes a's copy
+        t = t.value
+    for sub in ast.walk(t):
+        if isinstance(sub, ast.Name) and (isinstance(sub.ctx, ast.Store) or sub is t):
+            names.add(sub.id)
 
 
 def _constant_locals(fdef) -> set:
