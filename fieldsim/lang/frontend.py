@@ -1472,9 +1472,16 @@ class Frontend(ExprMixin):
         self.declare_kernel_variable(name, value)
         return self.frame.local(name)
 
-    def _is(self, node, obj) -> bool:
+    def _is(self, original, obj) -> bool:
+        node = original
+        # only a name (`static`, `ti.static`) can be the object: evaluating any other expression
+        # again would emit it twice, a func's side effects too (`a = f().transpose()`)
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return False
         try:
-            return self.expr(node) is obj
+            return self.expr(original) is obj
         except FieldsimError:
             return False
 
