@@ -319,7 +319,9 @@ def svd3d(A, dt):
     qx = _cast(0.0, dt)
     qy = _cast(0.0, dt)
     qz = _cast(0.0, dt)
-    for _sweep in range(_mcadams_sweeps(dt)):  # a runtime loop, as Taichi's: compiles faster
+    # unrolled (Taichi loops at run time): a loop over elements calling svd then holds no inner
+    # loop and LLVM vectorizes it, 12x faster per SVD for about 1.5x the kernel's compile
+    for _sweep in fs.static(range(_mcadams_sweeps(dt))):
         s00, s11, s22, s10, s20, s21, ch, sh = _jacobi_conjugate(s00, s11, s22, s10, s20, s21, dt)
         qs, qx, qy, qz = _quat_turn(qs, qx, qy, qz, ch, sh)
         s11, s22, s00, s21, s10, s20, ch, sh = _jacobi_conjugate(s11, s22, s00, s21, s10, s20, dt)
