@@ -320,7 +320,7 @@ def svd3d(A, dt):
     qy = _cast(0.0, dt)
     qz = _cast(0.0, dt)
     # unrolled (Taichi loops at run time): a loop over elements calling svd then holds no inner
-    # loop and LLVM vectorizes it, 12x faster per SVD for about 1.5x the kernel's compile
+    # loop and LLVM vectorizes it: 12x faster per SVD, for 1.5-2x that kernel's compile
     for _sweep in fs.static(range(_mcadams_sweeps(dt))):
         s00, s11, s22, s10, s20, s21, ch, sh = _jacobi_conjugate(s00, s11, s22, s10, s20, s21, dt)
         qs, qx, qy, qz = _quat_turn(qs, qx, qy, qz, ch, sh)
