@@ -374,9 +374,22 @@ class _Checkpointed:
                     self.counters.append(runtime.get().launch_counter)
                 self.step(t)
         self.end_counter = runtime.get().launch_counter
+        self._check_overwrites()
         self.info.n_snapshots = len(self.snapshots)
         self.info.snapshot_bytes = sum(_nbytes(s) for s in self.snapshots)
         return self.info
+
+    def _check_overwrites(self):
+        """Refuse (Rule 1 on the Tape) a field the steps write that a launch before this call
+        read: the backward puts the fields back to their end-of-forward values, which that
+        launch's adjoint would then see instead of what it read."""
+        tape = runtime.get().tape
+        if getattr(tape, "state", None) is None:
+            return
+        name = getattr(self.step, "__name__", "step")
+        fields = {**self.collector.written, **{id(f): f for f in self.state}}
+        for f in fields.values():
+            tape.state.python_write(f, None, user_loc(), f"checkpoint({name}) overwriting {f.ir_name}")
 
     def backward(self):
         written = list({**self.collector.written, **{id(f): f for f in self.state}}.values())

@@ -572,13 +572,15 @@ class _TaskAD:
 
     def rev_atomic(self, s: Stmt):
         field, kind = s.attr
-        if field.adjoint is None or id(s.value) not in self.active:
+        if field.adjoint is None:
             return
-        if kind in ("add", "sub"):
+        if kind in ("max", "min"):
+            # even a value that carries no derivative takes the gradient from the old value
+            # where it wins (`atomic_max(x[i], 0.3)` over x[i] = 0.1: d/dx[i] = 0)
+            self.rev_atomic_extremum(s)
+        elif kind in ("add", "sub") and id(s.value) in self.active:
             g = self.b.load(field.adjoint, self.indices(s))
             self.accumulate(s.value, g if kind == "add" else self.b.neg(g))
-        elif kind in ("max", "min"):
-            self.rev_atomic_extremum(s)
 
     def rev_atomic_extremum(self, s: Stmt):
         """Winner-only: the value that equals the element's final value takes the element's

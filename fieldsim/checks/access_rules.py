@@ -295,8 +295,10 @@ def rule2_meet(w1: Access, w2: Access, env: dict | None = None) -> Meet:
     """How `w2` can overwrite `w1`'s element, for Rule 2: never, when `w2` can only follow it
     in order and `w1` writes no derivative or `w2` is a plain store (whose adjoint takes the
     element's whole gradient and zeroes it, so nothing reaches `w1`'s value, as is right) or a
-    linear update (whose adjoint scales that gradient before `w1`'s adjoint takes it)."""
-    if (w1.inert or w2.kind is AccessKind.STORE or w2.linear) and _in_order(w1, w2, env):
+    linear update (whose adjoint scales that gradient before `w1`'s adjoint takes it), unless
+    `w1` is an atomic min/max, whose adjoint compares with the element's final value."""
+    relaxed = w2.kind is AccessKind.STORE or ((w1.inert or w2.linear) and not _extremum(w1))
+    if relaxed and _in_order(w1, w2, env):
         return NO_MEET
     return later_meet(w1, w2, env)
 
@@ -309,9 +311,15 @@ def _in_order(w1: Access, w2: Access, env: dict | None) -> bool:
     return not overlap(w1, w2, False, env).answer
 
 
+def _extremum(w: Access) -> bool:
+    """An atomic min/max: its adjoint finds its winner by comparing with the element's final
+    value, so only a plain store (which takes the gradient) or the same min/max may follow."""
+    return w.kind is AccessKind.ATOMIC_OTHER and w.op in ("min", "max")
+
+
 def _accumulates(w1: Access, w2: Access) -> bool:
     if w2.kind is AccessKind.ATOMIC_ADD:
-        return True
+        return not _extremum(w1)
     return w1.kind == w2.kind is AccessKind.ATOMIC_OTHER and w1.op == w2.op and w1.op in ("min", "max")
 
 

@@ -1,0 +1,80 @@
+"""`fs.ad.checkpoint` after a launch that read the state it overwrites (gh-adsound3).
+
+The checkpoint's backward puts the fields its steps wrote back to their end-of-forward values,
+so an earlier launch's adjoint sees those instead of what it read: `y[i] += x[i] ** 2` launched
+before a checkpoint of `x[i] *= 0.5` got d/dx = 0.5 * (1 + 2 x) scaled wrong, silently. Such a
+checkpoint is now refused (Rule 1 on the Tape) at its call; one after a launch that read only
+other fields, or before the reading launch, is accepted and gives the central differences.
+"""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+
+from .fd import central_differences
+
+pytestmark = pytest.mark.fs_init(fp="f64")
+
+
+def _program():
+    x = fs.field(fs.f64, shape=2, needs_grad=True)
+    y = fs.field(fs.f64, shape=2, needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def square_into_y():
+        for i in range(2):
+            y[i] += x[i] * x[i]
+
+    @fs.kernel
+    def halve_x():
+        for i in range(2):
+            x[i] *= 0.5
+
+    @fs.kernel
+    def total():
+        for i in range(2):
+            loss[None] += x[i] + y[i]
+
+    def run(order):
+        for step in order:
+            if step == "read":
+                square_into_y()
+            else:
+                fs.ad.checkpoint(lambda t: halve_x(), 2, 1, state=[x])
+        total()
+
+    return x, y, loss, run
+
+
+def test_a_checkpoint_overwriting_what_an_earlier_launch_read_is_refused():
+    x, _y, loss, run = _program()
+    x.from_numpy(np.array([0.3, 0.7]))
+    with pytest.raises(fs.AccessRuleError) as err, fs.ad.Tape(loss=loss):
+        run(["read", "checkpoint"])
+    text = str(err.value)
+    assert "Rule 1" in text and "square_into_y" in text and "checkpoint(<lambda>)" in text
+    assert "test_checkpoint_earlier_reads.py" in text
+
+
+def test_a_checkpoint_before_the_reading_launch_is_accepted_and_right():
+    x, y, loss, run = _program()
+    x0 = np.array([0.3, 0.7])
+
+    def evaluate():
+        xs = x.to_numpy()
+        y.fill(0.0)
+        loss[None] = 0.0
+        run(["checkpoint", "read"])
+        value = loss[None]
+        x.from_numpy(xs)
+        return value
+
+    x.from_numpy(x0)
+    ref = central_differences(evaluate, {"x": x})["x"]
+    x.from_numpy(x0)
+    y.fill(0.0)
+    with fs.ad.Tape(loss=loss):
+        run(["checkpoint", "read"])
+    np.testing.assert_allclose(x.grad.to_numpy(), ref, rtol=1e-6)
+    np.testing.assert_allclose(ref, 0.25 * (1 + 2 * 0.25 * x0), rtol=1e-6)
