@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from fieldsim.checks import extremum_tape
 from fieldsim.checks.access_rules import (
     RULE_TEXT,
     UNDECIDED_TEXT,
@@ -279,6 +280,7 @@ class TapeState:
         # (4 per launch: an Origin is made from these only when a message needs it)
         self._recs: list = []
         self._reg: dict | None = None  # template id -> Tmpl of the stored plans' reads
+        self._extrema: dict = {}  # fields an atomic min/max went into (`extremum_tape`)
 
     def kernel_check(self, kernel_ir, summary=None) -> KernelCheck:
         """The cached `KernelCheck` of a kernel IR (made on its first launch; `summary` may be
@@ -309,6 +311,8 @@ class TapeState:
             self.kernel_check(kernel_ir, summary)
             made = self._checks[id(kernel_ir)]
         check, boxes = made
+        extremum_tape.check_launch(self._extrema, check, kernel_name or kernel_ir.name,
+                                   self.launches + 1, bool(self._units))
         if self.validation:
             return self._launch_validated(kernel_ir, kernel_name, check, boxes, arg_values)
         units = self._units

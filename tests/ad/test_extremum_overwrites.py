@@ -108,3 +108,69 @@ def test_a_store_after_an_extremum_is_accepted_and_right():
     np.testing.assert_allclose(x.grad.to_numpy(), [0.0, 0.0])
     np.testing.assert_allclose(ref["x"], [0.0, 0.0], atol=1e-8)
     np.testing.assert_allclose(y.grad.to_numpy(), ref["y"], rtol=1e-6)
+
+
+def _launches(x, y):
+    @fs.kernel
+    def clamp_max():
+        for i in range(2):
+            fs.atomic_max(x[i], y[i] * 0.3)
+
+    @fs.kernel
+    def scale():
+        for i in range(2):
+            x[i] *= 2.0
+
+    @fs.kernel
+    def shift():
+        for i in range(2):
+            x[i] += 1.0
+
+    @fs.kernel
+    def overwrite():
+        for i in range(2):
+            x[i] = y[i] * 2.0
+
+    return {"max": clamp_max, "scale": scale, "add": shift, "store": overwrite}
+
+
+@pytest.mark.parametrize("later, line", [("scale", "x[i] *= 2.0"), ("add", "x[i] += 1.0")])
+def test_a_later_launch_updating_after_an_extremum_is_refused(later, line):
+    x, y, loss, total = _fields()
+    ks = _launches(x, y)
+    x.from_numpy(np.array([0.1, 0.5]))
+    y.fill(1.0)
+    with pytest.raises(fs.AccessRuleError) as err, fs.ad.Tape(loss=loss):
+        ks["max"]()
+        ks[later]()
+        total()
+    text = str(err.value)
+    assert "atomic_max" in text and line in text and "clamp_max" in text
+
+
+@pytest.mark.parametrize("later", ["max", "store"])
+def test_a_later_store_or_the_same_extremum_is_accepted_and_right(later):
+    x, y, loss, total = _fields()
+    ks = _launches(x, y)
+    x0, y0 = np.array([0.1, 0.5]), np.array([1.0, 2.0])
+
+    def evaluate():
+        xs, ys = x.to_numpy(), y.to_numpy()
+        loss[None] = 0.0
+        ks["max"]()
+        ks[later]()
+        total()
+        value = loss[None]
+        x.from_numpy(xs)
+        y.from_numpy(ys)
+        return value
+
+    x.from_numpy(x0)
+    y.from_numpy(y0)
+    ref = central_differences(evaluate, {"x": x, "y": y})
+    with fs.ad.Tape(loss=loss):
+        ks["max"]()
+        ks[later]()
+        total()
+    np.testing.assert_allclose(x.grad.to_numpy(), ref["x"], atol=1e-8)
+    np.testing.assert_allclose(y.grad.to_numpy(), ref["y"], rtol=1e-6)

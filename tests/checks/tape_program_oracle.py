@@ -11,7 +11,8 @@ break inside one launch, 'tape' for one between launches or Python-scope writes.
   which only a write from another thread breaks; the checker proves it for a write through
   the same index in the same thread, so the reference frees only those in a launch;
 * rule 2: within one launch, a write may follow a write of the same element only if it is an
-  atomic add (`+=`, `-=`, the loss) or both are atomic_max; across launches overwriting is free.
+  atomic add (`+=`, `-=`, the loss) that does not follow an atomic_max, or both are atomic_max;
+  across launches overwriting is free.
 
 It is exact for these programs (guards, offsets and argument values are all evaluated), so an
 accepted program with a violation here is a soundness bug of the checker, and a kernel refused
@@ -80,7 +81,8 @@ def _freed(r: Event, w: Event) -> bool:
 
 
 def _may_follow(first: str, second: str) -> bool:
-    return second == "add" or first == second == "max"
+    # not an add after a max: the max's adjoint finds its winner by the element's final value
+    return (second == "add" and first != "max") or first == second == "max"
 
 
 def _in_launch(evs: list[Event], serialize: bool, name: str, a: int) -> list[tuple]:

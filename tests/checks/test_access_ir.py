@@ -1181,8 +1181,9 @@ _LOADS = ("load", "linload")
 
 def _truth(events) -> set:
     """The rules broken by an execution: per element, a write after a read (rule 1), a write
-    other than an add after a write (rule 2) unless the first write carries no derivative or the
-    second is a plain store, and the second follows it in order (same thread, or a later task);
+    other than an add after a write, or any but a max or store after a max (rule 2) unless the
+    first write carries no derivative (and is no max) or the second is a plain store, and the
+    second follows it in order (same thread, or a later task);
     'after' is unordered between threads."""
     broken, by_element = set(), {}
     for e in events:
@@ -1194,9 +1195,9 @@ def _truth(events) -> set:
                     a[2] == "linload" and a[3] == b[3] and a[4] != b[4])):
                 broken.add(1)
             ordered = a[3] != b[3] or a[4] == b[4]
-            if later and a[2] not in _LOADS and b[2] not in _LOADS and b[2] != "add" \
-                    and not a[2] == b[2] == "max" \
-                    and not ((a[6] or b[2] == "store") and ordered):
+            if later and a[2] not in _LOADS and b[2] not in _LOADS \
+                    and (b[2] != "add" or a[2] == "max") and not a[2] == b[2] == "max" \
+                    and not (((a[6] and a[2] != "max") or b[2] == "store") and ordered):
                 broken.add(2)
     return broken
 
