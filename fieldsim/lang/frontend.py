@@ -842,8 +842,9 @@ class Frontend(ExprMixin):
         if isinstance(node.target, ast.Name):
             self.refuse_argument_rebinding(node.target.id, node)
         op = BINOP_AST[type(node.op)]
-        value = self.expr(node.value)
+        # the target's indices before the value, as in Python: either may call a func with effects
         ref = self.lvalue(node.target)
+        value = self.expr(node.value)
         # Taichi: `+=`, `-=`, `&=`, `|=`, `^=` on a field element (a kernel variable a parallel
         # loop writes is one) are atomics; a load and a store would lose other threads' updates
         kind = _AUGMENTED_ATOMICS.get(op)
@@ -866,11 +867,13 @@ class Frontend(ExprMixin):
             precision.check(self, "Assign", dst, new, node)
         ref.store(self, new)
 
-    def atomic_on_target(self, target_node, kind, value, node):
+    def atomic_target(self, target_node, kind):
         if not isinstance(target_node, (ast.Name, ast.Subscript, ast.Attribute)):
             raise FieldsimSyntaxError(f"cannot use a non-writable target as the first operand of "
                                       f"'atomic_{kind}' (give a variable or a field element)")
-        ref = self.lvalue(target_node)
+        return self.lvalue(target_node)
+
+    def atomic_on_target(self, ref, kind, value, node):
         precision.check(self, kind, precision.target_dtype(ref), to_matval(value), node)
         if isinstance(ref, (FieldRef, TripletRef)):
             return ref.atomic(self, kind, value)

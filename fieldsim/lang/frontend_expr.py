@@ -684,7 +684,9 @@ class ExprMixin:
             return None
         fn = self.expr(node.func)
         if fn in ops.LVALUE_BUILTINS:
-            args = [None] + [self.expr(a) for a in node.args[1:]]
+            # the target's indices before the value, as in Python: either may call a func
+            target = self.atomic_target(node.args[0], ops.LVALUE_BUILTINS[fn])
+            args = [target] + [self.expr(a) for a in node.args[1:]]
             return ops.KERNEL_BUILTINS[fn](self, node, args, {})
         refs = self.by_reference_elements(fn, node)
         # a Python call in fs.static(...) or fs.static_assert(...) is meant: no warning (Taichi

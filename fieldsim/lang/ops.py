@@ -2,7 +2,8 @@
 kernel-scope lowering registered in `KERNEL_BUILTINS` (function object -> handler).
 
 A handler takes `(frontend, node, args, kwargs)` where args are evaluated frontend values, except
-for handlers in `LVALUE_BUILTINS`, whose first argument arrives as an unevaluated AST node.
+for handlers in `LVALUE_BUILTINS` (function object -> atomic kind), whose first argument arrives
+as the reference it names, resolved before the other arguments are evaluated.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal
 
 KERNEL_BUILTINS: dict = {}
-LVALUE_BUILTINS: set = set()
+LVALUE_BUILTINS: dict = {}
 
 
 def _np_unary(fn, keep_int=False, py_abs=False):
@@ -271,11 +272,11 @@ def _atomic(kind):
         raise FieldsimSyntaxError(f"fs.atomic_{kind} is only available inside kernels")
 
     def handler(fe, node, args, kw):
-        return fe.atomic_on_target(node.args[0], kind, args[1], node)
+        return fe.atomic_on_target(args[0], kind, args[1], node)
 
     py.__name__ = f"atomic_{kind}"
     KERNEL_BUILTINS[py] = handler
-    LVALUE_BUILTINS.add(py)
+    LVALUE_BUILTINS[py] = kind
     return py
 
 
