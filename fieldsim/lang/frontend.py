@@ -19,6 +19,7 @@ import linecache
 import numbers
 import os
 import textwrap
+import types
 import weakref
 from typing import ClassVar
 
@@ -842,9 +843,15 @@ class Frontend(ExprMixin):
         if isinstance(node.target, ast.Name):
             self.refuse_argument_rebinding(node.target.id, node)
         op = BINOP_AST[type(node.op)]
-        # the target's indices before the value, as in Python: either may call a func with effects
-        ref = self.lvalue(node.target)
-        value = self.expr(node.value)
+        # Taichi runs the funcs a target's indices call before the value, but reads the fields
+        # they load after it (its expressions load lazily): `a[f()] += g()` calls f first,
+        # `a[b[i]] += g()` reads b[i] after g
+        if self._calls_a_func(node.target):
+            ref = self.lvalue(node.target)
+            value = self.expr(node.value)
+        else:
+            value = self.expr(node.value)
+            ref = self.lvalue(node.target)
         # Taichi: `+=`, `-=`, `&=`, `|=`, `^=` on a field element (a kernel variable a parallel
         # loop writes is one) are atomics; a load and a store would lose other threads' updates
         kind = _AUGMENTED_ATOMICS.get(op)
@@ -866,6 +873,28 @@ class Frontend(ExprMixin):
         if op not in ("+", "-"):
             precision.check(self, "Assign", dst, new, node)
         ref.store(self, new)
+
+    def _calls_a_func(self, node) -> bool:
+        """Whether `node` calls anything but a fieldsim builtin (a func may write fields)."""
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and not self._is_builtin(call.func):
+                return True
+        return False
+
+    def _is_builtin(self, callee) -> bool:
+        node = callee
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return False
+        try:
+            fn = self.expr(callee)  # a name chain: no effects
+        except FieldsimError:
+            return False
+        # a func is an object, not a function: only fieldsim's and Python's own functions pass
+        plain = isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, type))
+        return fn in ops.KERNEL_BUILTINS or plain and getattr(fn, "__module__", "").startswith(
+            ("fieldsim.", "builtins", "math"))
 
     def atomic_target(self, target_node, kind):
         if not isinstance(target_node, (ast.Name, ast.Subscript, ast.Attribute)):

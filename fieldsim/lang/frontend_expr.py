@@ -684,10 +684,7 @@ class ExprMixin:
             return None
         fn = self.expr(node.func)
         if fn in ops.LVALUE_BUILTINS:
-            # the target's indices before the value, as in Python: either may call a func
-            target = self.atomic_target(node.args[0], ops.LVALUE_BUILTINS[fn])
-            args = [target] + [self.expr(a) for a in node.args[1:]]
-            return ops.KERNEL_BUILTINS[fn](self, node, args, {})
+            return ops.KERNEL_BUILTINS[fn](self, node, self._atomic_args(fn, node), {})
         refs = self.by_reference_elements(fn, node)
         # a Python call in fs.static(...) or fs.static_assert(...) is meant: no warning (Taichi
         # 1.7.4 still warns in fs.static_print's arguments)
@@ -708,6 +705,16 @@ class ExprMixin:
         finally:
             for k in refs:
                 self.call_arg_refs.pop(k, None)
+
+    def _atomic_args(self, fn, node) -> list:
+        """An atomic builtin's target reference and value, in Taichi's order (as for `a[i] += v`
+        in `stmt_AugAssign`): funcs the target calls run before the value."""
+        kind = ops.LVALUE_BUILTINS[fn]
+        if self._calls_a_func(node.args[0]):
+            target = self.atomic_target(node.args[0], kind)
+            return [target] + [self.expr(a) for a in node.args[1:]]
+        rest = [self.expr(a) for a in node.args[1:]]
+        return [self.atomic_target(node.args[0], kind)] + rest
 
     def by_reference_elements(self, fn, node) -> dict:
         """{AST node id: element} of the arguments of a plain `@fs.func` call whose parameter

@@ -1,8 +1,9 @@
-"""In `a[f()] += g()` and `fs.atomic_add(a[f()], g())` the target's indices are evaluated before
-the value, as Python (and Taichi) do; in `a[f()] = g()` the value comes first. The order shows
-when both call funcs that write the same field element. `+=` evaluated the value first (a
-fuzzed program's `v[f1(..)] += V2(..) * f2(..)`, f1 halving `y[1]` and f2 adding to it, ended
-with half of Taichi's `y[1]`)."""
+"""Taichi's order in `a[f()] += g()` and `fs.atomic_add(a[f()], g())`: the funcs the target calls
+run before the value, as in Python; but a field the target only reads (`a[b[i]] += g()`) is read
+after the value, as Taichi builds expressions and loads them when the statement is emitted. In
+`a[f()] = g()` the value comes first. `+=` evaluated the value first always (a fuzzed program's
+`v[f1(..)] += V2(..) * f2(..)`, f1 halving `y[1]` and f2 adding to it, ended with half of
+Taichi's `y[1]`). Every expected value here is worked out by hand and is Taichi 1.7.4's."""
 import fieldsim as fs
 
 
@@ -65,3 +66,23 @@ def test_plain_assignment_evaluates_the_value_first():
             y[a()] = b()  # 1 -> 2 -> 20
         return k
     assert _run(body) == [20, 0, 3, 0, 0, 0, 0, 0]
+
+
+def test_a_target_that_only_reads_fields_is_read_after_the_value():
+    fs.init(arch=fs.cpu)
+    y = fs.field(fs.i32, shape=8)
+
+    @fs.func
+    def move():
+        y[5] = 6
+        return 3
+
+    @fs.kernel
+    def k():
+        y[y[5]] += move()  # y[5] is 6 by the time it is read: y[6] += 3
+        y[5] = 2
+        fs.atomic_add(y[y[5]], move())  # y[6] += 3 again
+
+    y[5] = 1
+    k()
+    assert y.to_numpy().tolist() == [0, 0, 0, 0, 0, 6, 6, 0]
