@@ -17,6 +17,21 @@ from .fd import central_differences
 pytestmark = pytest.mark.fs_init(fp="f64")
 
 
+def _differences(x, y, loss, launches) -> dict:
+    """float64 central differences of the loss the launches compute, by x and y (each
+    evaluation puts x and y back: the launches update them in place)."""
+    def evaluate():
+        xs, ys = x.to_numpy(), y.to_numpy()
+        loss[None] = 0.0
+        for k in launches:
+            k()
+        value = loss[None]
+        x.from_numpy(xs)
+        y.from_numpy(ys)
+        return value
+    return central_differences(evaluate, {"x": x, "y": y})
+
+
 def _fields():
     x = fs.field(fs.f64, shape=2, needs_grad=True)
     y = fs.field(fs.f64, shape=2, needs_grad=True)
@@ -87,21 +102,9 @@ def test_an_update_after_an_extremum_is_refused_at_its_line(name, line):
 def test_a_store_after_an_extremum_is_accepted_and_right():
     x, y, loss, total = _fields()
     kernel = _update_kernels(x, y)["store"]
-    x0, y0 = np.array([0.1, 0.5]), np.array([1.0, -0.4])
-
-    def evaluate():
-        xs, ys = x.to_numpy(), y.to_numpy()
-        loss[None] = 0.0
-        kernel()
-        total()
-        value = loss[None]
-        x.from_numpy(xs)
-        y.from_numpy(ys)
-        return value
-
-    x.from_numpy(x0)
-    y.from_numpy(y0)
-    ref = central_differences(evaluate, {"x": x, "y": y})
+    x.from_numpy(np.array([0.1, 0.5]))
+    y.from_numpy(np.array([1.0, -0.4]))
+    ref = _differences(x, y, loss, [kernel, total])
     with fs.ad.Tape(loss=loss):
         kernel()
         total()
@@ -152,22 +155,9 @@ def test_a_later_launch_updating_after_an_extremum_is_refused(later, line):
 def test_a_later_store_or_the_same_extremum_is_accepted_and_right(later):
     x, y, loss, total = _fields()
     ks = _launches(x, y)
-    x0, y0 = np.array([0.1, 0.5]), np.array([1.0, 2.0])
-
-    def evaluate():
-        xs, ys = x.to_numpy(), y.to_numpy()
-        loss[None] = 0.0
-        ks["max"]()
-        ks[later]()
-        total()
-        value = loss[None]
-        x.from_numpy(xs)
-        y.from_numpy(ys)
-        return value
-
-    x.from_numpy(x0)
-    y.from_numpy(y0)
-    ref = central_differences(evaluate, {"x": x, "y": y})
+    x.from_numpy(np.array([0.1, 0.5]))
+    y.from_numpy(np.array([1.0, 2.0]))
+    ref = _differences(x, y, loss, [ks["max"], ks[later], total])
     with fs.ad.Tape(loss=loss):
         ks["max"]()
         ks[later]()
