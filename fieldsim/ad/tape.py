@@ -14,6 +14,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from fieldsim.ad.host_arrays import HostArrays
 from fieldsim.ad.reverse import refuse_unreplayable
 from fieldsim.checks.access_rules import kernel_check
 from fieldsim.checks.analyses import analyses_of
@@ -154,6 +155,7 @@ class Tape:
         # id of each compiled specialisation launched while recording without an adjoint ->
         # (it, its first launch's argument values): the backward makes them together first
         self.wanted = {}
+        self.host_arrays = HostArrays()  # NumPy arrays the launches took, to see Python's changes
 
     # ---- recording --------------------------------------------------------------------------------
     def __enter__(self):
@@ -243,6 +245,21 @@ class Tape:
             run.undo = lambda: self.entries.remove(entry)
         return run
 
+    def host_arrays_before(self, templates):
+        """Internal hook, called by the kernel launcher before a recorded launch with ndarray
+        arguments: a host array changed from Python since the Tape last saw it is a
+        Python-scope write of the whole array (refused where a recorded adjoint reads it)."""
+        self.host_arrays.before_launch(templates, self._host_array_changed)
+
+    def host_arrays_after(self, templates, ck):
+        """Internal hook, called by the kernel launcher after that launch ran."""
+        self.host_arrays.after_launch(templates, field_sets(ck)[1])
+
+    def _host_array_changed(self, proxy, name):
+        self.record_python_write(proxy, None, f"`{name}[...] = ...` (array {name!r} changed in place "
+                                              "from Python, found at this line; pass the kernel a "
+                                              "copy if that is meant)")
+
     def want_adjoint(self, ck, values):
         """Internal hook, called by the kernel launcher: specialisation `ck` was launched with
         argument values `values` while recording and has no adjoint yet."""
@@ -288,6 +305,11 @@ class Tape:
                 raise FieldsimRuntimeError(f"field {f.ir_name!r} has no gradient to seed", _user_loc())
             target.storage.from_numpy(np.broadcast_to(np.asarray(seed, dtype=f.dtype.np),
                                                       f.storage_shape).copy())
+        if self.state is not None:
+            try:
+                self.host_arrays.before_backward(self._host_array_changed)
+            except FieldsimError as err:  # the user's change: shown without fieldsim's frames
+                raise err.with_traceback(None) from None
         _warn_cut_chains(self.entries)
         wanted, self.wanted = list(self.wanted.values()), {}
         compile_adjoints(wanted)  # all at once, in parallel where the backend can
@@ -308,6 +330,7 @@ class Tape:
         """Forget what was recorded, to record again with the same Tape."""
         self.entries.clear()
         self.wanted = {}
+        self.host_arrays = HostArrays()
         self.state = _CheckerAdapter(self.validation)
 
     def grad(self):

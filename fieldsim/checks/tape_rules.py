@@ -82,8 +82,8 @@ class Origin(NamedTuple):
     what: str | None = None  # a Python-scope write: "x.fill(0)", "x[3] = ..."
 
     def who(self) -> str:
-        if self.kernel is None:
-            return f"Python-scope `{self.what}` "
+        if self.kernel is None:  # a `what` with its own quoting is a sentence (host arrays)
+            return f"Python-scope {self.what} " if "`" in self.what else f"Python-scope `{self.what}` "
         inside = f"inside `{self.unit}`, " if self.unit else ""
         args = f", {self.args}" if self.args else ""
         return f"{inside}kernel '{self.kernel}' (launch {self.launch}{args}) "

@@ -127,7 +127,7 @@ class Driver:
             result = timed(rt, kernel.__name__,
                            lambda: rt.backend().launch(program, values, rng_key))
         if templates:
-            _after_launch(templates)
+            _after_launch(templates, ck, tape if recording else None)
         return result
 
     def launch_adjoint(self, kernel, args, kwargs=None, rng_key=None, check=False):
@@ -191,6 +191,8 @@ def _on_tape(tape, kernel, ck, templates, args, kwargs, values):
     """The Tape judges and records a launch (returns its validation runner, or None); a
     specialisation without an adjoint is noted for the backward to make (`compile_adjoints`)."""
     try:
+        if templates:
+            tape.host_arrays_before(templates)
         run = tape.on_launch(kernel, bound_view(ck, templates) if templates else ck, args,
                              kwargs, values)
     except AccessRuleError:
@@ -201,10 +203,12 @@ def _on_tape(tape, kernel, ck, templates, args, kwargs, values):
     return run
 
 
-def _after_launch(templates):
-    """Copy Fortran-order numpy arguments back; a sparse matrix builder that overflowed
-    raises."""
+def _after_launch(templates, ck, tape):
+    """Copy Fortran-order numpy arguments back; a recording Tape copies again the host arrays
+    the launch wrote; a sparse matrix builder that overflowed raises."""
     copy_back(templates)
+    if tape is not None:
+        tape.host_arrays_after(templates, bound_view(ck, templates))
     try:
         builders_after_launch(templates)
     except FieldsimError as err:
