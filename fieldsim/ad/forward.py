@@ -7,22 +7,50 @@ a STORE also stores the tangent into the dual (overwriting it, where Taichi accu
 add/sub also adds the tangent; an atomic max/min's tangent follows the winning value. Locals get
 tangent locals. Integer values and non-differentiable ops have zero tangent. Control flow, RNG
 draws and task structure are copied unchanged, so the primal results are bit-identical.
+
+Only values active with respect to the fields whose duals may be nonzero (`seeded`, given by the
+FwdMode block; every float field by default) get tangents: a value that does not depend on one
+has a zero tangent, and a rule evaluated for it anyway would turn it into NaN where the value's
+own derivative is singular (`v.norm()` of a zero `v`: dot(v, dv) / 0). `dual_writes` says which
+fields' duals a kernel may then make nonzero.
 """
 from __future__ import annotations
 
 from fieldsim.ad.real_calls import refuse_real_calls
 from fieldsim.ad.rules import RULES
-from fieldsim.ir.activity import stopped_loads
+from fieldsim.ir.activity import activity, stopped_loads
 from fieldsim.ir.builder import IRBuilder
-from fieldsim.ir.ir import Kernel, Op, Stmt
+from fieldsim.ir.ir import Kernel, Op, Stmt, walk
 
 
-def make_tangent(kernel: Kernel) -> Kernel:
+def make_tangent(kernel: Kernel, seeded=None) -> Kernel:
+    """`seeded(field)`: whether `field`'s dual may be nonzero when the kernel runs."""
     refuse_real_calls(kernel, "forward")
     t = _Tangent()
     t.stopped = stopped_loads(kernel.body)
+    t.active = activity(kernel.body, t.stopped, _seeded(seeded))
     body = t.block(kernel.body)
     return Kernel(kernel.name + ".jvp", kernel.params, body, kernel.ret, kernel.loc, dict(kernel.meta))
+
+
+def dual_writes(kernel: Kernel, seeded=None) -> set:
+    """The primal fields whose duals the tangent kernel may leave nonzero: those it stores or
+    atomically updates an active value into, and those whose dual the kernel's code writes."""
+    active = activity(kernel.body, None, _seeded(seeded))
+    out = set()
+    for s in walk(kernel.body):
+        if s.op not in (Op.STORE, Op.ATOMIC):
+            continue
+        field = s.field
+        if field.role == "dual":
+            out.add(field.primal)
+        elif id(s.args[-1]) in active:
+            out.add(field)
+    return out
+
+
+def _seeded(seeded):
+    return (lambda f: True) if seeded is None else seeded
 
 
 class _Tangent:
@@ -30,6 +58,7 @@ class _Tangent:
         self.new: dict[int, Stmt] = {}  # primal stmt -> its copy
         self.tan: dict[int, Stmt | None] = {}  # primal stmt -> tangent of its copy
         self.stopped: set[int] = set()  # LOADs under fs.stop_grad
+        self.active: set[int] = set()  # ir.activity: the values that get a tangent
 
     def block(self, stmts) -> list[Stmt]:
         out: list[Stmt] = []
@@ -83,7 +112,7 @@ class _Tangent:
     # ---- locals -------------------------------------------------------------------------------
     def op_alloca(self, b, s):
         self.copy(b, s)
-        if s.dtype.is_float:
+        if id(s) in self.active:
             self.tan[id(s)] = b.alloca(s.dtype)
 
     def op_local_load(self, b, s):
@@ -105,8 +134,8 @@ class _Tangent:
     # ---- global memory --------------------------------------------------------------------------
     def op_load(self, b, s):
         c = self.copy(b, s)
-        dual = _dual(s.field) if id(s) not in self.stopped else None  # fs.stop_grad: no tangent
-        if dual is not None:
+        dual = _dual(s.field)  # attached even where inactive: a program may read it after
+        if dual is not None and id(s) in self.active:  # (under fs.stop_grad: inactive)
             self.tan[id(s)] = b.load(dual, c.args)
 
     def op_store(self, b, s):

@@ -3,6 +3,11 @@
 Inside the block every kernel launch runs its fused primal + tangent kernel (`ad.forward`), so the
 duals flow alongside the values. A `grad_replaced` call takes its user JVP (`fs.ad.jvp_for`) or is
 refused: its custom backward says nothing about tangents.
+
+The block keeps `live`: the fields whose duals may be nonzero (the param's, those a launch or a
+Python-scope write in the block has written a tangent into; every dual already there when the
+block does not clear them). A launch runs the tangent program made for the live fields it reads,
+so values that depend on none of them get no tangent (`ad.forward`).
 """
 from __future__ import annotations
 
@@ -25,6 +30,15 @@ class FwdModeError(FieldsimRuntimeError):
 class FwdMode:
     def __init__(self, loss, param, seed=None, clear_gradients=True):
         self.loss, self.param, self.seed, self.clear_gradients = loss, param, seed, clear_gradients
+        self.live: set[int] = set()  # ids of the fields whose duals may be nonzero
+
+    def may_be_nonzero(self, field) -> bool:
+        # fieldsim's own fields (ndarray arguments) and twins: not tracked, so assumed nonzero
+        return field.role != "primal" or id(field) in self.live
+
+    def note_dual_write(self, dual) -> None:
+        """A Python-scope write into a dual in the block: its field's tangent is now live."""
+        self.live.add(id(dual.primal))
 
     def __enter__(self):
         rt = runtime.get()
@@ -36,6 +50,9 @@ class FwdMode:
             f._attach("dual")
         if self.clear_gradients:
             clear_all_duals()
+        else:
+            self.live = {id(f.primal) for f in rt.fields if f.role == "dual"}
+        self.live.add(id(self.param))
         self.param.tangent.storage.from_numpy(seed)
         rt.fwd_mode = self
         return self
@@ -84,13 +101,56 @@ def clear_all_duals():
 
 
 def tangent_program(ck, rt):
-    """The fused primal + tangent program of a compiled kernel, made once."""
+    """The fused primal + tangent program of a compiled kernel for the live fields it reads
+    (made once per such set); notes the fields whose duals it may write as live."""
     if ck.tangent is None:
-        from fieldsim.ad.forward import make_tangent
-        from fieldsim.ir.passes.run import run_pass
-        jvp_ir = run_pass("forward", make_tangent, ck.ir, verify=rt.debug)
-        ck.tangent = (jvp_ir, rt.backend().compile(jvp_ir, rt))
-    return ck.tangent[1]
+        ck.tangent = _TangentPrograms(ck.ir)
+    fwd = rt.fwd_mode
+    if fwd is None:  # not in a block: every dual may be nonzero
+        key = frozenset(id(f) for f in ck.tangent.reads)
+    else:
+        key = frozenset(id(f) for f in ck.tangent.reads if fwd.may_be_nonzero(f))
+    program, writes = ck.tangent.get(key, rt)
+    if fwd is not None:
+        fwd.live.update(writes)
+    return program
+
+
+class _TangentPrograms:
+    """A kernel's tangent programs, by the set of live fields they read."""
+
+    def __init__(self, ir):
+        from fieldsim.ir.ir import Op, walk
+        self.ir = ir
+        self.reads = list({id(s.field): s.field for s in walk(ir.body)
+                           if s.op == Op.LOAD and s.field.dtype.is_float}.values())
+        self.made: dict[frozenset, tuple] = {}  # key -> (jvp IR, program, ids of written fields)
+
+    def get(self, key: frozenset, rt):
+        made = self.made.get(key)
+        if made is None:
+            from fieldsim.ad.forward import make_tangent
+            from fieldsim.ir.passes.run import run_pass
+            live, writes = self._closed(key)
+            jvp_ir = run_pass("forward", make_tangent, self.ir, _member(live), verify=rt.debug)
+            made = self.made[key] = (jvp_ir, rt.backend().compile(jvp_ir, rt), writes)
+        return made[1], made[2]
+
+    def _closed(self, key: frozenset):
+        """(the live fields the kernel reads, its tasks' writes included: a task may read what
+        an earlier one wrote a tangent into; the ids of the fields whose duals it may write)."""
+        from fieldsim.ad.forward import dual_writes
+        live = set(key)
+        read = {id(f) for f in self.reads}
+        while True:
+            writes = {id(f) for f in dual_writes(self.ir, _member(live))}
+            if writes & read <= live:
+                return live, writes
+            live |= writes & read
+
+
+def _member(ids: set[int]):
+    return lambda f: id(f) in ids
 
 
 def jvp_for(primal):

@@ -6,7 +6,8 @@ Taichi) and the blocks inside it; a marker at the kernel's top level (offload pu
 task) covers the whole kernel. `activity(body)` gives the active statements: float values that
 depend on a LOAD of a field with an attached gradient (`field.adjoint`), through differentiable
 ops (opdefs) or locals, not through stopped LOADs; and the float ALLOCAs that store one. Reverse
-AD differentiates only active values; the access-rule checker's Rule 2 guards only writes of
+AD differentiates only active values, forward AD (seeded with the fields whose duals may be
+nonzero) gives tangents only to active values; the access-rule checker's Rule 2 guards only writes of
 active values. `writes_derivatives(body)`: whether a kernel's adjoint has any work. Analysis only.
 """
 from __future__ import annotations
@@ -36,31 +37,38 @@ def stopped_loads(body: list[Stmt]) -> set[int]:
     return out
 
 
-def activity(body, stopped: set[int] | None = None) -> set[int]:
+def activity(body, stopped: set[int] | None = None, seeded=None) -> set[int]:
     """ids of the active statements and of the float ALLOCAs that store one. `stopped`: the
-    kernel's `stopped_loads`, when `body` is one task of it (a marker may sit in another task)."""
+    kernel's `stopped_loads`, when `body` is one task of it (a marker may sit in another task).
+    `seeded(field)`: whether a LOAD of `field` starts a derivative; by default, whether it has
+    a gradient (reverse mode); forward mode gives the fields whose duals may be nonzero."""
     stopped = stopped_loads(body) if stopped is None else stopped
+    seeded = _has_adjoint if seeded is None else seeded
     active: set[int] = set()
     stmts = [s for s in walk(body) if id(s) not in stopped]
     changed = True
     while changed:
         changed = False
         for s in stmts:
-            for v in _activates(s, active):
+            for v in _activates(s, active, seeded):
                 if id(v) not in active and v.dtype is not None and v.dtype.is_float:
                     active.add(id(v))
                     changed = True
     return active
 
 
-def _activates(s: Stmt, active) -> tuple:
+def _has_adjoint(field) -> bool:
+    return field.adjoint is not None
+
+
+def _activates(s: Stmt, active, seeded) -> tuple:
     """The statements (`s`, or the ALLOCAs it writes) that `s` makes active."""
     if s.op == Op.LOCAL_STORE:
         return (s.args[0],) if id(s.value) in active else ()
     if s.op == Op.CUSTOM_GRAD and has_user_adjoint(s):  # it may pass gradients the code cannot
         return tuple(s.attr.outputs) if any(id(a) in active for a in s.args) else ()
     if s.op == Op.LOAD:
-        return (s,) if s.field.adjoint is not None else ()
+        return (s,) if seeded(s.field) else ()
     if s.op == Op.LOCAL_LOAD or OPDEFS[s.op].differentiable:
         return (s,) if any(id(a) in active for a in s.args) else ()
     return ()

@@ -652,17 +652,19 @@ def _index_text(idx) -> str:
 
 
 def _record_python_write(field: Field, idx, what: str | None = None):
-    """Tells a recording Tape of a Python-scope write; `what` (the write as the user wrote
-    it) defaults to the element store `field[idx] = ...`, spelled only when a Tape asks."""
+    """Tells a recording Tape of a Python-scope write (and a FwdMode block of one into a dual);
+    `what` (the write as the user wrote it) defaults to the element store `field[idx] = ...`,
+    spelled only when a Tape asks."""
     rt = runtime.get()
+    owner = field.owner if isinstance(field, ComponentField) else field
+    if rt.fwd_mode is not None and owner.role == "dual":  # its field's tangent may be nonzero
+        rt.fwd_mode.note_dual_write(owner)
     if rt.tape is None:
         return
     if what is None:
         what = f"{field.ir_name}[{_index_text(idx)}] = ..."
-    if isinstance(field, ComponentField):  # the checker knows the owner (element granularity)
-        field = field.owner
-    try:
-        rt.tape.record_python_write(field, idx, what)
+    try:  # the checker knows the owner (element granularity)
+        rt.tape.record_python_write(owner, idx, what)
     except FieldsimError as err:  # the checker's refusal, without fieldsim's own frames
         raise err.with_traceback(None) from None
 

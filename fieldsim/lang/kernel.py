@@ -214,7 +214,7 @@ class CompiledKernel:
         self.program = None
         self.adjoint = None  # (ir, program), made on first use
         self.adjoint_job = None  # (ir, future program): begun on a Tape (runtime.pipeline)
-        self.tangent = None
+        self.tangent = None  # ad.fwd_mode._TangentPrograms, made on first use
         self.checked = False
         self.analyses = None  # checks.analyses.KernelAnalyses, made on first use
         self.validation = None  # checks.validation.Instrumented, made on first use

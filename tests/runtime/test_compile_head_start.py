@@ -253,7 +253,7 @@ def test_fwd_mode_makes_the_tangent_with_the_compile(threads, monkeypatch):
 def test_a_tangent_that_cannot_be_made_fails_at_the_launch_as_before(threads, monkeypatch):
     from fieldsim.ad import forward
 
-    def refuse(kernel):
+    def refuse(kernel, seeded=None):
         raise FieldsimCompilationError("no tangent for this kernel (test)", None)
     monkeypatch.setattr(forward, "make_tangent", refuse)
     xs, x, U, energy = _energy(threads)
@@ -261,4 +261,4 @@ def test_a_tangent_that_cannot_be_made_fails_at_the_launch_as_before(threads, mo
         with fs.ad.FwdMode(loss=U, param=x, seed=np.ones_like(xs)):
             energy()
     (ck,) = energy._cache.values()  # the primal compiled and kept, as on one thread
-    assert ck.program is not None and ck.tangent is None
+    assert ck.program is not None and (ck.tangent is None or not ck.tangent.made)
