@@ -31,6 +31,12 @@ class FwdMode:
     def __init__(self, loss, param, seed=None, clear_gradients=True):
         self.loss, self.param, self.seed, self.clear_gradients = loss, param, seed, clear_gradients
         self.live: set[int] = set()  # ids of the fields whose duals may be nonzero
+        self.version = 0  # bumped whenever `live` grows
+
+    def add_live(self, ids) -> None:
+        if not self.live.issuperset(ids):
+            self.live.update(ids)
+            self.version += 1
 
     def may_be_nonzero(self, field) -> bool:
         # fieldsim's own fields (ndarray arguments) and twins: not tracked, so assumed nonzero
@@ -38,7 +44,7 @@ class FwdMode:
 
     def note_dual_write(self, dual) -> None:
         """A Python-scope write into a dual in the block: its field's tangent is now live."""
-        self.live.add(id(dual.primal))
+        self.add_live((id(dual.primal),))
 
     def __enter__(self):
         rt = runtime.get()
@@ -50,9 +56,10 @@ class FwdMode:
             f._attach("dual")
         if self.clear_gradients:
             clear_all_duals()
-        else:
-            self.live = {id(f.primal) for f in rt.fields if f.role == "dual"}
-        self.live.add(id(self.param))
+            self.live = {id(self.param)}
+        else:  # the duals kept may hold anything
+            self.live = {id(f.primal) for f in rt.fields if f.role == "dual"} | {id(self.param)}
+        self.version += 1  # (a block object entered again starts afresh)
         self.param.tangent.storage.from_numpy(seed)
         rt.fwd_mode = self
         return self
@@ -103,16 +110,20 @@ def clear_all_duals():
 def tangent_program(ck, rt):
     """The fused primal + tangent program of a compiled kernel for the live fields it reads
     (made once per such set); notes the fields whose duals it may write as live."""
-    if ck.tangent is None:
-        ck.tangent = _TangentPrograms(ck.ir)
+    tp = ck.tangent
+    if tp is None:
+        tp = ck.tangent = _TangentPrograms(ck.ir)
     fwd = rt.fwd_mode
+    if fwd is not None and tp.last[0] is fwd and tp.last[1] == fwd.version:
+        return tp.last[2]  # the hot path: nothing went live since this kernel's last launch
     if fwd is None:  # not in a block: every dual may be nonzero
-        key = frozenset(id(f) for f in ck.tangent.reads)
+        key = frozenset(id(f) for f in tp.reads)
     else:
-        key = frozenset(id(f) for f in ck.tangent.reads if fwd.may_be_nonzero(f))
-    program, writes = ck.tangent.get(key, rt)
+        key = frozenset(id(f) for f in tp.reads if fwd.may_be_nonzero(f))
+    program, writes = tp.get(key, rt)
     if fwd is not None:
-        fwd.live.update(writes)
+        fwd.add_live(writes)
+        tp.last = (fwd, fwd.version, program)
     return program
 
 
@@ -125,6 +136,7 @@ class _TangentPrograms:
         self.reads = list({id(s.field): s.field for s in walk(ir.body)
                            if s.op == Op.LOAD and s.field.dtype.is_float}.values())
         self.made: dict[frozenset, tuple] = {}  # key -> (jvp IR, program, ids of written fields)
+        self.last = (None, -1, None)  # (FwdMode block, its live version, program) last launched
 
     def get(self, key: frozenset, rt):
         made = self.made.get(key)
@@ -133,7 +145,7 @@ class _TangentPrograms:
             from fieldsim.ir.passes.run import run_pass
             live, writes = self._closed(key)
             jvp_ir = run_pass("forward", make_tangent, self.ir, _member(live), verify=rt.debug)
-            made = self.made[key] = (jvp_ir, rt.backend().compile(jvp_ir, rt), writes)
+            made = self.made[key] = (jvp_ir, rt.backend().compile(jvp_ir, rt), frozenset(writes))
         return made[1], made[2]
 
     def _closed(self, key: frozenset):
