@@ -153,7 +153,7 @@ def test_duals_kept_by_clear_gradients_false_are_tangents():
 
 
 def test_active_singular_points_keep_ieee_values():
-    x, c, v, loss = _fields()
+    x, c, _v, loss = _fields()
 
     @fs.kernel
     def k_sqrt():
@@ -168,3 +168,24 @@ def test_active_singular_points_keep_ieee_values():
     assert _jvp(k_select, x, loss) == 0.0  # the tangent takes the branch taken
     # the adjoint routes 0 into sqrt(x - 1) at x - 1 < 0 and multiplies by its NaN slope
     assert all(math.isnan(g) for g in _grads(k_select, x, loss))
+
+
+def test_each_block_and_each_entry_of_one_block_has_its_own_live_fields():
+    x = fs.field(fs.f64, shape=())
+    w = fs.field(fs.f64, shape=())
+    loss = fs.field(fs.f64, shape=())
+
+    @fs.kernel
+    def k():
+        loss[None] = x[None] * x[None] + fs.sqrt(w[None])
+
+    x[None], w[None] = 0.5, 4.0
+    with fs.ad.FwdMode(loss=loss, param=x):
+        k()
+    assert loss.dual[None] == pytest.approx(1.0, rel=1e-12)
+    block = fs.ad.FwdMode(loss=loss, param=w)
+    for _ in range(2):  # the kernel's program for {x} must not be taken for {w}
+        with block:
+            k()
+            k()
+        assert loss.dual[None] == pytest.approx(0.25, rel=1e-12)
