@@ -39,8 +39,11 @@ class FwdMode:
             self.version += 1
 
     def may_be_nonzero(self, field) -> bool:
-        # fieldsim's own fields (ndarray arguments) and twins: not tracked, so assumed nonzero
-        return field.role != "primal" or id(field) in self.live
+        if field.role == "primal":
+            return id(field) in self.live
+        # fieldsim's own fields (ndarray arguments): not tracked, so assumed nonzero; a twin
+        # (x.grad, x.dual read as data) has a tangent only if one was attached to it
+        return field.role == "hidden" or field.tangent is not None
 
     def note_dual_write(self, dual) -> None:
         """A Python-scope write into a dual in the block: its field's tangent is now live."""

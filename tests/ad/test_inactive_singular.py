@@ -189,3 +189,19 @@ def test_each_block_and_each_entry_of_one_block_has_its_own_live_fields():
             k()
             k()
         assert loss.dual[None] == pytest.approx(0.25, rel=1e-12)
+
+
+def test_a_dual_read_as_data_has_no_tangent():
+    x = fs.field(fs.f64, shape=(), needs_dual=True)
+    loss = fs.field(fs.f64, shape=(), needs_dual=True)
+
+    @fs.kernel
+    def k():
+        d = 0.0
+        d = x.dual[None] - 1.0  # 0 at the seed 1: a value, not a tangent
+        loss[None] = x[None] * x[None] + fs.sqrt(d)
+
+    x[None] = 0.5
+    with fs.ad.FwdMode(loss=loss, param=x):
+        k()
+    assert loss.dual[None] == pytest.approx(1.0, rel=1e-12)
