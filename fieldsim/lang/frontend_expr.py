@@ -923,7 +923,7 @@ class ExprMixin:
         if len(flat) != mt.n * mt.m:
             raise FieldsimTypeError(f"{mt!r} needs {mt.n * mt.m} values, got {len(flat)}")
         dt = self.e.resolve(mt.dtype or self.e.fp)
-        return MatVal([self.e.cast(v, dt) for v in flat], mt.n, mt.m, mt.ndim)
+        return MatVal([self.e.cast(v, dt) for v in flat], mt.n, mt.m, mt.value_ndim)
 
     def call_python(self, fn, args, kwargs):
         if not callable(fn):

@@ -365,8 +365,11 @@ def _numpy_as_lists(entries):
 
 def _matval_ctor(fe, node, args, kw, ndim):
     kw = dict(kw)
-    if len(args) == 2 and (isinstance(args[1], T.DataType) or args[1] in (int, float)):
-        kw["dt"] = args[1]  # fs.Vector([...], fs.f32): the dtype given positionally
+    if len(args) == 2 and (args[1] is None or isinstance(args[1], T.DataType)
+                           or args[1] in (int, float)):
+        # fs.Vector([...], fs.f32): the dtype given positionally; None (a helper passing its
+        # own `dtype=None` on) is Taichi's default, the entries' own type
+        kw["dt"] = args[1]
         args = args[:1]
     if len(args) != 1:
         entries = list(args)

@@ -61,10 +61,21 @@ class MatrixType:
             flat.extend(_flatten(v))
         if len(flat) == 1 and self.n * self.m > 1:
             flat = flat * (self.n * self.m)
-        if self.ndim == 1:
+        if self.value_ndim == 1:
             return Vector(flat, dt=self.dtype)
         rows = [flat[r * self.m:(r + 1) * self.m] for r in range(self.n)]
         return Matrix(rows, dt=self.dtype)
+
+    @property
+    def value_ndim(self) -> int:
+        """The axes of the values a call builds: Taichi's `MatrixType(3, 4, 1, dt)(0)` is still a
+        3x4 matrix (its `ndim` shapes fields and ndarrays only); a vector type's are vectors.
+
+        >>> from fieldsim.lang.matrix import MatrixType
+        >>> MatrixType(3, 4, 1, fs.f32).value_ndim, fs.math.vec3.value_ndim
+        (2, 1)
+        """
+        return 1 if self.ndim == 1 and self.m == 1 else 2
 
     def concrete(self, default_fp, default_ip) -> MatrixType:
         """This type with its element dtype made concrete (None and float read as `default_fp`,
