@@ -529,6 +529,13 @@ def _block_cost(block) -> float:
 
 
 def safe_symbol(name: str) -> str:
-    """A kernel name as an LLVM symbol fragment (the backends add a prefix and a counter)."""
-    return "".join(c if c.isalnum() else "_" for c in name)[:40]
+    """A kernel name as an LLVM symbol fragment (the backends add a prefix and a counter).
+    The JIT and PTX take ASCII symbols only, so a letter beyond it (Python allows `_q2σ`)
+    is spelled by its code point, which keeps `_q2σ` and `_q2τ` apart.
+
+    >>> safe_symbol("_q2σ"), safe_symbol("step-1")
+    ('_q2u03c3', 'step_1')
+    """
+    return "".join(c if c.isascii() and c.isalnum() else "_" if c.isascii() else f"u{ord(c):04x}"
+                   for c in name)[:40]
 
