@@ -41,16 +41,10 @@ from fieldsim.lang.triplets import bind_builder, is_builder_annotation
 
 
 class Template:
-    """`fs.template()`: the argument is bound at compile time (fields, Python values)."""
-
-    def __repr__(self):
-        return "template()"
-
-
-def template():
-    """Annotation for a kernel/func argument taken at compile time (a field, a Python value).
-
-    Each distinct value compiles its own instance of the kernel.
+    """`fs.template()`: annotation for a kernel/func argument taken at compile time (a field, a
+    Python value). Each distinct value compiles its own instance of the kernel. As in Taichi,
+    `fs.template` is this class, so `isinstance(annotation, fs.template)` tells a template
+    argument apart (libraries that inspect a kernel's annotations do).
 
     >>> a = fs.field(fs.i32, shape=2)
     >>> @fs.kernel
@@ -59,8 +53,18 @@ def template():
     ...         f[i] = v
     >>> fill(a, 7); a.to_numpy().tolist()
     [7, 7]
+    >>> isinstance(fs.template(), fs.template)
+    True
     """
-    return Template()
+
+    def __init__(self, tensor=None, dim=None):
+        self.tensor, self.dim = tensor, dim  # Taichi's signature; neither changes the binding
+
+    def __repr__(self):
+        return "template()"
+
+
+template = Template
 
 
 class Func:
