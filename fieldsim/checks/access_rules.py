@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 from fieldsim.checks.index_expr import NO_MEET, Affine, Answer, Meet, exclusive, overlap
 from fieldsim.checks.index_forms import Forms, Site
-from fieldsim.checks.linear_updates import linear_loads
+from fieldsim.checks.linear_updates import free_loads, linear_loads
 from fieldsim.errors import AccessRuleError, Loc
 from fieldsim.ir.activity import activity, adjoint_needs, writes_derivatives
 from fieldsim.ir.ir import GLOBAL_ACCESS, Kernel, Op, Stmt, replayed_block, walk
@@ -89,6 +89,7 @@ class Access:
     guards: tuple = ()  # forms g >= 0 that the enclosing `if`s guarantee (`Forms.guards`)
     inert: bool = False  # a write whose value carries no derivative (not active for reverse AD)
     linear: bool = False  # an update whose reads no adjoint uses (`linear_updates`)
+    free: bool = False  # a read whose value no adjoint uses: not logged on a Tape (`free_loads`)
 
     @property
     def is_write(self) -> bool:
@@ -137,6 +138,7 @@ def summarize(kernel: Kernel) -> list[Access]:
         # its adjoint writes no gradient, so it recomputes nothing from what it read (a binning
         # kernel's `slot = ti.atomic_add(count[c], 1)` into integer fields): only its writes matter
         accesses = [a for a in accesses if a.is_write]
+    accesses = _mark_free(accesses, active, kernel.body)
     linear = linear_loads(accesses, active, kernel.body)
     if linear:
         # `x[i] *= c`: the adjoint uses no value of these reads (`linear_updates`). Their
@@ -147,6 +149,16 @@ def summarize(kernel: Kernel) -> list[Access]:
         return [replace(a, kind=AccessKind.RMW, linear=True) if id(a.stmt) in updates and a.kind in _UPDATED
                 else _label_rmw(a, accesses, ix.stores) for a in accesses]
     return [_label_rmw(a, accesses, ix.stores) for a in accesses]
+
+
+def _mark_free(accesses: list[Access], active: set, body: list) -> list[Access]:
+    """Mark the reads no adjoint value depends on (`linear_updates.free_loads`)."""
+    loads = [a.stmt for a in accesses if a.kind is AccessKind.LOAD and a.op is None]
+    free = free_loads(loads, active, body)
+    if not free:
+        return accesses
+    return [replace(a, free=True) if a.kind is AccessKind.LOAD and id(a.stmt) in free else a
+            for a in accesses]
 
 
 class _Index(NamedTuple):

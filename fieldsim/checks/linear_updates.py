@@ -17,6 +17,12 @@ A companion read (`p[i] += v[i] * dt; v[i] *= c`: a load of the updated element,
 update in the same iteration, whose value only reaches field writes through an affine chain with
 coefficients that carry no derivative) is left out too: its adjoint adds `a * g` to
 `x.grad[i]` after the update's adjoint took that gradient, and uses no value of it either.
+
+Any load whose value reaches only field writes that way, with no update of its element after it
+in the kernel (`x[i] += dt * v[i]`), is a free read (`free_loads`): it stays in the effect table,
+so the in-kernel rules still refuse a race on it, but the Tape does not log it, so a later launch
+may overwrite the element (`v[i] *= damping`, `v[i] = f(y[i])`): that launch's adjoint runs first
+and the read's adjoint, `v.grad[i] += c * g`, uses no value of `v`.
 """
 from __future__ import annotations
 
@@ -32,9 +38,7 @@ def linear_loads(accesses: list, active: set, kernel_body: list) -> dict[int, St
     pairs = _candidates(accesses)
     if not pairs:
         return {}
-    users = _users(kernel_body)
-    custom = {id(s) for c in walk(kernel_body) if c.op == Op.CUSTOM_GRAD
-              for b in c.blocks for s in walk(b)}  # a user adjoint may use any value there
+    users, custom = _users(kernel_body), _custom(kernel_body)
     out: dict[int, Stmt] = {}
     for store, loads in pairs:
         chain = _affine_chain(store.value, loads, active) if store.op == Op.STORE else None
@@ -45,6 +49,25 @@ def linear_loads(accesses: list, active: set, kernel_body: list) -> dict[int, St
         out.update((id(x), store) for x in loads
                    if id(x) not in chain and _only_linear_writes(x, users, active, custom))
     return out
+
+
+def free_loads(loads: list[Stmt], active: set, kernel_body: list) -> set[int]:
+    """ids of the `loads` (LOADs of the effect table, no atomic's old value) whose value
+    reaches only the values of field writes, affinely with coefficients that carry no
+    derivative (`x[i] += dt * v[i]`): their adjoint adds `c * g` to `v.grad[i]` and uses no
+    value of `v`, so a later launch on a Tape may overwrite what they read."""
+    if not loads:
+        return set()
+    users, custom = _users(kernel_body), _custom(kernel_body)
+    return {id(x) for x in loads
+            if id(x) not in custom and _only_linear_writes(x, users, active, custom)}
+
+
+def _custom(kernel_body: list) -> set[int]:
+    """ids of the statements inside custom-gradient regions: a user adjoint may use any value
+    there."""
+    return {id(s) for c in walk(kernel_body) if c.op == Op.CUSTOM_GRAD
+            for b in c.blocks for s in walk(b)}
 
 
 def _only_linear_writes(load: Stmt, users: dict, active: set, custom: set) -> bool:

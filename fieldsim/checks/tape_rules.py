@@ -10,7 +10,9 @@ once the launch's kernel arguments are substituted (an arithmetic progression `l
 `launch` first runs the in-kernel rules (`KernelCheck`, with the actual argument values), then
 refuses a write (by a kernel or in Python scope) to an element an earlier launch read (rule 1 across
 kernels): a 'violation' when the boxes overlap on exact indices, 'undecided' when only an inexact
-(data-dependent) box makes them overlap. Overwriting an element nobody has read is allowed: a
+(data-dependent) box makes them overlap. Free reads (`Access.free`: the value reaches only field
+writes, affinely with factors that carry no derivative, so no adjoint uses it) are not logged
+(`_logged_boxes`): a later write of their element is allowed. Overwriting an element nobody has read is allowed: a
 plain store's adjoint consumes the element's gradient, so the last write wins (Taichi's
 `test_ad_set_loss_grad`). Inside `unit(...)` (a `grad_replaced` function) launches are neither
 checked in-kernel nor against each other, only against what was read outside units before it:
@@ -290,7 +292,7 @@ class TapeState:
             boxes = getattr(check, "tape_boxes", None)
             if boxes is None:
                 boxes = check.tape_boxes = LaunchBoxes(check.accesses)
-            self._checks[id(kernel_ir)] = (check, boxes)
+            self._checks[id(kernel_ir)] = (check, boxes, _logged_boxes(check))
         return self._checks[id(kernel_ir)][0]
 
     def launch(self, kernel_ir, kernel_name: str | None = None, summary=None,
@@ -310,11 +312,12 @@ class TapeState:
         if made is None:
             self.kernel_check(kernel_ir, summary)
             made = self._checks[id(kernel_ir)]
-        check, boxes = made
+        check, boxes, logged = made
         extremum_tape.check_launch(self._extrema, check, kernel_name or kernel_ir.name,
                                    self.launches + 1, bool(self._units))
         if self.validation:
-            return self._launch_validated(kernel_ir, kernel_name, check, boxes, arg_values)
+            return self._launch_validated(kernel_ir, kernel_name, check, boxes, arg_values,
+                                          logged is not None)
         units = self._units
         plan, deltas, judged = _plan_of(check, boxes, arg_values, units)
         if units:
@@ -334,14 +337,20 @@ class TapeState:
         # Python's cyclic GC must walk (a 10,000-launch Tape stays cheap to collect)
         self._recs += (name, kernel_ir,
                        tuple(arg_values) if type(arg_values) is list else arg_values, unit)
+        if logged is not None:  # free reads (no adjoint uses their value) are not logged
+            plan, deltas, _ = _plan_of(check, logged, arg_values, units)
         if plan.reads:
-            stored = self._stored if unit is None else self._unit_stored
-            if plan.moving_keys or id(plan) not in stored:  # else: nothing new to log
-                if unit is not None:
-                    self._pending_reads.append((plan, deltas, n))
-                else:
-                    self._log_reads(self.reads, stored, plan, deltas, n)
+            self._log_launch_reads(plan, deltas, n, unit)
         return found
+
+    def _log_launch_reads(self, plan, deltas: tuple, n: int, unit) -> None:
+        """Log a fast-path launch's reads, or keep them until its unit ends."""
+        stored = self._stored if unit is None else self._unit_stored
+        if plan.moving_keys or id(plan) not in stored:  # else: nothing new to log
+            if unit is not None:
+                self._pending_reads.append((plan, deltas, n))
+            else:
+                self._log_reads(self.reads, stored, plan, deltas, n)
 
     def _check_writes(self, plan, deltas: tuple, n: int, unit, launch: tuple):
         """Refuse a fast-path launch (`launch`: its name, kernel IR, argument values) whose
@@ -360,9 +369,10 @@ class TapeState:
                 origin = Origin(t.access, name, n, _ArgsText(kernel_ir, arg_env(values)), unit)
                 self._check(t.box(deltas), origin, None)
 
-    def _launch_validated(self, kernel_ir, kernel_name, check, boxes, arg_values) -> Checked:
-        """`launch` under validation: every access's box and `Origin`, read sets kept for the
-        run-time check (`checks.validation`)."""
+    def _launch_validated(self, kernel_ir, kernel_name, check, boxes, arg_values,
+                          has_free: bool) -> Checked:
+        """`launch` under validation: every access's box and `Origin` (but free reads'),
+        read sets kept for the run-time check (`checks.validation`)."""
         if self.index_ranges:
             check_index_ranges(check, kernel_ir, kernel_name or kernel_ir.name, arg_values)
         found = Checked()
@@ -374,6 +384,8 @@ class TapeState:
         unit = self._units[-1][0] if self._units else None
         entries = []
         for a, box in boxes.of_launch(env, per_access=self.validation):
+            if has_free and a.free:
+                continue
             if self.validation and not a.is_write and not exact_box(box):
                 rs = ReadSet(box)
                 found.reads.append((rs, a))
@@ -556,6 +568,18 @@ class TapeState:
             sure = []  # which elements an inexact write hits is learnt at run time
         if sure or (hits and not self.validation):
             raise to_error(_finding(*(sure or hits)[0], box, origin, sure))
+
+
+def _logged_boxes(check: KernelCheck) -> LaunchBoxes | None:
+    """The boxes of the accesses a Tape logs, when the kernel has free reads (`Access.free`:
+    no adjoint uses their value, so a later launch may overwrite what they read); None when it
+    logs them all (`tape_boxes`). Kept on the check, like `tape_boxes`."""
+    logged = getattr(check, "tape_logged_boxes", False)
+    if logged is False:
+        kept = [a for a in check.accesses if not a.free]
+        logged = check.tape_logged_boxes = (
+            LaunchBoxes(kept) if len(kept) < len(check.accesses) else None)
+    return logged
 
 
 def _raise_known(box: tuple, origin: Origin, known: list) -> None:

@@ -78,3 +78,51 @@ def test_a_checkpoint_before_the_reading_launch_is_accepted_and_right():
         run(["checkpoint", "read"])
     np.testing.assert_allclose(x.grad.to_numpy(), ref, rtol=1e-6)
     np.testing.assert_allclose(ref, 0.25 * (1 + 2 * 0.25 * x0), rtol=1e-6)
+
+
+def test_a_checkpoint_after_a_free_read_is_accepted_and_right():
+    # gh-refused2: `y[i] += 0.3 * x[i]` reads x linearly with a constant factor; its adjoint
+    # (`x.grad += 0.3 * y.grad`) uses no value of x, so the checkpoint may overwrite x after it
+    x = fs.field(fs.f64, shape=2, needs_grad=True)
+    y = fs.field(fs.f64, shape=2, needs_grad=True)
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def scale_into_y():
+        for i in range(2):
+            y[i] += 0.3 * x[i]
+
+    @fs.kernel
+    def halve_x():
+        for i in range(2):
+            x[i] *= 0.5
+
+    @fs.kernel
+    def total():
+        for i in range(2):
+            loss[None] += x[i] * x[i] + y[i] * y[i]
+
+    def run():
+        scale_into_y()
+        fs.ad.checkpoint(lambda t: halve_x(), 2, 1, state=[x])
+        total()
+
+    x0 = np.array([0.3, 0.7])
+
+    def evaluate():
+        xs = x.to_numpy()
+        y.fill(0.0)
+        loss[None] = 0.0
+        run()
+        value = loss[None]
+        x.from_numpy(xs)
+        return value
+
+    x.from_numpy(x0)
+    ref = central_differences(evaluate, {"x": x})["x"]
+    x.from_numpy(x0)
+    y.fill(0.0)
+    with fs.ad.Tape(loss=loss):
+        run()
+    np.testing.assert_allclose(x.grad.to_numpy(), ref, rtol=1e-6)
+    np.testing.assert_allclose(ref, 2 * 0.0625 * x0 + 2 * 0.09 * x0, rtol=1e-6)

@@ -20,7 +20,7 @@ def _reader_writer(write_kind="store"):
     @fs.kernel
     def read_x():
         for i in x:
-            y[i] = x[i] * 2.0
+            y[i] = x[i] * x[i]  # a linear read would be free on the Tape (gh-refused2)
 
     @fs.kernel
     def write_x():
@@ -54,7 +54,7 @@ def later_kernel_writes_one_read_element():
     @fs.kernel
     def read_some():
         for i in range(3):
-            y[i] = x[i]
+            y[i] = x[i] ** 2
 
     @fs.kernel
     def write_one(j: int):
@@ -160,7 +160,7 @@ def gather_then_write():
     @fs.kernel
     def k():
         for i in x:
-            y[i] = x[idx[i]]
+            y[i] = x[idx[i]] ** 2
             x[i] = 0.5
 
     return Bad(loss, k, [x, y])
@@ -187,7 +187,7 @@ def later_kernel_writes_after_a_gather():
     @fs.kernel
     def gather():
         for i in x:
-            y[i] = x[idx[i]]
+            y[i] = x[idx[i]] ** 2
 
     @fs.kernel
     def write_one():

@@ -523,3 +523,50 @@ def copy_then_accumulate():
             loss[None] += y[i] ** 2 + fs.sin(v[i])
 
     return Good({"x": x}, loss, then(start, k, both))
+
+
+# ------------------------------------------------------- free reads across launches (gh-refused2)
+def _move_and_damp():
+    x, v, p, loss = put(vec("x")), vec("v"), vec("p"), scalar("loss")
+
+    @fs.kernel
+    def start():
+        for i in x:
+            v[i] = fs.sin(x[i])
+            p[i] = x[i] * x[i]
+
+    @fs.kernel
+    def move():  # a free read: linear, its factor carries no derivative
+        for i in x:
+            p[i] += 0.1 * v[i]
+
+    @fs.kernel
+    def both():
+        for i in v:
+            loss[None] += p[i] ** 2 + fs.cos(v[i])
+
+    return x, v, loss, start, move, both
+
+
+@good
+def free_read_then_damped_in_a_later_kernel():
+    x, v, loss, start, move, both = _move_and_damp()
+
+    @fs.kernel
+    def damp():
+        for i in v:
+            v[i] *= 0.9
+
+    return Good({"x": x}, loss, then(start, move, damp, move, damp, both))
+
+
+@good
+def free_read_then_overwritten_in_a_later_kernel():
+    x, v, loss, start, move, both = _move_and_damp()
+
+    @fs.kernel
+    def reset():
+        for i in v:
+            v[i] = x[i] ** 3
+
+    return Good({"x": x}, loss, then(start, move, reset, move, both))

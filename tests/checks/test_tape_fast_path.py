@@ -51,22 +51,22 @@ def prog():
     @fs.kernel
     def column(t: fs.i32):  # translates along the second index
         for i in range(N):
-            y[i, t + 1] = y[i, t] * 2.0
+            y[i, t + 1] = y[i, t] * y[i, t]  # squared: a linear read is not logged (free)
 
     @fs.kernel
     def pair(t: fs.i32, s: fs.i32):  # two forms: t + s and t
         for i in range(N):
-            x[t + s + 1, i] = x[t + s, i] + g[i] * y[i, t]
+            x[t + s + 1, i] = x[t + s, i] * x[t + s, i] + g[i] * y[i, t]
 
     @fs.kernel
     def cube(t: fs.i32, s: fs.i32):  # translates along two axes: (template, shifts) entries
         for i in range(N):
-            w[t + 1, i, s] = w[t, i, s] + 1.0
+            w[t + 1, i, s] = w[t, i, s] * w[t, i, s] + 1.0
 
     @fs.kernel
     def rows(t: fs.i32, s: fs.i32):  # one field read under two forms: merged per values
         for i in range(N):
-            x[t + s + 1, i] = x[t + s, i] + x[t, i]
+            x[t + s + 1, i] = x[t + s, i] * x[t, i]
 
     @fs.kernel
     def bounded(n: fs.i32):  # an argument in a loop bound: judged per argument values
@@ -77,7 +77,7 @@ def prog():
     def from_start(start: fs.i32, t: fs.i32):  # a guard using an argument: per values too
         for i in range(N):
             if i >= start:
-                x[t + 1, i] = x[t, i]
+                x[t + 1, i] = x[t, i] * x[t, i]
 
     for k, args in ((step, (0,)), (clobber, (T,)), (column, (0,)), (pair, (0, 0)),
                     (cube, (0, 0)), (rows, (0, 0)), (bounded, (1,)), (from_start, (0, 0))):

@@ -29,7 +29,12 @@ def prog():
     @fs.kernel
     def step(t: fs.i32):  # reads row t, writes row t + 1 (out of range for t = T - 1)
         for i in range(N):
-            x[t + 1, i] = x[t, i] * 0.5 + g[i]
+            x[t + 1, i] = x[t, i] * x[t, i] * 0.5 + g[i]
+
+    @fs.kernel
+    def drift(t: fs.i32):  # a free read of row t (linear, constant factor): not logged
+        for i in range(N):
+            g[i] += x[t, i] * 0.5
 
     @fs.kernel
     def clobber(t: fs.i32):  # overwrites row t: refused once a launch read it
@@ -41,17 +46,17 @@ def prog():
         for i in range(N):
             s[i] = s[i] + g[i]
 
-    for k, args in ((step, (0,)), (clobber, (0,)), (scratch, ())):
+    for k, args in ((step, (0,)), (clobber, (0,)), (scratch, ()), (drift, (0,))):
         k(*args)
     kernels = {}
-    for name, k in (("step", step), ("clobber", clobber), ("scratch", scratch)):
+    for name, k in (("step", step), ("clobber", clobber), ("scratch", scratch), ("drift", drift)):
         kernels[name] = (_ir(k), KernelCheck(_ir(k)))
     return {"x": x, "g": g, "kernels": kernels}
 
 
 # one event: ("launch", kernel name, t), ("open",), ("close",) or ("write", row)
 _EVENT = st.one_of(
-    st.tuples(st.just("launch"), st.sampled_from(["step", "clobber", "scratch"]),
+    st.tuples(st.just("launch"), st.sampled_from(["step", "clobber", "scratch", "drift"]),
               st.integers(0, T - 1)),
     st.tuples(st.just("open")), st.tuples(st.just("close")),
     st.tuples(st.just("write"), st.integers(0, T - 1)))
@@ -178,3 +183,15 @@ def test_repeated_tapes_give_analytic_gradients_and_a_divergent_tape_is_refused(
             for t in range(3):
                 step(t)
             clobber(2)
+
+
+def test_a_free_read_then_an_overwrite_is_accepted_by_the_memo_as_by_a_fresh_tape(prog):
+    # gh-refused2: drift's read of row t is linear with a constant factor, so clobber(t) may
+    # overwrite it; step's squared read of row t is logged, so clobber(t) after it is refused
+    events = [("launch", "drift", 2), ("launch", "clobber", 2), ("launch", "step", 3),
+              ("launch", "clobber", 3)]
+    memo = Remembered()
+    fresh = _run(TapeState(index_ranges=True), events, prog)
+    assert fresh[:3] == ["ok"] * 3 and fresh[3][0] == "AccessRuleError"
+    assert _run(RepeatingTapeState(memo), events, prog) == fresh
+    assert _run(RepeatingTapeState(memo), events, prog) == fresh

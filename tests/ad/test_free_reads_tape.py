@@ -1,0 +1,300 @@
+"""Free reads on a Tape (API.md, "the static checker"): a read whose value reaches only the
+values of field writes, affinely with coefficients that carry no derivative (`x[i] += dt *
+v[i]`), is not logged on the Tape, so a later launch may update or overwrite its element
+(`v[i] *= damping`, `v[i] = a * v[i] + b`, `v[i] = f(y[i])`): that launch's adjoint runs first,
+and the read's adjoint (`v.grad[i] += dt * g`) uses no value of `v`. Gradients against float64
+central differences, on a Tape and by hand; the neighbours whose adjoint needs the value stay
+refused at their line."""
+import numpy as np
+import pytest
+
+import fieldsim as fs
+from fieldsim.errors import AccessRuleError
+
+N = 4
+X0 = np.array([0.3, -0.7, 1.1, 0.45])
+
+
+def _setup(make_steps):
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    x, v, p, y = (fs.field(fs.f64, N, needs_grad=True) for _ in range(4))
+    c = fs.field(fs.f64, N)  # no gradient: a coefficient
+    loss = fs.field(fs.f64, (), needs_grad=True)
+
+    @fs.kernel
+    def init():
+        for i in range(N):
+            v[i] = x[i] * 1.3 + 0.1
+            p[i] = x[i] * x[i]
+            y[i] = fs.cos(x[i])
+
+    c.from_numpy(0.5 + 0.1 * np.arange(N))
+    steps = make_steps(x, v, p, y, c)
+
+    @fs.kernel
+    def final():
+        for i in range(N):
+            loss[None] += fs.sin(p[i]) + y[i] * y[i] + fs.cos(v[i])
+
+    def forward(launches):
+        init()
+        for _ in range(launches):
+            for k in steps:
+                k()
+        final()
+
+    def value(xv, launches):
+        x.from_numpy(xv)
+        loss[None] = 0.0
+        forward(launches)
+        return loss[None]
+
+    return x, loss, forward, value, (init, steps, final)
+
+
+def _move(p, v, factor=0.1):
+    @fs.kernel
+    def move():
+        for i in range(N):
+            p[i] += factor * v[i]
+    return move
+
+
+def _damped(x, v, p, y, c):
+    @fs.kernel
+    def damp():
+        for i in range(N):
+            v[i] *= 0.9
+    return [_move(p, v), damp]
+
+
+def _affine(x, v, p, y, c):
+    # a factor from a field without gradient, and an offset that carries a derivative
+    @fs.kernel
+    def move():
+        for i in range(N):
+            p[i] = p[i] + c[i] * v[i] - 0.2 * v[i]
+
+    @fs.kernel
+    def update():
+        for i in range(N):
+            v[i] = 0.7 * v[i] + fs.sin(y[i])
+    return [move, update]
+
+
+def _overwritten(x, v, p, y, c):
+    # the later launch overwrites the element with a value that does not depend on it
+    @fs.kernel
+    def copy():
+        for i in range(N):
+            y[i] = v[i] / 3.0 + y[i]
+
+    @fs.kernel
+    def reset():
+        for i in range(N):
+            v[i] = fs.sin(p[i])
+    return [copy, reset]
+
+
+def _cloth_like(x, v, p, y, c):
+    # the cloth's update_positions / compute_forces (COMPAT gh-refused2): `v += dt * f`,
+    # `x += dt * v`, then the next step stores `f` and damps `v`
+    @fs.kernel
+    def forces():
+        for i in range(N):
+            y[i] = -0.3 + 0.1 * c[i]
+            v[i] *= 0.95
+        for i in range(N):
+            y[i] += fs.sin(x[i]) * 0.2
+
+    @fs.kernel
+    def positions():
+        for i in range(N):
+            if i == 0:
+                continue
+            v[i] += 0.1 * y[i]
+            p[i] += 0.1 * v[i]
+    return [forces, positions]
+
+
+SHAPES = [_damped, _affine, _overwritten, _cloth_like]
+
+
+def _fd(value, launches, h=1e-6):
+    return np.array([(value(X0 + h * e, launches) - value(X0 - h * e, launches)) / (2 * h)
+                     for e in np.eye(N)])
+
+
+@pytest.mark.parametrize("make", SHAPES)
+@pytest.mark.parametrize("launches", [1, 3])
+def test_tape_matches_central_differences(make, launches):
+    x, loss, forward, value, _ = _setup(make)
+    fd = _fd(value, launches)
+    x.from_numpy(X0)
+    loss[None] = 0.0
+    with fs.ad.Tape(loss):
+        forward(launches)
+    np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("make", SHAPES)
+def test_by_hand_matches_central_differences(make):
+    x, loss, forward, value, (init, steps, final) = _setup(make)
+    fd = _fd(value, 2)
+    x.from_numpy(X0)
+    loss[None] = 0.0
+    forward(2)
+    loss.grad[None] = 1.0
+    final.grad()
+    for _ in range(2):
+        for k in reversed(steps):
+            k.grad()
+    init.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_same_tape_twice_gives_the_same_gradient():
+    # the second Tape is checked by the memo (`tape_memo`): the same verdicts, the same values
+    x, loss, forward, value, _ = _setup(_cloth_like)
+    fd = _fd(value, 2)
+    for _ in range(2):
+        x.from_numpy(X0)
+        x.grad.fill(0.0)
+        loss[None] = 0.0
+        with fs.ad.Tape(loss):
+            forward(2)
+        np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+def _nonlinear(x, v, p, y, c):
+    @fs.kernel
+    def move():
+        for i in range(N):
+            p[i] += fs.sin(v[i])
+    return [move, _damped(x, v, p, y, c)[1]]
+
+
+def _active_factor(x, v, p, y, c):
+    @fs.kernel
+    def move():
+        for i in range(N):
+            p[i] += y[i] * v[i]
+    return [move, _damped(x, v, p, y, c)[1]]
+
+
+def _condition(x, v, p, y, c):
+    @fs.kernel
+    def move():
+        for i in range(N):
+            if v[i] > 0.3:
+                p[i] += 1.0
+    return [move, _damped(x, v, p, y, c)[1]]
+
+
+def _index(x, v, p, y, c):
+    @fs.kernel
+    def move():
+        for i in range(N):
+            p[int(v[i] > 0.5)] += 0.1
+    return [move, _damped(x, v, p, y, c)[1]]
+
+
+def _read_again(x, v, p, y, c):
+    # free in `move`, then updated, then read non-linearly, then updated again
+    @fs.kernel
+    def square():
+        for i in range(N):
+            y[i] += v[i] * v[i]
+
+    @fs.kernel
+    def push():
+        for i in range(N):
+            v[i] += 0.5
+    return [_move(p, v), _damped(x, v, p, y, c)[1], square, push]
+
+
+def _race_in_kernel(x, v, p, y, c):
+    # free on the Tape, but another thread overwrites the element in the same launch
+    @fs.kernel
+    def move():
+        for i in range(N):
+            p[i] += 0.1 * v[i]
+            v[(i + 1) % N] = 0.0
+    return [move]
+
+
+@pytest.mark.parametrize("make, line", [
+    (_nonlinear, "v[i] *= 0.9"), (_active_factor, "v[i] *= 0.9"),
+    (_condition, "v[i] *= 0.9"), (_index, "v[i] *= 0.9"),
+    (_read_again, "v[i] += 0.5"), (_race_in_kernel, "v[(i + 1) % N] = 0.0")])
+def test_neighbours_stay_refused(make, line):
+    x, loss, forward, _, _ = _setup(make)
+    x.from_numpy(X0)
+    with pytest.raises(AccessRuleError) as info, fs.ad.Tape(loss):
+        forward(1)
+    assert line in str(info.value)
+
+
+def test_validated_tape_frees_the_read_too():
+    x, loss, forward, value, _ = _setup(_damped)
+    fd = _fd(value, 2)
+    x.from_numpy(X0)
+    loss[None] = 0.0
+    with fs.ad.Tape(loss, validation=True):
+        forward(2)
+    np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_vector_fields_match_central_differences():
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    x0, x, v = (fs.Vector.field(2, float, 3, needs_grad=True) for _ in range(3))
+    loss = fs.field(float, (), needs_grad=True)
+
+    @fs.kernel
+    def init():
+        for i in range(3):
+            v[i] = x0[i] * 2.0
+            x[i] = x0[i] ** 2
+
+    @fs.kernel
+    def move():
+        for i in range(3):
+            x[i] += 0.1 * v[i]
+
+    @fs.kernel
+    def damp():
+        for i in range(3):
+            v[i] *= 0.9
+            v[i][1] -= 0.05
+
+    @fs.kernel
+    def final():
+        for i in range(3):
+            loss[None] += fs.sin(x[i]).sum() + (v[i] ** 2).sum()
+
+    def value(a):
+        x0.from_numpy(a)
+        loss[None] = 0.0
+        init()
+        for _ in range(3):
+            damp()
+            move()
+        final()
+        return loss[None]
+
+    a0 = np.array([[0.3, -0.2], [0.5, 0.8], [-1.0, 0.25]])
+    h = 1e-6
+    fd = np.zeros_like(a0)
+    for k in range(a0.size):
+        e = np.zeros(a0.size)
+        e[k] = h
+        fd.flat[k] = (value(a0 + e.reshape(a0.shape)) - value(a0 - e.reshape(a0.shape))) / (2 * h)
+    x0.from_numpy(a0)
+    loss[None] = 0.0
+    with fs.ad.Tape(loss):
+        init()
+        for _ in range(3):
+            damp()
+            move()
+        final()
+    np.testing.assert_allclose(x0.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
