@@ -12,7 +12,7 @@ refuses a write (by a kernel or in Python scope) to an element an earlier launch
 kernels): a 'violation' when the boxes overlap on exact indices, 'undecided' when only an inexact
 (data-dependent) box makes them overlap. Free reads (`Access.free`: the value reaches only field
 writes, affinely with factors that carry no derivative, so no adjoint uses it) are not logged
-(`_logged_boxes`): a later write of their element is allowed. Overwriting an element nobody has read is allowed: a
+(`_logged_boxes`), outside `grad_replaced` units: a later write of their element is allowed. Overwriting an element nobody has read is allowed: a
 plain store's adjoint consumes the element's gradient, so the last write wins (Taichi's
 `test_ad_set_loss_grad`). Inside `unit(...)` (a `grad_replaced` function) launches are neither
 checked in-kernel nor against each other, only against what was read outside units before it:
@@ -317,7 +317,7 @@ class TapeState:
                                    self.launches + 1, bool(self._units))
         if self.validation:
             return self._launch_validated(kernel_ir, kernel_name, check, boxes, arg_values,
-                                          logged is not None)
+                                          logged is not None and not self._units)
         units = self._units
         plan, deltas, judged = _plan_of(check, boxes, arg_values, units)
         if units:
@@ -337,7 +337,9 @@ class TapeState:
         # Python's cyclic GC must walk (a 10,000-launch Tape stays cheap to collect)
         self._recs += (name, kernel_ir,
                        tuple(arg_values) if type(arg_values) is list else arg_values, unit)
-        if logged is not None:  # free reads (no adjoint uses their value) are not logged
+        if logged is not None and not units:
+            # free reads (no adjoint uses their value) are not logged; inside a grad_replaced
+            # unit they are: the user's backward may re-run the forward, reading them again
             plan, deltas, _ = _plan_of(check, logged, arg_values, units)
         if plan.reads:
             self._log_launch_reads(plan, deltas, n, unit)

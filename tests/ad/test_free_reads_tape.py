@@ -223,8 +223,22 @@ def _race_in_kernel(x, v, p, y, c):
     return [move]
 
 
+def _factor_overwritten(x, v, p, y, c):
+    # the free read's factor `c[i]` is a value its adjoint uses: overwriting c stays refused
+    @fs.kernel
+    def move():
+        for i in range(N):
+            p[i] += c[i] * v[i]
+
+    @fs.kernel
+    def recoefficient():
+        for i in range(N):
+            c[i] = 2.0
+    return [move, recoefficient]
+
+
 @pytest.mark.parametrize("make, line", [
-    (_nonlinear, "v[i] *= 0.9"), (_active_factor, "v[i] *= 0.9"),
+    (_factor_overwritten, "c[i] = 2.0"), (_nonlinear, "v[i] *= 0.9"), (_active_factor, "v[i] *= 0.9"),
     (_condition, "v[i] *= 0.9"), (_index, "v[i] *= 0.9"),
     (_read_again, "v[i] += 0.5"), (_race_in_kernel, "v[(i + 1) % N] = 0.0")])
 def test_neighbours_stay_refused(make, line):
@@ -298,3 +312,122 @@ def test_vector_fields_match_central_differences():
             move()
         final()
     np.testing.assert_allclose(x0.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+def _accumulator(square: bool):
+    # a kernel-scope variable (a hidden 0-D field) updated in a serialized loop, then read into
+    # `s`: relaunched on a Tape, `acc = 0.0` overwrites what the first launch read
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    v, s = fs.field(fs.f64, N, needs_grad=True), fs.field(fs.f64, (), needs_grad=True)
+    c = fs.field(fs.f64, N)
+    c.from_numpy(np.array([0.5, 0.9, 0.3, 0.7]))
+    loss = fs.field(fs.f64, (), needs_grad=True)
+
+    @fs.kernel
+    def accumulate(a: fs.f64):
+        acc = 0.0
+        fs.loop_config(serialize=True)
+        for i in range(N):
+            acc = acc * c[i] + v[i]
+        if fs.static(square):
+            s[None] += acc * acc * a
+        else:
+            s[None] += acc * a
+
+    @fs.kernel
+    def final():
+        loss[None] = s[None] ** 2
+
+    def forward():
+        accumulate(0.5)
+        accumulate(2.0)
+        final()
+
+    def value(vv):
+        v.from_numpy(vv)
+        s[None] = 0.0
+        loss[None] = 0.0
+        forward()
+        return loss[None]
+
+    return v, s, loss, forward, value, (accumulate, final)
+
+
+def test_a_relaunched_kernel_scope_accumulator_matches_central_differences():
+    v, s, loss, forward, value, (accumulate, final) = _accumulator(False)
+    h = 1e-6
+    fd = np.array([(value(X0 + h * e) - value(X0 - h * e)) / (2 * h) for e in np.eye(N)])
+    v.from_numpy(X0)
+    s[None] = 0.0
+    with fs.ad.Tape(loss):
+        forward()
+    np.testing.assert_allclose(v.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+    # by hand
+    value(X0)
+    v.grad.fill(0.0)
+    s.grad[None] = 0.0
+    loss.grad[None] = 1.0
+    final.grad()
+    accumulate.grad(2.0)
+    accumulate.grad(0.5)
+    np.testing.assert_allclose(v.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_a_relaunched_accumulator_read_non_linearly_stays_refused():
+    v, s, loss, forward, _, _ = _accumulator(True)
+    v.from_numpy(X0)
+    with pytest.raises(AccessRuleError) as info, fs.ad.Tape(loss):
+        forward()
+    assert "acc = 0.0" in str(info.value) and "acc * acc * a" in str(info.value)
+
+
+def test_a_free_read_inside_a_grad_replaced_unit_stays_logged():
+    # the user's backward re-runs `step` (recomputing p from v): a later overwrite of v would
+    # change what it recomputes, so the unit's free read is logged as any read
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    x, v, p, q = (fs.field(fs.f64, N, needs_grad=True) for _ in range(4))
+    loss = fs.field(fs.f64, (), needs_grad=True)
+
+    @fs.kernel
+    def init():
+        for i in range(N):
+            v[i] = x[i] * 1.0
+
+    @fs.kernel
+    def step():
+        for i in range(N):
+            p[i] = 0.1 * v[i]
+
+    @fs.kernel
+    def square():
+        for i in range(N):
+            q[i] += p[i] * p[i]
+
+    @fs.ad.grad_replaced
+    def unit():
+        step()
+        square()
+
+    @fs.ad.grad_for(unit)
+    def unit_grad():
+        step()
+        square.grad()
+        step.grad()
+
+    @fs.kernel
+    def clobber():
+        for i in range(N):
+            v[i] = 5.0
+
+    @fs.kernel
+    def final():
+        for i in range(N):
+            loss[None] += q[i]
+
+    x.from_numpy(X0)
+    with pytest.raises(AccessRuleError) as info, fs.ad.Tape(loss):
+        init()
+        unit()
+        clobber()
+        final()
+    assert "v[i] = 5.0" in str(info.value) and "inside `unit`" in str(info.value)

@@ -1392,3 +1392,38 @@ def test_thread_count_from_the_argument():
     for n in (None, [2]):
         with pytest.raises(AccessRuleError, match="another thread"):
             check_kernel(kernel, arg_values=n)
+
+
+def _scaled_copy(squared: bool):
+    k = KB()
+    with k.at("for i in x:").pfor(N) as i:
+        v = k.at("y[i] += x[i] * c").load(x, i)
+        k.b.atomic("add", y, [k.i(i)], k.fmul(v, v if squared else 2.0))
+    return k
+
+
+def test_free_reads_are_marked_and_not_logged_on_a_tape():
+    # gh-refused2: `y[i] += x[i] * 2` reads x linearly with a constant factor: no adjoint uses
+    # the value, so a later launch may overwrite x; `x[i] * x[i]`, or a factor that needs a
+    # gradient (`x[i] * loss[None]`), keeps the read
+    clear = KB("clear_x")
+    with clear.at("for i in x:").pfor(N) as i:
+        clear.at("x[i] = 0.0").store(x, [i], 0.0)
+    k = _scaled_copy(False)
+    loads = [a for a in summarize(k.kernel()) if a.kind == "load"]
+    assert [a.free for a in loads] == [True]
+    state = TapeState()
+    state.launch(k.kernel())
+    assert state.launch(clear.kernel()) == []
+    for other in (_scaled_copy(True), None):
+        if other is None:
+            other = KB()
+            with other.at("for i in x:").pfor(N) as i:
+                v = other.at("y[i] += x[i] * loss[None]").load(x, i)
+                other.b.atomic("add", y, [other.i(i)], other.fmul(v, other.load(loss)))
+        kern = other.kernel()
+        assert not [a for a in summarize(kern) if a.kind == "load" and a.field is x][0].free
+        state = TapeState()
+        state.launch(kern)
+        with pytest.raises(AccessRuleError, match="Rule 1"):
+            state.launch(clear.kernel())
