@@ -265,9 +265,12 @@ class _Collector(Recorder):
     def __init__(self):
         super().__init__(when=None)
         self.written: dict = {}
+        self.read: dict = {}
 
     def on_launch(self, kernel, ck, args, kwargs, values):
-        self.written.update(kernel_fields(ck)[1])
+        reads, writes = kernel_fields(ck)
+        self.read.update(reads)
+        self.written.update(writes)
 
     def record_python_write(self, field, idx, what):
         self.written[id(field)] = field
@@ -362,6 +365,7 @@ class _Checkpointed:
         self._restore = restore or (lambda snap: snap.restore())
         self.info = CheckpointInfo(n_steps, every)
         self.snapshots, self.counters = [], []
+        self.inputs = Snapshot([])  # the fields the steps only read (`forward`)
         self.collector = None
         self.end_counter = 0
 
@@ -374,6 +378,11 @@ class _Checkpointed:
                     self.counters.append(runtime.get().launch_counter)
                 self.step(t)
         self.end_counter = runtime.get().launch_counter
+        # the fields the steps only read: unchanged by them, so copied now as they were at the
+        # start; the backward recomputes the steps from these even if a later launch or
+        # Python-scope write on the Tape changed them
+        kept = {**self.collector.written, **{id(f): f for f in self.state}}
+        self.inputs = Snapshot([f for k, f in self.collector.read.items() if k not in kept])
         self._check_overwrites()
         self.info.n_snapshots = len(self.snapshots)
         self.info.snapshot_bytes = sum(_nbytes(s) for s in self.snapshots)
@@ -394,13 +403,16 @@ class _Checkpointed:
     def backward(self):
         written = list({**self.collector.written, **{id(f): f for f in self.state}}.values())
         at_end = Snapshot(written)  # put back afterwards: earlier adjoints see the forward's values
+        at_end_inputs = Snapshot([f for f, _ in self.inputs.data])
         only = {id(f) for f in written}  # fields the steps never write keep their values
         rt = runtime.get()
         try:
+            self.inputs.restore()
             for s in reversed(range(len(self.snapshots))):
                 self._segment_backward(s, only)
         finally:
             at_end.restore()
+            at_end_inputs.restore()
             rt.launch_counter = self.end_counter
 
     def _segment_backward(self, s, only):
