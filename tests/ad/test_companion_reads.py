@@ -6,47 +6,11 @@ import numpy as np
 import pytest
 
 import fieldsim as fs
-from fieldsim.errors import AccessRuleError
 
-N = 4
-X0 = np.array([0.3, -0.7, 1.1, 0.45])
+from .chain_harness import Chain, N, assert_matches
 
 
-def _setup(step_src):
-    fs.init(arch=fs.cpu, default_fp=fs.f64)
-    x, v, p, y = (fs.field(fs.f64, N, needs_grad=True) for _ in range(4))
-    loss = fs.field(fs.f64, (), needs_grad=True)
-
-    @fs.kernel
-    def init():
-        for i in range(N):
-            v[i] = x[i] * 1.3 + 0.1
-            p[i] = x[i] * x[i]
-            y[i] = 0.0
-
-    step = step_src(x, v, p, y)
-
-    @fs.kernel
-    def final():
-        for i in range(N):
-            loss[None] += fs.sin(p[i]) + y[i] * y[i] + fs.cos(v[i])
-
-    def forward(launches):
-        init()
-        for _ in range(launches):
-            step()
-        final()
-
-    def value(xv, launches):
-        x.from_numpy(xv)
-        loss[None] = 0.0
-        forward(launches)
-        return loss[None]
-
-    return x, loss, forward, value, (init, step, final)
-
-
-def _projectile(x, v, p, y):
+def _projectile(x, v, p, y, c):
     @fs.kernel
     def step():
         for i in range(N):
@@ -55,7 +19,7 @@ def _projectile(x, v, p, y):
     return step
 
 
-def _copy_then_damp(x, v, p, y):
+def _copy_then_damp(x, v, p, y, c):
     @fs.kernel
     def step():
         for i in range(N):
@@ -65,7 +29,7 @@ def _copy_then_damp(x, v, p, y):
     return step
 
 
-def _docs_copy(x, v, p, y):
+def _docs_copy(x, v, p, y, c):
     # the docs' Rule 1 example with a copy: `a[i] = b[i]; b[i] += 100`
     @fs.kernel
     def step():
@@ -75,7 +39,7 @@ def _docs_copy(x, v, p, y):
     return step
 
 
-def _scaled_subtract(x, v, p, y):
+def _scaled_subtract(x, v, p, y, c):
     @fs.kernel
     def step():
         for i in range(N):
@@ -84,7 +48,7 @@ def _scaled_subtract(x, v, p, y):
     return step
 
 
-def _copy_in_branch(x, v, p, y):
+def _copy_in_branch(x, v, p, y, c):
     @fs.kernel
     def step():
         for i in range(N):
@@ -94,7 +58,7 @@ def _copy_in_branch(x, v, p, y):
     return step
 
 
-def _serial_inner_loop(x, v, p, y):
+def _serial_inner_loop(x, v, p, y, c):
     @fs.kernel
     def step():
         for i in range(N):
@@ -104,7 +68,7 @@ def _serial_inner_loop(x, v, p, y):
     return step
 
 
-def _store_then_scale(x, v, p, y):
+def _store_then_scale(x, v, p, y, c):
     # a store, then an in-place linear update of the same element (Rule 2 lets it follow)
     @fs.kernel
     def step():
@@ -119,38 +83,20 @@ SHAPES = [_projectile, _copy_then_damp, _docs_copy, _scaled_subtract, _copy_in_b
           _serial_inner_loop, _store_then_scale]
 
 
-def _fd(value, launches, h=1e-6):
-    return np.array([(value(X0 + h * e, launches) - value(X0 - h * e, launches)) / (2 * h)
-                     for e in np.eye(N)])
-
-
 @pytest.mark.parametrize("make", SHAPES)
 @pytest.mark.parametrize("launches", [1, 3])
 def test_tape_matches_central_differences(make, launches):
-    x, loss, forward, value, _ = _setup(make)
-    fd = _fd(value, launches)
-    x.from_numpy(X0)
-    loss[None] = 0.0
-    with fs.ad.Tape(loss):
-        forward(launches)
-    np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+    chain = Chain(make, y_from_x=False)
+    assert_matches(chain.tape_gradient(launches), chain.differences(launches))
 
 
 @pytest.mark.parametrize("make", SHAPES)
 def test_by_hand_matches_central_differences(make):
-    x, loss, forward, value, (init, step, final) = _setup(make)
-    fd = _fd(value, 1)
-    x.from_numpy(X0)
-    loss[None] = 0.0
-    forward(1)
-    loss.grad[None] = 1.0
-    final.grad()
-    step.grad()
-    init.grad()
-    np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+    chain = Chain(make, y_from_x=False)
+    assert_matches(chain.hand_gradient(1), chain.differences(1))
 
 
-def _nonlinear(x, v, p, y):
+def _nonlinear(x, v, p, y, c):
     @fs.kernel
     def step():
         for i in range(N):
@@ -159,7 +105,7 @@ def _nonlinear(x, v, p, y):
     return step
 
 
-def _active_factor(x, v, p, y):
+def _active_factor(x, v, p, y, c):
     @fs.kernel
     def step():
         for i in range(N):
@@ -168,7 +114,7 @@ def _active_factor(x, v, p, y):
     return step
 
 
-def _other_element(x, v, p, y):
+def _other_element(x, v, p, y, c):
     @fs.kernel
     def step():
         for i in range(N):
@@ -177,7 +123,7 @@ def _other_element(x, v, p, y):
     return step
 
 
-def _through_condition(x, v, p, y):
+def _through_condition(x, v, p, y, c):
     @fs.kernel
     def step():
         for i in range(N):
@@ -187,7 +133,7 @@ def _through_condition(x, v, p, y):
     return step
 
 
-def _every_thread_adds(x, v, p, y):
+def _every_thread_adds(x, v, p, y, c):
     # the read's element is added to by every thread: its adjoint could run before another
     # thread's add reads the gradient (Rule 2 on the update)
     @fs.kernel
@@ -198,7 +144,7 @@ def _every_thread_adds(x, v, p, y):
     return step
 
 
-def _neighbour_adds(x, v, p, y):
+def _neighbour_adds(x, v, p, y, c):
     # thread i - 1 adds to the element thread i read
     @fs.kernel
     def step():
@@ -209,7 +155,7 @@ def _neighbour_adds(x, v, p, y):
     return step
 
 
-def _store_then_active_scale(x, v, p, y):
+def _store_then_active_scale(x, v, p, y, c):
     @fs.kernel
     def step():
         for i in range(N):
@@ -224,11 +170,7 @@ def _store_then_active_scale(x, v, p, y):
     (_nonlinear, "p[i] += fs.sin(v[i])"), (_active_factor, "p[i] += v[i] * x[i]"),
     (_other_element, "p[i] += v[(i + 1) % N] * 0.1"), (_through_condition, "if v[i] > 0.3:")])
 def test_neighbours_stay_refused(make, line):
-    x, loss, forward, _, _ = _setup(make)
-    x.from_numpy(X0)
-    with pytest.raises(AccessRuleError) as info, fs.ad.Tape(loss):
-        forward(1)
-    assert line in str(info.value)
+    Chain(make, y_from_x=False).assert_refused_at(line)
 
 
 def test_vector_fields_through_a_func_match_central_differences():

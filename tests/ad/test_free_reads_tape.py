@@ -11,45 +11,7 @@ import pytest
 import fieldsim as fs
 from fieldsim.errors import AccessRuleError
 
-N = 4
-X0 = np.array([0.3, -0.7, 1.1, 0.45])
-
-
-def _setup(make_steps):
-    fs.init(arch=fs.cpu, default_fp=fs.f64)
-    x, v, p, y = (fs.field(fs.f64, N, needs_grad=True) for _ in range(4))
-    c = fs.field(fs.f64, N)  # no gradient: a coefficient
-    loss = fs.field(fs.f64, (), needs_grad=True)
-
-    @fs.kernel
-    def init():
-        for i in range(N):
-            v[i] = x[i] * 1.3 + 0.1
-            p[i] = x[i] * x[i]
-            y[i] = fs.cos(x[i])
-
-    c.from_numpy(0.5 + 0.1 * np.arange(N))
-    steps = make_steps(x, v, p, y, c)
-
-    @fs.kernel
-    def final():
-        for i in range(N):
-            loss[None] += fs.sin(p[i]) + y[i] * y[i] + fs.cos(v[i])
-
-    def forward(launches):
-        init()
-        for _ in range(launches):
-            for k in steps:
-                k()
-        final()
-
-    def value(xv, launches):
-        x.from_numpy(xv)
-        loss[None] = 0.0
-        forward(launches)
-        return loss[None]
-
-    return x, loss, forward, value, (init, steps, final)
+from .chain_harness import X0, Chain, N, assert_matches
 
 
 def _move(p, v, factor=0.1):
@@ -120,50 +82,25 @@ def _cloth_like(x, v, p, y, c):
 SHAPES = [_damped, _affine, _overwritten, _cloth_like]
 
 
-def _fd(value, launches, h=1e-6):
-    return np.array([(value(X0 + h * e, launches) - value(X0 - h * e, launches)) / (2 * h)
-                     for e in np.eye(N)])
-
-
 @pytest.mark.parametrize("make", SHAPES)
 @pytest.mark.parametrize("launches", [1, 3])
 def test_tape_matches_central_differences(make, launches):
-    x, loss, forward, value, _ = _setup(make)
-    fd = _fd(value, launches)
-    x.from_numpy(X0)
-    loss[None] = 0.0
-    with fs.ad.Tape(loss):
-        forward(launches)
-    np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+    chain = Chain(make)
+    assert_matches(chain.tape_gradient(launches), chain.differences(launches))
 
 
 @pytest.mark.parametrize("make", SHAPES)
 def test_by_hand_matches_central_differences(make):
-    x, loss, forward, value, (init, steps, final) = _setup(make)
-    fd = _fd(value, 2)
-    x.from_numpy(X0)
-    loss[None] = 0.0
-    forward(2)
-    loss.grad[None] = 1.0
-    final.grad()
-    for _ in range(2):
-        for k in reversed(steps):
-            k.grad()
-    init.grad()
-    np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+    chain = Chain(make)
+    assert_matches(chain.hand_gradient(2), chain.differences(2))
 
 
 def test_same_tape_twice_gives_the_same_gradient():
     # the second Tape is checked by the memo (`tape_memo`): the same verdicts, the same values
-    x, loss, forward, value, _ = _setup(_cloth_like)
-    fd = _fd(value, 2)
+    chain = Chain(_cloth_like)
+    fd = chain.differences(2)
     for _ in range(2):
-        x.from_numpy(X0)
-        x.grad.fill(0.0)
-        loss[None] = 0.0
-        with fs.ad.Tape(loss):
-            forward(2)
-        np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+        assert_matches(chain.tape_gradient(2), fd)
 
 
 def _nonlinear(x, v, p, y, c):
@@ -242,21 +179,12 @@ def _factor_overwritten(x, v, p, y, c):
     (_condition, "v[i] *= 0.9"), (_index, "v[i] *= 0.9"),
     (_read_again, "v[i] += 0.5"), (_race_in_kernel, "v[(i + 1) % N] = 0.0")])
 def test_neighbours_stay_refused(make, line):
-    x, loss, forward, _, _ = _setup(make)
-    x.from_numpy(X0)
-    with pytest.raises(AccessRuleError) as info, fs.ad.Tape(loss):
-        forward(1)
-    assert line in str(info.value)
+    Chain(make).assert_refused_at(line)
 
 
 def test_validated_tape_frees_the_read_too():
-    x, loss, forward, value, _ = _setup(_damped)
-    fd = _fd(value, 2)
-    x.from_numpy(X0)
-    loss[None] = 0.0
-    with fs.ad.Tape(loss, validation=True):
-        forward(2)
-    np.testing.assert_allclose(x.grad.to_numpy(), fd, rtol=1e-6, atol=1e-8)
+    chain = Chain(_damped)
+    assert_matches(chain.tape_gradient(2, validation=True), chain.differences(2))
 
 
 def test_vector_fields_match_central_differences():
@@ -374,7 +302,7 @@ def test_a_relaunched_kernel_scope_accumulator_matches_central_differences():
 
 
 def test_a_relaunched_accumulator_read_non_linearly_stays_refused():
-    v, s, loss, forward, _, _ = _accumulator(True)
+    v, _, loss, forward, _, _ = _accumulator(True)
     v.from_numpy(X0)
     with pytest.raises(AccessRuleError) as info, fs.ad.Tape(loss):
         forward()
