@@ -52,6 +52,7 @@ import contextlib
 from fieldsim.ad.real_calls import refuse_real_calls
 from fieldsim.ad.rules import EXACT_RULES, RULES
 from fieldsim.ad.stack import CapacityFormula
+from fieldsim.ad.zero_adjoint import guarded
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.activity import activity, adjoint_needs, stopped_loads, writes_derivatives
@@ -537,7 +538,14 @@ class _TaskAD:
         if _widens_float(s):
             self.accumulate(s.args[0], g)
             return
+        guard, is_zero = guarded(s), None
         for i, contribution in self.kad.rules[s.op].vjp(self.b, s, g, self.primal):
+            if i < len(guard) and guard[i] and id(s.args[i]) in self.active:
+                # 0 * inf is NaN: a zero adjoint contributes 0 (ad.zero_adjoint)
+                if is_zero is None:
+                    is_zero = self.b.binary(Op.EQ, g, self.zero(g.dtype))
+                zero = self.zero(contribution.dtype)
+                contribution = self.b.select(is_zero, zero, contribution)
             self.accumulate(s.args[i], contribution)
 
     def rev_local_load(self, s: Stmt):
