@@ -42,7 +42,9 @@ def dump(tree: str, program: str) -> str:
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, PYTHONPATH=tree, FIELDSIM_PRINT_LLVM="1", FIELDSIM_CACHE_DIR=cache,
                    FIELDSIM_OFFLINE_CACHE="0")
-        out = subprocess.run([sys.executable, "-c", _CHILD, tree, program], env=env,
+        # cwd: `-c` puts the working directory first on sys.path, ahead of PYTHONPATH; run
+        # from a repository root, both trees would import that root's fieldsim
+        out = subprocess.run([sys.executable, "-c", _CHILD, tree, program], env=env, cwd=cache,
                              capture_output=True, text=True, check=True)
     return out.stdout
 
