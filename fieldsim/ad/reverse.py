@@ -52,7 +52,7 @@ import contextlib
 from fieldsim.ad.real_calls import refuse_real_calls
 from fieldsim.ad.rules import EXACT_RULES, RULES
 from fieldsim.ad.stack import CapacityFormula
-from fieldsim.ad.zero_adjoint import guarded
+from fieldsim.ad.zero_adjoint import Guards
 from fieldsim.errors import FieldsimCompilationError
 from fieldsim.ir import dtypes as T
 from fieldsim.ir.activity import activity, adjoint_needs, stopped_loads, writes_derivatives
@@ -194,6 +194,7 @@ class _KernelAD:
         self.rules = rules
         self.unreplayed = unreplayed  # `_unreplayed`: left out of the replay and the sweep
         self.stopped = stopped_loads(k.body)  # LOADs under fs.stop_grad, kernel-wide
+        self.guards = Guards()  # the zero-adjoint guards of non-finite slopes
         self.b = IRBuilder()
         self.capacities: list[CapacityFormula] = []
         self.prologue: dict[int, Stmt] = {}
@@ -538,7 +539,7 @@ class _TaskAD:
         if _widens_float(s):
             self.accumulate(s.args[0], g)
             return
-        guard, is_zero = guarded(s), None
+        guard, is_zero = self.kad.guards.guarded(s), None
         for i, contribution in self.kad.rules[s.op].vjp(self.b, s, g, self.primal):
             if i < len(guard) and guard[i] and id(s.args[i]) in self.active:
                 # 0 * inf is NaN: a zero adjoint contributes 0 (ad.zero_adjoint)
