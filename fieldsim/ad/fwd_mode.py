@@ -130,6 +130,16 @@ def tangent_program(ck, rt):
     return program
 
 
+def plain_program(ck, fwd):
+    """The primal program of a launch under `no_grad` in a block; the duals its code writes
+    (`x.dual[i] = ...`) are live from then on, as any launch's are."""
+    tp = ck.tangent
+    if tp is None:
+        tp = ck.tangent = _TangentPrograms(ck.ir)
+    fwd.add_live(tp.dual_stores)
+    return ck.program
+
+
 class _TangentPrograms:
     """A kernel's tangent programs, by the set of live fields they read."""
 
@@ -138,6 +148,8 @@ class _TangentPrograms:
         self.ir = ir
         self.reads = list({id(s.field): s.field for s in walk(ir.body)
                            if s.op == Op.LOAD and s.field.dtype.is_float}.values())
+        self.dual_stores = frozenset(id(s.field.primal) for s in walk(ir.body)  # x.dual[i] = ...
+                                     if s.op in (Op.STORE, Op.ATOMIC) and s.field.role == "dual")
         self.made: dict[frozenset, tuple] = {}  # key -> (jvp IR, program, ids of written fields)
         self.last = (None, -1, None)  # (FwdMode block, its live version, program) last launched
 

@@ -22,7 +22,7 @@ import gc
 import threading
 import time
 
-from fieldsim.ad.fwd_mode import tangent_program
+from fieldsim.ad.fwd_mode import plain_program, tangent_program
 from fieldsim.ad.reverse import make_adjoint
 from fieldsim.checks.access_rules import kernel_check
 from fieldsim.checks.tape_rules import check_grad_launch
@@ -108,8 +108,8 @@ class Driver:
             if recording:
                 checked_run = _on_tape(tape, kernel, ck, templates, args, kwargs, values)
             program = ck.program
-            if ad.fwd_mode is not None and not plain:
-                program = tangent_program(ck, rt)
+            if ad.fwd_mode is not None:  # under no_grad: the primal, noting the duals it writes
+                program = plain_program(ck, ad.fwd_mode) if plain else tangent_program(ck, rt)
         except FieldsimError as err:
             raise err.with_traceback(None) from None
         rt.launch_counter = counter = rt.launch_counter + 1

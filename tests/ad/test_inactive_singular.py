@@ -206,3 +206,29 @@ def test_a_dual_read_as_data_has_no_tangent():
     with fs.ad.FwdMode(loss=loss, param=x):
         k()
     assert loss.dual[None] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_a_dual_written_by_a_no_grad_launch_in_the_block_is_a_tangent():
+    # the launch runs the primal program, which stores into w.dual: w's tangent is live after
+    x = fs.field(fs.f64, shape=())
+    w = fs.field(fs.f64, shape=())
+    loss = fs.field(fs.f64, shape=())
+
+    @fs.kernel
+    def k():
+        loss[None] = x[None] * x[None] + 3.0 * w[None]
+
+    @fs.kernel
+    def set_w_dual(v: fs.f64):
+        w.dual[None] = v
+
+    @fs.ad.no_grad
+    def set_plainly(v):
+        set_w_dual(v)
+
+    x[None], w[None] = 0.5, 1.0
+    with fs.ad.FwdMode(loss=loss, param=x):
+        k()  # w's dual read as zero here, before it is set
+        set_plainly(2.0)
+        k()
+    assert loss.dual[None] == pytest.approx(2 * 0.5 + 3.0 * 2.0, rel=1e-12)
