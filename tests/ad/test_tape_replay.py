@@ -124,3 +124,31 @@ def test_no_cut_chain_warning_when_nothing_reads_the_field_later():
         with fs.ad.Tape(loss=loss):
             use(1)  # reads mid[1] before anything wrote it from p
             copy(2)  # nothing reads mid[2] later
+
+
+def test_a_tape_holding_a_recording_is_not_entered_again_until_reset():
+    # its backward replayed the first recording's launches too: d loss / dx came out as the sum
+    # of both recordings' gradients (6.0 for 3.0), silently; Taichi refuses a second entry
+    fs.init(arch=fs.cpu, default_fp=fs.f64, offline_cache=False)
+    x = fs.field(fs.f64, shape=(), needs_grad=True)
+    c = fs.field(fs.f64, shape=())
+    loss = fs.field(fs.f64, shape=(), needs_grad=True)
+
+    @fs.kernel
+    def k():
+        loss[None] += c[None] * x[None] * x[None]
+
+    x[None], c[None] = 0.5, 2.0
+    tape = fs.ad.Tape(loss=loss)
+    with tape:
+        k()
+    assert x.grad[None] == pytest.approx(2 * 2.0 * 0.5, rel=1e-12)
+    c[None] = 3.0
+    with pytest.raises(RuntimeError, match="already holds the recording") as err:
+        with tape:
+            k()
+    assert "test_tape_replay.py" in str(err.value)
+    tape.reset()
+    with tape:
+        k()
+    assert x.grad[None] == pytest.approx(2 * 3.0 * 0.5, rel=1e-12)
