@@ -59,7 +59,8 @@ class FwdMode:
             f._attach("dual")
         if self.clear_gradients:
             clear_all_duals()
-            self.live = {id(self.param)}
+            # a dual shared zero copy (DLPack) may be written after the clearing, unseen
+            self.live = {id(f) for f in rt.fields if getattr(f, "dual_shared", False)} | {id(self.param)}
         else:  # the duals kept may hold anything
             self.live = {id(f.primal) for f in rt.fields if f.role == "dual"} | {id(self.param)}
         self.version += 1  # (a block object entered again starts afresh)

@@ -39,6 +39,7 @@ class Field:
     """A scalar (`ndim_el == 0`), vector (1) or matrix (2) field."""
 
     index_map = None  # its chunk- or block-major index map (lang/mapped_storage.py), if any
+    dual_shared = False  # its dual was exported zero copy (lang/interop.py): forward mode's live set
 
     def __init__(self, dtype, shape=None, name="", needs_grad=False, needs_dual=False,
                  n=None, m=None, ndim_el=0, _role="primal", offset=None):

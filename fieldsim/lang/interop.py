@@ -113,9 +113,22 @@ def field_dlpack(self, stream=None, **kwargs):
     `max_version` is accepted and answered with a legacy (unversioned) capsule, as the array API
     allows; `copy=True` and a `dl_device` other than the field's raise BufferError."""
     arr = _host_array(self, "__dlpack__")
+    _note_shared(self)
     if arr is not None:
         return arr.__dlpack__(stream=stream, **kwargs)
     return _device_capsule(self, stream, kwargs)
+
+
+def _note_shared(field):
+    """A dual exported zero copy may be written by its consumer at any time, unseen: forward
+    mode takes its field's tangent as live from now on (`ad.fwd_mode`), in this block and later
+    ones."""
+    if field.role != "dual" or field.primal is None:
+        return
+    field.primal.dual_shared = True
+    fwd = runtime.get().fwd_mode
+    if fwd is not None:
+        fwd.note_dual_write(field)
 
 
 def field_dlpack_device(self):
@@ -128,6 +141,7 @@ def to_dlpack(self):
     """A DLPack capsule of the field's data (zero copy; consume it once, e.g. torch.from_dlpack).
     On the CUDA backend launched kernels are waited for first, as `__dlpack__` does."""
     arr = _host_array(self, "to_dlpack")
+    _note_shared(self)
     return arr.__dlpack__() if arr is not None else _device_capsule(self, None, {})
 
 

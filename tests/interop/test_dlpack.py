@@ -176,3 +176,32 @@ def test_from_dlpack_refuses_what_it_cannot_share():
     x = fs.field(fs.f32, shape=3)
     with pytest.raises(fs.FieldsimTypeError, match="torch.Tensor"):
         x.from_torch(np.zeros(3))
+
+
+@pytest.mark.cpu_backend("a numpy view of the dual's memory")
+def test_a_dual_written_through_a_dlpack_view_is_a_tangent():
+    # fieldsim never sees the consumer's writes: a dual shared zero copy is a live tangent from
+    # its export on (in this block and later ones), as a `from_numpy` into it would make it
+    x = fs.field(fs.f64, 3, needs_dual=True)
+    w = fs.field(fs.f64, 3, needs_dual=True)
+    y = fs.field(fs.f64, 3, needs_dual=True)
+    x.from_numpy(np.array([0.3, -0.2, 0.5]))
+    w.fill(1.5)
+
+    @fs.kernel
+    def k():
+        for i in range(3):
+            y[i] = x[i] * w[i]
+
+    view = torch.from_dlpack(w.dual)  # before the block
+    with fs.ad.FwdMode(loss=y, param=x, seed=[1.0, 1.0, 1.0]):
+        k()
+        view[:] = 2.0
+        k()
+    np.testing.assert_allclose(y.dual.to_numpy(), 1.5 + 2.0 * x.to_numpy(), rtol=1e-12)
+    with fs.ad.FwdMode(loss=y, param=x, seed=[1.0, 1.0, 1.0]):
+        later = torch.from_dlpack(w.dual.to_dlpack())  # inside the block
+        k()
+        later[:] = 3.0
+        k()
+    np.testing.assert_allclose(y.dual.to_numpy(), 1.5 + 3.0 * x.to_numpy(), rtol=1e-12)
