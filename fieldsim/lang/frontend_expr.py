@@ -57,6 +57,19 @@ _CMP_AST = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "=="
             ast.Is: "==", ast.IsNot: "!="}
 
 
+def _check_identity(op_node, left, right) -> None:
+    """`is` between Python objects (`ti.static(f is g)`, a template argument `is None`) is
+    Python's; on a kernel value it has no meaning (Taichi 1.7.4 refuses `is` in kernels
+    altogether), and reading it as `==` would hide the mistake."""
+    if not isinstance(op_node, (ast.Is, ast.IsNot)):
+        return
+    if any(isinstance(v, Stmt) or _has_stmt(v) for v in (left, right)):
+        word = "is" if isinstance(op_node, ast.Is) else "is not"
+        raise FieldsimSyntaxError(
+            f'Operator "{word}" in Taichi scope is not supported for a kernel value: compare '
+            "values with == / !=; `is` stays for Python objects (ti.static(a is None))")
+
+
 class BoundMethod:
     def __init__(self, value: MatVal, name: str):
         self.value, self.name = value, name
@@ -273,6 +286,7 @@ class ExprMixin:
                 result = r if result is None else self.e.binop("&", result, r)
                 left = right
                 continue
+            _check_identity(op_node, left, right)
             left, right = coerce_pair(left, right)
             op = _CMP_AST.get(type(op_node))
             if op is None:
@@ -1085,6 +1099,10 @@ def _has_kernel_value(v) -> bool:
     if isinstance(v, dict):
         return any(_has_kernel_value(e) for e in v.values())
     return False
+
+
+def _has_stmt(v) -> bool:
+    return isinstance(v, MatVal) and any(isinstance(e, Stmt) for e in v.entries)
 
 
 def _is_value(v) -> bool:
