@@ -216,12 +216,14 @@ class Runtime:
 
     def __getattr__(self, name):
         """Taichi config options read back (`current_cfg().fast_math`): the value given to
-        `init`, else what fieldsim effectively does (dynamic_index is always on)."""
+        `init`, else what fieldsim effectively does (dynamic_index is always on), else
+        Taichi's default."""
         if name not in TAICHI_ONLY_OPTIONS:
             raise AttributeError(f"'Runtime' object has no attribute {name!r}")
         if name in _EFFECTIVE:
             return _EFFECTIVE[name]
-        return self.__dict__.get("ignored_options", {}).get(name)
+        given = self.__dict__.get("ignored_options", {})
+        return given[name] if name in given else _TAICHI_DEFAULTS.get(name)
 
     # The active Tape (and forward-mode context, and no_grad depth) belong to the thread that
     # opened them: another thread's launches and writes are neither recorded nor refused.
@@ -416,15 +418,46 @@ def _from_environment(arch, default_fp, default_ip, kwargs: dict):
                 kwargs[key] = cast(int(value))
             except ValueError:  # a ValueError, as Taichi's own: naming the variable
                 raise ValueError(f"Invalid TI_{key.upper()}={value}, should be an integer") from None
+    _taichi_options_from_environment(env, kwargs)
     return arch, default_fp, default_ip
 
 
+def _taichi_options_from_environment(env, kwargs: dict) -> None:
+    """Taichi reads TI_<OPTION> for every option of its config (TI_PRINT_IR=1,
+    TI_CHECK_OUT_OF_BOUND=1, ...), typed as the option's default."""
+    for key, default in _TAICHI_DEFAULTS.items():
+        value = env.get("TI_" + key.upper())
+        if not value or key in kwargs:
+            continue
+        kind = type(default)
+        try:
+            kwargs[key] = bool(int(value)) if kind is bool else kind(value)
+        except ValueError:
+            raise ValueError(f"Invalid TI_{key.upper()}={value}, should be "
+                             f"{'an integer' if kind in (bool, int) else 'a number'}") from None
+
+
 _CFG_RENAMED = {"cpu_max_num_threads": "num_threads"}
-_TAICHI_DEFAULTS = {"advanced_optimization": True, "print_ir": False, "verbose": True,
-                    "check_out_of_bound": False, "default_gpu_block_dim": 128,
-                    "device_memory_GB": 1.0, "device_memory_fraction": 0.0,
-                    "default_cpu_block_dim": 32, "opt_level": 3, "flatten_if": False,
-                    "make_block_local": True, "make_thread_local": True}
+# Taichi 1.7.4's `ti.cfg` values after a plain `ti.init(arch=ti.cpu)`, for the options fieldsim
+# only accepts: read back where not given, and the types TI_<OPTION> variables are read as
+_TAICHI_DEFAULTS = {"advanced_optimization": True, "cfg_optimization": True,
+                    "check_out_of_bound": False, "cpu_block_dim_adaptive": True,
+                    "default_cpu_block_dim": 32, "default_gpu_block_dim": 128,
+                    "demote_dense_struct_fors": True, "detect_read_only": True,
+                    "device_memory_GB": 1.0, "device_memory_fraction": 0.0, "flatten_if": False,
+                    "gpu_max_reg": 0, "half2_vectorization": False, "lower_access": True,
+                    "make_block_local": True, "make_thread_local": True, "max_block_dim": 1024,
+                    "move_loop_invariant_outside_if": False, "offline_cache_cleaning_factor": 0.25,
+                    "offline_cache_cleaning_policy": "lru",
+                    "offline_cache_max_size_of_files": 104857600, "opt_level": 1,
+                    "print_accessor_ir": False, "print_ir": False, "print_ir_dbg_info": True,
+                    "print_kernel_llvm_ir": False, "print_kernel_llvm_ir_optimized": False,
+                    "print_preprocessed_ir": False, "print_struct_llvm_ir": False,
+                    "quant_opt_atomic_demotion": True, "quant_opt_store_fusion": True,
+                    "saturating_grid_dim": 0, "simplify_after_lower_access": True,
+                    "simplify_before_lower_access": True, "timeline": False, "verbose": True,
+                    # not in ti.cfg: on what `ti.init(_test_mode=True)` returns
+                    "log_level": "info", "gdb_trigger": False}
 
 
 class Config:

@@ -12,7 +12,7 @@ def test_taichi_options_are_accepted():
         rt = fs.init(arch=fs.cpu, advanced_optimization=False, fast_math=False, log_level="warn",
                      check_out_of_bound=True, real_matrix_scalarize=False, device_memory_GB=1)
     assert "fast_math" not in rt.ignored_options  # an option of fieldsim's own (codegen)
-    assert rt.fast_math is False and rt.log_level == "warn" and rt.opt_level is None
+    assert rt.fast_math is False and rt.log_level == "warn" and rt.opt_level == 1  # Taichi's default
     x = fs.field(fs.f32, shape=2)
 
     @fs.kernel
