@@ -791,7 +791,12 @@ class TaskLowering(NestLowering, ArrayLowering):
 
     # ---- leaves -------------------------------------------------------------------------------
     def op_const(self, s: Stmt):
-        return L.Constant(ll_type(s.dtype), s.attr)
+        value = s.attr
+        if s.dtype.is_float and self.cg.target.flush_denormals:
+            # FTZ/DAZ act on arithmetic only: a subnormal constant would be stored as is
+            from fieldsim.codegen.denormals import flushed_constant
+            value = flushed_constant(value, s.dtype.bits)
+        return L.Constant(ll_type(s.dtype), value)
 
     def op_arg(self, s: Stmt):
         p = self.alloca_b.gep(self.args_ptr, [L.Constant(I64, s.attr)], source_etype=I64)
