@@ -161,7 +161,9 @@ class Tape:
     def __enter__(self):
         """Start recording (see the class docstring); returns the Tape."""
         rt = runtime.get()
-        self._refuse_entering(rt)
+        refused = self._refusal_to_enter(rt)
+        if refused is not None:  # the user's mistake: shown without fieldsim's frames
+            raise refused.with_traceback(None) from None
         self.entered_at = _user_loc()
         if self.loss is not None:
             try:
@@ -187,20 +189,20 @@ class Tape:
         rt.tape = self
         return self
 
-    def _refuse_entering(self, rt):
+    def _refusal_to_enter(self, rt):
         """Tapes do not nest; a Tape that holds a recording is not entered again (a
-        RuntimeError in Taichi too, for both; located, as the user's mistake)."""
+        RuntimeError in Taichi too, for both; located, as the user's mistake). The error, or None."""
         if rt.tape is not None:
             outer = getattr(rt.tape, "entered_at", None)
             where = f" (the recording one was entered at {outer})" if outer is not None else ""
-            raise FieldsimRuntimeError(f"Tapes cannot be nested: finish the Tape that is recording "
-                                       f"before entering another{where}",
-                                       _user_loc()).with_traceback(None) from None
+            return FieldsimRuntimeError(f"Tapes cannot be nested: finish the Tape that is recording "
+                                        f"before entering another{where}", _user_loc())
         if self.entries:  # its backward would replay the earlier recording's launches again
-            raise FieldsimRuntimeError(f"this Tape already holds the recording made when it was "
-                                       f"entered at {getattr(self, 'entered_at', None)}: a Tape records once; call "
-                                       "tape.reset() to record again with it, or make a new Tape",
-                                       _user_loc()).with_traceback(None) from None
+            return FieldsimRuntimeError(f"this Tape already holds the recording made when it was "
+                                        f"entered at {getattr(self, 'entered_at', None)}: a Tape "
+                                        "records once; call tape.reset() to record again with it, "
+                                        "or make a new Tape", _user_loc())
+        return None
 
     def __exit__(self, exc_type, exc, tb):
         """Stop recording and, when a loss was given and the body did not raise, run the backward."""
