@@ -4,7 +4,8 @@ Takes an offloaded `Kernel`; returns a new one that does everything the primal d
 each float value, computes its tangent with the `jvp` half of `ad.rules.RULES` (one table, two
 directions). Fields carry tangents in their `.dual` twins: a LOAD's tangent is a LOAD of the dual;
 a STORE also stores the tangent into the dual (overwriting it, where Taichi accumulates); an atomic
-add/sub also adds the tangent; an atomic max/min's tangent follows the winning value. Locals get
+add/sub also adds the tangent; an atomic max/min's tangent follows the winning value. The old
+value an atomic returns has the dual's old value as its tangent (Taichi 1.7.4 gives it none). Locals get
 tangent locals. Integer values and non-differentiable ops have zero tangent. Control flow, RNG
 draws and task structure are copied unchanged, so the primal results are bit-identical.
 
@@ -28,7 +29,7 @@ def make_tangent(kernel: Kernel, seeded=None) -> Kernel:
     refuse_real_calls(kernel, "forward")
     t = _Tangent()
     t.stopped = stopped_loads(kernel.body)
-    t.active = activity(kernel.body, t.stopped, _seeded(seeded))
+    t.active = activity(kernel.body, t.stopped, _seeded(seeded), old_values=True)
     body = t.block(kernel.body)
     return Kernel(kernel.name + ".jvp", kernel.params, body, kernel.ret, kernel.loc, dict(kernel.meta))
 
@@ -36,7 +37,7 @@ def make_tangent(kernel: Kernel, seeded=None) -> Kernel:
 def dual_writes(kernel: Kernel, seeded=None) -> set:
     """The primal fields whose duals the tangent kernel may leave nonzero: those it stores or
     atomically updates an active value into, and those whose dual the kernel's code writes."""
-    active = activity(kernel.body, None, _seeded(seeded))
+    active = activity(kernel.body, None, _seeded(seeded), old_values=True)
     out = set()
     for s in walk(kernel.body):
         if s.op not in (Op.STORE, Op.ATOMIC):
@@ -153,13 +154,19 @@ class _Tangent:
         idx = c.args[:-1]
         tv = self._tan_or_zero(b, s.value)
         if kind in ("add", "sub"):
-            b.atomic(kind, dual, idx, tv)
+            old = b.atomic(kind, dual, idx, tv)
         elif kind in ("max", "min"):
+            # the old value is the element before this update: its tangent is the dual before
+            old = b.load(dual, idx)
             # the element now holds the winner; where this value won, its tangent is the dual
             won = b.binary(Op.EQ, b.load(field, idx), c.args[-1])
             iff = b.if_(won)
             with b.into(iff.blocks[0]):
                 b.store(dual, idx, tv)
+        else:
+            return
+        if id(s) in self.active:
+            self.tan[id(s)] = old
 
 
 def _dual(field):

@@ -147,8 +147,8 @@ class _TangentPrograms:
     def __init__(self, ir):
         from fieldsim.ir.ir import Op, walk
         self.ir = ir
-        self.reads = list({id(s.field): s.field for s in walk(ir.body)
-                           if s.op == Op.LOAD and s.field.dtype.is_float}.values())
+        self.reads = list({id(s.field): s.field for s in walk(ir.body)  # an atomic reads too
+                           if s.op in (Op.LOAD, Op.ATOMIC) and s.field.dtype.is_float}.values())
         self.dual_stores = frozenset(id(s.field.primal) for s in walk(ir.body)  # x.dual[i] = ...
                                      if s.op in (Op.STORE, Op.ATOMIC) and s.field.role == "dual")
         self.made: dict[frozenset, tuple] = {}  # key -> (jvp IR, program, ids of written fields)

@@ -37,11 +37,13 @@ def stopped_loads(body: list[Stmt]) -> set[int]:
     return out
 
 
-def activity(body, stopped: set[int] | None = None, seeded=None) -> set[int]:
+def activity(body, stopped: set[int] | None = None, seeded=None, old_values=False) -> set[int]:
     """ids of the active statements and of the float ALLOCAs that store one. `stopped`: the
     kernel's `stopped_loads`, when `body` is one task of it (a marker may sit in another task).
     `seeded(field)`: whether a LOAD of `field` starts a derivative; by default, whether it has
-    a gradient (reverse mode); forward mode gives the fields whose duals may be nonzero."""
+    a gradient (reverse mode); forward mode gives the fields whose duals may be nonzero.
+    `old_values`: an ATOMIC's result (the element's old value) starts one too, as a LOAD does
+    (forward mode, which can give it the dual's old value)."""
     stopped = stopped_loads(body) if stopped is None else stopped
     seeded = _has_adjoint if seeded is None else seeded
     active: set[int] = set()
@@ -50,7 +52,7 @@ def activity(body, stopped: set[int] | None = None, seeded=None) -> set[int]:
     while changed:
         changed = False
         for s in stmts:
-            for v in _activates(s, active, seeded):
+            for v in _activates(s, active, seeded, old_values):
                 if id(v) not in active and v.dtype is not None and v.dtype.is_float:
                     active.add(id(v))
                     changed = True
@@ -61,13 +63,13 @@ def _has_adjoint(field) -> bool:
     return field.adjoint is not None
 
 
-def _activates(s: Stmt, active, seeded) -> tuple:
+def _activates(s: Stmt, active, seeded, old_values=False) -> tuple:
     """The statements (`s`, or the ALLOCAs it writes) that `s` makes active."""
     if s.op == Op.LOCAL_STORE:
         return (s.args[0],) if id(s.value) in active else ()
     if s.op == Op.CUSTOM_GRAD and has_user_adjoint(s):  # it may pass gradients the code cannot
         return tuple(s.attr.outputs) if any(id(a) in active for a in s.args) else ()
-    if s.op == Op.LOAD:
+    if s.op == Op.LOAD or (old_values and s.op == Op.ATOMIC):
         return (s,) if seeded(s.field) else ()
     if s.op == Op.LOCAL_LOAD or OPDEFS[s.op].differentiable:
         return (s,) if any(id(a) in active for a in s.args) else ()
