@@ -10,32 +10,11 @@ a tiny constant such as 1e-38) ran 100x slower than Taichi's.
 guarantees that its body runs with FTZ and DAZ set and that every return restores the caller's
 MXCSR (numpy and Python, on the same thread, keep IEEE subnormals). x86-64 only.
 """
-import math
-import struct
-
 from llvmlite import ir as L
 
 I32 = L.IntType(32)
 PTR = L.PointerType()
 _FTZ_DAZ = 0x8040  # MXCSR bit 15 (flush to zero) and bit 6 (denormals are zero)
-
-
-_SMALLEST_NORMAL = {32: 2.0 ** -126, 64: 2.0 ** -1022}
-
-
-def flushed_constant(value: float, bits: int) -> float:
-    """A float constant as a flushing task sees it: a subnormal of its type (after rounding to
-    it) is a zero of its sign, as Taichi's x64 kernels store `a[0] = 1e-45` as 0.
-
-    >>> flushed_constant(1e-45, 32), flushed_constant(-1e-320, 64), flushed_constant(1e-45, 64)
-    (0.0, -0.0, 1e-45)
-    """
-    if bits not in _SMALLEST_NORMAL or not math.isfinite(value):
-        return value
-    rounded = struct.unpack("f", struct.pack("f", value))[0] if bits == 32 else value
-    if rounded != 0.0 and abs(rounded) < _SMALLEST_NORMAL[bits]:
-        return math.copysign(0.0, value)
-    return value
 
 
 def _intrinsic(module: L.Module, name: str) -> L.Function:

@@ -794,7 +794,7 @@ class TaskLowering(NestLowering, ArrayLowering):
         value = s.attr
         if s.dtype.is_float and self.cg.target.flush_denormals:
             # FTZ/DAZ act on arithmetic only: a subnormal constant would be stored as is
-            from fieldsim.codegen.denormals import flushed_constant
+            from fieldsim.ir.subnormals import flushed_constant
             value = flushed_constant(value, s.dtype.bits)
         return L.Constant(ll_type(s.dtype), value)
 

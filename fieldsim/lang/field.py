@@ -29,6 +29,7 @@ from fieldsim.errors import (
     FieldsimValueError,
     HostIndexRangeError,
 )
+from fieldsim.ir.subnormals import FLUSHING_MACHINE, SMALLEST_NORMAL, flushed_array, flushed_constant
 from fieldsim.lang import naming, precision, runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.host_errors import at_user_line, located_subclasses
@@ -351,6 +352,8 @@ class Field:
         arr = self._scalar(value)
         if arr is None:
             arr = self._coerce(value, self.element_shape, f"element {idx}")
+            if arr.dtype == np.float32 and _flushes():
+                arr = flushed_array(arr)
         _record_python_write(self, idx)
         self.storage.write_element(idx, arr)
         if self._snode is not None and self._snode.sparse_path():
@@ -366,6 +369,8 @@ class Field:
         bounds = _scalar_bounds(self.dtype, type(value))
         if bounds is None or not bounds[0] <= value <= bounds[1]:
             return None
+        if -_TINY32 < value < _TINY32 and value:  # one comparison for a normal value
+            value = flushed_write(self.dtype, value)
         return np.array(value, self.dtype.np)
 
     def _coerce(self, value, shape, what, broadcast=False, truncate=False) -> np.ndarray:
@@ -441,11 +446,14 @@ class Field:
                              f"{where}, which the {self.dtype} field cannot store")
         precision.host_copy(self, self.dtype, a.dtype, "from")
         _record_python_write(self, None, f"{self.ir_name}.from_numpy(...)")
-        self._write_all(np.ascontiguousarray(a, dtype=self.dtype.np))
+        a = np.ascontiguousarray(a, dtype=self.dtype.np)
+        self._write_all(flushed_array(a) if a.dtype == np.float32 and _flushes() else a)
 
     def fill(self, value):
         self._check_live()
         arr = self._coerce(value, self.element_shape, "fill value", broadcast=True, truncate=True)
+        if _flushes():  # Taichi fills in a kernel: f64 subnormals are flushed too
+            arr = flushed_array(arr)
         _record_python_write(self, None, f"{self.ir_name}.fill(...)")
         from fieldsim.lang import sparse_host
         if not sparse_host.write_active(self, arr):
@@ -757,6 +765,22 @@ def wrap_int_leaves(value, dtype, shape):
     except ValueError:  # ragged: the caller's shape check words the error
         return None
     return arr if arr.shape == tuple(shape) else None
+
+
+_TINY32 = SMALLEST_NORMAL[32]
+
+
+def _flushes() -> bool:
+    """Whether Python-scope writes flush subnormals, as Taichi's x64 CPU backend's do."""
+    return FLUSHING_MACHINE and runtime.get().arch == runtime.cpu
+
+
+def flushed_write(dtype, value):
+    """A Python float written into one f32 entry as Taichi 1.7.4 stores it (a kernel converts
+    it from f64 with flush-to-zero); f64 and other entries keep it."""
+    if dtype.np == np.float32 and _flushes():
+        return flushed_constant(value, 32)
+    return value
 
 
 @functools.cache

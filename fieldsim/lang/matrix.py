@@ -187,6 +187,8 @@ class Matrix:
                                         for j, n in zip(ks, shape)):
             return False  # slices, numpy ints, out-of-range entries: the general path says why
         field._check_live()
+        if -F._TINY32 < v < F._TINY32 and v:  # one comparison for a normal value
+            v = F.flushed_write(field.dtype, v)
         F._record_python_write(field, idx)
         field.storage.write_element(tuple(idx) + tuple(j % n for j, n in zip(ks, shape)), v)
         from fieldsim.lang import sparse_host

@@ -16,6 +16,7 @@ import numpy as np
 from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Op
 from fieldsim.ir.opdefs import REAL_ONLY
+from fieldsim.ir.subnormals import FLUSHING_MACHINE, SMALLEST_NORMAL, flushed_constant
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal
 
@@ -226,7 +227,12 @@ def _as_default_fp(fe, v):
         return v.map(lambda x: _as_default_fp(fe, x))
     if type(v) is float:
         with np.errstate(over="ignore"):
-            return float(fe.e.fp.np.type(v))
+            v = float(fe.e.fp.np.type(v))
+        # a subnormal constant of default_fp is 0 in Taichi's x64 kernels before any widening
+        if -SMALLEST_NORMAL[32] < v < SMALLEST_NORMAL[32] and FLUSHING_MACHINE:
+            from fieldsim.lang import runtime
+            if runtime.get().arch == runtime.cpu:
+                return flushed_constant(v, fe.e.fp.bits)
     return v
 
 
