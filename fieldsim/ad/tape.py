@@ -156,6 +156,7 @@ class Tape:
         # (it, its first launch's argument values): the backward makes them together first
         self.wanted = {}
         self.host_arrays = HostArrays()  # NumPy arrays the launches took, to see Python's changes
+        self.launches, self.last_launch = 0, None  # the launches recorded; the last (name, number)
 
     # ---- recording --------------------------------------------------------------------------------
     def __enter__(self):
@@ -241,6 +242,8 @@ class Tape:
         runs and record it (a launch inside a `grad_replaced` unit
         is checked, not recorded). Returns None, or under validation the callable that runs
         the launch checked per element (`checks.validation.Runner`)."""
+        self.launches += 1  # numbered as the checker numbers them
+        self.last_launch = (kernel.__name__, self.launches)
         run = (self.state.launch(kernel, ck, values, in_unit=bool(self.unit_depth))
                if self.state is not None else None)
         if self.unit_depth:
@@ -261,16 +264,20 @@ class Tape:
         """Internal hook, called by the kernel launcher before a recorded launch with ndarray
         arguments: a host array changed from Python since the Tape last saw it is a
         Python-scope write of the whole array (refused where a recorded adjoint reads it)."""
-        self.host_arrays.before_launch(templates, self._host_array_changed)
+        self.host_arrays.before_launch(templates, self.launches + 1, self._host_array_changed)
 
     def host_arrays_after(self, templates, ck):
         """Internal hook, called by the kernel launcher after that launch ran."""
-        self.host_arrays.after_launch(templates, field_sets(ck)[1])
+        self.host_arrays.after_launch(templates, field_sets(ck)[1], self.last_launch)
 
-    def _host_array_changed(self, proxy, name):
-        self.record_python_write(proxy, None, f"`{name}[...] = ...` (array {name!r} changed in place "
-                                              "from Python, found at this line; pass the kernel a "
-                                              "copy if that is meant)")
+    def _host_array_changed(self, proxy, name, writer=None):
+        if writer is not None:  # Origin.who: a "kernel '...'" sentence is its own subject
+            what = (f"kernel '{writer[0]}' (launch {writer[1]}), through another view of the memory "
+                    f"that array {name!r} was read through,")
+        else:
+            what = (f"`{name}[...] = ...` (array {name!r} changed in place from Python, found at "
+                    "this line; pass the kernel a copy if that is meant)")
+        self.record_python_write(proxy, None, what)
 
     def want_adjoint(self, ck, values):
         """Internal hook, called by the kernel launcher: specialisation `ck` was launched with
@@ -343,6 +350,7 @@ class Tape:
         self.entries.clear()
         self.wanted = {}
         self.host_arrays = HostArrays()
+        self.launches, self.last_launch = 0, None
         self.state = _CheckerAdapter(self.validation)
 
     def grad(self):

@@ -85,6 +85,8 @@ class Origin(NamedTuple):
 
     def who(self) -> str:
         if self.kernel is None:  # a `what` with its own quoting is a sentence (host arrays)
+            if self.what.startswith("kernel '"):  # a host array a later launch wrote through a view
+                return self.what + " "
             return f"Python-scope {self.what} " if "`" in self.what else f"Python-scope `{self.what}` "
         inside = f"inside `{self.unit}`, " if self.unit else ""
         args = f", {self.args}" if self.args else ""

@@ -144,3 +144,41 @@ def test_a_cpu_tensor_changed_in_place_is_refused(prog):
             prog["scale"](t)
             t.mul_(3.0)
             prog["total"]()
+
+
+@pytest.mark.parametrize("read_view", [True, False])
+def test_a_kernel_writing_another_view_of_a_read_array_is_named(prog, read_view):
+    """`scale(a[:]); fill_array(a)`: two numpy objects, one buffer. Refused (the adjoint of
+    `scale` reads what `fill_array` overwrote), and the message names the kernel's write, not a
+    change from Python."""
+    a = np.ones(N)
+    with pytest.raises(AccessRuleError) as err:
+        with fs.ad.Tape(prog["loss"]):
+            prog["scale"](a[:] if read_view else a)
+            prog["fill_array"](a if read_view else a[:], 3.0)
+            prog["total"]()
+    text = str(err.value)
+    assert ("kernel 'fill_array' (launch 2), through another view of the memory that array 'a' "
+            "was read through, writes elements of field 'a' that kernel 'scale' (launch 1") in text
+    assert "changed in place from Python" not in text
+
+
+def test_a_python_change_after_a_kernel_wrote_another_view_is_still_pythons(prog):
+    a = np.ones(N)
+    with pytest.raises(AccessRuleError) as err:
+        with fs.ad.Tape(prog["loss"]):
+            prog["fill_array"](a[:], 3.0)
+            prog["scale"](a)
+            a[1] = 5.0
+            prog["total"]()
+    assert "array 'a' changed in place from Python" in str(err.value)
+
+
+def test_a_kernel_writing_a_view_nothing_read_since_passes(prog):
+    a = np.ones(N)
+    b = a[:]
+    with fs.ad.Tape(prog["loss"]):
+        prog["fill_array"](b, 2.0)
+        prog["scale"](a)
+        prog["total"]()
+    np.testing.assert_allclose(prog["p"].grad.to_numpy(), 2 * 2.0 * P0)
