@@ -187,7 +187,10 @@ class Emitter:
         _check_scalar(a, op)
         _check_scalar(b, op)
         if not isinstance(a, Stmt) and not isinstance(b, Stmt):
-            return _PY[op](a, b)
+            out = _PY[op](a, b)
+            # a negative Python number to a fractional power: NaN, as NumPy (and Taichi, whose
+            # folded constants are NumPy scalars) gives, not Python's complex
+            return math.nan if isinstance(out, complex) else out
         if op in CMPOPS:
             return self.compare(op, a, b)
         ta, tb = self.dtype_of(a), self.dtype_of(b)

@@ -62,3 +62,21 @@ def test_python_numbers_outside_the_domain_fold_to_inf_and_nan():
         k()
     r = out.to_numpy()
     assert r[0] == -math.inf and math.isnan(r[1]) and r[2] == math.inf and r[3] == -math.inf
+
+
+def test_negative_python_number_to_a_fractional_power_is_nan():
+    # ti.log(0.001) folds to a negative Python float; Python's ** would give a complex number,
+    # NumPy's and Taichi's give NaN (the kernel compiled before only with a TypeError)
+    fs.init(arch=fs.cpu)
+    out = fs.field(fs.f32, shape=3)
+
+    @fs.kernel
+    def k():
+        out[0] = fs.log(0.001) ** 0.5
+        out[1] = fs.log(0.5) ** 1.5
+        out[2] = fs.log(0.5) ** 2.0
+
+    k()
+    got = out.to_numpy()
+    assert np.isnan(got[0]) and np.isnan(got[1])
+    assert got[2] == np.float32(math.log(0.5) ** 2)
