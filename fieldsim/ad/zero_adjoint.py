@@ -2,7 +2,7 @@
 
 `Guards().guarded(s) -> tuple[bool, ...]`: for a differentiable primal statement `s`, whether
 the contribution of its adjoint to operand i is emitted as `select(adj == 0, 0, adj * slope)`.
-One `Guards` per kernel: it remembers the signs it proved, by statement (a kernel's statements
+One `Guards` per kernel: it remembers the bounds it proved, by statement (a kernel's statements
 outlive it), so that an expression DAG is walked once, not once per path.
 
 Why: a contribution is `adj * slope`, and IEEE's 0 * inf and 0 * NaN are NaN. An adjoint is
@@ -17,10 +17,16 @@ acos, atan2, mod, pow and division, and a product's slope for one operand where 
 such an op's value (`v * (1 / |v|)`, `normalized()`'s form). Where the slope is provably finite
 (a square root or divisor of a sum of squares plus a positive constant, a positive constant
 divisor, a power with a constant exponent >= 1) nothing changes, so the benchmark adjoints keep
-their code. A nonzero adjoint times an infinite slope stays IEEE (sqrt at 0 reaching the loss:
+their code. The proofs carry lower bounds, not signs: the kernels flush subnormals to zero, so
+`x * x + 1e-45` in f32, or a divisor whose square underflows (`1 / (x * x + 1e-20)` in f32),
+proves nothing. A nonzero adjoint times an infinite slope stays IEEE (sqrt at 0 reaching the loss:
 inf).
 """
 from __future__ import annotations
+
+import math
+
+import numpy as np
 
 from fieldsim.ir.ir import Op, Stmt
 
@@ -28,12 +34,12 @@ from fieldsim.ir.ir import Op, Stmt
 _SINGULAR = frozenset({Op.SQRT, Op.LOG, Op.ASIN, Op.ACOS, Op.ATAN2, Op.MOD, Op.POW, Op.DIV})
 # ops whose value is finite wherever the operands are (a product's slope passes through them)
 _TRANSPARENT = frozenset({Op.CAST, Op.NEG})
-_DEPTH = 48  # sign proofs give up beyond this many nested operands (long sums): unproven
+_DEPTH = 48  # bound proofs give up beyond this many nested operands (long sums): unproven
 
 
 class Guards:
     def __init__(self):
-        self.signs: dict[int, int] = {}
+        self.bounds: dict[int, float | None] = {}
 
     def guarded(self, s: Stmt) -> tuple[bool, ...]:
         if s.op == Op.MUL:
@@ -43,8 +49,10 @@ class Guards:
         return ()
 
     def finite_slope(self, s: Stmt) -> bool:
-        if s.op in (Op.SQRT, Op.LOG, Op.DIV):
+        if s.op in (Op.SQRT, Op.LOG):
             return self.safeguarded(s.args[-1])
+        if s.op == Op.DIV:  # the divisor's slope divides by its square: that must stay normal
+            return self.safeguarded(s.args[-1], squared=True)
         if s.op == Op.POW:
             return self.const_power(s, 1)
         return False
@@ -53,7 +61,7 @@ class Guards:
         """`a ** e` with a constant e >= least, integral or over a base >= 0: a finite power."""
         e = s.args[1]
         return e.op == Op.CONST and e.attr >= least and (
-            float(e.attr).is_integer() or self.sign(s.args[0]) >= 1)
+            float(e.attr).is_integer() or self.bound(s.args[0]) is not None)
 
     def may_be_nonfinite(self, v: Stmt) -> bool:
         """`v`, a product's other operand, is the value of a singular op that may be inf or
@@ -65,46 +73,70 @@ class Guards:
         if v.op == Op.POW:
             return not self.const_power(v, 0)
         if v.op == Op.SQRT:
-            return self.sign(v.args[0]) == 0
+            return self.bound(v.args[0]) is None
         if v.op in (Op.LOG, Op.DIV):
             return not self.safeguarded(v.args[-1])
         return False
 
-    def safeguarded(self, v: Stmt) -> bool:
-        """`v` is provably > 0, or has a positive constant added: the usual guard of a divisor
+    def safeguarded(self, v: Stmt, squared: bool = False) -> bool:
+        """`v` is provably at least the smallest normal of its type (its square too, for a
+        divisor), or has such a positive constant added: the usual guard of a divisor
         (`grid_v / (grid_m + 1e-10)`), taken as nonzero. Its one zero (m = -1e-10 exactly) is
-        no natural value; a guard there cost diffmpm's grid_op adjoint 5 %."""
-        if v.op == Op.ADD and any(a.op == Op.CONST and a.attr > 0 for a in v.args):
+        no natural value; a guard there cost diffmpm's grid_op adjoint 5 %. The kernels flush
+        subnormals to zero (codegen.denormals), so `x * x + 1e-45` in f32 is no guard."""
+        least = _tiny(v.dtype) ** (0.5 if squared else 1.0)
+        if v.op == Op.ADD and any(a.op == Op.CONST and a.attr >= least for a in v.args):
             return True
-        return self.sign(v) == 2
+        b = self.bound(v)
+        return b is not None and b >= least
 
-    def sign(self, v: Stmt, depth: int = 0) -> int:
-        """2: provably > 0 (finite operands), 1: provably >= 0, 0: unknown."""
-        known = self.signs.get(id(v))
-        if known is None:
-            known = self.signs[id(v)] = self._sign(v, depth)
-        return known
+    def bound(self, v: Stmt, depth: int = 0) -> float | None:
+        """A lower bound of `v` for finite operands, as a flushing kernel computes it: >= 0, or
+        None where its sign is unknown. A bound, not a sign: a product of tiny positives (or a
+        subnormal constant) is 0 in the kernel."""
+        if id(v) not in self.bounds:
+            self.bounds[id(v)] = self._bound(v, depth)
+        return self.bounds[id(v)]
 
-    def _sign(self, v: Stmt, depth: int) -> int:
+    def _bound(self, v: Stmt, depth: int) -> float | None:
         if depth > _DEPTH or v.dtype is None or not v.dtype.is_float and v.op != Op.CONST:
-            return 0  # unknown (a sign cut off by the depth stays so: conservative)
+            return None  # unknown (a bound cut off by the depth stays so: conservative)
         op, a = v.op, v.args
         if op == Op.CONST:
-            return 2 if v.attr > 0 else 1 if v.attr == 0 else 0
-        if op == Op.ABS or op == Op.MUL and a[0] is a[1]:
-            return 1
-        if op == Op.CAST:  # a narrowing cast may round a tiny positive to 0
-            narrows = a[0].dtype is not None and a[0].dtype.bits > v.dtype.bits
-            return min(self.sign(a[0], depth + 1), 1 if narrows else 2)
-        if op not in _SIGN_RULES:
-            return 0
-        return _SIGN_RULES[op]([self.sign(x, depth + 1) for x in a])
+            return _rounded(float(v.attr), v.dtype) if v.attr >= 0 else None
+        if op == Op.ABS:
+            return 0.0
+        if op == Op.MUL and a[0] is a[1]:  # a square: >= 0, and >= b * b where a >= b >= 0
+            b = self.bound(a[0], depth + 1)
+            return 0.0 if b is None else _rounded(b * b, v.dtype)
+        if op not in _BOUND_RULES:
+            return None
+        found = _BOUND_RULES[op]([self.bound(x, depth + 1) for x in a])
+        return None if found is None else _rounded(found, v.dtype)
 
 
-_SIGN_RULES = {
-    Op.ADD: lambda s: 0 if 0 in s else max(s),
-    Op.MUL: min,
-    Op.DIV: min,
-    Op.SQRT: lambda s: s[0],
-    Op.MAX: max,  # max(a, b) is at least the larger of their bounds
+def _tiny(dtype) -> float:
+    return float(np.finfo(dtype.np).tiny) if dtype is not None and dtype.is_float else 0.0
+
+
+def _rounded(b: float, dtype) -> float:
+    """`b` lowered by one rounding of `dtype`, and 0 where the kernel flushes it (subnormal)."""
+    if not dtype.is_float:
+        return b
+    b *= 1.0 - float(np.finfo(dtype.np).eps)
+    return b if b >= _tiny(dtype) else 0.0
+
+
+def _known(f):
+    return lambda bs: None if None in bs else f(bs)
+
+
+_BOUND_RULES = {
+    Op.ADD: _known(sum),
+    Op.MUL: _known(lambda bs: bs[0] * bs[1]),
+    Op.DIV: _known(lambda bs: 0.0),  # no upper bound of the divisor: a quotient may underflow
+    Op.SQRT: _known(lambda bs: math.sqrt(bs[0])),
+    Op.CAST: _known(lambda bs: bs[0]),  # a narrowing cast rounds (and flushes) in `_rounded`
+    # max(a, b) is at least the larger of their bounds
+    Op.MAX: lambda bs: None if bs == [None] * len(bs) else max(b for b in bs if b is not None),
 }

@@ -187,3 +187,55 @@ def test_provably_finite_slopes_and_safeguarded_divisors_get_no_guard():
     assert _guards(safe) == 1  # r.norm(): the root of a bare sum of squares, zero at r = 0
     # sqrt, the division (both operands), the product with 1/|x|, 1/|x| and |x|'s root
     assert _guards(singular) == 6
+
+
+# (name, fp, term at x): a "positive" guard that the kernel's flushing of subnormals (FTZ/DAZ)
+# defeats. Each was proved finite by sign and left unguarded, which gave NaN at x = 0.
+TINY_GUARDS = [
+    ("sqrt_subnormal_const", "f32", lambda x: fs.sqrt(x * x + 1e-45)),  # 1e-45 reads as 0
+    ("log_subnormal_const", "f32", lambda x: fs.log(x * x + 1e-45)),
+    ("normalized_subnormal_eps", "f32", lambda x: x / fs.sqrt(x * x + 1e-45)),
+    ("product_with_inverse_root", "f32", lambda x: x * (1.0 / fs.sqrt(x * x + 1e-45))),
+    ("div_square_underflows_f32", "f32", lambda x: 1.0 / (x * x + 1e-20)),  # (1e-20)^2 -> 0
+    ("div_square_underflows_f64", "f64", lambda x: 1.0 / (x * x + 1e-160)),
+    ("div_product_underflows", "f32", lambda x: 1.0 / ((x * x + 1e-10) * (x * x + 1e-10))),
+    ("sqrt_quotient_underflows", "f32", lambda x: fs.sqrt(1e-30 / (x * x + 1e30))),
+]
+
+
+@pytest.mark.parametrize("options", MODES)
+@pytest.mark.parametrize("name,fp,term", TINY_GUARDS, ids=[t[0] for t in TINY_GUARDS])
+def test_a_tiny_positive_guard_does_not_prove_a_finite_slope(name, fp, term, options):
+    """A proof of a finite slope carries a lower bound, not a sign: a subnormal constant, or a
+    divisor whose square underflows, leaves the slope infinite, so the zero adjoint is guarded."""
+    x, w, loss = _setup(fp, options)
+
+    @fs.kernel
+    def diag():
+        w[None] = term(x[None])
+        loss[None] = x[None] * x[None] + x[None]
+
+    @fs.kernel
+    def untaken():
+        loss[None] = fs.select(x[None] > 5.0, term(x[None]), 0.0) + x[None] * x[None] + x[None]
+
+    x[None] = 0.0  # d loss / dx = 2x + 1 = 1
+    for k in (diag, untaken):
+        assert _by_hand([k], x, [x, w, loss]) == 1.0
+        assert _on_tape([k], x, loss) == 1.0
+
+
+def test_normal_safeguards_still_get_no_guard():
+    fs.init(arch=fs.cpu, default_fp=fs.f32)
+    x = fs.field(fs.f32, shape=4, needs_grad=True)
+    out = fs.field(fs.f32, shape=4, needs_grad=True)
+
+    @fs.kernel
+    def safe():
+        for i in x:
+            t = x[i]
+            d = t * t + 1e-8
+            out[i] = fs.sqrt(t * t + 1e-30) + 1.0 / (t * t + 1e-18) + fs.log(fs.max(t, 1e-30))
+            out[i] += 1.0 / (d * d) + 1.0 / ((t * t + 1e-8) * (t * t + 1e-8))
+
+    assert _guards(safe) == 0
