@@ -2028,12 +2028,25 @@ def _constant_locals(fdef) -> set:
     for n in ast.walk(fdef):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             stores[n.id] = stores.get(n.id, 0) + 1
-        elif isinstance(n, ast.Call):
+        elif isinstance(n, ast.Call) and not _taichi_math_call(n):
             passed.update(a.id for a in [*n.args, *(k.value for k in n.keywords)]
                           if isinstance(a, ast.Name))
         elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
             single.add(n.targets[0].id)
     return {name for name in single if stores.get(name) == 1 and name not in passed}
+
+
+# `ti.tan(c)` of a local bound once to a number: Taichi forwards the constant and its folder
+# evaluates the function in double precision (`half = ti.tan(fov / 2)`), so the local stays a
+# constant through these calls; Python's own `math.tan(c)` needs the number itself
+_FOLDED_MATH_CALLS = frozenset(("sin", "cos", "tan", "asin", "acos", "atan2", "tanh", "exp", "log",
+                                "sqrt", "rsqrt"))
+
+
+def _taichi_math_call(call: ast.Call) -> bool:
+    f = call.func
+    return isinstance(f, ast.Attribute) and f.attr in _FOLDED_MATH_CALLS and not (
+        isinstance(f.value, ast.Name) and f.value.id in ("math", "np", "numpy", "cmath"))
 
 
 def _list_of_tensors(value) -> bool:

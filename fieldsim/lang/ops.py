@@ -14,11 +14,11 @@ import math
 import numpy as np
 
 from fieldsim.errors import FieldsimSyntaxError, FieldsimTypeError
-from fieldsim.ir.ir import Op
+from fieldsim.ir.ir import Op, Stmt
 from fieldsim.ir.opdefs import REAL_ONLY
 from fieldsim.ir.subnormals import FLUSHING_MACHINE, SMALLEST_NORMAL, flushed_constant
 from fieldsim.lang import types as T
-from fieldsim.lang.expr import MatVal
+from fieldsim.lang.expr import RSQRT_FNS, MatVal, folded_math
 
 KERNEL_BUILTINS: dict = {}
 LVALUE_BUILTINS: dict = {}
@@ -132,7 +132,16 @@ ceil = _def_unary("ceil", Op.CEIL, np.ceil, float_only=False)
 round = _def_unary("round", Op.ROUND, np.round, float_only=False)
 abs = _def_unary("abs", Op.ABS, np.abs, float_only=False)
 rsqrt = _np_unary(lambda x: 1 / np.sqrt(x))
-KERNEL_BUILTINS[rsqrt] = lambda fe, n, a, k: fe.e.binop("/", 1.0, fe.e.unop(Op.SQRT, a[0], True))
+
+
+def _k_rsqrt(fe, node, args, kw):
+    v = args[0]
+    if isinstance(v, Stmt) and v.op == Op.CONST and v.dtype.is_float:  # folded once, as Taichi
+        return fe.e.b.const(folded_math(RSQRT_FNS, float(v.attr), v.dtype), v.dtype)
+    return fe.e.binop("/", 1.0, fe.e.unop(Op.SQRT, v, True))
+
+
+KERNEL_BUILTINS[rsqrt] = _k_rsqrt
 
 
 def atan2(y, x):
