@@ -28,6 +28,7 @@ import numpy as np
 
 from fieldsim.errors import FieldsimRuntimeError, FieldsimSyntaxError, FieldsimTypeError
 from fieldsim.ir.ir import Stmt
+from fieldsim.ir.opdefs import Op
 from fieldsim.lang import naming, runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe
@@ -235,8 +236,8 @@ class TripletRef:
                                     f"scalar v, got {describe(value)}")
         site = b.site(fe.kernel_name, fe.b.loc)
         v = fe.e.value(value, b.dtype)
-        if kind == "sub":
-            v = fe.e.value(fe.e.binop("-", 0, v), b.dtype)
+        if kind == "sub":  # negated, not 0 - v, so `-= 0.0` stores -0.0 as Taichi does
+            v = fe.e.unop(Op.NEG, v)
         rows, cols = (fe.e.value(i, T.i32) for i in self.idx)
         slot = fe.b.atomic("add", b._count, [], fe.b.const(1, T.i32))
         branch = fe.b.if_(fe.e.compare("<", slot, b.max_num_triplets))

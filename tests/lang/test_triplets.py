@@ -216,3 +216,25 @@ def test_a_builder_made_per_step_reuses_the_compiled_kernel():
     np.testing.assert_allclose(other.build().to_numpy(), _expected(n, count // 2))
     fill(small, n, count)
     np.testing.assert_allclose(small.build().to_numpy(), _expected(n, count))
+
+
+def test_subtracting_a_zero_stores_a_negative_zero_as_taichi():
+    # Taichi inserts the triplet -v for `A[i, j] -= v`; `0 - v` would turn -= 0.0 into +0.0
+    # (seen as H[0, 2] = 0.0 where Taichi prints -0.0 in a swarm solver's Hessian). Without fast
+    # math, which would let LLVM fold 0 - v into -v.
+    fs.init(arch=fs.cpu, fast_math=False)
+    z = fs.field(fs.f32, shape=2)
+    z.from_numpy(np.array([0.0, 2.5], np.float32))
+
+    @fs.kernel
+    def fill(A: fs.types.sparse_matrix_builder()):
+        A[0, 1] -= z[0]
+        A[1, 1] -= z[1]
+        A[1, 0] -= -z[0]
+
+    B = fs.linalg.SparseMatrixBuilder(2, 2, max_num_triplets=8)
+    fill(B)
+    A = B.build()
+    assert np.signbit(A[0, 1]) and A[0, 1] == 0.0
+    assert A[1, 1] == -2.5
+    assert not np.signbit(A[1, 0])
