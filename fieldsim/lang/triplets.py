@@ -27,8 +27,7 @@ import weakref
 import numpy as np
 
 from fieldsim.errors import FieldsimRuntimeError, FieldsimSyntaxError, FieldsimTypeError
-from fieldsim.ir.ir import Stmt
-from fieldsim.ir.opdefs import Op
+from fieldsim.ir.ir import Op, Stmt
 from fieldsim.lang import naming, runtime
 from fieldsim.lang import types as T
 from fieldsim.lang.expr import MatVal, describe
