@@ -66,6 +66,8 @@ from fieldsim.lang.triplets import TripletBuffer, TripletRef
 _parsed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+_NOT_A_NAME_CHAIN = object()  # `_name_chain_value` of anything but a name chain
+
 def _parse_cached(fn):
     try:
         src = _parsed.get(fn)
@@ -882,14 +884,8 @@ class Frontend(ExprMixin):
         return False
 
     def _is_builtin(self, callee) -> bool:
-        node = callee
-        while isinstance(node, ast.Attribute):
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return False
-        try:
-            fn = self.expr(callee)  # a name chain: no effects
-        except FieldsimError:
+        fn = self._name_chain_value(callee)
+        if fn is _NOT_A_NAME_CHAIN:
             return False
         # a func is an object, not a function: only fieldsim's and Python's own functions pass
         plain = isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, type))
@@ -1505,17 +1501,21 @@ class Frontend(ExprMixin):
         return self.frame.local(name)
 
     def _is(self, original, obj) -> bool:
-        node = original
-        # only a name (`static`, `ti.static`) can be the object: evaluating any other expression
-        # again would emit it twice, a func's side effects too (`a = f().transpose()`)
-        while isinstance(node, ast.Attribute):
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return False
+        return self._name_chain_value(original) is obj
+
+    def _name_chain_value(self, node):
+        """The value of `node` when it is a name chain (`static`, `ti.static`, `np.sin`), or
+        `_NOT_A_NAME_CHAIN`: evaluating any other expression again would emit it twice, a
+        func's side effects too (`a = f().transpose()`)."""
+        base = node
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if not isinstance(base, ast.Name):
+            return _NOT_A_NAME_CHAIN
         try:
-            return self.expr(original) is obj
+            return self.expr(node)
         except FieldsimError:
-            return False
+            return _NOT_A_NAME_CHAIN
 
     def loop_dims(self, iterable, node):
         targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
