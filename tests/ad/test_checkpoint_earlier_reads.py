@@ -47,6 +47,30 @@ def _program():
     return x, y, loss, run
 
 
+def _gradient_and_differences(x, loss, run, accumulators, x0):
+    """(the Tape's x.grad, float64 central differences of the loss) for `run` from x = x0, with
+    the `accumulators` zeroed before each run and x put back after each evaluation (a
+    checkpointed step may halve it)."""
+    def evaluate():
+        xs = x.to_numpy()
+        for f in accumulators:
+            f.fill(0.0)
+        loss[None] = 0.0
+        run()
+        value = loss[None]
+        x.from_numpy(xs)
+        return value
+
+    x.from_numpy(x0)
+    ref = central_differences(evaluate, {"x": x})["x"]
+    x.from_numpy(x0)
+    for f in accumulators:
+        f.fill(0.0)
+    with fs.ad.Tape(loss=loss):
+        run()
+    return x.grad.to_numpy(), ref
+
+
 def test_a_checkpoint_overwriting_what_an_earlier_launch_read_is_refused():
     x, _y, loss, run = _program()
     x.from_numpy(np.array([0.3, 0.7]))
@@ -60,23 +84,8 @@ def test_a_checkpoint_overwriting_what_an_earlier_launch_read_is_refused():
 def test_a_checkpoint_before_the_reading_launch_is_accepted_and_right():
     x, y, loss, run = _program()
     x0 = np.array([0.3, 0.7])
-
-    def evaluate():
-        xs = x.to_numpy()
-        y.fill(0.0)
-        loss[None] = 0.0
-        run(["checkpoint", "read"])
-        value = loss[None]
-        x.from_numpy(xs)
-        return value
-
-    x.from_numpy(x0)
-    ref = central_differences(evaluate, {"x": x})["x"]
-    x.from_numpy(x0)
-    y.fill(0.0)
-    with fs.ad.Tape(loss=loss):
-        run(["checkpoint", "read"])
-    np.testing.assert_allclose(x.grad.to_numpy(), ref, rtol=1e-6)
+    grad, ref = _gradient_and_differences(x, loss, lambda: run(["checkpoint", "read"]), [y], x0)
+    np.testing.assert_allclose(grad, ref, rtol=1e-6)
     np.testing.assert_allclose(ref, 0.25 * (1 + 2 * 0.25 * x0), rtol=1e-6)
 
 
@@ -108,23 +117,8 @@ def test_a_checkpoint_after_a_free_read_is_accepted_and_right():
         total()
 
     x0 = np.array([0.3, 0.7])
-
-    def evaluate():
-        xs = x.to_numpy()
-        y.fill(0.0)
-        loss[None] = 0.0
-        run()
-        value = loss[None]
-        x.from_numpy(xs)
-        return value
-
-    x.from_numpy(x0)
-    ref = central_differences(evaluate, {"x": x})["x"]
-    x.from_numpy(x0)
-    y.fill(0.0)
-    with fs.ad.Tape(loss=loss):
-        run()
-    np.testing.assert_allclose(x.grad.to_numpy(), ref, rtol=1e-6)
+    grad, ref = _gradient_and_differences(x, loss, run, [y], x0)
+    np.testing.assert_allclose(grad, ref, rtol=1e-6)
     np.testing.assert_allclose(ref, 2 * 0.0625 * x0 + 2 * 0.09 * x0, rtol=1e-6)
 
 
@@ -172,19 +166,7 @@ def test_a_field_the_steps_only_read_overwritten_after_the_checkpoint():
         total()
 
     x0 = np.array([0.3, 0.7])
-
-    def evaluate():
-        q.fill(0.0)
-        loss[None] = 0.0
-        run()
-        return loss[None]
-
-    x.from_numpy(x0)
-    ref = central_differences(evaluate, {"x": x})["x"]
+    grad, ref = _gradient_and_differences(x, loss, run, [q], x0)
     np.testing.assert_allclose(ref, 1.7 * x0, rtol=1e-6)
-    x.from_numpy(x0)
-    q.fill(0.0)
-    with fs.ad.Tape(loss=loss):
-        run()
-    np.testing.assert_allclose(x.grad.to_numpy(), ref, rtol=1e-6)
+    np.testing.assert_allclose(grad, ref, rtol=1e-6)
     np.testing.assert_allclose(v.to_numpy(), [5.0, 5.0])  # the later value is put back
