@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import functools
 import os
-import platform
 import sys
 
 import numpy as np
 
 from fieldsim import _gui_raster
+from fieldsim.ir import subnormals
 
 __all__ = ["GUI", "frames_to_gif"]
 
@@ -48,9 +48,6 @@ def _as_array(x, dtype=np.float64) -> np.ndarray:
     return np.asarray(x, dtype=dtype)
 
 
-_FLUSHES = platform.machine().lower() in ("x86_64", "amd64")  # as CPU kernels (codegen/denormals.py)
-
-
 def _taichi_image(a: np.ndarray, grey_alpha: bool) -> np.ndarray:
     """A ``(W, H, 1|3|4)`` image as Taichi's GUI buffer holds it: float32 RGBA, integers
     scaled by 1/255 (u16/u32 came scaled by their maximum), a grey channel copied into red,
@@ -65,10 +62,9 @@ def _taichi_image(a: np.ndarray, grey_alpha: bool) -> np.ndarray:
     filled = 4 if a.shape[2] == 4 or (a.shape[2] == 1 and grey_alpha) else 3
     out[..., :filled] = a  # a grey channel broadcasts over the channels
     out[..., filled:] = 0.0
-    if _FLUSHES and np.issubdtype(a.dtype, np.floating):
+    if subnormals.FLUSHING_MACHINE and np.issubdtype(a.dtype, np.floating):
         # Taichi copies the image in a kernel, which flushes subnormals to (signed) zero
-        vals = out[..., :filled]
-        vals[np.abs(vals) < np.finfo(np.float32).tiny] *= 0.0
+        out[..., :filled] = subnormals.flushed_array(out[..., :filled])
     if not (np.issubdtype(a.dtype, np.floating) or a.dtype == np.bool_):
         out[..., :filled] *= np.float32(1 / 255)  # as Taichi scales u8: in float32, by the rounded 1/255
     return out

@@ -1,6 +1,5 @@
 """fieldsim.gui: offscreen ti.GUI drawing read back from the PNGs it writes."""
 
-import platform
 import time
 import warnings
 
@@ -11,6 +10,7 @@ from support.ir_interp import FakeField
 
 from fieldsim import _gui_raster
 from fieldsim.gui import GUI, frames_to_gif
+from fieldsim.ir import subnormals
 
 RED, GREEN, BLUE, WHITE, BG = 0xFF0000, 0x00FF00, 0x0000FF, 0xFFFFFF, 0x112F41
 
@@ -724,7 +724,7 @@ def test_single_lines_drawn_together_match_one_by_one():
         queued.line((0, 0), (1, 1), color=(255, 0, 0))
 
 
-@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86 CPUs flush")
+@pytest.mark.skipif(not subnormals.FLUSHING_MACHINE, reason="x86 CPUs flush")
 def test_get_image_flushes_subnormals_as_taichis_copy_kernel():
     # Taichi 1.7.4 (x64) copies the image into its buffer in a kernel, which flushes subnormal
     # values to zero, keeping the sign (measured: 9e-45 from f64 or f32 reads 0.0, -2e-39 -0.0);
@@ -739,6 +739,17 @@ def test_get_image_flushes_subnormals_as_taichis_copy_kernel():
     gui.set_image(np.full((2, 2, 3), -2e-39))
     back = gui.get_image()[0, 0]
     assert back.tolist() == [0.0] * 4 and np.signbit(back[:3]).all()
+
+
+@pytest.mark.parametrize("flushes", [False, True])
+def test_set_image_flushes_exactly_where_cpu_kernels_do(monkeypatch, flushes):
+    # one definition of the flushing machine (fieldsim.ir.subnormals) for kernels and the GUI,
+    # so the GUI cannot disagree with the kernels that Taichi's copy stands for
+    monkeypatch.setattr(subnormals, "FLUSHING_MACHINE", flushes)
+    gui = GUI(res=(1, 1))
+    gui.set_image(np.full((1, 1), -9e-45, np.float32))
+    back = gui.get_image()[0, 0, 0]
+    assert (back == 0.0) == flushes and np.signbit(back)
 
 
 def test_compiled_circles_and_lines_equal_the_numpy_path_byte_for_byte():
