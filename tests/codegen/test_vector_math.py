@@ -108,12 +108,12 @@ def test_ir_names_variants_only_under_fast_math(llvm_texts, fast_math):
 
 
 def test_exact_mode_calls_stay_scalar(llvm_texts):
-    """With fast_math=False the call is libm's scalar function, marked so that LLVM neither
-    folds it nor widens its loop (a widened loop would call it once per lane)."""
+    """With fast_math=False the call is libm's scalar function, a plain call LLVM knows may
+    write errno, so it does not widen the loop (a widened loop would call it once per lane)."""
     _run_unary(fs.tanh, np.linspace(-1, 1, 256).astype(np.float32), fs.f32, fast_math=False)
     (text,) = [t for t in llvm_texts if "apply" in t]
     calls = [line for line in text.splitlines() if "call" in line and "tanhf" in line]
-    assert calls and all("nobuiltin" in line for line in calls)
+    assert calls and not any("memory(none)" in line or "nobuiltin" in line for line in calls)
     assert "vector-function-abi-variant" not in text
 
 
