@@ -671,7 +671,7 @@ class MatrixType(metaclass=_AnyMatrixType):
 
 class _OneAxisMatrixType(type):
     def __instancecheck__(cls, obj):
-        return isinstance(obj, T.MatrixType) and obj.ndim == 1
+        return isinstance(obj, T.MatrixType) and obj.vector
 
     def __call__(cls, n, dtype=None):
         return T.vector(n, dtype)

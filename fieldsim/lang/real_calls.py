@@ -122,7 +122,7 @@ def _runtime_kind(fe, a, value, promote=False):
         return fe.e.resolve(a)
     if isinstance(a, MatrixType) and isinstance(value, MatVal) \
             and (promote or any(isinstance(e, Stmt) for e in value.entries)):
-        return MatrixType(a.n, a.m, fe.e.resolve(a.dtype), a.ndim)
+        return MatrixType(a.n, a.m, fe.e.resolve(a.dtype), a.ndim, a.vector)
     return None
 
 

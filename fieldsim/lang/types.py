@@ -50,8 +50,14 @@ class MatrixType:
     Calling it builds a value: `vec3(1, 2, 3)` in either scope.
     """
 
-    def __init__(self, n: int, m: int, dtype, ndim: int):
+    vector = False  # made by `fs.types.vector` (see __init__)
+
+    def __init__(self, n: int, m: int, dtype, ndim: int, vector: bool = False):
         self.n, self.m, self.dtype, self.ndim = n, m, dtype, ndim
+        # Taichi's VectorType (`fs.types.vector`): its values are vectors; a MatrixType of one
+        # axis and one column (`MatrixType(3, 1, 1, dt)`) shapes fields as a vector type does,
+        # but its values are n x 1 matrices (measured on 1.7.4)
+        self.vector = vector
 
     def __call__(self, *values):
         from fieldsim.lang.matrix import Matrix, Vector
@@ -69,19 +75,22 @@ class MatrixType:
     @property
     def value_ndim(self) -> int:
         """The axes of the values a call builds: Taichi's `MatrixType(3, 4, 1, dt)(0)` is still a
-        3x4 matrix (its `ndim` shapes fields and ndarrays only); a vector type's are vectors.
+        3x4 matrix, and `MatrixType(3, 1, 1, dt)(0)` a 3x1 one (its `ndim` shapes fields,
+        ndarrays and arguments only); a vector type's are vectors.
 
         >>> from fieldsim.lang.matrix import MatrixType
-        >>> MatrixType(3, 4, 1, fs.f32).value_ndim, fs.math.vec3.value_ndim
-        (2, 1)
+        >>> MatrixType(3, 4, 1, fs.f32).value_ndim, MatrixType(3, 1, 1, fs.f32).value_ndim
+        (2, 2)
+        >>> fs.math.vec3.value_ndim, fs.types.matrix(3, 1, fs.f32).value_ndim
+        (1, 2)
         """
-        return 1 if self.ndim == 1 and self.m == 1 else 2
+        return 1 if self.vector else 2
 
     def concrete(self, default_fp, default_ip) -> MatrixType:
         """This type with its element dtype made concrete (None and float read as `default_fp`,
         int as `default_ip`)."""
         dt = concrete_dtype(float if self.dtype is None else self.dtype, default_fp, default_ip)
-        return MatrixType(self.n, self.m, dt, self.ndim)
+        return MatrixType(self.n, self.m, dt, self.ndim, self.vector)
 
     def get_shape(self) -> tuple:
         """Taichi's `get_shape()`: (n,) for a vector type, (n, m) for a matrix type.
@@ -148,7 +157,7 @@ def concrete_dtype(dtype, default_fp, default_ip):
 
 
 def vector(n: int, dtype=None) -> MatrixType:
-    return MatrixType(n, 1, dtype, 1)
+    return MatrixType(n, 1, dtype, 1, vector=True)
 
 
 def matrix(n: int, m: int, dtype=None) -> MatrixType:

@@ -100,3 +100,30 @@ def test_vector_and_matrix_types_built_with_taichis_constructors():
 
     square(3.0)
     assert out[None].to_numpy().tolist() == [9.0, 6.0, 0.0]  # d(a^2)/da = 2a
+
+
+def test_a_one_axis_one_column_matrix_type_builds_column_matrices():
+    """Taichi 1.7.4 (measured): `MatrixType(3, 1, 1, dt)` (Taichi's base class, one axis) shapes
+    fields and arguments as a vector type, yet calling it builds a 3x1 matrix, in Python and in
+    kernels, and it is not a VectorType; `fs.types.vector(3)` builds vectors."""
+    fs.init(arch=fs.cpu)
+    col = matrix.MatrixType(3, 1, 1, fs.f32)
+    assert not isinstance(col, matrix.VectorType) and col.get_shape() == (3,)
+    value = col(2)
+    assert type(value) is matrix.Matrix and value.get_shape() == (3, 1)
+    assert value.to_numpy().shape == (3, 1) and value[1, 0] == 2.0
+    assert col(1, 2, 3).get_shape() == (3, 1)
+    vec = fs.types.vector(3, fs.f32)(1, 2, 3)
+    assert type(vec) is matrix.Vector and vec.get_shape() == (3,)
+    f = col.field(shape=2)
+    assert (f.n, f.m) == (3, 1) and f.to_numpy().shape == (2, 3)
+    out = fs.field(fs.f32, shape=2)
+
+    @fs.kernel
+    def k():
+        b = col(1, 2, 3)
+        out[0] = b[1, 0]
+        out[1] = b.m
+
+    k()
+    assert out.to_numpy().tolist() == [2.0, 1.0]
