@@ -43,6 +43,7 @@ from fieldsim.lang.expr import Emitter, MatVal, describe, unbool
 from fieldsim.lang.field import Field, placed_twin
 from fieldsim.lang.frontend_expr import BINOP_AST, ExprMixin, constant_index_message, mangled
 from fieldsim.lang.frontend_refs import (
+    ConstantRef,
     FieldRef,
     ListRef,
     LocalRef,
@@ -700,7 +701,7 @@ class Frontend(ExprMixin):
         literal_bool = isinstance(value, bool) and (
             isinstance(getattr(node, "value", None), ast.Constant) or name in self.frame.source.rebound)
         if annotation is None and type(value) in (int, float) and name in self.frame.source.constant_locals:
-            self.frame.bind(name, ValueRef(self.e.value(value)))  # a typed constant, as Taichi forwards it
+            self.frame.bind(name, ConstantRef(self.e.value(value)))  # a typed constant, as Taichi forwards it
             return
         if literal_bool and annotation is None:  # Taichi's bool constant is a u1: `hit = 2` holds 1
             self.declare(name, int(value), T.u1)
@@ -2022,18 +2023,34 @@ def _add_target_names(t, names: set):
 
 
 def _constant_locals(fdef) -> set:
+    """Names every store of which is a plain `name = value` in one block (a statement list),
+    never passed to a call but Taichi's math: straight-line stores Taichi forwards to the loads
+    after them (a store in a nested if/loop is not forwarded past it)."""
     stores: dict[str, int] = {}
     passed = set()
-    single = set()
     for n in ast.walk(fdef):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             stores[n.id] = stores.get(n.id, 0) + 1
         elif isinstance(n, ast.Call) and not _taichi_math_call(n):
             passed.update(a.id for a in [*n.args, *(k.value for k in n.keywords)]
                           if isinstance(a, ast.Name))
-        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-            single.add(n.targets[0].id)
-    return {name for name in single if stores.get(name) == 1 and name not in passed}
+    plain = _plain_assignments(fdef)
+    return {name for name, blocks in plain.items()
+            if len(blocks) == 1 and stores.get(name) == sum(blocks.values()) and name not in passed}
+
+
+def _plain_assignments(fdef) -> dict:
+    """name -> {id of the statement list: plain `name = value` statements in it}."""
+    found: dict[str, dict] = {}
+    for n in ast.walk(fdef):
+        for body in (getattr(n, f, None) for f in ("body", "orelse", "finalbody")):
+            if not isinstance(body, list):
+                continue
+            for st in body:
+                if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                    blocks = found.setdefault(st.targets[0].id, {})
+                    blocks[id(body)] = blocks.get(id(body), 0) + 1
+    return found
 
 
 # `ti.tan(c)` of a local bound once to a number: Taichi forwards the constant and its folder

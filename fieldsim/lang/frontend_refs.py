@@ -94,6 +94,25 @@ class ValueRef(Ref):
         raise _not_a_variable(name)
 
 
+class ConstantRef(ValueRef):
+    """A local holding a typed constant (`a = 0.3`) that is stored again only by plain
+    assignments in its own block (`frontend._constant_locals`): Taichi forwards such a store to
+    the loads after it, so its value stays a constant its folder sees (`a = 0.7; ti.tanh(a)`)."""
+
+    __slots__ = ()
+
+    @property
+    def constant_dtype(self):
+        return self.value.dtype
+
+    def assign(self, fe, name, value, node, annotation):
+        if annotation is None and isinstance(value, numbers.Number) and not isinstance(value, bool):
+            fe.frame.bind(name, ConstantRef(fe.e.value(value, self.value.dtype)))  # as a store casts
+            return
+        fe.declare(name, self.value)  # the variable it stands for, then the store into it
+        fe.frame.local(name).assign(fe, name, value, node, annotation)
+
+
 def _not_a_variable(name):
     return FieldsimSyntaxError(f"cannot assign to {name!r}: it is a loop index or constant")
 

@@ -37,6 +37,8 @@ def target_dtype(ref):
     field = getattr(ref, "field", None)
     if field is not None:
         return field.dtype
+    if getattr(ref, "constant_dtype", None) is not None:  # a constant local stored again
+        return ref.constant_dtype
     for attr in ("allocas", "refs"):
         items = getattr(ref, attr, None)
         if items:

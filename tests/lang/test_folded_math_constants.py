@@ -6,6 +6,7 @@ import math
 import random
 
 import numpy as np
+import pytest
 
 import fieldsim as fs
 
@@ -101,3 +102,52 @@ def test_run_time_values_keep_the_run_time_functions():
 
     k()
     np.testing.assert_allclose(y.to_numpy(), np.tan(np.array(VALUES, np.float32)), rtol=3e-7)
+
+
+def _tanh_differs_at_run_time():
+    """Values whose libm f32 tanhf is an ulp away from the double result rounded once."""
+    import ctypes
+    import ctypes.util
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.tanhf.restype, libm.tanhf.argtypes = ctypes.c_float, [ctypes.c_float]
+    grid = np.round(np.linspace(0.05, 0.99, 400), 6).tolist()
+    return [v for v in grid if np.float32(libm.tanhf(float(np.float32(v)))) != _expected(math.tanh, float, v)], libm
+
+
+def test_a_local_reassigned_in_straight_line_code_is_still_a_constant():
+    """Taichi 1.7.4 forwards `a = 0.3; a = 0.7` to the loads after it, in its own block, so
+    `ti.tanh(a)` in the kernel's parallel loop is folded (measured: 25 of 25 values); a store
+    in a runtime loop is not forwarded past the loop, and a variable stored in another block
+    stays a variable."""
+    differs, libm = _tanh_differs_at_run_time()
+    vals = differs[:6]
+    assert len(vals) == 6
+    fs.init(arch=fs.cpu, fast_math=False)
+    out = fs.field(fs.f32, shape=(3, len(vals)))
+    n = fs.field(fs.i32, shape=())
+    n[None] = 1
+
+    def run(j, v):
+        @fs.kernel
+        def k():
+            a = 0.25
+            a = v  # stored again, in the same block
+            for i in range(1):
+                out[0, j] = fs.tanh(a)
+            b = 0
+            b = v  # an int local: the float stored truncates, as Taichi's
+            out[1, j] = b
+            c = 0.25
+            for i in range(n[None]):
+                c = v
+            out[2, j] = fs.tanh(c)  # after a runtime loop: libm's f32 tanhf
+
+        k()
+
+    with pytest.warns(Warning, match="lose precision"):  # `b = v`, as Taichi warns
+        for j, v in enumerate(vals):
+            run(j, v)
+    got = out.to_numpy()
+    assert got[0].tolist() == [_expected(math.tanh, float, v) for v in vals]
+    assert got[1].tolist() == [0.0] * len(vals)
+    assert got[2].tolist() == [np.float32(libm.tanhf(float(np.float32(v)))) for v in vals]
