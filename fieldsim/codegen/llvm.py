@@ -59,6 +59,9 @@ from fieldsim.lang.quant import containers_of, is_quant
 
 # what a task-wide reduction accumulates for each atomic kind (a sub adds its negation)
 _REDUCE_KIND = {"add": "add", "sub": "add", "min": "min", "max": "max"}
+# ops lowered to libm calls (vector_math.FUNCTIONS): scalar_libm_loop
+_LIBM_OPS = frozenset({Op.SIN, Op.COS, Op.TAN, Op.ASIN, Op.ACOS, Op.ATAN, Op.TANH, Op.EXP, Op.LOG,
+                       Op.POW, Op.ATAN2})
 
 CTX_FIELDS, CTX_ARGS, CTX_RNG, CTX_ERR, CTX_RET, CTX_STACK, CTX_STACK_STRIDE, CTX_STACK_OFFS, \
     CTX_STACK_CAPS, CTX_PRIV = range(10)
@@ -133,8 +136,8 @@ class Target:
     # under fast-math, libm calls name their libmvec variants so loops vectorize them
     # (codegen.vector_math: the CPU backend sets this where glibc's libmvec loads)
     vector_math = None
-    # libm calls without vector variants stay scalar calls that keep their loop scalar
-    # (vector_math.scalar_call): a loop LLVM widens anyway calls the function lane by lane
+    # libm calls without vector variants stay scalar calls (vector_math.scalar_call) in loops
+    # marked scalar (scalar_libm_loop): a loop LLVM widens anyway calls the function lane by lane
     # and spills the vector registers around each call, slower than the scalar loop (the CPU)
     scalar_libm = False
 
@@ -525,9 +528,19 @@ class TaskLowering(NestLowering, ArrayLowering):
         """The loop_hints kind of a parallel loop's innermost loop."""
         # gathers/scatters: vectorizing costs compile time and gains nothing (loop_hints); a
         # loop over blocks vectorizes across blocks only with gathers
-        if s.attr.blocks or data_indexed(s, {id(p) for p in self.cg.prologue}) or guarded_store(s):
+        if s.attr.blocks or data_indexed(s, {id(p) for p in self.cg.prologue}) or guarded_store(s) \
+                or self.scalar_libm_loop(s):
             return SCALAR
         return LANES if long_latency(s) else VECTOR
+
+    def scalar_libm_loop(self, s: Stmt) -> bool:
+        """Whether the loop calls libm's scalar functions (vector_math.scalar_call: exact
+        mode), which LLVM would otherwise widen into a vector loop calling them lane by lane
+        and spilling the vector registers around each call (Target.scalar_libm)."""
+        target = self.cg.target
+        if not target.scalar_libm or (self.fmf and target.vector_math is not None):
+            return False
+        return any(t.op in _LIBM_OPS and t.dtype.is_float for t in walk(s.body))
 
     def gathers(self, s: Stmt) -> bool:
         """Whether an inner loop reads or writes fields at data-dependent elements (`j =
@@ -669,7 +682,7 @@ class TaskLowering(NestLowering, ArrayLowering):
         lo, hi = self.as_i64(s.args[0]), self.as_i64(s.args[1])
         held = self.hold_accumulators(s)
         masked = conditional_loads(s, self.hoisted_loads)
-        kind = SCALAR if masked or self.gathers(s) else VECTOR
+        kind = SCALAR if masked or self.gathers(s) or self.scalar_libm_loop(s) else VECTOR
         if s.attr.blocks:  # a block's rows stay loops, its innermost loop vectorizes
             kind = SCALAR if masked or any(t.op == Op.FOR for t in walk(s.body)) else CELLS
         self.counted_loop(s, lo, hi, kind=kind)

@@ -94,16 +94,19 @@ class VectorMath:
 
 
 def scalar_call(b: L.IRBuilder, module: L.Module, name: str, bits: int, args) -> L.CallInstr:
-    """A plain call of libm's scalar `name` (`expf`, `exp`, ...), as Taichi's x64 backend makes
-    it: LLVM knows the function (it may write errno), so it keeps the loop scalar rather than
-    widening it into a vector loop calling the function once per lane (Target.scalar_libm),
-    and folds a call whose argument it proves constant (`a = 0.3; a = 0.7; ti.tanh(a)`, a
-    field element stored then read) in double precision rounded once, as Taichi's LLVM does
-    (measured on 1.7.4; `nobuiltin` had kept such calls at libm's f32 result, an ulp off)."""
+    """A call of libm's scalar `name` (`expf`, `exp`, ...) without memory effects (errno is
+    never read), as Taichi's x64 backend makes it: LLVM hoists and shares it, and folds a call
+    whose argument it proves constant (`a = 0.3; a = 0.7; ti.tanh(a)`, a field element stored
+    then read) in double precision rounded once, as Taichi's LLVM does (measured on 1.7.4;
+    `nobuiltin` had kept such calls at libm's f32 result, an ulp off). Its loops carry the
+    SCALAR hint (llvm.scalar_libm_loop), so LLVM does not widen them into vector loops calling
+    it once per lane (Target.scalar_libm)."""
     ty = L.FloatType() if bits == 32 else L.DoubleType()
     cname = name + ("f" if bits == 32 else "")
     fn = module.globals.get(cname) or L.Function(module, L.FunctionType(ty, [ty] * len(args)), cname)
-    return b.call(fn, args)
+    call = b.call(fn, args)
+    set.add(call.attributes, "memory(none)")
+    return call
 
 
 def keep_declarations(module: L.Module) -> None:
