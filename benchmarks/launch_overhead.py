@@ -13,6 +13,10 @@ the same two kernels under Taichi 1.7.4 and under Warp (`wp.launch(..., dim=1)` 
 when they cannot import taichi / warp), alternated so load drifts hit all alike; a process times `--launches` calls of each kernel, five times,
 and keeps the median. Reported: the median over rounds, in microseconds per launch, the machine,
 the date and the load average (stdout table and JSON in `--out`).
+
+`--arrays`: instead, kernels with 0, 1 and 3 `fs.types.ndarray()` arguments plus an f32 and a
+vec3 argument, the arrays NumPy arrays, CPU torch tensors (where the interpreter has torch) and
+`fs.ndarray`s, off a Tape and on one (`array_worker`); fieldsim, the baseline and Taichi.
 """
 import argparse
 import json
@@ -55,10 +59,98 @@ def worker(launches: int):
     print(json.dumps(out))
 
 
-def taichi_worker(launches: int):
+ARRAY_KINDS = ("numpy", "torch", "ndarray")
+
+
+def array_worker(launches: int, kinds=ARRAY_KINDS):
+    """Per launch (us) of kernels taking 0, 1 and 3 `fs.types.ndarray()` arguments (plus an f32
+    and a vec3 argument, passed as a Python float and an `fs.Vector`), the arrays bound to NumPy
+    arrays, CPU torch tensors (when torch imports) and `fs.ndarray`s, outside a Tape and inside
+    one (the forward launches only; the Tape's backward is not timed). Keys `nd{k}_{kind}` and
+    `tape_nd{k}_{kind}`."""
+    import fieldsim as ti
+    ti.init(arch=ti.cpu, offline_cache=False, cpu_max_num_threads=1)
+    x = ti.field(ti.f32, shape=8)
+    loss = ti.field(ti.f32, shape=(), needs_grad=True)
+    vec3 = ti.types.vector(3, ti.f32)
+    arr = ti.types.ndarray()
+
+    @ti.kernel
+    def nd0(t: ti.f32, v: vec3):
+        for i in range(1):
+            x[i] = t + v[0]
+
+    @ti.kernel
+    def nd1(a: arr, t: ti.f32, v: vec3):
+        for i in range(1):
+            a[i] = t + v[0]
+
+    @ti.kernel
+    def nd3(a: arr, b: arr, c: arr, t: ti.f32, v: vec3):
+        for i in range(1):
+            a[i] = t + v[0] + b[i] + c[i]
+
+    makers = {"numpy": lambda: __import__("numpy").zeros(8, dtype="float32"),
+              "ndarray": lambda: ti.ndarray(ti.f32, shape=8)}
+    try:
+        import torch
+        makers["torch"] = lambda: torch.zeros(8, dtype=torch.float32)
+    except ImportError:
+        pass
+    v = ti.Vector([1.0, 2.0, 3.0])
+    cases = [("nd0", nd0, ())]
+    for kind in kinds:
+        if kind in makers:
+            a, b, c = (makers[kind]() for _ in range(3))
+            cases += [(f"nd1_{kind}", nd1, (a,)), (f"nd3_{kind}", nd3, (a, b, c))]
+    out = {}
+    for name, k, arrays in cases:
+        args = arrays + (0.5, v)
+        k(*args)
+        out[name] = _per_launch(k, args, launches)
+        with _tape(ti, loss):  # compiled on the Tape once, before timing
+            k(*args)
+        n = max(launches // 10, 100)  # the Tape keeps every launch: fewer per sample
+        out[f"tape_{name}"] = _per_launch(k, args, n, tape=lambda: _tape(ti, loss))
+    print(json.dumps(out))
+
+
+def _tape(ti, loss):
+    import contextlib
+
+    @contextlib.contextmanager
+    def tape():
+        t = ti.ad.Tape(loss=loss)
+        t.__enter__()
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):  # the backward is not what is measured
+                t.__exit__(None, None, None)
+    return tape()
+
+
+def _per_launch(k, args, launches, tape=None):
+    samples = []
+    for _ in range(5):
+        if tape is None:
+            t0 = time.perf_counter()
+            for _ in range(launches):
+                k(*args)
+            samples.append((time.perf_counter() - t0) / launches * 1e6)
+            continue
+        with tape():
+            t0 = time.perf_counter()
+            for _ in range(launches):
+                k(*args)
+            samples.append((time.perf_counter() - t0) / launches * 1e6)
+    return statistics.median(samples)
+
+
+def taichi_worker(launches: int, fn=None):
     import taichi
     sys.modules["fieldsim"] = taichi  # the fieldsim worker's source, run by Taichi
-    worker(launches)
+    (fn or worker)(launches)
 
 
 def warp_worker(launches: int):
@@ -106,8 +198,14 @@ def main():
     ap.add_argument("--warp-python", default=os.environ.get("WARP_PYTHON"),
                     help="default: $WARP_PYTHON, else the Taichi interpreter")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--arrays", action="store_true",
+                    help="time kernels with ndarray arguments (numpy, torch, fs.ndarray; off "
+                         "and on a Tape) instead; no Warp")
     args = ap.parse_args()
     if args.worker:
+        if args.arrays:
+            return (taichi_worker(args.launches, array_worker) if args.worker == "taichi"
+                    else array_worker(args.launches))
         return {"fieldsim": worker, "taichi": taichi_worker, "warp": warp_worker}[args.worker](
             args.launches)
     args.warp_python = args.warp_python or args.taichi_python
@@ -115,7 +213,7 @@ def main():
     if args.baseline_root:
         roots["baseline"] = (os.path.abspath(args.baseline_root), sys.executable, "fieldsim")
     for peer, python in (("taichi", args.taichi_python), ("warp", args.warp_python)):
-        if args.no_peers:
+        if args.no_peers or (args.arrays and peer == "warp"):
             break
         if can_import(python, peer):
             roots[peer] = (ROOT, python, peer)
@@ -127,22 +225,44 @@ def main():
         for r, (path, python, backend) in roots.items():
             env = dict(os.environ, PYTHONPATH=path + os.pathsep + os.environ.get("PYTHONPATH", ""))
             res = subprocess.run([python, os.path.abspath(__file__), "--worker", backend,
-                                  "--launches", str(args.launches)],
+                                  "--launches", str(args.launches)]
+                                 + (["--arrays"] if args.arrays else []),
                                  env=env, capture_output=True, text=True, check=True)
             samples[r].append(json.loads(res.stdout.strip().splitlines()[-1]))
     meta = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "load_before": load0, "load_after": os.getloadavg()[0], "rounds": args.rounds}
-    rows = {r: {k: statistics.median(s[k] for s in samples[r]) for k in ("empty", "one_arg")}
-            for r in roots}
     print(f"{meta['date']}, {meta['cpus']} CPUs, load {load0:.1f} -> {meta['load_after']:.1f}, "
           f"medians of {args.rounds} alternated fresh processes (us per launch)")
+    if args.arrays:
+        rows = _array_table(samples)
+    else:
+        _launch_table(samples)
+        rows = {r: {k: statistics.median(s[k] for s in samples[r]) for k in ("empty", "one_arg")}
+                for r in roots}
+    with open(args.out, "w") as f:
+        json.dump({"meta": meta, "rows": rows, "samples": samples}, f, indent=1)
+
+
+def _array_table(samples):
+    keys = [k for k in samples["fieldsim"][0]]
+    rows = {r: {k: statistics.median(s[k] for s in ss if k in s) for k in keys
+                if any(k in s for s in ss)} for r, ss in samples.items()}
+    print("| case | " + " | ".join(rows) + " |")
+    print("|---" * (len(rows) + 1) + "|")
+    for k in keys:
+        print(f"| {k} | " + " | ".join(f"{row[k]:.1f}" if k in row else "-"
+                                       for row in rows.values()) + " |")
+    return rows
+
+
+def _launch_table(samples):
+    rows = {r: {k: statistics.median(s[k] for s in ss) for k in ("empty", "one_arg")}
+            for r, ss in samples.items()}
     print("| code | empty kernel | one-iteration kernel, one i32 argument |")
     print("|---|---|---|")
     for r, row in rows.items():
         print(f"| {r} | {row['empty']:.2f} | {row['one_arg']:.2f} |")
-    with open(args.out, "w") as f:
-        json.dump({"meta": meta, "rows": rows, "samples": samples}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ Guarantees:
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from fieldsim.errors import FieldsimTypeError, MissingModuleError
@@ -231,6 +233,13 @@ def _device_from_torch(field, tensor):
 def _is_torch(x) -> bool:
     mod = type(x).__module__
     return mod.startswith("torch") and hasattr(x, "data_ptr")
+
+
+def torch_tensor_type():
+    """`torch.Tensor` once torch is imported (by the user: fieldsim never imports it for
+    this), else None."""
+    torch = sys.modules.get("torch")
+    return getattr(torch, "Tensor", None)
 
 
 def _is_jax(x) -> bool:

@@ -33,7 +33,7 @@ from fieldsim.lang.naming import user_loc
 from fieldsim.lang.ndarray import (
     CheckOnly,
     NdarrayType,
-    bind_arg,
+    bind_arg_reused,
 )
 from fieldsim.lang.struct import StructType
 from fieldsim.lang.template_key import template_key
@@ -264,6 +264,7 @@ class KernelObj:
         self.last_rng_key = 0
         self._scalar_only = None  # every parameter a scalar: launches may skip `bind`
         self._fast = None  # (runtime generation, CompiledKernel, is-float per argument, kernel epoch)
+        self._nd_memo: dict = {}  # ndarray parameter -> its last binding (`bind_arg_reused`)
 
     def __get__(self, obj, owner=None):
         # a kernel method of a data-oriented class: `obj.k(...)` binds `self`
@@ -364,8 +365,8 @@ class KernelObj:
                 "decorated with @fs.data_oriented: decorate the class to use kernels as methods",
                 self.def_loc())
         if isinstance(a, NdarrayType):  # pointer and shape as hidden runtime arguments
-            bound.templates[name], nd_values, nd_dtypes = bind_arg(a, v, kname, name, rt,
-                                                                   bound.staged)
+            bound.templates[name], nd_values, nd_dtypes = bind_arg_reused(
+                self._nd_memo, a, v, kname, name, rt, bound.staged)
             bound.key.append(bound.templates[name].spec.key())
             bound.values.extend(nd_values)
             bound.dtypes.update(nd_dtypes)

@@ -468,6 +468,53 @@ def bind_arg(ann: NdarrayType, value, kname, pname, rt, staged=None):
         raise
 
 
+def bind_arg_reused(memo: dict, ann: NdarrayType, value, kname, pname, rt, staged):
+    """`bind_arg`, reusing the binding the previous launch made for this parameter (`memo`:
+    the kernel's, by parameter name) when `value` is the same object, unchanged in everything
+    the binding read: a training loop passes the same arrays every step, and binding one
+    (views, dtype, layout and element checks) cost several times the launch. Only a binding
+    that passed every check is kept, and a value that differs in any of them is bound (and
+    checked) again; a read-only array is still refused per launch (`check_writable`). Never
+    reused: a Fortran-order array (its C-order copy is per launch), a GPU backend's staged
+    copy, a tensor that requires grad (its `.grad` may be replaced between launches), arrays
+    inside a DLPack bridge, a `check_values` call. The memo keeps the last array of each
+    parameter alive."""
+    sig = _reuse_signature(value, rt) if type(staged) is dict else None
+    if sig is not None:
+        last = memo.get(pname)
+        if last is not None and last[0] is value and last[1] == sig:
+            return last[2]
+    result = bind_arg(ann, value, kname, pname, rt, staged)
+    bound = result[0]
+    if sig is not None and bound.fortran is None and bound.copy_back is None \
+            and rt.backend().host_memory:
+        memo[pname] = (value, sig, result)
+    return result
+
+
+def _reuse_signature(value, rt):
+    """What `_bind_arg` reads of `value` that can change while the object stays the same (its
+    memory, layout, dtype; a tensor's device and view bits; an ndarray's storage and gradient),
+    with the runtime's generation; None: never reused."""
+    if interop._grad_provider:
+        return None
+    if type(value) is np.ndarray:  # .ctypes.data: `resize(refcheck=False)` moves the memory
+        return (value.shape, value.strides, value.dtype, value.ctypes.data, rt.generation)
+    if isinstance(value, Ndarray):
+        storage, grad = value.storage, value._grad
+        gstorage = grad.storage if grad is not None else None
+        return (value.generation, rt.generation, storage, None if storage is None else storage.ptr,
+                gstorage, None if gstorage is None else gstorage.ptr, value.needs_grad,
+                value.shape, value.dtype)
+    if type(value) is interop.torch_tensor_type() and not value.requires_grad:
+        try:
+            return (value.data_ptr(), value.shape, value.stride(), value.dtype, value.device,
+                    value.layout, value.is_neg(), value.is_conj(), rt.generation)
+        except RuntimeError:  # e.g. a sparse tensor: no pointer (the full path refuses it)
+            return None
+    return None
+
+
 def _call_loc() -> Loc | None:
     """Where the user launched the kernel: the innermost frame outside fieldsim."""
     return naming.user_loc()
