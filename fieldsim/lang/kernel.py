@@ -8,6 +8,7 @@ made lazily from the same IR. Errors from compilation reach the user without int
 from __future__ import annotations
 
 import abc
+import functools
 import inspect
 import math
 import numbers
@@ -29,6 +30,7 @@ from fieldsim.lang import types as T
 from fieldsim.lang.argpack import ArgPackType, pack_members
 from fieldsim.lang.enums import AutodiffMode
 from fieldsim.lang.field import Field
+from fieldsim.lang.kernel_args import bind_matrix_arg, bind_struct_arg
 from fieldsim.lang.naming import user_loc
 from fieldsim.lang.ndarray import (
     CheckOnly,
@@ -394,14 +396,14 @@ class KernelObj:
             for member, t, x in pack_members(a, v, kname, name):
                 self._bind_one(bound, rt, f"{name}.{member}", t, x)
             return
-        from fieldsim.lang.kernel_args import bind_matrix_arg, bind_struct_arg
         if isinstance(a, T.MatrixType):
             bound.dtypes[name], flat = bind_matrix_arg(a, v, rt, kname, name)
-            flat = [(bound.dtypes[name].dtype, x) for x in flat]
+            dt = bound.dtypes[name].dtype
+            flat = [(dt, x) for x in flat]
         else:
             bound.dtypes[name], flat = bind_struct_arg(a, v, rt, kname, name)
-        for k, (dt, x) in enumerate(flat):
-            bound.dtypes[f"{name}[{k}]"] = dt
+        for entry, (dt, x) in zip(_entry_names(name, len(flat)), flat):
+            bound.dtypes[entry] = dt
             bound.values.append(_convert_arg(x, dt, kname, name))
 
     # ---- compile and launch ----------------------------------------------------------------------
@@ -650,6 +652,12 @@ def _defined_at(kernel_obj) -> tuple:
     """`related` of an error about a call: where the kernel is defined, when that is known."""
     loc = kernel_obj.def_loc()
     return () if loc is None else (("the kernel is defined at", loc),)
+
+
+@functools.lru_cache(maxsize=1024)
+def _entry_names(name: str, count: int) -> tuple:
+    """The scalar arguments' names of a vector/matrix/struct argument: `name[k]`."""
+    return tuple(f"{name}[{k}]" for k in range(count))
 
 
 def _scalar_dtype(a, rt, kname, pname, def_loc):

@@ -18,16 +18,31 @@ import numpy as np
 
 from fieldsim.errors import ArgumentTypeError, FieldsimTypeError
 from fieldsim.lang import types as T
+from fieldsim.lang.matrix import Matrix
+
+_CONCRETE: dict = {}  # (n, m, dtype, ndim, default fp, default ip) -> the resolved MatrixType
+
+
+def _concrete(ann: T.MatrixType, rt) -> T.MatrixType:
+    """`ann.concrete(...)`, made once per annotation and defaults (a launch resolves it)."""
+    key = (ann.n, ann.m, ann.dtype, ann.ndim, rt.default_fp, rt.default_ip)
+    spec = _CONCRETE.get(key)
+    if spec is None:
+        spec = _CONCRETE[key] = ann.concrete(rt.default_fp, rt.default_ip)
+    return spec
 
 
 def bind_matrix_arg(ann: T.MatrixType, value, rt, kname: str, pname: str, loc=None):
     """(resolved MatrixType, list of Python scalars) for one launch's argument."""
-    spec = ann.concrete(rt.default_fp, rt.default_ip)
-    v = value.to_numpy() if hasattr(value, "to_numpy") else value
-    try:
-        arr = np.asarray(v)
-    except Exception:  # noqa: BLE001 - whatever a user's value raises on conversion
-        arr = None
+    spec = _concrete(ann, rt)
+    if isinstance(value, Matrix):  # its entries as they are (read, never kept): no copy
+        arr = value._a
+    else:
+        v = value.to_numpy() if hasattr(value, "to_numpy") else value
+        try:
+            arr = np.asarray(v)
+        except Exception:  # noqa: BLE001 - whatever a user's value raises on conversion
+            arr = None
     if arr is None or arr.dtype == object or arr.dtype.kind not in "biuf":
         raise FieldsimTypeError(f"kernel {kname!r}: argument {pname!r} expects a {spec!r}, got "
                                 f"{type(value).__name__}", loc)
