@@ -238,9 +238,10 @@ class ArrayStorage:
     ndarray argument, a DLPack view) or, through the CPU backend's `HostStorage`, a field's
     own data."""
 
-    def __init__(self, array):
+    def __init__(self, array, ptr=None):
         self.array = array
-        self.ptr = array.ctypes.data  # the array is only ever written in place
+        # the array is only ever written in place; `ptr`: its address, where the caller has it
+        self.ptr = array.ctypes.data if ptr is None else ptr
 
     def read_element(self, idx):
         return self.array[idx].copy() if self.array[idx].ndim else self.array[idx]
@@ -265,7 +266,7 @@ class ExternalArray(Field):
     """A numpy array passed to a kernel, seen as a field by the checker and the Tape. Not
     registered with the runtime (it belongs to the user); it has no gradient."""
 
-    def __init__(self, array, dtype, n, m, ndim_el, name):
+    def __init__(self, array, dtype, n, m, ndim_el, name, ptr=None):
         rt = runtime.get()
         self.array = array
         self.dtype = dtype
@@ -276,7 +277,7 @@ class ExternalArray(Field):
         self.role = "primal"
         n_el = ndim_el
         self.shape = tuple(array.shape[:array.ndim - n_el]) if n_el else tuple(array.shape)
-        self.storage = ArrayStorage(array)
+        self.storage = ArrayStorage(array, ptr)
         self.shape_key = array.shape
         self._unplaced = {}
         self.offset, self._snode = None, None
@@ -295,17 +296,17 @@ _EXTERNAL_IDS = itertools.count(1)
 _EXTERNAL: dict = {}  # id(numpy array) -> its ExternalArray (checked by identity)
 
 
-def _external(array, dtype, n, m, ndim_el, name):
+def _external(array, dtype, n, m, ndim_el, name, ptr):
     proxy = _EXTERNAL.get(id(array))
     # the same array object may since have been reshaped or resized in place: check its layout
     if proxy is not None and proxy.array is array and proxy.dtype is dtype \
             and (proxy.n, proxy.m, proxy.ndim_el) == (n, (1 if ndim_el == 1 else m), ndim_el) \
-            and proxy.storage.ptr == array.ctypes.data and proxy.shape_key == array.shape \
+            and proxy.storage.ptr == ptr and proxy.shape_key == array.shape \
             and proxy.generation == runtime.get().generation:
         return proxy
     if len(_EXTERNAL) > 256:  # the cache keeps arrays alive: keep it small
         _EXTERNAL.clear()
-    proxy = _EXTERNAL[id(array)] = ExternalArray(array, dtype, n, m, ndim_el, name)
+    proxy = _EXTERNAL[id(array)] = ExternalArray(array, dtype, n, m, ndim_el, name, ptr)
     return proxy
 
 
@@ -314,19 +315,19 @@ def _external(array, dtype, n, m, ndim_el, name):
 _TENSORS: dict = {}
 
 
-def _external_tensor(owner, array, grad_arr, dtype, n, m, ndim_el, name):
+def _external_tensor(owner, array, grad_arr, dtype, n, m, ndim_el, name, ptr):
     """A tensor argument as a field, one per memory (so two launches on one tensor are one
     array to the checker and the Tape); it keeps the tensor alive, so its memory is not reused
     while it is cached."""
     gen = runtime.get().generation
-    key = (array.ctypes.data, array.shape, array.dtype.str, n, m, ndim_el, gen,
+    key = (ptr, array.shape, array.dtype.str, n, m, ndim_el, gen,
            None if grad_arr is None else (grad_arr.ctypes.data, grad_arr.shape, grad_arr.dtype.str))
     proxy = _TENSORS.get(key)
     if proxy is not None:
         return proxy
     if len(_TENSORS) > 64:
         _TENSORS.clear()
-    proxy = ExternalArray(array, dtype, n, m, ndim_el, name)
+    proxy = ExternalArray(array, dtype, n, m, ndim_el, name, ptr)
     proxy.owner, proxy.cache_key = owner, key
     if grad_arr is not None:
         if grad_arr.shape != array.shape or grad_arr.dtype != array.dtype \
@@ -606,10 +607,13 @@ def _numpy_proxy(ann, value, owner, grad_arr, pname, bad, staged):
         value = fortran.copy
     n, m, ndim_el = _numpy_element(ann, value, bad)
     _check_element(ann, dtype, n, m, ndim_el, bad, matrix_dtype=False)
+    # a CPU tensor's address from torch (the view's, read through numpy, costs 15x that)
+    ptr = owner.data_ptr() if type(owner) is interop.torch_tensor_type() and value.size \
+        else value.ctypes.data
     if grad_arr is not None or owner is not None:
-        proxy = _external_tensor(owner, value, grad_arr, dtype, n, m, ndim_el, pname)
+        proxy = _external_tensor(owner, value, grad_arr, dtype, n, m, ndim_el, pname, ptr)
     else:
-        proxy = _external(value, dtype, n, m, ndim_el, pname)
+        proxy = _external(value, dtype, n, m, ndim_el, pname, ptr)
     return proxy, dtype, n, m, ndim_el, fortran
 
 
