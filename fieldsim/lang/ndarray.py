@@ -483,7 +483,8 @@ def bind_arg_reused(memo: dict, ann: NdarrayType, value, kname, pname, rt, stage
     sig = _reuse_signature(value, rt) if type(staged) is dict else None
     if sig is not None:
         last = memo.get(pname)
-        if last is not None and last[0] is value and last[1] == sig:
+        if last is not None and last[0] is value and last[1] == sig \
+                and _proxy_current(last[2][0].proxy, value):
             return last[2]
     result = bind_arg(ann, value, kname, pname, rt, staged)
     bound = result[0]
@@ -491,6 +492,16 @@ def bind_arg_reused(memo: dict, ann: NdarrayType, value, kname, pname, rt, stage
             and rt.backend().host_memory:
         memo[pname] = (value, sig, result)
     return result
+
+
+def _proxy_current(proxy, value) -> bool:
+    """Whether a host array's field is still the one its cache gives (`_external`,
+    `_external_tensor`): the caches are cleared when they grow, and every launch on one array
+    must see one field (the checker and the Tape know the array by it)."""
+    if not isinstance(proxy, ExternalArray):
+        return True
+    key = getattr(proxy, "cache_key", None)
+    return (_EXTERNAL.get(id(value)) if key is None else _TENSORS.get(key)) is proxy
 
 
 def _reuse_signature(value, rt):

@@ -120,3 +120,19 @@ def test_torch_tensor_changed_in_place_is_rebound(binds):
     t2.t_()  # transposed in place: not C-contiguous
     with pytest.raises(fs.FieldsimTypeError, match="ndim=1|C-contiguous"):
         fill2(t2, 0.0)
+
+
+def test_every_launch_on_an_array_sees_one_field_after_the_cache_is_cleared():
+    """The checker and the Tape know a host array by its field: a kernel's reused binding must
+    not keep a field the array cache dropped while other kernels get a new one."""
+    torch = pytest.importorskip("torch")
+    for make in (lambda: np.zeros(4, np.float32), lambda: torch.zeros(4)):
+        fill, other = _fill_kernel(), _fill_kernel()
+        a = make()
+        fill(a, 0.0)
+        kept = [make() for _ in range(300)]  # more than the cache keeps (alive: distinct)
+        for b in kept:
+            other(b, 0.0)
+        fill(a, 1.0)
+        other(a, 1.0)
+        assert fill._nd_memo["a"][2][0].proxy is other._nd_memo["a"][2][0].proxy
