@@ -20,12 +20,12 @@ from fieldsim.errors import ArgumentTypeError, FieldsimTypeError
 from fieldsim.lang import types as T
 from fieldsim.lang.matrix import Matrix
 
-_CONCRETE: dict = {}  # (n, m, dtype, ndim, default fp, default ip) -> the resolved MatrixType
+_CONCRETE: dict = {}  # (n, m, dtype, ndim, vector, default fp, default ip) -> the resolved MatrixType
 
 
 def _concrete(ann: T.MatrixType, rt) -> T.MatrixType:
     """`ann.concrete(...)`, made once per annotation and defaults (a launch resolves it)."""
-    key = (ann.n, ann.m, ann.dtype, ann.ndim, rt.default_fp, rt.default_ip)
+    key = (ann.n, ann.m, ann.dtype, ann.ndim, ann.vector, rt.default_fp, rt.default_ip)
     spec = _CONCRETE.get(key)
     if spec is None:
         spec = _CONCRETE[key] = ann.concrete(rt.default_fp, rt.default_ip)
