@@ -16,6 +16,7 @@ import numpy as np
 from fieldsim.errors import FieldsimTypeError, IntPowerError
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import Op, Stmt
+from fieldsim.ir.subnormals import SMALLEST_NORMAL, flushed_constant
 from fieldsim.lang import types as T
 
 BINOPS = {"+": Op.ADD, "-": Op.SUB, "*": Op.MUL, "/": Op.DIV, "//": Op.FLOORDIV, "%": Op.MOD,
@@ -114,9 +115,18 @@ def _source_lines(loc) -> str:
 class Emitter:
     """Typed operations over frontend values, emitting IR through `b`."""
 
-    def __init__(self, builder: IRBuilder, default_fp, default_ip, debug=False):
+    def __init__(self, builder: IRBuilder, default_fp, default_ip, debug=False, flush=False):
         self.b, self.fp, self.ip = builder, default_fp, default_ip
         self.debug = debug
+        # the kernel runs with flush-to-zero (Taichi's x64 CPU backend): a subnormal constant,
+        # folded operand or folded result is a zero of its sign, as Taichi's folder leaves it
+        self.flush = flush
+
+    def ftz(self, v: float, dtype) -> float:
+        """`v`, a constant of float type `dtype`, as a flushing kernel has it."""
+        if self.flush and -SMALLEST_NORMAL[32] < v < SMALLEST_NORMAL[32]:
+            return flushed_constant(v, dtype.bits)
+        return v
 
     # -- conversions
     def dtype_of(self, v):
@@ -138,14 +148,14 @@ class Emitter:
         """A runtime scalar of `dtype` (or v's own type) from a constant or a Stmt."""
         dtype = self.resolve(dtype)
         if isinstance(v, Stmt):
-            return self.b.cast(v, dtype) if dtype is not None else v
+            return self.cast_stmt(v, dtype) if dtype is not None else v
         if is_number(v):
             dt = dtype or self.dtype_of(v)
             if dt is self.ip and type(v) is int:
                 _check_literal_fits(v, dt)
             if isinstance(v, float) and not isinstance(v, bool):
                 with np.errstate(over="ignore"):  # 1e300 as an f32 literal is inf, silently
-                    v = float(self.fp.np.type(v))  # a literal is default_fp first, as in Taichi
+                    v = self.ftz(float(self.fp.np.type(v)), self.fp)  # default_fp first, as Taichi
                 if dt.bits == 1:  # as the runtime cast: any nonzero (NaN too) is true, 0.5 too
                     return self.b.const(int(v != 0), dt)
                 if not dt.is_float:
@@ -178,7 +188,17 @@ class Emitter:
                 return self.value(v, dtype)  # out of range: the backend's conversion
             self.check_int_literal(v, dtype)
             return self.b.const(v if dtype.is_float else int(v != 0) if dtype.bits == 1 else math.trunc(v), dtype)
-        return self.b.cast(self.value(v), dtype)
+        return self.cast_stmt(self.value(v), dtype)
+
+    def cast_stmt(self, v: Stmt, dtype) -> Stmt:
+        """`v` as `dtype`; a float constant to another float type folds, rounded and flushed as
+        Taichi's folder does (`ti.cast(c, ti.f32)` of an f64 constant that is subnormal in f32
+        is 0)."""
+        if v.op == Op.CONST and v.dtype is not dtype and v.dtype.is_float and dtype.is_float:
+            source = self.ftz(float(v.dtype.np.type(v.attr)), v.dtype)
+            with np.errstate(over="ignore"):
+                return self.b.const(self.ftz(float(dtype.np.type(source)), dtype), dtype)
+        return self.b.cast(v, dtype)
 
     # -- scalar arithmetic
     def binop(self, op: str, a, b):
@@ -239,9 +259,9 @@ class Emitter:
         with a Python constant (`_fold_identity`); None otherwise."""
         if not (dt.is_float and op in _FOLDED and _is_const(a) and _is_const(b)):
             return _fold_identity(op, a, b, dt)
-        av, bv = (dt.np.type(c.dtype.np.type(c.attr))
+        av, bv = (dt.np.type(self.ftz(float(dt.np.type(c.dtype.np.type(c.attr))), dt))
                   for c in (v if isinstance(v, Stmt) else self.value(v, dt) for v in (a, b)))
-        return self.b.const(_FOLDED[op](av, bv, dt), dt)
+        return self.b.const(self.ftz(_FOLDED[op](av, bv, dt), dt), dt)
 
     def _power_or_atan2(self, op, a, b, dt, tb):
         """`a ** b` with an integer exponent (integers through f64, `_int_pow`; floats by
@@ -263,7 +283,8 @@ class Emitter:
         x (a func's float argument) with a constant n folds as Taichi's constant folding does:
         the double-precision power rounded once to x's type."""
         if not isinstance(n, Stmt) and x.op == Op.CONST:
-            return self.b.const(_folded_power(float(x.dtype.np.type(x.attr)), n, x.dtype), x.dtype)
+            base = self.ftz(float(x.dtype.np.type(x.attr)), x.dtype)
+            return self.b.const(self.ftz(_folded_power(base, n, x.dtype), x.dtype), x.dtype)
         if not isinstance(n, Stmt):
             return self._power_by_squaring(x, n)
         r, base = self.b.const(1, x.dtype), x
@@ -336,8 +357,15 @@ class Emitter:
         if v.dtype is T.u1 and op in (Op.NEG, Op.BIT_NOT, Op.ABS):  # one bit: -b is b, ~b is not b
             return v if op != Op.BIT_NOT else self.b.binary(Op.BIT_XOR, v, self.b.const(1, T.u1))
         if op in _FOLDED_UNARY and v.op == Op.CONST and v.dtype.is_float:
-            return self.b.const(folded_math(_FOLDED_UNARY[op], float(v.attr), v.dtype), v.dtype)
+            return self.folded_const(_FOLDED_UNARY[op], v)
         return self.b.unary(op, v)
+
+    def folded_const(self, fns, v: Stmt) -> Stmt:
+        """A math function of the float constant `v` folded as Taichi's folder does: of the
+        constant's value in its type (an f32 `ti.cast(1e20, ti.f32)` is 100000002004087734272),
+        in double precision, rounded once, subnormals flushed on both sides."""
+        x = self.ftz(float(v.dtype.np.type(v.attr)), v.dtype)
+        return self.b.const(self.ftz(folded_math(fns, x, v.dtype), v.dtype), v.dtype)
 
     def as_bool(self, v):
         """A scalar comparison's or `not`'s value as Taichi 1.7.4 types it: a `u1`, so `~(a < b)`

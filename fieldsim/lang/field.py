@@ -451,7 +451,8 @@ class Field:
 
     def fill(self, value):
         self._check_live()
-        arr = self._coerce(value, self.element_shape, "fill value", broadcast=True, truncate=True)
+        arr = _through_default_fp(value, self._coerce(value, self.element_shape, "fill value",
+                                                      broadcast=True, truncate=True))
         if _flushes():  # Taichi fills in a kernel: f64 subnormals are flushed too
             arr = flushed_array(arr)
         _record_python_write(self, None, f"{self.ir_name}.fill(...)")
@@ -773,6 +774,20 @@ _TINY32 = SMALLEST_NORMAL[32]
 def _flushes() -> bool:
     """Whether Python-scope writes flush subnormals, as Taichi's x64 CPU backend's do."""
     return FLUSHING_MACHINE and runtime.get().arch == runtime.cpu
+
+
+def _through_default_fp(value, arr: np.ndarray) -> np.ndarray:
+    """A float fill value as Taichi 1.7.4 stores it: its fill is a kernel taking the value as a
+    template argument, a float literal there, so it is a constant of default_fp first
+    (`x.fill(1 / 3)` of an f64 field under an f32 default_fp stores f32's 1/3, `x.fill(1e-40)`
+    a flushed 0); integers and fields no wider than default_fp are unchanged."""
+    fp = runtime.get().default_fp
+    if arr.dtype.kind != "f" or arr.dtype.itemsize * 8 <= fp.bits or \
+            np.asarray(value).dtype.kind != "f":
+        return arr
+    with np.errstate(over="ignore"):
+        literal = arr.astype(fp.np)
+    return (flushed_array(literal) if _flushes() else literal).astype(arr.dtype)
 
 
 def flushed_write(dtype, value):

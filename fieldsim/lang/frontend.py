@@ -36,6 +36,7 @@ from fieldsim.errors import (
 )
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import ForInfo, Kernel, Op, Param, Stmt, walk
+from fieldsim.ir.subnormals import FLUSHING_MACHINE
 from fieldsim.lang import cross_task, ops, precision, sparse_kernel, struct, syntax_warnings
 from fieldsim.lang import types as T
 from fieldsim.lang.argpack import ArgPackType, PackValue
@@ -406,7 +407,8 @@ class Frontend(ExprMixin):
         # whether a loop at the top of a func inlined at the kernel's top level is a parallel task
         # too, as in Taichi (see `lang.cross_task`; False: the fallback where it cannot be)
         self.func_tasks = func_tasks
-        self.e = Emitter(self.b, rt.default_fp, rt.default_ip, rt.debug)
+        self.e = Emitter(self.b, rt.default_fp, rt.default_ip, rt.debug,
+                         flush=FLUSHING_MACHINE and rt.arch == "cpu")
         self.source = _parse_cached(fn)
         self.frame = Frame(fn, self.source)
         self.kernel_frame = self.frame  # the body whose parameters are the kernel's arguments

@@ -18,7 +18,7 @@ from fieldsim.ir.ir import Op, Stmt
 from fieldsim.ir.opdefs import REAL_ONLY
 from fieldsim.ir.subnormals import FLUSHING_MACHINE, SMALLEST_NORMAL, flushed_constant
 from fieldsim.lang import types as T
-from fieldsim.lang.expr import RSQRT_FNS, MatVal, folded_math
+from fieldsim.lang.expr import RSQRT_FNS, MatVal
 
 KERNEL_BUILTINS: dict = {}
 LVALUE_BUILTINS: dict = {}
@@ -72,7 +72,9 @@ def _def_unary(name, op, np_fn, float_only=True, py_fn=None):
         if py_fn is not None and len(args) == 1 and not kw and _is_py_number(args[0]):
             return _fold_py_math(py_fn, np_fn, args[0])
         if op in _ROUNDING and args and _is_py_number(args[0]):
-            args = (_fold_py_math(lambda v: float(np_fn(v)), np_fn, args[0]),) + tuple(args[1:])
+            args = (_fold_py_math(_rounded_number(op, np_fn), np_fn, args[0]),) + tuple(args[1:])
+            if len(args) == 1 and not kw:  # a Python number, as Taichi's (`ti.ceil(1e300)`)
+                return args[0]
         if op in _REAL_ONLY:  # as in Taichi: these take real inputs only
             _require_real(fe, args[0], name)
         out = fe.e.unop(op, args[0], float_only)
@@ -85,6 +87,17 @@ def _def_unary(name, op, np_fn, float_only=True, py_fn=None):
 
     KERNEL_BUILTINS[fn] = handler
     return fn
+
+
+def _rounded_number(op, np_fn):
+    """floor/ceil/round of a Python number as Taichi folds it: numpy's, a NumPy double (so
+    arithmetic on it is NumPy's: `ti.ceil(1e300) ** 2` is inf), except that `ti.round` of an
+    integer stays that integer (`ti.round(2147483647)`, not f32's 2**31)."""
+    def fold(v):
+        if op == Op.ROUND and isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            return int(v)
+        return np.float64(np_fn(v))
+    return fold
 
 
 def _ints_unrounded(np_fn):
@@ -130,14 +143,17 @@ sqrt = _def_unary("sqrt", Op.SQRT, np.sqrt, py_fn=math.sqrt)
 floor = _def_unary("floor", Op.FLOOR, np.floor, float_only=False)
 ceil = _def_unary("ceil", Op.CEIL, np.ceil, float_only=False)
 round = _def_unary("round", Op.ROUND, np.round, float_only=False)
-abs = _def_unary("abs", Op.ABS, np.abs, float_only=False)
+abs = _def_unary("abs", Op.ABS, np.abs, float_only=False, py_fn=builtins.abs)
 rsqrt = _np_unary(lambda x: 1 / np.sqrt(x))
 
 
 def _k_rsqrt(fe, node, args, kw):
     v = args[0]
+    if _is_py_number(v):  # Taichi's `1 / np.sqrt(x)` of a Python number: a NumPy double
+        with np.errstate(all="ignore"):
+            return 1 / np.sqrt(np.float64(v))
     if isinstance(v, Stmt) and v.op == Op.CONST and v.dtype.is_float:  # folded once, as Taichi
-        return fe.e.b.const(folded_math(RSQRT_FNS, float(v.attr), v.dtype), v.dtype)
+        return fe.e.folded_const(RSQRT_FNS, v)
     return fe.e.binop("/", 1.0, fe.e.unop(Op.SQRT, v, True))
 
 
