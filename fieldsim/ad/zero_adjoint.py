@@ -85,7 +85,7 @@ class Guards:
         no natural value; a guard there cost diffmpm's grid_op adjoint 5 %. The kernels flush
         subnormals to zero (codegen.denormals), so `x * x + 1e-45` in f32 is no guard."""
         least = _tiny(v.dtype) ** (0.5 if squared else 1.0)
-        if v.op == Op.ADD and any(a.op == Op.CONST and a.attr >= least for a in v.args):
+        if v.op == Op.ADD and any(_safeguard(a, v.args, least) for a in v.args):
             return True
         b = self.bound(v)
         return b is not None and b >= least
@@ -113,6 +113,16 @@ class Guards:
             return None
         found = _BOUND_RULES[op]([self.bound(x, depth + 1) for x in a])
         return None if found is None else _rounded(found, v.dtype)
+
+
+def _safeguard(c: Stmt, terms, least: float) -> bool:
+    """`c`, a term of a sum, is a constant safeguard (at least `least`), and not a whole number
+    added to an integer made float: `ti.cast(n, f32) + 1.0` is exactly 0 at n = -1, a natural
+    value of an integer."""
+    if c.op != Op.CONST or not c.attr >= least:
+        return False
+    return not (float(c.attr).is_integer()
+                and any(t.op == Op.CAST and not t.args[0].dtype.is_float for t in terms))
 
 
 def _tiny(dtype) -> float:

@@ -239,3 +239,28 @@ def test_normal_safeguards_still_get_no_guard():
             out[i] += 1.0 / (d * d) + 1.0 / ((t * t + 1e-8) * (t * t + 1e-8))
 
     assert _guards(safe) == 0
+
+
+@pytest.mark.parametrize("options", MODES)
+@pytest.mark.parametrize("fp", FP)
+def test_a_whole_number_added_to_an_integer_is_no_safeguard(fp, options):
+    """`x / (ti.cast(n, f) + 1.0)` divides by 0 at n = -1 (a natural integer), so its zero
+    adjoint is guarded; `+ 1e-10` to the same integer still is a safeguard (never 0)."""
+    x, w, loss = _setup(fp, options)
+    n = fs.field(fs.i32, shape=())
+    dt = getattr(fs, fp)
+
+    @fs.kernel
+    def diag():
+        w[None] = x[None] / (fs.cast(n[None], dt) + 1.0)
+        loss[None] = x[None] * x[None] + x[None]
+
+    @fs.kernel
+    def tiny_offset():
+        w[None] = x[None] / (fs.cast(n[None], dt) + 1e-10)
+
+    n[None] = -1
+    x[None] = 0.0  # d loss / dx = 2x + 1 = 1
+    assert _by_hand([diag], x, [x, w, loss]) == 1.0
+    assert _on_tape([diag], x, loss) == 1.0
+    assert _guards(tiny_offset) == 0
