@@ -358,6 +358,9 @@ class Emitter:
             return v if op != Op.BIT_NOT else self.b.binary(Op.BIT_XOR, v, self.b.const(1, T.u1))
         if op in _FOLDED_UNARY and v.op == Op.CONST and v.dtype.is_float:
             return self.folded_const(_FOLDED_UNARY[op], v)
+        if op in _EXACT_UNARY and v.op == Op.CONST and v.dtype.is_float:  # then a cast folds too
+            return self.b.const(_EXACT_UNARY[op](self.ftz(float(v.dtype.np.type(v.attr)), v.dtype)),
+                                v.dtype)
         return self.b.unary(op, v)
 
     def folded_const(self, fns, v: Stmt) -> Stmt:
@@ -559,6 +562,9 @@ _FOLDED_UNARY = {Op.SIN: (math.sin, np.sin), Op.COS: (math.cos, np.cos),
                  Op.TANH: (math.tanh, np.tanh), Op.EXP: (math.exp, np.exp),
                  Op.LOG: (math.log, np.log), Op.SQRT: (math.sqrt, np.sqrt)}
 RSQRT_FNS = (_rsqrt, _np_rsqrt)
+# exact on a constant: folded, so a narrowing cast of the result folds and flushes as Taichi's
+# (`ti.abs(ti.f64(1e-45))` stored to an f32 is 0)
+_EXACT_UNARY = {Op.ABS: abs, Op.NEG: lambda x: -x}
 
 
 def folded_math(fns, x: float, dtype, *more: float) -> float:

@@ -46,7 +46,7 @@ def test_math_of_a_narrowed_constant_uses_its_value_in_its_type():
 def test_subnormal_literals_and_folds_are_flushed_before_widening():
     fs.init(arch=fs.cpu)
     o64 = fs.field(fs.f64, 6)
-    o32 = fs.field(fs.f32, 1)
+    o32 = fs.field(fs.f32, 2)
 
     @fs.kernel
     def k():
@@ -58,12 +58,13 @@ def test_subnormal_literals_and_folds_are_flushed_before_widening():
         o64[4] = fs.asin(1e-45)  # a Python value, then an f32 literal
         o64[5] = fs.cast(1e-20, fs.f32) * fs.cast(1e-20, fs.f32) * 1e10
         o32[0] = fs.cast(fs.f64(1e-40), fs.f32)  # a narrowed constant
+        o32[1] = fs.abs(fs.f64(1e-45))  # abs folds, then its narrowing
 
     k()
     got = o64.to_numpy().tolist()
     assert all(_zero(v) for v in got[:1] + got[2:]), got
     assert _zero(got[1], negative=True)
-    assert _zero(o32[0])
+    assert _zero(o32[0]) and _zero(o32[1])
 
 
 @flushing
