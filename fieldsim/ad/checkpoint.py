@@ -15,12 +15,15 @@ Also the shared machinery of the checking tools (`fs.ad.gradcheck`, `fs.ad.jacob
 Contract of `checkpoint` (see its docstring for the user-facing version): the gradient equals the
 one a Tape storing every step would give, because each launch's adjoint runs on a copy of exactly
 the field values that launch saw in the forward pass, and the gradients flow in place through the
-`.grad` fields across steps and segments, as they do on a Tape.
+`.grad` fields across steps and segments, as they do on a Tape. A value carried between steps
+outside `state` would break it (the recomputation would read its end-of-forward value): the
+forward follows the accesses element by element (`fieldsim.ad.carried`) and refuses one.
 """
 from __future__ import annotations
 
 import weakref
 
+from fieldsim.ad.carried import CarriedReads
 from fieldsim.ad.tape import CustomEntry, LaunchEntry, Tape, field_sets, grad_replaced
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.ir import Op, walk
@@ -260,20 +263,31 @@ class _Installed:
 
 class _Collector(Recorder):
     """Collects the data fields written while installed, inside grad_replaced units too (their
-    launches still reach it); keeps no entries, so a long forward pass costs no memory."""
+    launches still reach it); keeps no entries, so a long forward pass costs no memory.
+    `carried` (a `CarriedReads`, or None) follows the accesses element by element."""
 
-    def __init__(self):
+    def __init__(self, carried=None):
         super().__init__(when=None)
         self.written: dict = {}
         self.read: dict = {}
+        self.carried = carried
 
     def on_launch(self, kernel, ck, args, kwargs, values):
         reads, writes = kernel_fields(ck)
         self.read.update(reads)
         self.written.update(writes)
+        if self.carried is not None:
+            self.carried.launch(kernel.__name__, ck, values)
 
     def record_python_write(self, field, idx, what):
         self.written[id(field)] = field
+        if self.carried is not None:
+            self.carried.python_access(field, idx, True, what, user_loc())
+
+    def record_python_read(self, field, idx, what):
+        """Internal hook, called by fields: a Python-scope read (`x[i]`, `x.to_numpy()`)."""
+        if self.carried is not None:
+            self.carried.python_access(field, idx, False, what, user_loc())
 
     def record_custom(self, fn, args, kwargs):
         pass  # its launches and writes are collected as they happen
@@ -312,10 +326,19 @@ def checkpoint(step, n_steps, every, state=None, save=None, restore=None):
       such as forces or a double buffer are fine).
     * Everything a step hands to a later step must be in `state` (or saved by `save`): the
       backward restores only that at each snapshot. Fields the steps only read (parameters)
-      must keep their values. Fields the steps only accumulate into (`loss[None] += ...`,
-      atomic adds never read by a step) and write-once outputs (`traj[t, i] = x[i]`) are fine:
-      the backward's recomputation writes them again, and every field the steps wrote is put
-      back to its end-of-forward value when the backward finishes.
+      are copied at the end of the forward and put back for the recomputation. Fields the
+      steps only accumulate into (`loss[None] += ...`, atomic adds never read by a step),
+      write-once outputs (`traj[t + 1, i] = f(traj[t, i])`) and scratch fields written before
+      they are read in every step are fine: the backward's recomputation writes them again,
+      and every field the steps wrote is put back to its end-of-forward value when the
+      backward finishes. With `state=[...]` this is enforced: an element of another field
+      that a step reads before any write to it in its segment and that a later write
+      (kernel, atomic or Python-scope; `x[i]` and `to_numpy()` count as reads) changes is
+      carried outside the state, and the call raises `AccessRuleError` at the end of its
+      forward, naming the field, the read and the write, before any gradient is written
+      (`fieldsim.ad.carried`: only certain accesses count; data-dependent indices, accesses
+      under `if`, and ndarray arguments inside kernels are not followed). With `save=`
+      and `restore=` it is the user's to keep.
     * `step` must be deterministic given the state, the parameters and `t` (`fs.random` draws
       are replayed: the launch counter is rewound for each recomputed segment).
     * Each launch must obey the in-kernel access rules (checked when its adjoint is made).
@@ -370,14 +393,21 @@ class _Checkpointed:
         self.end_counter = 0
 
     def forward(self):
-        self.collector = _Collector()
+        # with save=/restore= what the snapshots restore is the user's: nothing to check
+        carried = CarriedReads(id(f) for f in self.state) if self.state else None
+        self.collector = _Collector(carried)
         with self.collector.active():
             for t in range(self.n_steps):
                 if t % self.every == 0:
                     self.snapshots.append(self._save())
                     self.counters.append(runtime.get().launch_counter)
+                    if carried is not None:
+                        carried.new_segment()
                 self.step(t)
         self.end_counter = runtime.get().launch_counter
+        if carried is not None and carried.found is not None:
+            err = carried.error(getattr(self.step, "__name__", "step"), self.state)
+            raise err.with_traceback(None) from None
         # the fields the steps only read: unchanged by them, so copied now as they were at the
         # start; the backward recomputes the steps from these even if a later launch or
         # Python-scope write on the Tape changed them

@@ -334,6 +334,7 @@ class Field:
 
     def __getitem__(self, key):
         idx = self._index(key)
+        _record_python_read(self, idx)
         value = self.storage.read_element(idx)
         if self.ndim_el == 0:
             value = value.item() if hasattr(value, "item") else value
@@ -405,6 +406,7 @@ class Field:
     def to_numpy(self, dtype=None, keep_dims=False) -> np.ndarray:
         runtime.python_scope_call(f"{self._what}.to_numpy()")
         self._check_live()
+        _record_python_read(self, None, "to_numpy()")
         from fieldsim.lang import sparse_host
         arr = sparse_host.read_active(self)
         if arr is None:
@@ -677,6 +679,14 @@ def _record_python_write(field: Field, idx, what: str | None = None):
         rt.tape.record_python_write(owner, idx, what)
     except FieldsimError as err:  # the checker's refusal, without fieldsim's own frames
         raise err.with_traceback(None) from None
+
+
+def _record_python_read(field: Field, idx, what: str | None = None):
+    """Tells a recorder that follows Python-scope reads (`fs.ad.checkpoint`'s forward) of one."""
+    read = getattr(runtime.get().tape, "record_python_read", None)
+    if read is not None:
+        owner = field.owner if isinstance(field, ComponentField) else field
+        read(owner, idx, f"{field.ir_name}.{what}" if what else f"{field.ir_name}[{_index_text(idx)}]")
 
 
 def _allocation_failed(field) -> str:
