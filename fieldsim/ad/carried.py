@@ -14,7 +14,8 @@ read or write whose box is exact (no data-dependent index, no `if` guard) and wh
 (no `if`, `while`, `break` around it). A plain store (not an atomic update, whose result still
 depends on the old value) covers the elements it certainly writes for the rest of its segment;
 a read of an element not covered is exposed, and any later write of it is refused. Python-scope writes
-(`x[i] = v`, `fill`, `from_numpy`) and reads (`x[i]`, `to_numpy`) count like launches.
+(`x[i] = v`, `fill`, `from_numpy`) and reads (`x[i]`, `to_numpy`) count like launches, and so do
+`fs.ndarray`s and NumPy arrays passed to kernels (the checker sees them as fields).
 
 Not carried (accepted): write-once time-indexed outputs (`traj[t + 1] = f(traj[t])`: the
 element read is never written again), atomic accumulators never read (`loss[None] += ...`),
@@ -28,6 +29,7 @@ from fieldsim.checks.access_rules import AccessKind, arg_env, describe, kernel_c
 from fieldsim.checks.boxes import LaunchBoxes, box_slices, exact_box, field_shape, surely_runs
 from fieldsim.errors import AccessRuleError
 from fieldsim.ir.printer import field_name
+from fieldsim.lang.ndarray import ExternalArray
 
 
 class _Track:
@@ -139,10 +141,17 @@ class CarriedReads:
             ("The backward recomputes each segment from its snapshot of the state, where this "
             f"read would see '{name}' as the forward pass left it, not the value it read; the "
             "gradient would be silently wrong. Nothing was differentiated."),
-            (f"To fix: add it to state=[{kept + ', ' if kept else ''}{name}] (or save and restore it "
-            "with save=/restore=).")]
+            _fix(field, kept, name)]
         related = (("read", read[4]),) if read[4] is not None else ()
         return AccessRuleError("\n".join(lines), loc=write[4], related=related)
+
+
+def _fix(field, kept, name) -> str:
+    state = f"state=[{kept + ', ' if kept else ''}{name}]"
+    if isinstance(field, ExternalArray):  # a NumPy array: no field to name in `state`
+        return (f"To fix: pass an fs.ndarray instead of the NumPy array '{name}' and add it to "
+                f"{state}, or save and restore the array with save=/restore=.")
+    return f"To fix: add it to {state} (or save and restore it with save=/restore=)."
 
 
 def _line(label, event) -> str:

@@ -28,7 +28,7 @@ from fieldsim.ad.tape import CustomEntry, LaunchEntry, Tape, field_sets, grad_re
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.ir.ir import Op, walk
 from fieldsim.lang import runtime
-from fieldsim.lang.field import Field
+from fieldsim.lang.field import Field, watch_python_reads
 from fieldsim.lang.naming import user_loc
 
 __all__ = ["CheckpointInfo", "Recorder", "Rewind", "Snapshot", "checkpoint", "data_fields",
@@ -218,6 +218,8 @@ class Recorder(Tape):
     def on_launch(self, kernel, ck, args, kwargs, values):
         self.launch_log.append(ck)
         if self.unit_depth:
+            self.launches += 1  # as `Tape.on_launch` counts them (`host_arrays_after`)
+            self.last_launch = (kernel.__name__, self.launches)
             self._note_inside(*kernel_fields(ck))
             return
         self._flush()
@@ -261,6 +263,18 @@ class _Installed:
         return False
 
 
+class _Watching(_Installed):
+    """`_Installed`, with Python-scope reads reported (`record_python_read`) meanwhile."""
+
+    def __enter__(self):
+        watch_python_reads(1)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        watch_python_reads(-1)
+        return super().__exit__(*exc)
+
+
 class _Collector(Recorder):
     """Collects the data fields written while installed, inside grad_replaced units too (their
     launches still reach it); keeps no entries, so a long forward pass costs no memory.
@@ -273,6 +287,9 @@ class _Collector(Recorder):
         self.carried = carried
 
     def on_launch(self, kernel, ck, args, kwargs, values):
+        # numbered as a Tape numbers them: `host_arrays_after` names the launch that wrote an array
+        self.launches += 1
+        self.last_launch = (kernel.__name__, self.launches)
         reads, writes = kernel_fields(ck)
         self.read.update(reads)
         self.written.update(writes)
@@ -294,6 +311,9 @@ class _Collector(Recorder):
 
     def set_last_rng_key(self, key):
         pass
+
+    def active(self):
+        return _Watching(self)
 
 
 # ---- checkpointing -------------------------------------------------------------------------------
@@ -336,9 +356,8 @@ def checkpoint(step, n_steps, every, state=None, save=None, restore=None):
       (kernel, atomic or Python-scope; `x[i]` and `to_numpy()` count as reads) changes is
       carried outside the state, and the call raises `AccessRuleError` at the end of its
       forward, naming the field, the read and the write, before any gradient is written
-      (`fieldsim.ad.carried`: only certain accesses count; data-dependent indices, accesses
-      under `if`, and ndarray arguments inside kernels are not followed). With `save=`
-      and `restore=` it is the user's to keep.
+      (`fieldsim.ad.carried`: only certain accesses count; data-dependent indices and accesses
+      under `if` are not followed). With `save=` and `restore=` it is the user's to keep.
     * `step` must be deterministic given the state, the parameters and `t` (`fs.random` draws
       are replayed: the launch counter is rewound for each recomputed segment).
     * Each launch must obey the in-kernel access rules (checked when its adjoint is made).

@@ -681,8 +681,18 @@ def _record_python_write(field: Field, idx, what: str | None = None):
         raise err.with_traceback(None) from None
 
 
+_READ_WATCHERS = [0]  # recorders following Python-scope reads now (`watch_python_reads`)
+
+
+def watch_python_reads(delta: int) -> None:
+    """A recorder that follows Python-scope reads starts (+1) or stops (-1) listening."""
+    _READ_WATCHERS[0] += delta
+
+
 def _record_python_read(field: Field, idx, what: str | None = None):
     """Tells a recorder that follows Python-scope reads (`fs.ad.checkpoint`'s forward) of one."""
+    if not _READ_WATCHERS[0]:  # the common case, kept cheap: element reads in Python loops
+        return
     read = getattr(runtime.get().tape, "record_python_read", None)
     if read is not None:
         owner = field.owner if isinstance(field, ComponentField) else field

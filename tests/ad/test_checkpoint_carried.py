@@ -1,7 +1,7 @@
 """`fs.ad.checkpoint` with a value carried between steps outside `state` (gh-ckpt).
 
 Each step bumped a field `p` kept outside `state=[s]` (`p[i] += 0.5` in a kernel, or
-`p.from_numpy(p.to_numpy() + 0.5)`, or the same on an ndarray) and then read it: the backward
+`p.from_numpy(p.to_numpy() + 0.5)`, or the same on an ndarray, from Python or in a kernel) and then read it: the backward
 recomputed each segment with `p` at its end-of-forward value, and x.grad was [239.8, 150.1]
 against central differences [45.79, 19.12], silently. Such a field is now refused at the end of
 the checkpoint's forward, naming it, the read and the overwrite, before any gradient is
@@ -51,6 +51,11 @@ def _bumped(variant, in_state=False):
             p[i] += 0.5
 
     @fs.kernel
+    def bump_array(b: fs.types.ndarray()):
+        for i in range(N):
+            b[i] += 0.5
+
+    @fs.kernel
     def fin():
         for i in range(N):
             loss[None] += s[i] ** 2
@@ -60,12 +65,14 @@ def _bumped(variant, in_state=False):
             bump()
         elif variant == "pyfield":
             p.from_numpy(p.to_numpy() + 0.5)
+        elif variant == "ndarray_kernel":
+            bump_array(arr)
         else:
             arr.from_numpy(arr.to_numpy() + 0.5)
         step_a(arr)
         step_b()
 
-    state = [s, arr if variant == "ndarray" else p] if in_state else [s]
+    state = [s, arr if variant.startswith("ndarray") else p] if in_state else [s]
 
     def run(tape):
         p.fill(0.1)
@@ -99,6 +106,7 @@ def _check_gradient(x, run, x0):
     ("kernel", "kernel 'step_a'", "kernel 'bump'"),
     ("pyfield", "`p.to_numpy()`", "`p.from_numpy(...)`"),
     ("ndarray", "`arr.to_numpy()`", "`arr.from_numpy(...)`"),
+    ("ndarray_kernel", "kernel 'step_a'", "kernel 'bump_array'"),
 ])
 def test_a_value_carried_outside_the_state_is_refused(variant, reader, writer):
     x, _loss, run = _bumped(variant)
@@ -106,7 +114,7 @@ def test_a_value_carried_outside_the_state_is_refused(variant, reader, writer):
     with pytest.raises(fs.AccessRuleError) as err:
         run(True)
     text = str(err.value)
-    name = "arr" if variant == "ndarray" else "p"
+    name = "arr" if variant.startswith("ndarray") else "p"
     assert f"field '{name}' carries values from one step to a later one" in text
     assert reader in text and writer in text
     assert f"add it to state=[s, {name}]" in text
@@ -114,7 +122,7 @@ def test_a_value_carried_outside_the_state_is_refused(variant, reader, writer):
     assert not x.grad.to_numpy().any()  # refused before any gradient was written
 
 
-@pytest.mark.parametrize("variant", ["kernel", "pyfield", "ndarray"])
+@pytest.mark.parametrize("variant", ["kernel", "pyfield", "ndarray", "ndarray_kernel"])
 def test_with_the_carried_field_in_the_state_the_gradient_is_right(variant):
     x, _loss, run = _bumped(variant, in_state=True)
     ref = _check_gradient(x, run, np.array([0.3, 0.7]))
@@ -210,3 +218,78 @@ def test_a_field_read_by_a_later_segment_only_before_it_is_overwritten_is_refuse
     with pytest.raises(fs.AccessRuleError, match=r"field 'prev' carries values"), fs.ad.Tape(loss):
         init()
         fs.ad.checkpoint(lambda k: leapfrog(), 4, 2, state=[s])
+
+
+def test_a_numpy_array_a_kernel_bumps_is_refused_not_a_crash():
+    # a NumPy array written by a kernel inside the checkpoint raised an internal TypeError (the
+    # forward's collector did not number its launches for the host-array bookkeeping)
+    x = fs.field(fs.f64, N, needs_grad=True)
+    s = fs.field(fs.f64, N, needs_grad=True)
+    loss = fs.field(fs.f64, (), needs_grad=True)
+    gains = np.array([0.1, 0.2])
+
+    @fs.kernel
+    def init():
+        for i in range(N):
+            s[i] = x[i]
+
+    @fs.kernel
+    def scale(a: fs.types.ndarray()):
+        for i in range(N):
+            a[i] += 0.5
+            s[i] = s[i] * a[i]
+
+    x.from_numpy(np.array([0.3, 0.7]))
+    with pytest.raises(fs.AccessRuleError) as err, fs.ad.Tape(loss):
+        init()
+        fs.ad.checkpoint(lambda k: scale(gains), 3, 1, state=[s])
+    text = str(err.value)
+    assert "field 'a' carries values" in text and "kernel 'scale'" in text
+    assert "pass an fs.ndarray instead of the NumPy array 'a'" in text
+
+
+def test_a_numpy_array_a_kernel_overwrites_each_step_is_accepted():
+    # the same array fully stored before it is read in every step carries nothing
+    x = fs.field(fs.f64, N, needs_grad=True)
+    s = fs.field(fs.f64, N, needs_grad=True)
+    nxt = fs.field(fs.f64, N, needs_grad=True)
+    loss = fs.field(fs.f64, (), needs_grad=True)
+    gains = np.zeros(N)
+
+    @fs.kernel
+    def init():
+        for i in range(N):
+            s[i] = x[i]
+
+    @fs.kernel
+    def scale(a: fs.types.ndarray(), k: fs.i32):
+        for i in range(N):
+            a[i] = 1.0 + 0.1 * k
+            nxt[i] = s[i] * a[i] + 0.2 * s[i] * s[i]
+
+    @fs.kernel
+    def advance():
+        for i in range(N):
+            s[i] = nxt[i]
+
+    @fs.kernel
+    def total():
+        for i in range(N):
+            loss[None] += s[i]
+
+    def run(tape):
+        loss[None] = 0.0
+        if tape:
+            with fs.ad.Tape(loss):
+                init()
+                fs.ad.checkpoint(lambda k: (scale(gains, k), advance()), 3, 2, state=[s])
+                total()
+        else:
+            init()
+            for k in range(3):
+                scale(gains, k)
+                advance()
+            total()
+        return loss[None]
+
+    _check_gradient(x, run, np.array([0.3, 0.7]))
