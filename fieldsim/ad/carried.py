@@ -142,6 +142,10 @@ class CarriedReads:
             f"read would see '{name}' as the forward pass left it, not the value it read; the "
             "gradient would be silently wrong. Nothing was differentiated."),
             _fix(field, kept, name)]
+        if read[0] is None:  # fieldsim cannot follow what a Python-scope read's value feeds
+            lines.append("If that Python-scope read only reports the value (a print, a log), "
+                         "move it out of the step (after the checkpoint call) or add the field to "
+                         "state as above: a read inside the step is taken as one the step uses.")
         related = (("read", read[4]),) if read[4] is not None else ()
         return AccessRuleError("\n".join(lines), loc=write[4], related=related)
 

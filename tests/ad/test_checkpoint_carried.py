@@ -293,3 +293,58 @@ def test_a_numpy_array_a_kernel_overwrites_each_step_is_accepted():
         return loss[None]
 
     _check_gradient(x, run, np.array([0.3, 0.7]))
+
+
+def _logged_run(log_in_step, in_state):
+    """x[i] *= a each step (through y), loss += sum x^2 (atomic), and a print of the loss: in the step or
+    after the checkpoint call. (a.grad, loss) from a Tape."""
+    n, steps = 3, 6
+    x = fs.field(fs.f64, n, needs_grad=True)
+    a = fs.field(fs.f64, (), needs_grad=True)
+    loss = fs.field(fs.f64, (), needs_grad=True)
+    y = fs.field(fs.f64, n, needs_grad=True)
+
+    @fs.kernel
+    def advance():
+        for i in x:
+            y[i] = x[i] * a[None]
+
+    @fs.kernel
+    def copy_back():
+        for i in x:
+            x[i] = y[i]
+
+    @fs.kernel
+    def accumulate():
+        for i in x:
+            loss[None] += x[i] ** 2
+
+    seen = []
+
+    def step(t):
+        advance()
+        copy_back()
+        accumulate()
+        if log_in_step:
+            seen.append(loss[None])
+
+    x.fill(1.0)
+    a[None] = 0.9
+    with fs.ad.Tape(loss):
+        fs.ad.checkpoint(step, steps, 2, state=[x, loss] if in_state else [x])
+    seen.append(loss[None])
+    return a.grad[None], n, steps, seen
+
+
+def test_a_python_read_that_only_logs_is_refused_with_advice_and_fine_outside_or_in_the_state():
+    """A Python-scope read in a step is taken as used (fieldsim cannot follow a print's value),
+    so the error says how to log: after the call, or with the field in the state."""
+    with pytest.raises(fs.AccessRuleError) as info:
+        _logged_run(log_in_step=True, in_state=False)
+    assert "Python-scope read only reports the value" in str(info.value)
+    for log_in_step, in_state in ((False, False), (True, True)):
+        grad, n, steps, seen = _logged_run(log_in_step, in_state)
+        # loss = n * sum_{t=1..steps} a^(2t): d/da = n * sum 2t a^(2t-1)
+        expected = n * sum(2 * t * 0.9 ** (2 * t - 1) for t in range(1, steps + 1))
+        assert grad == pytest.approx(expected, rel=1e-12)
+        assert seen[-1] == pytest.approx(n * sum(0.9 ** (2 * t) for t in range(1, steps + 1)))
