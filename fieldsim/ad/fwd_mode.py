@@ -15,7 +15,7 @@ import numpy as np
 
 from fieldsim.errors import FieldsimRuntimeError
 from fieldsim.lang import runtime
-from fieldsim.lang.field import Field
+from fieldsim.lang.field import ComponentField, Field
 from fieldsim.lang.naming import user_loc
 
 
@@ -77,11 +77,17 @@ class FwdMode:
                 raise FwdModeError(f"FwdMode: {what} must be a field, got {type(f).__name__}")
             if not f.dtype.is_float:
                 raise FwdModeError(f"FwdMode: {what} field {f.ir_name!r} is not a float field")
+        if isinstance(self.param, ComponentField):  # its seed would need a mask of the owner's
+            raise FwdModeError(f"FwdMode: param {self.param.ir_name!r} is one component of a "
+                               f"vector/matrix field; give param={self.param.owner.ir_name!r} "
+                               "with a seed for each of its elements (0 for the other components)")
         return self._seed_array()
 
     def _losses(self):
-        # Taichi takes one loss field or a list of them (several JVP outputs in one pass)
-        return list(self.loss) if isinstance(self.loss, (list, tuple)) else [self.loss]
+        # Taichi takes one loss field or a list of them (several JVP outputs in one pass); a
+        # component (`y.get_scalar_field(i)`) gets its tangent in the dual of the field it views
+        losses = list(self.loss) if isinstance(self.loss, (list, tuple)) else [self.loss]
+        return [f.owner if isinstance(f, ComponentField) else f for f in losses]
 
     def _seed_array(self):
         shape = self.param.storage_shape

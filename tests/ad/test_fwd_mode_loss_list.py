@@ -37,3 +37,35 @@ def test_loss_list_entries_must_be_fields():
     l1 = fs.field(fs.f64, shape=(), needs_dual=True)
     with pytest.raises(RuntimeError, match="loss must be a field"), fs.ad.FwdMode(loss=[l1, 3.0], param=x):
         pass
+
+
+def test_components_of_a_vector_field_as_losses():
+    # Taichi's way to get a vector output's JVP: one `get_scalar_field(i)` per component
+    x = fs.field(fs.f64, shape=2, needs_dual=True)
+    y = fs.Vector.field(3, fs.f64, shape=(), needs_dual=True)
+
+    @fs.kernel
+    def k():
+        y[None][0] = x[0] * x[1]
+        y[None][1] = fs.sin(x[0]) + x[1] ** 3
+        y[None][2] = 2.0 * x[0]
+
+    a, b = 0.7, -1.3
+    x[0], x[1] = a, b
+    jac = np.array([[b, a], [np.cos(a), 3 * b * b], [2.0, 0.0]])  # analytic d y / d x
+    for seed in ([1.0, 0.0], [0.0, 1.0], [0.5, -2.0]):
+        with fs.ad.FwdMode(loss=[y.get_scalar_field(i) for i in range(3)], param=x, seed=seed):
+            k()
+        np.testing.assert_allclose(y.dual[None].to_numpy(), jac @ np.array(seed), rtol=1e-12)
+    # two of the three components: the listed ones get theirs (the dual is the whole field's)
+    with fs.ad.FwdMode(loss=[y.get_scalar_field(2), y.get_scalar_field(0)], param=x, seed=[1.0, 1.0]):
+        k()
+    assert y.dual[None][2] == pytest.approx(2.0) and y.dual[None][0] == pytest.approx(a + b)
+
+
+def test_a_component_as_param_is_refused_naming_its_field():
+    x = fs.Vector.field(2, fs.f64, shape=(), needs_dual=True)
+    y = fs.field(fs.f64, shape=(), needs_dual=True)
+    mode = fs.ad.FwdMode(loss=y, param=x.get_scalar_field(1), seed=[1.0])
+    with pytest.raises(RuntimeError, match=r"one component of a vector/matrix field; give param='x'"), mode:
+        pass
