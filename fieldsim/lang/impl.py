@@ -58,7 +58,8 @@ class _Program:
 
 class RuntimeView:
     """What `taichi.lang.impl.get_runtime()` tells programs, read from the current `init`:
-    `default_fp`, `default_ip`, and `prog.config()` (the options, e.g. `.arch`)."""
+    `default_fp`, `default_ip`, `prog.config()` (the options, e.g. `.arch`), and the active
+    `ti.ad.Tape` (`target_tape`) or `FwdMode` block (`fwd_mode_manager`), None outside one."""
 
     prog = _Program()
 
@@ -70,12 +71,23 @@ class RuntimeView:
     def default_ip(self):
         return cfg.default_ip
 
+    # read by programs to ask whether they run under an AD block: the block, or None
+    @property
+    def target_tape(self):
+        from fieldsim.lang import runtime
+        return runtime.get().tape
+
+    @property
+    def fwd_mode_manager(self):
+        from fieldsim.lang import runtime
+        return runtime.get().fwd_mode
+
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
         raise FieldsimError(f"taichi.lang.impl.get_runtime().{name} is part of Taichi's internal "
                             "runtime; fieldsim has no counterpart (get_runtime() offers default_fp, "
-                            "default_ip and prog.config())")
+                            "default_ip, target_tape, fwd_mode_manager and prog.config())")
 
 
 def get_cuda_compute_capability() -> int:

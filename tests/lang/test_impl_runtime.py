@@ -1,4 +1,5 @@
-"""`taichi.lang.impl.get_runtime()`: the defaults and options of the current init, nothing else."""
+"""`taichi.lang.impl.get_runtime()`: the defaults and options of the current init and the active
+AD block, nothing else."""
 import pytest
 
 import fieldsim as fs
@@ -30,3 +31,20 @@ def test_get_runtime_refuses_internals_by_name():
         impl.get_runtime().materialize()
     with pytest.raises(FieldsimError, match="get_num_compiled_functions"):
         impl.get_runtime().get_num_compiled_functions()
+
+
+def test_get_runtime_reports_the_active_ad_block():
+    fs.init(arch=fs.cpu)
+    x = fs.field(fs.f32, (), needs_grad=True, needs_dual=True)
+    loss = fs.field(fs.f32, (), needs_grad=True, needs_dual=True)
+    rt = impl.get_runtime()
+    assert rt.target_tape is None and rt.fwd_mode_manager is None
+    with fs.ad.Tape(loss=loss) as tape:
+        assert rt.target_tape is tape and rt.fwd_mode_manager is None
+    assert rt.target_tape is None
+    with fs.ad.FwdMode(loss=loss, param=x) as fwd:
+        assert rt.fwd_mode_manager is fwd and rt.target_tape is None
+    assert rt.fwd_mode_manager is None
+    with pytest.raises(ValueError), fs.ad.Tape(loss=loss):  # a block left by an error is gone too
+        raise ValueError
+    assert rt.target_tape is None
