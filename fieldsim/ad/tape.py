@@ -398,11 +398,24 @@ def _check_loss(loss):
     elif not isinstance(loss, Field) or loss.shape != () or loss.ndim_el != 0:
         raise TapeLossError(f"the Tape's loss must be a 0-D scalar field (shape=()), got "
                             f"{loss!r}", _user_loc())
+    _refuse_component_loss(loss)
     if loss.adjoint is None:
         raise TapeLossError(
             f"the Tape's loss field {loss.ir_name!r} has no gradient: declare it with "
             f"needs_grad=True ({loss.ir_name} = fs.field(..., needs_grad=True)), or call "
             "fs.root.lazy_grad() after declaring the fields", _user_loc())
+
+
+def _refuse_component_loss(loss):
+    # `y.get_scalar_field(i)` of a 0-D vector field passes the shape check but has no gradient
+    # of its own; "declare it with needs_grad" would send the user to the wrong place
+    from fieldsim.lang.field import ComponentField
+    if isinstance(loss, ComponentField):
+        raise TapeLossError(
+            f"the Tape's loss {loss.ir_name!r} is one component of the vector/matrix field "
+            f"{loss.owner.ir_name!r}; a Tape's loss must be a 0-D scalar field: store the component "
+            f"into one (loss[None] = {loss.owner.ir_name}[None][{', '.join(map(str, loss.component_indices()))}]) "
+            "and give that", _user_loc())
 
 
 class _CheckerAdapter:

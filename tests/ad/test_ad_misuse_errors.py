@@ -71,3 +71,17 @@ def test_a_grad_replaced_section_without_a_forward_rule_in_fwd_mode():
         with fs.ad.FwdMode(loss=loss, param=x, seed=[1.0, 0.0, 0.0, 0.0]):
             step()
     assert "forward-mode rule" in _raised_here(info.value)
+
+
+@pytest.mark.parametrize("shape, comp, spelled", [((3,), (1,), "v[None][1]"), ((2, 2), (1, 1), "v[None][1, 1]")])
+def test_a_component_as_tape_loss_names_the_field_and_the_fix(shape, comp, spelled):
+    fs.init(arch=fs.cpu)
+    if len(shape) == 2:
+        v = fs.Matrix.field(*shape, fs.f32, (), needs_grad=True)
+    else:
+        v = fs.Vector.field(shape[0], fs.f32, (), needs_grad=True)
+    with pytest.raises(FieldsimRuntimeError) as info:
+        fs.ad.Tape(loss=v.get_scalar_field(*comp)).__enter__()
+    msg = _raised_here(info.value)
+    assert "one component of the vector/matrix field 'v'" in msg and f"loss[None] = {spelled}" in msg
+    assert "needs_grad" not in msg  # v has its gradient: that advice would mislead
