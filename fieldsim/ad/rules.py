@@ -104,6 +104,8 @@ def _d_div(b, xs, y):
 def _d_pow(b, xs, y):
     a, e = xs
     d_base = b.mul(e, b.binary(Op.POW, a, b.sub(e, _c(b, 1, e))))
+    if e.op != Op.CONST:  # a ** 0 is 1 for every a: slope 0, not 0 * 0 ** -1 = NaN at a = 0
+        d_base = b.select(b.binary(Op.EQ, e, _c(b, 0, e)), _c(b, 0, e), d_base)
     safe = b.select(b.binary(Op.GT, a, _c(b, 0, a)), a, _c(b, 1, a))  # log(1) = 0 where a <= 0
     return [d_base, b.mul(y(), _un(Op.LOG, b, safe))]
 
