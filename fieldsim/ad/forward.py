@@ -14,11 +14,18 @@ FwdMode block; every float field by default) get tangents: a value that does not
 has a zero tangent, and a rule evaluated for it anyway would turn it into NaN where the value's
 own derivative is singular (`v.norm()` of a zero `v`: dot(v, dv) / 0). `dual_writes` says which
 fields' duals a kernel may then make nonzero.
+
+A tangent of exactly 0 through a slope that may be inf or NaN at finite operands (sqrt or log at
+0, a division by 0, `v * (1 / |v|)`...) contributes exactly 0, where IEEE's 0 * inf gives NaN:
+the direction does not move that operand. The same `ad.zero_adjoint.Guards` as reverse mode's
+decide where (`loss = x0**2 + sqrt(x1 - 1)` at (1, 1) along e0: 2, not NaN); a provably finite
+slope gets no guard, and a nonzero tangent through an infinite slope stays IEEE (inf).
 """
 from __future__ import annotations
 
 from fieldsim.ad.real_calls import refuse_real_calls
 from fieldsim.ad.rules import RULES
+from fieldsim.ad.zero_adjoint import Guards
 from fieldsim.ir.activity import activity, stopped_loads
 from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import Kernel, Op, Stmt, walk
@@ -60,6 +67,7 @@ class _Tangent:
         self.tan: dict[int, Stmt | None] = {}  # primal stmt -> tangent of its copy
         self.stopped: set[int] = set()  # LOADs under fs.stop_grad
         self.active: set[int] = set()  # ir.activity: the values that get a tangent
+        self.guards = Guards()  # the zero-tangent guards of non-finite slopes
 
     def block(self, stmts) -> list[Stmt]:
         out: list[Stmt] = []
@@ -93,6 +101,9 @@ class _Tangent:
 
     def _jvp(self, b, s, c, tangents):
         # the rule reads primal values from its statement: give it the copy, whose operands are copies
+        guard = self.guards.guarded(s)
+        if any(guard):
+            return RULES[s.op].jvp(b, c, tangents, guard)
         return RULES[s.op].jvp(b, c, tangents)
 
     # ---- structure ----------------------------------------------------------------------------

@@ -7,7 +7,9 @@ current point of the reverse code; rules call it only for values they use.
 
 `jvp(b, s, tangents) -> Stmt | None`: emits the tangent of `s` from its operands' tangents
 (`None` = zero), reading primal values directly (`s` and `s.args` are available where the
-forward-mode code is emitted). Returns None when the tangent is zero.
+forward-mode code is emitted). Returns None when the tangent is zero. The rules of ops with a
+slope (`_chain`) take `guard`, `ad.zero_adjoint.Guards.guarded(s)`: operand i's term is then
+exactly 0 for a tangent of exactly 0, whatever its slope.
 
 Ops in `ir.NONDIFF`, integer-valued statements and comparisons have no rule: they carry no
 derivative. Every rule emits only arithmetic (no memory, no control flow), so a caller may
@@ -166,13 +168,25 @@ def _chain(partials):
         ds = partials(b, [primal(a) for a in s.args], lambda: primal(s))
         return tuple((i, b.mul(adj, d)) for i, d in enumerate(ds))
 
-    def jvp(b, s, tangents):
+    def jvp(b, s, tangents, guard=()):
         if all(t is None for t in tangents):
             return None
         ds = partials(b, list(s.args), lambda: s)
-        return _sum(b, [b.mul(t, d) for t, d in zip(tangents, ds) if t is not None])
+        terms = [_term(b, t, d, i < len(guard) and guard[i])
+                 for i, (t, d) in enumerate(zip(tangents, ds)) if t is not None]
+        return _sum(b, terms)
 
     return Rule(vjp, jvp)
+
+
+def _term(b, t, d, guarded: bool):
+    """`t * d`; where `guarded`, exactly 0 for a tangent of exactly 0: the slope `d` may be
+    inf or NaN at finite operands, and 0 * inf is NaN (ad.zero_adjoint's forward twin)."""
+    out = b.mul(t, d)
+    if not guarded:
+        return out
+    zero = _c(b, 0, t)
+    return b.select(b.binary(Op.EQ, t, zero), zero, out)
 
 
 def _sum(b, terms):
