@@ -2059,7 +2059,9 @@ def _plain_assignments(fdef) -> dict:
 # evaluates the function in double precision (`half = ti.tan(fov / 2)`), so the local stays a
 # constant through these calls; Python's own `math.tan(c)` needs the number itself
 _FOLDED_MATH_CALLS = frozenset(("sin", "cos", "tan", "asin", "acos", "atan2", "tanh", "exp", "log",
-                                "sqrt", "rsqrt"))
+                                "sqrt", "rsqrt",
+                                # pure too: `ti.abs(a)` cannot store to `a`, Taichi still forwards it
+                                "abs", "floor", "ceil", "round", "cast", "min", "max"))
 
 
 def _taichi_math_call(call: ast.Call) -> bool:

@@ -151,3 +151,35 @@ def test_a_local_reassigned_in_straight_line_code_is_still_a_constant():
     assert got[0].tolist() == [_expected(math.tanh, float, v) for v in vals]
     assert got[1].tolist() == [0.0] * len(vals)
     assert got[2].tolist() == [np.float32(libm.tanhf(float(np.float32(v)))) for v in vals]
+
+
+def test_a_constant_local_passed_to_pure_ti_math_stays_a_constant():
+    """`ti.abs(a)`, `ti.floor(a)`, `ti.max(a, ...)` cannot store to `a`: Taichi 1.7.4 still
+    forwards `a = 1e-3; ...; a = v` to `ti.tanh(a)` and folds it (gh-regress7: the generated
+    kernel `a = 1e-3; ti.log(ti.abs(a) + 1.5); a = -0.7; ti.tanh(a)` gave -0.604367733 for
+    Taichi's -0.6043677926)."""
+    differs, _ = _tanh_differs_at_run_time()
+    vals = differs[:4]
+    fs.init(arch=fs.cpu, fast_math=False)
+    out = fs.field(fs.f32, shape=(4, len(vals)))
+
+    def run(j, v):
+        @fs.kernel
+        def k():
+            a = 1e-3
+            for i in range(1):
+                out[0, j] = fs.log(fs.abs(a) + 1.5) + fs.floor(a) + fs.max(a, 0.0)
+            a = v
+            for i in range(1):
+                out[1, j] = fs.tanh(a)
+            b = v
+            out[2, j] = fs.cast(b, fs.f32) + fs.min(b, 9.0) + fs.round(b) + fs.ceil(b)
+            out[3, j] = fs.tanh(b)
+
+        k()
+
+    for j, v in enumerate(vals):
+        run(j, v)
+    got = out.to_numpy()
+    assert got[1].tolist() == [_expected(math.tanh, float, v) for v in vals]
+    assert got[3].tolist() == [_expected(math.tanh, float, v) for v in vals]
