@@ -550,4 +550,6 @@ def atomic_operand(fe, current, value):
 def _cast_to(fe, value, current):
     if not isinstance(current, Stmt) or not isinstance(value, (Stmt, numbers.Number)):
         return value
+    if type(value) is float:  # a literal is a default_fp constant first: `w += 1e-3` on an f64 w
+        return fe.e.value(value, current.dtype)
     return fe.e.cast(value, current.dtype)

@@ -136,3 +136,33 @@ def test_an_unsupported_statement_is_located():
         with open(THIS_FILE):
             pass
     _raises(k, fs.FieldsimSyntaxError, "with")
+
+
+def test_an_augmented_float_literal_is_a_default_fp_constant_first():
+    """`w += 1e-3` on an f64 variable under default_fp=f32 adds f32(1e-3) widened, as Taichi
+    1.7.4's literal is a default_fp constant before the atomic's cast (measured: 2.0010000000474975
+    from 2.0; fieldsim added the exact double 0.001, 2.001), as `w = w + 1e-3` already did."""
+    fs.init(arch=fs.cpu, default_fp=fs.f32)
+    x = fs.field(fs.f64, shape=())
+    out = fs.field(fs.f64, shape=4)
+
+    @fs.kernel
+    def k():
+        for _ in range(1):
+            w = x[None]
+            w += 1e-3
+            out[0] = w
+            e = x[None]
+            e = e + 1e-3
+            out[1] = e
+            v = fs.Vector([x[None], x[None]])
+            v -= 0.1
+            out[2] = v[1]
+            fs.atomic_add(e, 0.3)
+            out[3] = e
+
+    x[None] = 2.0
+    k()
+    lit = float(np.float32(1e-3))
+    want = [2.0 + lit, 2.0 + lit, 2.0 - float(np.float32(0.1)), 2.0 + lit + float(np.float32(0.3))]
+    assert out.to_numpy().tolist() == want
