@@ -31,10 +31,11 @@ from fieldsim.ir.builder import IRBuilder
 from fieldsim.ir.ir import Kernel, Op, Stmt, walk
 
 
-def make_tangent(kernel: Kernel, seeded=None) -> Kernel:
-    """`seeded(field)`: whether `field`'s dual may be nonzero when the kernel runs."""
+def make_tangent(kernel: Kernel, seeded=None, flushing: frozenset = frozenset()) -> Kernel:
+    """`seeded(field)`: whether `field`'s dual may be nonzero when the kernel runs. `flushing`:
+    the float widths whose subnormals the target flushes (`ir.subnormals.flushing_widths`)."""
     refuse_real_calls(kernel, "forward")
-    t = _Tangent()
+    t = _Tangent(flushing)
     t.stopped = stopped_loads(kernel.body)
     t.active = activity(kernel.body, t.stopped, _seeded(seeded), old_values=True)
     body = t.block(kernel.body)
@@ -62,12 +63,12 @@ def _seeded(seeded):
 
 
 class _Tangent:
-    def __init__(self):
+    def __init__(self, flushing: frozenset = frozenset()):
         self.new: dict[int, Stmt] = {}  # primal stmt -> its copy
         self.tan: dict[int, Stmt | None] = {}  # primal stmt -> tangent of its copy
         self.stopped: set[int] = set()  # LOADs under fs.stop_grad
         self.active: set[int] = set()  # ir.activity: the values that get a tangent
-        self.guards = Guards()  # the zero-tangent guards of non-finite slopes
+        self.guards = Guards(flushing)  # the zero-tangent guards of non-finite slopes
 
     def block(self, stmts) -> list[Stmt]:
         out: list[Stmt] = []
@@ -113,7 +114,13 @@ class _Tangent:
             new_blk.extend(self.block(blk))
         return c
 
-    op_for = op_loop = op_if = op_serial = _nested
+    op_for = op_loop = op_serial = _nested
+
+    def op_if(self, b, s):
+        c = self.copy(b, s)
+        for k, (blk, new_blk) in enumerate(zip(s.blocks, c.blocks)):
+            with self.guards.branch(s.args[0], taken=k == 0):  # what `m > 0` proves inside
+                new_blk.extend(self.block(blk))
 
     def op_custom_grad(self, b, s):
         # forward mode differentiates the func's own code; the user adjoint is reverse-only

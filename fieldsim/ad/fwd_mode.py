@@ -166,7 +166,9 @@ class _TangentPrograms:
             from fieldsim.ad.forward import make_tangent
             from fieldsim.ir.passes.run import run_pass
             live, writes = self._closed(key)
-            jvp_ir = run_pass("forward", make_tangent, self.ir, _member(live), verify=rt.debug)
+            from fieldsim.ir.subnormals import flushing_widths
+            jvp_ir = run_pass("forward", make_tangent, self.ir, _member(live),
+                              flushing_widths(rt.arch, rt.fast_math), verify=rt.debug)
             made = self.made[key] = (jvp_ir, rt.backend().compile(jvp_ir, rt), frozenset(writes))
         return made[1], made[2]
 

@@ -79,8 +79,9 @@ _SPILL_NAMES = {Op.LOCAL_LOAD: "a local variable", Op.RAND: "an fs.random() valu
                 Op.LOOP: "a while loop's trip count"}
 
 
-def make_adjoint(kernel: Kernel, exact: bool = False) -> Kernel:
-    """`exact`: `fast_math=False`'s rules, rounding as Taichi's (rules.EXACT_RULES)."""
+def make_adjoint(kernel: Kernel, exact: bool = False, flushing: frozenset = frozenset()) -> Kernel:
+    """`exact`: `fast_math=False`'s rules, rounding as Taichi's (rules.EXACT_RULES). `flushing`:
+    the float widths whose subnormals the target flushes (`ir.subnormals.flushing_widths`)."""
     refuse_real_calls(kernel, "reverse")
     k = run_pass("lower_break", lower_break, kernel)
     if not writes_derivatives(k.body) and _uses_atomic_result(k):
@@ -88,7 +89,7 @@ def make_adjoint(kernel: Kernel, exact: bool = False) -> Kernel:
         # into integer fields): an empty adjoint, rather than refusing a value it never needs
         return Kernel(f"{k.name}.grad", list(k.params), [], None, k.loc,
                       {**k.meta, "stack_capacities": [], "adjoint_of": k.name})
-    ad = _KernelAD(k, EXACT_RULES if exact else RULES, _unreplayed(k))
+    ad = _KernelAD(k, EXACT_RULES if exact else RULES, _unreplayed(k), flushing)
     body = ad.build()
     prune(body)
     capacities = _renumber_stacks(body, ad.capacities)
@@ -189,12 +190,13 @@ def _with_parents(block, up, loop):
 class _KernelAD:
     """The adjoint kernel's top level: prologue copy, then the tasks' adjoints reversed."""
 
-    def __init__(self, k: Kernel, rules=RULES, unreplayed: frozenset | set = frozenset()):
+    def __init__(self, k: Kernel, rules=RULES, unreplayed: frozenset | set = frozenset(),
+                 flushing: frozenset = frozenset()):
         self.k = k
         self.rules = rules
         self.unreplayed = unreplayed  # `_unreplayed`: left out of the replay and the sweep
         self.stopped = stopped_loads(k.body)  # LOADs under fs.stop_grad, kernel-wide
-        self.guards = Guards()  # the zero-adjoint guards of non-finite slopes
+        self.guards = Guards(flushing)  # the zero-adjoint guards of non-finite slopes
         self.b = IRBuilder()
         self.capacities: list[CapacityFormula] = []
         self.prologue: dict[int, Stmt] = {}
@@ -603,8 +605,9 @@ class _TaskAD:
 
     def rev_if(self, s: Stmt):
         new = self.b.if_(self.primal(s.args[0]))
-        for blk, new_blk in zip(s.blocks, new.blocks):
-            with self.b.into(new_blk), self.scope():
+        for k, (blk, new_blk) in enumerate(zip(s.blocks, new.blocks)):
+            # what `m > 0` proves holds where its block's sweep runs
+            with self.b.into(new_blk), self.scope(), self.kad.guards.branch(s.args[0], k == 0):
                 self.reverse_block(blk)
 
     def rev_for(self, s: Stmt):

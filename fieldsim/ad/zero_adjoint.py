@@ -21,9 +21,19 @@ their code. The proofs carry lower bounds, not signs: the kernels flush subnorma
 `x * x + 1e-45` in f32, or a divisor whose square underflows (`1 / (x * x + 1e-20)` in f32),
 proves nothing. A nonzero adjoint times an infinite slope stays IEEE (sqrt at 0 reaching the loss:
 inf).
+
+Facts of enclosing branches (`with guards.branch(cond, taken)`, entered by both modes at an `if`'s
+blocks): inside `if m > 0`, `m >= c` (c > 0), `c < m`, `ti.abs(m) > c` or `m != 0`, a use of m
+may assume its bound (or, for a divisor, its magnitude). A NaN fails every such comparison, so m
+is no NaN there. Where the kernels flush subnormals (`flushing`: the float widths, from
+`ir.subnormals.flushing_widths`), DAZ makes a subnormal compare as 0, so `m > 0` means m >= the
+smallest normal: `a / m` there has a finite slope 1 / m for a, while the slope for m, -(a/m) / m,
+needs m * m normal and keeps its guard (mpm88's `update_grid`). The bounds are cached per set of
+facts: m computed before the `if` is the same statement, and only its uses inside may assume them.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -38,12 +48,36 @@ _DEPTH = 48  # bound proofs give up beyond this many nested operands (long sums)
 
 
 class Guards:
-    def __init__(self):
-        self.bounds: dict[int, float | None] = {}
+    def __init__(self, flushing: frozenset = frozenset()):
+        self.flushing = flushing  # float widths (bits) whose kernels flush subnormals (DAZ)
+        self.facts: tuple = ()  # (id(stmt), lower bound or None, magnitude or None) of branches
+        self.caches: dict[tuple, dict] = {(): {}}
+        self.bounds: dict[int, float | None] = self.caches[()]
+
+    @contextlib.contextmanager
+    def branch(self, cond: Stmt, taken: bool):
+        """Within: the code an `if cond` runs when cond is `taken` (only a taken branch of an
+        ordered comparison says anything: a NaN makes the condition false)."""
+        saved = self.facts, self.bounds
+        if taken:
+            self.facts = saved[0] + tuple(branch_facts(cond, self.flushing))
+            self.bounds = self.caches.setdefault(self.facts, {})
+        try:
+            yield
+        finally:
+            self.facts, self.bounds = saved
+
+    def fact(self, v: Stmt, kind: int) -> float | None:
+        """The largest lower bound (kind 1) or magnitude (kind 2) the branches give `v`."""
+        found = [f[kind] for f in self.facts if f[0] == id(v) and f[kind] is not None]
+        return max(found) if found else None
 
     def guarded(self, s: Stmt) -> tuple[bool, ...]:
         if s.op == Op.MUL:
             return (self.may_be_nonfinite(s.args[1]), self.may_be_nonfinite(s.args[0]))
+        if s.op == Op.DIV:  # the numerator's slope 1 / d; the divisor's -(a/d) / d needs d * d
+            return (not self.safeguarded(s.args[1], signed=True),
+                    not self.safeguarded(s.args[1], squared=True, signed=True))
         if s.op in _SINGULAR and not self.finite_slope(s):
             return (True,) * len(s.args)
         return ()
@@ -74,18 +108,24 @@ class Guards:
             return not self.const_power(v, 0)
         if v.op == Op.SQRT:
             return self.bound(v.args[0]) is None
-        if v.op in (Op.LOG, Op.DIV):
+        if v.op == Op.LOG:
             return not self.safeguarded(v.args[-1])
+        if v.op == Op.DIV:
+            return not self.safeguarded(v.args[-1], signed=True)
         return False
 
-    def safeguarded(self, v: Stmt, squared: bool = False) -> bool:
+    def safeguarded(self, v: Stmt, squared: bool = False, signed: bool = False) -> bool:
         """`v` is provably at least the smallest normal of its type (its square too, for a
         divisor), or has such a positive constant added: the usual guard of a divisor
         (`grid_v / (grid_m + 1e-10)`), taken as nonzero. Its one zero (m = -1e-10 exactly) is
         no natural value; a guard there cost diffmpm's grid_op adjoint 5 %. The kernels flush
-        subnormals to zero (codegen.denormals), so `x * x + 1e-45` in f32 is no guard."""
+        subnormals to zero (codegen.denormals), so `x * x + 1e-45` in f32 is no guard.
+        `signed` (a divisor): a magnitude the branches give `v` (`m != 0`) counts too."""
         least = _tiny(v.dtype) ** (0.5 if squared else 1.0)
         if v.op == Op.ADD and any(_safeguard(a, v.args, least) for a in v.args):
+            return True
+        m = self.fact(v, 2) if signed else None
+        if m is not None and m >= least:
             return True
         b = self.bound(v)
         return b is not None and b >= least
@@ -95,7 +135,7 @@ class Guards:
         None where its sign is unknown. A bound, not a sign: a product of tiny positives (or a
         subnormal constant) is 0 in the kernel."""
         if id(v) not in self.bounds:
-            self.bounds[id(v)] = self._bound(v, depth)
+            self.bounds[id(v)] = self._bound_with_facts(v, depth)
         return self.bounds[id(v)]
 
     def _bound(self, v: Stmt, depth: int) -> float | None:
@@ -113,6 +153,81 @@ class Guards:
             return None
         found = _BOUND_RULES[op]([self.bound(x, depth + 1) for x in a])
         return None if found is None else _rounded(found, v.dtype)
+
+    def _bound_with_facts(self, v: Stmt, depth: int) -> float | None:
+        b, known = self._bound(v, depth), self.fact(v, 1)
+        return b if known is None else known if b is None else max(b, known)
+
+
+_MIRRORED = {Op.GT: Op.LT, Op.GE: Op.LE, Op.LT: Op.GT, Op.LE: Op.GE, Op.NE: Op.NE}
+_COMPARISONS = frozenset(_MIRRORED) | {Op.EQ}
+
+
+def branch_facts(cond: Stmt, flushing: frozenset):
+    """(id(v), lower bound, magnitude) that `cond` being true proves of float values v: from
+    ordered comparisons with a constant (`m > 0`, `c <= m`, `ti.abs(m) > c`, `m < 0`,
+    `m != 0`) and each part of an `and` of them."""
+    for part in _conjuncts(cond):
+        if part.op not in _MIRRORED or len(part.args) != 2:
+            continue
+        x, c, op = part.args[0], part.args[1], part.op
+        if x.op == Op.CONST:
+            x, c, op = c, x, _MIRRORED[op]
+        if c.op == Op.CONST and _floating(x):
+            yield from _compared(x, op, float(c.attr), _tiny(x.dtype) if x.dtype.bits in flushing else 0.0)
+
+
+def _conjuncts(cond: Stmt) -> list[Stmt]:
+    """Truth values all true where `cond` is: the parts of `a & b`, and of Python's `a and b`
+    over truth values (the front end's `select(a != 0, b, a)`)."""
+    work, out = [cond], []
+    while work:
+        v = _truth(work.pop())
+        if v.op == Op.BIT_AND:
+            work.extend(v.args)
+        elif v.op == Op.SELECT and _python_and(v):
+            work.extend(v.args[:2])
+        else:
+            out.append(v)
+    return out
+
+
+def _python_and(v: Stmt) -> bool:
+    """`select(a != 0, b, a)` for a comparison a (0 or 1: its casts all test the same)."""
+    a = _truth(v.args[0])
+    return a is _truth(v.args[2]) and a.op in _COMPARISONS
+
+
+def _truth(v: Stmt) -> Stmt:
+    """The value a truth test `v` tests: x of an integer `x != 0`, and of an integer cast of x
+    (comparisons are cast to u1 and back)."""
+    while not _floating(v) and v.args and not _floating(v.args[0]) and (
+            v.op == Op.CAST or v.op == Op.NE and v.args[1].op == Op.CONST and v.args[1].attr == 0):
+        v = v.args[0]
+    return v
+
+
+def _floating(v: Stmt) -> bool:
+    return v.dtype is not None and v.dtype.is_float
+
+
+def _compared(x: Stmt, op, c: float, tiny: float):
+    """Facts of `x op c` true (`tiny`: the smallest normal where x's type flushes, else 0:
+    there a nonzero x compares as nonzero only where it is at least that)."""
+    if op == Op.NE:
+        if c == 0 and tiny:
+            yield id(x), None, tiny
+        return
+    strict = op in (Op.GT, Op.LT)
+    least = abs(c) if c else 0.0
+    if strict or c:
+        least = max(least, tiny)
+    if op in (Op.GT, Op.GE) and c >= 0:
+        yield id(x), least, (least or None)
+        if x.op == Op.ABS and least:
+            yield id(x.args[0]), None, least
+    elif op in (Op.LT, Op.LE) and c <= 0 and least:
+        yield id(x), None, least
 
 
 def _safeguard(c: Stmt, terms, least: float) -> bool:

@@ -16,6 +16,18 @@ FLUSHING_MACHINE = platform.machine().lower() in ("x86_64", "amd64")  # where th
 SMALLEST_NORMAL = {32: 2.0 ** -126, 64: 2.0 ** -1022}
 
 
+def flushing_widths(arch: str, fast_math: bool) -> frozenset:
+    """The float widths (bits) whose subnormals a kernel flushes to zero on `arch`: f32 and f64
+    on the x86-64 CPU (FTZ/DAZ, codegen.denormals), f32 on CUDA under fast-math (codegen.ptx).
+
+    >>> sorted(flushing_widths("cuda", True)), sorted(flushing_widths("cuda", False))
+    ([32], [])
+    """
+    if arch == "cpu":
+        return frozenset((32, 64)) if FLUSHING_MACHINE else frozenset()
+    return frozenset((32,)) if arch == "cuda" and fast_math else frozenset()
+
+
 def flushed_constant(value: float, bits: int) -> float:
     """A float constant as a flushing task sees it: a subnormal of its type (after rounding to
     it) is a zero of its sign, as Taichi's x64 kernels store `a[0] = 1e-45` as 0.

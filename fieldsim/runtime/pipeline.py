@@ -31,6 +31,7 @@ from fieldsim.ir.ir import walk
 from fieldsim.ir.passes.promote_locals import promote_locals
 from fieldsim.ir.passes.run import run_pass
 from fieldsim.ir.passes.scalarize_arrays import scalarize_arrays
+from fieldsim.ir.subnormals import flushing_widths
 from fieldsim.lang import runtime
 from fieldsim.lang.kernel import CompiledKernel, rng_key_of
 from fieldsim.lang.ndarray import bound_view, check_writable, copy_back, refuse_grad_reads
@@ -288,7 +289,8 @@ def adjoint_program(ck: CompiledKernel, rt):
 
 def _adjoint_ir(ck: CompiledKernel, rt):
     """Reverse AD of a specialisation's IR (the access rules judged first by the caller)."""
-    return run_pass("reverse", make_adjoint, ck.ir, not rt.fast_math, verify=rt.debug)
+    return run_pass("reverse", make_adjoint, ck.ir, not rt.fast_math,
+                    flushing_widths(rt.arch, rt.fast_math), verify=rt.debug)
 
 
 def _program_wanted_next(rt, templates) -> str | None:
