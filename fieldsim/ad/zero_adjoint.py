@@ -85,8 +85,6 @@ class Guards:
     def finite_slope(self, s: Stmt) -> bool:
         if s.op in (Op.SQRT, Op.LOG):
             return self.safeguarded(s.args[-1])
-        if s.op == Op.DIV:  # the divisor's slope divides by its square: that must stay normal
-            return self.safeguarded(s.args[-1], squared=True)
         if s.op == Op.POW:
             return self.const_power(s, 1)
         return False
