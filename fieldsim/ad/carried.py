@@ -23,13 +23,18 @@ scratch fields written before they are read in every step, fields only read, sta
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from fieldsim.checks.access_rules import AccessKind, arg_env, describe, kernel_check, source, where
-from fieldsim.checks.boxes import LaunchBoxes, box_slices, exact_box, field_shape, surely_runs
+from fieldsim.checks.access_rules import AccessKind, arg_env, describe, kernel_check, source, summarize, where
+from fieldsim.checks.boxes import access_box, box_of, box_slices, exact_box, field_shape, surely_runs
 from fieldsim.errors import AccessRuleError
+from fieldsim.ir.ir import Op
 from fieldsim.ir.printer import field_name
 from fieldsim.lang.ndarray import ExternalArray
+
+_PLANS = 1 << 10  # argument tuples remembered per kernel (a time step `t` makes one per step)
 
 
 class _Track:
@@ -77,25 +82,31 @@ class CarriedReads:
         self.launches += 1
         if self.found is not None:
             return
-        check = ck.analyses.check if ck.analyses is not None else kernel_check(ck)
-        boxes = getattr(check, "tape_boxes", None)
-        if boxes is None:
-            boxes = check.tape_boxes = LaunchBoxes(check.accesses)
-        event = None
-        # program order inside the launch: `f[i] = 0` then `f[i] += g` reads what it wrote
-        pairs = sorted(boxes.of_launch(arg_env(values), per_access=True),
-                       key=lambda p: (p[0].task_index, p[0].position))
-        for a, box in pairs:
+        event = (name, self.launches)
+        for a, box, cover, own in self._plan(ck, arg_env(values)):
             tr = self._track(a.field)
-            if tr is None or not (exact_box(box) and surely_runs(a, self._exits)):
+            if tr is None:
                 continue
-            if event is None:
-                event = (name, self.launches)
             sl, ev = box_slices(box, tr.written.shape), event + (a, None, a.loc)
-            if a.kind is AccessKind.RMW:  # `x[i] = x[i] * 2`: its load is folded into it
-                self._access(tr, sl, False, ev, False)
-            # an atomic update keeps the old value in the element: it does not cover it
-            self._access(tr, sl, a.is_write, ev, a.kind in (AccessKind.STORE, AccessKind.RMW))
+            if a.kind is AccessKind.RMW and not own:  # `x[i] = x[i] * 2` reads what it writes
+                self._access(tr, sl, False, ev)
+            if own and not a.is_write:
+                continue
+            self._access(tr, sl, a.is_write, ev,
+                         None if cover is None else box_slices(cover, tr.written.shape))
+            if self.found is not None:
+                return
+
+    def _plan(self, ck, env) -> list:
+        """(access, box, cover, own) of every access of a launch, in program order (`f[i] = 0`
+        then `f[i] += g` reads what it wrote). `box`: a hull of what it may touch; `cover`: the
+        box a plain store certainly writes (`_Kernel.cover`), or None; `own`: a read of what a
+        store wrote earlier in the same iteration (`_own_reads`)."""
+        check = ck.analyses.check if ck.analyses is not None else kernel_check(ck)
+        kern = getattr(check, "carried_plans", None)
+        if kern is None:
+            kern = check.carried_plans = _Kernel(check.kernel, self._exits)
+        return kern.plan(env)
 
     def python_access(self, field, idx, is_write, what, loc):
         if self.found is not None:
@@ -108,9 +119,9 @@ class CarriedReads:
         else:
             idx = tuple(idx) if isinstance(idx, (tuple, list)) else (idx,)
             where_ = tuple(slice(int(i), int(i) + 1) for i in idx)
-        self._access(tr, where_, is_write, (None, self.launches, None, what, loc), True)
+        self._access(tr, where_, is_write, (None, self.launches, None, what, loc), where_)
 
-    def _access(self, tr, sl, is_write, event, covers):
+    def _access(self, tr, sl, is_write, event, cover=None):
         if is_write:
             hit = tr.exposed[sl]
             if hit.any():
@@ -119,8 +130,8 @@ class CarriedReads:
                     element[len(sl):]
                 self.found = (tr.field, element, self.events[tr.reader[element]], event)
                 return
-            if covers:
-                tr.written[sl] = True
+            if cover is not None:
+                tr.written[cover] = True
             return
         new = ~tr.written[sl] & ~tr.exposed[sl]
         if new.any():
@@ -150,12 +161,126 @@ class CarriedReads:
         return AccessRuleError("\n".join(lines), loc=write[4], related=related)
 
 
+class _Kernel:
+    """One kernel's accesses for `CarriedReads`, with its plans per argument values. Every
+    read counts, also one no adjoint needs (`summarize(every_read=True)`): the recomputation
+    replays the forward, where a read that only steers an `if` still decides what is written."""
+
+    def __init__(self, kernel, exits):
+        self.accesses = sorted(summarize(kernel, every_read=True),
+                               key=lambda a: (a.task_index, a.position))
+        self.own = _own_reads(self.accesses)
+        self.branches = _branch_covers(self.accesses, exits)
+        self.exits = exits
+        self.plans: dict = {}
+
+    def plan(self, env) -> list:
+        key = tuple(sorted(env.items()))
+        plan = self.plans.get(key)
+        if plan is None:
+            if len(self.plans) >= _PLANS:
+                self.plans.clear()
+            plan = self.plans[key] = [(a, box, self.cover(a, box, env), id(a) in self.own)
+                                      for a in self.accesses
+                                      for box in (access_box(a, env),) if box is not None]
+        return plan
+
+    def cover(self, a, box, env):
+        """The elements a plain store surely writes: its exact box when it surely runs (every
+        loop around it runs; `_loops_run`), or, for the last of the stores of one element in
+        the branches of `if`s that always take one of them (`_branch_covers`), their box
+        without the guards' narrowing. None otherwise: an atomic update keeps the old value,
+        and a store that may not run or whose box is only a hull may leave some of it."""
+        if a.kind not in (AccessKind.STORE, AccessKind.RMW) or not _loops_run(a, env):
+            return None
+        if exact_box(box) and surely_runs(a, self.exits):
+            return box
+        if id(a) in self.branches:
+            full = box_of(a, env)
+            return full if exact_box(full) else None
+        return None
+
+
+def _loops_run(a, env) -> bool:
+    """Does every loop around `a` surely run at least once? (A store indexed by `i` alone in
+    `for k in range(n)` is not made when n is 0, though its box is exact.)"""
+    for v in a.loop_vars:
+        if v is None or v.bounds is None:
+            return False
+        begin, end = (b.subst(env) for b in v.bounds)
+        if not (begin.is_const() and end.is_const() and end.const > begin.const):
+            return False
+    return True
+
+
+def _branch_covers(accesses: list, exits: dict) -> set:
+    """ids of the last plain store of each group of stores of one element (same field, task
+    and index forms) whose `if` branches always run one of them (`if c: f[i] = a` / `else:
+    f[i] = b`), with only `for` loops around and nothing that leaves them early."""
+    groups: dict = {}
+    for a in accesses:
+        if a.kind in (AccessKind.STORE, AccessKind.RMW) and len(a.path) > 0:
+            groups.setdefault((id(a.field), a.task_index, a.indices), []).append(a)
+    out = set()
+    for group in groups.values():
+        if len(group) > 1 and surely_runs(_outside_ifs(group[0]), exits) \
+                and _branches_cover([a.path for a in group], 0):
+            out.add(id(max(group, key=lambda a: a.position)))
+    return out
+
+
+def _outside_ifs(a):
+    """`a` as if its `if`s were not there: for `surely_runs`'s loop and early-exit test."""
+    return replace(a, path=tuple(e for e in a.path if e[0].op != Op.IF))
+
+
+def _branches_cover(paths: list, depth: int) -> bool:
+    """Does one of these paths (sharing their first `depth` statements) run whenever their
+    common block does: one ends there, or they continue into one `for` that does, or into
+    both branches of one `if`, each of which does?"""
+    if any(len(p) == depth for p in paths):
+        return True
+    heads: dict = {}
+    for p in paths:
+        heads.setdefault(id(p[depth][0]), []).append(p)
+    for group in heads.values():
+        stmt = group[0][depth][0]
+        if stmt.op in (Op.FOR, Op.SERIAL) and _branches_cover(group, depth + 1):
+            return True
+        if stmt.op == Op.IF and all(_branches_cover([p for p in group if p[depth][1] == b],
+                                                    depth + 1) for b in (0, 1)):
+            return True
+    return False
+
+
+def _own_reads(accesses: list) -> set:
+    """ids of the reads (loads, the read of an `rmw`) of an element a plain store wrote earlier
+    in the same iteration: same task, same index forms (the same element wherever both run),
+    and the store's enclosing statements enclose the read too, so the read never runs without
+    it (`if m[i] > 0: tmp[i] = ...; y[i] = tmp[i]`). Such a read sees a value of its segment,
+    whatever the store's box and `if`s; a value from an earlier step is never read there."""
+    stores: dict = {}
+    own = set()
+    for a in accesses:
+        key = (id(a.field), a.task_index, a.indices)
+        if (not a.is_write or a.kind is AccessKind.RMW) and any(
+                a.path[:len(w.path)] == w.path for w in stores.get(key, ())):
+            own.add(id(a))
+        if a.kind in (AccessKind.STORE, AccessKind.RMW):
+            stores.setdefault(key, []).append(a)
+    return own
+
+
 def _fix(field, kept, name) -> str:
     state = f"state=[{kept + ', ' if kept else ''}{name}]"
     if isinstance(field, ExternalArray):  # a NumPy array: no field to name in `state`
         return (f"To fix: pass an fs.ndarray instead of the NumPy array '{name}' and add it to "
                 f"{state}, or save and restore the array with save=/restore=.")
-    return f"To fix: add it to {state} (or save and restore it with save=/restore=)."
+    return (f"To fix: add it to {state} (or save and restore it with save=/restore=); or, if "
+            "each step sets it before it reads it (a scratch), write all of it with plain stores "
+            f"at the start of each step (`{name}.fill(0)`): a write under an `if`, at a "
+            "data-dependent index or to part of the field is not known to cover what a read "
+            "may reach.")
 
 
 def _line(label, event) -> str:

@@ -116,10 +116,15 @@ def kernel_check(ck) -> KernelCheck:
 
 
 # --------------------------------------------------------------------------------- summary
-def summarize(kernel: Kernel) -> list[Access]:
-    """The kernel's effect table: every field access with its symbolic index forms."""
+def summarize(kernel: Kernel, every_read: bool = False) -> list[Access]:
+    """The kernel's effect table: every field access with its symbolic index forms. Reads no
+    adjoint needs are left out unless `every_read` (a checkpoint's recomputation replays the
+    forward, where a read that only steers an `if` still decides what it writes)."""
     ix = _index(kernel)
     forms = Forms(ix.sites, ix.stores)
+    if every_read:
+        found = _all_accesses(ix, forms, kernel)
+        return [_label_rmw(a, found, ix.stores) for a in found]
     active = activity(kernel.body)
     needed = adjoint_needs(kernel.body)
     accesses = []
@@ -149,6 +154,11 @@ def summarize(kernel: Kernel) -> list[Access]:
         return [replace(a, kind=AccessKind.RMW, linear=True) if id(a.stmt) in updates and a.kind in _UPDATED
                 else _label_rmw(a, accesses, ix.stores) for a in accesses]
     return [_label_rmw(a, accesses, ix.stores) for a in accesses]
+
+
+def _all_accesses(ix, forms: Forms, kernel: Kernel) -> list[Access]:
+    return [a for s in ix.access_stmts if getattr(s.field, "role", None) != "listing"
+            for a in _accesses_of(s, ix.sites[id(s)], forms, kernel, id(s) in ix.used)]
 
 
 def _mark_free(accesses: list[Access], active: set, body: list) -> list[Access]:

@@ -90,6 +90,16 @@ def box_of(a: Access, env: dict) -> tuple:
     return tuple(_comp(f.subst(env), env, n) for f, n in zip(a.indices, shape))
 
 
+def access_box(a: Access, env: dict) -> tuple | None:
+    """One access's box for these arguments, not merged with any other (None: it never runs).
+    A sound hull of the elements it may touch; `exact_box` when it touches each of them."""
+    if _never(a, env):
+        return None
+    if getattr(a, "guards", ()):
+        return guarded_box(a, env, field_shape(a.field) + (None,) * len(a.indices))
+    return box_of(a, env)
+
+
 def _uses_args(f: Affine) -> bool:
     """Does `f` (or the bounds of a loop it uses) depend on kernel arguments?"""
     for atom in f.terms:
