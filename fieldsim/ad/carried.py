@@ -8,14 +8,24 @@ value between steps outside the state. `CarriedReads` follows the forward pass e
 element and finds the first such element, so that `checkpoint` refuses it before the backward
 writes any gradient.
 
-Element sets are the checker's boxes (`checks.boxes`: a launch's accesses with its argument
-values substituted). Only certain accesses count, so that no program is refused on a guess: a
-read or write whose box is exact (no data-dependent index, no `if` guard) and which surely runs
-(no `if`, `while`, `break` around it). A plain store (not an atomic update, whose result still
-depends on the old value) covers the elements it certainly writes for the rest of its segment;
-a read of an element not covered is exposed, and any later write of it is refused. Python-scope writes
-(`x[i] = v`, `fill`, `from_numpy`) and reads (`x[i]`, `to_numpy`) count like launches, and so do
-`fs.ndarray`s and NumPy arrays passed to kernels (the checker sees them as fields).
+Element sets are the checker's boxes (`checks.boxes.access_box`: a launch's accesses with its
+argument values substituted; a sound hull of what an access may touch, the whole axis for a
+data-dependent index). Every access counts, with every read of the kernel (also one no adjoint
+needs: the recomputation replays the forward, where a read that only steers an `if` still
+decides what is written). A read that may run marks as exposed every element of its hull not
+covered in its segment; a write that may run (store or atomic) is checked against the exposed
+elements of its hull, and a hit is refused. Only a *certain* plain store covers: its box is
+exact (no data-dependent index, no `if` narrowing it) and it surely runs (only `for` loops
+around it, each running at least once, and no `break`, `continue` or `return`), or it is the
+last of stores of one element in the branches of `if`s that always take one of them. An atomic
+update keeps the old value: it never covers. A read of an element a plain store wrote earlier
+in the same iteration (same index forms, the store's enclosing statements enclosing the read)
+is not exposed. Conservative (refused though maybe valid): a scratch written under an `if` and
+read outside it, partly cleared then read at data-dependent indices, or written only through
+atomics or in a sparse struct-for and then read; the error says to add the field to the state
+or to write all of it with plain stores at the start of each step. Python-scope writes (`x[i]
+= v`, `fill`, `from_numpy`) and reads (`x[i]`, `to_numpy`) are exact and count like launches,
+and so do `fs.ndarray`s and NumPy arrays passed to kernels (the checker sees them as fields).
 
 Not carried (accepted): write-once time-indexed outputs (`traj[t + 1] = f(traj[t])`: the
 element read is never written again), atomic accumulators never read (`loss[None] += ...`),

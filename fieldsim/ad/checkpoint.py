@@ -356,8 +356,12 @@ def checkpoint(step, n_steps, every, state=None, save=None, restore=None):
       (kernel, atomic or Python-scope; `x[i]` and `to_numpy()` count as reads) changes is
       carried outside the state, and the call raises `AccessRuleError` at the end of its
       forward, naming the field, the read and the write, before any gradient is written
-      (`fieldsim.ad.carried`: only certain accesses count; data-dependent indices and accesses
-      under `if` are not followed). With `save=` and `restore=` it is the user's to keep.
+      (`fieldsim.ad.carried`: a read that may run, under an `if` or at a data-dependent
+      index, counts for every element it may reach, and only a plain store that surely runs
+      over an exact box, or stores of one element in both branches of an `if`, cover; so a
+      scratch written under an `if`, partly or through atomics, and read at data-dependent
+      indices is refused: clear all of it at the start of each step, or add it to the
+      state). With `save=` and `restore=` it is the user's to keep.
     * `step` must be deterministic given the state, the parameters and `t` (`fs.random` draws
       are replayed: the launch counter is rewound for each recomputed segment).
     * Each launch must obey the in-kernel access rules (checked when its adjoint is made).
