@@ -253,7 +253,7 @@ def test_fwd_mode_makes_the_tangent_with_the_compile(threads, monkeypatch):
 def test_a_tangent_that_cannot_be_made_fails_at_the_launch_as_before(threads, monkeypatch):
     from fieldsim.ad import forward
 
-    def refuse(kernel, seeded=None):
+    def refuse(kernel, *args):
         raise FieldsimCompilationError("no tangent for this kernel (test)", None)
     monkeypatch.setattr(forward, "make_tangent", refuse)
     xs, x, U, energy = _energy(threads)
