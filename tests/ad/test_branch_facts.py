@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from support.backends import on_cpu
 
 from ._env import AS_TAICHI, fs
 
@@ -164,6 +165,9 @@ def test_jvps_and_gradients_at_and_near_the_singular_point(m0):
     if m0 == 1e-310 and not FLUSHING_MACHINE:
         pytest.skip("the CPU backend flushes subnormals on x86-64 only")
     x0 = 0.75
+    fs.init(arch=fs.cpu, default_fp=fs.f64)
+    if m0 == 1e-310 and not on_cpu():
+        pytest.skip("f64 subnormals are read as 0 by the x64 CPU backend; CUDA keeps them")
     taken = m0 >= 1e-300
     jvp, gx, gm = _jvp_and_grad(lambda q: q > 0, m0, x0, 1.0)
     assert jvp == pytest.approx(2 * x0 + (1 / m0 if taken else 0.0), rel=1e-12)
