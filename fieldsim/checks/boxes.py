@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from fieldsim.checks.access_rules import Access
-from fieldsim.checks.index_expr import Affine, Arg, Var, guard_limits, surely_empty
+from fieldsim.checks.index_expr import Affine, Arg, Opaque, Var, guard_limits, surely_empty
 from fieldsim.ir.ir import walk
 from fieldsim.ir.opdefs import Op
 
@@ -106,6 +106,8 @@ def _uses_args(f: Affine) -> bool:
         atom = getattr(atom, "atom", atom)  # Primed
         if isinstance(atom, Arg) or (isinstance(atom, Var) and atom.bounds is not None
                                      and any(_uses_args(b) for b in atom.bounds)):
+            return True
+        if isinstance(atom, Opaque) and atom.of_args:
             return True
     return False
 

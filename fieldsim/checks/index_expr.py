@@ -102,6 +102,14 @@ class Opaque:
     bounds: tuple | None = field(default=None, compare=False)  # inclusive (lo, hi) ints
     one_to_one: Any = field(default=None, compare=False)  # a Var: equal values iff equal Vars
     modulus: Any = field(default=None, compare=False)  # `x % m`, m of kernel arguments (Affine)
+    # `a * b`, both of kernel arguments: (a, b, the machine type's range), a constant once a
+    # launch gives them (PlasticineLab's `range(s * n_substeps, (s + 1) * n_substeps)`)
+    product: Any = field(default=None, compare=False)
+
+    @property
+    def of_args(self) -> bool:
+        """Is the value fixed by the kernel arguments alone (known per launch)?"""
+        return self.modulus is not None or self.product is not None
 
     def __str__(self) -> str:
         return f"?{self.stmt.op.name.lower()}{id(self.stmt) % 997}"
@@ -175,10 +183,9 @@ class Affine:
 
     def subst(self, env: dict | None) -> Affine:
         """Substitute known kernel-argument values (`env`: position -> int)."""
-        if not env or not any(isinstance(a, Arg) for a in self.terms):
+        if not env or not any(isinstance(a, Arg) or _product(a) for a in self.terms):
             return self
-        return self.map(lambda a: Affine(env[a.pos]) if isinstance(a, Arg) and a.pos in env
-                        else Affine.of(a))
+        return self.map(lambda a: _subst_atom(a, env))
 
     def bounds(self, env: dict | None = None, limits: dict | None = None) -> tuple[int, int] | None:
         """Inclusive interval of values, or None when some atom is unbounded."""
@@ -245,6 +252,32 @@ def surely_empty(f: Affine, env: dict | None = None) -> bool:
     return False
 
 
+def _product(atom) -> bool:
+    return isinstance(atom, Opaque) and atom.product is not None
+
+
+def _subst_atom(atom, env: dict) -> Affine:
+    if isinstance(atom, Arg) and atom.pos in env:
+        return Affine(env[atom.pos])
+    if _product(atom):
+        r = _product_range(atom.product, env)
+        if r is not None and r[0] == r[1]:
+            return Affine(r[0])
+    return Affine.of(atom)
+
+
+def _product_range(product: tuple, env: dict | None) -> tuple[int, int] | None:
+    """Interval of `a * b` (a, b of kernel arguments), None while unknown or where the
+    machine product may wrap."""
+    a, b, machine = product
+    ra, rb = a.bounds(env), b.bounds(env)
+    if ra is None or rb is None:
+        return None
+    corners = [x * y for x in ra for y in rb]
+    lo, hi = min(corners), max(corners)
+    return (lo, hi) if machine[0] <= lo and hi <= machine[1] else None
+
+
 def atom_range(atom, env: dict | None, limits: dict | None = None) -> tuple[int, int] | None:
     """Inclusive value interval of an atom, when known (`limits`: narrower intervals that
     guards give, see `guard_limits`)."""
@@ -254,6 +287,8 @@ def atom_range(atom, env: dict | None, limits: dict | None = None) -> tuple[int,
     if isinstance(atom, Arg):
         return (env[atom.pos],) * 2 if env and atom.pos in env else None
     if isinstance(atom, Opaque):
+        if atom.product is not None:
+            return _product_range(atom.product, env)
         return atom.bounds if atom.modulus is None else _modulo_range(atom.modulus, env)
     if not isinstance(atom, Var) or atom.bounds is None:
         return None

@@ -159,7 +159,17 @@ class Forms:
             return a - b
         if a.is_const():
             return b.scale(a.const)
-        return a.scale(b.const) if b.is_const() else self.opaque(s)
+        if b.is_const():
+            return a.scale(b.const)
+        return self._arg_product(s, a, b)
+
+    def _arg_product(self, s: Stmt, a: Affine, b: Affine) -> Affine:
+        """`a * b` of two forms of kernel arguments only: an atom each launch makes constant."""
+        machine = _int_range(s.dtype)
+        if machine is None or not all(isinstance(t, Arg) for t in (*a.terms, *b.terms)):
+            return self.opaque(s)
+        site = self.sites.get(id(s))
+        return Affine.of(Opaque(s, site.loops if site else (), product=(a, b, machine)))
 
     def loop_var(self, loop: Stmt, stride: int = 1, size: int | None = None) -> Var:
         """The atom of a FOR's index (or of one of its digits), with the loop's bounds."""
