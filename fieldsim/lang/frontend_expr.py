@@ -771,16 +771,35 @@ class ExprMixin:
             ref = self._lvalue(func.value)
         except FieldsimError:
             return None
+        if isinstance(ref, (struct.StructFieldRef, struct.StructLocalRef)):
+            # Taichi's Struct.fill: every member (FluidLab's `self.grid[f, I].fill(0)`)
+            if ref.stype is not None and "fill" in ref.stype.methods:
+                return None
+            self._fill_struct(ref, self._fill_value(node))
+            return True
         if isinstance(ref, StaticRef) or not hasattr(ref, "load"):
             return None
         current = ref.load(self)
         if not isinstance(current, MatVal):
             return None
+        value = self._fill_value(node)
+        ref.store(self, current.map(lambda _: value))
+        return True
+
+    def _fill_value(self, node: ast.Call):
         value = self.expr(node.args[0])
         if isinstance(value, MatVal):
             raise FieldsimTypeError(f"fill() takes a scalar, got {describe(value)}")
-        ref.store(self, current.map(lambda _: value))
-        return True
+        return value
+
+    def _fill_struct(self, ref, value):
+        for name in ref.names():
+            m = ref.member_ref(self, name)
+            if isinstance(m, (struct.StructFieldRef, struct.StructLocalRef)):
+                self._fill_struct(m, value)
+                continue
+            current = m.load(self)
+            m.store(self, current.map(lambda _: value) if isinstance(current, MatVal) else value)
 
     def call(self, fn, args, kwargs, node):
         """Calls `fn` in a kernel: kernel builtins, funcs, fieldsim's constructors and casts,
