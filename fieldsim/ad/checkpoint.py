@@ -163,7 +163,7 @@ class Recorder(Tape):
     """Records entries like a Tape (without the access-rule checker) and, per entry, a `Snapshot`
     of the data it touches: before it runs (`when="pre"`: every data field for a unit) or after
     (`when="post"`: the fields it read or wrote, as seen in its IR or inside the unit; launches
-    under `no_grad` are not seen). `only` (a set of field ids) restricts the copies to those
+    under `no_grad` are not recorded, but their writes are seen: `on_plain_launch`). `only` (a set of field ids) restricts the copies to those
     fields. Install it with `active()`; call `finish()` after the last entry so that its "post"
     copy is taken."""
 
@@ -226,6 +226,14 @@ class Recorder(Tape):
         counter = runtime.get().launch_counter
         super().on_launch(kernel, ck, args, kwargs, values)
         self._recorded(counter)
+
+    def on_plain_launch(self, kernel, ck, values):
+        """Internal hook: a launch under `no_grad`, not recorded. The copies pending are taken
+        before it runs, and the fields it writes are copied afresh next time (`_flush` shares
+        a field's latest copy with entries that do not write it)."""
+        self._flush()
+        for k in kernel_fields(ck)[1]:
+            self.latest.pop(k, None)
 
     def record_python_write(self, field, idx, what):
         if self.unit_depth:
@@ -295,6 +303,10 @@ class _Collector(Recorder):
         self.written.update(writes)
         if self.carried is not None:
             self.carried.launch(kernel.__name__, ck, values)
+
+    def on_plain_launch(self, kernel, ck, values):
+        """Internal hook: a launch under `no_grad` is followed like any other."""
+        self.on_launch(kernel, ck, None, None, values)
 
     def record_python_write(self, field, idx, what):
         self.written[id(field)] = field

@@ -471,6 +471,8 @@ class Field:
         if other.storage_shape != self.storage_shape:
             raise ValueError(f"{self._what}.copy_from: needs a field of storage shape "
                              f"{self.storage_shape}")
+        # a checkpoint's forward follows the copy's read of `other` too (gh-regress9)
+        _record_python_read(other, None, text=f"{self.ir_name}.copy_from({other.ir_name})")
         _record_python_write(self, None, f"{self.ir_name}.copy_from(...)")
         if not _copy_in_place(self, other):
             # Taichi copies over the whole index range, not a struct-for: every cell of the
@@ -689,14 +691,17 @@ def watch_python_reads(delta: int) -> None:
     _READ_WATCHERS[0] += delta
 
 
-def _record_python_read(field: Field, idx, what: str | None = None):
-    """Tells a recorder that follows Python-scope reads (`fs.ad.checkpoint`'s forward) of one."""
+def _record_python_read(field: Field, idx, what: str | None = None, text: str | None = None):
+    """Tells a recorder that follows Python-scope reads (`fs.ad.checkpoint`'s forward) of one;
+    `text`: the read as the user wrote it, where `what` is not a method of `field`."""
     if not _READ_WATCHERS[0]:  # the common case, kept cheap: element reads in Python loops
         return
     read = getattr(runtime.get().tape, "record_python_read", None)
     if read is not None:
         owner = field.owner if isinstance(field, ComponentField) else field
-        read(owner, idx, f"{field.ir_name}.{what}" if what else f"{field.ir_name}[{_index_text(idx)}]")
+        if text is None:
+            text = f"{field.ir_name}.{what}" if what else f"{field.ir_name}[{_index_text(idx)}]"
+        read(owner, idx, text)
 
 
 def _allocation_failed(field) -> str:

@@ -108,6 +108,8 @@ class Driver:
                 templates, ck, values = _bind(kernel, rt, args, kwargs)
             if recording:
                 checked_run = _on_tape(tape, kernel, ck, templates, args, kwargs, values)
+            elif tape is not None:
+                _plain_on_tape(tape, kernel, ck, templates, values)
             program = ck.program
             if ad.fwd_mode is not None:  # under no_grad: the primal, noting the duals it writes
                 program = plain_program(ck, ad.fwd_mode) if plain else tangent_program(ck, rt)
@@ -202,6 +204,15 @@ def _on_tape(tape, kernel, ck, templates, args, kwargs, values):
     if ck.adjoint is None and not templates:
         tape.want_adjoint(ck, values)
     return run
+
+
+def _plain_on_tape(tape, kernel, ck, templates, values):
+    """A launch under `no_grad` is not recorded, but a checkpoint's recorders still see it
+    (`on_plain_launch`): its forward follows what it reads and writes, and copies of what it
+    changes must not be shared with earlier ones."""
+    hook = getattr(tape, "on_plain_launch", None)
+    if hook is not None:
+        hook(kernel, bound_view(ck, templates) if templates else ck, values)
 
 
 def _after_launch(templates, ck, tape):
