@@ -106,10 +106,8 @@ class Driver:
                 ck, values = fast
             else:
                 templates, ck, values = _bind(kernel, rt, args, kwargs)
-            if recording:
-                checked_run = _on_tape(tape, kernel, ck, templates, args, kwargs, values)
-            elif tape is not None:
-                _plain_on_tape(tape, kernel, ck, templates, values)
+            if tape is not None:
+                checked_run = _on_tape(tape, kernel, ck, templates, args, kwargs, values, plain)
             program = ck.program
             if ad.fwd_mode is not None:  # under no_grad: the primal, noting the duals it writes
                 program = plain_program(ck, ad.fwd_mode) if plain else tangent_program(ck, rt)
@@ -190,9 +188,12 @@ def _launch_adjoint_program(rt, kernel, program, values, rng_key):
               lambda: rt.backend().launch(program, values, rng, adjoint=True))
 
 
-def _on_tape(tape, kernel, ck, templates, args, kwargs, values):
+def _on_tape(tape, kernel, ck, templates, args, kwargs, values, plain=False):
     """The Tape judges and records a launch (returns its validation runner, or None); a
-    specialisation without an adjoint is noted for the backward to make (`compile_adjoints`)."""
+    specialisation without an adjoint is noted for the backward to make (`compile_adjoints`).
+    `plain`: under `no_grad`, only shown to a checkpoint's recorders (`_plain_on_tape`)."""
+    if plain:
+        return _plain_on_tape(tape, kernel, ck, templates, values)
     try:
         if templates:
             tape.host_arrays_before(templates)
