@@ -471,6 +471,9 @@ class Field:
         if other.storage_shape != self.storage_shape:
             raise ValueError(f"{self._what}.copy_from: needs a field of storage shape "
                              f"{self.storage_shape}")
+        from fieldsim.lang.copy_kernel import copy_on_tape
+        if copy_on_tape(self, other):  # recorded and differentiated, as Taichi's copy kernel
+            return
         # a checkpoint's forward follows the copy's read of `other` too (gh-regress9)
         _record_python_read(other, None, text=f"{self.ir_name}.copy_from({other.ir_name})")
         _record_python_write(self, None, f"{self.ir_name}.copy_from(...)")
