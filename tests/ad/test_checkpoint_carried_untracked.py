@@ -13,6 +13,7 @@ import pytest
 
 import fieldsim as fs
 
+from .checkpoint_mixing import mixing_kernels, runner
 from .fd import central_differences
 
 pytestmark = pytest.mark.fs_init(fp="f64")
@@ -45,20 +46,7 @@ def _program(variant, in_state=False):
         for i in range(N):
             p[i] += 0.3
 
-    @fs.kernel
-    def use(a: fs.template()):
-        for i in range(N):
-            w[i] = fs.sin(s[i]) * a[i] + s[i]
-
-    @fs.kernel
-    def commit():
-        for i in range(N):
-            s[i] = w[i]
-
-    @fs.kernel
-    def fin():
-        for i in range(N):
-            loss[None] += s[i] * s[i]
+    use, commit, fin = mixing_kernels(s, w, loss, N)
 
     def step(t):
         if variant == "copy_from":
@@ -77,20 +65,7 @@ def _program(variant, in_state=False):
 
     state = [s, p] if in_state else [s]
 
-    def run(tape):
-        loss[None] = 0.0
-        if tape:
-            with fs.ad.Tape(loss):
-                init()
-                fs.ad.checkpoint(step, 4, 2, state=state)
-                fin()
-        else:
-            init()
-            for t in range(4):
-                step(t)
-            fin()
-        return loss[None]
-
+    run = runner(loss, init, step, fin, state)
     x.from_numpy(np.array([0.3, 0.5, 0.7]))
     return x, run
 

@@ -9,6 +9,7 @@ import pytest
 
 import fieldsim as fs
 
+from .checkpoint_mixing import mixing_kernels, runner
 from .fd import central_differences
 
 pytestmark = pytest.mark.fs_init(fp="f64")
@@ -41,20 +42,7 @@ def _program(q_kind, in_state):
         for i in range(N):
             w[i] = fs.sin(s[i]) * a[i] + s[i]
 
-    @fs.kernel
-    def use_field(a: fs.template()):
-        for i in range(N):
-            w[i] = fs.sin(s[i]) * a[i] + s[i]
-
-    @fs.kernel
-    def commit():
-        for i in range(N):
-            s[i] = w[i]
-
-    @fs.kernel
-    def fin():
-        for i in range(N):
-            loss[None] += s[i] * s[i]
+    use_field, commit, fin = mixing_kernels(s, w, loss, N)
 
     def step(t):
         q.copy_from(p)
@@ -64,19 +52,7 @@ def _program(q_kind, in_state):
 
     state = [s, p] if in_state else [s]
 
-    def run(tape):
-        loss[None] = 0.0
-        if tape:
-            with fs.ad.Tape(loss):
-                init(p)
-                fs.ad.checkpoint(step, 4, 2, state=state)
-                fin()
-        else:
-            init(p)
-            for t in range(4):
-                step(t)
-            fin()
-        return loss[None]
+    run = runner(loss, lambda: init(p), step, fin, state)
 
     x.from_numpy(np.array([0.3, 0.5, 0.7]))
     return x, p, run
