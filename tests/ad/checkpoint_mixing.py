@@ -41,3 +41,21 @@ def runner(loss, start, step, total, state, steps=4, every=2):
             total()
         return loss[None]
     return run
+
+
+def copy_kernel(dst, src, n):
+    """`dst[i] = src[i]` over size n: a step's commit of its new state."""
+    @fs.kernel
+    def copy():
+        for i in range(n):
+            dst[i] = src[i]
+    return copy
+
+
+def squares_kernel(loss, s, n):
+    """`loss += s[i] ** 2` over size n."""
+    @fs.kernel
+    def fin():
+        for i in range(n):
+            loss[None] += s[i] ** 2
+    return fin

@@ -14,29 +14,13 @@ import pytest
 
 import fieldsim as fs
 
+from .checkpoint_mixing import copy_kernel, runner, squares_kernel
 from .fd import central_differences
 
 pytestmark = pytest.mark.fs_init(fp="f64")
 
 N, T = 4, 4
 X0 = np.array([0.3, -0.5, 0.8, 1.1])
-
-
-def _runner(x, loss, init, step, fin, state, steps=T, every=2):
-    def run(tape):
-        loss[None] = 0.0
-        if tape:
-            with fs.ad.Tape(loss):
-                init()
-                fs.ad.checkpoint(step, steps, every, state=state)
-                fin()
-        else:
-            init()
-            for t in range(steps):
-                step(t)
-            fin()
-        return loss[None]
-    return run
 
 
 def _gradient_matches(x, run, x0=X0):
@@ -98,15 +82,9 @@ def _scalar_program(kind, in_state):
             else:
                 c[i] = fs.sin(s[i])
 
-    @fs.kernel
-    def copy_c():
-        for i in range(N):
-            s[i] = c[i]
+    copy_c = copy_kernel(s, c, N)
 
-    @fs.kernel
-    def fin():
-        for i in range(N):
-            loss[None] += s[i] ** 2
+    fin = squares_kernel(loss, s, N)
 
     def step(t):
         if kind == "if":
@@ -118,7 +96,7 @@ def _scalar_program(kind, in_state):
             copy_c()
 
     extra = ([c] if kind == "if" else [flag]) if in_state else []
-    return x, _runner(x, loss, init, step, fin, [s] + extra)
+    return x, runner(loss, init, step, fin, [s] + extra)
 
 
 def test_a_value_carried_under_an_if_is_refused_and_right_in_the_state():
@@ -211,7 +189,7 @@ def _grid_program(kind):
         g2p()
         commit()
 
-    return x, _runner(x, loss, init, step, fin, [s, v])
+    return x, runner(loss, init, step, fin, [s, v])
 
 
 def test_a_grid_cleared_each_step_then_scattered_normalized_and_gathered_is_accepted():
@@ -268,7 +246,7 @@ def test_mass_spring_with_springs_gathered_by_index_is_accepted():
 
     a.from_numpy(np.array([0, 1, 2], dtype=np.int32))
     b.from_numpy(np.array([1, 2, 3], dtype=np.int32))
-    _gradient_matches(x, _runner(x, loss, init, step, fin, [pos, vel]))
+    _gradient_matches(x, runner(loss, init, step, fin, [pos, vel]))
 
 
 def _scratch_under_if(read_under_same_if):
@@ -304,16 +282,13 @@ def _scratch_under_if(read_under_same_if):
         for i in range(N):
             s[i] = out[i] - 0.2
 
-    @fs.kernel
-    def fin():
-        for i in range(N):
-            loss[None] += s[i] ** 2
+    fin = squares_kernel(loss, s, N)
 
     def step(t):
         (same_if if read_under_same_if else other_if)()
         copy()
 
-    return x, _runner(x, loss, init, step, fin, [s])
+    return x, runner(loss, init, step, fin, [s])
 
 
 def test_a_scratch_read_under_the_if_that_wrote_it_is_accepted():
@@ -350,16 +325,13 @@ def test_a_sparse_struct_for_scratch_is_accepted():
         for i in sp:
             s[i] = s[i] * 0.7 + sp[i] * 0.5
 
-    @fs.kernel
-    def fin():
-        for i in range(N):
-            loss[None] += s[i] ** 2
+    fin = squares_kernel(loss, s, N)
 
     def step(t):
         write_sp()
         read_sp()
 
-    _gradient_matches(x, _runner(x, loss, init, step, fin, [s]))
+    _gradient_matches(x, runner(loss, init, step, fin, [s]))
 
 
 def _inner_loop_program(in_state):
@@ -386,22 +358,16 @@ def _inner_loop_program(in_state):
         for i in range(N):
             snew[i] = s[i] * 0.9 + f[i] ** 2 * 0.3
 
-    @fs.kernel
-    def copy():
-        for i in range(N):
-            s[i] = snew[i]
+    copy = copy_kernel(s, snew, N)
 
-    @fs.kernel
-    def fin():
-        for i in range(N):
-            loss[None] += s[i] ** 2
+    fin = squares_kernel(loss, s, N)
 
     def step(t):
         set_f(t % 2)
         advance()
         copy()
 
-    return x, _runner(x, loss, init, step, fin, [s, f] if in_state else [s])
+    return x, runner(loss, init, step, fin, [s, f] if in_state else [s])
 
 
 def test_a_store_in_a_loop_that_may_run_no_iteration_does_not_cover():
